@@ -1,0 +1,143 @@
+"""One evaluation run, as a few named phases: settings → tasks → model edge → DAG → run folder.
+
+    from evalflow import evaluate
+    results = evaluate(task="arith_mc", model="dummy", limit=10)
+    results["results"]["arith_mc"]["acc,none"]
+
+The Hydra entry point (``python -m evalflow``) and :func:`evaluate` both end in :func:`run`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from evalflow.cache.fingerprint import fingerprint
+from evalflow.cache.store import CacheStore
+from evalflow.dag.inference import CachedModel
+from evalflow.dag.runner import StageEvent, execute
+from evalflow.errors import ConfigError, UnsafeCodeError
+from evalflow.models.registry import build_model, model_identity
+from evalflow.output.results import RunRecord, build_results
+from evalflow.output.run_folder import write_run_folder
+from evalflow.settings import RunSettings
+from evalflow.taskspec.index import Selection, TaskIndex
+from evalflow.taskspec.spec import TaskConfig
+
+log = logging.getLogger(__name__)
+
+
+def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None) -> dict[str, Any]:
+    """Evaluate ``settings`` and return lm-eval's results dict; write the run folder if given.
+
+    ``model`` is an already-built model object (for embedding); else ``settings.model`` is built
+    lazily on the first cache miss.
+    """
+    started = time.time()
+    selection = select_tasks(settings)
+    store = CacheStore(settings.cache_dir)
+    try:
+        edge = model_edge(settings, store, model)
+        outputs, events = evaluate_tasks(selection, settings, store, edge)
+        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time())
+        results = build_results(record)
+        if output_dir is not None:
+            write_run_folder(output_dir, record, results)
+        return results
+    finally:
+        store.close()
+
+
+def select_tasks(settings: RunSettings) -> Selection:
+    index = TaskIndex.build(settings.include_path)
+    selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
+    for task in selection.tasks:
+        if task.unsafe_code and not settings.confirm_unsafe_code:
+            raise UnsafeCodeError(
+                f"task '{task.task}' ({task.source}) is marked unsafe_code: true: its metric executes code "
+                "the model wrote. Run it only in a sandbox, and pass confirm_unsafe_code=true to allow it."
+            )
+    return selection
+
+
+def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> CachedModel:
+    """The caching front of the model; the model itself is loaded on the first miss only."""
+    if model is not None:
+        ident = getattr(model, "identity", None)
+        if not callable(ident):
+            log.warning("model object %s has no identity(); its responses are not cached", type(model).__name__)
+            return CachedModel(None, "", lambda: model, chunk_size=settings.chunk_size)
+        return CachedModel(store, fingerprint(ident()), lambda: model, chunk_size=settings.chunk_size)
+    config = dict(settings.model)
+    identity = fingerprint(model_identity(config))
+    load_args = {**config, "batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size}
+    if config.get("type") == "dummy":
+        load_args = config
+    return CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size)
+
+
+def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str) -> dict[str, Any]:
+    """The run settings as one task's stages see them (num_fewshot resolved against the task)."""
+    num_fewshot = settings.num_fewshot if settings.num_fewshot is not None else (task.num_fewshot or 0)
+    return {
+        "num_fewshot": num_fewshot,
+        "fewshot_seed": settings.seed,
+        "limit": settings.limit,
+        "gen_kwargs": settings.gen_kwargs,
+        "seed": settings.seed,
+        "bootstrap_iters": settings.bootstrap_iters,
+        "data_map": settings.data_map,
+        "model": model_identity_key,
+    }
+
+
+def evaluate_tasks(
+    selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel
+) -> tuple[dict[str, dict[str, Any]], list[StageEvent]]:
+    outputs: dict[str, dict[str, Any]] = {}
+    events: list[StageEvent] = []
+    for task in selection.tasks:
+        if settings.num_fewshot and task.output_type == "loglikelihood_rolling":
+            raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
+        log.info("task %s", task.task)
+        task_outputs, task_events = execute(task, task_settings(task, settings, edge.identity), store, {"model": edge})
+        outputs[task.task] = task_outputs
+        events.extend(task_events)
+    return outputs, events
+
+
+def evaluate(
+    task: str | list[str],
+    model: str | Mapping[str, Any] | Any = "dummy",
+    *,
+    output_dir: str | Path | None = None,
+    overrides: list[str] | None = None,
+    **settings: Any,
+) -> dict[str, Any]:
+    """Run an evaluation from Python; returns lm-eval's results dict.
+
+    ``model`` is a preset name (``conf/model/<name>.yaml``), a config mapping with ``type``, or a
+    model object implementing ``loglikelihood``, ``loglikelihood_rolling`` and ``generate_until``
+    (give it an ``identity()`` method returning plain data to have its responses cached).
+    Other keyword arguments are run settings (``num_fewshot=5, limit=50, cache_dir=...``).
+    """
+    from evalflow.config.compose import compose_settings
+
+    preset = model if isinstance(model, str) else None
+    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings)
+    model_object = None
+    if isinstance(model, Mapping):
+        settings_obj = _replace_model(settings_obj, dict(model))
+    elif not isinstance(model, str):
+        model_object = model
+    return run(settings_obj, Path(output_dir) if output_dir else None, model=model_object)
+
+
+def _replace_model(settings: RunSettings, model: dict[str, Any]) -> RunSettings:
+    import dataclasses
+
+    if "type" not in model:
+        raise ConfigError("a model mapping needs a `type` key (dummy, hf, or a registered model type)")
+    return dataclasses.replace(settings, model=model)

@@ -1,0 +1,16 @@
+"""OmegaConf resolvers used by ``conf/`` (e.g. ``${evalflow.smollm2_dir:}`` in conf/model/smollm2.yaml)."""
+
+from __future__ import annotations
+
+from omegaconf import OmegaConf
+
+
+def _smollm2_dir() -> str:
+    from evalflow.models.smollm2 import smollm2_dir
+
+    return smollm2_dir()
+
+
+def register_resolvers() -> None:
+    if not OmegaConf.has_resolver("evalflow.smollm2_dir"):
+        OmegaConf.register_new_resolver("evalflow.smollm2_dir", _smollm2_dir)

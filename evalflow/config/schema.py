@@ -1,0 +1,50 @@
+"""The typed schema of a run. YAML under ``conf/`` holds values; this file holds types and defaults.
+
+Registered in Hydra's ConfigStore as ``base_config`` so ``conf/config.yaml`` composes on top of it
+and a mistyped override (``num_fewshot=five``) is refused by OmegaConf before anything runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class RunConfig:
+    # The model: `type` (dummy, hf, or a registered name) plus that model's arguments (conf/model/).
+    model: Dict[str, Any] = field(default_factory=lambda: {"type": "dummy"})
+    # A task, group or tag name, a list of them, or a path to a task YAML.
+    task: Any = "arith_mc"
+    # Overrides every task's num_fewshot when set (lm-eval's --num_fewshot).
+    num_fewshot: Optional[int] = None
+    # The first N documents of each task, or a fraction (< 1.0) of them.
+    limit: Optional[float] = None
+    # Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.
+    seed: int = 1234
+    # Requests per model batch (an int, or "auto"); never part of any cache key.
+    batch_size: Any = 1
+    max_batch_size: int = 64
+    # Overrides the generation_kwargs of generate_until tasks (lm-eval's --gen_kwargs).
+    gen_kwargs: Optional[Dict[str, Any]] = None
+    # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path).
+    include_path: List[str] = field(default_factory=list)
+    # Maps hub datasets to local files (a mapping, or a path to a YAML/JSON file); see conf/data_map/.
+    data_map: Optional[Any] = None
+    # Where cached stage outputs and model responses live; default $EVALFLOW_CACHE or ~/.cache/evalflow.
+    cache_dir: Optional[str] = None
+    bootstrap_iters: int = 100000
+    # Write samples_<task>.jsonl (lm-eval's --log_samples).
+    log_samples: bool = True
+    # Run !function code from task folders outside the built-in tasks/.
+    trust_task_code: bool = False
+    # Run tasks marked unsafe_code: true (their metrics execute model-written code).
+    confirm_unsafe_code: bool = False
+    # Requests the inference edge sends to the model at once and persists together.
+    chunk_size: int = 64
+
+
+def register_configs() -> None:
+    ConfigStore.instance().store(name="base_config", node=RunConfig)

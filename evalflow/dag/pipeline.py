@@ -1,0 +1,93 @@
+"""The evaluation DAG in one place: each stage, what it reads, and what it is keyed by.
+
+    load_docs ─► fewshot ─► instances ─► inference ─► filters ─► metrics ─► aggregate
+        └──────────┴────────────┴──────────────────────┴──────────┘ (documents feed every stage)
+
+Reading a node tells you when its cached result is reused: a change to anything *not* listed
+leaves it a hit. Excluded on purpose from every key: ``batch_size`` and worker counts (they change
+speed, not answers), the run folder and cache folder, data file paths (the data's bytes are hashed
+instead), and the model's device (numerically equivalent for scoring purposes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from evalflow import stages
+from evalflow.dag.node import Node
+from evalflow.taskspec.data import data_fingerprint
+from evalflow.taskspec.spec import TaskConfig
+
+# Fields that decide how a document is rendered into text: shared by the prompt-building stages.
+_RENDERING = ("doc_to_text", "doc_to_target", "doc_to_choice", "target_delimiter", "output_type")
+
+
+def _mutual_info_only(task: TaskConfig) -> Any:
+    """acc_mutual_info adds unconditional requests; nothing else in metric_list changes requests."""
+    return tuple(m for m in task.metric_list or () if m.get("metric") == "acc_mutual_info")
+
+
+def _data_identity(task: TaskConfig, settings: Mapping[str, Any]) -> str:
+    return data_fingerprint(task, settings["data_map"])
+
+
+def _dataset_options(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
+    """dataset_kwargs other than the files (whose bytes _data_identity hashes)."""
+    return {k: v for k, v in (task.dataset_kwargs or {}).items() if k != "data_files"}
+
+
+PIPELINE: tuple[Node, ...] = (
+    Node(
+        "load_docs",
+        stages.load_docs,
+        version=1,
+        task_fields=("dataset_path", "dataset_name", "dataset_kwargs", "custom_dataset", "training_split",
+                     "validation_split", "test_split", "fewshot_split", "fewshot_config", "process_docs"),
+        run_settings=("data_map",),
+        identity={"data": _data_identity, "dataset_options": _dataset_options},
+        unhashed=("dataset_path", "dataset_kwargs", "custom_dataset", "data_map"),
+    ),
+    Node(
+        "fewshot",
+        stages.fewshot,
+        version=1,
+        task_fields=_RENDERING + ("description", "fewshot_delimiter", "fewshot_config", "gen_prefix",
+                                  "training_split", "validation_split", "test_split", "fewshot_split"),
+        run_settings=("num_fewshot", "fewshot_seed", "limit"),
+        upstream=("load_docs",),
+    ),
+    Node(
+        "instances",
+        stages.instances,
+        version=1,
+        task_fields=_RENDERING + ("generation_kwargs", "repeats", "fewshot_delimiter", "gen_prefix"),
+        derive={"metric_list": _mutual_info_only},
+        run_settings=("gen_kwargs", "seed"),
+        upstream=("load_docs", "fewshot"),
+    ),
+    Node(
+        "inference",
+        stages.inference,
+        version=1,
+        run_settings=("model",),  # the model's identity, never its weights or device
+        upstream=("instances",),
+    ),
+    Node("filters", stages.filters, version=1, task_fields=("filter_list",), upstream=("load_docs", "instances", "inference")),
+    Node(
+        "metrics",
+        stages.metrics,
+        version=1,
+        task_fields=_RENDERING + ("metric_list", "process_results"),
+        upstream=("load_docs", "filters"),
+    ),
+    Node(
+        "aggregate",
+        stages.aggregate,
+        version=1,
+        task_fields=("metric_list", "output_type"),
+        run_settings=("bootstrap_iters",),
+        upstream=("metrics",),
+    ),
+)
+
+STAGE_NAMES: tuple[str, ...] = tuple(node.name for node in PIPELINE)

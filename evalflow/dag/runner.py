@@ -1,0 +1,94 @@
+"""Runs one task through the pipeline: plan every key first, then compute only the misses.
+
+Keys depend on upstream *keys*, never on upstream values, so the whole plan (and the "why did this
+stage re-run" explanation) is known before anything is loaded or computed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from evalflow.cache.fingerprint import fingerprint
+from evalflow.cache.store import MISSING, CacheStore
+from evalflow.dag.node import Node
+from evalflow.dag.pipeline import PIPELINE
+from evalflow.taskspec.spec import TaskConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PlannedStage:
+    node: Node
+    key: str
+    inputs: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class StageEvent:
+    """One line of the manifest: whether a stage was served from the cache, and how long it took."""
+
+    task: str
+    stage: str
+    key: str
+    hit: bool
+    seconds: float
+
+
+def plan(task: TaskConfig, settings: Mapping[str, Any], pipeline: tuple[Node, ...] = PIPELINE) -> list[PlannedStage]:
+    keys: dict[str, str] = {}
+    planned = []
+    for node in pipeline:
+        inputs = node.key_inputs(task, settings, keys)
+        keys[node.name] = f"{node.name}:{fingerprint(inputs)}"
+        planned.append(PlannedStage(node, keys[node.name], inputs))
+    return planned
+
+
+def execute(
+    task: TaskConfig,
+    settings: Mapping[str, Any],
+    store: CacheStore,
+    resources: Mapping[str, Any],
+    pipeline: tuple[Node, ...] = PIPELINE,
+) -> tuple[dict[str, Any], list[StageEvent]]:
+    """Every stage's output for ``task`` and the hit/miss events, reusing cached outputs.
+
+    ``resources`` are values a stage receives that are not data (the model edge); their identity
+    is already in ``settings``.
+    """
+    outputs: dict[str, Any] = {}
+    events: list[StageEvent] = []
+    for step in plan(task, settings, pipeline):
+        t0 = time.perf_counter()
+        value = store.get(step.key)
+        hit = value is not MISSING
+        if not hit:
+            value = _call(step.node, task, settings, outputs, resources)
+            store.put(step.key, value, tag=step.node.name)
+        outputs[step.node.name] = value
+        seconds = time.perf_counter() - t0
+        events.append(StageEvent(task.task, step.node.name, step.key, hit, round(seconds, 6)))
+        log.debug("%s/%s %s in %.3fs", task.task, step.node.name, "hit" if hit else "computed", seconds)
+    return outputs, events
+
+
+def _call(node: Node, task: TaskConfig, settings: Mapping[str, Any], outputs: Mapping[str, Any], resources: Mapping[str, Any]) -> Any:
+    """Call the stage with its declared inputs only, matched to its parameter names."""
+    import inspect
+
+    params = list(inspect.signature(node.fn).parameters)
+    upstream_names = {"load_docs": "docs", "fewshot": "contexts", "instances": "instances", "inference": "responses",
+                      "filters": "filtered", "metrics": "scores"}
+    available: dict[str, Any] = {"task": node.view(task)}
+    for up in node.upstream:
+        available[upstream_names[up]] = outputs[up]
+    for s in node.run_settings:
+        available[s] = resources.get(s, settings[s])
+    missing = [p for p in params if p not in available]
+    if missing:
+        raise TypeError(f"stage {node.name} wants {missing}, which its node does not declare")
+    return node.fn(**{p: available[p] for p in params})

@@ -1,0 +1,66 @@
+"""A deterministic, instant model with all three request types, for tests, demos and dry runs.
+
+Answers are derived from an xxhash of the request, so different inputs get different answers and
+the same input always gets the same one, in any process. ``calls`` counts requests answered, which
+is how the tests prove what the cache saved.
+
+>>> m = DummyModel()
+>>> m.loglikelihood([Request("loglikelihood", ("2+2=", " 4"))]) == m.loglikelihood([Request("loglikelihood", ("2+2=", " 4"))])
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import xxhash
+
+from evalflow.models.base import default_identity
+from evalflow.records import Request
+
+_WORDS = ("the", "answer", "is", "so", "we", "get", "then", "total", "each", "and")
+
+
+def _unit(*parts: Any) -> float:
+    """A stable number in [0, 1) from the parts."""
+    h = xxhash.xxh64_intdigest("\x1f".join(map(str, parts)).encode("utf-8", "surrogatepass"))
+    return h / 2**64
+
+
+class DummyModel:
+    """Deterministic pseudo-model: log-likelihoods and generations are hashes of the request."""
+
+    def __init__(self, salt: str = "", **_: Any) -> None:
+        self.salt = salt
+        self.calls = 0
+
+    @classmethod
+    def identity(cls, **config: Any) -> dict[str, Any]:
+        return default_identity("dummy", {"salt": config.get("salt", "")})
+
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
+        self.calls += len(requests)
+        out = []
+        for r in requests:
+            context, continuation = r.args
+            u = _unit(self.salt, "ll", context, continuation)
+            out.append((-(1.0 + 9.0 * u) * max(1, len(continuation.split())), u < 0.25))
+        return out
+
+    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
+        self.calls += len(requests)
+        return [-(0.5 + _unit(self.salt, "roll", r.args[0])) * max(1, len(r.args[0])) for r in requests]
+
+    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+        self.calls += len(requests)
+        out = []
+        for r in requests:
+            context, gen_kwargs = r.args
+            u = _unit(self.salt, "gen", context, r.repeat if r.seed is not None else 0, r.seed)
+            words = [_WORDS[int(u * 1000 * (i + 1)) % len(_WORDS)] for i in range(3 + int(u * 5))]
+            text = " ".join(words) + f" #### {int(u * 100)}"
+            for stop in (gen_kwargs or {}).get("until") or ():
+                if stop and stop in text:
+                    text = text[: text.index(stop)]
+            out.append(text)
+        return out

@@ -1,0 +1,68 @@
+"""Model types by name: ``model.type`` in a config picks one; ``register_model`` adds your own.
+
+Built-in classes are named by import path and imported on first use, so choosing ``dummy`` never
+imports torch, and a fully cached ``hf`` run imports only the (torch-free) ``hf`` module to compute
+the model's identity.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Mapping
+
+from evalflow.errors import ModelError, closest
+from evalflow.models.base import default_identity
+
+_BUILTIN = {
+    "dummy": "evalflow.models.dummy:DummyModel",
+    "hf": "evalflow.models.hf:HFModel",
+}
+_REGISTERED: dict[str, type] = {}
+
+
+def register_model(name: str) -> Callable[[type], type]:
+    """Class decorator: ``@register_model("mine")`` makes ``model.type: mine`` build that class.
+
+    The class takes the model config's keys as keyword arguments and implements the three request
+    types (:class:`evalflow.models.base.LanguageModel`). Give it an ``identity(**config)``
+    classmethod when its outputs depend on more than its config values (e.g. weight files).
+    """
+
+    def decorate(cls: type) -> type:
+        _REGISTERED[name] = cls
+        return cls
+
+    return decorate
+
+
+def model_names() -> list[str]:
+    return sorted(set(_BUILTIN) | set(_REGISTERED))
+
+
+def model_class(name: str) -> type:
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    if name not in _BUILTIN:
+        raise ModelError(
+            f"unknown model type '{name}' (config key model.type); {closest(name, model_names())} "
+            "Pick a preset with model=<name> (see conf/model/) or register your class with "
+            "evalflow.register_model."
+        )
+    module, attr = _BUILTIN[name].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def model_identity(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What the response cache is keyed by: computed from the config, never by loading weights."""
+    cls = model_class(str(config["type"]))
+    args = {k: v for k, v in config.items() if k != "type"}
+    identity = getattr(cls, "identity", None)
+    if identity is None:
+        return default_identity(str(config["type"]), args)
+    return {"type": str(config["type"]), **identity(**args)}
+
+
+def build_model(config: Mapping[str, Any]) -> Any:
+    """Load the model (the expensive part: weights, torch) from its config."""
+    cls = model_class(str(config["type"]))
+    return cls(**{k: v for k, v in config.items() if k != "type"})

@@ -1,0 +1,75 @@
+"""Writing a run folder so that its completeness can be trusted.
+
+Every file is written to a temporary name and renamed into place (atomic on POSIX), and
+``results.json`` is written last: a folder holding results.json is a run that finished. A run that
+fails leaves whatever it wrote before (the ``.hydra`` snapshot, samples) but never results.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable
+
+from evalflow.output.results import RunRecord
+from evalflow.output.samples import sample_rows
+
+PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy")
+
+
+def atomic_write(path: Path, chunks: Iterable[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, value: Any) -> None:
+    atomic_write(path, [json.dumps(value, indent=2, ensure_ascii=False, default=str), "\n"])
+
+
+def manifest(record: RunRecord) -> dict[str, Any]:
+    return {
+        "stages": [
+            {"task": e.task, "stage": e.stage, "key": e.key, "hit": e.hit, "seconds": e.seconds}
+            for e in record.events
+        ],
+        "inference": {
+            "requests": record.inference.requests,
+            "computed": record.inference.computed,
+            "cached": record.inference.cached,
+        },
+        "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},
+        "packages": {name: _version(name) for name in PACKAGES},
+        "cache_dir": str(record.settings.cache_dir),
+        "seconds": round(record.finished - record.started, 3),
+    }
+
+
+def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").unlink(missing_ok=True)  # a stale one must not survive a failed re-run
+    if record.settings.log_samples:
+        for task in record.selection.tasks:
+            rows = sample_rows(task, record.outputs[task.task])
+            atomic_write(folder / f"samples_{task.task}.jsonl", (json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    write_json(folder / "manifest.json", manifest(record))
+    write_json(folder / "results.json", results)
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None

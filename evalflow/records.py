@@ -1,0 +1,124 @@
+"""The nouns that flow between the stages of the DAG.
+
+Every record is a frozen dataclass: a stage returns new records and never mutates the ones it was
+given (lm-eval's ``Instance.resps.append`` is the counter-example). Records hold only JSON-friendly
+values (str, int, float, bool, None, tuples, dicts with str keys, other records) so the cache can
+store them as data, never as pickles.
+
+    load_docs -> DocSet -> fewshot -> Contexts -> instances -> Instances -> inference -> Responses
+    -> filters -> Filtered -> metrics -> Scores -> aggregate -> TaskResult
+
+This module imports nothing from evalflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+RequestType = Literal["loglikelihood", "loglikelihood_rolling", "generate_until"]
+REQUEST_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "generate_until")
+
+Doc = Mapping[str, Any]
+"""A dataset row as the datasets library yields it (JSON values)."""
+
+
+@dataclass(frozen=True)
+class DocSet:
+    """The documents of one task: the evaluated split and the split few-shot examples come from."""
+
+    eval_split: str
+    docs: tuple[Doc, ...]
+    fewshot_split: str | None = None
+    fewshot_docs: tuple[Doc, ...] | None = None
+    fingerprint: str = ""  # of the data the docs were read from; recorded in the manifest
+
+
+@dataclass(frozen=True)
+class Context:
+    """The prompt of one document: description, few-shot examples and the document's own text.
+
+    ``prompt`` is a tuple for multiple-input tasks (winogrande), where each choice is a context.
+    ``fewshot_ids`` records which documents were drawn as examples, so a run can be audited.
+    """
+
+    doc_id: int
+    prompt: str | tuple[str, ...]
+    fewshot_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call to a model. Equal requests to one model get one cached response.
+
+    ``args`` is ``(context, continuation)`` for loglikelihood, ``(text,)`` for
+    loglikelihood_rolling and ``(context, gen_kwargs)`` for generate_until. ``repeat`` and
+    ``seed`` only matter for sampled generation: k samples are k distinct requests.
+    """
+
+    type: RequestType
+    args: tuple[Any, ...]
+    repeat: int = 0
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A request tied to the document and position (choice index) it scores."""
+
+    doc_id: int
+    idx: int
+    request: Request
+
+
+Response = Any
+"""A model's raw answer: ``(logprob, is_greedy)``, a float (rolling) or a str (generation)."""
+
+
+@dataclass(frozen=True)
+class Responses:
+    """Raw model outputs aligned with the instances they answer."""
+
+    values: tuple[Response, ...]
+
+
+@dataclass(frozen=True)
+class Filtered:
+    """Per filter pipeline: the responses of each lm-eval instance after that pipeline.
+
+    An lm-eval instance is one ``(doc_id, idx)`` pair; its responses are the answers to all its
+    repeats (one for non-sampled requests). ``by_filter[name][i]`` belongs to ``keys[i]``.
+    """
+
+    keys: tuple[tuple[int, int], ...]
+    by_filter: Mapping[str, tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per filter pipeline, per document: the metric values of that document."""
+
+    doc_ids: tuple[int, ...]
+    by_filter: Mapping[str, tuple[Mapping[str, Any], ...]]
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """One task's aggregated numbers in lm-eval's layout (``"acc,none"`` and ``"acc_stderr,none"``)."""
+
+    task: str
+    metrics: Mapping[str, Any]
+    higher_is_better: Mapping[str, bool]
+    n_samples: Mapping[str, int] = field(default_factory=dict)
+
+
+RECORD_TYPES: tuple[type, ...] = (
+    DocSet,
+    Context,
+    Request,
+    Instance,
+    Responses,
+    Filtered,
+    Scores,
+    TaskResult,
+)

@@ -1,0 +1,109 @@
+"""A run's settings as one frozen, validated value, built from the composed Hydra config.
+
+Validation happens here, once, before anything is loaded, so a bad override fails in a second
+with a message naming the key and the fix, not an hour later inside a stage.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+from evalflow.cache.store import default_cache_dir
+from evalflow.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    model: Mapping[str, Any]
+    tasks: tuple[str, ...]
+    num_fewshot: int | None
+    limit: float | None
+    seed: int
+    batch_size: int | str
+    max_batch_size: int
+    gen_kwargs: Mapping[str, Any] | None
+    include_path: tuple[str, ...]
+    data_map: Mapping[str, Any] | None
+    cache_dir: Path
+    bootstrap_iters: int
+    log_samples: bool
+    trust_task_code: bool
+    confirm_unsafe_code: bool
+    chunk_size: int
+
+
+def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
+    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    data.pop("hydra", None)
+    task = data.get("task")
+    tasks = tuple(str(t) for t in task) if isinstance(task, (list, tuple)) else (str(task),) if task else ()
+    if not tasks:
+        raise ConfigError("no task given; pass task=<name> (or task=[a,b]); `python -m evalflow ls` lists them")
+    model = data.get("model") or {}
+    if not isinstance(model, Mapping) or "type" not in model:
+        raise ConfigError("model must be a mapping with a `type` key; pick a preset with model=<name> (conf/model/)")
+    if data.get("num_fewshot") is not None and data["num_fewshot"] < 0:
+        raise ConfigError(f"num_fewshot={data['num_fewshot']} is out of range; use 0 or more")
+    limit = data.get("limit")
+    if limit is not None and (limit <= 0 or (limit >= 1 and limit != int(limit))):
+        raise ConfigError(
+            f"limit={limit} is out of range; use a whole number of documents (limit=50) or a fraction in (0, 1) (limit=0.1)"
+        )
+    batch_size = data.get("batch_size", 1)
+    if not (batch_size == "auto" or (isinstance(batch_size, int) and batch_size >= 1)):
+        raise ConfigError(f"batch_size={batch_size!r} is not allowed; use a positive integer or batch_size=auto")
+    gen_kwargs = data.get("gen_kwargs")
+    if isinstance(gen_kwargs, str):  # lm-eval style: gen_kwargs='temperature=0,max_gen_toks=64'
+        gen_kwargs = _parse_kv(gen_kwargs)
+    return RunSettings(
+        model=model,
+        tasks=tasks,
+        num_fewshot=data.get("num_fewshot"),
+        limit=limit,
+        seed=int(data.get("seed", 1234)),
+        batch_size=batch_size,
+        max_batch_size=int(data.get("max_batch_size", 64)),
+        gen_kwargs=gen_kwargs,
+        include_path=tuple(str(p) for p in data.get("include_path") or ()),
+        data_map=_load_data_map(data.get("data_map")),
+        cache_dir=Path(data["cache_dir"]).expanduser() if data.get("cache_dir") else default_cache_dir(),
+        bootstrap_iters=int(data.get("bootstrap_iters", 100000)),
+        log_samples=bool(data.get("log_samples", True)),
+        trust_task_code=bool(data.get("trust_task_code", False)),
+        confirm_unsafe_code=bool(data.get("confirm_unsafe_code", False)),
+        chunk_size=max(1, int(data.get("chunk_size", 64))),
+    )
+
+
+def _parse_kv(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise ConfigError(f"gen_kwargs: '{part}' is not key=value; write gen_kwargs='temperature=0,max_gen_toks=64'")
+        key, value = part.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def _load_data_map(value: Any) -> Mapping[str, Any] | None:
+    """The data map as a mapping, with relative paths made absolute against the map file's folder."""
+    import os
+
+    if value is None and os.environ.get("EVALFLOW_DATA_MAP"):
+        value = os.environ["EVALFLOW_DATA_MAP"]
+    if value is None or isinstance(value, Mapping):
+        return value
+    path = Path(str(value)).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"data_map={value}: no such file; give a YAML/JSON mapping file or an inline mapping")
+    from evalflow.taskspec.data import read_data_map
+
+    return read_data_map(path)

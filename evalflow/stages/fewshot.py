@@ -1,0 +1,31 @@
+"""Stage 2: each evaluated document's prompt: description, few-shot examples, its own text."""
+
+from __future__ import annotations
+
+from evalflow.errors import ConfigError
+from evalflow.records import Context, DocSet
+from evalflow.taskspec.prompt import build_contexts
+from evalflow.taskspec.spec import TaskConfig
+
+
+def evaluated_doc_ids(n_docs: int, limit: float | None) -> list[int]:
+    """lm-eval's ``limit``: the first N documents, or a fraction (< 1.0) of them, rounded up."""
+    if limit is None:
+        return list(range(n_docs))
+    if limit <= 0:
+        raise ConfigError(f"limit={limit} is out of range; use a positive count, or a fraction in (0, 1)")
+    if limit < 1.0:
+        count = int(-(-n_docs * limit // 1))  # ceil, as lm-eval
+    else:
+        if limit != int(limit):
+            raise ConfigError(f"limit={limit}: a limit of 1 or more must be a whole number of documents")
+        count = int(limit)
+    return list(range(min(count, n_docs)))
+
+
+def fewshot(
+    task: TaskConfig, docs: DocSet, num_fewshot: int, fewshot_seed: int, limit: float | None
+) -> tuple[Context, ...]:
+    if not docs.docs:
+        raise ConfigError(f"task '{task.task}': split '{docs.eval_split}' has no documents to evaluate")
+    return build_contexts(task, docs, num_fewshot, fewshot_seed, evaluated_doc_ids(len(docs.docs), limit))

@@ -1,0 +1,13 @@
+"""Stage 1: the task's documents (evaluated split and few-shot split), as plain JSON rows."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from evalflow.records import DocSet
+from evalflow.taskspec.data import load_docset
+from evalflow.taskspec.spec import TaskConfig
+
+
+def load_docs(task: TaskConfig, data_map: Mapping[str, Any] | None) -> DocSet:
+    return load_docset(task, data_map)
