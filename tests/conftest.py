@@ -1,0 +1,127 @@
+"""Shared fixtures: a toy task library written to a temp folder, and a run helper."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.models import CountingModel  # noqa: E402
+
+COUNTING = "tests.support.models:CountingModel"
+
+MC_YAML = """\
+task: toy_mc
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    train: {data}/train.jsonl
+    test: {data}/test.jsonl
+training_split: train
+test_split: test
+output_type: multiple_choice
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_target: label
+doc_to_choice: "{{{{choices}}}}"
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+"""
+
+GEN_YAML = """\
+task: toy_gen
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    train: {data}/train.jsonl
+    test: {data}/test.jsonl
+training_split: train
+test_split: test
+output_type: generate_until
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["\\n\\n", "Question:"]
+  do_sample: false
+filter_list:
+  - name: get-answer
+    filter:
+      - function: regex
+        regex_pattern: "#### (\\\\-?[0-9\\\\.\\\\,]+)"
+      - function: take_first
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+"""
+
+
+def _rows(n: int, offset: int = 0) -> list[dict[str, Any]]:
+    rows = []
+    for i in range(offset, offset + n):
+        a, b = i % 7 + 1, i % 5 + 2
+        rows.append({
+            "question": f"What is {a} plus {b}?",
+            "choices": [str(a + b), str(a + b + 1), str(a * b), str(abs(a - b))],
+            "label": 0,
+            "answer": f"{a} + {b} = {a + b}\n#### {a + b}",
+        })
+    return rows
+
+
+@pytest.fixture
+def toy_library(tmp_path: Path) -> Path:
+    """A folder with toy_mc (multiple choice, 40 docs) and toy_gen (generation) over local JSONL."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, rows in (("train", _rows(10, 100)), ("test", _rows(40))):
+        (data / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lib = tmp_path / "tasks"
+    lib.mkdir()
+    (lib / "toy_mc.yaml").write_text(MC_YAML.format(data=data))
+    (lib / "toy_gen.yaml").write_text(GEN_YAML.format(data=data))
+    return lib
+
+
+class Runner:
+    """Runs evalflow in-process against a private cache, as `python -m evalflow` would."""
+
+    def __init__(self, library: Path, cache: Path, out: Path) -> None:
+        self.library, self.cache, self.out, self.n = library, cache, out, 0
+
+    def __call__(self, task: Any = "toy_mc", model: str = COUNTING, **values: Any) -> tuple[dict, dict, Path]:
+        from evalflow.app import run
+        from evalflow.config.compose import compose_settings
+
+        self.n += 1
+        folder = self.out / f"run{self.n}"
+        settings = compose_settings(
+            task=task, preset="dummy", overrides=[f"model.type={model}"],
+            values={"include_path": [str(self.library)], "cache_dir": str(self.cache), "bootstrap_iters": 0, **values},
+        )
+        CountingModel.reset()
+        results = run(settings, folder)
+        manifest = json.loads((folder / "manifest.json").read_text())
+        return results, manifest, folder
+
+
+@pytest.fixture
+def runner(toy_library: Path, tmp_path: Path) -> Runner:
+    return Runner(toy_library, tmp_path / "cache", tmp_path / "outputs")
+
+
+def stage_hits(manifest: dict, task: str | None = None) -> dict[str, bool]:
+    return {e["stage"]: e["hit"] for e in manifest["stages"] if task is None or e["task"] == task}

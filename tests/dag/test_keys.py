@@ -1,0 +1,88 @@
+"""Each kind of change changes the keys of exactly the stages that read it (computed from the plan,
+without running anything)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from evalflow.dag.runner import plan
+from evalflow.taskspec.spec import TaskConfig
+
+BASE_TASK = TaskConfig(
+    task="t",
+    dataset_path="json",
+    dataset_kwargs={"data_files": {"test": "/nonexistent/test.jsonl"}},
+    test_split="test",
+    training_split="train",
+    output_type="multiple_choice",
+    doc_to_text="Q: {{q}}",
+    doc_to_target="label",
+    doc_to_choice="{{choices}}",
+    metric_list=({"metric": "acc"},),
+)
+BASE_SETTINGS: dict[str, Any] = {
+    "num_fewshot": 0, "fewshot_seed": 1234, "limit": None, "gen_kwargs": None, "seed": 1234,
+    "bootstrap_iters": 1000, "data_map": None, "model": "model-a",
+}
+S = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
+
+
+@pytest.fixture(autouse=True)
+def fixed_data_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalflow.dag.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "data_fingerprint", lambda task, data_map: f"data-of-{task.dataset_name}")
+
+
+def changed(task: TaskConfig = BASE_TASK, **settings: Any) -> list[str]:
+    before = {p.node.name: p.key for p in plan(BASE_TASK, BASE_SETTINGS)}
+    after = {p.node.name: p.key for p in plan(task, {**BASE_SETTINGS, **settings})}
+    return [s for s in S if before[s] != after[s]]
+
+
+CASES = [
+    ("dataset_name", {"dataset_name": "other"}, S),
+    ("test_split", {"test_split": "validation"}, S),
+    ("doc_to_text", {"doc_to_text": "Question: {{q}}"}, S[1:]),
+    ("description", {"description": "Answer.\n"}, S[1:]),
+    ("fewshot_delimiter", {"fewshot_delimiter": "\n"}, S[1:]),
+    ("target_delimiter", {"target_delimiter": ""}, S[1:]),
+    ("generation_kwargs", {"generation_kwargs": {"until": ["\n"]}}, S[2:]),
+    ("repeats", {"repeats": 2}, S[2:]),
+    ("filter_list", {"filter_list": ({"name": "x", "filter": ({"function": "take_first"},)},)}, S[4:]),
+    ("metric_list", {"metric_list": ({"metric": "acc_norm"},)}, S[5:]),
+    ("metric_list adds acc_mutual_info", {"metric_list": ({"metric": "acc"}, {"metric": "acc_mutual_info"})}, S[2:]),
+    ("tag only", {"tag": ("x",)}, []),
+    ("task_alias only", {"task_alias": "T"}, []),
+    ("metadata only", {"metadata": {"version": 2}}, []),
+    ("data file path only", {"dataset_kwargs": {"data_files": {"test": "/elsewhere/test.jsonl"}}}, []),
+]
+
+
+@pytest.mark.parametrize("name,change,expected", CASES, ids=[c[0] for c in CASES])
+def test_task_field_changes(name: str, change: dict[str, Any], expected: list[str]) -> None:
+    assert changed(dataclasses.replace(BASE_TASK, **change)) == expected
+
+
+SETTING_CASES = [
+    ("num_fewshot", {"num_fewshot": 5}, S[1:]),
+    ("fewshot seed", {"fewshot_seed": 1}, S[1:]),
+    ("limit", {"limit": 10}, S[1:]),
+    ("gen_kwargs", {"gen_kwargs": {"temperature": 0.5}}, S[2:]),
+    ("model", {"model": "model-b"}, S[3:]),
+    ("bootstrap_iters", {"bootstrap_iters": 10}, S[6:]),
+    ("data_map (bytes unchanged)", {"data_map": {"x": {"path": "json"}}}, []),
+]
+
+
+@pytest.mark.parametrize("name,change,expected", SETTING_CASES, ids=[c[0] for c in SETTING_CASES])
+def test_run_setting_changes(name: str, change: dict[str, Any], expected: list[str]) -> None:
+    assert changed(**change) == expected
+
+
+def test_equal_inputs_give_equal_keys() -> None:
+    copy = dataclasses.replace(BASE_TASK, metric_list=tuple(dict(m) for m in BASE_TASK.metric_list or ()))
+    assert changed(copy) == []

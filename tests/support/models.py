@@ -1,0 +1,57 @@
+"""Models for tests that need to count or slow down calls, usable as ``model.type=tests.support.models:X``."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Sequence
+
+from evalflow.models.dummy import DummyModel
+from evalflow.records import Request
+
+
+class CountingModel(DummyModel):
+    """The dummy model, counting every request it answers in a class-wide counter (and a file if
+    ``EVALFLOW_TEST_CALL_LOG`` is set, for runs in a subprocess)."""
+
+    calls_total = 0
+    requests_seen: list[Request] = []
+
+    @classmethod
+    def identity(cls, **config: Any) -> dict[str, Any]:
+        return {"type": "counting", "salt": config.get("salt", "")}
+
+    def _count(self, requests: Sequence[Request]) -> None:
+        CountingModel.calls_total += len(requests)
+        CountingModel.requests_seen.extend(requests)
+        log = os.environ.get("EVALFLOW_TEST_CALL_LOG")
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"{len(requests)}\n")
+        delay = float(os.environ.get("EVALFLOW_TEST_DELAY", "0"))
+        if delay:
+            time.sleep(delay * len(requests))
+
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
+        self._count(requests)
+        return super().loglikelihood(requests)
+
+    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
+        self._count(requests)
+        return super().loglikelihood_rolling(requests)
+
+    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+        self._count(requests)
+        return super().generate_until(requests)
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.calls_total = 0
+        cls.requests_seen = []
+
+
+class WrongCountModel(DummyModel):
+    """Returns one response too few: the run must fail with a clear ModelError."""
+
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
+        return super().loglikelihood(requests)[:-1]

@@ -1,0 +1,107 @@
+"""`python -m evalflow` as users run it: kills, sweeps, reproduction from a run folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import COUNTING, ROOT
+
+
+def cli(args: list[str], env_extra: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "evalflow", *args], cwd=kw.pop("cwd", ROOT), env=env,
+                          capture_output=True, text=True, timeout=300, **kw)
+
+
+def base_args(lib: Path, cache: Path) -> list[str]:
+    return [f"model=dummy", f"model.type={COUNTING}", "task=toy_mc", f"include_path=[{lib}]",
+            f"cache_dir={cache}", "bootstrap_iters=0"]
+
+
+def request_entries(cache: Path) -> int:
+    from evalflow.cache.store import CacheStore
+
+    store = CacheStore(cache)
+    try:
+        return sum(1 for _ in store.raw.iterkeys() if str(_).startswith("request:"))
+    finally:
+        store.close()
+
+
+def test_sigkill_during_inference_then_rerun(toy_library: Path, tmp_path: Path) -> None:
+    cache, log = tmp_path / "cache", tmp_path / "calls.log"
+    args = base_args(toy_library, cache) + ["chunk_size=8"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_TEST_DELAY": "0.03", "EVALFLOW_TEST_CALL_LOG": str(log)}
+    proc = subprocess.Popen([sys.executable, "-m", "evalflow", *args, f"hydra.run.dir={tmp_path / 'killed'}"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and (not log.exists() or len(log.read_text().split()) < 5):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "killed" / "results.json").exists()
+    persisted = request_entries(cache)
+    assert 0 < persisted < 160
+
+    done = cli(args + [f"hydra.run.dir={tmp_path / 'resumed'}"])
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((tmp_path / "resumed" / "manifest.json").read_text())
+    assert manifest["inference"]["computed"] == 160 - persisted
+    assert manifest["inference"]["cached"] == persisted
+
+    fresh = cli(base_args(toy_library, tmp_path / "fresh-cache") + [f"hydra.run.dir={tmp_path / 'fresh'}"])
+    assert fresh.returncode == 0, fresh.stderr
+    resumed = json.loads((tmp_path / "resumed" / "results.json").read_text())["results"]
+    assert resumed == json.loads((tmp_path / "fresh" / "results.json").read_text())["results"]
+
+
+def test_multirun_writes_one_folder_per_job(toy_library: Path, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    done = cli(base_args(toy_library, tmp_path / "cache") + [f"hydra.sweep.dir={sweep}", "-m", "num_fewshot=0,1"])
+    assert done.returncode == 0, done.stderr
+    for job, shots in (("0", 0), ("1", 1)):
+        results = json.loads((sweep / job / "results.json").read_text())
+        manifest = json.loads((sweep / job / "manifest.json").read_text())
+        assert results["n-shot"]["toy_mc"] == shots
+        assert {e["stage"] for e in manifest["stages"]} >= {"load_docs", "aggregate"}
+        assert (sweep / job / ".hydra" / "config.yaml").exists()
+
+
+def test_reproduce_from_run_folder_snapshot(toy_library: Path, tmp_path: Path) -> None:
+    first_dir = tmp_path / "first"
+    done = cli(base_args(toy_library, tmp_path / "cache") + ["num_fewshot=1", "limit=12", f"hydra.run.dir={first_dir}"])
+    assert done.returncode == 0, done.stderr
+    again_dir = tmp_path / "again"
+    done = cli(["--config-dir", str(first_dir / ".hydra"), "--config-name", "config", f"hydra.run.dir={again_dir}"])
+    assert done.returncode == 0, done.stderr
+    first = json.loads((first_dir / "results.json").read_text())
+    again = json.loads((again_dir / "results.json").read_text())
+    assert again["results"] == first["results"] and again["n-shot"] == first["n-shot"]
+    assert json.loads((again_dir / "manifest.json").read_text())["inference"]["computed"] == 0
+
+
+def test_cfg_job_prints_the_composed_config() -> None:
+    done = cli(["model=dummy", "task=toy_mc", "--cfg", "job"])
+    assert done.returncode == 0, done.stderr
+    assert "type: dummy" in done.stdout and "num_fewshot: null" in done.stdout
+
+
+def test_bad_override_type_is_one_clear_line(toy_library: Path, tmp_path: Path) -> None:
+    done = cli(base_args(toy_library, tmp_path / "cache") + ["num_fewshot=five"])
+    assert done.returncode != 0
+    assert "num_fewshot" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unknown_task_names_the_closest(toy_library: Path, tmp_path: Path) -> None:
+    done = cli(base_args(toy_library, tmp_path / "cache") + ["task=toy_mx", f"hydra.run.dir={tmp_path / 'r'}"])
+    assert done.returncode != 0
+    assert "toy_mc" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "r" / "results.json").exists()
