@@ -32,7 +32,10 @@ def canonical(value: Any) -> bytes:
 
 
 def _write(v: Any, out: bytearray) -> None:
-    if v is None:
+    if hasattr(type(v), "__fingerprint__"):
+        out += b"X"
+        _write(v.__fingerprint__(), out)
+    elif v is None:
         out += b"N"
     elif v is True or v is False:
         out += b"T" if v else b"F"
@@ -66,9 +69,6 @@ def _write(v: Any, out: bytearray) -> None:
             _write(f.name, out)
             _write(getattr(v, f.name), out)
         out += b")"
-    elif hasattr(v, "__fingerprint__"):
-        out += b"X"
-        _write(v.__fingerprint__(), out)
     else:
         raise UnhashableError(
             f"cannot fingerprint a value of type {type(v).__name__}: give it a __fingerprint__() "
