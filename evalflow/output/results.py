@@ -38,7 +38,12 @@ def build_results(record: RunRecord) -> dict[str, Any]:
     for task in record.selection.tasks:
         out = record.outputs[task.task]
         result = out["aggregate"]
-        results[task.task] = {"alias": task.task_alias or task.task, **dict(result.metrics)}
+        results[task.task] = {
+            "name": task.task,
+            "alias": task.task_alias or task.task,
+            "sample_len": len(out["fewshot"]),
+            **dict(result.metrics),
+        }
         configs[task.task] = task.to_dict()
         versions[task.task] = task.version
         n_shot[task.task] = s.num_fewshot if s.num_fewshot is not None else (task.num_fewshot or 0)
@@ -72,7 +77,7 @@ def build_results(record: RunRecord) -> dict[str, Any]:
 def _group_results(record: RunRecord, results: Mapping[str, Any], n_samples: Mapping[str, Any]) -> dict[str, Any]:
     """Groups aggregated bottom-up (a group of groups uses its member groups' numbers)."""
     done: dict[str, tuple[dict[str, Any], int]] = {
-        name: (dict(r), n_samples[name]["effective"]) for name, r in results.items()
+        name: (_metrics_only(r), n_samples[name]["effective"]) for name, r in results.items()
     }
     pending = list(record.selection.groups)
     out: dict[str, Any] = {}
@@ -83,7 +88,11 @@ def _group_results(record: RunRecord, results: Mapping[str, Any], n_samples: Map
         for group in ready:
             members = [done[m] for m in group.members]
             metrics = aggregate_group(group.name, group.aggregate_metric_list, members)
-            out[group.name] = {"alias": group.group_alias or group.name, **metrics}
+            out[group.name] = {"name": group.name, "alias": group.group_alias or group.name, **metrics}
             done[group.name] = (metrics, sum(n for _, n in members))
             pending.remove(group)
     return out
+
+
+def _metrics_only(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if "," in k}

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from evalflow.cache.cli import main
+from evalflow.cache.store import CacheStore
+from evalflow.errors import ConfigError
+
+
+def filled(tmp_path: Path) -> Path:
+    store = CacheStore(tmp_path)
+    store.put("metrics:a", {"x": 1}, tag="metrics")
+    store.put_many({f"request:{i}": [-1.0, False] for i in range(5)}, tag="request")
+    store.close()
+    return tmp_path
+
+
+def test_stats_counts_entries_per_stage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stats", f"cache_dir={filled(tmp_path)}"]) == 0
+    out = capsys.readouterr().out
+    assert "request" in out and " 5 entries" in out and " 6 entries" in out
+
+
+def test_verify_fails_on_a_corrupt_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    filled(tmp_path)
+    assert main(["verify", f"cache_dir={tmp_path}"]) == 0
+    con = sqlite3.connect(tmp_path / "cache.db")
+    con.execute("UPDATE Cache SET value = ? WHERE key = 'metrics:a'", (b"EVF1 0\n{}",))
+    con.commit()
+    con.close()
+    assert main(["verify", f"cache_dir={tmp_path}"]) == 1
+    assert "metrics:a" in capsys.readouterr().err
+
+
+def test_gc_by_size_and_clear(tmp_path: Path) -> None:
+    filled(tmp_path)
+    assert main(["gc", f"cache_dir={tmp_path}", "max_age_days=0"]) == 0
+    store = CacheStore(tmp_path)
+    assert len(store.raw) == 0
+    store.close()
+    filled(tmp_path)
+    assert main(["clear", f"cache_dir={tmp_path}"]) == 0
+
+
+def test_bad_arguments_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        main(["purge"])
+    with pytest.raises(ConfigError):
+        main(["stats", "dir=/x"])
