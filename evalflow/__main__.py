@@ -41,6 +41,10 @@ def hydra_main() -> None:
     register_configs()
     register_resolvers()
     conf_dir = str(Path(__file__).resolve().parents[1] / "conf")
+    run_dir = _pop_config_dir()
+    if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
+        sys.argv.append(f"hydra.searchpath=[file://{conf_dir}]")
+        conf_dir = run_dir
 
     @hydra.main(config_path=conf_dir, config_name="config", version_base="1.3")
     def main(cfg: DictConfig) -> None:
@@ -59,6 +63,21 @@ def hydra_main() -> None:
     main()
 
 
+def _pop_config_dir() -> str | None:
+    """Take ``--config-dir DIR`` out of argv. Hydra would only *append* DIR to its search path, so
+    ``--config-name config`` would still find conf/config.yaml rather than the run's snapshot."""
+    argv = sys.argv
+    for i, arg in enumerate(argv[1:], start=1):
+        if arg == "--config-dir" and i + 1 < len(argv):
+            value = argv[i + 1]
+            del argv[i : i + 2]
+            return str(Path(value).resolve())
+        if arg.startswith("--config-dir="):
+            del argv[i]
+            return str(Path(arg.split("=", 1)[1]).resolve())
+    return None
+
+
 def entry() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
         import importlib
@@ -69,7 +88,15 @@ def entry() -> None:
         except EvalflowError as exc:
             code = _report(exc)
         raise SystemExit(code)
+    sys.argv[1:] = _flags_first(sys.argv[1:])
     hydra_main()
+
+
+def _flags_first(argv: list[str]) -> list[str]:
+    """Let ``-m`` stand anywhere (``task=x -m num_fewshot=0,5``): Hydra's argparse wants flags
+    before the overrides, so move the flag-only options to the front."""
+    flags = [a for a in argv if a in ("-m", "--multirun", "--run", "--resolve")]
+    return flags + [a for a in argv if a not in flags]
 
 
 if __name__ == "__main__":

@@ -72,10 +72,10 @@ metadata:
 def _rows(n: int, offset: int = 0) -> list[dict[str, Any]]:
     rows = []
     for i in range(offset, offset + n):
-        a, b = i % 7 + 1, i % 5 + 2
+        a, b = i + 1, i % 5 + 2
         rows.append({
             "question": f"What is {a} plus {b}?",
-            "choices": [str(a + b), str(a + b + 1), str(a * b), str(abs(a - b))],
+            "choices": [str(a + b), str(a + b + 1), str(a + b + 10), str(a + b + 20)],
             "label": 0,
             "answer": f"{a} + {b} = {a + b}\n#### {a + b}",
         })

@@ -19,7 +19,7 @@ from evalflow.taskspec.data import data_fingerprint
 from evalflow.taskspec.spec import TaskConfig
 
 # Fields that decide how a document is rendered into text: shared by the prompt-building stages.
-_RENDERING = ("doc_to_text", "doc_to_target", "doc_to_choice", "target_delimiter", "output_type")
+_RENDERING = ("doc_to_text", "doc_to_target", "doc_to_choice", "target_delimiter", "output_type", "use_prompt")
 
 
 def _mutual_info_only(task: TaskConfig) -> Any:
@@ -84,7 +84,7 @@ PIPELINE: tuple[Node, ...] = (
         "aggregate",
         stages.aggregate,
         version=1,
-        task_fields=("metric_list", "output_type"),
+        task_fields=("metric_list", "output_type", "process_results"),
         run_settings=("bootstrap_iters",),
         upstream=("metrics",),
     ),

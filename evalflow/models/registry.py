@@ -40,8 +40,15 @@ def model_names() -> list[str]:
 
 
 def model_class(name: str) -> type:
+    """The class for ``model.type``: a registered or built-in name, or ``package.module:Class``."""
     if name in _REGISTERED:
         return _REGISTERED[name]
+    if ":" in name and name not in _BUILTIN:
+        module, _, attr = name.partition(":")
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ModelError(f"model.type={name}: cannot import it ({exc}); check the module path and class name") from None
     if name not in _BUILTIN:
         raise ModelError(
             f"unknown model type '{name}' (config key model.type); {closest(name, model_names())} "

@@ -1,0 +1,50 @@
+"""Scoring: filters, per-document metrics, aggregation and group scores, as in lm-eval 0.4.13.
+
+The pipeline after inference, for one task::
+
+    pipelines = build_pipelines(task.filter_list)                # filters
+    filtered = pipeline.apply(resps, docs)                       # per lm-eval instance
+    row = score_document(task, doc, results, target=..., choices=...)   # per document
+    numbers, higher = aggregate_task(task, {"none": rows})      # per task
+    group = aggregate_group("mmlu", aggregate_metric_list, [(numbers, n), ...])
+
+Components are registered by name (the name used in task YAML); add your own with
+:func:`register_metric`, :func:`register_aggregation` and :func:`register_filter`.
+Importing this package registers every built-in component.
+"""
+
+from evalflow.scoring.registry import (
+    AGGREGATIONS,
+    FILTERS,
+    METRICS,
+    Metric,
+    Registry,
+    register_aggregation,
+    register_filter,
+    register_metric,
+)
+from evalflow.scoring.aggregations import aggregate_task  # noqa: I001  (registers aggregations first)
+from evalflow.scoring.metrics import DEFAULT_METRICS, MetricSpec, task_metric_specs
+from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines
+from evalflow.scoring.process import score_document
+from evalflow.scoring.groups import aggregate_group
+
+__all__ = [
+    "AGGREGATIONS",
+    "DEFAULT_METRICS",
+    "FILTERS",
+    "METRICS",
+    "FilterPipeline",
+    "FilterStep",
+    "Metric",
+    "MetricSpec",
+    "Registry",
+    "aggregate_group",
+    "aggregate_task",
+    "build_pipelines",
+    "register_aggregation",
+    "register_filter",
+    "register_metric",
+    "score_document",
+    "task_metric_specs",
+]

@@ -1,0 +1,258 @@
+"""Metrics: lm-eval's registered metrics, and a task's ``metric_list`` resolved against them.
+
+Most of lm-eval's metrics are passthroughs: for loglikelihood, multiple_choice and rolling tasks
+the per-document values are computed by :func:`~evalflow.scoring.process.score_document` and the
+metric only names them and picks their aggregation. Only generate_until tasks call a metric's
+function (``exact_match`` here; user metrics and ``!function`` metrics alike).
+
+:func:`task_metric_specs` is lm-eval's ``ConfigurableTask.__init__`` metric setup: per metric, the
+function, its keyword arguments (every other key of the ``metric_list`` entry), the aggregation and
+whether higher is better, with lm-eval's defaults when the task has no ``metric_list``::
+
+    >>> from evalflow.taskspec.spec import TaskConfig
+    >>> [s.name for s in task_metric_specs(TaskConfig(task="t", output_type="multiple_choice"))]
+    ['acc', 'acc_norm']
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import string
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from evalflow.errors import TaskError, closest
+from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
+from evalflow.taskspec.spec import FunctionRef
+
+DEFAULT_METRICS: dict[str, tuple[str, ...]] = {
+    "loglikelihood": ("perplexity", "acc"),
+    "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte"),
+    "multiple_choice": ("acc", "acc_norm"),
+    "generate_until": ("exact_match",),
+}
+"""lm-eval's ``DEFAULT_METRIC_REGISTRY``: the metrics of a task without ``metric_list``."""
+
+_RESERVED = ("metric", "aggregation", "higher_is_better", "hf_evaluate")
+
+
+def passthrough(items: Any) -> Any:
+    """The per-document value is the item itself (lm-eval's ``acc_fn``, ``bleu_fn``, ...)."""
+    return items
+
+
+_PASSTHROUGH: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
+    ("acc", True, "mean", ("loglikelihood", "multiple_choice")),
+    ("acc_norm", True, "mean", ("loglikelihood", "multiple_choice")),
+    ("acc_bytes", True, "mean", ("loglikelihood", "multiple_choice")),
+    ("acc_mutual_info", True, "mean", ("multiple_choice",)),
+    ("acc_all", True, "mean", ("loglikelihood",)),
+    ("brier_score", False, "brier_score", ("multiple_choice",)),
+    ("likelihood", True, "mean", ("multiple_choice",)),
+    ("mcc", True, "matthews_corrcoef", ("multiple_choice",)),
+    ("f1", True, "f1", ("multiple_choice",)),
+    ("perplexity", False, "perplexity", ("loglikelihood",)),
+    ("word_perplexity", False, "weighted_perplexity", ("loglikelihood_rolling",)),
+    ("byte_perplexity", False, "weighted_perplexity", ("loglikelihood_rolling",)),
+    ("bits_per_byte", False, "bits_per_byte", ("loglikelihood_rolling",)),
+    ("bleu", True, "bleu", ("generate_until",)),
+    ("chrf", True, "chrf", ("generate_until",)),
+    ("chrf++", True, "chrf++", ("generate_until",)),
+    ("ter", False, "ter", ("generate_until",)),
+)
+for _name, _higher, _agg, _types in _PASSTHROUGH:
+    register_metric(_name, higher_is_better=_higher, aggregation=_agg, output_types=_types)(passthrough)
+
+
+@register_metric(
+    "bypass",
+    higher_is_better=True,
+    aggregation="bypass",
+    output_types=("loglikelihood", "multiple_choice", "generate_until"),
+)
+def bypass(items: Any) -> None:
+    return None
+
+
+@register_metric("exact_match", higher_is_better=True, aggregation="mean", output_types="generate_until")
+def exact_match(
+    references: list[Any],
+    predictions: list[Any],
+    regexes_to_ignore: list[str] | None = None,
+    ignore_case: bool = False,
+    ignore_punctuation: bool = False,
+    ignore_numbers: bool = False,
+) -> dict[str, float]:
+    """HF evaluate's exact_match as lm-eval vendors it (numpy string arrays, same quirks)."""
+    preds: Any = predictions
+    refs: Any = references
+    if regexes_to_ignore is not None:
+        for pattern in regexes_to_ignore:
+            preds = np.array([re.sub(pattern, "", x) for x in preds])
+            refs = np.array([re.sub(pattern, "", x) for x in refs])
+    else:
+        preds, refs = np.asarray(preds), np.asarray(refs)
+    if ignore_case:
+        preds, refs = np.char.lower(preds), np.char.lower(refs)
+    if ignore_punctuation:
+        table = string.punctuation.maketrans("", "", string.punctuation)
+        preds, refs = np.char.translate(preds, table=table), np.char.translate(refs, table=table)
+    if ignore_numbers:
+        table = string.digits.maketrans("", "", string.digits)
+        preds, refs = np.char.translate(preds, table=table), np.char.translate(refs, table=table)
+    return {"exact_match": float(np.mean(preds == refs))}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One entry of a task's metric list, resolved: what computes it and how it is aggregated."""
+
+    name: str
+    fn: Callable[..., Any] | None  # None when the task's process_results computes every metric
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    aggregation: Callable[..., Any] = passthrough
+    higher_is_better: bool | None = None
+    keyword_call: bool = True  # fn(references=, predictions=, **kwargs), else fn([gold, result])
+
+
+_SPEC_CACHE: dict[tuple[Any, ...], tuple[MetricSpec, ...]] = {}
+
+
+def task_metric_specs(task: Any) -> tuple[MetricSpec, ...]:
+    """The task's metrics in ``metric_list`` order (lm-eval's defaults when it has none).
+
+    Cached per task definition: ``score_document`` asks once per document.
+    """
+    key = (task.task, task.source, task.output_type, repr(task.metric_list), task.process_results)
+    specs = _SPEC_CACHE.get(key)
+    if specs is None:
+        specs = _resolve_specs(task)
+        _SPEC_CACHE[key] = specs
+    return specs
+
+
+def _resolve_specs(task: Any) -> tuple[MetricSpec, ...]:
+    where = f"{task.source or '<python>'}: task '{task.task}'"
+    if task.output_type not in OUTPUT_TYPES:
+        raise TaskError(
+            f"{where} has output_type {task.output_type!r}; {closest(str(task.output_type), OUTPUT_TYPES)}"
+        )
+    if task.metric_list is None:
+        return tuple(_default_spec(name) for name in DEFAULT_METRICS[task.output_type])
+    return tuple(_spec(task, i, entry, f"{where} metric_list[{i}]") for i, entry in enumerate(task.metric_list))
+
+
+def _default_spec(name: str) -> MetricSpec:
+    metric = METRICS.get(name)
+    return MetricSpec(
+        name=name,
+        fn=metric.fn,
+        aggregation=AGGREGATIONS.get(metric.aggregation or "mean"),
+        higher_is_better=metric.higher_is_better,
+        keyword_call=_accepts_keywords(metric.fn, {}),
+    )
+
+
+def _spec(task: Any, index: int, entry: Any, where: str) -> MetricSpec:
+    if not isinstance(entry, Mapping) or "metric" not in entry:
+        raise TaskError(f"{where}: each metric_list entry needs a 'metric' key, got {entry!r}")
+    if entry.get("hf_evaluate") is True:
+        raise TaskError(
+            f"{where}: hf_evaluate metrics load from the Hugging Face hub, which evalflow does not "
+            "use; register the metric with evalflow.scoring.register_metric or use !function"
+        )
+    kwargs = {k: v for k, v in entry.items() if k not in _RESERVED}
+    raw = entry["metric"]
+    registered = None
+    if isinstance(raw, FunctionRef) or callable(raw):
+        fn: Callable[..., Any] | None = _resolve(raw)
+        name = getattr(fn, "__name__", str(raw))
+    else:
+        name = str(raw)
+        registered = METRICS.get(name, where=where) if task.process_results is None else METRICS.find(name)
+        fn = registered.fn if registered is not None else None
+    if task.process_results is not None:
+        fn, kwargs = None, {}
+    return MetricSpec(
+        name=name,
+        fn=fn,
+        kwargs=kwargs,
+        aggregation=_aggregation(entry, registered, name, where),
+        higher_is_better=entry["higher_is_better"] if "higher_is_better" in entry else (
+            registered.higher_is_better if registered is not None else None
+        ),
+        keyword_call=_check_kwargs(fn, kwargs, name, where),
+    )
+
+
+def _aggregation(entry: Mapping[str, Any], registered: Any, name: str, where: str) -> Callable[..., Any]:
+    agg = entry.get("aggregation")
+    if isinstance(agg, str):
+        return AGGREGATIONS.get(agg, where=f"{where} aggregation")
+    if agg is not None:
+        return _resolve(agg)
+    if registered is not None and registered.aggregation:
+        return AGGREGATIONS.get(registered.aggregation)
+    raise TaskError(
+        f"{where}: metric '{name}' has no default aggregation, so lm-eval would fail on it; add "
+        f"'aggregation: mean' (or another of {', '.join(AGGREGATIONS.names())}) to the entry"
+    )
+
+
+def _resolve(ref: Any) -> Callable[..., Any]:
+    if isinstance(ref, FunctionRef):
+        from evalflow.taskspec.loader import resolve_function
+
+        return resolve_function(ref)  # type: ignore[no-any-return]
+    return ref  # type: ignore[no-any-return]
+
+
+def _accepts_keywords(fn: Callable[..., Any] | None, kwargs: Mapping[str, Any]) -> bool:
+    """Whether ``fn(references=, predictions=, **kwargs)`` binds (lm-eval tries that call first)."""
+    if fn is None:
+        return False
+    try:
+        inspect.signature(fn).bind(references=[], predictions=[], **kwargs)
+    except TypeError:
+        return False
+    except ValueError:  # no signature (a builtin): try the keyword call, as lm-eval does
+        return True
+    return True
+
+
+def _check_kwargs(fn: Callable[..., Any] | None, kwargs: Mapping[str, Any], name: str, where: str) -> bool:
+    """Refuse a misspelt metric option instead of letting lm-eval's fallback call hide it."""
+    keyword = _accepts_keywords(fn, kwargs)
+    if not keyword and kwargs and _accepts_keywords(fn, {}):
+        params = [p for p in inspect.signature(fn).parameters if p not in ("references", "predictions")]  # type: ignore[arg-type]
+        raise TaskError(
+            f"{where}: metric '{name}' does not take option(s) {', '.join(sorted(kwargs))}; "
+            f"it takes {', '.join(params) or 'no options'}. Fix or remove the key."
+        )
+    return keyword
+
+
+def metric_for_key(
+    specs: Iterable[MetricSpec], key: str, produced: Iterable[str], *, process_results: Any = None
+) -> MetricSpec | None:
+    """The spec a per-document key belongs to, for its aggregation and direction.
+
+    A metric function may return a dict of several keys (``pass_at_k`` -> ``pass@1``); lm-eval then
+    gives each key its source metric's aggregation. Evalflow's records keep only the values, so a
+    key that names no metric is traced to the one metric that produced no key of its own name;
+    when that is ambiguous (or the task has process_results) the key falls back to ``mean``, as
+    lm-eval does for keys without an aggregation.
+    """
+    specs = tuple(specs)
+    for spec in specs:
+        if spec.name == key:
+            return spec
+    if process_results is not None:
+        return None
+    produced = set(produced)
+    sources = [s for s in specs if s.fn is not None and s.name not in produced]
+    return sources[0] if len(sources) == 1 else None

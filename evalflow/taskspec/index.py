@@ -1,0 +1,419 @@
+"""The task index: every task, group and tag name in the task folders, cached on disk.
+
+``TaskIndex.build`` scans the built-in ``tasks/`` folder, then each ``include_path`` folder; a later
+folder's task or group overrides an earlier one's of the same name (with a warning), tags merge.
+Classification follows lm-eval 0.4.13's ``TaskIndex`` (``lm_eval/tasks/_index.py``): a YAML with
+``class`` is a (Python) task, else with ``group`` a group, else with ``task`` a task; ``tag:`` on a
+task registers it under that tag; YAMLs with none of these (templates) are skipped; within one
+folder the first file (in path order) to use a name keeps it. evalflow also reads ``task_list:``
+files (one task per entry, sharing the file's other keys).
+
+Indexing never imports task code and constructs only the YAML keys that classify a file. Each
+folder's result is cached in ``<cache>/index/<hash of folder>.json``, with every YAML's (size,
+mtime_ns) and those of the files it includes: a warm build stats the files and reads one JSON
+file; a changed file is re-read alone (its old per-file record comes from ``...records.json``).
+
+Example::
+
+    index = TaskIndex.build(include_path=["my_tasks"])
+    selection = index.resolve("mmlu,my_task")   # Selection(tasks=(TaskConfig, ...), groups=...)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import xxhash
+
+from evalflow.cache.store import default_cache_dir
+from evalflow.errors import TaskError
+
+if TYPE_CHECKING:
+    from evalflow.taskspec.groups import GroupSpec
+    from evalflow.taskspec.spec import TaskConfig
+
+__all__ = ["TaskIndex", "Selection", "IndexEntry", "builtin_tasks_dir", "kind_of"]
+
+log = logging.getLogger(__name__)
+
+INDEX_FORMAT = 2  # bump when classification or the file layout changes: old caches are ignored
+_IGNORE_DIRS = frozenset({"__pycache__", ".ipynb_checkpoints"})
+# In memory and in the cache files:
+#   a file record  [size, mtime_ns, deps, found, error]; deps [[path, size, mtime_ns], ...]
+#   a found entry  [kind, name, tags, task_list item or None, is_python_task]
+#   an index row   [name, kind, path relative to its folder, item, is_python_task, tag members]
+Record = list[Any]
+Row = list[Any]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a request selects: leaf tasks (group overrides applied) and every group involved."""
+
+    tasks: tuple[TaskConfig, ...]
+    groups: tuple[GroupSpec, ...]
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One name in the task index: where it is defined and what kind of thing it is."""
+
+    name: str
+    kind: str  # "task" | "group" | "tag"
+    path: str = ""  # the defining YAML (tags: "")
+    item: int | None = None  # index into the file's `task_list`, for tasks defined there
+    python: bool = False  # an lm-eval Python task (`class:`)
+    members: tuple[str, ...] = ()  # tags: their task names, sorted
+
+
+def kind_of(cfg: Mapping[str, Any]) -> str | None:
+    """lm-eval's classification of a merged YAML: ``class`` > ``group`` > ``task`` (> task_list)."""
+    if "class" in cfg:
+        return "python"
+    if "group" in cfg:
+        return "group"
+    if "task" in cfg:
+        return "task"
+    if isinstance(cfg.get("task_list"), list):
+        return "task_list"
+    return None
+
+
+def builtin_tasks_dir() -> Path:
+    """``$EVALFLOW_TASKS_DIR``, else the repository's ``tasks/`` folder."""
+    env = os.environ.get("EVALFLOW_TASKS_DIR")
+    return Path(env).expanduser() if env else Path(__file__).resolve().parents[2] / "tasks"
+
+
+class TaskIndex:
+    """Names of tasks, groups and tags; resolves requests into a :class:`Selection`."""
+
+    def __init__(
+        self,
+        rows: Mapping[str, tuple[str, Row]],
+        *,
+        roots: Sequence[str] = (),
+        problems: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        self._rows = dict(rows)  # name -> (folder, row); IndexEntry objects are made on demand
+        self.roots = tuple(roots)
+        self.problems = tuple(problems)  # (file, why it was skipped)
+
+    @classmethod
+    def build(cls, include_path: Sequence[str | Path] = (), *, builtin: bool = True) -> "TaskIndex":
+        """Scan the built-in folder (if ``builtin``), then each ``include_path`` folder."""
+        if isinstance(include_path, (str, Path)):
+            include_path = [include_path]
+        roots: list[str] = []
+        if builtin and builtin_tasks_dir().is_dir():
+            roots.append(os.path.realpath(builtin_tasks_dir()))
+        for folder in include_path:
+            path = Path(folder).expanduser()
+            if not path.is_dir():
+                raise TaskError(
+                    f"include_path '{folder}' is not a folder ({'a file' if path.exists() else 'missing'})."
+                    " include_path lists folders of task YAMLs; to run one YAML file, pass its path "
+                    "as the task instead."
+                )
+            roots.append(os.path.realpath(path))
+        merged: dict[str, tuple[str, Row]] = {}
+        problems: list[tuple[str, str]] = []
+        for root in roots:
+            rows, skipped = _scan_root(root)
+            problems += skipped
+            _overlay(merged, root, rows)
+        return cls(merged, roots=roots, problems=problems)
+
+    # ------------------------------------------------------------------ queries
+
+    def entry(self, name: str) -> IndexEntry | None:
+        found = self._rows.get(name)
+        if found is None:
+            return None
+        root, (_, kind, rel, item, python, members) = found
+        return IndexEntry(name, kind, os.path.join(root, rel) if rel else "", item, python, tuple(members))
+
+    def names(self) -> list[str]:
+        return list(self._rows)
+
+    def _kind_names(self, kind: str) -> list[str]:
+        return sorted(name for name, (_, row) in self._rows.items() if row[1] == kind)
+
+    def task_names(self) -> list[str]:
+        return self._kind_names("task")
+
+    def group_names(self) -> list[str]:
+        return self._kind_names("group")
+
+    def tag_names(self) -> list[str]:
+        return self._kind_names("tag")
+
+    def resolve(self, requested: str | Sequence[str], *, trust_task_code: bool = False) -> Selection:
+        """Leaf tasks and groups for names of tasks, groups, tags, or paths of task YAMLs.
+
+        A string may list several names separated by commas. Raises :class:`TaskError` for
+        unknown names (with the closest ones) and for a task reached twice, and
+        :class:`UnsafeCodeError` for task code outside the built-in folder unless
+        ``trust_task_code``.
+        """
+        names = [requested] if isinstance(requested, str) else list(requested)
+        names = [part.strip() for name in names for part in str(name).split(",") if part.strip()]
+        if not names:
+            raise TaskError("no task requested; name at least one task, group, tag or YAML file.")
+        from evalflow.taskspec.groups import expand  # the YAML machinery, needed only here
+
+        return expand(
+            self,
+            names,
+            trusted_root=os.path.realpath(builtin_tasks_dir()),
+            trust=trust_task_code,
+            path_of=_yaml_path,
+        )
+
+
+def _yaml_path(name: str) -> str | None:
+    """The real path of a requested YAML file, None if ``name`` does not look like a path."""
+    if not name.endswith((".yaml", ".yml")) and os.sep not in name:
+        return None
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise TaskError(f"task file '{name}' not found (and it is not an indexed name); check the path.")
+    return os.path.realpath(path)
+
+
+# ----------------------------------------------------------------------------- merging
+
+
+def _root_rows(records: Mapping[str, Record]) -> list[Row]:
+    """One folder's names, lm-eval's way: the first use of a name (in path order) keeps it."""
+    found: dict[str, Row] = {}
+    tags: dict[str, list[str]] = {}
+    for rel in sorted(records):
+        for kind, name, entry_tags, item, python in records[rel][3]:
+            if name in found:
+                log.debug("%s: '%s' is already a %s; skipping", rel, name, found[name][1])
+                continue
+            found[name] = [name, kind, rel, item, python, []]
+            for tag in entry_tags if kind == "task" else ():
+                if tag not in found:
+                    found[tag] = [tag, "tag", "", None, False, []]
+                    tags[tag] = []
+                if found[tag][1] == "tag":
+                    tags[tag].append(name)
+    for tag, members in tags.items():
+        found[tag][5] = sorted(set(members))
+    return list(found.values())
+
+
+def _overlay(merged: dict[str, tuple[str, Row]], root: str, rows: list[Row]) -> None:
+    """A later folder wins for tasks and groups (with a warning); tags merge their tasks."""
+    if not merged:
+        merged.update((row[0], (root, row)) for row in rows)
+        return
+    for row in rows:
+        name = row[0]
+        previous = merged.get(name)
+        if previous is not None and previous[1][1] == "tag" and row[1] == "tag":
+            members = sorted(set(previous[1][5]) | set(row[5]))
+            merged[name] = (root, [name, "tag", "", None, False, members])
+            continue
+        if previous is not None:
+            before = os.path.join(previous[0], previous[1][2]) if previous[1][2] else "tags"
+            log.warning(
+                "%s '%s' from %s overrides the %s of the same name from %s",
+                row[1], name, os.path.join(root, row[2]) if row[2] else "tags", previous[1][1], before,
+            )
+        merged[name] = (root, row)
+
+
+# ----------------------------------------------------------------------------- scanning
+
+
+def _scan_root(root: str) -> tuple[list[Row], list[tuple[str, str]]]:
+    """One folder's rows and skipped files, from the cache when no file changed."""
+    files = _walk(root)
+    base = default_cache_dir() / "index" / xxhash.xxh64_hexdigest(root.encode())
+    cached = _read_json(base.with_suffix(".json"), root)
+    if cached and _unchanged(files, cached):
+        problems = [(os.path.join(root, f[0]), f[4]) for f in cached["files"] if f[4]]
+        return cached["rows"], problems
+    old = _old_records(cached, _read_json(base.with_suffix(".records.json"), root))
+    memo: dict[str, Any] = {}
+    stats: dict[str, tuple[int, int]] = {path: (size, mtime) for _rel, path, size, mtime in files}
+    records: dict[str, Record] = {}
+    for rel, path, size, mtime in files:
+        record = old.get(rel)
+        if record is None or (record[0], record[1]) != (size, mtime) or record[4] or not _deps_ok(record[2], stats):
+            record = _scan_file(path, size, mtime, memo)
+        records[rel] = record
+    rows = _root_rows(records)
+    _write_cache(base, root, records, rows)
+    return rows, [(os.path.join(root, rel), rec[4]) for rel, rec in records.items() if rec[4]]
+
+
+def _walk(root: str) -> list[tuple[str, str, int, int]]:
+    """(relative path, real path, size, mtime_ns) of each ``*.yaml`` under ``root``, sorted."""
+    out: list[tuple[str, str, int, int]] = []
+    seen_dirs: set[str] = set()
+    stack = [("", root)]
+    while stack:
+        rel_dir, real_dir = stack.pop()
+        if real_dir in seen_dirs:
+            continue  # a symlink loop, or a folder linked twice
+        seen_dirs.add(real_dir)
+        try:
+            entries = list(os.scandir(real_dir))
+        except OSError:
+            continue
+        for e in entries:
+            if e.name.endswith(".yaml") and e.is_file():
+                st = e.stat()
+                real = os.path.realpath(e.path) if e.is_symlink() else e.path
+                out.append((rel_dir + e.name, real, st.st_size, st.st_mtime_ns))
+            elif e.is_dir() and e.name not in _IGNORE_DIRS:
+                sub = os.path.realpath(e.path) if e.is_symlink() else e.path
+                stack.append((rel_dir + e.name + "/", sub))
+    out.sort()
+    return out
+
+
+def _unchanged(files: list[tuple[str, str, int, int]], cached: Mapping[str, Any]) -> bool:
+    """True when every YAML and every included file has the size and mtime recorded."""
+    entries = cached["files"]
+    if len(entries) != len(files):
+        return False
+    dep_ok = [_stat(path) == (size, mtime) for path, size, mtime in cached["deps"]]
+    for (rel, _path, size, mtime), (c_rel, c_size, c_mtime, deps, error) in zip(files, entries):
+        if rel != c_rel or size != c_size or mtime != c_mtime or error:
+            return False  # failed files are re-read: what they include may exist now
+        for i in deps:
+            if not dep_ok[i]:
+                return False
+    return True
+
+
+def _old_records(cached: Mapping[str, Any], side: Mapping[str, Any]) -> dict[str, Record]:
+    """Per-file records of the last build, when its two cache files belong together."""
+    if not cached or not side or side.get("token") != cached.get("token"):
+        return {}
+    deps, found = cached["deps"], side["found"]
+    return {
+        rel: [size, mtime, [deps[i] for i in dep_ids], found[n], error]
+        for n, (rel, size, mtime, dep_ids, error) in enumerate(cached["files"])
+    }
+
+
+def _deps_ok(deps: list[list[Any]], stats: dict[str, tuple[int, int]]) -> bool:
+    for path, size, mtime in deps:
+        if path not in stats:
+            stats[path] = _stat(path)
+        if stats[path] != (size, mtime):
+            return False
+    return True
+
+
+def _stat(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _scan_file(path: str, size: int, mtime: int, memo: dict[str, Any]) -> Record:
+    """Classify one YAML; a file lm-eval would skip gets a record with the reason instead."""
+    from evalflow.taskspec.loader import read_header  # yaml is imported only when a file changed
+
+    try:
+        header, files = read_header(path, memo)
+        return [size, mtime, [[d, *_stat(d)] for d in sorted(files - {path})], _classify(header), None]
+    except TaskError as exc:
+        return [size, mtime, [], [], str(exc)]
+    except Exception as exc:  # lm-eval skips such files; they must not stop listing the others
+        return [size, mtime, [], [], f"{path}: {type(exc).__name__}: {exc}"]
+
+
+def _classify(header: Mapping[str, Any]) -> list[list[Any]]:
+    kind = kind_of(header)
+    tags = _tag_list(header.get("tag"))
+    if kind in ("task", "python"):
+        name = header.get("task")
+        return [["task", name, tags, None, kind == "python"]] if isinstance(name, str) else []
+    if kind == "group":
+        name = header["group"]
+        return [["group", name, [], None, False]] if isinstance(name, str) else []
+    if kind == "task_list":
+        out = []
+        for i, item in enumerate(header["task_list"]):
+            if isinstance(item, Mapping) and isinstance(item.get("task"), str):
+                item_tags = _tag_list(item["tag"]) if "tag" in item else tags
+                out.append(["task", item["task"], item_tags, i, False])
+        return out
+    return []
+
+
+def _tag_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    tags = [value] if isinstance(value, str) else value
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise TaskError(f"`tag:` must be a name or a list of names, got {value!r}")
+    return list(tags)
+
+
+# ----------------------------------------------------------------------------- cache files
+
+
+def _read_json(path: Path, root: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT or data.get("root") != root:
+        return {}
+    return data
+
+
+def _write_cache(base: Path, root: str, records: Mapping[str, Record], rows: list[Row]) -> None:
+    """Two files: what a warm build reads (stats, deps, rows) and the per-file records.
+
+    Included files are stored once in a ``deps`` table, as most files include the same
+    templates. A shared token ties the two files together; each is replaced atomically.
+    """
+    table: dict[str, int] = {}
+    deps: list[list[Any]] = []
+    files = []
+    for rel, (size, mtime, file_deps, _found, error) in records.items():
+        ids = []
+        for dep in file_deps:  # [path, size, mtime_ns] as stat'ed when the file was read
+            if dep[0] not in table:
+                table[dep[0]] = len(deps)
+                deps.append(dep)
+            ids.append(table[dep[0]])
+        files.append([rel, size, mtime, ids, error])
+    head = {"format": INDEX_FORMAT, "root": root, "token": uuid.uuid4().hex}
+    side = {**head, "found": [record[3] for record in records.values()]}
+    try:
+        base.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(base.with_suffix(".records.json"), side)
+        _atomic_write(base.with_suffix(".json"), {**head, "deps": deps, "files": files, "rows": rows})
+    except OSError as exc:  # an unwritable cache only costs speed
+        log.debug("cannot write the task index cache %s: %s", base, exc)
+
+
+def _atomic_write(path: Path, payload: Mapping[str, Any]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(payload, separators=(",", ":")))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
