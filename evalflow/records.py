@@ -100,6 +100,7 @@ class Scores:
 
     doc_ids: tuple[int, ...]
     by_filter: Mapping[str, tuple[Mapping[str, Any], ...]]
+    targets: tuple[Any, ...] = ()  # doc_to_target of each document, as the samples file shows it
 
 
 @dataclass(frozen=True)

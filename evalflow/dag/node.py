@@ -10,6 +10,7 @@ field is declared, instead of silently serving stale cache entries.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -62,7 +63,8 @@ class Node:
     """
 
     name: str
-    fn: Callable[..., Any]
+    function: str  # "module:attr" of the stage; imported only when the stage must compute
+    output: str  # the parameter name under which downstream stages receive this stage's result
     version: int
     task_fields: tuple[str, ...] = ()
     run_settings: tuple[str, ...] = ()
@@ -86,6 +88,10 @@ class Node:
             "settings": {s: settings[s] for s in self.run_settings if s not in self.unhashed},
             "upstream": {u: upstream_keys[u] for u in self.upstream},
         }
+
+    def fn(self) -> Callable[..., Any]:
+        module, _, attr = self.function.partition(":")
+        return getattr(importlib.import_module(module), attr)
 
     def view(self, task: TaskConfig) -> TaskConfig:
         return restricted(task, self.task_fields, {f: d(task) for f, d in self.derive.items()})

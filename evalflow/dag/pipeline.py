@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from evalflow import stages
 from evalflow.dag.node import Node
 from evalflow.taskspec.data import data_fingerprint
 from evalflow.taskspec.spec import TaskConfig
@@ -39,7 +38,8 @@ def _dataset_options(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
 PIPELINE: tuple[Node, ...] = (
     Node(
         "load_docs",
-        stages.load_docs,
+        "evalflow.stages.load_docs:load_docs",
+        "docs",
         version=1,
         task_fields=("dataset_path", "dataset_name", "dataset_kwargs", "custom_dataset", "training_split",
                      "validation_split", "test_split", "fewshot_split", "fewshot_config", "process_docs"),
@@ -49,7 +49,8 @@ PIPELINE: tuple[Node, ...] = (
     ),
     Node(
         "fewshot",
-        stages.fewshot,
+        "evalflow.stages.fewshot:fewshot",
+        "contexts",
         version=1,
         task_fields=_RENDERING + ("description", "fewshot_delimiter", "fewshot_config", "gen_prefix",
                                   "training_split", "validation_split", "test_split", "fewshot_split"),
@@ -58,7 +59,8 @@ PIPELINE: tuple[Node, ...] = (
     ),
     Node(
         "instances",
-        stages.instances,
+        "evalflow.stages.instances:instances",
+        "instances",
         version=1,
         task_fields=_RENDERING + ("generation_kwargs", "repeats", "fewshot_delimiter", "gen_prefix"),
         derive={"metric_list": _mutual_info_only},
@@ -67,22 +69,26 @@ PIPELINE: tuple[Node, ...] = (
     ),
     Node(
         "inference",
-        stages.inference,
+        "evalflow.stages.inference:inference",
+        "responses",
         version=1,
         run_settings=("model",),  # the model's identity, never its weights or device
         upstream=("instances",),
     ),
-    Node("filters", stages.filters, version=1, task_fields=("filter_list",), upstream=("load_docs", "instances", "inference")),
+    Node("filters", "evalflow.stages.filters:filters",
+        "filtered", version=1, task_fields=("filter_list",), upstream=("load_docs", "instances", "inference")),
     Node(
         "metrics",
-        stages.metrics,
-        version=1,
+        "evalflow.stages.metrics:metrics",
+        "scores",
+        version=2,
         task_fields=_RENDERING + ("metric_list", "process_results"),
         upstream=("load_docs", "filters"),
     ),
     Node(
         "aggregate",
-        stages.aggregate,
+        "evalflow.stages.aggregate:aggregate",
+        "result",
         version=1,
         task_fields=("metric_list", "output_type", "process_results"),
         run_settings=("bootstrap_iters",),

@@ -6,6 +6,7 @@ stage re-run" explanation) is known before anything is loaded or computed.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from dataclasses import dataclass
@@ -67,7 +68,7 @@ def execute(
         value = store.get(step.key)
         hit = value is not MISSING
         if not hit:
-            value = _call(step.node, task, settings, outputs, resources)
+            value = _call(step.node, task, settings, outputs, resources, pipeline)
             store.put(step.key, value, tag=step.node.name)
         outputs[step.node.name] = value
         seconds = time.perf_counter() - t0
@@ -76,19 +77,24 @@ def execute(
     return outputs, events
 
 
-def _call(node: Node, task: TaskConfig, settings: Mapping[str, Any], outputs: Mapping[str, Any], resources: Mapping[str, Any]) -> Any:
+def _call(
+    node: Node,
+    task: TaskConfig,
+    settings: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    resources: Mapping[str, Any],
+    pipeline: tuple[Node, ...],
+) -> Any:
     """Call the stage with its declared inputs only, matched to its parameter names."""
-    import inspect
-
-    params = list(inspect.signature(node.fn).parameters)
-    upstream_names = {"load_docs": "docs", "fewshot": "contexts", "instances": "instances", "inference": "responses",
-                      "filters": "filtered", "metrics": "scores"}
+    fn = node.fn()
+    params = list(inspect.signature(fn).parameters)
+    by_name = {n.name: n for n in pipeline}
     available: dict[str, Any] = {"task": node.view(task)}
     for up in node.upstream:
-        available[upstream_names[up]] = outputs[up]
+        available[by_name[up].output] = outputs[up]
     for s in node.run_settings:
         available[s] = resources.get(s, settings[s])
     missing = [p for p in params if p not in available]
     if missing:
         raise TypeError(f"stage {node.name} wants {missing}, which its node does not declare")
-    return node.fn(**{p: available[p] for p in params})
+    return fn(**{p: available[p] for p in params})

@@ -13,7 +13,6 @@ from typing import Any, Mapping
 
 from evalflow.dag.inference import InferenceCounts
 from evalflow.dag.runner import StageEvent
-from evalflow.scoring.groups import aggregate_group
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection
 
@@ -76,6 +75,9 @@ def build_results(record: RunRecord) -> dict[str, Any]:
 
 def _group_results(record: RunRecord, results: Mapping[str, Any], n_samples: Mapping[str, Any]) -> dict[str, Any]:
     """Groups aggregated bottom-up (a group of groups uses its member groups' numbers)."""
+    if not record.selection.groups:
+        return {}
+    from evalflow.scoring.groups import aggregate_group  # numpy: only when there are groups
     done: dict[str, tuple[dict[str, Any], int]] = {
         name: (_metrics_only(r), n_samples[name]["effective"]) for name, r in results.items()
     }

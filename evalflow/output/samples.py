@@ -11,7 +11,6 @@ from collections import defaultdict
 from typing import Any, Iterator, Mapping
 
 from evalflow.taskspec.spec import TaskConfig
-from evalflow.taskspec.templates import doc_to_target
 
 
 def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
@@ -30,12 +29,12 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
             per_doc[doc_id].append(value)
         filtered_by_doc[name] = per_doc
     for name, rows in scores.by_filter.items():
-        for doc_id, metric_values in zip(scores.doc_ids, rows):
+        for doc_id, target, metric_values in zip(scores.doc_ids, scores.targets, rows):
             pairs = by_doc[doc_id]
             yield {
                 "doc_id": doc_id,
                 "doc": docs[doc_id],
-                "target": _jsonable(doc_to_target(task, docs[doc_id])),
+                "target": _jsonable(target),
                 "arguments": {
                     f"gen_args_{i}": {f"arg_{j}": _jsonable(a) for j, a in enumerate(inst.request.args)}
                     for i, (inst, _) in enumerate(pairs)

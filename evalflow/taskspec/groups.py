@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from evalflow.errors import TaskError, UnsafeCodeError, closest
-from evalflow.taskspec.loader import DROPPED_TASK_KEYS, function_refs, load_yaml, task_from_dict
+from evalflow.taskspec.loader import (
+    DROPPED_TASK_KEYS,
+    function_refs,
+    load_yaml,
+    task_from_dict,
+    with_includes,
+)
 from evalflow.taskspec.index import IndexEntry, Selection, kind_of
 from evalflow.taskspec.spec import TASK_FIELDS, FunctionRef, TaskConfig, check_keys
 
@@ -90,7 +96,7 @@ def group_spec(name: str, raw: Mapping[str, Any], members: tuple[str, ...], sour
 
 
 def _aggregate(item: Any, group: str, source: str) -> dict[str, Any]:
-    if not isinstance(item, Mapping) or not isinstance(item.get("metric"), str):
+    if not isinstance(item, Mapping) or not isinstance(item.get("metric"), (str, FunctionRef)):
         raise TaskError(
             f"{source}: each aggregate_metric_list entry of group '{group}' must be a mapping with "
             f"`metric: name`, got {item!r}."
@@ -125,7 +131,7 @@ class Expander:
         self.trust = trust
         self.tasks: list[TaskConfig] = []
         self.groups: list[GroupSpec | None] = []
-        self._reached: dict[str, str] = {}  # task name -> how it was reached
+        self._reached: dict[str, str] = {}  # task name -> how it was reached, for errors
 
     def selection(self) -> Selection:
         return Selection(tuple(self.tasks), tuple(g for g in self.groups if g is not None))
@@ -135,22 +141,21 @@ class Expander:
         if entry.kind == "tag":
             self._tag(entry, {}, f"tag '{entry.name}'")
         elif entry.kind == "group":
-            self._group(entry.name, entry_config(entry), {}, entry.path, (), f"group '{entry.name}'")
+            self._group(entry.name, entry_config(entry), {}, entry.path, ())
         else:
-            self._indexed_task(entry, {}, f"request '{entry.name}'")
+            self._indexed_task(entry, {}, f"the request '{entry.name}'")
 
     def add_file(self, path: str) -> None:
         """A requested YAML file, which may define a task, a group or a task_list."""
         cfg = load_yaml(path)
         kind = kind_of(cfg)
         if kind == "group":
-            name = cfg["group"]
-            self._group(name, cfg, {}, path, (), f"group file {path}")
+            self._group(cfg["group"], cfg, {}, path, ())
         elif kind in ("task", "python"):
-            self._task(cfg, path, f"task file {path}")
+            self._task(cfg, path, f"the file {path}")
         elif kind == "task_list":
             for i in range(len(cfg["task_list"])):
-                self._task(task_list_item(cfg, i, path), f"{path} (task_list entry {i})", f"file {path}")
+                self._task(task_list_item(cfg, i, path), f"{path} (task_list entry {i})", f"the file {path}")
         else:
             raise TaskError(
                 f"{path} defines no task: it has neither `task:`, `group:` nor `task_list:` (it may "
@@ -200,41 +205,29 @@ class Expander:
     # ------------------------------------------------------------------ groups
 
     def _group(
-        self,
-        name: str,
-        raw: Mapping[str, Any],
-        overrides: Mapping[str, Any],
-        source: str,
-        chain: tuple[str, ...],
-        via: str,
+        self, name: Any, raw: Mapping[str, Any], overrides: Mapping[str, Any], source: str, chain: tuple[str, ...]
     ) -> str:
+        """Build group ``name`` from its config; ``chain`` is the groups above it (for cycles)."""
         if not isinstance(name, str) or not name:
             raise TaskError(f"{source}: `group:` must be the group's name (a string), got {name!r}.")
         if name in chain:
-            raise TaskError(
-                f"{source}: group cycle {' -> '.join(chain + (name,))}; a group cannot contain itself."
-            )
+            raise TaskError(f"{source}: group cycle {' -> '.join(chain + (name,))}; a group cannot contain itself.")
         check_keys(raw, source, allowed=_GROUP_FILE_KEYS)
-        members = raw.get("task")
-        if isinstance(members, str):
-            raise TaskError(
-                f"{source}: `group: {name}` with a single `task: {members}` is lm-eval's old task "
-                f"format; lm-eval 0.4.13 reads it as a group named '{name}' with no members. To make "
-                f"'{members}' a task labelled '{name}', write `tag: {name}` instead of `group:`."
-            )
-        if not isinstance(members, list) or not members:
-            raise TaskError(
-                f"{source}: group '{name}' needs a non-empty `task:` list of member tasks, groups "
-                "or tags."
-            )
-        self._check_trust({"aggregate_metric_list": raw.get("aggregate_metric_list")}, source, f"group '{name}'")
+        members = _member_list(name, raw.get("task"), source)
+        self._check_trust({"agg": raw.get("aggregate_metric_list")}, source, f"group '{name}'")
         own = {k: v for k, v in raw.items() if k not in GROUP_FIELDS and k != "tag"}
-        passed = {**own, **overrides}
+        passed = {**own, **overrides}  # a parent's overrides win over the group's own
         slot = len(self.groups)
-        self.groups.append(None)  # reserve: groups are listed parent first
+        self.groups.append(None)  # reserved: a group is listed before its subgroups
+        via = "group " + " > ".join(chain + (name,))
         children: list[str] = []
+        listed: set[str] = set()
         for item in members:
-            children += self._member(item, name, passed, source, chain + (name,), f"{via} > {name}")
+            if isinstance(item, str) and item in listed:
+                log.warning("%s: group '%s' lists '%s' twice; using it once, as lm-eval does", source, name, item)
+                continue
+            listed.add(item if isinstance(item, str) else "")
+            children += self._member(item, name, passed, source, chain + (name,), via)
         self.groups[slot] = group_spec(name, raw, tuple(children), source)
         return name
 
@@ -247,8 +240,10 @@ class Expander:
         chain: tuple[str, ...],
         via: str,
     ) -> list[str]:
+        if isinstance(item, Mapping) and "include" in item:
+            item = with_includes(item, source)
         if isinstance(item, Mapping) and "group" in item:
-            return [self._group_member(item, group, overrides, source, chain, via)]
+            return [self._group_member(item, group, overrides, source, chain)]
         if isinstance(item, str):
             base, item_overrides = item, dict(overrides)
         elif isinstance(item, Mapping) and isinstance(item.get("task"), str):
@@ -262,44 +257,45 @@ class Expander:
         if entry is None:
             return [self._inline_task(item, base, group, item_overrides, source, via)]
         if entry.kind == "group":
-            return [self._group(entry.name, entry_config(entry), item_overrides, entry.path, chain, via)]
+            return [self._group(entry.name, entry_config(entry), item_overrides, entry.path, chain)]
         if entry.kind == "tag":
             return self._tag(entry, {k: v for k, v in item_overrides.items() if k != "task"}, via)
         return [self._indexed_task(entry, {**item_overrides, "task": base}, via)]
 
     def _group_member(
-        self,
-        item: Mapping[str, Any],
-        group: str,
-        overrides: Mapping[str, Any],
-        source: str,
-        chain: tuple[str, ...],
-        via: str,
+        self, item: Mapping[str, Any], group: str, overrides: Mapping[str, Any], source: str, chain: tuple[str, ...]
     ) -> str:
         name = item["group"]
         entry = self.registry.entry(name) if isinstance(name, str) else None
-        if entry is not None and entry.kind == "group":
-            # A registered group, with this item's keys overriding its own.
-            raw = {**entry_config(entry), **item}
-            return self._group(name, raw, overrides, entry.path, chain, via)
-        return self._group(f"{group}::{name}", {**item, "group": f"{group}::{name}"}, overrides, source, chain, via)
+        if entry is not None and entry.kind == "group":  # a registered group; the item's keys win
+            return self._group(name, {**entry_config(entry), **item}, overrides, entry.path, chain)
+        inline = f"{group}::{name}"
+        return self._group(inline, {**item, "group": inline}, overrides, source, chain)
 
     def _inline_task(
-        self,
-        item: Any,
-        base: str,
-        group: str,
-        cfg: Mapping[str, Any],
-        source: str,
-        via: str,
+        self, item: Any, base: str, group: str, cfg: Mapping[str, Any], source: str, via: str
     ) -> str:
         if isinstance(item, str) or not ("dataset_path" in cfg or "custom_dataset" in cfg):
             raise TaskError(
                 f"{source}: member '{base}' of group '{group}' is not a known task, group or tag, "
-                f"and not an inline task definition (no dataset_path); "
+                f"and not an inline task definition (it has no dataset_path); "
                 f"{closest(base, self.registry.names())}"
             )
         return self._task({**cfg, "task": f"{group}::{base}"}, f"{source} (inline in group '{group}')", via)
+
+
+def _member_list(name: str, members: Any, source: str) -> list[Any]:
+    if isinstance(members, str):
+        raise TaskError(
+            f"{source}: `group: {name}` with a single `task: {members}` is lm-eval's old task "
+            f"format; lm-eval 0.4.13 reads it as a group named '{name}' with no members. To make "
+            f"'{members}' a task labelled '{name}', write `tag: {name}` instead of `group:`."
+        )
+    if not isinstance(members, list) or not members:
+        raise TaskError(
+            f"{source}: group '{name}' needs a non-empty `task:` list of member tasks, groups or tags."
+        )
+    return members
 
 
 def _inside(path: str, root: str) -> bool:

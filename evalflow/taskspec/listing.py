@@ -93,7 +93,8 @@ def _rows(index: TaskIndex) -> list[tuple[str, str, str]]:
 
 def _where(entry: IndexEntry, roots: tuple[str, ...]) -> str:
     if entry.kind == "tag":
-        return f"{len(entry.members)} tasks"
+        count = len(entry.members)
+        return f"{count} task{'s' if count != 1 else ''}"
     for root in roots:
         if entry.path.startswith(root + os.sep):
             where = os.path.join(os.path.basename(root), entry.path[len(root) + 1 :])

@@ -164,22 +164,42 @@ def _load_merged(
         )
     if memo is not None and path in memo:
         return memo[path]
-    doc = _parse(path, full=full)
-    includes = doc.pop("include", None)
-    files = {path}
-    if includes is not None:
-        merged: dict[str, Any] = {}
-        for inc in includes if isinstance(includes, list) else [includes]:
-            inc_path = _include_path(path, inc)
-            sub, sub_files = _load_merged(inc_path, full=full, chain=chain + (path,), memo=memo)
-            files |= sub_files
-            merged.update((k, v) for k, v in sub.items() if k != "task_list")
-        merged.update(doc)
-        doc = merged
-    result = (doc, frozenset(files))
+    doc, files = _merge_includes(_parse(path, full=full), path, full=full, chain=chain + (path,), memo=memo)
+    result = (doc, files | {path})
     if memo is not None:
         memo[path] = result
     return result
+
+
+def _merge_includes(
+    doc: dict[str, Any],
+    path: str,
+    *,
+    full: bool,
+    chain: tuple[str, ...],
+    memo: dict[str, tuple[dict[str, Any], frozenset[str]]] | None,
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """``doc`` (written in file ``path``) merged over its includes, and the files they read."""
+    includes = doc.pop("include", None)
+    if includes is None:
+        return doc, frozenset()
+    merged: dict[str, Any] = {}
+    files: set[str] = set()
+    for inc in includes if isinstance(includes, list) else [includes]:
+        sub, sub_files = _load_merged(_include_path(path, inc), full=full, chain=chain, memo=memo)
+        files |= sub_files
+        merged.update((k, v) for k, v in sub.items() if k != "task_list")
+    merged.update(doc)
+    return merged, frozenset(files)
+
+
+def with_includes(cfg: Mapping[str, Any], yaml_file: str) -> dict[str, Any]:
+    """A mapping written inside ``yaml_file`` (an inline group member) with its ``include:`` merged.
+
+    lm-eval 0.4.13 refuses ``include`` inside inline members; older versions and the shipped flan
+    groups use it, relative to the group file's folder, which is what this does.
+    """
+    return _merge_includes(dict(cfg), yaml_file, full=True, chain=(yaml_file,), memo=None)[0]
 
 
 def _include_path(including: str, inc: Any) -> str:

@@ -1,7 +1,8 @@
 """A tiny randomly initialised Llama saved to disk, loaded by path exactly as a user's model would be.
 
 The tokenizer is a byte-level BPE trained in the fixture with the ``tokenizers`` library, so
-everything works offline in a second. Weights are drawn with a large ``initializer_range`` so the
+everything works offline in a second. Its alphabet is only the corpus's characters, so whatever the
+random model generates decodes to readable text that stop sequences can be tested on. Weights are drawn with a large ``initializer_range`` so the
 next-token distribution is peaked: greedy decoding then has no near-ties that float noise from
 different batch shapes could flip, and batching tests compare like with like.
 """
@@ -34,7 +35,6 @@ def build_tiny_model(folder: Path, *, add_bos: bool, seed: int = 0, max_position
     trainer = trainers.BpeTrainer(
         vocab_size=320,
         special_tokens=["<s>", "</s>", "<pad>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(CORPUS, trainer=trainer)
@@ -74,3 +74,17 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_nobos_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Llama whose tokenizer adds no special tokens, like SmolLM2's."""
     return build_tiny_model(tmp_path_factory.mktemp("tiny_nobos"), add_bos=False, seed=1)
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Tiny models run fastest on one thread; on a busy 2-core machine torch's thread pool spins.
+
+    Restored after each test, so the setting does not leak into other test folders.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
