@@ -12,10 +12,14 @@ lm-eval 0.4.13 semantics (``lm_eval/tasks/_factory.py``, ``lm_eval/config/group.
 * A tag is a name shared by tasks through their ``tag:`` key; it expands to its tasks sorted by name.
 
 Where lm-eval misbehaves, evalflow refuses or does the evident thing instead, and says so:
-a member reached twice is an error (lm-eval silently keeps one), group cycles are an error (lm-eval
-recurses forever), a dict member naming a tag keeps each task's name (lm-eval renames them all to
-the tag), and a ``group:`` file whose ``task:`` is a single name (lm-eval's old task format, which
-0.4.13 reads as a group with no members) is refused with the fix.
+a task reached twice along different paths (a group and a tag, two groups, a name requested twice)
+is an error, while a name listed twice in one group's list is used once, as lm-eval does; group
+cycles are an error (lm-eval recurses forever); a dict member naming a tag keeps each task's name
+(lm-eval renames them all to the tag); a dict member naming a *task* under ``group:`` is an inline
+subgroup (lm-eval would build the task with a list as its name); ``include:`` inside an inline
+member is resolved relative to the group file (0.4.13 rejects it; older versions and the shipped
+flan groups use it); and a ``group:`` file whose ``task:`` is a single name (lm-eval's old task
+format, which 0.4.13 reads as a group with no members) is refused with the fix.
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ class GroupSpec:
 
     name: str
     members: tuple[str, ...]  # task or group names, in order
-    aggregate_metric_list: tuple[Mapping[str, Any], ...] | None  # metric, aggregation, weight_by_size, filter_list
+    # lm-eval's AggMetricConfig: metric, aggregation ("mean"), weight_by_size (True), filter_list
+    aggregate_metric_list: tuple[Mapping[str, Any], ...] | None
     group_alias: str | None = None
     metadata: Mapping[str, Any] | None = None
     source: str = ""
@@ -205,13 +210,19 @@ class Expander:
     # ------------------------------------------------------------------ groups
 
     def _group(
-        self, name: Any, raw: Mapping[str, Any], overrides: Mapping[str, Any], source: str, chain: tuple[str, ...]
+        self,
+        name: Any,
+        raw: Mapping[str, Any],
+        overrides: Mapping[str, Any],
+        source: str,
+        chain: tuple[str, ...],
     ) -> str:
         """Build group ``name`` from its config; ``chain`` is the groups above it (for cycles)."""
         if not isinstance(name, str) or not name:
             raise TaskError(f"{source}: `group:` must be the group's name (a string), got {name!r}.")
         if name in chain:
-            raise TaskError(f"{source}: group cycle {' -> '.join(chain + (name,))}; a group cannot contain itself.")
+            cycle = " -> ".join(chain + (name,))
+            raise TaskError(f"{source}: group cycle {cycle}; a group cannot contain itself.")
         check_keys(raw, source, allowed=_GROUP_FILE_KEYS)
         members = _member_list(name, raw.get("task"), source)
         self._check_trust({"agg": raw.get("aggregate_metric_list")}, source, f"group '{name}'")
@@ -224,7 +235,7 @@ class Expander:
         listed: set[str] = set()
         for item in members:
             if isinstance(item, str) and item in listed:
-                log.warning("%s: group '%s' lists '%s' twice; using it once, as lm-eval does", source, name, item)
+                log.warning("%s: group '%s' lists '%s' twice; using it once (as lm-eval)", source, name, item)
                 continue
             listed.add(item if isinstance(item, str) else "")
             children += self._member(item, name, passed, source, chain + (name,), via)
@@ -263,7 +274,12 @@ class Expander:
         return [self._indexed_task(entry, {**item_overrides, "task": base}, via)]
 
     def _group_member(
-        self, item: Mapping[str, Any], group: str, overrides: Mapping[str, Any], source: str, chain: tuple[str, ...]
+        self,
+        item: Mapping[str, Any],
+        group: str,
+        overrides: Mapping[str, Any],
+        source: str,
+        chain: tuple[str, ...],
     ) -> str:
         name = item["group"]
         entry = self.registry.entry(name) if isinstance(name, str) else None

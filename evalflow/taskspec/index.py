@@ -43,9 +43,9 @@ __all__ = ["TaskIndex", "Selection", "IndexEntry", "builtin_tasks_dir", "kind_of
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = 2  # bump when classification or the file layout changes: old caches are ignored
+INDEX_FORMAT = 3  # bump when classification or the file layout changes: old caches are ignored
 _IGNORE_DIRS = frozenset({"__pycache__", ".ipynb_checkpoints"})
-# In memory and in the cache files:
+# In memory (and, with deps as indices into a table, in the cache files):
 #   a file record  [size, mtime_ns, deps, found, error]; deps [[path, size, mtime_ns], ...]
 #   a found entry  [kind, name, tags, task_list item or None, is_python_task]
 #   an index row   [name, kind, path relative to its folder, item, is_python_task, tag members]
@@ -183,6 +183,8 @@ def _yaml_path(name: str) -> str | None:
     if not name.endswith((".yaml", ".yml")) and os.sep not in name:
         return None
     path = Path(name).expanduser()
+    if path.is_dir():
+        raise TaskError(f"'{name}' is a folder; index its tasks with include_path=[{name}] and name them.")
     if not path.is_file():
         raise TaskError(f"task file '{name}' not found (and it is not an indexed name); check the path.")
     return os.path.realpath(path)
@@ -241,21 +243,27 @@ def _scan_root(root: str) -> tuple[list[Row], list[tuple[str, str]]]:
     files = _walk(root)
     base = default_cache_dir() / "index" / xxhash.xxh64_hexdigest(root.encode())
     cached = _read_json(base.with_suffix(".json"), root)
-    if cached and _unchanged(files, cached):
-        problems = [(os.path.join(root, f[0]), f[4]) for f in cached["files"] if f[4]]
-        return cached["rows"], problems
+    digest = _listing_digest(files)
+    if cached.get("listing") == digest and not cached["problems"] and _deps_fresh(cached["deps"]):
+        return cached["rows"], []
     old = _old_records(cached, _read_json(base.with_suffix(".records.json"), root))
     memo: dict[str, Any] = {}
     stats: dict[str, tuple[int, int]] = {path: (size, mtime) for _rel, path, size, mtime in files}
     records: dict[str, Record] = {}
     for rel, path, size, mtime in files:
         record = old.get(rel)
-        if record is None or (record[0], record[1]) != (size, mtime) or record[4] or not _deps_ok(record[2], stats):
+        if record is None or not _reusable(record, size, mtime, stats):
             record = _scan_file(path, size, mtime, memo)
         records[rel] = record
     rows = _root_rows(records)
-    _write_cache(base, root, records, rows)
+    _write_cache(base, root, digest, records, rows)
     return rows, [(os.path.join(root, rel), rec[4]) for rel, rec in records.items() if rec[4]]
+
+
+def _listing_digest(files: list[tuple[str, str, int, int]]) -> str:
+    """One hash of every YAML's (path, size, mtime_ns): equal digests, unchanged folder."""
+    text = "".join(f"{rel}\0{size}\0{mtime}\n" for rel, _path, size, mtime in files)
+    return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogateescape"))
 
 
 def _walk(root: str) -> list[tuple[str, str, int, int]]:
@@ -284,37 +292,30 @@ def _walk(root: str) -> list[tuple[str, str, int, int]]:
     return out
 
 
-def _unchanged(files: list[tuple[str, str, int, int]], cached: Mapping[str, Any]) -> bool:
-    """True when every YAML and every included file has the size and mtime recorded."""
-    entries = cached["files"]
-    if len(entries) != len(files):
-        return False
-    dep_ok = [_stat(path) == (size, mtime) for path, size, mtime in cached["deps"]]
-    for (rel, _path, size, mtime), (c_rel, c_size, c_mtime, deps, error) in zip(files, entries):
-        if rel != c_rel or size != c_size or mtime != c_mtime or error:
-            return False  # failed files are re-read: what they include may exist now
-        for i in deps:
-            if not dep_ok[i]:
-                return False
-    return True
+def _deps_fresh(deps: list[list[Any]]) -> bool:
+    """True when every file included from the folder's YAMLs has its recorded size and mtime."""
+    return all(_stat(path) == (size, mtime) for path, size, mtime in deps)
 
 
 def _old_records(cached: Mapping[str, Any], side: Mapping[str, Any]) -> dict[str, Record]:
     """Per-file records of the last build, when its two cache files belong together."""
     if not cached or not side or side.get("token") != cached.get("token"):
         return {}
-    deps, found = cached["deps"], side["found"]
+    deps = cached["deps"]
     return {
-        rel: [size, mtime, [deps[i] for i in dep_ids], found[n], error]
-        for n, (rel, size, mtime, dep_ids, error) in enumerate(cached["files"])
+        rel: [size, mtime, [deps[i] for i in dep_ids], found, error]
+        for rel, size, mtime, dep_ids, found, error in side["files"]
     }
 
 
-def _deps_ok(deps: list[list[Any]], stats: dict[str, tuple[int, int]]) -> bool:
-    for path, size, mtime in deps:
-        if path not in stats:
-            stats[path] = _stat(path)
-        if stats[path] != (size, mtime):
+def _reusable(record: Record, size: int, mtime: int, stats: dict[str, tuple[int, int]]) -> bool:
+    """Whether a file's old record still holds: same stat, includes unchanged, no error."""
+    if (record[0], record[1]) != (size, mtime) or record[4]:
+        return False  # failed files are always re-read: what they include may exist now
+    for dep, dep_size, dep_mtime in record[2]:
+        if dep not in stats:
+            stats[dep] = _stat(dep)
+        if stats[dep] != (dep_size, dep_mtime):
             return False
     return True
 
@@ -381,29 +382,33 @@ def _read_json(path: Path, root: str) -> dict[str, Any]:
     return data
 
 
-def _write_cache(base: Path, root: str, records: Mapping[str, Record], rows: list[Row]) -> None:
-    """Two files: what a warm build reads (stats, deps, rows) and the per-file records.
+def _write_cache(
+    base: Path, root: str, digest: str, records: Mapping[str, Record], rows: list[Row]
+) -> None:
+    """Two files: what a warm build reads, and the per-file records an incremental one needs.
 
-    Included files are stored once in a ``deps`` table, as most files include the same
-    templates. A shared token ties the two files together; each is replaced atomically.
+    The warm file holds the listing digest, the included files (stored once: most YAMLs include
+    the same templates), the skipped files and the rows. A shared token ties the two files
+    together; each is replaced atomically.
     """
     table: dict[str, int] = {}
     deps: list[list[Any]] = []
     files = []
-    for rel, (size, mtime, file_deps, _found, error) in records.items():
+    for rel, (size, mtime, file_deps, found, error) in records.items():
         ids = []
         for dep in file_deps:  # [path, size, mtime_ns] as stat'ed when the file was read
             if dep[0] not in table:
                 table[dep[0]] = len(deps)
                 deps.append(dep)
             ids.append(table[dep[0]])
-        files.append([rel, size, mtime, ids, error])
+        files.append([rel, size, mtime, ids, found, error])
     head = {"format": INDEX_FORMAT, "root": root, "token": uuid.uuid4().hex}
-    side = {**head, "found": [record[3] for record in records.values()]}
+    problems = [[rel, record[4]] for rel, record in records.items() if record[4]]
+    warm = {**head, "listing": digest, "deps": deps, "problems": problems, "rows": rows}
     try:
         base.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(base.with_suffix(".records.json"), side)
-        _atomic_write(base.with_suffix(".json"), {**head, "deps": deps, "files": files, "rows": rows})
+        _atomic_write(base.with_suffix(".records.json"), {**head, "files": files})
+        _atomic_write(base.with_suffix(".json"), warm)
     except OSError as exc:  # an unwritable cache only costs speed
         log.debug("cannot write the task index cache %s: %s", base, exc)
 

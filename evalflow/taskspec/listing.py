@@ -7,8 +7,8 @@ Usage::
     python -m evalflow ls --json include_path=my_tasks # {"tasks": [...], "groups": [...], "tags": [...]}
     python -m evalflow ls builtin=false include_path=~/lm-evaluation-harness/lm_eval/tasks
 
-On a terminal the listing is a rich table; otherwise (piped, e.g. into grep) it is plain
-``kind name source`` columns, one name per line.
+On a terminal the listing is a rich table (up to :data:`RICH_MAX_ROWS` names); otherwise (piped,
+e.g. into grep, or very long) it is plain ``kind name source`` columns, one name per line.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from evalflow.errors import ConfigError, EvalflowError
 from evalflow.taskspec.index import IndexEntry, TaskIndex
 
 USAGE = "usage: python -m evalflow ls [--json] [include_path=[a,b]] [include_path=a] [builtin=false]"
+# A rich table takes ~0.6 ms a row to lay out (9 s for lm-eval's 15k names): larger listings
+# are printed as plain columns even on a terminal.
+RICH_MAX_ROWS = 1500
 _BOOLS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
@@ -67,7 +70,7 @@ def main(argv: list[str]) -> int:
     if as_json:
         names = {"tasks": index.task_names(), "groups": index.group_names(), "tags": index.tag_names()}
         sys.stdout.write(json.dumps(names, indent=1) + "\n")
-    elif sys.stdout.isatty():
+    elif sys.stdout.isatty() and len(index.names()) <= RICH_MAX_ROWS:
         _print_rich(index)
     else:
         _print_plain(index, sys.stdout)
@@ -83,7 +86,8 @@ def main(argv: list[str]) -> int:
 def _rows(index: TaskIndex) -> list[tuple[str, str, str]]:
     """(kind, name, where) for groups, tags, then tasks, each sorted by name."""
     rows = []
-    for kind, names in (("group", index.group_names()), ("tag", index.tag_names()), ("task", index.task_names())):
+    kinds = (("group", index.group_names()), ("tag", index.tag_names()), ("task", index.task_names()))
+    for kind, names in kinds:
         for name in names:
             entry = index.entry(name)
             assert entry is not None  # names come from the index itself

@@ -42,7 +42,7 @@ DROPPED_TASK_KEYS = ("group", "task_list")
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Base):  # type: ignore[misc, valid-type]
+class _Loader(_Base):  # type: ignore[misc]
     """Safe YAML plus ``!function``; one instance per file, as the tag's meaning is per folder."""
 
     base_dir: str = ""
@@ -51,7 +51,7 @@ class _Loader(_Base):  # type: ignore[misc, valid-type]
 
 
 def _construct_function(loader: _Loader, node: yaml.Node) -> Any:
-    spec = str(loader.construct_scalar(node))  # type: ignore[arg-type]
+    spec = str(loader.construct_scalar(node))
     if not loader.full:
         return "!function " + spec  # header scans never use values: no path or hash work
     return function_ref(spec, loader.base_dir, loader.file)

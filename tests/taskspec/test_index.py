@@ -250,6 +250,8 @@ def test_yaml_path_as_requested_task(tmp_path: Path, lib: Path) -> None:
     assert [t.task for t in index.resolve([str(group)]).tasks] == ["arc_easy", "m_a"]
     with pytest.raises(TaskError, match="not found"):
         index.resolve(str(tmp_path / "missing.yaml"))
+    with pytest.raises(TaskError, match="include_path"):
+        index.resolve(str(tmp_path / "loose") + "/")
     with pytest.raises(TaskError, match="defines no task"):
         index.resolve(str(lib / "arc/_base.yaml"))
 
@@ -339,6 +341,66 @@ def test_corrupt_cache_is_rebuilt(lib: Path, tmp_path: Path) -> None:
     for f in cache_files:
         f.write_text("{not json")
     assert "arc_easy" in TaskIndex.build([lib], builtin=False).task_names()
-    data = json.loads(next((tmp_path / "cache" / "index").glob("*[0-9a-f].json")).read_text())
-    assert data["root"] == os.path.realpath(lib)
-    assert [f[0] for f in data["files"]] == sorted(str(p.relative_to(lib)) for p in lib.rglob("*.yaml"))
+    records = json.loads(next((tmp_path / "cache" / "index").glob("*.records.json")).read_text())
+    assert records["root"] == os.path.realpath(lib)
+    assert [f[0] for f in records["files"]] == sorted(str(p.relative_to(lib)) for p in lib.rglob("*.yaml"))
+
+
+# ----------------------------------------------------------------------------- group edge cases
+
+
+@pytest.mark.parametrize(
+    ("aggregate", "match"),
+    [
+        ("{metric: acc, weight_by_sise: true}", "did you mean 'weight_by_size'"),
+        ("{metric: acc, weight_by_size: truez}", "true or false"),
+        ("{metric: acc, aggregation: median}", "only `mean`"),
+        ("[{aggregation: mean}]", "metric: name"),
+    ],
+)
+def test_invalid_aggregate_metric_list_is_refused(tmp_path: Path, aggregate: str, match: str) -> None:
+    task_file(tmp_path / "g", "member")
+    write(tmp_path / "g/_g.yaml", f"group: g\ntask: [member]\naggregate_metric_list: {aggregate}\n")
+    with pytest.raises(TaskError, match=match):
+        TaskIndex.build([tmp_path / "g"]).resolve("g")
+
+
+def test_unknown_group_key_is_refused_naming_the_group_file(tmp_path: Path) -> None:
+    task_file(tmp_path / "g", "member")
+    group = write(tmp_path / "g/_g.yaml", "group: g\ntask: [member]\ngroup_alais: G\n")
+    with pytest.raises(TaskError, match="group_alias") as err:
+        TaskIndex.build([tmp_path / "g"]).resolve("g")
+    assert str(os.path.realpath(group)) in str(err.value)
+
+
+def test_name_listed_twice_in_one_group_is_used_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    task_file(tmp_path / "g", "member")
+    write(tmp_path / "g/_g.yaml", "group: g\ntask: [member, member]\n")
+    selection = TaskIndex.build([tmp_path / "g"]).resolve("g")
+    assert [t.task for t in selection.tasks] == ["member"] and selection.groups[0].members == ("member",)
+    assert "twice" in caplog.text
+
+
+def test_inline_member_include_is_relative_to_the_group_file(tmp_path: Path) -> None:
+    write(tmp_path / "g/_tpl.yaml", "dataset_path: json\ntest_split: test\ndescription: tpl\n")
+    write(tmp_path / "g/_g.yaml", """
+        group: g
+        task:
+          - group: sub
+            task:
+              - task: prompt_0
+                include: _tpl.yaml
+                doc_to_text: "{{q}}"
+    """)
+    selection = TaskIndex.build([tmp_path / "g"]).resolve("g")
+    (task,) = selection.tasks
+    assert (task.task, task.dataset_path, task.description) == ("g::sub::prompt_0", "json", "tpl")
+    assert [g.name for g in selection.groups] == ["g", "g::sub"]
+
+
+def test_dict_member_naming_a_tag_keeps_task_names(tmp_path: Path) -> None:
+    task_file(tmp_path / "g", "t1", "tag: tg\n")
+    task_file(tmp_path / "g", "t2", "tag: tg\n")
+    write(tmp_path / "g/_g.yaml", "group: g\ntask:\n  - task: tg\n    num_fewshot: 3\n")
+    selection = TaskIndex.build([tmp_path / "g"]).resolve("g")
+    assert [(t.task, t.num_fewshot) for t in selection.tasks] == [("t1", 3), ("t2", 3)]

@@ -91,3 +91,12 @@ def test_python_m_evalflow_ls(folders: tuple[Path, Path], tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["groups"] == ["grp"]
+
+
+def test_long_listing_is_plain_even_on_a_terminal(
+    folders: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr("evalflow.taskspec.listing.RICH_MAX_ROWS", 1)
+    assert main([]) == 0
+    assert capsys.readouterr().out.split() == ["tag", "letters", "1", "task", "task", "zeta", "builtin/b/zeta.yaml"]
