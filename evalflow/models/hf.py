@@ -4,11 +4,12 @@ Same tokenization of (context, continuation) pairs, same BOS rules, same left tr
 rolling windows, same stop-sequence handling, same request order and batch grouping: the numbers
 match lm-eval's to float noise (``tests/models/test_smollm2.py`` checks this against lm-eval).
 
-    >>> from evalflow.models.hf import HFModel                      # doctest: +SKIP
-    >>> from evalflow.records import Request
-    >>> m = HFModel("/path/to/folder", gguf_file="model.gguf", dtype="float32", batch_size=8)
-    >>> m.loglikelihood([Request("loglikelihood", ("2+2=", " 4"))])
-    [(-1.23, True)]
+    from evalflow.models.hf import HFModel
+    from evalflow.records import Request
+
+    m = HFModel("/path/to/folder", gguf_file="model.gguf", dtype="float32", batch_size=8)
+    m.loglikelihood([Request("loglikelihood", ("2+2=", " 4"))])        # [(-0.31, True)]
+    m.generate_until([Request("generate_until", ("2+2=", {"until": ["\n"]}))])  # [" 4"]
 
 This module imports neither torch nor transformers at import time: a fully cached run imports it
 only to call :meth:`HFModel.identity`. The torch code lives in ``hf_torch`` and is imported when a
@@ -31,7 +32,7 @@ import logging
 from contextlib import nullcontext
 from typing import Any, Sequence
 
-from evalflow.errors import ConfigError, ModelError
+from evalflow.errors import ConfigError, ModelError, closest
 from evalflow.models import hf_identity
 from evalflow.models.hf_batching import auto_batch_size, chunk, plan_generation, plan_loglikelihood
 from evalflow.models.hf_tokens import (
@@ -113,15 +114,14 @@ class HFModel:
         """Config, tokenizer and weights as HFLM loads them (``_get_config``, ``_create_tokenizer``, ``_create_model``)."""
         import torch
         import transformers
+        from packaging.version import Version
         from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
 
         from evalflow.models import hf_torch
 
         common = {"revision": revision, "trust_remote_code": trust_remote_code}
+        torch_dtype_of(dtype), torch_device_of(device)  # refuse bad values before the slow load
         try:
-            config = transformers.AutoConfig.from_pretrained(pretrained, gguf_file=gguf_file, **common)
-            if getattr(config, "model_type", None) in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
-                raise ModelError(f"model '{pretrained}' is a {config.model_type} model; {SEQ2SEQ_HINT}.")
             tok_kwargs: dict[str, Any] = dict(common)
             if not tokenizer and gguf_file is not None:
                 tok_kwargs["gguf_file"] = gguf_file  # the tokenizer is embedded in the GGUF file
@@ -130,9 +130,10 @@ class HFModel:
             if self.add_bos_token is not None:
                 tok_kwargs["add_bos_token"] = self.add_bos_token
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(tokenizer or pretrained, **tok_kwargs)
-            torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) and dtype != "auto" else dtype
+            # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
+            dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                pretrained, dtype=torch_dtype, gguf_file=gguf_file, **common
+                pretrained, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf_file, **common
             )
         except (OSError, ValueError, AttributeError) as e:
             raise ModelError(
@@ -140,7 +141,12 @@ class HFModel:
                 f"tokenizer={tokenizer!r}): {e}. The Hugging Face hub may be unreachable: give a "
                 "local folder written by save_pretrained, or a hub id already in the local HF cache."
             ) from e
-        self.device = torch.device(device)
+        # HFLM reads the config first to pick its backend; the model's own config is the same one
+        # and, for a GGUF file, saves parsing the file once more
+        model_type = getattr(self.model.config, "model_type", None)
+        if model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+            raise ModelError(f"model '{pretrained}' is a {model_type} model; {SEQ2SEQ_HINT}.")
+        self.device = torch_device_of(device)
         self.model.to(self.device)
         self.model.eval()
         self.model.tie_weights()
@@ -298,6 +304,12 @@ class HFModel:
                 f"{self.max_length}; lower generation_kwargs.max_gen_toks or raise model.max_length."
             )
         encoded = [self._encode_generation_context(str(r.args[0]))[-max_ctx_len:] for r in requests]
+        for r, ctx in zip(requests, encoded):
+            if not ctx:
+                raise ModelError(
+                    f"the context of generate_until request {r.args[0]!r} encodes to no tokens and "
+                    "this tokenizer adds no BOS, so there is nothing to continue; give it a prompt."
+                )
         sampled = bool(kwargs.get("do_sample"))
         size_for = (lambda i: 1) if sampled else (lambda i: self._batch_size_for(len(encoded[i]) + max_gen_toks))
         results = []
@@ -314,6 +326,34 @@ class HFModel:
                 text = self.tokenizer.decode(toks, skip_special_tokens=True)
                 results.append((i, strip_at_stops(text, until)))
         return results
+
+
+DTYPES = ("auto", "float32", "float16", "bfloat16", "float64", "float", "half", "double")
+
+
+def torch_dtype_of(dtype: Any) -> Any:
+    """lm-eval's ``get_dtype``: "auto" stays "auto", a name becomes the torch dtype of that name."""
+    import torch
+
+    if dtype == "auto" or not isinstance(dtype, str):
+        return dtype
+    value = getattr(torch, dtype, None)
+    if not isinstance(value, torch.dtype):
+        raise ConfigError(f"model.dtype '{dtype}' is not a torch dtype; {closest(dtype, DTYPES)}")
+    return value
+
+
+def torch_device_of(device: str) -> Any:
+    """The torch device for model.device, refusing ones this machine does not have."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ConfigError(f"model.device '{device}' is not a device name ({e}); use cpu, cuda or cuda:N.") from e
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"model.device is '{device}' but torch sees no CUDA device here; set model.device=cpu.")
+    return dev
 
 
 def _complete(values: list[Any]) -> list[Any]:

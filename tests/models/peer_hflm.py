@@ -1,21 +1,53 @@
-"""Run lm-eval 0.4.13's HFLM on given requests; run with the peer venv's python, never imported.
+"""lm-eval 0.4.13's HFLM as a reference, run in the peer venv (never imported into evalflow).
 
-stdin: a JSON list of runs, each {"model_args": {...HFLM kwargs...}, "loglikelihood": [[ctx, cont],
-       ...], "loglikelihood_rolling": [text, ...], "generate_until": [[ctx, gen_kwargs], ...]}
-stdout: one JSON line: per run, the answers of each request type in request order.
+As a script (run by the peer venv's python):
+    stdin: a JSON list of runs, each {"model_args": {...HFLM kwargs...}, "loglikelihood":
+           [[ctx, cont], ...], "loglikelihood_rolling": [text, ...], "generate_until": [[ctx, kwargs], ...]}
+    stdout: one JSON line: per run, the answers of each request type in request order.
+As a module (imported by the tests): :func:`start` launches it in the background, :func:`finish`
+collects its answers, so a test can load its own model meanwhile.
 """
 
+from __future__ import annotations
+
 import json
-import logging
+import os
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
-logging.disable(logging.WARNING)
-
-from lm_eval.api.instance import Instance  # noqa: E402
-from lm_eval.models.huggingface import HFLM  # noqa: E402
+PEER_PYTHON = Path.home() / ".cache" / "evalflow-peer" / "venv" / "bin" / "python"
+SKIP_REASON = f"lm-eval's peer venv is absent ({PEER_PYTHON}); build it with shared/parity/peer.sh --setup"
 
 
-def run(spec: dict) -> dict:
+def available() -> bool:
+    return PEER_PYTHON.is_file()
+
+
+def start(runs: list[dict]) -> subprocess.Popen:
+    """Launch lm-eval on ``runs`` in the background; one torch thread, offline."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    spec = tempfile.TemporaryFile("w+")
+    json.dump(runs, spec)
+    spec.seek(0)
+    return subprocess.Popen(
+        [str(PEER_PYTHON), __file__], stdin=spec, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def finish(proc: subprocess.Popen, timeout: float = 600) -> list[dict]:
+    """The answers of a :func:`start` ed run; raises with lm-eval's stderr if it failed."""
+    out, err = proc.communicate(timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"lm-eval peer run failed:\n{err[-4000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _run(spec: dict) -> dict:
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
     lm = HFLM(device="cpu", **spec["model_args"])
     out = {}
     for rtype in ("loglikelihood", "loglikelihood_rolling", "generate_until"):
@@ -26,7 +58,10 @@ def run(spec: dict) -> dict:
 
 
 def main() -> None:
-    print(json.dumps([run(spec) for spec in json.load(sys.stdin)]))
+    import logging
+
+    logging.disable(logging.WARNING)
+    print(json.dumps([_run(spec) for spec in json.load(sys.stdin)]))
 
 
 if __name__ == "__main__":

@@ -191,3 +191,21 @@ def test_unloadable_model_raises_a_model_error(tmp_path):
         HFModel(str(tmp_path))
     with pytest.raises(ModelError, match="not a folder"):
         HFModel(str(tmp_path / "missing"))
+
+
+def test_bad_dtype_and_device_are_refused_before_loading(tiny_model_dir):
+    with pytest.raises(ConfigError, match="did you mean 'float32'"):
+        HFModel(str(tiny_model_dir), dtype="floatt32")
+    with pytest.raises(ConfigError, match="model.device"):
+        HFModel(str(tiny_model_dir), device="gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ModelError, match="no CUDA device"):
+            HFModel(str(tiny_model_dir), device="cuda")
+
+
+def test_dtype_is_applied(tiny_model_dir, model):
+    half = HFModel(str(tiny_model_dir), dtype="bfloat16")
+    assert half.model.dtype == torch.bfloat16
+    lp_half = half.loglikelihood(ll_requests(PAIRS[:1]))[0][0]
+    lp_full = model.loglikelihood(ll_requests(PAIRS[:1]))[0][0]
+    assert lp_half == pytest.approx(lp_full, rel=0.05) and lp_half != lp_full

@@ -128,3 +128,10 @@ def test_sampling_is_seeded_per_request(model):
     assert torch.equal(state, torch.random.get_rng_state())  # the global RNG is left alone
     assert model.generate_until(list(reversed(reqs))) == list(reversed(first))
     assert len(set(first)) == 3  # repeats are distinct samples
+
+
+def test_empty_context_without_bos_is_refused(tiny_nobos_dir, tiny_model_dir):
+    with pytest.raises(ModelError, match="encodes to no tokens"):
+        HFModel(str(tiny_nobos_dir)).generate_until([gen("", until=[], max_gen_toks=3)])
+    (text,) = HFModel(str(tiny_model_dir)).generate_until([gen("", until=[], max_gen_toks=3)])  # BOS alone
+    assert isinstance(text, str)
