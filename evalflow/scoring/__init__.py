@@ -13,6 +13,11 @@ Components are registered by name (the name used in task YAML); add your own wit
 Importing this package registers every built-in component.
 """
 
+from evalflow.scoring.aggregations import aggregate_task
+from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines
+from evalflow.scoring.groups import aggregate_group
+from evalflow.scoring.metrics import DEFAULT_METRICS, MetricSpec, task_metric_specs
+from evalflow.scoring.process import score_document
 from evalflow.scoring.registry import (
     AGGREGATIONS,
     FILTERS,
@@ -23,11 +28,6 @@ from evalflow.scoring.registry import (
     register_filter,
     register_metric,
 )
-from evalflow.scoring.aggregations import aggregate_task  # noqa: I001  (registers aggregations first)
-from evalflow.scoring.metrics import DEFAULT_METRICS, MetricSpec, task_metric_specs
-from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines
-from evalflow.scoring.process import score_document
-from evalflow.scoring.groups import aggregate_group
 
 __all__ = [
     "AGGREGATIONS",

@@ -25,6 +25,7 @@ from evalflow.errors import DataError, TaskError
 from evalflow.scoring import bootstrap
 from evalflow.scoring.bootstrap import bootstrap_stderr, mean, sample_stddev
 from evalflow.scoring.registry import register_aggregation
+from evalflow.taskspec.spec import TaskConfig
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def perplexity(items: Sequence[float]) -> float:
 
 def weighted_mean(items: Sequence[Sequence[float]]) -> float:
     a, b = zip(*items)
-    return sum(a) / sum(b)
+    return float(sum(a) / sum(b))
 
 
 @register_aggregation("weighted_perplexity")
@@ -184,7 +185,15 @@ def ter(items: Sequence[Sequence[Any]]) -> float:
 
 
 BOOTSTRAPPED: tuple[Callable[..., Any], ...] = (
-    median, matthews_corrcoef, f1_score, perplexity, bleu, chrf, chrfpp, ter, nanmean,
+    median,
+    matthews_corrcoef,
+    f1_score,
+    perplexity,
+    bleu,
+    chrf,
+    chrfpp,
+    ter,
+    nanmean,
 )
 """The aggregations lm-eval bootstraps (by function identity: a user's own aggregation gets N/A)."""
 
@@ -213,7 +222,7 @@ def stderr_fn(agg: Callable[..., Any], iters: int) -> Callable[[list[Any]], floa
 
 
 def aggregate_task(
-    task: Any,
+    task: TaskConfig,
     per_filter: Mapping[str, Sequence[Mapping[str, Any]]],
     *,
     bootstrap_iters: int = 100000,
@@ -232,7 +241,7 @@ def aggregate_task(
     """
     from evalflow.scoring.metrics import metric_for_key, task_metric_specs
 
-    name = getattr(task, "task", "?")
+    name = task.task
     if not per_filter:
         raise DataError(f"task '{name}' has no filter pipeline results to aggregate; nothing was scored")
     specs = task_metric_specs(task)

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from evalflow.errors import ConfigError
+
 Batch = Callable[[np.ndarray], list[float]]
 """Computes the statistic for each row of an index matrix (rows = resamples)."""
 
@@ -42,6 +44,11 @@ def bootstrap_stderr(f: Callable[[list[Any]], Any], xs: Sequence[Any], iters: in
     items = list(xs)
     n = len(items)
     chunk = min(1000, iters)
+    if iters < 2:
+        raise ConfigError(
+            f"bootstrap_iters={iters} draws one resample, whose spread is undefined (lm-eval divides "
+            "by zero here); use at least 2, or 0 to skip bootstrapped standard errors"
+        )
     preparer = BATCHED.get(f)
     batch = preparer(items) if preparer is not None else None
     results: list[float] = []
@@ -63,7 +70,7 @@ def _python_stream(seed: int) -> np.random.RandomState:
     """A numpy generator in exactly the state of ``random.Random(seed)``."""
     state = random.Random(seed).getstate()[1]
     stream = np.random.RandomState()
-    stream.set_state(("MT19937", np.array(state[:624], dtype=np.uint32), state[624]))
+    stream.set_state(("MT19937", np.array(state[:624], dtype=np.uint32), int(state[624]), 0, 0.0))
     return stream
 
 
@@ -78,7 +85,12 @@ def batch_median(items: list[Any]) -> Batch | None:
     if values is None or np.isnan(values).any():  # NaN breaks sorted()'s order; go one by one
         return None
     half = len(items) // 2
-    return lambda idx: np.sort(values[idx], axis=1)[:, half].tolist()
+
+    def run(idx: np.ndarray) -> list[float]:
+        medians: list[float] = np.sort(values[idx], axis=1)[:, half].tolist()
+        return medians
+
+    return run
 
 
 def batch_perplexity(items: list[Any]) -> Batch | None:
@@ -109,7 +121,8 @@ def batch_f1(items: list[Any]) -> Batch | None:
         tp = (g & p).sum(axis=1).astype(np.float64)
         denom = 1.0 * g.sum(axis=1).astype(np.float64) + p.sum(axis=1).astype(np.float64)
         safe = np.where(denom == 0, 1.0, denom)
-        return np.where(denom == 0, 0.0, (2.0 * tp) / safe).tolist()
+        scores: list[float] = np.where(denom == 0, 0.0, (2.0 * tp) / safe).tolist()
+        return scores
 
     return run
 
@@ -133,6 +146,7 @@ def batch_mcc(items: list[Any]) -> Batch | None:
         cov_ytyt = n**2 - (t_sum * t_sum).sum(axis=1)
         product = cov_ypyp * cov_ytyt
         safe = np.where(product == 0, 1.0, product)
-        return np.where(product == 0, 0.0, cov_ytyp / np.sqrt(safe)).tolist()
+        scores: list[float] = np.where(product == 0, 0.0, cov_ytyp / np.sqrt(safe)).tolist()
+        return scores
 
     return run

@@ -232,7 +232,9 @@ def build_pipelines(filter_list: Sequence[Mapping[str, Any]] | None) -> tuple[Fi
     if filter_list is None:
         return DEFAULT_PIPELINES
     if len(filter_list) == 0:
-        raise TaskError("filter_list is empty, so no response would be scored; remove the key or add a pipeline")
+        raise TaskError(
+            "filter_list is empty, so no response would be scored; remove the key or add a pipeline"
+        )
     pipelines = tuple(_pipeline(i, entry) for i, entry in enumerate(filter_list))
     names = [p.name for p in pipelines]
     for name in names:
@@ -244,11 +246,15 @@ def build_pipelines(filter_list: Sequence[Mapping[str, Any]] | None) -> tuple[Fi
 def _pipeline(index: int, entry: Any) -> FilterPipeline:
     where = f"filter_list[{index}]"
     if not isinstance(entry, Mapping) or "name" not in entry or "filter" not in entry:
-        raise TaskError(f"{where} must be a mapping with 'name' and 'filter' (a list of steps), got {entry!r}")
+        raise TaskError(
+            f"{where} must be a mapping with 'name' and 'filter' (a list of steps), got {entry!r}"
+        )
     steps = entry["filter"]
     if isinstance(steps, (str, Mapping)) or not isinstance(steps, Sequence) or not steps:
         raise TaskError(f"{where} ('{entry['name']}'): 'filter' must be a non-empty list of steps")
-    return FilterPipeline(str(entry["name"]), tuple(_step(f"{where}.filter[{j}]", s) for j, s in enumerate(steps)))
+    return FilterPipeline(
+        str(entry["name"]), tuple(_step(f"{where}.filter[{j}]", s) for j, s in enumerate(steps))
+    )
 
 
 def _step(where: str, step: Any) -> FilterStep:
@@ -256,8 +262,10 @@ def _step(where: str, step: Any) -> FilterStep:
         raise TaskError(f"{where} must be a mapping with a 'function' key (a filter name), got {step!r}")
     kwargs = {k: _resolve(v) for k, v in step.items() if k != "function"}
     function = step["function"]
-    target = _resolve(function) if isinstance(function, FunctionRef) or callable(function) else FILTERS.get(
-        str(function), where=where
+    target = (
+        _resolve(function)
+        if isinstance(function, FunctionRef) or callable(function)
+        else FILTERS.get(str(function), where=where)
     )
     label = str(function) if isinstance(function, str) else getattr(target, "__name__", str(function))
     fn = _class_filter(target) if isinstance(target, type) else target
@@ -279,14 +287,18 @@ def _class_filter(cls: type) -> Callable[..., Any]:
     return apply
 
 
-def _check_signature(fn: Callable[..., Any], target: Any, kwargs: Mapping[str, Any], label: str, where: str) -> None:
+def _check_signature(
+    fn: Callable[..., Any], target: Any, kwargs: Mapping[str, Any], label: str, where: str
+) -> None:
     try:
         if isinstance(target, type):
             inspect.signature(target).bind(**kwargs)
         else:
             inspect.signature(fn).bind(None, None, **kwargs)
     except TypeError as exc:
-        raise TaskError(f"{where}: filter '{label}' cannot take these options ({exc}); fix the keys of that step") from None
+        raise TaskError(
+            f"{where}: filter '{label}' cannot take these options ({exc}); fix the keys of that step"
+        ) from None
     except ValueError:  # no inspectable signature: let the call itself decide
         pass
 

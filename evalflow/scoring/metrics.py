@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from evalflow.errors import TaskError, closest
+from evalflow.scoring import aggregations  # noqa: F401  (registers the aggregations named below)
 from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
-from evalflow.taskspec.spec import FunctionRef
+from evalflow.taskspec.spec import FunctionRef, TaskConfig
 
 DEFAULT_METRICS: dict[str, tuple[str, ...]] = {
     "loglikelihood": ("perplexity", "acc"),
@@ -100,10 +101,12 @@ def exact_match(
         preds, refs = np.char.lower(preds), np.char.lower(refs)
     if ignore_punctuation:
         table = string.punctuation.maketrans("", "", string.punctuation)
-        preds, refs = np.char.translate(preds, table=table), np.char.translate(refs, table=table)
+        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
+        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
     if ignore_numbers:
         table = string.digits.maketrans("", "", string.digits)
-        preds, refs = np.char.translate(preds, table=table), np.char.translate(refs, table=table)
+        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
+        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
     return {"exact_match": float(np.mean(preds == refs))}
 
 
@@ -122,7 +125,7 @@ class MetricSpec:
 _SPEC_CACHE: dict[tuple[Any, ...], tuple[MetricSpec, ...]] = {}
 
 
-def task_metric_specs(task: Any) -> tuple[MetricSpec, ...]:
+def task_metric_specs(task: TaskConfig) -> tuple[MetricSpec, ...]:
     """The task's metrics in ``metric_list`` order (lm-eval's defaults when it has none).
 
     Cached per task definition: ``score_document`` asks once per document.
@@ -135,7 +138,7 @@ def task_metric_specs(task: Any) -> tuple[MetricSpec, ...]:
     return specs
 
 
-def _resolve_specs(task: Any) -> tuple[MetricSpec, ...]:
+def _resolve_specs(task: TaskConfig) -> tuple[MetricSpec, ...]:
     where = f"{task.source or '<python>'}: task '{task.task}'"
     if task.output_type not in OUTPUT_TYPES:
         raise TaskError(
@@ -143,7 +146,9 @@ def _resolve_specs(task: Any) -> tuple[MetricSpec, ...]:
         )
     if task.metric_list is None:
         return tuple(_default_spec(name) for name in DEFAULT_METRICS[task.output_type])
-    return tuple(_spec(task, i, entry, f"{where} metric_list[{i}]") for i, entry in enumerate(task.metric_list))
+    return tuple(
+        _spec(task, i, entry, f"{where} metric_list[{i}]") for i, entry in enumerate(task.metric_list)
+    )
 
 
 def _default_spec(name: str) -> MetricSpec:
@@ -157,7 +162,7 @@ def _default_spec(name: str) -> MetricSpec:
     )
 
 
-def _spec(task: Any, index: int, entry: Any, where: str) -> MetricSpec:
+def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
     if not isinstance(entry, Mapping) or "metric" not in entry:
         raise TaskError(f"{where}: each metric_list entry needs a 'metric' key, got {entry!r}")
     if entry.get("hf_evaluate") is True:
@@ -171,6 +176,7 @@ def _spec(task: Any, index: int, entry: Any, where: str) -> MetricSpec:
     if isinstance(raw, FunctionRef) or callable(raw):
         fn: Callable[..., Any] | None = _resolve(raw)
         name = getattr(fn, "__name__", str(raw))
+        registered = METRICS.find(name)  # lm-eval still takes defaults registered under its name
     else:
         name = str(raw)
         registered = METRICS.get(name, where=where) if task.process_results is None else METRICS.find(name)
@@ -182,9 +188,9 @@ def _spec(task: Any, index: int, entry: Any, where: str) -> MetricSpec:
         fn=fn,
         kwargs=kwargs,
         aggregation=_aggregation(entry, registered, name, where),
-        higher_is_better=entry["higher_is_better"] if "higher_is_better" in entry else (
-            registered.higher_is_better if registered is not None else None
-        ),
+        higher_is_better=entry["higher_is_better"]
+        if "higher_is_better" in entry
+        else (registered.higher_is_better if registered is not None else None),
         keyword_call=_check_kwargs(fn, kwargs, name, where),
     )
 
@@ -207,7 +213,7 @@ def _resolve(ref: Any) -> Callable[..., Any]:
     if isinstance(ref, FunctionRef):
         from evalflow.taskspec.loader import resolve_function
 
-        return resolve_function(ref)  # type: ignore[no-any-return]
+        return resolve_function(ref)
     return ref  # type: ignore[no-any-return]
 
 
@@ -227,8 +233,8 @@ def _accepts_keywords(fn: Callable[..., Any] | None, kwargs: Mapping[str, Any]) 
 def _check_kwargs(fn: Callable[..., Any] | None, kwargs: Mapping[str, Any], name: str, where: str) -> bool:
     """Refuse a misspelt metric option instead of letting lm-eval's fallback call hide it."""
     keyword = _accepts_keywords(fn, kwargs)
-    if not keyword and kwargs and _accepts_keywords(fn, {}):
-        params = [p for p in inspect.signature(fn).parameters if p not in ("references", "predictions")]  # type: ignore[arg-type]
+    if fn is not None and not keyword and kwargs and _accepts_keywords(fn, {}):
+        params = [p for p in inspect.signature(fn).parameters if p not in ("references", "predictions")]
         raise TaskError(
             f"{where}: metric '{name}' does not take option(s) {', '.join(sorted(kwargs))}; "
             f"it takes {', '.join(params) or 'no options'}. Fix or remove the key."

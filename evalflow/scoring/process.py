@@ -25,12 +25,13 @@ import numpy as np
 
 from evalflow.errors import DataError, TaskError
 from evalflow.scoring.metrics import MetricSpec, task_metric_specs
+from evalflow.taskspec.spec import TaskConfig
 
 log = logging.getLogger(__name__)
 
 
 def score_document(
-    task: Any,
+    task: TaskConfig,
     doc: Mapping[str, Any],
     results: Sequence[Any],
     *,
@@ -92,9 +93,9 @@ def _rolling(results: Sequence[Any], target: Any, names: list[str]) -> dict[str,
 def _gold_index(target: Any, choices: list[str]) -> tuple[Any, bool]:
     """lm-eval's gold: an index, a list of indices, -100 marking one outside the choices."""
     if isinstance(target, (list, tuple)):
-        gold = [i if i < len(choices) else -100 for i in target]
-        return gold, -100 in gold
-    gold = target
+        golds = [i if i < len(choices) else -100 for i in target]
+        return golds, -100 in golds
+    gold: Any = target
     if isinstance(gold, int):
         gold = gold if gold < len(choices) else -100
     elif isinstance(gold, str):
@@ -103,8 +104,13 @@ def _gold_index(target: Any, choices: list[str]) -> tuple[Any, bool]:
 
 
 def _multiple_choice(
-    task: Any, doc: Mapping[str, Any], results: Sequence[Any], target: Any,
-    choices: list[str] | None, names: list[str], many: bool,
+    task: TaskConfig,
+    doc: Mapping[str, Any],
+    results: Sequence[Any],
+    target: Any,
+    choices: list[str] | None,
+    names: list[str],
+    many: bool,
 ) -> dict[str, Any]:
     if choices is None:
         raise TaskError(f"task '{task.task}' is multiple_choice but has no doc_to_choice; add one")
@@ -116,7 +122,7 @@ def _multiple_choice(
             f"task '{task.task}': {len(lls)} loglikelihoods for {len(choices)} choices (expected "
             f"{expected}{' with acc_mutual_info' if mutual else ''}) in document {_short(doc)}"
         )
-    unconditional = lls[len(choices):] if mutual else ()
+    unconditional = lls[len(choices) :] if mutual else ()
     lls = lls[: len(choices)]
     completion_len = np.array([float(len(c)) for c in choices])
     byte_length = np.array([float(len(c.encode("utf-8"))) for c in choices])
@@ -126,13 +132,17 @@ def _multiple_choice(
         pred_byte = int(np.argmax(lls / byte_length))
     gold, bad = _gold_index(target, choices)
     if bad:
-        log.warning("task %s: label index not within the available choices in document %s", task.task, _short(doc))
+        log.warning(
+            "task %s: label index not within the available choices in document %s", task.task, _short(doc)
+        )
     if many:
-        hit = lambda p: 1.0 if p in gold else 0.0  # noqa: E731
         exact = int(any(is_greedy[i] if i != -100 else 0 for i in gold))
     else:
-        hit = lambda p: 1.0 if p == gold else 0.0  # noqa: E731
         exact = int(is_greedy[gold]) if gold != -100 else 0
+
+    def hit(p: int) -> float:
+        return 1.0 if (p in gold if many else p == gold) else 0.0
+
     values: dict[str, Any] = {
         "acc": hit(pred),
         "f1": (gold, pred),

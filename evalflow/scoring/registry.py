@@ -24,8 +24,9 @@ when ``evalflow.scoring`` is imported (its ``__init__`` imports every module).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 from evalflow.errors import TaskError, closest
 

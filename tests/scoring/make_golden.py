@@ -30,7 +30,9 @@ def main() -> None:
             "generated_by": "lm-eval 0.4.13 (tests/scoring/peer_oracle.py via make_golden.py)",
             "cases": [{"input": c, "expected": a} for c, a in zip(cases, answers)],
         }
-        (GOLDEN / f"{kind}.json").write_text(json.dumps(body, indent=1, allow_nan=True, ensure_ascii=False) + "\n")
+        (GOLDEN / f"{kind}.json").write_text(
+            json.dumps(body, indent=1, allow_nan=True, ensure_ascii=False) + "\n"
+        )
         print(f"{kind}: {len(cases)} cases")
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import sys
 import types
@@ -73,7 +72,9 @@ def run_process(case):
     instances = []
     for doc_id, (doc, row) in enumerate(zip(docs, case["docs"])):
         for idx, resps in enumerate(row["resps"]):
-            instances.append(types.SimpleNamespace(doc=doc, doc_id=doc_id, idx=idx, resps=list(resps), filtered_resps={}))
+            instances.append(
+                types.SimpleNamespace(doc=doc, doc_id=doc_id, idx=idx, resps=list(resps), filtered_resps={})
+            )
     for pipeline in task._filters:
         pipeline.apply(instances)
     rows, raw = {}, defaultdict(list)
@@ -99,9 +100,14 @@ def run_filters(case):
     docs = case["docs"]
     out = {}
     for entry in case["filter_list"]:
-        components = [[f["function"], {k: v for k, v in f.items() if k != "function"}] for f in entry["filter"]]
+        components = [
+            [f["function"], {k: v for k, v in f.items() if k != "function"}] for f in entry["filter"]
+        ]
         ensemble = build_filter_ensemble(entry["name"], components)
-        insts = [types.SimpleNamespace(resps=list(r), doc=d, filtered_resps={}) for r, d in zip(case["resps"], docs)]
+        insts = [
+            types.SimpleNamespace(resps=list(r), doc=d, filtered_resps={})
+            for r, d in zip(case["resps"], docs)
+        ]
         ensemble.apply(insts)
         out[entry["name"]] = plain([i.filtered_resps[entry["name"]] for i in insts])
     return out
@@ -124,7 +130,10 @@ def run_group(case):
     from lm_eval.api.task import ConfigurableTask
     from lm_eval.config.group import AggMetricConfig
 
-    group = Group(name=case["group"], aggregate_metric_list=[AggMetricConfig(**a) for a in case["aggregate_metric_list"]])
+    group = Group(
+        name=case["group"],
+        aggregate_metric_list=[AggMetricConfig(**a) for a in case["aggregate_metric_list"]],
+    )
     metrics = {}
     for i, (member, size) in enumerate(case["members"]):
         task = ConfigurableTask.__new__(ConfigurableTask)
@@ -135,7 +144,12 @@ def run_group(case):
     return {k: plain(v) for k, v in result.items() if "," in k}
 
 
-RUNNERS = {"process": run_process, "filters": run_filters, "aggregations": run_aggregation, "groups": run_group}
+RUNNERS = {
+    "process": run_process,
+    "filters": run_filters,
+    "aggregations": run_aggregation,
+    "groups": run_group,
+}
 
 
 def main() -> None:

@@ -23,7 +23,11 @@ def run_oracle(kind: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     request = json.dumps({"kind": kind, "cases": cases}, allow_nan=True)
     done = subprocess.run(
         [str(PEER_PYTHON), str(HERE / "peer_oracle.py")],
-        input=request, capture_output=True, text=True, timeout=600, check=False,
+        input=request,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(f"peer_oracle.py failed:\n{done.stderr[-3000:]}")
