@@ -74,25 +74,23 @@ def build_results(record: RunRecord) -> dict[str, Any]:
 
 
 def _group_results(record: RunRecord, results: Mapping[str, Any], n_samples: Mapping[str, Any]) -> dict[str, Any]:
-    """Groups aggregated bottom-up (a group of groups uses its member groups' numbers)."""
+    """Each group aggregated over all its leaf tasks, nested groups included (lm-eval 0.4.13)."""
     if not record.selection.groups:
         return {}
     from evalflow.scoring.groups import aggregate_group  # numpy: only when there are groups
-    done: dict[str, tuple[dict[str, Any], int]] = {
-        name: (_metrics_only(r), n_samples[name]["effective"]) for name, r in results.items()
-    }
-    pending = list(record.selection.groups)
+
+    groups = {g.name: g for g in record.selection.groups}
+
+    def leaves(name: str) -> list[str]:
+        if name not in groups:
+            return [name]
+        return [leaf for member in groups[name].members for leaf in leaves(member)]
+
     out: dict[str, Any] = {}
-    while pending:
-        ready = [g for g in pending if all(m in done for m in g.members)]
-        if not ready:
-            raise RuntimeError(f"groups with unresolvable members: {[g.name for g in pending]}")
-        for group in ready:
-            members = [done[m] for m in group.members]
-            metrics = aggregate_group(group.name, group.aggregate_metric_list, members)
-            out[group.name] = {"name": group.name, "alias": group.group_alias or group.name, **metrics}
-            done[group.name] = (metrics, sum(n for _, n in members))
-            pending.remove(group)
+    for group in record.selection.groups:
+        members = [(_metrics_only(results[t]), n_samples[t]["effective"]) for t in leaves(group.name)]
+        metrics = aggregate_group(group.name, group.aggregate_metric_list, members)
+        out[group.name] = {"name": group.name, "alias": group.group_alias or group.name, **metrics}
     return out
 
 
