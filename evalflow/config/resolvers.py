@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from omegaconf import OmegaConf
 
 
@@ -11,6 +13,12 @@ def _smollm2_dir() -> str:
     return smollm2_dir()
 
 
+def _repo_root() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
 def register_resolvers() -> None:
     if not OmegaConf.has_resolver("evalflow.smollm2_dir"):
         OmegaConf.register_new_resolver("evalflow.smollm2_dir", _smollm2_dir)
+    if not OmegaConf.has_resolver("evalflow.repo_root"):
+        OmegaConf.register_new_resolver("evalflow.repo_root", _repo_root)
