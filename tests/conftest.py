@@ -50,7 +50,7 @@ training_split: train
 test_split: test
 output_type: generate_until
 doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_target: "{{{{answer}}}}"
+doc_to_target: "{{{{answer.split('####')[-1].strip()}}}}"
 generation_kwargs:
   until: ["\\n\\n", "Question:"]
   do_sample: false

@@ -33,6 +33,9 @@ class RunConfig:
     include_path: List[str] = field(default_factory=list)
     # Maps hub datasets to local files (a mapping, or a path to a YAML/JSON file); see conf/data_map/.
     data_map: Optional[Any] = None
+    # Reasoning models: the end-of-thinking marker; only the text after it is scored (lm-eval's
+    # think_end_token). The raw generation, thinking included, stays cached and in the samples.
+    think_end_token: Optional[str] = None
     # Where cached stage outputs and model responses live; default $EVALFLOW_CACHE or ~/.cache/evalflow.
     cache_dir: Optional[str] = None
     bootstrap_iters: int = 100000

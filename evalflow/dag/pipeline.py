@@ -75,8 +75,15 @@ PIPELINE: tuple[Node, ...] = (
         run_settings=("model",),  # the model's identity, never its weights or device
         upstream=("instances",),
     ),
-    Node("filters", "evalflow.stages.filters:filters",
-        "filtered", version=1, task_fields=("filter_list",), upstream=("load_docs", "instances", "inference")),
+    Node(
+        "filters",
+        "evalflow.stages.filters:filters",
+        "filtered",
+        version=2,
+        task_fields=("filter_list",),
+        run_settings=("think_end_token",),
+        upstream=("load_docs", "instances", "inference"),
+    ),
     Node(
         "metrics",
         "evalflow.stages.metrics:metrics",

@@ -1,21 +1,45 @@
-"""Stage 5: each named filter pipeline applied to the responses (answer extraction, voting, ...)."""
+"""Stage 5: each named filter pipeline applied to the responses (answer extraction, voting, ...).
+
+Reasoning models: with ``think_end_token`` set, a generation's text up to the last end-of-thinking
+marker is the thinking part. It stays in the cached raw response (and the samples' ``resps``), and
+only the rest, cut again at the request's stop sequences, reaches the filters and metrics, as
+lm-eval's ``postprocess_generated_text`` does. Changing the marker re-runs scoring, not inference.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from evalflow.records import DocSet, Filtered, Instance, Responses
 from evalflow.scoring.filters import build_pipelines
 from evalflow.taskspec.spec import TaskConfig
 
 
-def filters(task: TaskConfig, docs: DocSet, instances: tuple[Instance, ...], responses: Responses) -> Filtered:
+def filters(
+    task: TaskConfig,
+    docs: DocSet,
+    instances: tuple[Instance, ...],
+    responses: Responses,
+    think_end_token: str | None,
+) -> Filtered:
     # lm-eval's instance is one (doc_id, idx); its responses are those of all its repeats.
-    grouped: dict[tuple[int, int], list[object]] = defaultdict(list)
+    grouped: dict[tuple[int, int], list[Any]] = defaultdict(list)
     for inst, answer in sorted(zip(instances, responses.values), key=lambda p: p[0].request.repeat):
+        if think_end_token and inst.request.type == "generate_until":
+            answer = without_thinking(answer, think_end_token, inst.request.args[1].get("until"))
         grouped[(inst.doc_id, inst.idx)].append(answer)
     keys = tuple(sorted(grouped))
     resps = [grouped[k] for k in keys]
     rows = [docs.docs[doc_id] for doc_id, _ in keys]
     by_filter = {p.name: tuple(p.apply(resps, rows)) for p in build_pipelines(task.filter_list)}
     return Filtered(keys=keys, by_filter=by_filter)
+
+
+def without_thinking(text: str, think_end_token: str, until: Any) -> str:
+    """The answer after the thinking part, cut at the first stop sequence (lm-eval's order)."""
+    text = text.split(think_end_token)[-1].lstrip()
+    for stop in [until] if isinstance(until, str) else (until or ()):
+        if stop:
+            text = text.split(stop)[0]
+    return text

@@ -25,7 +25,7 @@ BASE_TASK = TaskConfig(
 )
 BASE_SETTINGS: dict[str, Any] = {
     "num_fewshot": 0, "fewshot_seed": 1234, "limit": None, "gen_kwargs": None, "seed": 1234,
-    "bootstrap_iters": 1000, "data_map": None, "model": "model-a",
+    "bootstrap_iters": 1000, "data_map": None, "model": "model-a", "think_end_token": None,
 }
 S = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
 
@@ -74,6 +74,7 @@ SETTING_CASES = [
     ("gen_kwargs", {"gen_kwargs": {"temperature": 0.5}}, S[2:]),
     ("model", {"model": "model-b"}, S[3:]),
     ("bootstrap_iters", {"bootstrap_iters": 10}, S[6:]),
+    ("think_end_token", {"think_end_token": "</think>"}, S[4:]),
     ("data_map (bytes unchanged)", {"data_map": {"x": {"path": "json"}}}, []),
 ]
 
