@@ -33,7 +33,7 @@ import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
 from evalflow.errors import DataError, TaskError
@@ -58,7 +58,8 @@ class DataSource:
     path: str
     name: str | None
     kwargs: Mapping[str, Any]
-    files: Mapping[str, tuple[str, ...]]  # local files per data_files key ("" for a local path); empty for hub data
+    # local files per data_files key ("" for a local folder or file); empty for hub data
+    files: Mapping[str, tuple[str, ...]]
     mapped_from: str | None = None  # the data-map key used, for messages
 
     @property
@@ -146,7 +147,8 @@ def load_docset(task: TaskConfig, data_map: DataMapLike = None) -> DocSet:
 
 
 def _fewshot_docs(
-    task: TaskConfig, dataset: Any, source: DataSource, eval_split: str, eval_docs: tuple[dict[str, Any], ...]
+    task: TaskConfig, dataset: Any, source: DataSource, eval_split: str,
+    eval_docs: tuple[dict[str, Any], ...],
 ) -> tuple[str | None, tuple[dict[str, Any], ...] | None]:
     """lm-eval's few-shot pool. A split the fallback chain names but the data lacks is skipped
     (lm-eval would fail), so a task evaluated on data without a train split still runs, drawing
@@ -187,24 +189,45 @@ def _split_docs(
 
 
 def _load(task: TaskConfig, source: DataSource) -> Any:
-    import datasets  # only when documents are really read
+    import datasets  # type: ignore[import-untyped]  # only when documents are really read
 
     try:
         return datasets.load_dataset(source.path, source.name, **source.kwargs)
-    except Exception as exc:  # noqa: BLE001 - every failure here means "the data is not reachable"
+    except Exception as exc:  # noqa: BLE001 - every failure here means "the data cannot be read"
+        cause = exc.__cause__ or exc.__context__
+        why = f"{type(exc).__name__}: {str(exc)[:300]}" + (
+            f" ({type(cause).__name__}: {str(cause)[:300]})" if cause is not None else ""
+        )
+        if source.is_local or source.mapped_from:
+            fix = (
+                "Check that the files are valid JSON Lines/CSV/Parquet, with the same "
+                "columns in every split."
+            )
+        else:
+            key = f"{task.dataset_path}" + (f"/{task.dataset_name}" if task.dataset_name else "")
+            fix = (
+                "Without network access to the hub, point the dataset at local files with a data map: "
+                "the run config key data_map (a mapping, or a file such as conf/data_map/shared.yaml) "
+                f"or ${DATA_MAP_ENV}=<file>, with an entry "
+                f"'{key}: {{path: json, data_files: {{test: ...}}}}'."
+            )
         raise DataError(
-            f"task '{task.task}' ({task.source}): cannot load the dataset {_describe(source)}: "
-            f"{type(exc).__name__}: {str(exc)[:300]}. Without network access to the hub, point the "
-            f"dataset at local files with a data map: the run config key data_map (a mapping or a "
-            f"file such as conf/data_map/shared.yaml) or ${DATA_MAP_ENV}=<file>, with an entry "
-            f"'{task.dataset_path}{'/' + task.dataset_name if task.dataset_name else ''}: "
-            "{path: json, data_files: {test: ...}}'."
+            f"task '{task.task}' ({task.source}): cannot load the dataset {_describe(source)}: {why}. {fix}"
         ) from None
 
 
-def _custom_splits(task: TaskConfig) -> dict[str, list[Any]]:
+def _custom_splits(task: TaskConfig) -> dict[str, list[dict[str, Any]]]:
+    """lm-eval's ``custom_dataset(**metadata, **dataset_kwargs)``: splits of rows, as JSON data."""
     made = call_function(task.custom_dataset)(**(task.metadata or {}), **(task.dataset_kwargs or {}))
-    return {str(split): [dict(r) for r in rows] for split, rows in made.items()}
+    if not isinstance(made, Mapping):
+        raise DataError(
+            f"task '{task.task}' ({task.source}): custom_dataset returned a {type(made).__name__}; it "
+            "must return a mapping of split names to lists of rows."
+        )
+    return {
+        str(split): [_plain_row(r, task, str(split), i) for i, r in enumerate(rows)]
+        for split, rows in made.items()
+    }
 
 
 def _hub_fingerprint(dataset: Any) -> str:
@@ -263,7 +286,7 @@ def _absolute_entry(entry: dict[str, Any], base: Path) -> dict[str, Any]:
 def _map_paths(data_files: Any, fn: Any) -> Any:
     if isinstance(data_files, Mapping):
         return {k: _map_paths(v, fn) for k, v in data_files.items()}
-    if isinstance(data_files, (list, tuple)):
+    if isinstance(data_files, Sequence) and not isinstance(data_files, str):  # also OmegaConf lists
         return [fn(str(p)) for p in data_files]
     return fn(str(data_files))
 
@@ -276,6 +299,8 @@ def _near_yaml(path: str, base: Path) -> str:
 
 
 def _read_map_file(path: Path) -> dict[str, Any]:
+    """A data-map file; ``${...}`` interpolations (``${evalflow.repo_root:}`` in the shipped
+    conf/data_map/shared.yaml, which is also a Hydra config group) resolve as Hydra would."""
     if not path.is_file():
         raise DataError(
             f"data map file {str(path)!r} does not exist (from the data_map setting or ${DATA_MAP_ENV}). "
@@ -283,13 +308,28 @@ def _read_map_file(path: Path) -> dict[str, Any]:
         )
     import yaml  # JSON is YAML, so one parser reads both
 
+    text = path.read_text(encoding="utf-8")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise DataError(f"data map file {str(path)!r} is not valid YAML/JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise DataError(f"data map file {str(path)!r} must hold a mapping of dataset ids to entries")
-    return raw
+    return _resolve_interpolations(raw, path) if "${" in text else raw
+
+
+def _resolve_interpolations(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from evalflow.config.resolvers import register_resolvers  # the resolvers conf/ files use
+
+    register_resolvers()
+    try:
+        resolved = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
+    except OmegaConfBaseException as exc:
+        raise DataError(f"data map file {str(path)!r}: an interpolation does not resolve: {exc}") from None
+    return dict(resolved)  # type: ignore[arg-type]
 
 
 def _plain_row(row: Any, task: TaskConfig, split: str, index: int) -> dict[str, Any]:
@@ -309,7 +349,10 @@ def _plain_row(row: Any, task: TaskConfig, split: str, index: int) -> dict[str, 
             "convert it in process_docs."
         )
     if not isinstance(row, Mapping):
-        raise DataError(f"task '{task.task}', split '{split}', document {index} is a {type(row).__name__}, not a mapping")
+        raise DataError(
+            f"task '{task.task}', split '{split}', document {index} is a {type(row).__name__}, "
+            "not a mapping; process_docs must return rows as mappings."
+        )
     return {str(k): plain(v, str(k)) for k, v in row.items()}
 
 

@@ -92,6 +92,11 @@ def qa_turn(
     turns = [Turn("user", question, target_delimiter if needs_delim else "")]
     if has_answer:
         if choices and isinstance(answer, int):
+            if not -len(choices) <= answer < len(choices):
+                raise DataError(
+                    f"a few-shot example's answer index {answer} is outside its {len(choices)} "
+                    f"choices {list(choices)[:6]!r}; check the example's label field."
+                )
             text = choices[answer]
         else:
             text = answer[0] if isinstance(answer, list) else answer
@@ -156,6 +161,8 @@ def build_contexts(
 
     ``doc_ids`` must be ascending (lm-eval's ``limit`` is the first N documents): the sampler is
     consumed once per listed document, in that order, exactly as lm-eval consumes it.
+    ``Context.fewshot_ids`` are positions in ``docs.fewshot_docs``. ``fewshot_seed`` may be None
+    only when no random draw is needed (0 shots, or the first_n sampler).
     """
     _check_doc_ids(task, docs, doc_ids, num_fewshot)
     opts = fewshot_options(task)

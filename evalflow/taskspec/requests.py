@@ -49,7 +49,8 @@ def generation_kwargs(task: TaskConfig, overrides: Mapping[str, Any] | None = No
             "until": [task.fewshot_delimiter],
         }
     else:
-        base = _json_copy(task.generation_kwargs, f"task '{task.task}' ({task.source}) generation_kwargs", TaskError)
+        where = f"task '{task.task}' ({task.source}) generation_kwargs"
+        base = _json_copy(task.generation_kwargs, where, TaskError)
         base.setdefault("until", [task.fewshot_delimiter])
     merged = {**base, **_json_copy(overrides or {}, "the run's gen_kwargs", ConfigError)}
     if "temperature" in merged:
@@ -115,13 +116,17 @@ def build_instances(
 ) -> tuple[Instance, ...]:
     """Every request of one document, ``task.repeats`` times each (idx-major, then repeat)."""
     if not isinstance(task.repeats, int) or task.repeats < 1:
-        raise TaskError(f"task '{task.task}' ({task.source}): repeats must be an int >= 1, got {task.repeats!r}")
+        raise TaskError(
+            f"task '{task.task}' ({task.source}): repeats must be an int >= 1, got {task.repeats!r}"
+        )
     rtype = "loglikelihood" if task.output_type == "multiple_choice" else task.output_type
     out = []
     for idx, args in enumerate(request_args(task, doc_id, doc, context, gen_kwargs)):
         sampled = rtype == "generate_until" and is_sampling(args[1])
         for r in range(task.repeats):
-            request = Request(rtype, args, repeat=r, seed=seed if sampled else None)  # type: ignore[arg-type]
+            request = Request(
+                rtype, args, repeat=r, seed=seed if sampled else None  # type: ignore[arg-type]
+            )
             out.append(Instance(doc_id, idx, request))
     return tuple(out)
 

@@ -11,7 +11,7 @@ prompt bytes, so they are reproduced exactly here:
 - a rendered ``doc_to_choice`` is always a Python literal (``"{{choices.text}}"`` renders a list's
   repr), a dict of choices means its values;
 - templates render with ``StrictUndefined`` and ``keep_trailing_newline`` and know lm-eval's
-  ``regex_replace`` filter.
+  ``regex_replace`` filter; unlike lm-eval the environment is sandboxed (same text, no code).
 
 >>> from evalflow.taskspec.spec import TaskConfig
 >>> t = TaskConfig(task="t", doc_to_text="Q: {{q}}\\nA:", doc_to_target="{{ans}}", doc_to_choice=["a", "b"])
@@ -27,7 +27,9 @@ import re
 from typing import Any, Callable, Mapping
 
 import jinja2
-from jinja2 import BaseLoader, Environment, StrictUndefined
+from jinja2 import BaseLoader, StrictUndefined
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import SandboxedEnvironment
 
 from evalflow.errors import DataError, TaskError
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
@@ -38,7 +40,9 @@ def regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
     return re.sub(pattern, repl, string, count=count)
 
 
-ENV = Environment(loader=BaseLoader(), undefined=StrictUndefined, keep_trailing_newline=True)
+# lm-eval's environment, sandboxed: a template (from any task folder, trusted or not) renders the
+# same text but cannot reach Python internals (``cycler.__init__.__globals__.os``) to run code.
+ENV = SandboxedEnvironment(loader=BaseLoader(), undefined=StrictUndefined, keep_trailing_newline=True)
 ENV.filters["regex_replace"] = regex_replace
 
 
@@ -68,6 +72,12 @@ def apply_template(
         ) from None
     try:
         return compiled.render(**doc)
+    except SecurityError as exc:
+        raise TaskError(
+            f"{where}: the template {template!r} tries an unsafe operation ({exc}); templates may "
+            "read document fields and call ordinary string/list methods only. Move such logic into "
+            "a !function in the task's Python file."
+        ) from None
     except jinja2.UndefinedError as exc:
         raise TaskError(
             f"{where}: the template {template!r} uses {exc.message}; the document's fields are "
@@ -140,7 +150,7 @@ def doc_to_target(
         if len(target) >= 2 and target[0] == "[" and target[-1] == "]":
             try:
                 return ast.literal_eval(target)  # type: ignore[no-any-return]
-            except (SyntaxError, ValueError):
+            except _LITERAL_ERRORS:  # lm-eval keeps such a target as text (and crashes on TypeError)
                 return target
         return target
     if isinstance(spec, (list, tuple)):
@@ -164,7 +174,7 @@ def doc_to_choice(
         )
     if isinstance(spec, str):
         if spec in doc:
-            return list(doc[spec])
+            return _choice_list(doc[spec], task, f"the field '{spec}'", doc_id)
         rendered = apply_template(spec, doc, task=task, what="doc_to_choice", doc_id=doc_id)
         choices = _literal(rendered, task, "doc_to_choice", doc_id)
         if not isinstance(choices, (list, tuple)):
@@ -178,14 +188,28 @@ def doc_to_choice(
     if isinstance(spec, Mapping):
         return list(spec.values())
     if callable(spec) or isinstance(spec, FunctionRef):
-        return list(call_function(spec)(doc))
+        return _choice_list(call_function(spec)(doc), task, f"the function {spec}", doc_id)
     raise _bad_spec(task, "doc_to_choice", spec)
+
+
+def _choice_list(value: Any, task: TaskConfig, source: str, doc_id: int | None) -> list[Any]:
+    """``value`` as a list of choices; a value that is not a collection is a data problem."""
+    if isinstance(value, (list, tuple, str, Mapping)):
+        return list(value)
+    raise DataError(
+        f"{_where(task, 'doc_to_choice', doc_id)}: {source} gave {value!r} ({type(value).__name__}), "
+        "not a list of choices. Check the document, or point doc_to_choice at a list field."
+    )
+
+
+# what ast.literal_eval raises on text that is not a literal ("{[1]: 2}" is a TypeError)
+_LITERAL_ERRORS = (SyntaxError, ValueError, TypeError, MemoryError, RecursionError)
 
 
 def _literal(text: str, task: TaskConfig, what: str, doc_id: int | None) -> Any:
     try:
         return ast.literal_eval(text)
-    except (SyntaxError, ValueError):
+    except _LITERAL_ERRORS:
         raise TaskError(
             f"{_where(task, what, doc_id)}: the rendered value {text[:200]!r} is not a Python "
             "literal, but lm-eval reads it as one here (a list of choices, or a digit string as a "
