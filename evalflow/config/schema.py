@@ -33,6 +33,11 @@ class RunConfig:
     include_path: List[str] = field(default_factory=list)
     # Maps hub datasets to local files (a mapping, or a path to a YAML/JSON file); see conf/data_map/.
     data_map: Optional[Any] = None
+    # Chat models (lm-eval's options): format prompts with the model's chat template, keep few-shot
+    # examples as separate turns, and prepend a system instruction (plain prompts too).
+    apply_chat_template: bool = False
+    fewshot_as_multiturn: bool = False
+    system_instruction: Optional[str] = None
     # Reasoning models: the end-of-thinking marker; only the text after it is scored (lm-eval's
     # think_end_token). The raw generation, thinking included, stays cached and in the samples.
     think_end_token: Optional[str] = None

@@ -1,10 +1,16 @@
-"""Stage 2: each evaluated document's prompt: description, few-shot examples, its own text."""
+"""Stage 2: each evaluated document's prompt: description, few-shot examples, its own text.
+
+``chat`` (None for plain prompts) carries the model's chat template text and lm-eval's chat
+options; ``system_instruction`` is prepended to the description in both modes, as lm-eval does.
+"""
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from evalflow.errors import ConfigError
 from evalflow.records import Context, DocSet
-from evalflow.taskspec.prompt import build_contexts
+from evalflow.taskspec.prompt import build_contexts, render_plain
 from evalflow.taskspec.spec import TaskConfig
 
 
@@ -24,8 +30,23 @@ def evaluated_doc_ids(n_docs: int, limit: float | None) -> list[int]:
 
 
 def fewshot(
-    task: TaskConfig, docs: DocSet, num_fewshot: int, fewshot_seed: int, limit: float | None
+    task: TaskConfig,
+    docs: DocSet,
+    num_fewshot: int,
+    fewshot_seed: int,
+    limit: float | None,
+    system_instruction: str | None,
+    chat: Mapping[str, Any] | None,
 ) -> tuple[Context, ...]:
     if not docs.docs:
         raise ConfigError(f"task '{task.task}': split '{docs.eval_split}' has no documents to evaluate")
-    return build_contexts(task, docs, num_fewshot, fewshot_seed, evaluated_doc_ids(len(docs.docs), limit))
+    render = render_plain
+    if chat is not None:
+        from evalflow.taskspec.chat import ChatFormat, chat_render
+
+        fmt = ChatFormat(chat["template"], bool(chat.get("fewshot_as_multiturn")), chat.get("special_tokens") or {})
+        render = chat_render(fmt, add_generation_prompt=not task.gen_prefix)
+    return build_contexts(
+        task, docs, num_fewshot, fewshot_seed, evaluated_doc_ids(len(docs.docs), limit),
+        render=render, system_instruction=system_instruction,
+    )

@@ -1,7 +1,12 @@
-"""Stage 3: the model requests each document needs (one per choice, or one generation per repeat)."""
+"""Stage 3: the model requests each document needs (one per choice, or one generation per repeat).
+
+With a chat template, lm-eval drops the target delimiter before multiple-choice continuations
+(the assistant turn starts the answer) unless a ``gen_prefix`` without trailing space needs it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from evalflow.records import Context, DocSet, Instance
@@ -15,7 +20,11 @@ def instances(
     contexts: tuple[Context, ...],
     gen_kwargs: Mapping[str, Any] | None,
     seed: int,
+    apply_chat_template: bool,
 ) -> tuple[Instance, ...]:
+    if apply_chat_template and task.output_type == "multiple_choice":
+        keep = bool(task.gen_prefix) and not task.gen_prefix[-1].isspace()
+        task = dataclasses.replace(task, target_delimiter=task.target_delimiter if keep else "")
     out: list[Instance] = []
     for ctx in contexts:
         out.extend(build_instances(task, ctx.doc_id, docs.docs[ctx.doc_id], ctx, gen_kwargs=gen_kwargs, seed=seed))

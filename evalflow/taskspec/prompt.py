@@ -155,7 +155,7 @@ def doc_turns(
 
 def build_contexts(
     task: TaskConfig, docs: DocSet, num_fewshot: int, fewshot_seed: int | None,
-    doc_ids: Sequence[int], *, render: Render = render_plain,
+    doc_ids: Sequence[int], *, render: Render = render_plain, system_instruction: str | None = None,
 ) -> tuple[Context, ...]:
     """The context of every evaluated document, drawing few-shot examples from one stream.
 
@@ -174,8 +174,9 @@ def build_contexts(
         doc = docs.docs[doc_id]
         prefix: list[Turn] = []
         description = resolve_field(doc, task.description, task=task, what="description", doc_id=doc_id)
-        if description:
-            prefix.append(Turn("system", description))
+        system = maybe_delimit(system_instruction, description, task.fewshot_delimiter)
+        if system:
+            prefix.append(Turn("system", system))
         ids: tuple[int, ...] = ()
         if sampler is not None:
             ids = sampler.sample(num_fewshot, eval_doc=doc if exclude else None)

@@ -26,6 +26,7 @@ BASE_TASK = TaskConfig(
 BASE_SETTINGS: dict[str, Any] = {
     "num_fewshot": 0, "fewshot_seed": 1234, "limit": None, "gen_kwargs": None, "seed": 1234,
     "bootstrap_iters": 1000, "data_map": None, "model": "model-a", "think_end_token": None,
+    "system_instruction": None, "chat": None, "apply_chat_template": False,
 }
 S = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
 
@@ -75,6 +76,9 @@ SETTING_CASES = [
     ("model", {"model": "model-b"}, S[3:]),
     ("bootstrap_iters", {"bootstrap_iters": 10}, S[6:]),
     ("think_end_token", {"think_end_token": "</think>"}, S[4:]),
+    ("system_instruction", {"system_instruction": "Be brief."}, S[1:]),
+    ("chat template text", {"chat": {"template": "{{ messages }}", "fewshot_as_multiturn": False}}, S[1:]),
+    ("apply_chat_template", {"apply_chat_template": True}, S[2:]),
     ("data_map (bytes unchanged)", {"data_map": {"x": {"path": "json"}}}, []),
 ]
 
