@@ -19,9 +19,10 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
     responses = outputs["inference"].values
     filtered = outputs["filters"]
     scores = outputs["metrics"]
-    by_doc: dict[int, list[tuple[Any, Any]]] = defaultdict(list)
-    for inst, answer in zip(instances, responses):
-        by_doc[inst.doc_id].append((inst, answer))
+    # One lm-eval instance per (doc_id, idx): its arguments once, its answers over all repeats.
+    by_doc: dict[int, dict[int, tuple[Any, list[Any]]]] = defaultdict(dict)
+    for inst, answer in sorted(zip(instances, responses), key=lambda p: (p[0].doc_id, p[0].idx, p[0].request.repeat)):
+        by_doc[inst.doc_id].setdefault(inst.idx, (inst, []))[1].append(answer)
     filtered_by_doc: dict[str, dict[int, list[Any]]] = {}
     for name, values in filtered.by_filter.items():
         per_doc: dict[int, list[Any]] = defaultdict(list)
@@ -30,7 +31,7 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
         filtered_by_doc[name] = per_doc
     for name, rows in scores.by_filter.items():
         for doc_id, target, metric_values in zip(scores.doc_ids, scores.targets, rows):
-            pairs = by_doc[doc_id]
+            pairs = [by_doc[doc_id][idx] for idx in sorted(by_doc[doc_id])]
             yield {
                 "doc_id": doc_id,
                 "doc": docs[doc_id],
@@ -39,7 +40,7 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
                     f"gen_args_{i}": {f"arg_{j}": _jsonable(a) for j, a in enumerate(inst.request.args)}
                     for i, (inst, _) in enumerate(pairs)
                 },
-                "resps": [[_jsonable(answer)] for _, answer in pairs],
+                "resps": [[_jsonable(a) for a in answers] for _, answers in pairs],
                 "filtered_resps": [_jsonable(v) for v in filtered_by_doc[name][doc_id]],
                 "filter": name,
                 "metrics": sorted(metric_values),

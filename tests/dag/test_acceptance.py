@@ -78,3 +78,19 @@ def test_wrong_number_of_responses_is_a_clear_error(runner: Runner) -> None:
     with pytest.raises(ModelError, match="exactly one response per request"):
         runner(model="tests.support.models:WrongCountModel")
     assert not list(runner.out.glob("*/results.json"))
+
+
+def test_sampled_repeats_are_separate_cached_answers(runner: Runner, toy_library: Path) -> None:
+    yaml_file = toy_library / "toy_gen.yaml"
+    yaml_file.write_text(yaml_file.read_text().replace("  do_sample: false", "  do_sample: true\n  temperature: 0.7")
+                         + "repeats: 3\n")
+    _, manifest, folder = runner("toy_gen", limit=4)
+    assert CountingModel.calls_total == 4 * 3  # k samples are k requests, each with its repeat index
+    assert {r.repeat for r in CountingModel.requests_seen} == {0, 1, 2}
+    assert len({r.seed for r in CountingModel.requests_seen}) == 1
+    sample = json.loads((folder / "samples_toy_gen.jsonl").read_text().splitlines()[0])
+    assert len(sample["resps"]) == 1 and len(sample["resps"][0]) == 3  # lm-eval: one instance, 3 answers
+    runner("toy_gen", limit=4)
+    assert CountingModel.calls_total == 0
+    _, manifest, _ = runner("toy_gen", limit=4, seed=7)  # another seed: new samples
+    assert manifest["inference"]["computed"] == 12
