@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any, Iterator
 
-from evalflow.errors import EvalflowError
+from evalflow.errors import EvalflowError, closest
 
 SUBCOMMANDS = {
     "ls": "evalflow.taskspec.listing:main",
@@ -23,11 +25,72 @@ SUBCOMMANDS = {
 }
 
 
+def _debug() -> bool:
+    """Tracebacks wanted: ``EVALFLOW_DEBUG=1``, or Hydra's ``hydra.verbose=...`` on the command line."""
+    verbose = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("hydra.verbose=")]
+    return os.environ.get("EVALFLOW_DEBUG") == "1" or any(v.lower() not in ("false", "[]", "") for v in verbose)
+
+
 def _report(exc: EvalflowError) -> int:
-    if os.environ.get("EVALFLOW_DEBUG") == "1":
+    if _debug():
         raise exc
     print(f"evalflow: error: {exc}", file=sys.stderr)
     return 2
+
+
+@contextlib.contextmanager
+def _one_paragraph_hydra_errors() -> Iterator[None]:
+    """Hydra prints its own errors (bad overrides, unknown presets) over several lines; have it
+    raise them instead (``HYDRA_FULL_ERROR``) and print them as one paragraph like ours, or, when
+    debugging, let them end in a full traceback."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    catch = not (_debug() or os.environ.get("HYDRA_FULL_ERROR"))
+    set_here = "HYDRA_FULL_ERROR" not in os.environ
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        yield
+    except (HydraException, OmegaConfBaseException) as exc:
+        if not catch:
+            raise
+        print(f"evalflow: error: {_hydra_paragraph(exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    finally:
+        if set_here:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+
+
+def _hydra_paragraph(exc: Exception) -> str:
+    """One paragraph for an error raised by Hydra's override parsing or config composition."""
+    import dataclasses
+
+    from hydra.errors import MissingConfigException, OverrideParseException
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+    from evalflow.config.schema import RunConfig
+
+    cause: Any = exc.__cause__
+    if isinstance(exc, MissingConfigException) and exc.options and exc.missing_cfg_file:
+        group, _, name = exc.missing_cfg_file.rpartition("/")
+        hint = closest(name, exc.options)
+        if hint.startswith("did you mean"):
+            hint += f" The choices are: {', '.join(sorted(exc.options))}."
+        return f"{group}={name}: there is no '{name}' in conf/{group}/; {hint}"
+    if isinstance(exc, OverrideParseException):
+        why = str(exc).splitlines()[0]
+        return (f"cannot parse the override '{exc.override}' ({why}). Write overrides as key=value; quote "
+                "values with brackets, commas or spaces (key='[a,b]'); see "
+                "https://hydra.cc/docs/advanced/override_grammar/basic/")
+    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key and "." not in cause.full_key:
+        names = [f.name for f in dataclasses.fields(RunConfig)]
+        return (f"unknown setting '{cause.full_key}'; {closest(str(cause.full_key), names)} The settings and "
+                "their types are listed in evalflow/config/schema.py.")
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()).rstrip(".")
+    if isinstance(cause, OmegaConfBaseException):
+        detail = str(cause).splitlines()[0]
+        text += f": {detail}" + (f" (key {cause.full_key})" if getattr(cause, "full_key", None) else "")
+    return f"{text}. The settings and their types are listed in evalflow/config/schema.py."
 
 
 def hydra_main() -> None:
@@ -60,7 +123,8 @@ def hydra_main() -> None:
         print_results(results)
         print(f"run folder: {HydraConfig.get().runtime.output_dir}")
 
-    main()
+    with _one_paragraph_hydra_errors():
+        main()
 
 
 def _pop_config_dir() -> str | None:

@@ -10,6 +10,7 @@ The Hydra entry point (``python -m evalflow``) and :func:`evaluate` both end in 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -18,7 +19,7 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
 from evalflow.dag.inference import CachedModel
 from evalflow.dag.runner import StageEvent, execute
-from evalflow.errors import ConfigError, UnsafeCodeError
+from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.models.registry import build_model, model_identity
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_folder import write_run_folder
@@ -52,7 +53,10 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
 
 def select_tasks(settings: RunSettings) -> Selection:
     index = TaskIndex.build(settings.include_path)
-    selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
+    try:
+        selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
+    except TaskError as exc:
+        raise _with_skipped_files(exc, index) from exc
     for task in selection.tasks:
         if task.unsafe_code and not settings.confirm_unsafe_code:
             raise UnsafeCodeError(
@@ -60,6 +64,18 @@ def select_tasks(settings: RunSettings) -> Selection:
                 "the model wrote. Run it only in a sandbox, and pass confirm_unsafe_code=true to allow it."
             )
     return selection
+
+
+def _with_skipped_files(exc: TaskError, index: TaskIndex) -> TaskError:
+    """A name the index does not know may be a task whose file could not be read (malformed YAML,
+    a missing include, an include cycle): name those files, or the real cause stays hidden."""
+    if "unknown" not in str(exc) or not index.problems:
+        return exc
+    builtin = index.roots[0] if index.roots else ""
+    problems = sorted(index.problems, key=lambda p: p[0].startswith(builtin + os.sep))  # include_path first
+    shown = " | ".join(why for _, why in problems[:3])
+    more = f" (and {len(problems) - 3} more; `python -m evalflow ls` lists them)" if len(problems) > 3 else ""
+    return TaskError(f"{exc} Note: {len(problems)} task file(s) could not be read and were skipped: {shown}{more}")
 
 
 def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> CachedModel:
@@ -90,7 +106,26 @@ def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: s
         "bootstrap_iters": settings.bootstrap_iters,
         "data_map": settings.data_map,
         "model": model_identity_key,
+        "think_end_token": settings.think_end_token,
+        "system_instruction": settings.system_instruction,
+        "apply_chat_template": settings.apply_chat_template,
+        "chat": chat_format(settings),
     }
+
+
+def chat_format(settings: RunSettings) -> dict[str, Any] | None:
+    """The model's chat template and lm-eval's chat options, when prompts are chat-formatted."""
+    if not settings.apply_chat_template:
+        return None
+    from evalflow.models.chat import chat_template_text
+
+    template = chat_template_text(dict(settings.model))
+    if template is None:
+        raise ConfigError(
+            f"apply_chat_template=true but model {settings.model.get('pretrained', settings.model.get('type'))} "
+            "has no chat template (none in its tokenizer config or GGUF metadata); run without it."
+        )
+    return {"template": template, "fewshot_as_multiturn": settings.fewshot_as_multiturn}
 
 
 def evaluate_tasks(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from evalflow.cache.store import default_cache_dir
 from evalflow.errors import ConfigError
@@ -35,10 +36,21 @@ class RunSettings:
     trust_task_code: bool
     confirm_unsafe_code: bool
     chunk_size: int
+    think_end_token: str | None = None
+    apply_chat_template: bool = False
+    fewshot_as_multiturn: bool = False
+    system_instruction: str | None = None
 
 
 def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
-    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    try:
+        data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    except OmegaConfBaseException as exc:  # an interpolation (${...}) that does not resolve
+        where = f" (key {exc.full_key})" if getattr(exc, "full_key", None) else ""
+        raise ConfigError(
+            f"the run config does not resolve{where}: {str(exc).splitlines()[0]}. Fix the "
+            "${...} interpolation in the override or YAML."
+        ) from None
     data.pop("hydra", None)
     task = data.get("task")
     tasks = tuple(str(t) for t in task) if isinstance(task, (list, tuple)) else (str(task),) if task else ()
@@ -77,6 +89,10 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         trust_task_code=bool(data.get("trust_task_code", False)),
         confirm_unsafe_code=bool(data.get("confirm_unsafe_code", False)),
         chunk_size=max(1, int(data.get("chunk_size", 64))),
+        think_end_token=data.get("think_end_token") or None,
+        apply_chat_template=bool(data.get("apply_chat_template", False)),
+        fewshot_as_multiturn=bool(data.get("fewshot_as_multiturn", False)),
+        system_instruction=data.get("system_instruction") or None,
     )
 
 

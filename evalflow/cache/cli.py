@@ -2,19 +2,21 @@
 
     stats    entries and bytes per stage (and per-request responses)
     verify   decode every entry and check its checksum; exit 1 when anything is corrupt
-    gc       drop entries older than max_age_days=N, then the oldest until under max_size_gb=X
+    gc       drop leases of dead processes and value files no entry points to (left by killed
+             runs), entries older than max_age_days=N, then the oldest entries until the folder
+             is under max_size_gb=X
     clear    delete every entry
 """
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 from evalflow.cache.codec import CorruptEntry, decode
-from evalflow.cache.store import CacheStore, default_cache_dir
+from evalflow.cache.store import LEASE, CacheStore, default_cache_dir, lease_alive, unusable
 from evalflow.errors import ConfigError
 
 USAGE = "usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X]"
@@ -28,6 +30,12 @@ def _options(argv: list[str]) -> tuple[str, dict[str, str]]:
         key, sep, value = arg.partition("=")
         if not sep or key not in ("cache_dir", "max_age_days", "max_size_gb"):
             raise ConfigError(f"cache: cannot use argument '{arg}'; {USAGE}")
+        if key != "cache_dir":
+            try:
+                if float(value) < 0:
+                    raise ValueError
+            except ValueError:
+                raise ConfigError(f"cache: {key}={value!r} must be a number >= 0; {USAGE}") from None
         opts[key] = value
     return argv[0], opts
 
@@ -38,58 +46,82 @@ def main(argv: list[str]) -> int:
     store = CacheStore(directory)
     try:
         return {"stats": stats, "verify": verify, "gc": gc, "clear": clear}[command](store, opts)
+    except sqlite3.Error as exc:
+        raise unusable(store.directory, exc) from exc
     finally:
         store.close()
 
 
-def _rows(store: CacheStore):  # (rowid, key, tag, size, access_time)
+def _rows(store: CacheStore) -> list[tuple[int, str, str | None, int, float]]:
+    """(rowid, key, tag, bytes, store_time) of every entry; bytes count inline and file values."""
     sql = store.raw._sql  # diskcache's own connection; read-only queries
-    return sql("SELECT rowid, key, tag, size, store_time FROM Cache").fetchall()
+    return sql("SELECT rowid, key, tag, size + COALESCE(LENGTH(value), 0), store_time FROM Cache").fetchall()
 
 
 def stats(store: CacheStore, opts: dict[str, str]) -> int:
-    counts: Counter[str] = Counter()
-    sizes: Counter[str] = Counter()
-    for _, key, tag, size, _ in _rows(store):
-        counts[tag or "?"] += 1
-        sizes[tag or "?"] += size or 0
+    counts: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for _, _, tag, size, _ in _rows(store):
+        name = tag or "?"
+        counts[name] = counts.get(name, 0) + 1
+        sizes[name] = sizes.get(name, 0) + (size or 0)
     print(f"cache: {store.directory}  ({store.raw.volume() / 1e6:.1f} MB on disk)")
     for tag in sorted(counts):
-        print(f"  {tag:<22} {counts[tag]:>9} entries")
-    print(f"  {'total':<22} {sum(counts.values()):>9} entries")
+        print(f"  {tag:<22} {counts[tag]:>9} entries {sizes[tag] / 1e6:>11.3f} MB")
+    print(f"  {'total':<22} {sum(counts.values()):>9} entries {sum(sizes.values()) / 1e6:>11.3f} MB")
     return 0
 
 
 def verify(store: CacheStore, opts: dict[str, str]) -> int:
-    bad = []
-    for _, key, _, _, _ in _rows(store):
-        try:
-            blob = store.raw.get(key)
-            decode(blob)
-        except (CorruptEntry, OSError, TypeError) as exc:
-            bad.append((key, exc))
-    for key, exc in bad:
-        print(f"corrupt: {key}: {exc}", file=sys.stderr)
-    print(f"verified {len(_rows(store))} entries in {store.directory}: {len(bad)} corrupt")
+    rows = _rows(store)
+    bad = [(key, why) for _, key, _, _, _ in rows if (why := store.check(key)) is not None]
+    for key, why in bad:
+        print(f"corrupt: {key}: {why}", file=sys.stderr)
+    print(f"verified {len(rows)} entries in {store.directory}: {len(bad)} corrupt")
+    if bad:
+        print("a run recomputes corrupt entries by itself; `cache clear` removes everything now", file=sys.stderr)
     return 1 if bad else 0
 
 
 def gc(store: CacheStore, opts: dict[str, str]) -> int:
     removed = 0
+    for _, key, _, _, _ in _rows(store):
+        if key.startswith(LEASE) and not _live_lease(store, key) and store.raw.delete(key, retry=True):
+            removed += 1
+    orphans = _orphan_files(store)
+    for path in orphans:
+        path.unlink(missing_ok=True)
     if "max_age_days" in opts:
         cutoff = time.time() - float(opts["max_age_days"]) * 86400
         for _, key, _, _, stored in _rows(store):
-            if stored < cutoff and store.raw.delete(key):
+            if stored < cutoff and store.raw.delete(key, retry=True):
                 removed += 1
     if "max_size_gb" in opts:
         budget = float(opts["max_size_gb"]) * 1e9
         for _, key, _, _, _ in sorted(_rows(store), key=lambda r: r[4]):
             if store.raw.volume() <= budget:
                 break
-            if store.raw.delete(key):
+            if store.raw.delete(key, retry=True):
                 removed += 1
-    print(f"gc: removed {removed} entries from {store.directory}")
+    print(f"gc: removed {removed} entries and {len(orphans)} orphan value files from {store.directory}")
     return 0
+
+
+def _orphan_files(store: CacheStore, min_age: float = 3600.0) -> list[Path]:
+    """Value files no entry names: a run killed between writing a value file and recording it.
+    Only files older than ``min_age`` seconds, so a value being written right now is left alone."""
+    named = {name for (name,) in store.raw._sql("SELECT filename FROM Cache WHERE filename IS NOT NULL")}
+    cutoff = time.time() - min_age
+    return [path for path in store.directory.glob("[0-9a-f][0-9a-f]/[0-9a-f][0-9a-f]/*.val")
+            if path.relative_to(store.directory).as_posix() not in named and path.stat().st_mtime < cutoff]
+
+
+def _live_lease(store: CacheStore, key: str) -> bool:
+    try:
+        blob = store.raw.get(key, retry=True)
+        return blob is not None and lease_alive(decode(blob))
+    except CorruptEntry:
+        return False
 
 
 def clear(store: CacheStore, opts: dict[str, str]) -> int:

@@ -29,7 +29,9 @@ class CorruptEntry(ValueError):
 
 
 def encode(value: Any) -> bytes:
-    payload = json.dumps(_to_json(value), ensure_ascii=False, separators=(",", ":")).encode()
+    # surrogatepass: a lone surrogate (json.loads makes one from "\ud800" in a data file) round-trips
+    text = json.dumps(_to_json(value), ensure_ascii=False, separators=(",", ":"))
+    payload = text.encode("utf-8", "surrogatepass")
     return SCHEMA + b" " + xxhash.xxh64_hexdigest(payload).encode() + b"\n" + payload
 
 
@@ -41,7 +43,7 @@ def decode(blob: bytes) -> Any:
     if xxhash.xxh64_hexdigest(payload).encode() != parts[1]:
         raise CorruptEntry("checksum mismatch (truncated or modified)")
     try:
-        return _from_json(json.loads(payload))
+        return _from_json(json.loads(payload.decode("utf-8", "surrogatepass")))
     except (ValueError, TypeError, KeyError) as exc:
         raise CorruptEntry(f"undecodable payload: {exc}") from exc
 

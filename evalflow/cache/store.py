@@ -2,31 +2,51 @@
 
 diskcache is safe across processes and threads (SQLite transactions), so parallel sweeps can share
 one folder. Its default ``Disk`` unpickles values; :class:`DataDisk` refuses pickle in both
-directions, so a cache folder received from someone else cannot run code here.
+directions, so a cache folder received from someone else cannot run code here, and it only ever
+reads or deletes value files named the way diskcache names them, inside the cache folder.
 
-Every entry is tagged with the stage (or ``request``) that wrote it, which is what
-``python -m evalflow cache stats`` groups by.
+Entries are immutable: a key is a hash of everything its value depends on, so a value that is
+already present is never replaced (``add``, not ``set``), and a reader never races a writer
+swapping the value file under it. Every entry is tagged with the stage (or ``request``) that wrote
+it, which is what ``python -m evalflow cache stats`` groups by.
+
+Leases (:meth:`CacheStore.claim`) let processes sharing a folder split the model's work: a
+process computes only requests it holds a lease on; a lease dies with its process (same host) or
+after ``ttl`` seconds (another host).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import re
+import socket
+import sqlite3
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 import diskcache
-from diskcache.core import MODE_PICKLE
+from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
 
 from evalflow.cache.codec import CorruptEntry, decode, encode
+from evalflow.errors import CacheError
 
 log = logging.getLogger(__name__)
 
 MISSING: Any = object()
+LEASE = "lease:"
+# diskcache's own value-file names (Disk.filename): two hex folder levels, 28 hex digits, .val
+_VALUE_FILE = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{28}\.val")
+# The SQLite pragmas diskcache would otherwise take from the folder's own Settings table.
+_PINNED = {k: v for k, v in DEFAULT_SETTINGS.items() if k.startswith(("sqlite_", "disk_"))}
 
 
 class DataDisk(diskcache.Disk):
-    """A diskcache Disk that stores bytes and str keys only and never unpickles."""
+    """A diskcache Disk that stores bytes and str keys only, never unpickles, and touches only
+    value files inside the cache folder (a shared cache.db cannot point it at other files)."""
 
     def put(self, key: Any) -> Any:
         if not isinstance(key, str):
@@ -46,7 +66,18 @@ class DataDisk(diskcache.Disk):
     def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
         if mode == MODE_PICKLE:
             raise CorruptEntry("a cache value was stored pickled; refusing to unpickle it")
-        return super().fetch(mode, filename, value, read)
+        if filename is not None and not _VALUE_FILE.fullmatch(filename):
+            raise CorruptEntry(f"its value file name {filename!r} is not one diskcache writes; refusing to read it")
+        try:
+            return super().fetch(mode, filename, value, read)
+        except FileNotFoundError:  # entries are never replaced, so a missing file is damage
+            raise CorruptEntry(f"its value file {filename} is missing") from None
+
+    def remove(self, file_path: str) -> None:
+        if _VALUE_FILE.fullmatch(file_path or ""):
+            super().remove(file_path)
+        else:
+            log.warning("not deleting %r: not a value file name diskcache writes", file_path)
 
 
 def default_cache_dir() -> Path:
@@ -58,22 +89,91 @@ def default_cache_dir() -> Path:
     return Path(base) / "evalflow"
 
 
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lease: a process on a host (``token`` tells two holders in one process apart)."""
+
+    host: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def as_data(self) -> dict[str, Any]:
+        return {"host": self.host, "pid": self.pid, "token": self.token}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One pass of :meth:`CacheStore.claim` over a list of keys."""
+
+    found: dict[str, Any]  # keys whose value is (now) in the cache
+    claimed: list[str]  # keys leased to the caller: compute them, then put_many (or release)
+    busy: list[str]  # keys leased to another live process: ask again later
+    scanned: int  # how many keys from the front of the list this pass looked at
+
+
+def lease_alive(lease: Any) -> bool:
+    """Whether a lease's holder may still be computing: its process is alive (same host), or it
+    is on another host (then only the lease's expiry ends it)."""
+    if not isinstance(lease, Mapping) or not isinstance(lease.get("pid"), int):
+        return False
+    if lease.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(lease["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def unusable(directory: Path, exc: BaseException) -> CacheError:
+    """The error for a cache folder that cannot be opened or whose index (cache.db) is damaged:
+    single entries are recomputed, but a damaged index cannot be trusted at all."""
+    return CacheError(
+        f"the cache folder {directory} cannot be used ({type(exc).__name__}: {exc}). It must be a "
+        f"writable folder; if its index {directory / 'cache.db'} is damaged, move the folder away or "
+        "delete it (the next run starts a new cache there), or pass another cache_dir=."
+    )
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _guarded(method: _F) -> _F:
+    """SQLite failures (a damaged cache.db, a read-only folder) as a CacheError, not a traceback."""
+
+    @functools.wraps(method)
+    def wrapper(self: "CacheStore", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise unusable(self.directory, exc) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
 class CacheStore:
     """Get and put decoded values by key; corrupt entries are reported once, dropped and missed."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory).expanduser()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._cache = diskcache.Cache(
-            str(self.directory),
-            disk=DataDisk,
-            tag_index=True,
-            size_limit=2**62,  # never evict on its own: `evalflow cache gc` does that explicitly
-            eviction_policy="none",
-            timeout=60,
-        )
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._cache = diskcache.Cache(
+                str(self.directory),
+                disk=DataDisk,
+                tag_index=True,
+                size_limit=2**62,  # never evict on its own: `evalflow cache gc` does that explicitly
+                eviction_policy="none",
+                timeout=60,
+                **_PINNED,
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise unusable(self.directory, exc) from exc
         self.corrupt: list[str] = []
 
+    @_guarded
     def get(self, key: str) -> Any:
         try:
             blob = self._cache.get(key, default=None, retry=True)
@@ -95,15 +195,63 @@ class CacheStore:
                 found[key] = value
         return found
 
+    @_guarded
     def put(self, key: str, value: Any, tag: str) -> None:
-        self._cache.set(key, encode(value), tag=tag, retry=True)
+        self._cache.add(key, encode(value), tag=tag, retry=True)
 
+    @_guarded
     def put_many(self, items: Mapping[str, Any], tag: str) -> None:
-        """Write ``items`` in one transaction: all of a batch is persisted, or none of it."""
+        """Write ``items`` in one transaction (all of a batch is persisted, or none of it), and end
+        the caller's leases on them."""
         encoded = {k: encode(v) for k, v in items.items()}
         with self._cache.transact(retry=True):
             for key, blob in encoded.items():
-                self._cache.set(key, blob, tag=tag, retry=True)
+                self._cache.add(key, blob, tag=tag, retry=True)
+                self._cache.delete(LEASE + key, retry=True)
+
+    @_guarded
+    def claim(self, keys: Iterable[str], holder: Holder, limit: int, ttl: float) -> Claim:
+        """Take keys from ``keys`` in order, in one transaction, until ``limit`` of them are leased
+        to ``holder`` (those with neither a value nor a live lease); the others are reported as
+        found or busy. An iterator is left at the first key not looked at."""
+        found: dict[str, Any] = {}
+        claimed: list[str] = []
+        busy: list[str] = []
+        scanned = 0
+        lease = encode(holder.as_data())
+        with self._cache.transact(retry=True):
+            for key in keys:
+                scanned += 1
+                value = self.get(key)
+                if value is not MISSING:
+                    found[key] = value
+                elif lease_alive(self.get(LEASE + key)):
+                    busy.append(key)
+                else:
+                    self._cache.set(LEASE + key, lease, expire=ttl, tag="lease", retry=True)
+                    claimed.append(key)
+                    if len(claimed) >= limit:
+                        break
+        return Claim(found, claimed, busy, scanned)
+
+    @_guarded
+    def release(self, keys: Iterable[str]) -> None:
+        """End leases without a value (the computation failed): others may take the keys."""
+        with self._cache.transact(retry=True):
+            for key in keys:
+                self._cache.delete(LEASE + key, retry=True)
+
+    @_guarded
+    def check(self, key: str) -> str | None:
+        """Why the entry ``key`` is unusable (checksum, schema, missing file), or None if it decodes."""
+        try:
+            blob = self._cache.get(key, default=None, retry=True)
+            if blob is None:
+                return None  # deleted meanwhile (gc, or a corrupt entry dropped by a run)
+            decode(blob)
+        except CorruptEntry as exc:
+            return str(exc)
+        return None
 
     def _drop(self, key: str, exc: Exception) -> Any:
         if key not in self.corrupt:

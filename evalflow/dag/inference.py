@@ -9,19 +9,28 @@ A request's key is ``fingerprint(model identity, request)``. It never contains b
 worker count. The seed and repeat index are part of a sampled request (``Request.seed`` set), so k
 samples stay k answers; for greedy requests the repeat index is dropped, as repeats are equal.
 The real model is built on the first miss only: a fully cached run never loads weights.
+
+Processes sharing a cache folder (a parallel sweep, several runs at once) split the misses rather
+than each computing all of them: a process leases a chunk of requests before sending it to the
+model (:meth:`CacheStore.claim`), skips requests another live process holds, and at the end waits
+for those, taking over any whose holder died. Duplicate work is thus limited to leases taken over
+from a process that was still computing after ``lease_seconds``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from evalflow.cache.fingerprint import fingerprint
-from evalflow.cache.store import MISSING, CacheStore
+from evalflow.cache.store import MISSING, CacheStore, Holder
 from evalflow.errors import ModelError
 from evalflow.records import Request
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -50,6 +59,9 @@ class CachedModel:
     chunk_size: int = 64
     on_chunk: Callable[[int, int], None] | None = None  # (done, total) progress callback
     counts: InferenceCounts = field(default_factory=InferenceCounts)
+    lease_seconds: float = 1800.0  # after this, a lease held by a silent process is taken over
+    poll_seconds: float = 0.05  # first wait for requests another process computes (doubles to 1 s)
+    holder: Holder = field(default_factory=Holder)
     _model: Any = None
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
@@ -76,26 +88,70 @@ class CachedModel:
                 if value is not MISSING:
                     answers[key] = value
         todo = {k: r for k, r in zip(keys, requests) if k not in answers}  # deduplicated misses
-        self.counts.requests += len(requests)
-        self.counts.cached += len(requests) - sum(1 for k in keys if k in todo)
         ordered = sorted(todo.items(), key=lambda kv: _length_order(kv[1]))
-        for start in range(0, len(ordered), self.chunk_size):
-            chunk = ordered[start : start + self.chunk_size]
-            answers.update(self._compute(rtype, chunk))
-            if self.on_chunk:
-                self.on_chunk(min(start + self.chunk_size, len(ordered)), len(ordered))
-        self.counts.computed += sum(1 for k in keys if k in todo)
+        if self.store is None:
+            mine = self._compute_alone(rtype, ordered, answers)
+        else:
+            mine = self._compute_shared(rtype, ordered, answers)
+        computed = sum(1 for k in keys if k in mine)
+        self.counts.requests += len(requests)
+        self.counts.computed += computed
+        self.counts.cached += len(requests) - computed
         return [answers[k] for k in keys]
 
+    def _compute_alone(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
+        for start in range(0, len(ordered), self.chunk_size):
+            answers.update(self._compute(rtype, ordered[start : start + self.chunk_size]))
+            if self.on_chunk:
+                self.on_chunk(min(start + self.chunk_size, len(ordered)), len(ordered))
+        return {k for k, _ in ordered}
+
+    def _compute_shared(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
+        """Compute the misses this process can lease, chunk by chunk; then wait for the ones other
+        processes hold, taking over those whose holder died. Returns the keys computed here."""
+        assert self.store is not None
+        by_key = dict(ordered)
+        pending = [k for k, _ in ordered]
+        mine: set[str] = set()
+        resolved, wait = 0, self.poll_seconds
+        while pending:
+            deferred: list[str] = []
+            progress = False
+            keys = iter(pending)  # each claim continues where the previous one stopped
+            while (claim := self.store.claim(keys, self.holder, self.chunk_size, self.lease_seconds)).scanned:
+                deferred += claim.busy
+                answers.update(claim.found)
+                progress = progress or bool(claim.found or claim.claimed)
+                if claim.claimed:
+                    answers.update(self._compute(rtype, [(k, by_key[k]) for k in claim.claimed]))
+                    mine.update(claim.claimed)
+                resolved += len(claim.found) + len(claim.claimed)
+                if self.on_chunk and claim.claimed:
+                    self.on_chunk(resolved, len(ordered))
+            pending = deferred
+            if pending and not progress:
+                if wait == self.poll_seconds:
+                    log.info("waiting for %d %s requests another process is computing", len(pending), rtype)
+                time.sleep(wait)
+                wait = min(1.0, wait * 2)
+            else:
+                wait = self.poll_seconds
+        return mine
+
     def _compute(self, rtype: str, chunk: list[tuple[str, Request]]) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        got = list(getattr(self.model, rtype)([r for _, r in chunk]))
-        self.counts.seconds_in_model += time.perf_counter() - t0
-        if len(got) != len(chunk):
-            raise ModelError(
-                f"model {type(self.model).__name__}.{rtype} returned {len(got)} responses for "
-                f"{len(chunk)} requests; it must return exactly one response per request, in order"
-            )
+        try:
+            t0 = time.perf_counter()
+            got = list(getattr(self.model, rtype)([r for _, r in chunk]))
+            self.counts.seconds_in_model += time.perf_counter() - t0
+            if len(got) != len(chunk):
+                raise ModelError(
+                    f"model {type(self.model).__name__}.{rtype} returned {len(got)} responses for "
+                    f"{len(chunk)} requests; it must return exactly one response per request, in order"
+                )
+        except BaseException:
+            if self.store is not None:  # let other processes take these requests
+                self.store.release(k for k, _ in chunk)
+            raise
         fresh = {key: _plain(answer) for (key, _), answer in zip(chunk, got)}
         if self.store is not None:
             self.store.put_many(fresh, tag="request")

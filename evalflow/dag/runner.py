@@ -16,6 +16,7 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.dag.node import Node
 from evalflow.dag.pipeline import PIPELINE
+from evalflow.errors import EvalflowError
 from evalflow.taskspec.spec import TaskConfig
 
 log = logging.getLogger(__name__)
@@ -68,13 +69,30 @@ def execute(
         value = store.get(step.key)
         hit = value is not MISSING
         if not hit:
-            value = _call(step.node, task, settings, outputs, resources, pipeline)
+            try:
+                value = _call(step.node, task, settings, outputs, resources, pipeline)
+            except EvalflowError as exc:
+                located = _in_task(exc, task, step.node.name)
+                if located is exc:
+                    raise
+                raise located from exc
             store.put(step.key, value, tag=step.node.name)
         outputs[step.node.name] = value
         seconds = time.perf_counter() - t0
         events.append(StageEvent(task.task, step.node.name, step.key, hit, round(seconds, 6)))
         log.debug("%s/%s %s in %.3fs", task.task, step.node.name, "hit" if hit else "computed", seconds)
     return outputs, events
+
+
+def _in_task(exc: EvalflowError, task: TaskConfig, stage: str) -> EvalflowError:
+    """The error, prefixed with the task and its file when the message does not name them."""
+    text = str(exc)
+    if (task.source and task.source in text) or f"'{task.task}'" in text:
+        return exc
+    try:
+        return type(exc)(f"task '{task.task}' ({task.source or 'no file'}), stage {stage}: {text}")
+    except TypeError:  # an error class with its own constructor: keep it as it is
+        return exc
 
 
 def _call(

@@ -1,0 +1,113 @@
+"""Leases: how processes sharing a cache folder split the model's work (CacheStore.claim and the
+inference edge). A lease ends with its holder's process (same host), its expiry, or a release."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from evalflow.cache.cli import main as cache_main
+from evalflow.cache.codec import encode
+from evalflow.cache.store import LEASE, CacheStore, Holder
+from evalflow.dag.inference import CachedModel, request_key
+from evalflow.models.dummy import DummyModel
+from evalflow.records import Request
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_claim_skips_values_and_live_leases_and_takes_dead_ones(tmp_path: Path) -> None:
+    store = CacheStore(tmp_path)
+    try:
+        store.put("done", 1.5, tag="request")
+        other = Holder(token="other")  # this process, another holder: alive
+        assert store.claim(["held"], other, limit=5, ttl=60).claimed == ["held"]
+        store.raw.set(LEASE + "dead", encode(Holder(pid=dead_pid()).as_data()), tag="lease")
+        store.raw.set(LEASE + "remote", encode(Holder(host="elsewhere", pid=1).as_data()), tag="lease")
+
+        me = Holder()
+        claim = store.claim(["done", "held", "dead", "remote", "free", "beyond"], me, limit=2, ttl=60)
+        assert claim.found == {"done": 1.5} and claim.busy == ["held", "remote"]
+        assert claim.claimed == ["dead", "free"] and claim.scanned == 5  # "beyond": past the limit
+
+        store.release(["held"])
+        assert store.claim(["held"], me, limit=5, ttl=60).claimed == ["held"]
+        store.put_many({"dead": 1.0, "free": 2.0}, tag="request")  # values end their leases
+        assert not any(k in store.raw for k in (LEASE + "dead", LEASE + "free"))
+    finally:
+        store.close()
+
+
+def test_expired_leases_are_taken_over(tmp_path: Path) -> None:
+    store = CacheStore(tmp_path)
+    try:
+        assert store.claim(["k"], Holder(host="elsewhere"), limit=1, ttl=0.05).claimed == ["k"]
+        assert store.claim(["k"], Holder(), limit=1, ttl=60).busy == ["k"]
+        time.sleep(0.1)
+        assert store.claim(["k"], Holder(), limit=1, ttl=60).claimed == ["k"]
+    finally:
+        store.close()
+
+
+def test_gc_drops_dead_leases_only(tmp_path: Path) -> None:
+    store = CacheStore(tmp_path)
+    store.raw.set(LEASE + "dead", encode(Holder(pid=dead_pid()).as_data()), tag="lease")
+    store.raw.set(LEASE + "live", encode(Holder().as_data()), tag="lease")
+    store.close()
+    assert cache_main(["gc", f"cache_dir={tmp_path}"]) == 0
+    store = CacheStore(tmp_path)
+    try:
+        assert LEASE + "live" in store.raw and LEASE + "dead" not in store.raw
+    finally:
+        store.close()
+
+
+class SlowModel(DummyModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Request] = []
+
+    def loglikelihood(self, requests):  # type: ignore[no-untyped-def]
+        self.seen.extend(requests)
+        time.sleep(0.1)
+        return super().loglikelihood(requests)
+
+
+def test_two_edges_on_one_folder_compute_each_request_once(tmp_path: Path) -> None:
+    """Two holders (threads here; processes in test_concurrency) asking for the same requests at
+    once: one computes each chunk, the other waits for it and serves it from the cache."""
+    requests = [Request("loglikelihood", (f"context {i}", " answer")) for i in range(40)]
+    models = [SlowModel(), SlowModel()]
+    answers: list[list] = [[], []]
+    start = threading.Barrier(2)
+
+    def ask(i: int) -> None:
+        store = CacheStore(tmp_path)
+        try:
+            edge = CachedModel(store, "ident", lambda: models[i], chunk_size=8, poll_seconds=0.01)
+            start.wait(timeout=30)
+            answers[i] = edge.loglikelihood(requests)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert answers[0] == answers[1] == [list(a) for a in DummyModel().loglikelihood(requests)]
+    computed = [r for m in models for r in m.seen]
+    assert len(computed) == len(set(computed)) == 40 and all(models[i].seen for i in range(2))
+    store = CacheStore(tmp_path)
+    try:
+        assert {request_key("ident", r) for r in requests} <= set(store.raw.iterkeys())
+        assert not [k for k in store.raw.iterkeys() if str(k).startswith(LEASE)]
+    finally:
+        store.close()
