@@ -215,7 +215,14 @@ class FilterPipeline:
             raise ValueError(f"filter '{self.name}': {len(resps)} response lists for {len(docs)} documents")
         values: Resps = [list(r) for r in resps]
         for step in self.steps:
-            values = step(values, docs)
+            try:
+                values = step(values, docs)
+            except (TypeError, IndexError, AttributeError, KeyError, ValueError) as exc:
+                raise TaskError(
+                    f"filter pipeline '{self.name}', step '{step.function}', failed on these responses "
+                    f"({type(exc).__name__}: {exc}); check the step's options and that the steps before "
+                    "it leave values of the kind it expects (e.g. take_first collapses repeats to one)"
+                ) from exc
             if len(values) != len(docs):
                 raise TaskError(
                     f"filter pipeline '{self.name}', step '{step.function}', returned {len(values)} "

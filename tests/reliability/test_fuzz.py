@@ -185,11 +185,6 @@ def _filter_pipelines(filter_list: list[dict], resps: list[list[str]], data: Any
         assert len(values) == len(resps)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "evalflow/scoring/filters.py lets Python errors escape for filter_list mistakes: take_first after "
-    "take_first ('' -> IndexError), majority_vote after take_first (IndexError), take_first_k with k: null "
-    "(TypeError), map without mapping_dict then take_first (TypeError on None), map of an unhashable value "
-    "(TypeError), regexes_to_ignore: 5 (TypeError at build). Expected: TaskError naming the pipeline and step."))
 def test_filter_pipelines_raise_only_evalflow_errors() -> None:
     _filter_pipelines()
 
