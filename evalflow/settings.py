@@ -69,7 +69,7 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
     batch_size = data.get("batch_size", 1)
     if not (batch_size == "auto" or (isinstance(batch_size, int) and batch_size >= 1)):
         raise ConfigError(f"batch_size={batch_size!r} is not allowed; use a positive integer or batch_size=auto")
-    gen_kwargs = data.get("gen_kwargs")
+    gen_kwargs = data.get("gen_kwargs") or None
     if isinstance(gen_kwargs, str):  # lm-eval style: gen_kwargs='temperature=0,max_gen_toks=64'
         gen_kwargs = _parse_kv(gen_kwargs)
     return RunSettings(

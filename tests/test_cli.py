@@ -105,3 +105,12 @@ def test_unknown_task_names_the_closest(toy_library: Path, tmp_path: Path) -> No
     assert done.returncode != 0
     assert "toy_mc" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "r" / "results.json").exists()
+
+
+def test_gen_kwargs_override_from_the_command_line(toy_library: Path, tmp_path: Path) -> None:
+    args = [a.replace("task=toy_mc", "task=toy_gen") for a in base_args(toy_library, tmp_path / "cache")]
+    for i, override in enumerate(["gen_kwargs={max_gen_toks: 7}", "gen_kwargs='max_gen_toks=7'"]):
+        done = cli(args + ["limit=2", override, f"hydra.run.dir={tmp_path / str(i)}"])
+        assert done.returncode == 0, done.stderr
+        sample = json.loads((tmp_path / str(i) / "samples_toy_gen.jsonl").read_text().splitlines()[0])
+        assert sample["arguments"]["gen_args_0"]["arg_1"]["max_gen_toks"] == 7

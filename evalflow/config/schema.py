@@ -28,7 +28,7 @@ class RunConfig:
     batch_size: Any = 1
     max_batch_size: int = 64
     # Overrides the generation_kwargs of generate_until tasks (lm-eval's --gen_kwargs).
-    gen_kwargs: Optional[Dict[str, Any]] = None
+    gen_kwargs: Any = None  # a mapping (or 'k=v,k2=v2'); typed Any so an override replaces it whole
     # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path).
     include_path: List[str] = field(default_factory=list)
     # Maps hub datasets to local files (a mapping, or a path to a YAML/JSON file); see conf/data_map/.
