@@ -117,15 +117,15 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
     """The model's chat template and lm-eval's chat options, when prompts are chat-formatted."""
     if not settings.apply_chat_template:
         return None
-    from evalflow.models.chat import chat_template_text
+    from evalflow.models.chat import chat_template
 
-    template = chat_template_text(dict(settings.model))
+    template, special_tokens = chat_template(dict(settings.model))
     if template is None:
         raise ConfigError(
             f"apply_chat_template=true but model {settings.model.get('pretrained', settings.model.get('type'))} "
             "has no chat template (none in its tokenizer config or GGUF metadata); run without it."
         )
-    return {"template": template, "fewshot_as_multiturn": settings.fewshot_as_multiturn}
+    return {"template": template, "fewshot_as_multiturn": settings.fewshot_as_multiturn, "special_tokens": special_tokens}
 
 
 def evaluate_tasks(

@@ -91,9 +91,17 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         chunk_size=max(1, int(data.get("chunk_size", 64))),
         think_end_token=data.get("think_end_token") or None,
         apply_chat_template=bool(data.get("apply_chat_template", False)),
-        fewshot_as_multiturn=bool(data.get("fewshot_as_multiturn", False)),
+        fewshot_as_multiturn=_multiturn(data),
         system_instruction=data.get("system_instruction") or None,
     )
+
+
+def _multiturn(data: Mapping[str, Any]) -> bool:
+    """lm-eval's rule: few-shot examples are separate chat turns by default under a chat template."""
+    value, chat = data.get("fewshot_as_multiturn"), bool(data.get("apply_chat_template"))
+    if value and not chat:
+        raise ConfigError("fewshot_as_multiturn=true needs apply_chat_template=true (it formats chat turns)")
+    return chat if value is None else bool(value)
 
 
 def _parse_kv(text: str) -> dict[str, Any]:

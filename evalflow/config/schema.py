@@ -36,7 +36,7 @@ class RunConfig:
     # Chat models (lm-eval's options): format prompts with the model's chat template, keep few-shot
     # examples as separate turns, and prepend a system instruction (plain prompts too).
     apply_chat_template: bool = False
-    fewshot_as_multiturn: bool = False
+    fewshot_as_multiturn: Optional[bool] = None  # None: true with a chat template (lm-eval 0.4.13)
     system_instruction: Optional[str] = None
     # Reasoning models: the end-of-thinking marker; only the text after it is scored (lm-eval's
     # think_end_token). The raw generation, thinking included, stays cached and in the samples.
