@@ -57,7 +57,7 @@ class CachedModel:
     identity: str
     load: Callable[[], Any]
     chunk_size: int = 64
-    on_chunk: Callable[[int, int], None] | None = None  # (done, total) progress callback
+    on_chunk: Callable[[int, int], None] | None = field(default_factory=lambda: RequestProgress())  # (done, total)
     counts: InferenceCounts = field(default_factory=InferenceCounts)
     lease_seconds: float = 1800.0  # after this, a lease held by a silent process is taken over
     poll_seconds: float = 0.05  # first wait for requests another process computes (doubles to 1 s)
@@ -172,3 +172,62 @@ def _plain(answer: Any) -> Any:
     if hasattr(answer, "item"):
         return answer.item()
     return answer
+
+
+class RequestProgress:
+    """The default ``on_chunk``: the model's progress through one list of misses, with requests/s
+    and ETA, as a rich progress bar on a terminal, else a log line at most every ``log_every`` s.
+
+    The rate counts from the first reported chunk, so model loading never skews it.
+    """
+
+    def __init__(self, log_every: float = 30.0, stream: Any = None) -> None:
+        import sys
+
+        self.log_every, self.stream = log_every, stream or sys.stderr
+        self.total, self.done, self.start_done, self.start, self.logged = -1, 0, 0, 0.0, 0.0
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if total != self.total or done < self.done:  # a new list of requests
+            self.close()
+            self.total, self.start_done, self.start, self.logged = total, done, now, now
+            if getattr(self.stream, "isatty", lambda: False)():
+                self.bar = _rich_bar(self.stream, total, done)
+        self.done = done
+        if self.bar is not None:
+            self.bar.update(self.bar.task_ids[0], completed=done)
+        elif now - self.logged >= self.log_every or done >= total:
+            log.info("inference: %s", self.status(now))
+            self.logged = now
+        if done >= total:
+            self.close()
+
+    def status(self, now: float) -> str:
+        rate = (self.done - self.start_done) / (now - self.start) if now > self.start else 0.0
+        eta = f", ETA {int((self.total - self.done) / rate)} s" if rate > 0 and self.done < self.total else ""
+        return f"{self.done}/{self.total} requests, {rate:.1f} requests/s{eta}"
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _rich_bar(stream: Any, total: int, done: int) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text(f"{task.speed or 0:.1f} req/s")
+
+    bar = Progress(
+        TextColumn("inference"), BarColumn(), MofNCompleteColumn(), Rate(), TimeRemainingColumn(),
+        console=Console(file=stream), transient=True,
+    )
+    bar.add_task("requests", total=total, completed=done)
+    bar.start()
+    return bar

@@ -106,11 +106,16 @@ def generate_batch(
     max_length: int,
     gen_kwargs: dict[str, Any],
     device: Any,
+    cache: Any = None,
 ) -> list[list[int]]:
     """Generate after each left-padded context; returns each row's new tokens (padding included).
 
     ``max_length`` counts the padded context plus the new tokens, as ``model.generate`` does.
+    ``cache`` (``hf_kv.generation_cache``: the contexts' key/values, computed without padding)
+    replaces transformers' own, so ``generate`` starts at the last context token.
     """
+    from evalflow.models import hf_kv
+
     padlen = max(len(c) for c in contexts)
     pad_id = tokenizer.pad_token_id
     ids = torch.full((len(contexts), padlen), pad_id, dtype=torch.long)
@@ -122,6 +127,7 @@ def generate_batch(
     criteria = transformers.StoppingCriteriaList(
         [StopOnSequence(s, tokenizer, padlen, len(contexts)) for s in stops]
     )
+    extra = {str(hf_kv.cache_argument(model)): cache} if cache is not None else {}
     out = model.generate(
         input_ids=ids.to(device),
         attention_mask=mask.to(device),
@@ -129,6 +135,7 @@ def generate_batch(
         stopping_criteria=criteria,
         pad_token_id=pad_id,
         use_cache=True,
+        **extra,
         **hf_generate_kwargs(gen_kwargs),
     )
     return [row[padlen:] for row in out.tolist()]

@@ -77,13 +77,17 @@ def tiny_nobos_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread():
+def one_torch_thread(monkeypatch: pytest.MonkeyPatch):
     """Tiny models run fastest on one thread; on a busy 2-core machine torch's thread pool spins.
 
-    Restored after each test, so the setting does not leak into other test folders.
+    HFModel sets torch's threads when it loads (model.threads, default all cores), so its default
+    is pinned to one here too. Restored after each test, so nothing leaks into other test folders.
     """
     import torch
 
+    from evalflow.models import hf
+
+    monkeypatch.setattr(hf, "default_threads", lambda: 1)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

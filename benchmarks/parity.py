@@ -1,0 +1,55 @@
+"""Parity with lm-eval 0.4.13 on the issue's acceptance scope, one verdict line per setting.
+
+    python benchmarks/parity.py                       # the full scope (about an hour on two cores)
+    python benchmarks/parity.py --short               # the default test suite's short scope
+    python benchmarks/parity.py --only arc_easy       # settings whose task matches
+
+Each setting runs lm-eval (``../shared/parity/peer.sh``) and evalflow with SmolLM2 on the local
+data, cold caches, and compares every document with ``../shared/parity/compare.py``: identical
+prompts, log-likelihoods within 1e-3, identical greedy flags and per-document metrics; for gsm8k
+also the share of identical generations (at least 95%), each differing document listed with
+where its two texts part. Work folders stay in --work for inspection. Exit status 0 iff all pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.parity.harness import missing, run_setting  # noqa: E402
+from tests.parity.test_parity import FULL, SHORT  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--short", action="store_true", help="the default test suite's short scope")
+    parser.add_argument("--only", default="", help="run the settings whose task contains this text")
+    parser.add_argument("--work", default="/tmp/evalflow-parity", help="folder for both sides' outputs")
+    args = parser.parse_args()
+    if missing():
+        print(f"cannot run: {missing()}")
+        return 2
+    settings = [s for s in (SHORT if args.short else FULL) if args.only in s.task]
+    verdicts, ok = [], True
+    for setting in settings:
+        start = time.time()
+        report = run_setting(setting, Path(args.work) / setting.name.replace(" ", "_"))
+        verdicts.append(f"{report.verdict} [{time.time() - start:.0f} s]")
+        print(verdicts[-1], flush=True)
+        for line in report.generation_diffs:
+            print(f"    differing generation: {line}", flush=True)
+        for task, (code, out) in report.outputs.items():
+            if code:
+                print(f"    {task}:\n" + "\n".join("      " + line for line in out.strip().splitlines()[-12:]), flush=True)
+        ok = ok and report.ok
+    print("\n".join(["", "verdicts:", *verdicts]))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

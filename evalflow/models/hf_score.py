@@ -1,0 +1,195 @@
+"""Log-likelihood scoring of token pairs: each distinct token prefix computed once, no padding.
+
+:func:`score_pairs` is the one place loglikelihood token pairs meet the model.
+
+1. Pairs with the same model input share one row (lm-eval's logits cache,
+   ``hf_batching.plan_loglikelihood``).
+2. Rows that share a token prefix form families (``hf_prefix.plan_families``): a question and its
+   choices, or every document of an mmlu subject behind the same five examples.
+3. A family small enough for one packed row becomes a tree ``[prefix | branch | branch ...]``;
+   trees and lone rows are packed side by side into rows without padding (``hf_pack``).
+4. A bigger family (a long few-shot prefix with many documents behind it) runs its prefix once,
+   keeps the key/values in a memo that the next chunk of requests finds again, and packs its
+   branches into rows that continue that cached prefix.
+
+Rows cut by left truncation, long rows that share nothing (a rolling window: packing them would
+only cost a dense mask), and every row when sharing is off, run as lm-eval runs them: whole,
+longest first, right-padded, causal attention without a mask (``hf_torch.continuation_logprobs``). A pass holds at most as many
+scored positions as a batch of lm-eval's would compute logits for (``batch_size`` x the longest
+input), so the logits, the largest arrays of a pass, stay within lm-eval's memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+
+from evalflow.models import hf_kv, hf_torch
+from evalflow.models.hf_batching import chunk, plan_loglikelihood
+from evalflow.models.hf_pack import PackedRow, Segment, pack, tree
+from evalflow.models.hf_prefix import Family, PrefixMemo, plan_families
+from evalflow.models.hf_tokens import model_input
+
+Pair = tuple[Sequence[int], Sequence[int]]
+MIN_ROW_WIDTH = 256  # packed rows are at least this wide, so a few short questions share one
+
+
+@dataclass
+class ScoringSetup:
+    """What scoring needs from a loaded HFModel."""
+
+    model: Any
+    device: Any
+    max_length: int
+    batch_size_for: Callable[[int], int]  # sequence length -> rows per pass
+    keep_only_needed: bool  # the model takes an int logits_to_keep
+    share_prefixes: bool  # packing and key/value reuse are on and passed the model's self-check
+    exact_keep: bool = False  # the model takes a boolean [batch, length] logits_to_keep
+    min_prefix: int = 8  # shorter shared prefixes save less than splitting them off costs
+    memo: PrefixMemo[hf_kv.PrefixStates] = field(
+        default_factory=lambda: PrefixMemo(capacity=8, max_bytes=256 * 2**20, size_of=lambda s: s.nbytes)
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One model input: its tokens, how many final positions are scored, the group it answers."""
+
+    tokens: tuple[int, ...]
+    scored: int
+    group: int
+    truncated: bool
+
+
+def score_pairs(setup: ScoringSetup, pairs: Sequence[Pair]) -> list[tuple[float, bool]]:
+    """(logprob, is_greedy) of each (context tokens, continuation tokens) pair, in input order."""
+    groups = plan_loglikelihood(pairs)
+    rows = []
+    for gi, g in enumerate(groups):
+        tokens, scored = model_input(g.rep.ctx, g.rep.cont, setup.max_length)
+        rows.append(Row(tuple(tokens), scored, gi, len(g.rep.ctx) + len(g.rep.cont) > setup.max_length + 1))
+    results: list[tuple[float, bool] | None] = [None] * len(pairs)
+
+    def deliver(row: int, logprobs: torch.Tensor) -> None:
+        for member in groups[rows[row].group].members:
+            results[member.index] = hf_torch.score(logprobs, member.cont)
+
+    with torch.inference_mode():
+        if setup.share_prefixes:
+            _score_shared(setup, rows, deliver)
+        else:
+            _score_plain(setup, rows, list(range(len(rows))), deliver)
+    if any(r is None for r in results):
+        raise RuntimeError("HFModel lost a request while batching; please report this bug")
+    return results  # type: ignore[return-value]
+
+
+def _score_plain(setup: ScoringSetup, rows: list[Row], which: list[int], deliver: Callable[[int, torch.Tensor], None]) -> None:
+    """Whole rows, longest first, in batches: lm-eval's own computation."""
+    for batch in chunk(which, lambda i: setup.batch_size_for(len(rows[i].tokens) + 1)):
+        logprobs = hf_torch.continuation_logprobs(
+            setup.model, [rows[i].tokens for i in batch], [rows[i].scored for i in batch], setup.device,
+            setup.keep_only_needed,
+        )
+        for i, lp in zip(batch, logprobs):
+            deliver(i, lp)
+
+
+def _score_shared(setup: ScoringSetup, rows: list[Row], deliver: Callable[[int, torch.Tensor], None]) -> None:
+    """Families as trees or behind a cached prefix, lone rows packed, truncated rows plain."""
+    whole = [i for i, r in enumerate(rows) if not r.truncated]
+    caps = [len(rows[i].tokens) - rows[i].scored for i in whole]
+    families, alone = plan_families([rows[i].tokens for i in whole], caps, setup.min_prefix)
+    families = [Family(f.prefix_len, tuple(whole[i] for i in f.rows)) for f in families]
+    longest = max(len(r.tokens) for r in rows)
+    width = max(MIN_ROW_WIDTH, longest)
+    trees, cached = [], []
+    for fam in families:
+        branches = [(rows[i].tokens[fam.prefix_len :], i, rows[i].scored) for i in fam.rows]
+        if fam.prefix_len + sum(len(b) for b, _, _ in branches) <= width:
+            trees.append(tree(rows[fam.rows[0]].tokens[: fam.prefix_len], branches))
+        else:
+            cached.append(fam)
+    lone = [whole[i] for i in alone if len(rows[whole[i]].tokens) < MIN_ROW_WIDTH]  # long ones gain nothing from packing
+    trees += [tree(rows[i].tokens, [], row=i, scored=rows[i].scored) for i in lone]
+    budget = _Budget(setup.batch_size_for(longest) * width, setup.batch_size_for(longest) * longest)
+    _run_packed(setup, pack(trees, width), None, budget, deliver)
+    _score_cached(setup, rows, cached, width, budget, deliver)
+    packed = set(lone) | {i for f in families for i in f.rows}
+    _score_plain(setup, rows, [i for i in range(len(rows)) if i not in packed], deliver)
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """Per pass: tokens run, and scored positions (each costs a vocabulary-sized logits row)."""
+
+    tokens: int
+    scored: int
+
+
+def _run_packed(
+    setup: ScoringSetup,
+    packed: list[PackedRow],
+    states: hf_kv.PrefixStates | None,
+    budget: _Budget,
+    deliver: Callable[[int, torch.Tensor], None],
+) -> None:
+    """Passes of consecutive packed rows, each within the budget (at least one row per pass)."""
+    start = 0
+    while start < len(packed):
+        end, tokens, scored = start, 0, 0
+        while end < len(packed):
+            row = packed[end]
+            row_scored = sum(n for s in row.segments for _, n in s.scored)
+            if end > start and (tokens + row.width > budget.tokens or scored + row_scored > budget.scored):
+                break
+            tokens, scored, end = tokens + row.width, scored + row_scored, end + 1
+        got = hf_kv.packed_logprobs(setup.model, packed[start:end], states, setup.device, setup.exact_keep)
+        for i, lp in got.items():
+            deliver(i, lp)
+        start = end
+
+
+def _score_cached(
+    setup: ScoringSetup,
+    rows: list[Row],
+    families: list[Family],
+    width: int,
+    budget: _Budget,
+    deliver: Callable[[int, torch.Tensor], None],
+) -> None:
+    """Families too big for one row: prefix from the memo or one pass, branches packed behind it."""
+    pending = []
+    for fam in families:
+        found = _from_memo(setup, rows, fam)
+        if found is None:
+            pending.append(fam)
+            continue
+        states, n = found
+        _run_packed(setup, pack(_branches(rows, fam, n), width, prefix=0), states, budget, deliver)
+    pending.sort(key=lambda f: -f.prefix_len)
+    for unit in chunk(pending, lambda f: setup.batch_size_for(f.prefix_len)):
+        prefixes = [rows[f.rows[0]].tokens[: f.prefix_len] for f in unit]
+        states = hf_kv.prefix_states(setup.model, prefixes, setup.device)
+        for i, prefix in enumerate(prefixes):
+            setup.memo.put(prefix, states.one(i))
+        packed = [r for i, f in enumerate(unit) for r in pack(_branches(rows, f, f.prefix_len), width, prefix=i)]
+        _run_packed(setup, sorted(packed, key=lambda r: -r.width), states, budget, deliver)
+
+
+def _branches(rows: list[Row], fam: Family, n: int) -> list[tuple[Segment, ...]]:
+    """Each row of the family after its first ``n`` tokens, as a one-segment tree."""
+    return [tree(rows[i].tokens[n:], [], row=i, scored=rows[i].scored) for i in fam.rows]
+
+
+def _from_memo(setup: ScoringSetup, rows: list[Row], fam: Family) -> tuple[hf_kv.PrefixStates, int] | None:
+    """A memo entry covering all but a few tokens of the family's prefix, cut to what they share."""
+    prefix = rows[fam.rows[0]].tokens[: fam.prefix_len]
+    slack = max(16, fam.prefix_len // 8)  # tokens the rows then run themselves
+    found = setup.memo.find(prefix, max(setup.min_prefix, fam.prefix_len - slack))
+    if found is None:
+        return None
+    states, n = found
+    return states.head(n), n

@@ -1,0 +1,62 @@
+"""Speed settings of HFModel that never change answers: torch threads, and the progress reporter
+the inference edge shows while a model works through its requests."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import pytest
+import torch
+
+from evalflow.dag.inference import RequestProgress
+from evalflow.errors import ConfigError
+from evalflow.models import hf
+from evalflow.models.hf import HFModel, parse_threads
+
+
+def test_threads_are_set_when_the_model_loads(tiny_model_dir):
+    HFModel(str(tiny_model_dir), threads=2)
+    assert torch.get_num_threads() == 2
+    HFModel(str(tiny_model_dir))  # default: every core this process may use (pinned to 1 in these tests)
+    assert torch.get_num_threads() == 1
+
+
+def test_default_threads_are_the_cores_this_process_may_use(monkeypatch):
+    monkeypatch.undo()  # the folder's fixture pins the default to 1
+    assert parse_threads(None) == hf.default_threads() >= 1
+    assert parse_threads(3) == 3
+    for bad in (0, -2, "two", True, 1.5):
+        with pytest.raises(ConfigError, match="model.threads"):
+            parse_threads(bad)
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_logs_rate_and_eta_when_not_a_terminal(caplog, monkeypatch):
+    clock = iter([100.0, 110.0, 120.0, 121.0])
+    monkeypatch.setattr("evalflow.dag.inference.time.monotonic", lambda: next(clock))
+    progress = RequestProgress(log_every=15.0, stream=io.StringIO())
+    with caplog.at_level(logging.INFO, logger="evalflow.dag.inference"):
+        progress(64, 256)  # t=100: the rate counts from here
+        progress(128, 256)  # t=110: 10 s since the last line, under log_every: quiet
+        progress(192, 256)  # t=120: 128 requests in 20 s
+        progress(256, 256)  # t=121: done, always logged (192 in 21 s)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["inference: 192/256 requests, 6.4 requests/s, ETA 10 s", "inference: 256/256 requests, 9.1 requests/s"]
+
+
+def test_progress_draws_a_bar_on_a_terminal_and_closes_it():
+    stream = Tty()
+    progress = RequestProgress(stream=stream)
+    progress(10, 30)
+    assert progress.bar is not None
+    progress(20, 30)
+    progress(30, 30)
+    assert progress.bar is None and "inference" in stream.getvalue() and "req/s" in stream.getvalue()
+    progress(5, 10)  # a new list of requests starts a new bar
+    assert progress.bar is not None and progress.total == 10
+    progress.close()
