@@ -35,7 +35,8 @@ Deviations from HFLM, all without effect on single requests:
   (and ``prefix_sharing=False``) runs lm-eval's plain path.
 
 Speed settings that never change answers, hence are not part of the model's identity:
-``batch_size``, ``max_batch_size``, ``device``, ``threads`` (torch's CPU threads; default all
+``batch_size``, ``max_batch_size``, ``device``, ``parallelize``/``device_map``/``max_memory_per_gpu``/
+``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``threads`` (torch's CPU threads; default all
 cores this process may use) and ``prefix_sharing``.
 """
 
@@ -108,6 +109,11 @@ class HFModel:
         tokenizer: str | None = None,
         threads: int | None = None,
         prefix_sharing: bool = True,
+        parallelize: bool = False,
+        device_map: Any = None,
+        max_memory_per_gpu: int | str | None = None,
+        max_cpu_memory: int | str | None = None,
+        offload_folder: str = "./offload",
         **unused: Any,
     ) -> None:
         if unused:
@@ -119,7 +125,8 @@ class HFModel:
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
         hf_identity.weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
-        self._load(pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer)
+        placement = accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
+        self._load(pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer, placement)
         self.max_length = int(max_length) if max_length else resolve_max_length(self.model.config, self.tokenizer)
         self._free_bytes: int | None = None
         self.min_prefix = 8  # shorter shared prefixes save less than the extra pass costs
@@ -136,6 +143,7 @@ class HFModel:
         device: str,
         trust_remote_code: bool,
         tokenizer: str | None,
+        placement: dict[str, Any],
     ) -> None:
         """Config, tokenizer and weights as HFLM loads them (``_get_config``, ``_create_tokenizer``, ``_create_model``)."""
         import torch
@@ -160,7 +168,7 @@ class HFModel:
             # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
             dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                pretrained, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf_file, **common
+                pretrained, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf_file, **placement, **common
             )
         except (OSError, ValueError, AttributeError) as e:
             raise ModelError(
@@ -173,8 +181,11 @@ class HFModel:
         model_type = getattr(self.model.config, "model_type", None)
         if model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
             raise ModelError(f"model '{pretrained}' is a {model_type} model; {SEQ2SEQ_HINT}.")
-        self.device = torch_device_of(device)
-        self.model.to(self.device)
+        if placement:  # accelerate spread the layers; inputs go where the embeddings are
+            self.device = self.model.get_input_embeddings().weight.device
+        else:
+            self.device = torch_device_of(device)
+            self.model.to(self.device)
         self.model.eval()
         self.model.tie_weights()
         configure_pad_token(self.tokenizer)
@@ -186,8 +197,9 @@ class HFModel:
 
         Excluded, because they do not change answers (beyond float noise of batch shapes, within
         1e-5): ``batch_size``, ``max_batch_size``, ``prefix_sharing`` (how requests are grouped and
-        which key/values are reused), ``device`` and ``threads`` (where the same weights run). ``trust_remote_code`` only permits loading; the code it runs is in
-        the folder fingerprint (``*.py``) or fixed by the hub commit.
+        which key/values are reused), ``device``, ``threads`` and the accelerate placement
+        settings (where the same weights run). ``trust_remote_code`` only permits loading; the
+        code it runs is in the folder fingerprint (``*.py``) or fixed by the hub commit.
         """
         pretrained = config.get("pretrained")
         if not isinstance(pretrained, str) or not pretrained:
@@ -321,6 +333,31 @@ class HFModel:
         from evalflow.models import hf_generate
 
         return hf_generate.generate_until(self, requests)
+
+
+def accelerate_args(
+    parallelize: bool,
+    device_map: Any,
+    max_memory_per_gpu: int | str | None,
+    max_cpu_memory: int | str | None,
+    offload_folder: str,
+) -> dict[str, Any]:
+    """lm-eval's ``_get_accelerate_args`` for one process: with ``parallelize``, accelerate places
+    the layers (``device_map``, default "auto") within ``max_memory`` (per visible GPU, plus the
+    CPU); without it the model goes whole to ``device`` and, as in lm-eval, ``device_map`` is unused.
+    """
+    if not parallelize:
+        if device_map is not None:
+            log.warning("hf model: device_map=%r is used only with parallelize=true (as in lm-eval); ignoring it", device_map)
+        return {}
+    import torch
+
+    max_memory: dict[Any, Any] | None = None
+    if max_memory_per_gpu is not None:
+        max_memory = {i: max_memory_per_gpu for i in range(torch.cuda.device_count())}
+    if max_cpu_memory is not None:
+        max_memory = {**(max_memory or {}), "cpu": max_cpu_memory}
+    return {"device_map": "auto" if device_map is None else device_map, "max_memory": max_memory, "offload_folder": offload_folder}
 
 
 DTYPES = ("auto", "float32", "float16", "bfloat16", "float64", "float", "half", "double")

@@ -60,3 +60,29 @@ def test_progress_draws_a_bar_on_a_terminal_and_closes_it():
     progress(5, 10)  # a new list of requests starts a new bar
     assert progress.bar is not None and progress.total == 10
     progress.close()
+
+
+def test_parallelize_lets_accelerate_place_the_layers_and_changes_no_number(tiny_model_dir, caplog, monkeypatch):
+    import transformers
+
+    from evalflow.records import Request
+
+    requests = [Request("loglikelihood", ("The cat", " sat on the mat")), Request("loglikelihood", ("Paris is", " the capital"))]
+    whole = HFModel(str(tiny_model_dir), batch_size=2)
+    calls: list[dict] = []
+    real = transformers.AutoModelForCausalLM.from_pretrained
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: calls.append(k) or real(*a, **k))
+    placed = HFModel(str(tiny_model_dir), batch_size=2, parallelize=True, max_cpu_memory="2GiB")
+    assert calls[0]["device_map"] == "auto" and list(calls[0]["max_memory"]) == ["cpu"]
+    assert placed.device == torch.device("cpu")
+    assert placed.loglikelihood(requests) == whole.loglikelihood(requests)
+    with caplog.at_level(logging.WARNING, logger="evalflow.models.hf"):
+        HFModel(str(tiny_model_dir), device_map="auto")
+    assert "only with parallelize=true" in caplog.text
+
+
+def test_accelerate_args_follow_lm_eval():
+    assert hf.accelerate_args(False, None, None, None, "./offload") == {}
+    args = hf.accelerate_args(True, None, None, "8GiB", "/tmp/off")
+    assert args == {"device_map": "auto", "max_memory": {"cpu": "8GiB"}, "offload_folder": "/tmp/off"}
+    assert hf.accelerate_args(True, "sequential", None, None, "x")["device_map"] == "sequential"
