@@ -119,7 +119,7 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
         return None
     from evalflow.models.chat import chat_template
 
-    template, special_tokens = chat_template(dict(settings.model))
+    template, special_tokens = chat_template(dict(settings.model), settings.chat_template_name)
     if template is None:
         raise ConfigError(
             f"apply_chat_template=true but model {settings.model.get('pretrained', settings.model.get('type'))} "

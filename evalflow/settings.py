@@ -38,6 +38,7 @@ class RunSettings:
     chunk_size: int
     think_end_token: str | None = None
     apply_chat_template: bool = False
+    chat_template_name: str | None = None  # one of a tokenizer's named templates
     fewshot_as_multiturn: bool = False
     system_instruction: str | None = None
 
@@ -91,8 +92,21 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         chunk_size=max(1, int(data.get("chunk_size", 64))),
         think_end_token=data.get("think_end_token") or None,
         apply_chat_template=bool(data.get("apply_chat_template", False)),
+        chat_template_name=_template_name(data.get("apply_chat_template")),
         fewshot_as_multiturn=_multiturn(data),
         system_instruction=data.get("system_instruction") or None,
+    )
+
+
+def _template_name(value: Any) -> str | None:
+    """``apply_chat_template=NAME`` (lm-eval's ``--apply_chat_template NAME``) picks a named template."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise ConfigError(
+        f"apply_chat_template={value!r} is neither true/false nor a chat template name; "
+        "use apply_chat_template=true, or apply_chat_template=NAME for one of the tokenizer's named templates."
     )
 
 

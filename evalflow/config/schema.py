@@ -35,7 +35,7 @@ class RunConfig:
     data_map: Optional[Any] = None
     # Chat models (lm-eval's options): format prompts with the model's chat template, keep few-shot
     # examples as separate turns, and prepend a system instruction (plain prompts too).
-    apply_chat_template: bool = False
+    apply_chat_template: Any = False  # true, false, or the name of one of the tokenizer's templates
     fewshot_as_multiturn: Optional[bool] = None  # None: true with a chat template (lm-eval 0.4.13)
     system_instruction: Optional[str] = None
     # Reasoning models: the end-of-thinking marker; only the text after it is scored (lm-eval's

@@ -13,22 +13,53 @@ tokenize=False)`` as lm-eval calls it.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.cache.store import default_cache_dir
+from evalflow.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
-def chat_template(model_config: Mapping[str, Any]) -> tuple[str | None, dict[str, str]]:
+def chat_template(model_config: Mapping[str, Any], name: str | None = None) -> tuple[str | None, dict[str, str]]:
     """The chat template of the model a config names (None when it has none) and the special
-    tokens (bos_token, eos_token) transformers passes to it."""
+    tokens (bos_token, eos_token) transformers passes to it.
+
+    ``name`` picks one of several named templates (lm-eval's ``--apply_chat_template NAME``).
+    """
+    templates, tokens = _templates(model_config)
+    where = str(model_config.get("tokenizer") or model_config.get("pretrained"))
+    return select_template(templates, name, where), tokens
+
+
+def select_template(templates: str | dict[str, str] | None, name: str | None, where: str) -> str | None:
+    """lm-eval's ``HFLM.chat_template`` choice: the named entry of a dict of templates, else its
+    "default"; a single template is used whatever the name (lm-eval warns, and so do we)."""
+    if isinstance(templates, dict):
+        key = name or "default"
+        if key not in templates:
+            raise ConfigError(
+                f"model {where} has no chat template named '{key}'; its templates are "
+                f"{sorted(templates)}: set apply_chat_template to one of those names."
+            )
+        return templates[key]
+    if name and templates is not None:
+        log.warning("chat template '%s' asked for, but model %s has a single chat template; using it", name, where)
+    return templates
+
+
+def _templates(model_config: Mapping[str, Any]) -> tuple[str | dict[str, str] | None, dict[str, str]]:
+    """Every chat template the model's tokenizer carries (a dict when they are named) and its
+    special tokens, where transformers would find them."""
     pretrained = model_config.get("tokenizer") or model_config.get("pretrained")
     if not pretrained:
         return None, {}
     folder = Path(str(pretrained)).expanduser()
     gguf = model_config.get("gguf_file")
-    if gguf and (folder / str(gguf)).is_file():
+    if gguf and (folder / str(gguf)).is_file():  # transformers reads a GGUF's single template only
         meta = gguf_metadata(folder / str(gguf))
         return meta.get("chat_template"), {k: meta[k] for k in ("bos_token", "eos_token") if k in meta}
     if not folder.is_dir():
@@ -36,12 +67,14 @@ def chat_template(model_config: Mapping[str, Any]) -> tuple[str | None, dict[str
     config_file = folder / "tokenizer_config.json"
     config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
     tokens = {k: _token_text(config.get(k)) for k in ("bos_token", "eos_token") if config.get(k)}
+    named = {f.stem: f.read_text(encoding="utf-8") for f in sorted((folder / "additional_chat_templates").glob("*.jinja"))}
     jinja = folder / "chat_template.jinja"
-    if jinja.is_file():
-        return jinja.read_text(encoding="utf-8"), tokens
-    template = config.get("chat_template")
-    if isinstance(template, list):  # named templates: transformers picks "default"
-        template = {t.get("name"): t.get("template") for t in template}.get("default")
+    template = jinja.read_text(encoding="utf-8") if jinja.is_file() else config.get("chat_template")
+    if isinstance(template, list):  # the legacy layout of named templates
+        named = {**{t.get("name"): t.get("template") for t in template}, **named}
+        template = None
+    if named:
+        return ({"default": template, **named} if isinstance(template, str) else named), tokens
     return (template if isinstance(template, str) else None), tokens
 
 

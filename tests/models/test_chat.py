@@ -103,3 +103,42 @@ def test_gguf_template_equals_the_gguf_tokenizers_and_is_memoized(tmp_path, monk
 
     monkeypatch.setattr(gguf, "GGUFReader", no_parse)
     assert chat.chat_template(config) == (template, tokens)
+
+
+@pytest.fixture(scope="module")
+def named_templates_folder(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tok.chat_template = {"default": TEMPLATE, "terse": "{% for m in messages %}{{ m['content'] }}|{% endfor %}"}
+    folder = tmp_path_factory.mktemp("chat_named")
+    tok.save_pretrained(folder)  # chat_template.jinja + additional_chat_templates/terse.jinja
+    return folder
+
+
+def test_named_templates_are_chosen_as_lm_eval_chooses_them(named_templates_folder, tokenizer_folder, caplog):
+    from transformers import AutoTokenizer
+
+    from evalflow.errors import ConfigError
+
+    config = {"pretrained": str(named_templates_folder)}
+    tok = AutoTokenizer.from_pretrained(named_templates_folder)
+    assert chat.chat_template(config)[0] == tok.chat_template["default"] == TEMPLATE
+    terse, tokens = chat.chat_template(config, "terse")
+    want = tok.apply_chat_template(MESSAGES, tokenize=False, chat_template="terse", add_generation_prompt=False)
+    assert chat.render_chat(terse, MESSAGES, add_generation_prompt=False, **tokens) == want
+    with pytest.raises(ConfigError, match=r"no chat template named 'verbose'.*\['default', 'terse'\]"):
+        chat.chat_template(config, "verbose")
+    with caplog.at_level("WARNING", logger="evalflow.models.chat"):  # one template: used whatever the name
+        assert chat.chat_template({"pretrained": str(tokenizer_folder)}, "terse")[0] == TEMPLATE
+    assert "single chat template" in caplog.text
+
+
+def test_apply_chat_template_takes_a_template_name():
+    from evalflow.errors import ConfigError
+    from evalflow.settings import _template_name
+
+    assert _template_name(True) is None and _template_name(False) is None and _template_name(None) is None
+    assert _template_name("terse") == "terse"
+    with pytest.raises(ConfigError, match="apply_chat_template"):
+        _template_name(3)
