@@ -12,8 +12,8 @@ match lm-eval's to float noise (``tests/models/test_smollm2.py`` checks this aga
     m.generate_until([Request("generate_until", ("2+2=", {"until": ["\n"]}))])  # [" 4"]
 
 This module imports neither torch nor transformers at import time: a fully cached run imports it
-only to call :meth:`HFModel.identity`. The rest is imported when a model is built: the pure token
-rules in ``hf_tokens``, lm-eval's ordering and batching in ``hf_batching``, prefix-sharing plans in
+only to call :meth:`HFModel.identity`. The rest is imported when a model is built: loading in
+``hf_load``, the pure token rules in ``hf_tokens``, lm-eval's ordering and batching in ``hf_batching``, prefix-sharing plans in
 ``hf_prefix`` and ``hf_pack`` (pure), scoring in ``hf_score``, generation in ``hf_generate``, and
 the torch code in ``hf_torch`` (plain passes, generate) and ``hf_kv`` (packed passes, key/values).
 
@@ -43,50 +43,16 @@ cores this process may use) and ``prefix_sharing``.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Sequence
 
-from evalflow.errors import ConfigError, ModelError, closest
-from evalflow.models import hf_identity
+from evalflow.errors import ConfigError
+from evalflow.models import hf_identity, hf_load
 from evalflow.models.hf_batching import auto_batch_size
 from evalflow.models.hf_prefix import PrefixMemo
 from evalflow.models.hf_tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
 from evalflow.records import Request
 
 log = logging.getLogger(__name__)
-
-SEQ2SEQ_HINT = "evalflow's hf model runs decoder-only (causal) models; encoder-decoder models are not supported"
-
-
-def default_threads() -> int:
-    """Every core this process may run on (its CPU affinity): torch's default thread count here."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def parse_threads(threads: int | None) -> int:
-    """torch's CPU threads: the given count, or :func:`default_threads`."""
-    if threads is None:
-        return default_threads()
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ConfigError(f"model.threads {threads!r} is not a positive integer; set model.threads=2 or leave it unset (all cores).")
-    return threads
-
-
-def parse_batch_size(batch_size: int | str) -> int | None:
-    """An int batch size, or None for ``auto``/``auto:N`` (the N schedule of lm-eval is not used)."""
-    if isinstance(batch_size, str) and batch_size.startswith("auto"):
-        return None
-    try:
-        value = int(batch_size)
-    except (TypeError, ValueError):
-        value = 0
-    if value < 1 or isinstance(batch_size, bool):
-        raise ConfigError(
-            f"batch_size {batch_size!r} is not a positive integer or 'auto'; set batch_size=8 "
-            "(any integer >= 1) or batch_size=auto."
-        )
-    return value
-
 
 class HFModel:
     """A transformers ``AutoModelForCausalLM`` answering lm-eval's three request types."""
@@ -118,78 +84,27 @@ class HFModel:
     ) -> None:
         if unused:
             log.warning("hf model: ignoring unknown config keys %s", sorted(unused))
-        self.threads = parse_threads(threads)
-        self.fixed_batch_size = parse_batch_size(batch_size)
+        self.threads = hf_load.parse_threads(threads)
+        self.fixed_batch_size = hf_load.parse_batch_size(batch_size)
         self.max_batch_size = int(max_batch_size)
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
         hf_identity.weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
-        placement = accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
-        self._load(pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer, placement)
+        placement = hf_load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
+        self.tokenizer, self.model, self.device = hf_load.load(
+            pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer,
+            add_bos_token, self.threads, placement,
+        )
+        from evalflow.models import hf_torch
+
+        self._keep_only_needed = hf_torch.accepts_logits_to_keep(self.model)
         self.max_length = int(max_length) if max_length else resolve_max_length(self.model.config, self.tokenizer)
         self._free_bytes: int | None = None
         self.min_prefix = 8  # shorter shared prefixes save less than the extra pass costs
         self._exact_keep = False
         self.prefix_memo: PrefixMemo[Any] = PrefixMemo(capacity=8, max_bytes=256 * 2**20, size_of=lambda s: s.nbytes)
         self.share_prefixes = bool(prefix_sharing) and self._kv_reuse_works()
-
-    def _load(
-        self,
-        pretrained: str,
-        revision: str,
-        gguf_file: str | None,
-        dtype: str,
-        device: str,
-        trust_remote_code: bool,
-        tokenizer: str | None,
-        placement: dict[str, Any],
-    ) -> None:
-        """Config, tokenizer and weights as HFLM loads them (``_get_config``, ``_create_tokenizer``, ``_create_model``)."""
-        import torch
-        import transformers
-        from packaging.version import Version
-        from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
-
-        from evalflow.models import hf_torch
-
-        torch.set_num_threads(self.threads)
-        common = {"revision": revision, "trust_remote_code": trust_remote_code}
-        torch_dtype_of(dtype), torch_device_of(device)  # refuse bad values before the slow load
-        try:
-            tok_kwargs: dict[str, Any] = dict(common)
-            if not tokenizer and gguf_file is not None:
-                tok_kwargs["gguf_file"] = gguf_file  # the tokenizer is embedded in the GGUF file
-            else:
-                tok_kwargs["use_fast"] = True
-            if self.add_bos_token is not None:
-                tok_kwargs["add_bos_token"] = self.add_bos_token
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(tokenizer or pretrained, **tok_kwargs)
-            # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
-            dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                pretrained, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf_file, **placement, **common
-            )
-        except (OSError, ValueError, AttributeError) as e:
-            raise ModelError(
-                f"cannot load model.pretrained '{pretrained}' (gguf_file={gguf_file!r}, "
-                f"tokenizer={tokenizer!r}): {e}. The Hugging Face hub may be unreachable: give a "
-                "local folder written by save_pretrained, or a hub id already in the local HF cache."
-            ) from e
-        # HFLM reads the config first to pick its backend; the model's own config is the same one
-        # and, for a GGUF file, saves parsing the file once more
-        model_type = getattr(self.model.config, "model_type", None)
-        if model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
-            raise ModelError(f"model '{pretrained}' is a {model_type} model; {SEQ2SEQ_HINT}.")
-        if placement:  # accelerate spread the layers; inputs go where the embeddings are
-            self.device = self.model.get_input_embeddings().weight.device
-        else:
-            self.device = torch_device_of(device)
-            self.model.to(self.device)
-        self.model.eval()
-        self.model.tie_weights()
-        configure_pad_token(self.tokenizer)
-        self._keep_only_needed = hf_torch.accepts_logits_to_keep(self.model)
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
@@ -333,68 +248,3 @@ class HFModel:
         from evalflow.models import hf_generate
 
         return hf_generate.generate_until(self, requests)
-
-
-def accelerate_args(
-    parallelize: bool,
-    device_map: Any,
-    max_memory_per_gpu: int | str | None,
-    max_cpu_memory: int | str | None,
-    offload_folder: str,
-) -> dict[str, Any]:
-    """lm-eval's ``_get_accelerate_args`` for one process: with ``parallelize``, accelerate places
-    the layers (``device_map``, default "auto") within ``max_memory`` (per visible GPU, plus the
-    CPU); without it the model goes whole to ``device`` and, as in lm-eval, ``device_map`` is unused.
-    """
-    if not parallelize:
-        if device_map is not None:
-            log.warning("hf model: device_map=%r is used only with parallelize=true (as in lm-eval); ignoring it", device_map)
-        return {}
-    import torch
-
-    max_memory: dict[Any, Any] | None = None
-    if max_memory_per_gpu is not None:
-        max_memory = {i: max_memory_per_gpu for i in range(torch.cuda.device_count())}
-    if max_cpu_memory is not None:
-        max_memory = {**(max_memory or {}), "cpu": max_cpu_memory}
-    return {"device_map": "auto" if device_map is None else device_map, "max_memory": max_memory, "offload_folder": offload_folder}
-
-
-DTYPES = ("auto", "float32", "float16", "bfloat16", "float64", "float", "half", "double")
-
-
-def torch_dtype_of(dtype: Any) -> Any:
-    """lm-eval's ``get_dtype``: "auto" stays "auto", a name becomes the torch dtype of that name."""
-    import torch
-
-    if dtype == "auto" or not isinstance(dtype, str):
-        return dtype
-    value = getattr(torch, dtype, None)
-    if not isinstance(value, torch.dtype):
-        raise ConfigError(f"model.dtype '{dtype}' is not a torch dtype; {closest(dtype, DTYPES)}")
-    return value
-
-
-def torch_device_of(device: str) -> Any:
-    """The torch device for model.device, refusing ones this machine does not have."""
-    import torch
-
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ConfigError(f"model.device '{device}' is not a device name ({e}); use cpu, cuda or cuda:N.") from e
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ModelError(f"model.device is '{device}' but torch sees no CUDA device here; set model.device=cpu.")
-    return dev
-
-
-def configure_pad_token(tokenizer: Any) -> None:
-    """lm-eval's ``configure_pad_token``: keep a pad token, else use UNK, else EOS, else add one."""
-    if getattr(tokenizer, "pad_token_id", None) is not None or getattr(tokenizer, "pad_token", None):
-        return
-    if getattr(tokenizer, "unk_token", None):
-        tokenizer.pad_token_id = tokenizer.unk_token_id
-    elif getattr(tokenizer, "eos_token", None):
-        tokenizer.pad_token_id = tokenizer.eos_token_id
-    else:
-        tokenizer.add_special_tokens({"pad_token": "<|pad|>"})

@@ -14,7 +14,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from evalflow.errors import ConfigError, ModelError
-from evalflow.models.hf import HFModel, parse_batch_size
+from evalflow.models.hf import HFModel
+from evalflow.models.hf_load import parse_batch_size
 from evalflow.records import Request
 
 PAIRS = [

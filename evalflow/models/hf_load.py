@@ -1,0 +1,172 @@
+"""Loading a Hugging Face causal LM as lm-eval's ``HFLM`` does, and the settings that shape it.
+
+Kept apart from ``hf`` (which answers requests) because everything here runs once per model:
+parsing ``threads`` and ``batch_size``, the dtype and device, accelerate's placement
+(``parallelize``), the tokenizer and weights (``from_pretrained``, GGUF included) and the pad
+token. None of it is part of the model's identity except what ``HFModel.identity`` names.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from evalflow.errors import ConfigError, ModelError, closest
+
+log = logging.getLogger(__name__)
+
+SEQ2SEQ_HINT = "evalflow's hf model runs decoder-only (causal) models; encoder-decoder models are not supported"
+
+
+def default_threads() -> int:
+    """Every core this process may run on (its CPU affinity): torch's default thread count here."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def parse_threads(threads: int | None) -> int:
+    """torch's CPU threads: the given count, or :func:`default_threads`."""
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ConfigError(f"model.threads {threads!r} is not a positive integer; set model.threads=2 or leave it unset (all cores).")
+    return threads
+
+
+def parse_batch_size(batch_size: int | str) -> int | None:
+    """An int batch size, or None for ``auto``/``auto:N`` (the N schedule of lm-eval is not used)."""
+    if isinstance(batch_size, str) and batch_size.startswith("auto"):
+        return None
+    try:
+        value = int(batch_size)
+    except (TypeError, ValueError):
+        value = 0
+    if value < 1 or isinstance(batch_size, bool):
+        raise ConfigError(
+            f"batch_size {batch_size!r} is not a positive integer or 'auto'; set batch_size=8 "
+            "(any integer >= 1) or batch_size=auto."
+        )
+    return value
+
+
+def load(
+    pretrained: str,
+    revision: str,
+    gguf_file: str | None,
+    dtype: str,
+    device: str,
+    trust_remote_code: bool,
+    tokenizer: str | None,
+    add_bos_token: bool | None,
+    threads: int,
+    placement: dict[str, Any],
+) -> tuple[Any, Any, Any]:
+    """(tokenizer, model, input device), loaded as HFLM loads them (``_get_config``,
+    ``_create_tokenizer``, ``_create_model``); the model in eval mode, weights tied, pad token set."""
+    import torch
+    import transformers
+    from packaging.version import Version
+    from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
+
+    torch.set_num_threads(threads)
+    common = {"revision": revision, "trust_remote_code": trust_remote_code}
+    torch_dtype_of(dtype), torch_device_of(device)  # refuse bad values before the slow load
+    try:
+        tok_kwargs: dict[str, Any] = dict(common)
+        if not tokenizer and gguf_file is not None:
+            tok_kwargs["gguf_file"] = gguf_file  # the tokenizer is embedded in the GGUF file
+        else:
+            tok_kwargs["use_fast"] = True
+        if add_bos_token is not None:
+            tok_kwargs["add_bos_token"] = add_bos_token
+        tok = transformers.AutoTokenizer.from_pretrained(tokenizer or pretrained, **tok_kwargs)
+        # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
+        dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            pretrained, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf_file, **placement, **common
+        )
+    except (OSError, ValueError, AttributeError) as e:
+        raise ModelError(
+            f"cannot load model.pretrained '{pretrained}' (gguf_file={gguf_file!r}, "
+            f"tokenizer={tokenizer!r}): {e}. The Hugging Face hub may be unreachable: give a "
+            "local folder written by save_pretrained, or a hub id already in the local HF cache."
+        ) from e
+    # HFLM reads the config first to pick its backend; the model's own config is the same one
+    # and, for a GGUF file, saves parsing the file once more
+    model_type = getattr(model.config, "model_type", None)
+    if model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        raise ModelError(f"model '{pretrained}' is a {model_type} model; {SEQ2SEQ_HINT}.")
+    if placement:  # accelerate spread the layers; inputs go where the embeddings are
+        where = model.get_input_embeddings().weight.device
+    else:
+        where = torch_device_of(device)
+        model.to(where)
+    model.eval()
+    model.tie_weights()
+    configure_pad_token(tok)
+    return tok, model, where
+
+
+def accelerate_args(
+    parallelize: bool,
+    device_map: Any,
+    max_memory_per_gpu: int | str | None,
+    max_cpu_memory: int | str | None,
+    offload_folder: str,
+) -> dict[str, Any]:
+    """lm-eval's ``_get_accelerate_args`` for one process: with ``parallelize``, accelerate places
+    the layers (``device_map``, default "auto") within ``max_memory`` (per visible GPU, plus the
+    CPU); without it the model goes whole to ``device`` and, as in lm-eval, ``device_map`` is unused.
+    """
+    if not parallelize:
+        if device_map is not None:
+            log.warning("hf model: device_map=%r is used only with parallelize=true (as in lm-eval); ignoring it", device_map)
+        return {}
+    import torch
+
+    max_memory: dict[Any, Any] | None = None
+    if max_memory_per_gpu is not None:
+        max_memory = {i: max_memory_per_gpu for i in range(torch.cuda.device_count())}
+    if max_cpu_memory is not None:
+        max_memory = {**(max_memory or {}), "cpu": max_cpu_memory}
+    return {"device_map": "auto" if device_map is None else device_map, "max_memory": max_memory, "offload_folder": offload_folder}
+
+
+DTYPES = ("auto", "float32", "float16", "bfloat16", "float64", "float", "half", "double")
+
+
+def torch_dtype_of(dtype: Any) -> Any:
+    """lm-eval's ``get_dtype``: "auto" stays "auto", a name becomes the torch dtype of that name."""
+    import torch
+
+    if dtype == "auto" or not isinstance(dtype, str):
+        return dtype
+    value = getattr(torch, dtype, None)
+    if not isinstance(value, torch.dtype):
+        raise ConfigError(f"model.dtype '{dtype}' is not a torch dtype; {closest(dtype, DTYPES)}")
+    return value
+
+
+def torch_device_of(device: str) -> Any:
+    """The torch device for model.device, refusing ones this machine does not have."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ConfigError(f"model.device '{device}' is not a device name ({e}); use cpu, cuda or cuda:N.") from e
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"model.device is '{device}' but torch sees no CUDA device here; set model.device=cpu.")
+    return dev
+
+
+def configure_pad_token(tokenizer: Any) -> None:
+    """lm-eval's ``configure_pad_token``: keep a pad token, else use UNK, else EOS, else add one."""
+    if getattr(tokenizer, "pad_token_id", None) is not None or getattr(tokenizer, "pad_token", None):
+        return
+    if getattr(tokenizer, "unk_token", None):
+        tokenizer.pad_token_id = tokenizer.unk_token_id
+    elif getattr(tokenizer, "eos_token", None):
+        tokenizer.pad_token_id = tokenizer.eos_token_id
+    else:
+        tokenizer.add_special_tokens({"pad_token": "<|pad|>"})
