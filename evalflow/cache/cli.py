@@ -5,11 +5,17 @@
     gc       drop leases of dead processes and value files no entry points to (left by killed
              runs), entries older than max_age_days=N, then the oldest entries until the folder
              is under max_size_gb=X
-    clear    delete every entry
+    clear    delete every entry, and the side folders (models' file memos such as gguf-weights/)
+
+Besides diskcache's entries, a cache folder holds *side folders*: memos that models keep as plain
+files (a GGUF file's dequantized weights, its metadata). ``stats`` lists them, ``gc`` removes
+their half-written ``*.tmp-*`` folders left by killed runs, ``clear`` removes them.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
 import sqlite3
 import sys
 import time
@@ -69,7 +75,17 @@ def stats(store: CacheStore, opts: dict[str, str]) -> int:
     for tag in sorted(counts):
         print(f"  {tag:<22} {counts[tag]:>9} entries {sizes[tag] / 1e6:>11.3f} MB")
     print(f"  {'total':<22} {sum(counts.values()):>9} entries {sum(sizes.values()) / 1e6:>11.3f} MB")
+    for folder in side_folders(store.directory):
+        files = [p for p in folder.rglob("*") if p.is_file()]
+        print(f"  side folder {folder.name + '/':<10} {len(files):>9} files   {sum(p.stat().st_size for p in files) / 1e6:>11.3f} MB")
     return 0
+
+
+def side_folders(directory: Path) -> list[Path]:
+    """Sub-folders that are not diskcache's own two-hex-digit value folders."""
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.is_dir() and not re.fullmatch(r"[0-9a-f]{2}", p.name))
 
 
 def verify(store: CacheStore, opts: dict[str, str]) -> int:
@@ -91,6 +107,12 @@ def gc(store: CacheStore, opts: dict[str, str]) -> int:
     orphans = _orphan_files(store)
     for path in orphans:
         path.unlink(missing_ok=True)
+    cutoff = time.time() - 3600.0  # a memo being written right now is left alone
+    for folder in side_folders(store.directory):
+        for tmp in folder.glob("*.tmp-*"):
+            if tmp.stat().st_mtime < cutoff:
+                shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+                removed += 1
     if "max_age_days" in opts:
         cutoff = time.time() - float(opts["max_age_days"]) * 86400
         for _, key, _, _, stored in _rows(store):
@@ -125,5 +147,9 @@ def _live_lease(store: CacheStore, key: str) -> bool:
 
 
 def clear(store: CacheStore, opts: dict[str, str]) -> int:
-    print(f"clear: removed {store.raw.clear(retry=True)} entries from {store.directory}")
+    folders = side_folders(store.directory)
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    names = f" and side folders {', '.join(f.name for f in folders)}" if folders else ""
+    print(f"clear: removed {store.raw.clear(retry=True)} entries{names} from {store.directory}")
     return 0

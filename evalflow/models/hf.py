@@ -36,7 +36,8 @@ Deviations from HFLM, all without effect on single requests:
 
 Speed settings that never change answers, hence are not part of the model's identity:
 ``batch_size``, ``max_batch_size``, ``device``, ``parallelize``/``device_map``/``max_memory_per_gpu``/
-``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``threads`` (torch's CPU threads; default all
+``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
+GGUF file's dequantized weights on disk, ``hf_gguf_memo``), ``threads`` (torch's CPU threads; default all
 cores this process may use) and ``prefix_sharing``.
 """
 
@@ -80,6 +81,7 @@ class HFModel:
         max_memory_per_gpu: int | str | None = None,
         max_cpu_memory: int | str | None = None,
         offload_folder: str = "./offload",
+        memo_gguf: bool = True,
         **unused: Any,
     ) -> None:
         if unused:
@@ -94,7 +96,7 @@ class HFModel:
         placement = hf_load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
         self.tokenizer, self.model, self.device = hf_load.load(
             pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer,
-            add_bos_token, self.threads, placement,
+            add_bos_token, self.threads, placement, memo_gguf,
         )
         from evalflow.models import hf_torch
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from evalflow.errors import ConfigError, ModelError, closest
@@ -60,9 +61,13 @@ def load(
     add_bos_token: bool | None,
     threads: int,
     placement: dict[str, Any],
+    memo_gguf: bool = True,
 ) -> tuple[Any, Any, Any]:
     """(tokenizer, model, input device), loaded as HFLM loads them (``_get_config``,
-    ``_create_tokenizer``, ``_create_model``); the model in eval mode, weights tied, pad token set."""
+    ``_create_tokenizer``, ``_create_model``); the model in eval mode, weights tied, pad token set.
+
+    A local GGUF file is converted once and then read from its memo (``hf_gguf_memo``): the same
+    tensors and tokenizer, in a second instead of a GGUF parse and dequantization."""
     import torch
     import transformers
     from packaging.version import Version
@@ -71,26 +76,42 @@ def load(
     torch.set_num_threads(threads)
     common = {"revision": revision, "trust_remote_code": trust_remote_code}
     torch_dtype_of(dtype), torch_device_of(device)  # refuse bad values before the slow load
-    try:
+    # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
+    dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
+
+    def from_files(source: str, gguf: str | None) -> tuple[Any, Any]:
         tok_kwargs: dict[str, Any] = dict(common)
-        if not tokenizer and gguf_file is not None:
-            tok_kwargs["gguf_file"] = gguf_file  # the tokenizer is embedded in the GGUF file
+        if not tokenizer and gguf is not None:
+            tok_kwargs["gguf_file"] = gguf  # the tokenizer is embedded in the GGUF file
         else:
             tok_kwargs["use_fast"] = True
         if add_bos_token is not None:
             tok_kwargs["add_bos_token"] = add_bos_token
-        tok = transformers.AutoTokenizer.from_pretrained(tokenizer or pretrained, **tok_kwargs)
-        # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
-        dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            pretrained, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf_file, **placement, **common
+        tok = transformers.AutoTokenizer.from_pretrained(tokenizer or source, **tok_kwargs)
+        weights = transformers.AutoModelForCausalLM.from_pretrained(
+            source, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf, **placement, **common
         )
+        return tok, weights
+
+    try:
+        gguf_path = Path(pretrained).expanduser() / gguf_file if gguf_file else None
+        if memo_gguf and gguf_path is not None and gguf_path.is_file() and not tokenizer:
+            from evalflow.models import hf_gguf_memo
+
+            folder = hf_gguf_memo.memo_folder(gguf_path, dtype, add_bos_token)
+            loaded = hf_gguf_memo.load_memo(folder, lambda f: from_files(f, None))
+            if loaded is None:
+                loaded = from_files(pretrained, gguf_file)
+                hf_gguf_memo.write_memo(folder, *loaded)
+        else:
+            loaded = from_files(pretrained, gguf_file)
     except (OSError, ValueError, AttributeError) as e:
         raise ModelError(
             f"cannot load model.pretrained '{pretrained}' (gguf_file={gguf_file!r}, "
             f"tokenizer={tokenizer!r}): {e}. The Hugging Face hub may be unreachable: give a "
             "local folder written by save_pretrained, or a hub id already in the local HF cache."
         ) from e
+    tok, model = loaded
     # HFLM reads the config first to pick its backend; the model's own config is the same one
     # and, for a GGUF file, saves parsing the file once more
     model_type = getattr(model.config, "model_type", None)

@@ -50,3 +50,23 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         main(["purge"])
     with pytest.raises(ConfigError):
         main(["stats", "dir=/x"])
+
+
+def test_side_folders_are_listed_swept_of_stale_temporaries_and_cleared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import time
+
+    filled(tmp_path)
+    memo = tmp_path / "gguf-weights"
+    (memo / "abc").mkdir(parents=True)
+    (memo / "abc" / "model.safetensors").write_bytes(b"x" * 1000)
+    stale, fresh = memo / "def.tmp-123", memo / "ghi.tmp-456"
+    stale.mkdir()
+    fresh.mkdir()
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    assert main(["stats", f"cache_dir={tmp_path}"]) == 0
+    assert "side folder gguf-weights/" in capsys.readouterr().out
+    assert main(["gc", f"cache_dir={tmp_path}"]) == 0
+    assert not stale.exists() and fresh.exists() and (memo / "abc").exists()  # a memo being written is left alone
+    assert main(["clear", f"cache_dir={tmp_path}"]) == 0
+    assert not memo.exists() and (tmp_path / "cache.db").exists()
