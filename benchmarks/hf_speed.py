@@ -25,6 +25,10 @@ baseline, and
 
 i.e. lm-eval's time for the remaining documents over evalflow's, each from the minimum over
 rounds. The plain total-wall ratio is printed too. Peak RSS is each side's largest process.
+
+"Cold" means evalflow's response and stage cache is empty. Its memo of the dequantized GGUF
+weights (``model.memo_gguf``, kept outside that folder) is warm after the first run, as it is for
+a user: that shortens evalflow's load, so it shows in the total-wall ratio but not in throughput.
 """
 
 from __future__ import annotations
