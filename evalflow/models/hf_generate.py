@@ -127,7 +127,7 @@ def _batch_prefix(lm: "HFModel", contexts: list[list[int]], family_prefix: list[
     if n < lm.min_prefix:
         return None
     prefix = contexts[0][:n]
-    found = lm.prefix_memo.find(prefix, max(lm.min_prefix, n - max(16, n // 8)))
+    found = lm.prefix_memo.covering(prefix, lm.min_prefix)
     if found is not None:
         states, m = found
         return states.head(m)

@@ -116,6 +116,12 @@ class PrefixMemo(Generic[V]):
         self._entries.move_to_end(best[0])
         return self._entries[best[0]], best[1]
 
+    def covering(self, tokens: Sequence[int], min_prefix: int) -> tuple[V, int] | None:
+        """An entry sharing all but a few trailing tokens of ``tokens`` (the rows then run those
+        few themselves), and how many it shares; at least ``min_prefix``."""
+        slack = max(16, len(tokens) // 8)
+        return self.find(tokens, max(min_prefix, len(tokens) - slack))
+
     def put(self, tokens: Sequence[int], value: V) -> None:
         if self.size_of(value) > self.max_bytes or self.capacity < 1:
             return

@@ -187,8 +187,7 @@ def _branches(rows: list[Row], fam: Family, n: int) -> list[tuple[Segment, ...]]
 def _from_memo(setup: ScoringSetup, rows: list[Row], fam: Family) -> tuple[hf_kv.PrefixStates, int] | None:
     """A memo entry covering all but a few tokens of the family's prefix, cut to what they share."""
     prefix = rows[fam.rows[0]].tokens[: fam.prefix_len]
-    slack = max(16, fam.prefix_len // 8)  # tokens the rows then run themselves
-    found = setup.memo.find(prefix, max(setup.min_prefix, fam.prefix_len - slack))
+    found = setup.memo.covering(prefix, setup.min_prefix)
     if found is None:
         return None
     states, n = found
