@@ -88,7 +88,8 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
         return CachedModel(store, fingerprint(ident()), lambda: model, chunk_size=settings.chunk_size)
     config = dict(settings.model)
     identity = fingerprint(model_identity(config))
-    load_args = {**config, "batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size}
+    # a model config's own batch_size wins (a served model's prompts per request, conf/model/openai_*)
+    load_args = {"batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size, **config}
     if config.get("type") == "dummy":
         load_args = config
     return CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size)
@@ -118,8 +119,14 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
     if not settings.apply_chat_template:
         return None
     from evalflow.models.chat import chat_template
+    from evalflow.models.registry import model_class
 
-    template, special_tokens = chat_template(dict(settings.model), settings.chat_template_name)
+    cls = model_class(str(settings.model.get("type")))
+    if getattr(cls, "CHAT_MESSAGES", False):  # a chat API: messages as JSON, the server's template
+        return {"messages": True, "fewshot_as_multiturn": settings.fewshot_as_multiturn}
+    source = getattr(cls, "chat_template_source", None)
+    model_config = source(settings.model) if source else dict(settings.model)
+    template, special_tokens = chat_template(model_config, settings.chat_template_name)
     if template is None:
         raise ConfigError(
             f"apply_chat_template=true but model {settings.model.get('pretrained', settings.model.get('type'))} "

@@ -41,6 +41,7 @@ class InferenceCounts:
     computed: int = 0
     cached: int = 0
     seconds_in_model: float = 0.0
+    model: Any = None  # what a loaded model says about itself (``describe()``, e.g. a server's /models)
 
 
 def request_key(model_identity: str, request: Request) -> str:
@@ -77,6 +78,8 @@ class CachedModel:
     def model(self) -> Any:
         if self._model is None:
             self._model = self.load()
+            describe = getattr(self._model, "describe", None)
+            self.counts.model = describe() if callable(describe) else None
         return self._model
 
     def _answer(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
@@ -139,6 +142,8 @@ class CachedModel:
         return mine
 
     def _compute(self, rtype: str, chunk: list[tuple[str, Request]]) -> dict[str, Any]:
+        if hasattr(self.model, "answer_each"):
+            return self._compute_each(rtype, chunk)
         try:
             t0 = time.perf_counter()
             got = list(getattr(self.model, rtype)([r for _, r in chunk]))
@@ -155,6 +160,36 @@ class CachedModel:
         fresh = {key: _plain(answer) for (key, _), answer in zip(chunk, got)}
         if self.store is not None:
             self.store.put_many(fresh, tag="request")
+        return fresh
+
+
+    def _compute_each(self, rtype: str, chunk: list[tuple[str, Request]]) -> dict[str, Any]:
+        """A model that hands over answers one by one as they arrive (``answer_each(rtype,
+        requests, on_answer(index, answer))``, e.g. a served model with requests in flight): each
+        is persisted at once, so a kill or a failed request loses nothing already answered."""
+        fresh: dict[str, Any] = {}
+
+        def on_answer(i: int, answer: Any) -> None:
+            key = chunk[i][0]
+            fresh[key] = _plain(answer)
+            if self.store is not None:
+                self.store.put_many({key: fresh[key]}, tag="request")
+
+        t0 = time.perf_counter()
+        try:
+            self.model.answer_each(rtype, [r for _, r in chunk], on_answer)
+            missing = [r for k, r in chunk if k not in fresh]
+            if missing:
+                raise ModelError(
+                    f"model {type(self.model).__name__}.answer_each left {len(missing)} of {len(chunk)} "
+                    f"{rtype} requests unanswered (first: {missing[0]!r}); it must answer each one"
+                )
+        except BaseException:
+            if self.store is not None:  # let other processes take the unanswered requests
+                self.store.release(k for k, _ in chunk if k not in fresh)
+            raise
+        finally:
+            self.counts.seconds_in_model += time.perf_counter() - t0
         return fresh
 
 

@@ -16,6 +16,8 @@ from evalflow.models.base import default_identity
 _BUILTIN = {
     "dummy": "evalflow.models.dummy:DummyModel",
     "hf": "evalflow.models.hf:HFModel",
+    "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
+    "openai_chat": "evalflow.models.api.chat:OpenAIChat",
 }
 _REGISTERED: dict[str, type] = {}
 

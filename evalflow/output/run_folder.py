@@ -49,6 +49,7 @@ def manifest(record: RunRecord) -> dict[str, Any]:
             "requests": record.inference.requests,
             "computed": record.inference.computed,
             "cached": record.inference.cached,
+            "model": record.inference.model,  # e.g. what a server's /v1/models reported; None if not loaded
         },
         "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},
         "packages": {name: _version(name) for name in PACKAGES},

@@ -44,7 +44,10 @@ def fewshot(
     if chat is not None:
         from evalflow.taskspec.chat import ChatFormat, chat_render
 
-        fmt = ChatFormat(chat["template"], bool(chat.get("fewshot_as_multiturn")), chat.get("special_tokens") or {})
+        fmt = ChatFormat(
+            chat.get("template"), bool(chat.get("fewshot_as_multiturn")), chat.get("special_tokens") or {},
+            messages=bool(chat.get("messages")),
+        )
         render = chat_render(fmt, add_generation_prompt=not task.gen_prefix)
     return build_contexts(
         task, docs, num_fewshot, fewshot_seed, evaluated_doc_ids(len(docs.docs), limit),

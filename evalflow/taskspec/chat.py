@@ -8,6 +8,7 @@ so a changed template re-renders prompts and nothing else changes.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -16,9 +17,10 @@ from evalflow.taskspec.prompt import Render, Turn
 
 @dataclass(frozen=True)
 class ChatFormat:
-    template: str
+    template: str | None  # None with ``messages``
     fewshot_as_multiturn: bool = False
     special_tokens: Mapping[str, Any] = field(default_factory=dict)  # bos_token, eos_token, ...
+    messages: bool = False  # a chat API: the prompt is the messages as JSON (lm-eval's JsonChatStr)
 
 
 def chat_messages(turns: Sequence[Turn], multiturn: bool) -> list[dict[str, str]]:
@@ -37,11 +39,15 @@ def chat_messages(turns: Sequence[Turn], multiturn: bool) -> list[dict[str, str]
 
 
 def chat_render(fmt: ChatFormat, *, add_generation_prompt: bool) -> Render:
-    """A renderer for ``build_contexts``: turns -> the chat template's text.
+    """A renderer for ``build_contexts``: turns -> the chat template's text (or, for a chat API,
+    the messages as JSON).
 
     Without a generation prompt (a task with ``gen_prefix``) the final assistant message is
     continued, as lm-eval asks transformers to (``continue_final_message``).
     """
+    if fmt.messages:  # the server applies its template; lm-eval sends json.dumps(messages)
+        return lambda turns: json.dumps(chat_messages(turns, fmt.fewshot_as_multiturn), ensure_ascii=False)
+
     from evalflow.models.chat import render_chat
 
     def render(turns: Sequence[Turn]) -> str:

@@ -1,0 +1,68 @@
+"""``openai_chat``: lm-eval 0.4.13's ``local-chat-completions`` against ``/v1/chat/completions``.
+
+Generation only. Prompts must be chat messages: run with ``apply_chat_template=true``, and the
+few-shot stage sends the messages (system instruction, few-shot turns, the question) as JSON, as
+lm-eval's ``JsonChatStr`` does; the server applies its own chat template. One conversation per
+request (lm-eval forces ``batch_size=1`` for chat), at most four stop sequences, no client-side
+tokenizer (so no EOS stop and no truncation: the server decides).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, Sequence
+
+from evalflow.errors import ConfigError, ModelError
+from evalflow.models.api import payloads
+from evalflow.models.api.served import OnAnswer, ServedModel, grouped_by_kwargs
+from evalflow.records import Request
+
+PATH = "/chat/completions"
+
+REFUSAL = (
+    "Loglikelihood is not supported for chat completions. Consider using the completions API instead "
+    "(model=openai_completions): a chat endpoint returns no log-probabilities of given text, so the "
+    "{rtype} requests of this task cannot be answered."
+)
+
+
+class OpenAIChat(ServedModel):
+    """A served chat model behind ``/v1/chat/completions``."""
+
+    KIND = "chat"
+    CHAT_MESSAGES: ClassVar[bool] = True  # prompts are sent as message lists, not rendered text
+
+    def _loglikelihood(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        raise ModelError(REFUSAL.format(rtype="loglikelihood"))
+
+    def _loglikelihood_rolling(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        raise ModelError(REFUSAL.format(rtype="loglikelihood_rolling"))
+
+    def _generate_until(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        s = self.settings
+        for group in grouped_by_kwargs(requests):
+            gen_kwargs = payloads.plain(requests[group[0]].args[1] or {})
+            bodies = [
+                payloads.chat_payload(s.model, messages(requests[i].args[0]), gen_kwargs, max_gen_toks=s.max_gen_toks, seed=s.seed)
+                for i in group
+            ]
+
+            def arrived(j: int, answer: Any, group: list[int] = group) -> None:
+                (choice,) = payloads.choices(answer, 1, s.root_url)
+                on_answer(group[j], payloads.chat_text(choice))
+
+            self.client.post_all(PATH, bodies, arrived)
+
+
+def messages(context: Any) -> list[dict[str, Any]]:
+    """The JSON message list the few-shot stage wrote, or a ConfigError if prompts are plain text."""
+    try:
+        value = json.loads(context) if isinstance(context, str) else None
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(m, dict) for m in value):
+        raise ConfigError(
+            "model=openai_chat sends chat messages, but this prompt is plain text: run with "
+            "apply_chat_template=true (lm-eval's local-chat-completions needs --apply_chat_template too)."
+        )
+    return value

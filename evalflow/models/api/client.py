@@ -1,0 +1,209 @@
+"""Sending request bodies to an OpenAI-compatible server: ``num_concurrent`` in flight, retries.
+
+httpx's async client holds the connections; tenacity retries a request on connection errors,
+timeouts, HTTP 429 (waiting what ``Retry-After`` says) and 5xx, with exponential backoff and jitter,
+never on other 4xx (a bad request stays bad). Each answer is handed to ``on_answer`` the moment it
+arrives, so the caller can persist it: a kill or a final failure loses nothing already answered.
+After a final failure no new request is started, the ones in flight are let finish, and
+:class:`ServerError` names the server's message and how many requests were answered.
+
+Only imported when a request must really be sent: a fully cached run never imports httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from evalflow.errors import ModelError
+from evalflow.models.api.settings import ApiSettings
+
+try:
+    import httpx
+    import tenacity
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ModelError(
+        f"the openai_completions / openai_chat models need the 'api' extra ({exc.name} is missing): "
+        "pip install 'evalflow[api]'"
+    ) from None
+
+log = logging.getLogger(__name__)
+logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
+
+PROGRESS_EVERY = 15.0  # seconds between progress lines
+
+MAX_BACKOFF = 30.0  # seconds; the longest wait between attempts unless the server asks for more
+
+
+class ServerError(ModelError):
+    """A request still failed after every retry, or was refused (4xx)."""
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt; ``retry_after`` is the server's wish in seconds, if any."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds: a number, or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+def _server_message(response: httpx.Response) -> str:
+    text = response.text.strip().replace("\n", " ")
+    return f"HTTP {response.status_code}: {text[:500] or response.reason_phrase}"
+
+
+class Progress:
+    """Requests answered out of a list, with requests/s and ETA, logged every ``every`` seconds."""
+
+    def __init__(self, total: int, every: float = PROGRESS_EVERY) -> None:
+        self.total, self.every, self.done = total, every, 0
+        self.start = self.logged = time.monotonic()
+
+    def tick(self) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if now - self.logged >= self.every or self.done == self.total:
+            self.logged = now
+            log.info("%s", self.status(now))
+
+    def status(self, now: float) -> str:
+        rate = self.done / (now - self.start) if now > self.start else 0.0
+        eta = f", ETA {(self.total - self.done) / rate:.0f} s" if rate > 0 and self.done < self.total else ""
+        return f"API: {self.done}/{self.total} requests answered, {rate:.1f} requests/s{eta}"
+
+
+class ApiClient:
+    """Posts JSON bodies to one server; the API key is read from the environment per request."""
+
+    def __init__(self, settings: ApiSettings) -> None:
+        self.settings = settings
+        self.answered = 0  # requests answered by this client, over its lifetime (for error messages)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", **self.settings.headers}
+        key = self.settings.api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _timeout(self) -> httpx.Timeout:
+        return httpx.Timeout(self.settings.timeout)
+
+    def get_json(self, path: str) -> Any:
+        """One GET (``/models``), with the same retries as the requests."""
+        return asyncio.run(self._get(path))
+
+    async def _get(self, path: str) -> Any:
+        async with httpx.AsyncClient(timeout=self._timeout(), headers=self._headers()) as http:
+            return await self._with_retries(lambda: http.get(self.settings.root_url + path), path)
+
+    def post_all(
+        self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None]
+    ) -> None:
+        """POST every body to ``root_url + path``, ``num_concurrent`` at a time; ``on_answer(i,
+        json)`` for each as it arrives. Raises :class:`ServerError` once the others have settled."""
+        if bodies:
+            asyncio.run(self._post_all(path, bodies, on_answer))
+
+    async def _post_all(self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None]) -> None:
+        limit = self.settings.num_concurrent
+        limits = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
+        gate = asyncio.Semaphore(limit)
+        failures: list[BaseException] = []
+        answered_here: list[int] = []
+        url = self.settings.root_url + path
+        progress = Progress(len(bodies))
+        async with httpx.AsyncClient(timeout=self._timeout(), headers=self._headers(), limits=limits) as http:
+
+            async def one(i: int) -> None:
+                async with gate:
+                    if failures:  # a request failed for good: start no new ones
+                        return
+                    try:
+                        answer = await self._with_retries(lambda: http.post(url, json=bodies[i]), path)
+                        on_answer(i, answer)
+                    except Exception as exc:
+                        failures.append(exc)
+                        return
+                    self.answered += 1
+                    answered_here.append(i)
+                    progress.tick()
+
+            await asyncio.gather(*(one(i) for i in range(len(bodies))))
+        if failures:
+            done = len(answered_here)
+            raise ServerError(
+                f"{failures[0]} {done} of this batch's {len(bodies)} requests ({self.answered} in this run) were "
+                "answered and are saved in the cache. Fix the server (or raise model.max_retries or "
+                "model.timeout) and run again: it resumes where this run stopped."
+            )
+
+    async def _with_retries(self, send: Callable[[], Any], path: str) -> Any:
+        s = self.settings
+        backoff = tenacity.wait_exponential_jitter(initial=s.retry_wait, max=MAX_BACKOFF, jitter=s.retry_wait)
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            after = getattr(exc, "retry_after", None)
+            return after if after is not None else backoff(state)
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            log.warning("%s%s: %s; retry %d of %d in %.1f s", s.root_url, path, exc, state.attempt_number,
+                        s.max_retries, state.next_action.sleep if state.next_action else 0.0)
+
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(s.max_retries + 1),
+            wait=wait,
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await self._attempt(send, path)
+        except _Retryable as exc:
+            raise ServerError(
+                f"the request to {s.root_url}{path} failed {s.max_retries + 1} time(s), the last with: {exc}."
+            ) from None
+        raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+
+    async def _attempt(self, send: Callable[[], Any], path: str) -> Any:
+        try:
+            response = await send()
+        except httpx.TimeoutException:
+            raise _Retryable(f"no answer within model.timeout={self.settings.timeout:g} s") from None
+        except httpx.TransportError as exc:
+            raise _Retryable(f"connection failed ({type(exc).__name__}: {exc or 'no detail'})") from None
+        if response.status_code == 429 or response.status_code >= 500:
+            raise _Retryable(_server_message(response), _retry_after(response.headers.get("Retry-After")))
+        if response.status_code >= 400:
+            raise ServerError(
+                f"the server at {self.settings.root_url}{path} refused the request with {_server_message(response)}. "
+                "Check model.model, model.base_url and the API key variable (model.api_key_env)."
+            )
+        try:
+            return response.json()
+        except ValueError:
+            raise _Retryable(f"the answer is not JSON: {response.text[:200]!r}") from None
+
+    def post_one(self, path: str, body: Mapping[str, Any]) -> Any:
+        """One POST with retries (the alignment probe); its answer."""
+        got: list[Any] = []
+        self.post_all(path, [body], lambda _, answer: got.append(answer))
+        return got[0]

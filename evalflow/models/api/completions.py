@@ -1,0 +1,136 @@
+"""``openai_completions``: lm-eval 0.4.13's ``local-completions`` against ``/v1/completions``.
+
+All three request types. Log-likelihoods come from ``echo=true`` + ``logprobs=1`` with one
+generated token: the continuation's value is ``sum(token_logprobs[ctxlen:-1])`` and it is greedy
+iff each of its tokens is the top entry of its ``top_logprobs`` (``payloads.score_choice``).
+Requests are ordered as lm-eval orders them (longest token sequence first; generations grouped by
+their generation kwargs, longest context first) and sent ``batch_size`` prompts per request.
+
+Before the first log-likelihood request, the server's echoed log-probabilities are checked
+(``alignment``); ``check_logprobs=false`` skips that.
+
+Deviations from lm-eval, none changing an answer a correct server gives:
+- the EOS text is a stop sequence with any ``num_concurrent`` (lm-eval drops it when concurrent);
+- with ``apply_chat_template``, prompts are the tokenizer's chat template rendered as text whatever
+  ``tokenized_requests`` is (lm-eval sends the raw message list as a completions prompt when
+  ``tokenized_requests=false``, which servers reject).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from evalflow.models.api import alignment, payloads
+from evalflow.models.api.served import OnAnswer, ServedModel, grouped_by_kwargs
+from evalflow.models.api.tokens import ApiTokens, ScoreInput, load_tokenizer
+from evalflow.records import Request
+
+PATH = "/completions"
+
+
+class OpenAICompletions(ServedModel):
+    """A served model behind ``/v1/completions`` (vLLM, SGLang, TGI, llama.cpp, hosted APIs)."""
+
+    KIND = "completions"
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        s = self.settings
+        self.tokens = ApiTokens(load_tokenizer(s.tokenizer or s.model), max_length=s.max_length, add_bos_token=s.add_bos_token)
+        self.aligned = not s.check_logprobs
+
+    @classmethod
+    def chat_template_source(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Where ``apply_chat_template`` reads the template: the tokenizer folder or GGUF file."""
+        name = str(config.get("tokenizer") or config.get("model") or "")
+        path = Path(os.path.expanduser(name))
+        if path.is_file():
+            return {"pretrained": str(path.parent), "gguf_file": path.name}
+        return {"pretrained": name}
+
+    def check_alignment(self) -> None:
+        """Refuse the server if its echoed log-probabilities are misplaced (once per model object)."""
+        if self.aligned:
+            return
+        first, second = alignment.probe_bodies(self.settings.model, self.settings.seed)
+        url = self.settings.root_url
+        token, expected = alignment.generated_token(self.client.post_one(PATH, first), url)
+        alignment.check_echo(self.client.post_one(PATH, second(token)), token, expected, url)
+        self.aligned = True
+
+    def _prompt(self, tokens: Sequence[int]) -> Any:
+        return list(tokens) if self.settings.tokenized_requests else self.tokens.decode(tokens)
+
+    def _score(self, inputs: Sequence[ScoreInput], on_score: OnAnswer) -> None:
+        """Echo-score ``inputs``, longest first, ``batch_size`` prompts per request."""
+        self.check_alignment()
+        s = self.settings
+        order = sorted(range(len(inputs)), key=lambda i: (-len(inputs[i].tokens), inputs[i].tokens))
+        batches = [order[k : k + s.batch_size] for k in range(0, len(order), s.batch_size)]
+        bodies = [
+            payloads.loglikelihood_payload(
+                s.model, payloads.batch_prompts([self._prompt(inputs[i].tokens) for i in b], s.tokenized_requests), seed=s.seed
+            )
+            for b in batches
+        ]
+
+        def arrived(j: int, answer: Any) -> None:
+            batch = batches[j]
+            for i, choice in zip(batch, payloads.choices(answer, len(batch), s.root_url)):
+                on_score(i, payloads.score_choice(choice, inputs[i].ctxlen))
+
+        self.client.post_all(PATH, bodies, arrived)
+
+    def _loglikelihood(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        self._score([self.tokens.score_input(*r.args, request=r) for r in requests], on_answer)
+
+    def _loglikelihood_rolling(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        """Each text's disjoint windows scored as log-likelihood prompts; a text is answered (its
+        windows' sum) when its last window arrives."""
+        windows: list[ScoreInput] = []
+        owner: list[int] = []
+        for i, r in enumerate(requests):
+            for w in self.tokens.rolling_inputs(r.args[0]):
+                windows.append(w)
+                owner.append(i)
+        left = [owner.count(i) for i in range(len(requests))]
+        total = [0.0] * len(requests)
+
+        def window_scored(k: int, score: tuple[float, bool]) -> None:
+            i = owner[k]
+            total[i] += score[0]
+            left[i] -= 1
+            if left[i] == 0:
+                on_answer(i, total[i])
+
+        for i in range(len(requests)):
+            if left[i] == 0:  # an empty text has no tokens to score
+                on_answer(i, 0.0)
+        self._score(windows, window_scored)
+
+    def _generate_until(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        s = self.settings
+        for group in grouped_by_kwargs(requests):
+            gen_kwargs = payloads.plain(requests[group[0]].args[1] or {})
+            max_gen_toks = gen_kwargs.get("max_gen_toks", s.max_gen_toks)
+            prompts = {
+                i: self.tokens.generation_prompt(requests[i].args[0], max_gen_toks) if s.tokenized_requests else requests[i].args[0]
+                for i in group
+            }
+            batches = [group[k : k + s.batch_size] for k in range(0, len(group), s.batch_size)]
+            bodies = [
+                payloads.completion_payload(
+                    s.model, payloads.batch_prompts([prompts[i] for i in b], s.tokenized_requests), gen_kwargs,
+                    max_gen_toks=s.max_gen_toks, seed=s.seed, eos=self.tokens.eos_string,
+                )
+                for b in batches
+            ]
+
+            def arrived(j: int, answer: Any, batches: list[list[int]] = batches) -> None:
+                batch = batches[j]
+                for i, choice in zip(batch, payloads.choices(answer, len(batch), s.root_url)):
+                    on_answer(i, payloads.completion_text(choice))
+
+            self.client.post_all(PATH, bodies, arrived)

@@ -1,0 +1,139 @@
+"""Request bodies and response parsing of lm-eval 0.4.13's ``local-completions`` and
+``local-chat-completions`` (``lm_eval/models/openai_completions.py``), as pure functions.
+
+The bodies are byte-for-byte lm-eval's (same keys and values), so a server answers evalflow what it
+answers lm-eval; ``tests/models/api/test_payloads.py`` pins them and the parity benchmark compares
+them on the wire.
+
+>>> loglikelihood_payload("m", "2+2= 4", seed=1234)["echo"]
+True
+>>> score_choice({"logprobs": {"token_logprobs": [None, -1.0, -0.5, -2.0],
+...     "top_logprobs": [None, {"a": -1.0}, {"b": -0.1, "c": -0.5}, {"d": -2.0}]}}, ctxlen=2)
+(-0.5, False)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from operator import itemgetter
+from typing import Any, Mapping, Sequence
+
+from evalflow.errors import ModelError
+
+
+def plain(value: Any) -> Any:
+    """Records keep lists as tuples; request bodies need JSON lists (as lm-eval's YAML gives them)."""
+    return json.loads(json.dumps(value))
+
+
+def stop_sequences(until: Any, eos: str | None) -> list[str]:
+    """lm-eval's ``handle_stop_sequences``: ``until`` as a list, with the EOS text appended.
+
+    lm-eval passes the EOS only on its one-request-at-a-time path; its concurrent path
+    (``amodel_call``) leaves it out, so with ``num_concurrent > 1`` a generation that ends with EOS
+    runs on to ``max_gen_toks`` there. evalflow always passes it: the answer must not depend on
+    how many requests are in flight.
+    """
+    if isinstance(until, str):
+        until = [until]
+    elif until is None:
+        until = []
+    elif not isinstance(until, list):
+        raise ModelError(f"generation_kwargs 'until' must be a string or a list of strings, got {until!r}; fix the task.")
+    until = list(until)
+    if eos is not None and eos not in until:
+        until.append(eos)
+    return until
+
+
+def loglikelihood_payload(model: str, prompt: Any, *, seed: int) -> dict[str, Any]:
+    """Score a prompt: echo it with its log-probabilities and one generated token."""
+    return {"model": model, "prompt": prompt, "temperature": 0, "max_tokens": 1, "logprobs": 1, "seed": seed, "echo": True}
+
+
+def _generation_fields(gen_kwargs: Mapping[str, Any] | None, max_gen_toks: int, eos: str | None) -> dict[str, Any]:
+    kwargs = copy.deepcopy(plain(dict(gen_kwargs or {})))
+    kwargs.pop("do_sample", False)
+    max_tokens = kwargs.pop("max_tokens") if "max_tokens" in kwargs else kwargs.pop("max_gen_toks", max_gen_toks)
+    temperature = kwargs.pop("temperature", 0)
+    stop = stop_sequences(kwargs.pop("until", None), eos)
+    return {"max_tokens": max_tokens, "temperature": temperature, "stop": stop, "rest": kwargs}
+
+
+def completion_payload(
+    model: str, prompt: Any, gen_kwargs: Mapping[str, Any] | None, *, max_gen_toks: int, seed: int, eos: str | None
+) -> dict[str, Any]:
+    """A generation request to ``/v1/completions``; other generation kwargs pass through."""
+    f = _generation_fields(gen_kwargs, max_gen_toks, eos)
+    return {
+        "prompt": prompt, "model": model, "max_tokens": f["max_tokens"], "temperature": f["temperature"],
+        "stop": f["stop"], "seed": seed, **f["rest"],
+    }
+
+
+def chat_payload(
+    model: str, messages: list[dict[str, Any]], gen_kwargs: Mapping[str, Any] | None, *, max_gen_toks: int, seed: int
+) -> dict[str, Any]:
+    """A generation request to ``/v1/chat/completions``: at most 4 stop sequences (OpenAI's limit,
+    lm-eval's cut) and no EOS text (lm-eval's chat model has no tokenizer to read it from)."""
+    f = _generation_fields(gen_kwargs, max_gen_toks, None)
+    return {
+        "messages": messages, "model": model, "max_tokens": f["max_tokens"], "temperature": f["temperature"],
+        "stop": f["stop"][:4], "seed": seed, **f["rest"],
+    }
+
+
+def choices(response: Any, expected: int, url: str) -> list[dict[str, Any]]:
+    """The response's choices in prompt order, or a ModelError saying what the server sent."""
+    got = response.get("choices") if isinstance(response, Mapping) else None
+    if not isinstance(got, list) or len(got) != expected:
+        raise ModelError(
+            f"the server at {url} answered {json.dumps(response)[:300]} where {expected} choice(s) were "
+            "expected; is it an OpenAI-compatible endpoint?"
+        )
+    return sorted(got, key=itemgetter("index"))
+
+
+def score_choice(choice: Mapping[str, Any], ctxlen: int) -> tuple[float, bool]:
+    """lm-eval's ``parse_logprobs`` for one prompt: the sum of ``token_logprobs[ctxlen:-1]`` (the
+    continuation's tokens; the last entry is the generated token), greedy iff each of those tokens
+    is the top entry of its ``top_logprobs``."""
+    if ctxlen <= 0:
+        raise ModelError("a loglikelihood request has an empty context after tokenization; lm-eval refuses it too.")
+    logprobs = choice.get("logprobs") or {}
+    tokens = logprobs.get("token_logprobs")
+    tops = logprobs.get("top_logprobs")
+    if not isinstance(tokens, list) or not isinstance(tops, list):
+        raise ModelError(
+            f"the server's answer has no echoed token_logprobs/top_logprobs ({json.dumps(choice)[:300]}); "
+            "the endpoint must support echo=true with logprobs (vLLM, SGLang and llama.cpp's /v1/completions do)."
+        )
+    scored, top = tokens[ctxlen:-1], tops[ctxlen:-1]
+    is_greedy = True
+    for tok, best in zip(scored, top):
+        if tok != max(best.values()):
+            is_greedy = False
+            break
+    return float(sum(scored)), is_greedy
+
+
+def completion_text(choice: Mapping[str, Any]) -> str:
+    """``text`` of a completion choice; null (e.g. a content filter) becomes "" as in lm-eval."""
+    text = choice.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def chat_text(choice: Mapping[str, Any]) -> str:
+    """``message.content`` of a chat choice; null or missing becomes "" as in lm-eval."""
+    message = choice.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return content if isinstance(content, str) else ""
+
+
+def batch_prompts(prompts: Sequence[Any], tokenized: bool) -> Any:
+    """lm-eval's ``create_message``: token-id prompts always as a list of lists; text prompts alone
+    when there is one, else as a list."""
+    if tokenized or len(prompts) > 1:
+        return [list(p) if tokenized else p for p in prompts]
+    return prompts[0]

@@ -1,0 +1,95 @@
+"""What the two served-model classes share: settings, the client, the server's description, and
+answering a list of requests through :meth:`ServedModel.answer_each` as answers arrive.
+
+The inference edge calls ``answer_each(rtype, requests, on_answer)`` when a model has it
+(``evalflow.dag.inference``) and persists each answer the moment ``on_answer`` receives it; the
+three plain request-type methods are for use without the edge.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from typing import Any, Callable, ClassVar, Sequence
+
+from evalflow.models.api.settings import ApiSettings, identity, parse_settings
+from evalflow.records import Request
+
+log = logging.getLogger(__name__)
+
+OnAnswer = Callable[[int, Any], None]
+
+
+class ServedModel(abc.ABC):
+    """An OpenAI-compatible endpoint answering lm-eval's request types (see the subclasses)."""
+
+    KIND: ClassVar[str]
+
+    def __init__(self, **config: Any) -> None:
+        from evalflow.models.api.client import ApiClient
+
+        self.settings: ApiSettings = parse_settings(self.KIND, config)
+        self.client = ApiClient(self.settings)
+        self.server = self._describe_server()
+
+    @classmethod
+    def identity(cls, **config: Any) -> dict[str, Any]:
+        """Torch- and HTTP-free: the API kind, ``model``, tokenizer, ``revision`` (see ``settings``)."""
+        return identity(parse_settings(cls.KIND, config))
+
+    def _describe_server(self) -> dict[str, Any]:
+        """What ``/models`` reports (recorded in the run's manifest), and the first contact with the
+        server: a wrong URL fails here, before any request is sent."""
+        listed = self.client.get_json("/models")
+        names = [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)] if isinstance(listed, dict) else []
+        if names and self.settings.model not in names:
+            log.warning("model.model '%s' is not among the models %s serves: %s", self.settings.model, self.settings.root_url, names)
+        return {"url": self.settings.root_url, "models": listed}
+
+    def describe(self) -> dict[str, Any]:
+        """For the manifest: the server's model list and the settings that are not secret."""
+        return {"type": f"openai_{self.KIND}", "model": self.settings.model, "revision": self.settings.revision, "server": self.server}
+
+    def answer_each(self, rtype: str, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        getattr(self, f"_{rtype}")(requests, on_answer)
+
+    def _collect(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
+        out: list[Any] = [None] * len(requests)
+
+        def keep(i: int, answer: Any) -> None:
+            out[i] = answer
+
+        self.answer_each(rtype, requests, keep)
+        return out
+
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
+        return self._collect("loglikelihood", requests)
+
+    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
+        return self._collect("loglikelihood_rolling", requests)
+
+    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+        return self._collect("generate_until", requests)
+
+    @abc.abstractmethod
+    def _loglikelihood(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        """Answer (logprob, is_greedy) per request through ``on_answer(index, answer)``."""
+
+    @abc.abstractmethod
+    def _loglikelihood_rolling(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        """Answer the total logprob of each text through ``on_answer(index, answer)``."""
+
+    @abc.abstractmethod
+    def _generate_until(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        """Answer the generated text per request through ``on_answer(index, answer)``."""
+
+
+def grouped_by_kwargs(requests: Sequence[Request]) -> list[list[int]]:
+    """lm-eval's generation order: requests grouped by identical gen_kwargs, each group longest
+    context first (``Collator(group_by="gen_kwargs", sort_fn=-len(context))``)."""
+    import json
+
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(requests):
+        groups.setdefault(json.dumps(r.args[1], sort_keys=True, default=str), []).append(i)
+    return [sorted(idx, key=lambda i: -len(str(requests[i].args[0]))) for idx in groups.values()]

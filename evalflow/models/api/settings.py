@@ -1,0 +1,148 @@
+"""The settings of a served model, validated once, and the identity its cached answers are keyed by.
+
+Torch-free and HTTP-free on purpose: a fully cached run imports only this module (through the model
+class's ``identity``) and never opens a connection.
+
+Identity = API kind + ``model`` + the tokenizer's identity + ``revision`` (what the user says the
+served checkpoint is) + the settings that change what is asked of the server (``tokenized_requests``,
+``add_bos_token``, ``max_length``, ``max_gen_toks``, ``seed``). Not the URL, unless
+``identity_includes_url`` is set: the same checkpoint moved to another host keeps its cache. Never
+the speed settings (``num_concurrent``, ``batch_size``, ``max_retries``, ``timeout``,
+``check_logprobs``) nor ``headers`` or the API key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from evalflow.cache.fingerprint import file_fingerprint
+from evalflow.errors import ConfigError
+
+IDENTITY_VERSION = 1  # bump when the request or scoring rules change, so old answers are not reused
+SEMANTICS = "lm-eval-0.4.13"
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """One served model's settings (``conf/model/openai_completions.yaml`` documents each)."""
+
+    kind: str  # "completions" or "chat"
+    model: str
+    base_url: str
+    tokenizer: str | None = None
+    revision: str | None = None
+    tokenized_requests: bool = True
+    add_bos_token: bool = False
+    max_length: int = 2048
+    max_gen_toks: int = 256
+    seed: int = 1234
+    batch_size: int = 1
+    num_concurrent: int = 1
+    max_retries: int = 3
+    timeout: float = 300.0
+    retry_wait: float = 1.0  # first backoff in seconds; doubles per attempt, with jitter, up to 30 s
+    api_key_env: str = "OPENAI_API_KEY"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    identity_includes_url: bool = False
+    check_logprobs: bool = True
+
+    @property
+    def root_url(self) -> str:
+        """The base URL without a trailing slash or endpoint (users paste either form)."""
+        url = self.base_url.rstrip("/")
+        for suffix in ("/completions", "/chat"):
+            if url.endswith(suffix):
+                url = url[: -len(suffix)]
+        return url.rstrip("/")
+
+    def api_key(self) -> str | None:
+        """Read at request time from the environment; never stored on the object or written."""
+        return os.environ.get(self.api_key_env) or None
+
+
+_INT_KEYS = ("max_length", "max_gen_toks", "seed", "batch_size", "num_concurrent", "max_retries")
+_KNOWN = {f for f in ApiSettings.__dataclass_fields__ if f != "kind"} | {"max_batch_size", "type"}
+
+
+def parse_settings(kind: str, config: Mapping[str, Any]) -> ApiSettings:
+    """``config`` (the ``model`` mapping of a run) as :class:`ApiSettings`, or a ConfigError naming
+    the key. The config never holds the API key itself, only the name of its variable."""
+    unknown = sorted(set(config) - _KNOWN)
+    if unknown:
+        raise ConfigError(
+            f"model.{unknown[0]} is not a setting of the openai_{kind} model (known: "
+            f"{', '.join(sorted(_KNOWN - {'type', 'max_batch_size'}))}). Fix the key name; the API key "
+            "itself is read from the environment variable named by model.api_key_env."
+        )
+    for key in ("model", "base_url"):
+        if not isinstance(config.get(key), str) or not config.get(key):
+            raise ConfigError(
+                f"model.{key} is not set: give the served model's name and the server's URL, e.g. "
+                "model=openai_completions model.base_url=http://127.0.0.1:8000/v1 model.model=NAME."
+            )
+    values: dict[str, Any] = {k: v for k, v in config.items() if k in ApiSettings.__dataclass_fields__ and v is not None}
+    for key in _INT_KEYS:
+        if key in values:
+            values[key] = _positive_int(key, values[key], minimum=0 if key in ("max_retries", "seed") else 1)
+    for key in ("timeout", "retry_wait"):
+        if key in values:
+            values[key] = _positive_float(key, values[key])
+    headers = values.get("headers") or {}
+    if not isinstance(headers, Mapping):
+        raise ConfigError(f"model.headers must be a mapping of header names to values, got {headers!r}.")
+    values["headers"] = {str(k): str(v) for k, v in headers.items()}
+    if not str(values["base_url"]).startswith(("http://", "https://")):
+        raise ConfigError(f"model.base_url '{values['base_url']}' is not an http(s) URL; write e.g. http://127.0.0.1:8000/v1.")
+    return ApiSettings(kind=kind, **values)
+
+
+def _positive_int(key: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"model.{key}={value!r} must be an integer >= {minimum}.")
+    return value
+
+
+def _positive_float(key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigError(f"model.{key}={value!r} must be a number of seconds > 0.")
+    return float(value)
+
+
+def tokenizer_identity(settings: ApiSettings) -> Any:
+    """A GGUF file or a folder by content; a hub name by name and, if cached locally, commit.
+
+    Without ``tokenizer`` lm-eval loads the tokenizer of ``model`` from the hub; so do we.
+    """
+    from evalflow.models.hf_identity import tokenizer_identity as hf_tokenizer_identity
+
+    name = settings.tokenizer or settings.model
+    path = Path(os.path.expanduser(name))
+    if path.is_file():
+        return {"file": file_fingerprint(path)}
+    return hf_tokenizer_identity(name, None)
+
+
+def identity(settings: ApiSettings) -> dict[str, Any]:
+    """What every cached answer of this served model is keyed by (see the module docstring)."""
+    common: dict[str, Any] = {
+        "backend": f"openai-{settings.kind}",
+        "semantics": SEMANTICS,
+        "identity_version": IDENTITY_VERSION,
+        "model": settings.model,
+        "revision": settings.revision,
+        "max_gen_toks": settings.max_gen_toks,
+        "seed": settings.seed,
+        "url": settings.root_url if settings.identity_includes_url else None,
+    }
+    if settings.kind == "chat":  # lm-eval's chat model sends messages: no client-side tokenizer
+        return common
+    return {
+        **common,
+        "tokenizer": tokenizer_identity(settings),
+        "tokenized_requests": settings.tokenized_requests,
+        "add_bos_token": settings.add_bos_token,
+        "max_length": settings.max_length,
+    }

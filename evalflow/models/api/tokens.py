@@ -1,0 +1,111 @@
+"""The client-side tokenizer of ``openai_completions``: what lm-eval's ``TemplateAPI`` does with it.
+
+Log-likelihoods need it to know where the context ends in the echoed tokens (``ctxlen``) and to
+truncate on the left to ``max_length``; token-id prompts need it to encode. The token rules are
+HFLM's (``hf_tokens``: the same pair split, prefix token and rolling windows); what differs for an
+API is the window (``max_length - 1``, one position reserved for the generated token) and that a
+text prompt is the *decoded* tokens (lm-eval's ``decode_batch``), so truncation applies to text too.
+
+``tokenizer`` is a Hugging Face tokenizer name or folder, or a GGUF file. A GGUF file's tokenizer is
+converted by transformers once (~15 s) and kept as a folder under ``<cache>/gguf-tokenizer/<hash>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from evalflow.cache.fingerprint import file_fingerprint
+from evalflow.cache.store import default_cache_dir
+from evalflow.errors import ModelError
+from evalflow.models.hf_tokens import check_pair, encode_pair, rolling_windows
+
+log = logging.getLogger(__name__)
+
+
+def load_tokenizer(name: str) -> Any:
+    """A transformers tokenizer from a name, a folder or a GGUF file (converted once, then memoized)."""
+    from transformers import AutoTokenizer
+
+    path = Path(os.path.expanduser(name))
+    try:
+        if path.is_file() and path.suffix == ".gguf":
+            memo = default_cache_dir() / "gguf-tokenizer" / file_fingerprint(path)
+            if not (memo / "tokenizer_config.json").is_file():
+                tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+                tmp = memo.with_name(f"{memo.name}.tmp-{os.getpid()}")
+                tok.save_pretrained(str(tmp))
+                try:
+                    tmp.rename(memo)
+                except OSError:  # another process got there first; its folder is as good
+                    shutil.rmtree(tmp, ignore_errors=True)
+            return AutoTokenizer.from_pretrained(str(memo))
+        return AutoTokenizer.from_pretrained(str(path) if path.is_dir() else name, use_fast=True)
+    except (OSError, ValueError) as exc:
+        raise ModelError(
+            f"model.tokenizer '{name}': cannot load a tokenizer from it ({str(exc).splitlines()[0]}). Give the "
+            "served model's Hugging Face tokenizer folder or name, or its GGUF file (llama.cpp)."
+        ) from None
+
+
+@dataclass(frozen=True)
+class ScoreInput:
+    """One prompt of an echo request: its tokens (truncated) and how many of them are context."""
+
+    tokens: tuple[int, ...]
+    ctxlen: int
+
+
+class ApiTokens:
+    """lm-eval ``TemplateAPI``'s token handling around one loaded tokenizer."""
+
+    def __init__(self, tokenizer: Any, *, max_length: int, add_bos_token: bool) -> None:
+        self.tok = tokenizer
+        self.window = max_length - 1  # lm-eval: "max_length - 1 as we always have 1 token for generation"
+        self.add_bos_token = add_bos_token
+
+    @property
+    def eos_string(self) -> str | None:
+        return self.tok.eos_token
+
+    @property
+    def prefix_token_id(self) -> int:
+        """BOS, else EOS: the context of an empty-context request and of the first rolling window."""
+        return self.tok.bos_token_id if self.tok.bos_token_id is not None else self.tok.eos_token_id
+
+    def encode(self, text: str, *, special: bool | None = None) -> list[int]:
+        add = self.add_bos_token if special is None else special
+        return list(self.tok(text, add_special_tokens=add, return_attention_mask=False).input_ids)
+
+    def decode(self, tokens: Sequence[int]) -> str:
+        return self.tok.decode(list(tokens))
+
+    def score_input(self, context: str, continuation: str, request: Any) -> ScoreInput:
+        """lm-eval's ``loglikelihood`` + ``batch_loglikelihood_requests`` for one pair."""
+        ctx, cont = encode_pair(self.encode, lambda s: self.encode(s, special=False), self.prefix_token_id, context, continuation)
+        check_pair(ctx, cont, self.window, request)
+        return self._truncate(ctx, cont)
+
+    def rolling_inputs(self, text: str) -> list[ScoreInput]:
+        """lm-eval's ``loglikelihood_rolling``: disjoint windows of ``window - 1`` tokens."""
+        windows = rolling_windows(self.encode(text), self.prefix_token_id, self.window - 1)
+        return [self._truncate(ctx, cont) for ctx, cont in windows]
+
+    def _truncate(self, ctx: Sequence[int], cont: Sequence[int]) -> ScoreInput:
+        whole = list(ctx) + list(cont)
+        if len(whole) > self.window:
+            log.warning("context (%d) + continuation (%d) tokens > max_length (%d); left-truncating the context", len(ctx), len(cont), self.window)
+        ctxlen = len(ctx) - max(0, len(whole) - self.window)
+        return ScoreInput(tuple(whole[-self.window :]), ctxlen)
+
+    def generation_prompt(self, context: str, max_gen_toks: int) -> list[int]:
+        """Token-id prompt of a generation: the context's last ``window - max_gen_toks`` tokens."""
+        tokens = self.encode(context, special=self.add_bos_token)
+        keep = self.window - max_gen_toks
+        if len(tokens) > keep:
+            log.warning("a context exceeded max_length - max_gen_toks (%d - %d) and was left-truncated", self.window, max_gen_toks)
+        return tokens[-keep:]  # as lm-eval slices, whatever the sign
