@@ -20,7 +20,7 @@ from evalflow.cache.store import CacheStore
 from evalflow.dag.inference import CachedModel
 from evalflow.dag.runner import StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
-from evalflow.models.registry import build_model, model_identity
+from evalflow.models.registry import build_model, model_class, model_identity
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_folder import write_run_folder
 from evalflow.settings import RunSettings
@@ -88,10 +88,9 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
         return CachedModel(store, fingerprint(ident()), lambda: model, chunk_size=settings.chunk_size)
     config = dict(settings.model)
     identity = fingerprint(model_identity(config))
-    # a model config's own batch_size wins (a served model's prompts per request, conf/model/openai_*)
-    load_args = {"batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size, **config}
-    if config.get("type") == "dummy":
-        load_args = config
+    load_args = {**config, "batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size}
+    if config.get("type") == "dummy" or not getattr(model_class(str(config["type"])), "RUN_BATCH_SIZE", True):
+        load_args = config  # e.g. a served model: model.batch_size is its prompts per request
     return CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size)
 
 
@@ -119,7 +118,6 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
     if not settings.apply_chat_template:
         return None
     from evalflow.models.chat import chat_template
-    from evalflow.models.registry import model_class
 
     cls = model_class(str(settings.model.get("type")))
     if getattr(cls, "CHAT_MESSAGES", False):  # a chat API: messages as JSON, the server's template

@@ -154,7 +154,7 @@ class ApiClient:
 
     async def _with_retries(self, send: Callable[[], Any], path: str) -> Any:
         s = self.settings
-        backoff = tenacity.wait_exponential_jitter(initial=s.retry_wait, max=MAX_BACKOFF, jitter=s.retry_wait)
+        backoff = tenacity.wait_exponential_jitter(multiplier=s.retry_wait, max=MAX_BACKOFF, jitter=s.retry_wait)
 
         def wait(state: tenacity.RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None

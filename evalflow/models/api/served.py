@@ -24,6 +24,7 @@ class ServedModel(abc.ABC):
     """An OpenAI-compatible endpoint answering lm-eval's request types (see the subclasses)."""
 
     KIND: ClassVar[str]
+    RUN_BATCH_SIZE: ClassVar[bool] = False  # model.batch_size (prompts per request), not the run's
 
     def __init__(self, **config: Any) -> None:
         from evalflow.models.api.client import ApiClient
