@@ -65,7 +65,8 @@ class ApiReport:
         if self.body_diff or not self.bodies_ours:
             return False
         if self.generative:  # metrics follow the generations, which may differ on a near-tie
-            return self.documents > 0 and len(self.generation_diffs) <= (1 - GEN_MIN_SHARE) * self.documents
+            same_prompts = " 0 prompt diffs" in self.compare_out
+            return same_prompts and self.documents > 0 and len(self.generation_diffs) <= (1 - GEN_MIN_SHARE) * self.documents
         return self.compare_code == 0
 
     @property
@@ -137,6 +138,20 @@ def _task_bodies(bodies: list) -> Counter:
     return Counter(json.dumps(b, sort_keys=True, ensure_ascii=False) for b in kept)
 
 
+def unwrap_chat_prompts(path: Path) -> Path:
+    """lm-eval's samples file with each chat prompt (a ``JsonChatStr``, which its samples writer
+    stores as a one-element list) as the JSON string itself, as evalflow writes it; the text is
+    unchanged, so compare.py then checks it exactly."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for row in rows:
+        for req in row.get("arguments", {}).values():
+            if isinstance(req.get("arg_0"), list) and len(req["arg_0"]) == 1 and isinstance(req["arg_0"][0], str):
+                req["arg_0"] = req["arg_0"][0]
+    out = path.with_name("unwrapped_" + path.name)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return out
+
+
 def run_api_setting(setting: ApiSetting, server: served.LlamaServer, work: Path) -> ApiReport:
     work.mkdir(parents=True, exist_ok=True)
     tokdir = tokenizer_folder(work.parent)
@@ -148,7 +163,7 @@ def run_api_setting(setting: ApiSetting, server: served.LlamaServer, work: Path)
     ours, theirs = _task_bodies(our_bodies), _task_bodies(peer_bodies)
     report.bodies_ours, report.bodies_peer = sum(ours.values()), sum(theirs.values())
     report.body_diff = [f"only evalflow sent: {b[:300]}" for b in (ours - theirs)] + [f"only lm-eval sent: {b[:300]}" for b in (theirs - ours)]
-    ref = next((work / "peer").rglob(f"samples_{setting.task}_*.jsonl"))
+    ref = unwrap_chat_prompts(next((work / "peer").rglob(f"samples_{setting.task}_*.jsonl")))
     cand = work / "evalflow" / f"samples_{setting.task}.jsonl"
     proc = subprocess.run([sys.executable, str(COMPARE), str(ref), str(cand)], capture_output=True, text=True)
     report.compare_code, report.compare_out = proc.returncode, proc.stdout + proc.stderr
