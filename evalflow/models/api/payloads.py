@@ -20,31 +20,12 @@ from operator import itemgetter
 from typing import Any, Mapping, Sequence
 
 from evalflow.errors import ModelError
+from evalflow.models.hf.tokens import stop_sequences  # lm-eval's handle_stop_sequences
 
 
 def plain(value: Any) -> Any:
     """Records keep lists as tuples; request bodies need JSON lists (as lm-eval's YAML gives them)."""
     return json.loads(json.dumps(value))
-
-
-def stop_sequences(until: Any, eos: str | None) -> list[str]:
-    """lm-eval's ``handle_stop_sequences``: ``until`` as a list, with the EOS text appended.
-
-    lm-eval passes the EOS only on its one-request-at-a-time path; its concurrent path
-    (``amodel_call``) leaves it out, so with ``num_concurrent > 1`` a generation that ends with EOS
-    runs on to ``max_gen_toks`` there. evalflow always passes it: the answer must not depend on
-    how many requests are in flight.
-    """
-    if isinstance(until, str):
-        until = [until]
-    elif until is None:
-        until = []
-    elif not isinstance(until, list):
-        raise ModelError(f"generation_kwargs 'until' must be a string or a list of strings, got {until!r}; fix the task.")
-    until = list(until)
-    if eos is not None and eos not in until:
-        until.append(eos)
-    return until
 
 
 def loglikelihood_payload(model: str, prompt: Any, *, seed: int) -> dict[str, Any]:
@@ -57,6 +38,9 @@ def _generation_fields(gen_kwargs: Mapping[str, Any] | None, max_gen_toks: int, 
     kwargs.pop("do_sample", False)
     max_tokens = kwargs.pop("max_tokens") if "max_tokens" in kwargs else kwargs.pop("max_gen_toks", max_gen_toks)
     temperature = kwargs.pop("temperature", 0)
+    # the EOS text is appended whatever num_concurrent is: lm-eval passes it only on its one-at-a-time
+    # path (its concurrent amodel_call leaves it out, so a generation ending in EOS runs on to
+    # max_gen_toks there); an answer must not depend on how many requests are in flight
     stop = stop_sequences(kwargs.pop("until", None), eos)
     return {"max_tokens": max_tokens, "temperature": temperature, "stop": stop, "rest": kwargs}
 

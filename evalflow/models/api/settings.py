@@ -116,7 +116,7 @@ def tokenizer_identity(settings: ApiSettings) -> Any:
 
     Without ``tokenizer`` lm-eval loads the tokenizer of ``model`` from the hub; so do we.
     """
-    from evalflow.models.hf_identity import tokenizer_identity as hf_tokenizer_identity
+    from evalflow.models.hf.identity import tokenizer_identity as hf_tokenizer_identity
 
     name = settings.tokenizer or settings.model
     path = Path(os.path.expanduser(name))

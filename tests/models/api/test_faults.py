@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture
 def proxy(fixed_server):
-    p = FaultProxy(fixed_server.url.removesuffix("/v1"), stall_seconds=4.0).start()
+    p = FaultProxy(fixed_server.url.removesuffix("/v1"), stall_seconds=25.0).start()
     yield p
     p.stop()
 
@@ -30,7 +30,7 @@ def test_faults_are_retried_then_every_answer_is_persisted_once(proxy, api_run, 
     # after /models and the two alignment probes: a 429, a 500, a stall past the timeout, a drop
     proxy.faults = ["ok", "ok", "429", "500", "stall", "drop"]
     caplog.set_level(logging.WARNING, logger="evalflow.models.api.client")
-    results, manifest, _ = api_run(completions_config(proxy.url + "/v1", timeout=2, num_concurrent=2), task="toy_mc", limit=2)
+    results, manifest, _ = api_run(completions_config(proxy.url + "/v1", timeout=20, num_concurrent=2), task="toy_mc", limit=2)
     assert proxy.faults_served == ["429", "500", "stall", "drop"]
     assert manifest["inference"]["computed"] == 8 and "acc,none" in results["results"]["toy_mc"]
     scored = [b for b in proxy.answered if b.get("echo") and b.get("logprobs") == 1]
@@ -39,7 +39,7 @@ def test_faults_are_retried_then_every_answer_is_persisted_once(proxy, api_run, 
     retries = [r.getMessage() for r in caplog.records if "retry" in r.getMessage()]
     assert len(retries) == 4
     assert any("HTTP 429" in m and "in 1.0 s" in m for m in retries)  # Retry-After: 1 honoured
-    assert any("no answer within model.timeout=2 s" in m for m in retries)
+    assert any("no answer within model.timeout=20 s" in m for m in retries)
     assert any("connection failed" in m for m in retries)
 
 
