@@ -61,8 +61,8 @@ def main() -> int:
         tokdir = tokenizer_folder(tmp)
         url = server.url.removesuffix("/v1")
         env = {"PYTHONPATH": str(ROOT), "PEER_OUT": str(tmp / "peer")}
-        ours = evalflow_command(setting, url, tmp / "out", tmp / "cold")
-        ours_warm = evalflow_command(setting, url, tmp / "out", tmp / "warm")
+        ours = evalflow_command(setting, url, tmp / "out" / "${now:%H-%M-%S-%f}", tmp / "cold")  # a new folder per run
+        ours_warm = evalflow_command(setting, url, tmp / "out" / "${now:%H-%M-%S-%f}", tmp / "warm")
         peer = peer_command(setting, url, tokdir)
         peer_warm = peer + ["--use_cache", str(tmp / "peer-cache" / "lm"), "--cache_requests", "true"]
         commands = {
