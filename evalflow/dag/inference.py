@@ -78,8 +78,8 @@ class CachedModel:
     def model(self) -> Any:
         if self._model is None:
             self._model = self.load()
-            describe = getattr(self._model, "describe", None)
-            self.counts.model = describe() if callable(describe) else None
+            describe = getattr(type(self._model), "describe", None)  # declared by its class
+            self.counts.model = describe(self._model) if callable(describe) else None
         return self._model
 
     def _answer(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
@@ -146,7 +146,7 @@ class CachedModel:
     def _compute(self, rtype: str, chunk: list[tuple[str, Request]]) -> dict[str, Any]:
         """Answer one chunk, check every answer's shape, and only then persist the chunk: a
         malformed answer must never reach the cache, where a fixed model would still be served it."""
-        if hasattr(self.model, "answer_each"):
+        if callable(getattr(type(self.model), "answer_each", None)):  # declared by its class
             return self._compute_each(rtype, chunk)
         try:
             t0 = time.perf_counter()

@@ -50,7 +50,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
             "requests": record.inference.requests,
             "computed": record.inference.computed,
             "cached": record.inference.cached,
-            "model": record.inference.model,  # e.g. what a server's /v1/models reported; None if not loaded
+            # what a loaded model says of itself, e.g. what a server's /v1/models reported
+            **({"model": record.inference.model} if record.inference.model is not None else {}),
         },
         "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},
         "data_map": _data_map_record(record.settings.data_map_file),
