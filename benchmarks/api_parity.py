@@ -35,7 +35,7 @@ def main() -> int:
     if missing():
         print(f"cannot run: {missing()}")
         return 2
-    server = LlamaServer.start(fixed=True, threads=2)
+    server = LlamaServer.start(fixed=True)  # one llama.cpp thread: two spin against other processes on 2 shared cores
     verdicts, ok = [], True
     try:
         for setting in SHORT if args.short else FULL:

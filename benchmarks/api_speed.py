@@ -56,7 +56,7 @@ def main() -> int:
         return 2
     tmp = Path(tempfile.mkdtemp(prefix="evalflow-api-speed-"))
     setting = ApiSetting("arc_easy", 0, args.limit, num_concurrent=args.num_concurrent)
-    server = LlamaServer.start(fixed=True, threads=2)
+    server = LlamaServer.start(fixed=True)  # one llama.cpp thread: two spin against other processes on 2 shared cores
     try:
         tokdir = tokenizer_folder(tmp)
         url = server.url.removesuffix("/v1")
