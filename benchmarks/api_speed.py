@@ -50,6 +50,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--num-concurrent", type=int, default=1)
+    parser.add_argument("--wait-idle", type=float, default=120.0, help="max seconds to wait for an idle machine per run")
     args = parser.parse_args()
     if missing():
         print(f"cannot run: {missing()}")
@@ -79,7 +80,7 @@ def main() -> int:
         runs: dict[str, list[dict]] = {k: [] for k in commands}
         for r in range(args.rounds):
             for name, cmd in commands.items():
-                measure.wait_idle(120)
+                measure.wait_idle(args.wait_idle)
                 res = measure.run_once(cmd)
                 runs[name].append(res)
                 print(f"round {r + 1} {name}: wall {res['wall_s']:.2f} s, foreign {res['foreign_frac']:.2f}, rc {res['rc']}", flush=True)
