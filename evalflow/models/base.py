@@ -13,6 +13,13 @@ first and sends only the misses, so a model may sort and batch its list freely.
 Model identity (what the response cache is keyed by) is computed from the model's *config* without
 loading it, by the model class's ``identity(**config)`` classmethod, so a fully cached run never
 loads weights, or even imports torch.
+
+Optional, declared on the class (served models use them, ``evalflow.models.api``):
+``answer_each(rtype, requests, on_answer)`` hands answers over one by one as they arrive, so the
+edge persists each at once; ``describe()`` says what the loaded model is (in the manifest);
+``RUN_BATCH_SIZE = False`` keeps the run's ``batch_size`` from overriding the model config's;
+``CHAT_MESSAGES = True`` asks for chat prompts as JSON message lists, ``chat_template_source(config)``
+says where the chat template lives when it is not ``pretrained``/``tokenizer``.
 """
 
 from __future__ import annotations

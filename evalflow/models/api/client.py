@@ -42,6 +42,10 @@ class ServerError(ModelError):
     """A request still failed after every retry, or was refused (4xx)."""
 
 
+class RefusedError(ServerError):
+    """The server answered 4xx (other than 429): the request itself is wrong; never retried."""
+
+
 class _Retryable(Exception):
     """A failure worth another attempt; ``retry_after`` is the server's wish in seconds, if any."""
 
@@ -193,7 +197,7 @@ class ApiClient:
         if response.status_code == 429 or response.status_code >= 500:
             raise _Retryable(_server_message(response), _retry_after(response.headers.get("Retry-After")))
         if response.status_code >= 400:
-            raise ServerError(
+            raise RefusedError(
                 f"the server at {self.settings.root_url}{path} refused the request with {_server_message(response)}. "
                 "Check model.model, model.base_url and the API key variable (model.api_key_env)."
             )

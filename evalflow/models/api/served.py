@@ -41,7 +41,13 @@ class ServedModel(abc.ABC):
     def _describe_server(self) -> dict[str, Any]:
         """What ``/models`` reports (recorded in the run's manifest), and the first contact with the
         server: a wrong URL fails here, before any request is sent."""
-        listed = self.client.get_json("/models")
+        from evalflow.models.api.client import RefusedError
+
+        try:
+            listed = self.client.get_json("/models")
+        except RefusedError as exc:  # some hosted APIs have no /models; an unreachable server still fails here
+            log.warning("%s", exc)
+            return {"url": self.settings.root_url, "models": None, "error": str(exc)}
         names = [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)] if isinstance(listed, dict) else []
         if names and self.settings.model not in names:
             log.warning("model.model '%s' is not among the models %s serves: %s", self.settings.model, self.settings.root_url, names)
