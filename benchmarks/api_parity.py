@@ -2,6 +2,7 @@
 
     python benchmarks/api_parity.py            # the scope (about 15 minutes on two cores)
     python benchmarks/api_parity.py --short    # the test suite's short scope
+    python benchmarks/api_parity.py --only gsm8k   # the settings whose name contains "gsm8k"
 
 Starts ``../shared/serve/llama_server.sh PORT --fixed`` (llama.cpp on SmolLM2 with its echo
 defects fixed) and runs lm-eval (``local-completions`` / ``local-chat-completions`` through
@@ -31,6 +32,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--short", action="store_true")
     parser.add_argument("--work", default="/tmp/evalflow-api-parity")
+    parser.add_argument("--only", default="", help="run the settings whose name contains this text")
     args = parser.parse_args()
     if missing():
         print(f"cannot run: {missing()}")
@@ -38,7 +40,7 @@ def main() -> int:
     server = LlamaServer.start(fixed=True)  # one llama.cpp thread: two spin against other processes on 2 shared cores
     verdicts, ok = [], True
     try:
-        for setting in SHORT if args.short else FULL:
+        for setting in [s for s in (SHORT if args.short else FULL) if args.only in s.name]:
             start = time.time()
             report = run_api_setting(setting, server, Path(args.work) / setting.name.replace(" ", "_"))
             verdicts.append(f"{report.verdict} [{time.time() - start:.0f} s]")
