@@ -12,6 +12,7 @@ import abc
 import logging
 from typing import Any, Callable, ClassVar, Sequence
 
+from evalflow.errors import ModelError
 from evalflow.models.api.settings import ApiSettings, identity, parse_settings
 from evalflow.records import Request
 
@@ -67,6 +68,8 @@ class ServedModel(abc.ABC):
             out[i] = answer
 
         self.answer_each(rtype, requests, keep)
+        if any(a is None for a in out):
+            raise ModelError(f"the server left {out.count(None)} of {len(out)} {rtype} requests unanswered")
         return out
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:

@@ -1,0 +1,92 @@
+"""openai_completions' request rules without a server: lm-eval's pair split, left truncation to
+``max_length - 1`` tokens, ``ctxlen`` for scoring, longest-first order, ``batch_size`` prompts per
+request, generation prompts truncated to ``max_length - 1 - max_gen_toks``, rolling windows.
+
+A fake client answers each echo request with log-probability -1 for every prompt token, so a
+continuation's score is minus its token count exactly when ``ctxlen`` is right."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalflow.errors import ModelError
+from evalflow.models.api.completions import OpenAICompletions
+from evalflow.models.api.settings import parse_settings
+from evalflow.models.api.tokens import ApiTokens, load_tokenizer
+from evalflow.records import Request
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def post_all(self, path: str, bodies, on_answer) -> None:
+        for i, body in enumerate(bodies):
+            self.bodies.append(body)
+            prompts = body["prompt"]
+            choices = []
+            for k, prompt in enumerate(prompts):
+                n = len(prompt) + 1  # prompt tokens and the generated one
+                choices.append({"index": k, "text": "x", "logprobs": {
+                    "token_logprobs": [None] + [-1.0] * (n - 1), "top_logprobs": [None] + [{"t": -1.0}] * (n - 1)}})
+            on_answer(i, {"choices": choices})
+
+
+def model(tok_dir: Path, **config: Any) -> OpenAICompletions:
+    m = OpenAICompletions.__new__(OpenAICompletions)  # no server: the rules only
+    m.settings = parse_settings("completions", {"model": "m", "base_url": "http://x/v1", "tokenizer": str(tok_dir), **config})
+    m.tokens = ApiTokens(load_tokenizer(str(tok_dir)), max_length=m.settings.max_length, add_bos_token=False)
+    m.aligned, m.client = True, FakeClient()
+    return m
+
+
+PAIRS = [("The quick brown fox", " jumps over the lazy dog."), ("A cat", " sat on the mat"),
+         ("Paris is the capital of France. Berlin is the capital of", " Germany.")]
+
+
+def test_scores_are_the_continuation_tokens_only(tiny_nobos_dir: Path):
+    m = model(tiny_nobos_dir, batch_size=2)
+    got = m.loglikelihood([Request("loglikelihood", p) for p in PAIRS])
+    conts = [m.tokens.score_input(c, x, None) for c, x in PAIRS]
+    assert [g[0] for g in got] == [-(len(s.tokens) - s.ctxlen) for s in conts] and all(g[1] for g in got)
+    lengths = [len(p) for b in m.client.bodies for p in b["prompt"]]
+    assert lengths == sorted(lengths, reverse=True)  # longest first, as lm-eval's Collator
+    assert [len(b["prompt"]) for b in m.client.bodies] == [2, 1]  # batch_size prompts per request
+
+
+def test_left_truncation_keeps_the_continuation_whole(tiny_nobos_dir: Path):
+    m = model(tiny_nobos_dir, max_length=6)
+    ctx, cont = PAIRS[2]
+    s = m.tokens.score_input(ctx, cont, None)
+    assert len(s.tokens) == 5  # max_length - 1
+    n_cont = len(m.tokens.score_input(ctx, cont, None).tokens) - s.ctxlen
+    assert m.loglikelihood([Request("loglikelihood", PAIRS[2])])[0][0] == -n_cont
+    full = model(tiny_nobos_dir).tokens.score_input(ctx, cont, None)
+    assert list(s.tokens) == list(full.tokens)[-5:] and len(full.tokens) - full.ctxlen == n_cont
+
+
+def test_text_prompts_are_the_decoded_tokens(tiny_nobos_dir: Path):
+    m = model(tiny_nobos_dir, tokenized_requests=False)
+    m.client.post_all = lambda path, bodies, on_answer: m.client.bodies.extend(bodies)  # only record
+    with pytest.raises(ModelError, match="unanswered"):
+        m.loglikelihood([Request("loglikelihood", PAIRS[1])])
+    assert m.client.bodies[0]["prompt"] == "A cat sat on the mat"
+
+
+def test_generation_prompts_truncated_for_max_gen_toks(tiny_nobos_dir: Path):
+    m = model(tiny_nobos_dir, max_length=10, max_gen_toks=4)
+    m.generate_until([Request("generate_until", (PAIRS[2][0], {"until": ["\n"]}))])
+    body = m.client.bodies[0]
+    assert len(body["prompt"][0]) == 10 - 1 - 4 and body["max_tokens"] == 4
+    assert body["stop"] == ["\n", m.tokens.eos_string]
+
+
+def test_rolling_windows_cover_every_token_once(tiny_nobos_dir: Path):
+    m = model(tiny_nobos_dir, max_length=8)
+    text = PAIRS[2][0] + PAIRS[2][1]
+    n = len(m.tokens.encode(text))
+    assert m.loglikelihood_rolling([Request("loglikelihood_rolling", (text,))]) == [-float(n)]
+    assert len(m.client.bodies) > 1
