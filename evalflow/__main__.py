@@ -22,6 +22,10 @@ from evalflow.errors import EvalflowError, closest
 SUBCOMMANDS = {
     "ls": "evalflow.taskspec.listing:main",
     "cache": "evalflow.cache.cli:main",
+    "explain": "evalflow.insight.explain:main",
+    "compare": "evalflow.insight.compare:main",
+    "rescore": "evalflow.insight.rescore:main",
+    "report": "evalflow.insight.report:main",
 }
 
 

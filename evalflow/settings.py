@@ -41,6 +41,7 @@ class RunSettings:
     chat_template_name: str | None = None  # one of a tokenizer's named templates
     fewshot_as_multiturn: bool = False
     system_instruction: str | None = None
+    explain: bool = False  # print why each computed stage re-ran, at the end of the run
 
 
 def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
@@ -95,6 +96,7 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         chat_template_name=_template_name(data.get("apply_chat_template")),
         fewshot_as_multiturn=_multiturn(data),
         system_instruction=data.get("system_instruction") or None,
+        explain=bool(data.get("explain", False)),
     )
 
 
