@@ -38,7 +38,10 @@ def discordant(a: Sequence[float], b: Sequence[float]) -> tuple[int, int]:
 
 def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> float:
     """The exact (binomial) McNemar p-value for paired 0/1 scores."""
-    from scipy.stats import binom
+    try:
+        from scipy.stats import binom
+    except ImportError:
+        raise ConfigError('the exact McNemar test needs scipy: pip install "evalflow[insight]"') from None
 
     only_a, only_b = discordant(a, b)
     n = only_a + only_b
