@@ -115,6 +115,8 @@ def _closest(task: str, stages: Mapping[str, Stage], runs: Sequence[Manifest]) -
 
 def _why(stage: Stage, new: Mapping[str, Stage], old: Mapping[str, Stage], models: tuple[Any, Any], ref: Path) -> str:
     before = old.get(stage["stage"])
+    if stage["key"] is None:
+        return "never cached: it depends on a model object without identity(), so it runs every time"
     if before is None:
         return f"the stage did not run in {ref}"
     if before["key"] == stage["key"]:
