@@ -60,3 +60,83 @@ def test_bad_input(runner: Runner, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="task=NAME"):
         main([str(bad)])
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+# --- lm-eval 0.4.13's own output ------------------------------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _lm_eval_files(folder: Path, task: str) -> tuple[dict, Path]:
+    (results_file,) = folder.rglob("results_*.json")
+    (samples,) = folder.rglob(f"samples_{task}_*.jsonl")
+    return json.loads(results_file.read_text()), samples
+
+
+def assert_reproduces(folder: Path, task: str, tmp_path: Path) -> dict:
+    """evalflow's rescore of lm-eval's samples gives lm-eval's results.json numbers, bit for bit,
+    and lm-eval's per-document metric values; compare pairs the two folders with difference 0."""
+    from evalflow.insight.compare import compare
+    from evalflow.insight.runs import load_run
+
+    theirs, samples = _lm_eval_files(folder, task)
+    out = tmp_path / f"rescored_{task}"
+    ours = rescore([samples], [f"task={task}", f"cache_dir={tmp_path / 'cache'}"], out)["results"][task]
+    expected = {k: v for k, v in theirs["results"][task].items() if "," in k}
+    assert expected and {k: ours[k] for k in expected} == expected
+    mine = {(r["doc_id"], r["filter"]): r for r in map(json.loads, (out / f"samples_{task}.jsonl").read_text().splitlines())}
+    for row in map(json.loads, samples.read_text().splitlines()):
+        assert all(mine[(row["doc_id"], row["filter"])][m] == row[m] for m in row["metrics"])
+    rows = compare(load_run(folder), load_run(out), iters=200)
+    assert rows and all(r.diff == 0 and r.p_value == 1.0 and r.n == len({d for d, _ in mine}) for r in rows)
+    return theirs
+
+
+def test_lm_eval_arc_easy_fixture(tmp_path: Path) -> None:
+    theirs = assert_reproduces(FIXTURES / "lm_eval_arc_easy", "arc_easy", tmp_path)
+    assert {"acc,none", "acc_norm,none"} <= set(theirs["results"]["arc_easy"])
+
+
+def test_lm_eval_gsm8k_fixture_and_a_changed_regex(tmp_path: Path) -> None:
+    theirs = assert_reproduces(FIXTURES / "lm_eval_gsm8k", "gsm8k", tmp_path)
+    assert {"exact_match,strict-match", "exact_match,flexible-extract"} <= set(theirs["results"]["gsm8k"])
+    # strict-match reading "The answer is N" instead of "#### N": the new value, computed here by hand
+    from tests.conftest import ROOT
+
+    library = tmp_path / "tasks"
+    library.mkdir()
+    yaml_text = (ROOT / "tasks" / "gsm8k" / "gsm8k.yaml").read_text()
+    pattern = r"[Tt]he answer is \$?(\-?[0-9\.\,]+)"
+    (library / "gsm8k.yaml").write_text(yaml_text.replace(r'"#### (\\-?[0-9\\.\\,]+)"', json.dumps(pattern)))
+    _, samples = _lm_eval_files(FIXTURES / "lm_eval_gsm8k", "gsm8k")
+    new = rescore([samples], ["task=gsm8k", f"include_path=[{library}]", f"cache_dir={tmp_path / 'cache'}"],
+                  tmp_path / "changed")["results"]["gsm8k"]
+    import re
+
+    def normalize(text: str) -> str:
+        for ignore in (",", r"\$", "(?s).*#### ", r"\.$"):
+            text = re.sub(ignore, "", text)
+        return text.lower()
+
+    docs = [r for r in map(json.loads, samples.read_text().splitlines()) if r["filter"] == "strict-match"]
+    hits = []
+    for row in docs:
+        found = re.findall(pattern, row["resps"][0][0])
+        answer = found[0] if found else "[invalid]"
+        hits.append(normalize(answer.strip()) == normalize(row["doc"]["answer"]))
+    assert new["exact_match,strict-match"] == sum(hits) / len(hits)
+    assert new["exact_match,flexible-extract"] == theirs["results"]["gsm8k"]["exact_match,flexible-extract"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_live_lm_eval_run_rescored(tmp_path: Path) -> None:
+    """Runs lm-eval itself (../shared/parity/peer.sh) when its venv exists, then as the fixtures."""
+    from tests.parity.harness import Setting, missing, run_peer
+
+    why = missing()
+    if why is not None:
+        pytest.skip(why)
+    run_peer(Setting("arc_easy,gsm8k", 5, 3), tmp_path / "peer")
+    assert_reproduces(tmp_path / "peer", "arc_easy", tmp_path)
+    assert_reproduces(tmp_path / "peer", "gsm8k", tmp_path)
