@@ -89,16 +89,17 @@ def _answer(rtype: str, value: Any) -> Any:
     return value if isinstance(value, str) else str(value)
 
 
-_SOURCE = dict(run_settings=("samples",), unhashed=("samples",))
+def _source(name: str, function: str, output: str, **declared: Any) -> Node:
+    """A node that reads the samples (hashed by content, never by path) in place of a stage."""
+    return Node(name, f"evalflow.insight.rescore:{function}", output, version=1, run_settings=("samples",),
+                unhashed=("samples",), **declared)
+
+
 RESCORE_PIPELINE: tuple[Node, ...] = (
-    Node("load_docs", "evalflow.insight.rescore:docs_from_samples", "docs", version=1,
-         identity={"samples": _samples_identity}, **_SOURCE),  # type: ignore[arg-type]
-    Node("fewshot", "evalflow.insight.rescore:contexts_from_samples", "contexts", version=1,
-         upstream=("load_docs",), **_SOURCE),  # type: ignore[arg-type]
-    Node("instances", "evalflow.insight.rescore:instances_from_samples", "instances", version=1,
-         task_fields=("output_type",), upstream=("load_docs",), **_SOURCE),  # type: ignore[arg-type]
-    Node("inference", "evalflow.insight.rescore:responses_from_samples", "responses", version=1,
-         task_fields=("output_type",), upstream=("instances",), **_SOURCE),  # type: ignore[arg-type]
+    _source("load_docs", "docs_from_samples", "docs", identity={"samples": _samples_identity}),
+    _source("fewshot", "contexts_from_samples", "contexts", upstream=("load_docs",)),
+    _source("instances", "instances_from_samples", "instances", task_fields=("output_type",), upstream=("load_docs",)),
+    _source("inference", "responses_from_samples", "responses", task_fields=("output_type",), upstream=("instances",)),
 ) + tuple(node for node in PIPELINE if node.name in ("filters", "metrics", "aggregate"))
 """The answers come from the samples; scoring is the evaluation pipeline's own nodes."""
 
