@@ -63,8 +63,9 @@ def run_settings(run: Run) -> dict[str, Any]:
 
 
 def varying_setting(runs: Sequence[Run]) -> tuple[str | None, list[Any]]:
-    """The setting that differs between the runs (sweep order first), and its value per run."""
-    if len(runs) < 2:
+    """The setting that differs between evalflow runs (sweep order first), and its value per run.
+    Runs of lm-eval record their settings differently, so a mix is not read as a sweep."""
+    if len(runs) < 2 or any(r.kind != "evalflow" for r in runs):
         return None, []
     settings = [run_settings(r) for r in runs]
     keys = [k for k in dict.fromkeys(k for s in settings for k in s) if len({str(s.get(k)) for s in settings}) > 1]

@@ -84,6 +84,18 @@ def test_sweep_setting_and_disagreements(sweep: Path) -> None:
     assert all(d["runs"][0]["scores"].startswith("acc=") for d in view["docs"])
 
 
+def test_lm_eval_and_evalflow_runs_together(tmp_path: Path) -> None:
+    from evalflow.insight.rescore import rescore
+
+    lm_eval = Path(__file__).parent / "fixtures" / "lm_eval_arc_easy"
+    (samples,) = lm_eval.rglob("samples_arc_easy_*.jsonl")
+    rescore([samples], ["task=arc_easy", f"cache_dir={tmp_path / 'cache'}"], tmp_path / "rescored")
+    runs = expand([lm_eval, tmp_path / "rescored"])
+    assert [r.kind for r in runs] == ["lm-eval", "evalflow"] and varying_setting(runs) == (None, [])
+    html = build_report([lm_eval, tmp_path / "rescored"])
+    assert "Paired comparison" in html and "sweep" not in html and html.count('class="results"') == 2
+
+
 def test_single_run_and_escaping(runner: Runner, toy_library: Path) -> None:
     data = toy_library.parent / "data" / "test.jsonl"
     data.write_text(data.read_text().replace("What is 1 plus 2?", "What is <script>alert(1)</script>?"))
