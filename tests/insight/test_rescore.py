@@ -73,6 +73,11 @@ def _lm_eval_files(folder: Path, task: str) -> tuple[dict, Path]:
     return json.loads(results_file.read_text()), samples
 
 
+def _as_lm_eval_writes(value: object) -> object:
+    """lm-eval's samples writer turns every leaf of the answers into a string (sanitize_list)."""
+    return [_as_lm_eval_writes(v) for v in value] if isinstance(value, list) else str(value)
+
+
 def assert_reproduces(folder: Path, task: str, tmp_path: Path) -> dict:
     """evalflow's rescore of lm-eval's samples gives lm-eval's results.json numbers, bit for bit,
     and lm-eval's per-document metric values; compare pairs the two folders with difference 0."""
@@ -86,7 +91,9 @@ def assert_reproduces(folder: Path, task: str, tmp_path: Path) -> dict:
     assert expected and {k: ours[k] for k in expected} == expected
     mine = {(r["doc_id"], r["filter"]): r for r in map(json.loads, (out / f"samples_{task}.jsonl").read_text().splitlines())}
     for row in map(json.loads, samples.read_text().splitlines()):
-        assert all(mine[(row["doc_id"], row["filter"])][m] == row[m] for m in row["metrics"])
+        ours_row = mine[(row["doc_id"], row["filter"])]
+        assert all(ours_row[m] == row[m] for m in row["metrics"])
+        assert _as_lm_eval_writes(ours_row["filtered_resps"]) == row["filtered_resps"]  # the extracted answers
     rows = compare(load_run(folder), load_run(out), iters=200)
     assert rows and all(r.diff == 0 and r.p_value == 1.0 and r.n == len({d for d, _ in mine}) for r in rows)
     return theirs
@@ -100,13 +107,14 @@ def test_lm_eval_arc_easy_fixture(tmp_path: Path) -> None:
 def test_lm_eval_gsm8k_fixture_and_a_changed_regex(tmp_path: Path) -> None:
     theirs = assert_reproduces(FIXTURES / "lm_eval_gsm8k", "gsm8k", tmp_path)
     assert {"exact_match,strict-match", "exact_match,flexible-extract"} <= set(theirs["results"]["gsm8k"])
-    # strict-match reading "The answer is N" instead of "#### N": the new value, computed here by hand
+    # strict-match reading the first number after "= " that a "*" follows, instead of "#### N" (SmolLM2
+    # got none of these documents right; this regex reads one of them right): the new value, by hand
     from tests.conftest import ROOT
 
     library = tmp_path / "tasks"
     library.mkdir()
     yaml_text = (ROOT / "tasks" / "gsm8k" / "gsm8k.yaml").read_text()
-    pattern = r"[Tt]he answer is \$?(\-?[0-9\.\,]+)"
+    pattern = r"= (\-?[0-9\.\,]+) \*"
     (library / "gsm8k.yaml").write_text(yaml_text.replace(r'"#### (\\-?[0-9\\.\\,]+)"', json.dumps(pattern)))
     _, samples = _lm_eval_files(FIXTURES / "lm_eval_gsm8k", "gsm8k")
     new = rescore([samples], ["task=gsm8k", f"include_path=[{library}]", f"cache_dir={tmp_path / 'cache'}"],
@@ -124,7 +132,7 @@ def test_lm_eval_gsm8k_fixture_and_a_changed_regex(tmp_path: Path) -> None:
         found = re.findall(pattern, row["resps"][0][0])
         answer = found[0] if found else "[invalid]"
         hits.append(normalize(answer.strip()) == normalize(row["doc"]["answer"]))
-    assert new["exact_match,strict-match"] == sum(hits) / len(hits)
+    assert new["exact_match,strict-match"] == sum(hits) / len(hits) > theirs["results"]["gsm8k"]["exact_match,strict-match"]
     assert new["exact_match,flexible-extract"] == theirs["results"]["gsm8k"]["exact_match,flexible-extract"]
 
 
@@ -137,6 +145,6 @@ def test_live_lm_eval_run_rescored(tmp_path: Path) -> None:
     why = missing()
     if why is not None:
         pytest.skip(why)
-    run_peer(Setting("arc_easy,gsm8k", 5, 3), tmp_path / "peer")
+    run_peer(Setting("arc_easy,gsm8k", 5, 2), tmp_path / "peer")
     assert_reproduces(tmp_path / "peer", "arc_easy", tmp_path)
     assert_reproduces(tmp_path / "peer", "gsm8k", tmp_path)
