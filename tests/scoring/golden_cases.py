@@ -446,6 +446,40 @@ def filter_cases() -> list[dict[str, Any]]:
                 }
             ],
         },
+    ] + tagging_filter_cases()
+
+
+def tagging_filter_cases() -> list[dict[str, Any]]:
+    """regex_pos (POS tags) and format_span (named-entity spans), lm-eval's tagging filters."""
+    return [
+        {
+            "id": "regex_pos",
+            "docs": [{}] * 4,
+            "resps": [
+                ["[('The', 'DET'), ('cat', 'NOUN'), ('sat', 'VERB')]", "('x', 'X')"],
+                ["no tagged tokens here"],
+                ["[(\"it's\", 'PRON'), ('ok', 'ADJ')]"],
+                [""],
+            ],
+            "filter_list": [
+                {"name": "pos", "filter": [{"function": "regex_pos"}, {"function": "take_first"}]},
+                {"name": "pos_fallback", "filter": [{"function": "regex_pos", "fallback": ["NONE"]}]},
+            ],
+        },
+        {
+            "id": "format_span",
+            "docs": [{}] * 5,
+            "resps": [
+                ["Person: Ada Lovelace $$ Location: London, Paris"],
+                ["PER: none\nORG: Acme Corp, none\ndate: 1843"],
+                ["Organization: UN $$ Country: Kenya, Uganda $$ Time: Monday $$"],
+                ["nothing tagged"],
+                ["persons: Bob $$ company: per: X"],
+            ],
+            "filter_list": [
+                {"name": "spans", "filter": [{"function": "format_span"}, {"function": "take_first"}]},
+            ],
+        },
     ]
 
 
