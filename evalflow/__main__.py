@@ -22,6 +22,8 @@ from evalflow.errors import EvalflowError, closest
 SUBCOMMANDS = {
     "ls": "evalflow.taskspec.listing:main",
     "cache": "evalflow.cache.cli:main",
+    "show": "evalflow.preview:main",
+    "validate": "evalflow.validate:main",
 }
 
 

@@ -25,6 +25,7 @@ from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_folder import write_run_folder
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
+from evalflow.taskspec.run_options import apply_run_options
 from evalflow.taskspec.spec import TaskConfig
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ def select_tasks(settings: RunSettings) -> Selection:
         selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
     except TaskError as exc:
         raise _with_skipped_files(exc, index) from exc
+    selection = apply_run_options(selection, samples=settings.samples, predict_only=settings.predict_only)
     for task in selection.tasks:
         if task.unsafe_code and not settings.confirm_unsafe_code:
             raise UnsafeCodeError(
@@ -101,6 +103,7 @@ def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: s
         "num_fewshot": num_fewshot,
         "fewshot_seed": settings.seed,
         "limit": settings.limit,
+        "samples": (settings.samples or {}).get(task.task),
         "gen_kwargs": settings.gen_kwargs,
         "seed": settings.seed,
         "bootstrap_iters": settings.bootstrap_iters,
