@@ -55,6 +55,7 @@ def test_bad_samples_are_refused(runner: Runner, values: dict, match: str) -> No
 def test_predict_only_generates_and_logs_without_metrics(runner: Runner) -> None:
     results, manifest, folder = runner(task="toy_gen", limit=5, predict_only=True, log_samples=False)
     assert results["results"]["toy_gen"]["bypass,get-answer"] == 999  # lm-eval's placeholder
+    assert results["results"]["toy_gen"]["bypass_stderr,get-answer"] == "N/A"
     assert "exact_match,get-answer" not in results["results"]["toy_gen"]
     lines = sample_lines(folder, "toy_gen")  # written although log_samples=false, as lm-eval does
     assert len(lines) == 5 and all(line["metrics"] == ["bypass"] and line["resps"] for line in lines)
@@ -67,6 +68,10 @@ def test_predict_only_generates_and_logs_without_metrics(runner: Runner) -> None
 
 
 def test_predict_only_on_a_multiple_choice_task(runner: Runner) -> None:
+    """As lm-eval 0.4.13 (peer.sh arc_easy --predict_only): a multiple-choice task's bypass yields
+    no metric at all; the samples keep the log-likelihoods, with an empty metric list."""
     results, _, folder = runner(task="toy_mc", limit=3, predict_only=True)
-    assert results["results"]["toy_mc"]["bypass,none"] == 999
-    assert [line["bypass"] for line in sample_lines(folder, "toy_mc")] == [None, None, None]
+    assert not any("," in key for key in results["results"]["toy_mc"])
+    assert results["higher_is_better"]["toy_mc"] == {"bypass": True}
+    lines = sample_lines(folder, "toy_mc")
+    assert [line["metrics"] for line in lines] == [[], [], []] and all(len(line["resps"]) == 4 for line in lines)
