@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "cache": "evalflow.cache.cli:main",
     "show": "evalflow.preview:main",
     "validate": "evalflow.validate:main",
+    "decontaminate": "evalflow.decontaminate:main",
 }
 
 

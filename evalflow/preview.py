@@ -27,8 +27,11 @@ USAGE = "usage: python -m evalflow show task=NAME [n=3] [num_fewshot=K] [any run
 PROMPT_STAGES = ("load_docs", "fewshot", "instances")
 
 
-def preview_settings(argv: Sequence[str], command: str, default_n: int = 3) -> tuple[RunSettings, int]:
-    """The run settings given as ``key=value`` overrides, and ``n`` (documents to show)."""
+def preview_settings(
+    argv: Sequence[str], command: str, default_n: int = 3, *, n_limits: bool = True
+) -> tuple[RunSettings, int]:
+    """The run settings given as ``key=value`` overrides, and ``n`` (documents to show); with
+    ``n_limits`` and neither ``limit`` nor ``samples`` given, ``limit`` is ``n``."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -55,18 +58,20 @@ def preview_settings(argv: Sequence[str], command: str, default_n: int = 3) -> t
     except (HydraException, OmegaConfBaseException) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{command}: {first}. The settings and their types are in evalflow/config/schema.py.") from None
-    if settings.limit is None and settings.samples is None:
+    if n_limits and settings.limit is None and settings.samples is None:
         settings = dataclasses.replace(settings, limit=float(n))  # as the run config types it
     return settings, n
 
 
-def prompt_outputs(task: TaskConfig, settings: RunSettings, store: Any) -> dict[str, Any]:
+def prompt_outputs(
+    task: TaskConfig, settings: RunSettings, store: Any, names: Sequence[str] = PROMPT_STAGES
+) -> dict[str, Any]:
     """The outputs of the prompt-building stages for ``task``, from (and into) the run cache."""
     from evalflow.app import task_settings
     from evalflow.dag.pipeline import PIPELINE
     from evalflow.dag.runner import execute
 
-    stages = tuple(node for node in PIPELINE if node.name in PROMPT_STAGES)
+    stages = tuple(node for node in PIPELINE if node.name in names)
     outputs, _ = execute(task, task_settings(task, settings, ""), store, {}, pipeline=stages)
     return outputs
 

@@ -7,7 +7,7 @@ For each selected task: its YAML resolves (includes, groups, ``!function`` refer
 metrics and aggregations and its filters exist with the options given, ``process_results``
 resolves, and its templates render on the first ``n`` documents (default 3): the prompts and
 requests through the run's own stages (as :mod:`evalflow.preview` shows them), plus each
-document's target and choices. Every task is checked; each failure is printed as the usual
+document's target, choices and (``should_decontaminate``) decontamination query. Every task is checked; each failure is printed as the usual
 one-paragraph error, and the exit code is 2 if any task failed, else 0. Settings are a run's
 ``key=value`` overrides; no model is loaded.
 """
@@ -56,6 +56,7 @@ def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -
     """Raise the task's first problem as an EvalflowError; else a one-line summary."""
     from evalflow.scoring.filters import build_pipelines
     from evalflow.scoring.metrics import task_metric_specs
+    from evalflow.taskspec.decontamination import decontamination_query
     from evalflow.taskspec.loader import resolve_function
     from evalflow.taskspec.templates import doc_to_choice, doc_to_target
 
@@ -70,6 +71,7 @@ def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -
         doc_to_target(task, docs[doc_id], doc_id=doc_id)
         if task.doc_to_choice is not None:
             doc_to_choice(task, docs[doc_id], doc_id=doc_id)
+        decontamination_query(task, docs[doc_id], doc_id=doc_id)
     requests = sum(1 for inst in outputs["instances"] if inst.doc_id in set(shown))
     return (f"{len(shown)} document(s) render ({requests} requests); metrics "
             f"{', '.join(m.name for m in metrics)}; filters {', '.join(p.name for p in pipelines)}")
