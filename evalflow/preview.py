@@ -50,7 +50,7 @@ def preview_settings(
         else:
             overrides.append(arg)
     if not any(a.split("=", 1)[0] == "task" for a in overrides):
-        raise ConfigError(f"{command}: name the task, e.g. task=arc_easy. {USAGE.replace('show', command)}")
+        raise ConfigError(f"{command}: name the task, e.g. task=arc_easy (python -m evalflow {command} --help)")
     if not any(a.startswith(("model=", "+model=")) for a in overrides):
         overrides.insert(0, "model=dummy")
     try:
