@@ -5,9 +5,7 @@ against lm-eval 0.4.13's own output (tests/scoring/golden/decontamination.json),
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +15,8 @@ import zstandard
 from evalflow.errors import ConfigError
 from evalflow.taskspec.decontamination import decontamination_query, overlapping_docs
 from evalflow.taskspec.spec import TaskConfig
-from tests.conftest import ROOT
 from tests.scoring.scoring_golden import PEER_PYTHON, load_golden, peer_available, run_oracle
+from tests.test_cli_surface import cli, task_folder
 
 GOLDEN = load_golden("decontamination")
 
@@ -71,39 +69,26 @@ def test_a_folder_without_info_json_is_refused(tmp_path: Path) -> None:
 
 DECON_TASK = """\
 task: decon
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: data.jsonl
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{q}}"
-doc_to_target: label
-doc_to_choice: ["a", "b"]
+include: mytask.yaml
 should_decontaminate: true
 doc_to_decontamination_query: q
 """
 
 
 def test_decontaminate_command_then_evaluate_the_clean_documents(tmp_path: Path) -> None:
-    lib = tmp_path / "T"
-    lib.mkdir()
+    lib, cache = task_folder(tmp_path / "T"), tmp_path / "cache"
     (lib / "decon.yaml").write_text(DECON_TASK)
     rows = [{"q": f"what is item number {i} in the list", "label": i % 2} for i in range(6)]
     (lib / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     grams = ngram_folder(tmp_path / "grams", 4, sorted(["item number 2 in 55", "number 4 in the 7"]))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_CACHE": str(tmp_path / "cache")}
 
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "evalflow", *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
-
-    done = cli("decontaminate", "task=decon", f"include_path=[{lib}]", f"ngrams={grams}", "out=clean.json")
+    done = cli(["decontaminate", "task=decon", f"include_path=[{lib}]", f"ngrams={grams}", "out=clean.json"],
+               tmp_path, cache)
     assert done.returncode == 0, done.stderr
     assert "decon: 2 of 6 documents overlap the training n-grams (2, 4)" in done.stdout
     assert json.loads((tmp_path / "clean.json").read_text()) == {"decon": [0, 1, 3, 5]}
-    run = cli("model=dummy", "task=decon", f"include_path=[{lib}]", "samples=clean.json", "bootstrap_iters=0",
-              f"hydra.run.dir={tmp_path / 'run'}")
+    run = cli(["model=dummy", "task=decon", f"include_path=[{lib}]", "samples=clean.json", "bootstrap_iters=0",
+               f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, cache)
     assert run.returncode == 0, run.stderr
     lines = (tmp_path / "run" / "samples_decon.jsonl").read_text().splitlines()
     assert [json.loads(line)["doc_id"] for line in lines] == [0, 1, 3, 5]
