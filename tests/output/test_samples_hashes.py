@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.output.samples import lm_eval_hashes
-from tests.conftest import ROOT, SHARED_DATA
+from tests.conftest import SHARED_DATA
 
 EXPECTED = json.loads((Path(__file__).parent / "lmeval_sample_hashes.json").read_text())["tasks"]
 
@@ -30,7 +30,7 @@ def test_hashes_equal_lm_eval_samples_file(task: str, tmp_path: Path) -> None:
     args = EXPECTED[task]["peer_args"].split()
     limit, shots = int(args[args.index("--limit") + 1]), int(args[args.index("--num_fewshot") + 1])
     evaluate(task=task, model="dummy", limit=limit, num_fewshot=shots, bootstrap_iters=0,
-             data_map=str(ROOT / "conf" / "data_map" / "shared.yaml"), cache_dir=str(tmp_path / "cache"),
+             data_map="shared", cache_dir=str(tmp_path / "cache"),
              output_dir=tmp_path / "run")
     lines = [json.loads(line) for line in (tmp_path / "run" / f"samples_{task}.jsonl").read_text().splitlines()]
     keys = ("doc_id", "filter", "doc_hash", "prompt_hash", "target_hash")
