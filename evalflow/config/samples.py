@@ -4,7 +4,9 @@
     samples=picked.json                              # or a JSON file holding that mapping
 
 Indices are positions in the evaluated split; they are evaluated in dataset order, each once, as
-lm-eval does. A task the mapping does not name is evaluated whole.
+lm-eval does (so few-shot draws match lm-eval's). A task the mapping does not name is evaluated
+whole. One deviation: given unsorted indices, lm-eval 0.4.13 labels its samples' ``doc_id`` by list
+position (``[5, 2]`` logs document 2 as 5); evalflow's ``doc_id`` is always the document's index.
 """
 
 from __future__ import annotations
