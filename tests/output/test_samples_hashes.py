@@ -5,6 +5,7 @@ documents, made with its dummy model (prompts and targets only, fast)::
 
     ../shared/parity/peer.sh arc_easy --limit 5 --num_fewshot 0 --model dummy --model_args ""
     ../shared/parity/peer.sh gsm8k --limit 3 --num_fewshot 2 --model dummy --model_args ""
+    ../shared/parity/peer.sh gsm8k --samples '{"gsm8k": [1, 4]}' --num_fewshot 2 --model dummy --model_args ""
 
 keeping doc_id, filter and the three hashes of each line (the documents stay in ../shared/data).
 """
@@ -19,23 +20,32 @@ import pytest
 from evalflow.output.samples import lm_eval_hashes
 from tests.conftest import SHARED_DATA
 
-EXPECTED = json.loads((Path(__file__).parent / "lmeval_sample_hashes.json").read_text())["tasks"]
+RUNS = json.loads((Path(__file__).parent / "lmeval_sample_hashes.json").read_text())["runs"]
+
+
+def _run_values(peer_args: str) -> dict:
+    """peer.sh's arguments as evalflow settings (--limit, --samples, --num_fewshot)."""
+    if "--samples" in peer_args:
+        picked, shots = peer_args.split("--samples ", 1)[1].rsplit(" --num_fewshot ", 1)
+        return {"samples": json.loads(picked), "num_fewshot": int(shots)}
+    args = peer_args.split()
+    return {"limit": int(args[args.index("--limit") + 1]), "num_fewshot": int(args[args.index("--num_fewshot") + 1])}
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"the shared data folder {SHARED_DATA} is absent")
-@pytest.mark.parametrize("task", sorted(EXPECTED))
-def test_hashes_equal_lm_eval_samples_file(task: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("run", RUNS, ids=[f"{r['task']} {r['peer_args']}" for r in RUNS])
+def test_hashes_equal_lm_eval_samples_file(run: dict, tmp_path: Path) -> None:
+    """Also shows that samples= evaluates the documents lm-eval's --samples does, with the same
+    few-shot draws (equal prompt hashes)."""
     from evalflow import evaluate
 
-    args = EXPECTED[task]["peer_args"].split()
-    limit, shots = int(args[args.index("--limit") + 1]), int(args[args.index("--num_fewshot") + 1])
-    evaluate(task=task, model="dummy", limit=limit, num_fewshot=shots, bootstrap_iters=0,
-             data_map="shared", cache_dir=str(tmp_path / "cache"),
-             output_dir=tmp_path / "run")
+    task = run["task"]
+    evaluate(task=task, model="dummy", bootstrap_iters=0, data_map="shared", cache_dir=str(tmp_path / "cache"),
+             output_dir=tmp_path / "run", **_run_values(run["peer_args"]))
     lines = [json.loads(line) for line in (tmp_path / "run" / f"samples_{task}.jsonl").read_text().splitlines()]
     keys = ("doc_id", "filter", "doc_hash", "prompt_hash", "target_hash")
     mine = sorted(({k: line[k] for k in keys} for line in lines), key=lambda r: (r["doc_id"], r["filter"]))
-    theirs = sorted(EXPECTED[task]["lines"], key=lambda r: (r["doc_id"], r["filter"]))
+    theirs = sorted(run["lines"], key=lambda r: (r["doc_id"], r["filter"]))
     assert mine == theirs
     assert list(lines[0])[7:11] == ["metrics", "doc_hash", "prompt_hash", "target_hash"]  # lm-eval's key order
 
