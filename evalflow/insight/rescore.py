@@ -34,39 +34,39 @@ Rows = tuple[Mapping[str, Any], ...]  # one samples line per document (the first
 
 
 def _samples_identity(task: TaskConfig, settings: Mapping[str, Any]) -> str:
-    return fingerprint(settings["samples"])
+    return fingerprint(settings["recorded"])
 
 
-def docs_from_samples(samples: Rows) -> DocSet:
+def docs_from_samples(recorded: Rows) -> DocSet:
     """The documents as the samples recorded them, at their doc_id (gaps hold the first document,
     never scored: only lm-eval's "decide from the first document" rules look at docs[0])."""
-    by_id = {int(r["doc_id"]): r["doc"] for r in samples}
+    by_id = {int(r["doc_id"]): r["doc"] for r in recorded}
     first = by_id[min(by_id)]
     return DocSet("samples", tuple(by_id.get(i, first) for i in range(max(by_id) + 1)))
 
 
-def contexts_from_samples(samples: Rows) -> tuple[Context, ...]:
+def contexts_from_samples(recorded: Rows) -> tuple[Context, ...]:
     def prompt(row: Mapping[str, Any]) -> str:
         args = list(row.get("arguments", {}).values())
         return str(args[0].get("arg_0", "")) if args else ""
 
-    return tuple(Context(int(r["doc_id"]), prompt(r)) for r in samples)
+    return tuple(Context(int(r["doc_id"]), prompt(r)) for r in recorded)
 
 
-def instances_from_samples(task: TaskConfig, samples: Rows) -> tuple[Instance, ...]:
+def instances_from_samples(task: TaskConfig, recorded: Rows) -> tuple[Instance, ...]:
     """One instance per recorded request and repeat, with the request's arguments."""
     rtype = _request_type(task)
     out = []
-    for row in samples:
+    for row in recorded:
         for idx, (args, answers) in enumerate(zip(_arguments(row), row["resps"])):
             out.extend(Instance(int(row["doc_id"]), idx, Request(rtype, args, repeat=r)) for r in range(len(answers)))
     return tuple(out)
 
 
-def responses_from_samples(task: TaskConfig, samples: Rows) -> Responses:
+def responses_from_samples(task: TaskConfig, recorded: Rows) -> Responses:
     """The raw answers, as the model returned them (lm-eval writes them as strings)."""
     rtype = _request_type(task)
-    return Responses(tuple(_answer(rtype, a) for row in samples for answers in row["resps"] for a in answers))
+    return Responses(tuple(_answer(rtype, a) for row in recorded for answers in row["resps"] for a in answers))
 
 
 def _request_type(task: TaskConfig) -> Any:
@@ -91,12 +91,12 @@ def _answer(rtype: str, value: Any) -> Any:
 
 def _source(name: str, function: str, output: str, **declared: Any) -> Node:
     """A node that reads the samples (hashed by content, never by path) in place of a stage."""
-    return Node(name, f"evalflow.insight.rescore:{function}", output, version=1, run_settings=("samples",),
-                unhashed=("samples",), **declared)
+    return Node(name, f"evalflow.insight.rescore:{function}", output, version=1, run_settings=("recorded",),
+                unhashed=("recorded",), **declared)
 
 
 RESCORE_PIPELINE: tuple[Node, ...] = (
-    _source("load_docs", "docs_from_samples", "docs", identity={"samples": _samples_identity}),
+    _source("load_docs", "docs_from_samples", "docs", identity={"recorded": _samples_identity}),
     _source("fewshot", "contexts_from_samples", "contexts", upstream=("load_docs",)),
     _source("instances", "instances_from_samples", "instances", task_fields=("output_type",), upstream=("load_docs",)),
     _source("inference", "responses_from_samples", "responses", task_fields=("output_type",), upstream=("instances",)),
@@ -166,7 +166,7 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
     try:
         for task, files in _task_files(selection.tasks, paths).items():
             config = next(t for t in selection.tasks if t.task == task)
-            run_settings = {"samples": read_samples(files), "think_end_token": settings.think_end_token,
+            run_settings = {"recorded": read_samples(files), "think_end_token": settings.think_end_token,
                             "bootstrap_iters": settings.bootstrap_iters}
             outputs[task], task_events = execute(config, run_settings, store, {}, RESCORE_PIPELINE)
             events.extend(task_events)
