@@ -209,7 +209,6 @@ def evaluate(
 
 
 def _replace_model(settings: RunSettings, model: dict[str, Any]) -> RunSettings:
-
     if "type" not in model:
         raise ConfigError("a model mapping needs a `type` key (dummy, hf, or a registered model type)")
     return dataclasses.replace(settings, model=model)
