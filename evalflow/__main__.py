@@ -22,6 +22,13 @@ from evalflow.errors import EvalflowError, closest
 SUBCOMMANDS = {
     "ls": "evalflow.taskspec.listing:main",
     "cache": "evalflow.cache.cli:main",
+    "show": "evalflow.preview:main",
+    "validate": "evalflow.validate:main",
+    "decontaminate": "evalflow.decontaminate:main",
+    "explain": "evalflow.insight.explain:main",
+    "compare": "evalflow.insight.compare:main",
+    "rescore": "evalflow.insight.rescore:main",
+    "report": "evalflow.insight.report:main",
 }
 
 

@@ -22,6 +22,11 @@ class RunConfig:
     num_fewshot: Optional[int] = None
     # The first N documents of each task, or a fraction (< 1.0) of them.
     limit: Optional[float] = None
+    # Instead of limit, the documents to evaluate per task (lm-eval's --samples): a mapping
+    # {task: [doc indices]}, its JSON text, or the path of a JSON file holding it.
+    samples: Optional[Any] = None
+    # Generate and log samples, skip the metrics (lm-eval's --predict_only; metric "bypass").
+    predict_only: bool = False
     # Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.
     seed: int = 1234
     # Requests per model batch (an int, or "auto"); never part of any cache key.
@@ -53,6 +58,8 @@ class RunConfig:
     confirm_unsafe_code: bool = False
     # Requests the inference edge sends to the model at once and persists together.
     chunk_size: int = 64
+    # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).
+    explain: bool = False
 
 
 def register_configs() -> None:
