@@ -15,14 +15,25 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from evalflow.errors import EvalflowError, closest
 
+
+class Subcommand(NamedTuple):
+    target: str  # "module:function", called with the arguments after the subcommand's name
+    summary: str  # one line for `python -m evalflow --help`
+
+
 SUBCOMMANDS = {
-    "ls": "evalflow.taskspec.listing:main",
-    "cache": "evalflow.cache.cli:main",
+    "ls": Subcommand("evalflow.taskspec.listing:main", "[--json] [include_path=[dir]]  list tasks, groups and tags"),
+    "cache": Subcommand("evalflow.cache.cli:main", "stats|verify|gc|clear [cache_dir=DIR]  look after a cache folder"),
 }
+
+
+def subcommand_help() -> str:
+    """The subcommand lines of ``--help`` (conf/hydra/help/evalflow.yaml), built from SUBCOMMANDS."""
+    return "\n".join(f"  python -m evalflow {name} {sub.summary}" for name, sub in SUBCOMMANDS.items())
 
 
 def _debug() -> bool:
@@ -96,13 +107,15 @@ def _hydra_paragraph(exc: Exception) -> str:
 def hydra_main() -> None:
     import hydra
     from hydra.core.hydra_config import HydraConfig
-    from omegaconf import DictConfig
+    from omegaconf import DictConfig, OmegaConf
 
     from evalflow.config.resolvers import register_resolvers
     from evalflow.config.schema import register_configs
 
     register_configs()
     register_resolvers()
+    if not OmegaConf.has_resolver("evalflow.subcommands"):
+        OmegaConf.register_new_resolver("evalflow.subcommands", subcommand_help)
     conf_dir = str(Path(__file__).resolve().parents[1] / "conf")
     run_dir = _pop_config_dir()
     if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
@@ -146,7 +159,7 @@ def entry() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
         import importlib
 
-        module, attr = SUBCOMMANDS[sys.argv[1]].split(":")
+        module, attr = SUBCOMMANDS[sys.argv[1]].target.split(":")
         try:
             code = getattr(importlib.import_module(module), attr)(sys.argv[2:])
         except EvalflowError as exc:
