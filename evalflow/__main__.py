@@ -15,9 +15,9 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Iterator, NamedTuple
 
-from evalflow.errors import EvalflowError, closest
+from evalflow.errors import EvalflowError
 
 
 class Subcommand(NamedTuple):
@@ -65,43 +65,13 @@ def _one_paragraph_hydra_errors() -> Iterator[None]:
     except (HydraException, OmegaConfBaseException) as exc:
         if not catch:
             raise
-        print(f"evalflow: error: {_hydra_paragraph(exc)}", file=sys.stderr)
+        from evalflow.config.messages import hydra_paragraph
+
+        print(f"evalflow: error: {hydra_paragraph(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
     finally:
         if set_here:
             os.environ.pop("HYDRA_FULL_ERROR", None)
-
-
-def _hydra_paragraph(exc: Exception) -> str:
-    """One paragraph for an error raised by Hydra's override parsing or config composition."""
-    import dataclasses
-
-    from hydra.errors import MissingConfigException, OverrideParseException
-    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
-
-    from evalflow.config.schema import RunConfig
-
-    cause: Any = exc.__cause__
-    if isinstance(exc, MissingConfigException) and exc.options and exc.missing_cfg_file:
-        group, _, name = exc.missing_cfg_file.rpartition("/")
-        hint = closest(name, exc.options)
-        if hint.startswith("did you mean"):
-            hint += f" The choices are: {', '.join(sorted(exc.options))}."
-        return f"{group}={name}: there is no '{name}' in conf/{group}/; {hint}"
-    if isinstance(exc, OverrideParseException):
-        why = str(exc).splitlines()[0]
-        return (f"cannot parse the override '{exc.override}' ({why}). Write overrides as key=value; quote "
-                "values with brackets, commas or spaces (key='[a,b]'); see "
-                "https://hydra.cc/docs/advanced/override_grammar/basic/")
-    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key and "." not in cause.full_key:
-        names = [f.name for f in dataclasses.fields(RunConfig)]
-        return (f"unknown setting '{cause.full_key}'; {closest(str(cause.full_key), names)} The settings and "
-                "their types are listed in evalflow/config/schema.py.")
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()).rstrip(".")
-    if isinstance(cause, OmegaConfBaseException):
-        detail = str(cause).splitlines()[0]
-        text += f": {detail}" + (f" (key {cause.full_key})" if getattr(cause, "full_key", None) else "")
-    return f"{text}. The settings and their types are listed in evalflow/config/schema.py."
 
 
 def hydra_main() -> None:
@@ -129,15 +99,30 @@ def hydra_main() -> None:
         from evalflow.settings import settings_from_config
 
         logging.getLogger("evalflow").setLevel(logging.INFO)
+        output_dir = Path(HydraConfig.get().runtime.output_dir)
         try:
-            results = run(settings_from_config(cfg), Path(HydraConfig.get().runtime.output_dir))
+            settings = settings_from_config(cfg)
+            results = run(settings, output_dir)
         except EvalflowError as exc:
             raise SystemExit(_report(exc)) from None
+        except KeyboardInterrupt:
+            if _debug():
+                raise
+            print(_interrupted(settings.cache_dir, output_dir), file=sys.stderr)
+            raise SystemExit(130) from None
         print_results(results)
         print(f"run folder: {HydraConfig.get().runtime.output_dir}")
 
     with _one_paragraph_hydra_errors():
         main()
+
+
+def _interrupted(cache_dir: Path, output_dir: Path) -> str:
+    """The one line Ctrl-C prints: what survived (inference persists each chunk of answers as it
+    completes) and how to carry on."""
+    return (f"evalflow: interrupted. Every stage and model answer finished before the interrupt is saved in the "
+            f"cache ({cache_dir}); run the same command again to resume: only the remaining requests reach the "
+            f"model. {output_dir} has no results.json (the run did not finish).")
 
 
 def _pop_config_dir() -> str | None:
@@ -166,7 +151,13 @@ def entry() -> None:
             code = _report(exc)
         raise SystemExit(code)
     sys.argv[1:] = _flags_first(sys.argv[1:])
-    hydra_main()
+    try:
+        hydra_main()
+    except KeyboardInterrupt:  # before the run started (composing the config, importing)
+        if _debug():
+            raise
+        print("evalflow: interrupted before the run started; nothing was computed.", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def _flags_first(argv: list[str]) -> list[str]:

@@ -161,18 +161,7 @@ def evaluate(
     from evalflow.config.compose import compose_settings
 
     preset = model if isinstance(model, str) else None
-    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings)
-    model_object = None
-    if isinstance(model, Mapping):
-        settings_obj = _replace_model(settings_obj, dict(model))
-    elif not isinstance(model, str):
-        model_object = model
+    mapping = model if isinstance(model, Mapping) else None
+    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping)
+    model_object = None if isinstance(model, (str, Mapping)) else model
     return run(settings_obj, Path(output_dir) if output_dir else None, model=model_object)
-
-
-def _replace_model(settings: RunSettings, model: dict[str, Any]) -> RunSettings:
-    import dataclasses
-
-    if "type" not in model:
-        raise ConfigError("a model mapping needs a `type` key (dummy, hf, or a registered model type)")
-    return dataclasses.replace(settings, model=model)

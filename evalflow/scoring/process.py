@@ -48,9 +48,9 @@ def score_document(
     default it is read from this document's target.
     """
     if task.process_results is not None:
-        from evalflow.taskspec.loader import resolve_function
+        from evalflow.taskspec.templates import call_task_function
 
-        values = resolve_function(task.process_results)(doc, list(results))
+        values = call_task_function(task.process_results, doc, list(results), task=task, what="process_results", doc=doc)
         if not isinstance(values, Mapping):
             raise TaskError(
                 f"task '{task.task}': process_results ({task.process_results}) returned "
