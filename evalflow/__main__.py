@@ -150,7 +150,7 @@ def entry() -> None:
         except EvalflowError as exc:
             code = _report(exc)
         raise SystemExit(code)
-    sys.argv[1:] = _flags_first(sys.argv[1:])
+    sys.argv[1:] = _flags_first([_quote_kv_string(a) for a in sys.argv[1:]])
     try:
         hydra_main()
     except KeyboardInterrupt:  # before the run started (composing the config, importing)
@@ -165,6 +165,16 @@ def _flags_first(argv: list[str]) -> list[str]:
     before the overrides, so move the flag-only options to the front."""
     flags = [a for a in argv if a in ("-m", "--multirun", "--run", "--resolve")]
     return flags + [a for a in argv if a not in flags]
+
+
+def _quote_kv_string(arg: str) -> str:
+    """lm-eval's habit ``gen_kwargs='do_sample=false,max_gen_toks=32'`` reaches us unquoted by the
+    shell, which Hydra cannot parse (an ``=`` inside a value): quote it for Hydra, so the setting
+    receives the string and parses it as lm-eval does."""
+    key, sep, value = arg.partition("=")
+    if key == "gen_kwargs" and sep and "=" in value and value[:1] not in ("'", '"', "{"):
+        return f"{key}='{value}'" if "'" not in value else f'{key}="{value}"'
+    return arg
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
 from evalflow.dag.inference import CachedModel
-from evalflow.dag.runner import StageEvent, execute
+from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.models.registry import build_model, model_identity
 from evalflow.output.results import RunRecord, build_results
@@ -83,8 +83,13 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
     if model is not None:
         ident = getattr(model, "identity", None)
         if not callable(ident):
-            log.warning("model object %s has no identity(); its responses are not cached", type(model).__name__)
-            return CachedModel(None, "", lambda: model, chunk_size=settings.chunk_size)
+            log.warning(
+                "model object %s has no identity(): its responses and every stage scored from them "
+                "(inference, filters, metrics, aggregate) are computed on every run and never cached; give it "
+                "an identity() method returning plain data (e.g. its name and weights' hash) to cache them",
+                type(model).__name__,
+            )
+            return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
         return CachedModel(store, fingerprint(ident()), lambda: model, chunk_size=settings.chunk_size)
     config = dict(settings.model)
     identity = fingerprint(model_identity(config))
@@ -94,7 +99,7 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
     return CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size)
 
 
-def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str) -> dict[str, Any]:
+def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:
     """The run settings as one task's stages see them (num_fewshot resolved against the task)."""
     num_fewshot = settings.num_fewshot if settings.num_fewshot is not None else (task.num_fewshot or 0)
     return {
@@ -105,7 +110,7 @@ def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: s
         "seed": settings.seed,
         "bootstrap_iters": settings.bootstrap_iters,
         "data_map": settings.data_map,
-        "model": model_identity_key,
+        "model": VOLATILE if model_identity_key is None else model_identity_key,
         "think_end_token": settings.think_end_token,
         "system_instruction": settings.system_instruction,
         "apply_chat_template": settings.apply_chat_template,

@@ -6,7 +6,6 @@ with a message naming the key and the fix, not an hour later inside a stage.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -130,16 +129,30 @@ def _multiturn(data: Mapping[str, Any]) -> bool:
 
 
 def _parse_kv(text: str) -> dict[str, Any]:
+    """lm-eval's ``k=v,k2=v2`` form (``simple_parse_args_string``), values typed as lm-eval types them."""
     out: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "=" not in part:
             raise ConfigError(f"gen_kwargs: '{part}' is not key=value; write gen_kwargs='temperature=0,max_gen_toks=64'")
         key, value = part.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
+        out[key.strip()] = parse_value(value.strip())
     return out
+
+
+def parse_value(text: str) -> Any:
+    """``true``/``false`` (any case) as booleans, ``none``/``null`` as None, then int, float, else
+    the string: lm-eval's ``handle_arg_string``, plus None and negative integers."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _load_data_map(value: Any) -> Mapping[str, Any] | None:
