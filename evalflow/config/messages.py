@@ -50,7 +50,11 @@ def hydra_paragraph(exc: Exception) -> str:
     from hydra.errors import MissingConfigException, OverrideParseException
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+    from evalflow.errors import EvalflowError
+
     cause: Any = exc.__cause__
+    if isinstance(cause, EvalflowError):  # raised by one of our classes Hydra instantiated (a callback)
+        return str(cause)
     if isinstance(exc, MissingConfigException) and exc.options and exc.missing_cfg_file:
         group, _, name = exc.missing_cfg_file.rpartition("/")
         hint = closest(name, exc.options)
