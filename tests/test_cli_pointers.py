@@ -71,6 +71,6 @@ def test_a_model_mapping_is_laid_over_its_preset(toy_library: Path, tmp_path: Pa
     kw = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=4, bootstrap_iters=0)
     by_mapping = evaluate("toy_mc", {"type": "dummy", "salt": "x"}, **kw)
     by_override = evaluate("toy_mc", "dummy", overrides=["model.salt=x"], **kw)
-    assert by_mapping["results"] == by_override["results"] and by_mapping["config"]["model"] == by_override["config"]["model"]
+    assert by_mapping["results"] == by_override["results"] and by_mapping["evalflow"]["model"] == by_override["evalflow"]["model"]
     own = evaluate("toy_mc", {"type": COUNTING, "anything": 1}, **kw)  # a class of the user's own: keys as given
-    assert own["config"]["model"] == {"type": COUNTING, "anything": 1}
+    assert own["evalflow"]["model"] == {"type": COUNTING, "anything": 1}

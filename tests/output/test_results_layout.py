@@ -57,9 +57,10 @@ def test_groups_and_run_fields_in_lm_evals_layout(group_library: Path, tmp_path:
     assert r["versions"]["toy_group"] == "3" and r["n-shot"]["toy_group"] == 2
     assert r["higher_is_better"]["toy_group"] == {"acc": True, "acc_norm": True}
     assert r["configs"]["toy_a"]["num_fewshot"] == 2 and r["n-shot"]["toy_a"] == 2
-    assert r["config"]["model"] == "dummy" and r["config"]["model_args"] == {"salt": "s"}
+    assert r["config"]["model"] == "dummy" and r["config"]["model_args"] == {"salt": "s", "pretrained": None, "gguf_file": None}
     assert r["model_source"] == "dummy" and r["model_name"] == "dummy"
-    assert r["evalflow"]["model"] == {"type": "dummy", "salt": "s"} and r["evalflow"]["num_fewshot"] == 2
+    assert r["evalflow"]["model"] == {"type": "dummy", "salt": "s", "pretrained": None, "gguf_file": None}
+    assert r["evalflow"]["num_fewshot"] == 2
     warned = [m.getMessage() for m in caplog.records if "missing in" in m.getMessage()]
     assert warned == ["group 'toy_group': metric 'acc_norm,none' is missing in 1 of 2 tasks: toy_a; "
                       "the group score averages the others only"]
