@@ -110,7 +110,8 @@ def _parse(path: str, *, full: bool) -> dict[str, Any]:
     loader.base_dir, loader.file, loader.full = os.path.dirname(path), path, full
     try:
         node = loader.get_single_node()
-        _check_expansion(node, path)
+        if b"&" in data:  # without an anchor there is no alias, and the tree is as big as the file
+            _check_expansion(node, path)
         doc = None if node is None else loader.construct_document(node) if full else _construct_header(loader, node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
