@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 from evalflow.errors import EvalflowError
 
@@ -28,6 +28,10 @@ class Subcommand(NamedTuple):
 SUBCOMMANDS = {
     "ls": Subcommand("evalflow.taskspec.listing:main", "[--json] [include_path=[dir]]  list tasks, groups and tags"),
     "cache": Subcommand("evalflow.cache.cli:main", "stats|verify|gc|clear [cache_dir=DIR]  look after a cache folder"),
+    "show": Subcommand("evalflow.preview:main", "task=NAME [n=3] [key=value...]  print prompts, targets and requests (no model)"),
+    "validate": Subcommand("evalflow.validate:main", "task=NAME [n=3] [key=value...]  check task configs on their first documents"),
+    "decontaminate": Subcommand("evalflow.decontaminate:main",
+                                "task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
 }
 
 
@@ -102,6 +106,7 @@ def hydra_main() -> None:
         output_dir = Path(HydraConfig.get().runtime.output_dir)
         try:
             settings = settings_from_config(cfg)
+            _pin_data_map(output_dir, cfg.get("data_map"), settings.data_map_file)
             results = run(settings, output_dir)
         except EvalflowError as exc:
             raise SystemExit(_report(exc)) from None
@@ -123,6 +128,22 @@ def _interrupted(cache_dir: Path, output_dir: Path) -> str:
     return (f"evalflow: interrupted. Every stage and model answer finished before the interrupt is saved in the "
             f"cache ({cache_dir}); run the same command again to resume: only the remaining requests reach the "
             f"model. {output_dir} has no results.json (the run did not finish).")
+
+
+def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
+    """Make the run's ``.hydra/config.yaml`` name the data map it really used: a map file given by
+    ``$EVALFLOW_DATA_MAP`` or by a relative path is written in as an absolute path, so the snapshot
+    reproduces the run with no environment variable and from any folder."""
+    snapshot = output_dir / ".hydra" / "config.yaml"
+    if map_file is None or not snapshot.is_file() or (isinstance(value, str) and "/" not in value and value == Path(map_file).stem):
+        return
+    from omegaconf import OmegaConf
+
+    from evalflow.output.run_folder import atomic_write
+
+    config = OmegaConf.load(snapshot)
+    config.data_map = map_file
+    atomic_write(snapshot, [OmegaConf.to_yaml(config)])
 
 
 def _pop_config_dir() -> str | None:
@@ -152,12 +173,32 @@ def entry() -> None:
         raise SystemExit(code)
     sys.argv[1:] = _flags_first([_quote_kv_string(a) for a in sys.argv[1:]])
     try:
+        _refuse_used_run_folders(sys.argv[1:])
+    except EvalflowError as exc:
+        raise SystemExit(_report(exc)) from None
+    try:
         hydra_main()
     except KeyboardInterrupt:  # before the run started (composing the config, importing)
         if _debug():
             raise
         print("evalflow: interrupted before the run started; nothing was computed.", file=sys.stderr)
         raise SystemExit(130) from None
+
+
+def _refuse_used_run_folders(argv: list[str]) -> None:
+    """An explicit ``hydra.run.dir``/``hydra.sweep.dir`` that holds a run is refused before Hydra
+    starts, since Hydra overwrites the folder's ``.hydra`` snapshot as its first act."""
+    from evalflow.output.run_folder import ensure_fresh
+
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if not sep or "${" in value:
+            continue
+        if key == "hydra.run.dir":
+            ensure_fresh(Path(value), key)
+        elif key == "hydra.sweep.dir" and Path(value).is_dir():
+            for job in sorted(p for p in Path(value).iterdir() if p.is_dir()):
+                ensure_fresh(job, key)
 
 
 def _flags_first(argv: list[str]) -> list[str]:

@@ -22,9 +22,11 @@ from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.models.registry import build_model, model_identity
 from evalflow.output.results import RunRecord, build_results
-from evalflow.output.run_folder import write_run_folder
+from evalflow.output.run_folder import ensure_fresh, write_run_folder
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
+from evalflow.taskspec.run_options import apply_run_options
+from evalflow.taskspec.samplers import fewshot_warnings
 from evalflow.taskspec.spec import TaskConfig
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,8 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     lazily on the first cache miss.
     """
     started = time.time()
+    if output_dir is not None:
+        ensure_fresh(output_dir)
     selection = select_tasks(settings)
     store = CacheStore(settings.cache_dir)
     try:
@@ -57,6 +61,7 @@ def select_tasks(settings: RunSettings) -> Selection:
         selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
     except TaskError as exc:
         raise _with_skipped_files(exc, index) from exc
+    selection = apply_run_options(selection, samples=settings.samples, predict_only=settings.predict_only)
     for task in selection.tasks:
         if task.unsafe_code and not settings.confirm_unsafe_code:
             raise UnsafeCodeError(
@@ -106,6 +111,7 @@ def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: s
         "num_fewshot": num_fewshot,
         "fewshot_seed": settings.seed,
         "limit": settings.limit,
+        "samples": (settings.samples or {}).get(task.task),
         "gen_kwargs": settings.gen_kwargs,
         "seed": settings.seed,
         "bootstrap_iters": settings.bootstrap_iters,
@@ -142,7 +148,10 @@ def evaluate_tasks(
         if settings.num_fewshot and task.output_type == "loglikelihood_rolling":
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
-        task_outputs, task_events = execute(task, task_settings(task, settings, edge.identity), store, {"model": edge})
+        stage_settings = task_settings(task, settings, edge.identity)
+        task_outputs, task_events = execute(task, stage_settings, store, {"model": edge})
+        for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
+            log.warning(warning)
         outputs[task.task] = task_outputs
         events.extend(task_events)
     return outputs, events

@@ -166,3 +166,97 @@ def test_gen_kwargs_unquoted_on_the_command_line(toy_library: Path, tmp_path: Pa
     sample = json.loads((tmp_path / "r" / "samples_toy_gen.jsonl").read_text().splitlines()[0])
     gen_args = sample["arguments"]["gen_args_0"]["arg_1"]
     assert gen_args["do_sample"] is False and gen_args["max_gen_toks"] == 7
+
+
+# --- 2. runs started in the same second keep their own complete folders -----------------------
+
+
+def test_runs_started_in_the_same_second_keep_their_own_folders(toy_library: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    base = [sys.executable, "-m", "evalflow", "model=dummy", f"include_path=[{toy_library}]", "limit=3",
+            f"cache_dir={tmp_path / 'c'}", "bootstrap_iters=0"]
+    procs = [subprocess.Popen(base + [f"task={t}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for t in ("toy_mc", "toy_gen", "toy_mc")]
+    for proc in procs:
+        assert proc.wait(timeout=300) == 0, proc.stderr.read() if proc.stderr else ""
+    folders = sorted(p.parent for p in (tmp_path / "outputs").glob("*/*/results.json"))
+    assert len(folders) == 3
+    for folder in folders:
+        results = json.loads((folder / "results.json").read_text())
+        (task,) = results["results"]
+        assert (folder / "manifest.json").exists() and (folder / f"samples_{task}.jsonl").exists()
+        assert f"task: {task}" in (folder / ".hydra" / "config.yaml").read_text()
+        assert [p.name for p in folder.glob("samples_*")] == [f"samples_{task}.jsonl"]
+
+
+def test_a_folder_holding_a_run_is_refused(toy_library: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    folder = tmp_path / "run"
+    args = [sys.executable, "-m", "evalflow", "model=dummy", f"include_path=[{toy_library}]", "limit=3",
+            f"cache_dir={tmp_path / 'c'}", "bootstrap_iters=0", f"hydra.run.dir={folder}"]
+    first = subprocess.run(args + ["task=toy_mc"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    snapshot = (folder / ".hydra" / "config.yaml").read_text()
+    second = subprocess.run(args + ["task=toy_gen"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 2 and "already holds a run" in second.stderr and "hydra.run.dir" in second.stderr
+    assert (folder / ".hydra" / "config.yaml").read_text() == snapshot  # the first run's snapshot is intact
+    assert not (folder / "samples_toy_gen.jsonl").exists()
+    with pytest.raises(Exception, match="already holds a run"):
+        evaluate("toy_mc", "dummy", output_dir=folder, include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"))
+
+
+# --- 6. a data map given by path or environment is reproducible from the snapshot --------------
+
+
+def test_data_map_by_path_and_by_environment_reproduce_from_the_snapshot(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"question": f"q{i}", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "A", "id": str(i)}
+            for i in range(4)]
+    (data / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "maps").mkdir()
+    (tmp_path / "maps" / "mine.yaml").write_text(
+        "root: ../data\nallenai/ai2_arc/ARC-Easy:\n  path: json\n  data_files: {test: test.jsonl}\n")
+    env = {k: v for k, v in os.environ.items() if k != "EVALFLOW_DATA_MAP"}
+    env["PYTHONPATH"] = str(ROOT)
+    base = [sys.executable, "-m", "evalflow", "model=dummy", "task=arc_easy", f"cache_dir={tmp_path / 'c'}", "bootstrap_iters=0"]
+    by_path = subprocess.run(base + ["data_map=maps/mine.yaml", f"hydra.run.dir={tmp_path / 'p'}"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert by_path.returncode == 0, by_path.stderr
+    by_env = subprocess.run(base + [f"hydra.run.dir={tmp_path / 'e'}"], cwd=tmp_path, capture_output=True, text=True,
+                            env={**env, "EVALFLOW_DATA_MAP": str(tmp_path / "maps" / "mine.yaml")}, timeout=300)
+    assert by_env.returncode == 0, by_env.stderr
+    for run in ("p", "e"):
+        manifest = json.loads((tmp_path / run / "manifest.json").read_text())
+        assert manifest["data_map"]["file"] == str(tmp_path / "maps" / "mine.yaml")
+        again = subprocess.run([sys.executable, "-m", "evalflow", "--config-dir", str(tmp_path / run / ".hydra"),
+                                "--config-name", "config", f"hydra.run.dir={tmp_path / (run + '-again')}"],
+                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr
+        first = json.loads((tmp_path / run / "results.json").read_text())
+        second = json.loads((tmp_path / (run + "-again") / "results.json").read_text())
+        assert second["results"] == first["results"] and first["n-samples"]["arc_easy"]["effective"] == 4
+        assert json.loads((tmp_path / (run + "-again") / "manifest.json").read_text())["data"] == manifest["data"]
+
+
+# --- 7. few-shot examples drawn from another split than the task names: warned and recorded ---
+
+
+def test_fewshot_split_fallback_is_warned_and_recorded(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"q": f"q{i}", "a": "yes"} for i in range(6)]
+    (data / "validation.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "nofewshot.yaml").write_text(
+        f"task: nofewshot\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    validation: {data}/validation.jsonl\n"
+        "training_split: train\nvalidation_split: validation\noutput_type: multiple_choice\n"
+        "doc_to_text: '{{q}}'\ndoc_to_target: 0\ndoc_to_choice: ['yes', 'no']\nmetric_list:\n  - metric: acc\n")
+    out = tmp_path / "run"
+    results = evaluate("nofewshot", "dummy", output_dir=out, include_path=[str(lib)], cache_dir=str(tmp_path / "c"),
+                       num_fewshot=2, bootstrap_iters=0)
+    assert results["configs"]["nofewshot"]["fewshot_split"] == "validation"
+    assert json.loads((out / "manifest.json").read_text())["fewshot_split"] == {"nofewshot": "validation"}
+    assert "num_fewshot > 0 but fewshot_split is None" in caplog.text
+    assert "from split 'train', which the data does not have" in caplog.text and "the split being evaluated" in caplog.text

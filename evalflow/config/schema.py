@@ -22,6 +22,11 @@ class RunConfig:
     num_fewshot: Optional[int] = None
     # The first N documents of each task, or a fraction (< 1.0) of them.
     limit: Optional[float] = None
+    # Instead of limit, the documents to evaluate per task (lm-eval's --samples): a mapping
+    # {task: [doc indices]}, its JSON text, or the path of a JSON file holding it.
+    samples: Optional[Any] = None
+    # Generate and log samples, skip the metrics (lm-eval's --predict_only; metric "bypass").
+    predict_only: bool = False
     # Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.
     seed: int = 1234
     # Requests per model batch (an int, or "auto"); never part of any cache key.
@@ -32,7 +37,8 @@ class RunConfig:
     # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path): a list, or
     # one path (include_path=/dir). Typed Any so that a single path is not refused as a non-list.
     include_path: Any = field(default_factory=list)
-    # Maps hub datasets to local files (a mapping, or a path to a YAML/JSON file); see conf/data_map/.
+    # Maps hub datasets to local files: a map's name in conf/data_maps/ (shared), the path of a
+    # YAML/JSON map file, or an in-line mapping; else $EVALFLOW_DATA_MAP.
     data_map: Optional[Any] = None
     # Chat models (lm-eval's options): format prompts with the model's chat template, keep few-shot
     # examples as separate turns, and prepend a system instruction (plain prompts too).

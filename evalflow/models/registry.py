@@ -1,7 +1,7 @@
 """Model types by name: ``model.type`` in a config picks one; ``register_model`` adds your own.
 
 Built-in classes are named by import path and imported on first use, so choosing ``dummy`` never
-imports torch, and a fully cached ``hf`` run imports only the (torch-free) ``hf`` module to compute
+imports torch, and a fully cached ``hf`` run imports only the torch-free ``hf.model`` module to compute
 the model's identity.
 """
 
@@ -18,7 +18,7 @@ from evalflow.models.base import default_identity
 
 _BUILTIN = {
     "dummy": "evalflow.models.dummy:DummyModel",
-    "hf": "evalflow.models.hf:HFModel",
+    "hf": "evalflow.models.hf.model:HFModel",
 }
 _REGISTERED: dict[str, type] = {}
 

@@ -57,7 +57,9 @@ def build_results(record: RunRecord) -> dict[str, Any]:
             **dict(result.metrics),
         }
         n_shot[task.task] = s.num_fewshot if s.num_fewshot is not None else (task.num_fewshot or 0)
-        configs[task.task] = {**task.to_dict(), "num_fewshot": n_shot[task.task]}
+        # as run: the overridden num_fewshot, and the few-shot split actually drawn from
+        configs[task.task] = {**task.to_dict(), "num_fewshot": n_shot[task.task],
+                              "fewshot_split": out["load_docs"].fewshot_split}
         versions[task.task] = task.version
         hib[task.task] = dict(result.higher_is_better)
         n_samples[task.task] = {"original": len(out["load_docs"].docs), "effective": len(out["fewshot"])}
