@@ -38,9 +38,9 @@ def test_ctrl_c_prints_one_line_saying_what_was_saved_and_how_to_resume(toy_libr
     assert str(cache) in lines[0] and "run the same command again to resume" in lines[0]
     assert not (tmp_path / "run" / "results.json").exists()
 
-    resumed = cli(base_args(toy_library, cache) + [f"hydra.run.dir={tmp_path / 'resumed'}"])
+    resumed = cli(args)  # "the same command", into the same run folder
     assert resumed.returncode == 0, resumed.stderr
-    assert json.loads((tmp_path / "resumed" / "manifest.json").read_text())["inference"]["cached"] >= 8
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["inference"]["cached"] >= 8
 
 
 def test_include_path_accepts_one_folder_without_brackets(toy_library: Path, tmp_path: Path) -> None:
