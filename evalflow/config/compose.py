@@ -56,7 +56,7 @@ def compose_settings(
         _set_model(cfg, model, has_preset)
     values = {"task": list(task) if isinstance(task, (list, tuple)) else task, **values}
     for key, value in values.items():
-        if key not in cfg:
+        if key not in cfg.keys():
             raise ConfigError(unknown_setting(key))
         try:
             cfg[key] = value
