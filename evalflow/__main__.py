@@ -32,6 +32,10 @@ SUBCOMMANDS = {
     "validate": Subcommand("evalflow.validate:main", "task=NAME [n=3] [key=value...]  check task configs on their first documents"),
     "decontaminate": Subcommand("evalflow.decontaminate:main",
                                 "task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
+    "explain": Subcommand("evalflow.insight.explain:main", "RUN [RUN_B]  why each computed stage of a run re-ran"),
+    "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B  per metric A, B, B - A and a paired test"),
+    "rescore": Subcommand("evalflow.insight.rescore:main", "SAMPLES... task=NAME  score saved answers again, no model"),
+    "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html]  one self-contained HTML page of runs"),
 }
 
 

@@ -9,6 +9,7 @@ The Hydra entry point (``python -m evalflow``) and :func:`evaluate` both end in 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -17,7 +18,7 @@ from typing import Any, Mapping
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
-from evalflow.dag.inference import CachedModel
+from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.models.registry import build_model, model_identity
@@ -46,13 +47,25 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     try:
         edge = model_edge(settings, store, model)
         outputs, events = evaluate_tasks(selection, settings, store, edge)
-        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time())
+        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data)
         results = build_results(record)
         if output_dir is not None:
             write_run_folder(output_dir, record, results)
+            if settings.explain:
+                _print_explanation(output_dir)
         return results
     finally:
         store.close()
+
+
+def _print_explanation(output_dir: Path) -> None:
+    """``explain=true``: the lines of ``python -m evalflow explain`` for this run, on stderr."""
+    import sys
+
+    from evalflow.insight.explain import explain
+
+    lines = explain(output_dir)
+    print("\n".join(lines) if lines else "explain: every stage was served from the cache", file=sys.stderr)
 
 
 def select_tasks(settings: RunSettings) -> Selection:
@@ -95,13 +108,15 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
                 type(model).__name__,
             )
             return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
-        return CachedModel(store, fingerprint(ident()), lambda: model, chunk_size=settings.chunk_size)
+        data = ident()
+        return CachedModel(store, fingerprint(data), lambda: model, chunk_size=settings.chunk_size, identity_data=data)
     config = dict(settings.model)
-    identity = fingerprint(model_identity(config))
+    data = model_identity(config)
+    identity = fingerprint(data)
     load_args = {**config, "batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size}
     if config.get("type") == "dummy":
         load_args = config
-    return CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size)
+    return CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size, identity_data=data)
 
 
 def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:
@@ -148,13 +163,22 @@ def evaluate_tasks(
         if settings.num_fewshot and task.output_type == "loglikelihood_rolling":
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
+        before = dataclasses.replace(edge.counts)
         stage_settings = task_settings(task, settings, edge.identity)
         task_outputs, task_events = execute(task, stage_settings, store, {"model": edge})
         for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
             log.warning(warning)
         outputs[task.task] = task_outputs
-        events.extend(task_events)
+        events.extend(_with_request_counts(e, before, edge.counts) for e in task_events)
     return outputs, events
+
+
+def _with_request_counts(event: StageEvent, before: InferenceCounts, after: InferenceCounts) -> StageEvent:
+    """The inference event of one task, with how many of its requests the model answered."""
+    if event.stage != "inference" or event.hit:
+        return event
+    counts = {f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")}
+    return dataclasses.replace(event, detail=counts)
 
 
 def evaluate(

@@ -44,6 +44,7 @@ class RunSettings:
     samples: Mapping[str, tuple[int, ...]] | None = None  # task -> document indices (instead of limit)
     predict_only: bool = False
     data_map_file: str | None = None  # the map file data_map came from (recorded in the manifest)
+    explain: bool = False  # print why each computed stage re-ran, at the end of the run
 
 
 def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
@@ -105,6 +106,7 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         system_instruction=data.get("system_instruction") or None,
         samples=samples,
         predict_only=bool(data.get("predict_only", False)),
+        explain=bool(data.get("explain", False)),
     )
 
 

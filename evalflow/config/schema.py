@@ -59,6 +59,8 @@ class RunConfig:
     confirm_unsafe_code: bool = False
     # Requests the inference edge sends to the model at once and persists together.
     chunk_size: int = 64
+    # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).
+    explain: bool = False
 
 
 def register_configs() -> None:

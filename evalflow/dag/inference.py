@@ -62,6 +62,7 @@ class CachedModel:
     lease_seconds: float = 1800.0  # after this, a lease held by a silent process is taken over
     poll_seconds: float = 0.05  # first wait for requests another process computes (doubles to 1 s)
     holder: Holder = field(default_factory=Holder)
+    identity_data: Any = None  # the plain data ``identity`` hashes (recorded in the manifest)
     _model: Any = None
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:

@@ -41,6 +41,7 @@ class RunRecord:
     inference: InferenceCounts
     started: float
     finished: float
+    model_identity: Any = None  # plain data the model's cache identity is a hash of
 
 
 def build_results(record: RunRecord) -> dict[str, Any]:
