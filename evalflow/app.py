@@ -196,24 +196,18 @@ def evaluate(
 ) -> dict[str, Any]:
     """Run an evaluation from Python; returns lm-eval's results dict.
 
-    ``model`` is a preset name (``conf/model/<name>.yaml``), a config mapping with ``type``, or a
-    model object implementing ``loglikelihood``, ``loglikelihood_rolling`` and ``generate_until``
-    (give it an ``identity()`` method returning plain data to have its responses cached).
-    Other keyword arguments are run settings (``num_fewshot=5, limit=50, cache_dir=...``).
+    ``model`` is a preset name (``conf/model/<name>.yaml``), a config mapping with ``type`` (laid
+    over the preset of that type when there is one, so it takes the preset's keys only, as
+    ``model.KEY=VALUE`` on the command line), or a model object implementing ``loglikelihood``,
+    ``loglikelihood_rolling`` and ``generate_until`` (give it an ``identity()`` method returning
+    plain data to have its responses cached). Other keyword arguments are run settings
+    (``num_fewshot=5, limit=50, cache_dir=...``); a bad preset, setting or model key raises the
+    command line's :class:`~evalflow.errors.ConfigError`.
     """
     from evalflow.config.compose import compose_settings
 
     preset = model if isinstance(model, str) else None
-    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings)
-    model_object = None
-    if isinstance(model, Mapping):
-        settings_obj = _replace_model(settings_obj, dict(model))
-    elif not isinstance(model, str):
-        model_object = model
+    mapping = model if isinstance(model, Mapping) else None
+    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping)
+    model_object = None if isinstance(model, (str, Mapping)) else model
     return run(settings_obj, Path(output_dir) if output_dir else None, model=model_object)
-
-
-def _replace_model(settings: RunSettings, model: dict[str, Any]) -> RunSettings:
-    if "type" not in model:
-        raise ConfigError("a model mapping needs a `type` key (dummy, hf, or a registered model type)")
-    return dataclasses.replace(settings, model=model)

@@ -90,7 +90,7 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         batch_size=batch_size,
         max_batch_size=int(data.get("max_batch_size", 64)),
         gen_kwargs=gen_kwargs,
-        include_path=tuple(str(p) for p in data.get("include_path") or ()),
+        include_path=_paths(data.get("include_path")),
         data_map=data_map,
         data_map_file=str(map_file) if map_file else None,
         cache_dir=Path(data["cache_dir"]).expanduser() if data.get("cache_dir") else default_cache_dir(),
@@ -108,6 +108,17 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         predict_only=bool(data.get("predict_only", False)),
         explain=bool(data.get("explain", False)),
     )
+
+
+def _paths(value: Any) -> tuple[str, ...]:
+    """``include_path``: a list of folders, or one folder given without brackets (lm-eval's habit)."""
+    if not value:
+        return ()
+    if isinstance(value, (str, Path)):
+        return (str(value),)
+    if isinstance(value, (list, tuple)):
+        return tuple(str(p) for p in value)
+    raise ConfigError(f"include_path={value!r} is neither a folder nor a list of folders; write include_path=/dir or include_path=[a,b]")
 
 
 def _template_name(value: Any) -> str | None:

@@ -7,7 +7,7 @@ and a mistyped override (``num_fewshot=five``) is refused by OmegaConf before an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -34,8 +34,9 @@ class RunConfig:
     max_batch_size: int = 64
     # Overrides the generation_kwargs of generate_until tasks (lm-eval's --gen_kwargs).
     gen_kwargs: Any = None  # a mapping (or 'k=v,k2=v2'); typed Any so an override replaces it whole
-    # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path).
-    include_path: List[str] = field(default_factory=list)
+    # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path): a list, or
+    # one path (include_path=/dir). Typed Any so that a single path is not refused as a non-list.
+    include_path: Any = field(default_factory=list)
     # Maps hub datasets to local files: a map's name in conf/data_maps/ (shared), the path of a
     # YAML/JSON map file, or an in-line mapping; else $EVALFLOW_DATA_MAP.
     data_map: Optional[Any] = None

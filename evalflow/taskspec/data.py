@@ -40,7 +40,7 @@ from evalflow.errors import DataError, TaskError
 from evalflow.records import DocSet
 from evalflow.taskspec.samplers import fewshot_options, fewshot_source
 from evalflow.taskspec.spec import TaskConfig
-from evalflow.taskspec.templates import call_function
+from evalflow.taskspec.templates import call_function, call_task_function
 
 DATA_MAP_ENV = "EVALFLOW_DATA_MAP"
 # datasets' packaged builders: a dataset_path naming one reads local files given by data_files
@@ -184,7 +184,7 @@ def _split_docs(
         )
     rows = dataset[split]
     if process is not None:
-        rows = call_function(process)(rows)
+        rows = call_task_function(process, rows, task=task, what=f"process_docs (split '{split}')")
     return tuple(_plain_row(r, task, split, i) for i, r in enumerate(rows))
 
 
