@@ -30,6 +30,7 @@ from typing import Any
 class FaultProxy:
     def __init__(self, upstream: str, faults: list[str] | None = None, stall_seconds: float = 3.0) -> None:
         self.upstream = upstream.rstrip("/")
+        self.models_missing = False  # True: GET /v1/models answers 404, as on some hosted APIs
         self.faults = list(faults or [])
         self.stall_seconds = stall_seconds
         self.bodies: list[Any] = []
@@ -57,6 +58,8 @@ class FaultProxy:
             def do_GET(self) -> None:
                 with proxy.lock:
                     proxy.headers.append(dict(self.headers))
+                if proxy.models_missing:
+                    return self._reply(404, b'{"error": {"message": "no such route"}}')
                 self._forward(None)
 
             def do_POST(self) -> None:

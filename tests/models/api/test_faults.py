@@ -61,6 +61,13 @@ def test_client_errors_are_not_retried(proxy, api_run):
     assert len(proxy.bodies) == 3  # the 400 was not sent again
 
 
+def test_a_server_without_models_route_still_runs(proxy, api_run):
+    proxy.models_missing = True
+    _, manifest, _ = api_run(completions_config(proxy.url + "/v1", max_gen_toks=8), task="toy_gen", limit=1)
+    server = manifest["inference"]["model"]["server"]
+    assert server["models"] is None and "HTTP 404" in server["error"] and manifest["inference"]["computed"] == 1
+
+
 def test_the_api_key_is_sent_but_written_nowhere(proxy, api_library, tmp_path):
     secret = "sk-evalflow-test-" + os.urandom(6).hex()
     out, cache = tmp_path / "run", tmp_path / "cache"
