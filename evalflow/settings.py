@@ -7,7 +7,7 @@ with a message naming the key and the fix, not an hour later inside a stage.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -41,6 +41,9 @@ class RunSettings:
     chat_template_name: str | None = None  # one of a tokenizer's named templates
     fewshot_as_multiturn: bool = False
     system_instruction: str | None = None
+    workers: int = 1  # model replicas (Ray actors when > 1); speed only, in no cache key
+    worker_resources: Mapping[str, Any] = field(default_factory=dict)
+    ray_address: str | None = None
 
 
 def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
@@ -95,7 +98,25 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         chat_template_name=_template_name(data.get("apply_chat_template")),
         fewshot_as_multiturn=_multiturn(data),
         system_instruction=data.get("system_instruction") or None,
+        **_scale_out(data),
     )
+
+
+def _scale_out(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``workers``, ``worker_resources``, ``ray_address``, checked before any Ray is started."""
+    workers = data.get("workers", 1)
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ConfigError(f"workers={workers!r} is not allowed; use a whole number >= 1 (1: the model runs in this process)")
+    resources = data.get("worker_resources") or {}
+    if not isinstance(resources, Mapping) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in resources.values()
+    ):
+        raise ConfigError(
+            f"worker_resources={resources!r} is not allowed; give a mapping of Ray resources to amounts "
+            "per worker, e.g. worker_resources='{num_gpus: 1, num_cpus: 4}'"
+        )
+    address = data.get("ray_address")
+    return {"workers": workers, "worker_resources": dict(resources), "ray_address": str(address) if address else None}
 
 
 def _template_name(value: Any) -> str | None:

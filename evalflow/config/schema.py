@@ -52,6 +52,13 @@ class RunConfig:
     confirm_unsafe_code: bool = False
     # Requests the inference edge sends to the model at once and persists together.
     chunk_size: int = 64
+    # Scale-out (README "Scaling out"; never part of any cache key): model replicas answering one
+    # run's cache misses as Ray actors (1: in this process, Ray never imported), the Ray resources
+    # each replica reserves (e.g. {num_gpus: 1, num_cpus: 4}), and the Ray cluster to join (None:
+    # start a local one; "auto" or an address: an existing cluster).
+    workers: int = 1
+    worker_resources: Dict[str, Any] = field(default_factory=dict)
+    ray_address: Optional[str] = None
 
 
 def register_configs() -> None:

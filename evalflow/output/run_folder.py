@@ -7,6 +7,7 @@ fails leaves whatever it wrote before (the ``.hydra`` snapshot, samples) but nev
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -50,6 +51,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
             "computed": record.inference.computed,
             "cached": record.inference.cached,
         },
+        # which model replica computed how much (one "local@host:pid", or one per Ray worker)
+        "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
         "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},
         "packages": {name: _version(name) for name in PACKAGES},
         "cache_dir": str(record.settings.cache_dir),
