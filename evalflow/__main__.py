@@ -116,8 +116,11 @@ def hydra_main() -> None:
         from evalflow.settings import settings_from_config
 
         logging.getLogger("evalflow").setLevel(logging.INFO)
+        output_dir = Path(HydraConfig.get().runtime.output_dir)
         try:
-            results = run(settings_from_config(cfg), Path(HydraConfig.get().runtime.output_dir))
+            settings = settings_from_config(cfg)
+            _pin_data_map(output_dir, cfg.get("data_map"), settings.data_map_file)
+            results = run(settings, output_dir)
         except EvalflowError as exc:
             raise SystemExit(_report(exc)) from None
         print_results(results)
@@ -125,6 +128,22 @@ def hydra_main() -> None:
 
     with _one_paragraph_hydra_errors():
         main()
+
+
+def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
+    """Make the run's ``.hydra/config.yaml`` name the data map it really used: a map file given by
+    ``$EVALFLOW_DATA_MAP`` or by a relative path is written in as an absolute path, so the snapshot
+    reproduces the run with no environment variable and from any folder."""
+    snapshot = output_dir / ".hydra" / "config.yaml"
+    if map_file is None or not snapshot.is_file() or (isinstance(value, str) and "/" not in value and value == Path(map_file).stem):
+        return
+    from omegaconf import OmegaConf
+
+    from evalflow.output.run_folder import atomic_write
+
+    config = OmegaConf.load(snapshot)
+    config.data_map = map_file
+    atomic_write(snapshot, [OmegaConf.to_yaml(config)])
 
 
 def _pop_config_dir() -> str | None:
@@ -152,8 +171,28 @@ def entry() -> None:
         except EvalflowError as exc:
             code = _report(exc)
         raise SystemExit(code)
-    sys.argv[1:] = _flags_first(sys.argv[1:])
+    sys.argv[1:] = _flags_first([_quote_kv_string(a) for a in sys.argv[1:]])
+    try:
+        _refuse_used_run_folders(sys.argv[1:])
+    except EvalflowError as exc:
+        raise SystemExit(_report(exc)) from None
     hydra_main()
+
+
+def _refuse_used_run_folders(argv: list[str]) -> None:
+    """An explicit ``hydra.run.dir``/``hydra.sweep.dir`` that holds a run is refused before Hydra
+    starts, since Hydra overwrites the folder's ``.hydra`` snapshot as its first act."""
+    from evalflow.output.run_folder import ensure_fresh
+
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if not sep or "${" in value:
+            continue
+        if key == "hydra.run.dir":
+            ensure_fresh(Path(value), key)
+        elif key == "hydra.sweep.dir" and Path(value).is_dir():
+            for job in sorted(p for p in Path(value).iterdir() if p.is_dir()):
+                ensure_fresh(job, key)
 
 
 def _flags_first(argv: list[str]) -> list[str]:
@@ -161,6 +200,16 @@ def _flags_first(argv: list[str]) -> list[str]:
     before the overrides, so move the flag-only options to the front."""
     flags = [a for a in argv if a in ("-m", "--multirun", "--run", "--resolve")]
     return flags + [a for a in argv if a not in flags]
+
+
+def _quote_kv_string(arg: str) -> str:
+    """lm-eval's habit ``gen_kwargs='do_sample=false,max_gen_toks=32'`` reaches us unquoted by the
+    shell, which Hydra cannot parse (an ``=`` inside a value): quote it for Hydra, so the setting
+    receives the string and parses it as lm-eval does."""
+    key, sep, value = arg.partition("=")
+    if key == "gen_kwargs" and sep and "=" in value and value[:1] not in ("'", '"', "{"):
+        return f"{key}='{value}'" if "'" not in value else f'{key}="{value}"'
+    return arg
 
 
 if __name__ == "__main__":

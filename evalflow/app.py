@@ -18,13 +18,14 @@ from typing import Any, Mapping
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
 from evalflow.dag.inference import CachedModel
-from evalflow.dag.runner import StageEvent, execute
+from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.models.registry import build_model, model_identity
 from evalflow.output.results import RunRecord, build_results
-from evalflow.output.run_folder import write_run_folder
+from evalflow.output.run_folder import ensure_fresh, write_run_folder
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
+from evalflow.taskspec.samplers import fewshot_warnings
 from evalflow.taskspec.spec import TaskConfig
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     lazily on the first cache miss.
     """
     started = time.time()
+    if output_dir is not None:
+        ensure_fresh(output_dir)
     selection = select_tasks(settings)
     store = CacheStore(settings.cache_dir)
     try:
@@ -92,8 +95,13 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
             )
         ident = getattr(model, "identity", None)
         if not callable(ident):
-            log.warning("model object %s has no identity(); its responses are not cached", type(model).__name__)
-            return CachedModel(None, "", lambda: model, chunk_size=settings.chunk_size)
+            log.warning(
+                "model object %s has no identity(): its responses and every stage scored from them "
+                "(inference, filters, metrics, aggregate) are computed on every run and never cached; give it "
+                "an identity() method returning plain data (e.g. its name and weights' hash) to cache them",
+                type(model).__name__,
+            )
+            return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
         return CachedModel(store, fingerprint(ident()), lambda: model, chunk_size=settings.chunk_size)
     config = dict(settings.model)
     identity = fingerprint(model_identity(config))
@@ -116,7 +124,7 @@ def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[S
             edge.counts.served_by_stage(len(outputs[event.task]["inference"].values))
 
 
-def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str) -> dict[str, Any]:
+def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:
     """The run settings as one task's stages see them (num_fewshot resolved against the task)."""
     num_fewshot = settings.num_fewshot if settings.num_fewshot is not None else (task.num_fewshot or 0)
     return {
@@ -127,7 +135,7 @@ def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: s
         "seed": settings.seed,
         "bootstrap_iters": settings.bootstrap_iters,
         "data_map": settings.data_map,
-        "model": model_identity_key,
+        "model": VOLATILE if model_identity_key is None else model_identity_key,
         "think_end_token": settings.think_end_token,
         "system_instruction": settings.system_instruction,
         "apply_chat_template": settings.apply_chat_template,
@@ -159,7 +167,10 @@ def evaluate_tasks(
         if settings.num_fewshot and task.output_type == "loglikelihood_rolling":
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
-        task_outputs, task_events = execute(task, task_settings(task, settings, edge.identity), store, {"model": edge})
+        stage_settings = task_settings(task, settings, edge.identity)
+        task_outputs, task_events = execute(task, stage_settings, store, {"model": edge})
+        for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
+            log.warning(warning)
         outputs[task.task] = task_outputs
         events.extend(task_events)
     return outputs, events

@@ -6,7 +6,6 @@ with a message naming the key and the fix, not an hour later inside a stage.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -41,6 +40,7 @@ class RunSettings:
     chat_template_name: str | None = None  # one of a tokenizer's named templates
     fewshot_as_multiturn: bool = False
     system_instruction: str | None = None
+    data_map_file: str | None = None  # the map file data_map came from (recorded in the manifest)
     workers: int = 1  # model replicas (Ray actors when > 1); speed only, in no cache key
     worker_resources: Mapping[str, Any] = field(default_factory=dict)
     ray_address: str | None = None
@@ -76,6 +76,7 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
     gen_kwargs = data.get("gen_kwargs") or None
     if isinstance(gen_kwargs, str):  # lm-eval style: gen_kwargs='temperature=0,max_gen_toks=64'
         gen_kwargs = _parse_kv(gen_kwargs)
+    data_map, map_file = _load_data_map(data.get("data_map"))
     return RunSettings(
         model=model,
         tasks=tasks,
@@ -86,7 +87,8 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         max_batch_size=int(data.get("max_batch_size", 64)),
         gen_kwargs=gen_kwargs,
         include_path=tuple(str(p) for p in data.get("include_path") or ()),
-        data_map=_load_data_map(data.get("data_map")),
+        data_map=data_map,
+        data_map_file=str(map_file) if map_file else None,
         cache_dir=Path(data["cache_dir"]).expanduser() if data.get("cache_dir") else default_cache_dir(),
         bootstrap_iters=int(data.get("bootstrap_iters", 100000)),
         log_samples=bool(data.get("log_samples", True)),
@@ -140,29 +142,64 @@ def _multiturn(data: Mapping[str, Any]) -> bool:
 
 
 def _parse_kv(text: str) -> dict[str, Any]:
+    """lm-eval's ``k=v,k2=v2`` form (``simple_parse_args_string``), values typed as lm-eval types them."""
     out: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "=" not in part:
             raise ConfigError(f"gen_kwargs: '{part}' is not key=value; write gen_kwargs='temperature=0,max_gen_toks=64'")
         key, value = part.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
+        out[key.strip()] = parse_value(value.strip())
     return out
 
 
-def _load_data_map(value: Any) -> Mapping[str, Any] | None:
-    """The data map as a mapping, with relative paths made absolute against the map file's folder."""
+def parse_value(text: str) -> Any:
+    """``true``/``false`` (any case) as booleans, ``none``/``null`` as None, then int, float, else
+    the string: lm-eval's ``handle_arg_string``, plus None and negative integers."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+DATA_MAPS = Path(__file__).resolve().parents[1] / "conf" / "data_maps"
+
+
+def data_map_file(value: Any) -> Path | None:
+    """The map file a ``data_map`` value names: a map in conf/data_maps/ by name, else a path;
+    ``$EVALFLOW_DATA_MAP`` when the setting is unset. None for an in-line mapping or no map."""
     import os
 
     if value is None and os.environ.get("EVALFLOW_DATA_MAP"):
         value = os.environ["EVALFLOW_DATA_MAP"]
     if value is None or isinstance(value, Mapping):
-        return value
-    path = Path(str(value)).expanduser()
+        return None
+    text = str(value)
+    named = DATA_MAPS / f"{text}.yaml"
+    if "/" not in text and os.sep not in text and named.is_file():
+        return named
+    path = Path(text).expanduser()
     if not path.is_file():
-        raise ConfigError(f"data_map={value}: no such file; give a YAML/JSON mapping file or an inline mapping")
+        names = sorted(p.stem for p in DATA_MAPS.glob("*.yaml"))
+        raise ConfigError(
+            f"data_map={value}: neither a map in conf/data_maps/ ({', '.join(names)}) nor an existing file; "
+            "give a map's name (data_map=shared), the path of a YAML/JSON map file, or an in-line mapping"
+        )
+    return path.resolve()
+
+
+def _load_data_map(value: Any) -> tuple[Mapping[str, Any] | None, Path | None]:
+    """The data map as a mapping (relative paths made absolute against the map file's folder),
+    and the file it came from."""
     from evalflow.taskspec.data import read_data_map
 
-    return read_data_map(path)
+    if isinstance(value, Mapping):
+        return value, None
+    path = data_map_file(value)
+    return (None, None) if path is None else (read_data_map(path), path)

@@ -16,6 +16,7 @@ their half-written ``*.tmp-*`` folders left by killed runs, ``clear`` removes th
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import sqlite3
@@ -24,8 +25,8 @@ import time
 from pathlib import Path
 
 from evalflow.cache.codec import CorruptEntry, decode
-from evalflow.cache.store import LEASE, CacheStore, default_cache_dir, lease_alive, unusable
-from evalflow.errors import ConfigError
+from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, default_cache_dir, lease_alive, unusable
+from evalflow.errors import CacheError, ConfigError
 
 USAGE = ("usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X], "
          "or cache merge SRC... cache_dir=DST")
@@ -56,13 +57,63 @@ def main(argv: list[str]) -> int:
         return merge_main(argv[1:])
     command, opts = _options(argv)
     directory = Path(opts["cache_dir"]).expanduser() if "cache_dir" in opts else default_cache_dir()
-    store = CacheStore(directory)
+    if not (directory / "cache.db").is_file():  # never create a cache folder just to look at it
+        if command == "clear":
+            cleared = clear_files(directory) if directory.is_dir() else []
+            print(f"clear: no cache index in {directory}; removed {len(cleared)} leftover files and folders")
+            return 0
+        raise ConfigError(
+            f"cache {command}: there is no cache at {directory} (no cache.db there). Check the "
+            "cache_dir= value; runs write to $EVALFLOW_CACHE, else ~/.cache/evalflow."
+        )
+    try:
+        store = CacheStore(directory)
+    except CacheError as exc:
+        return _damaged(command, directory, exc)
     try:
         return {"stats": stats, "verify": verify, "gc": gc, "clear": clear}[command](store, opts)
     except sqlite3.Error as exc:
-        raise unusable(store.directory, exc) from exc
+        store.close()
+        return _damaged(command, directory, unusable(directory, exc))
     finally:
         store.close()
+
+
+def _damaged(command: str, directory: Path, exc: CacheError) -> int:
+    """A cache whose index (cache.db) cannot be read: ``clear`` is the way out, so it works on
+    one; ``verify`` reports the damage as its finding (exit 1); the others refuse."""
+    if command == "clear":
+        removed = clear_files(directory)
+        print(f"clear: the cache index was damaged; removed {len(removed)} evalflow files and folders from {directory}")
+        return 0
+    if command == "verify":
+        print(f"corrupt: {directory / 'cache.db'}: the cache index cannot be read ({exc.__cause__ or exc})", file=sys.stderr)
+        print(f"verified 0 entries in {directory}: the index is damaged; `python -m evalflow cache clear "
+              f"cache_dir={directory}` removes it and every entry")
+        return 1
+    raise exc
+
+
+def clear_files(directory: Path) -> list[Path]:
+    """evalflow's own files in a cache folder, removed without opening the index: the SQLite index
+    and its journals, diskcache's value files, side folders. Anything else is left alone."""
+    removed: list[Path] = []
+    for name in ("cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal"):
+        if (directory / name).exists():
+            (directory / name).unlink()
+            removed.append(directory / name)
+    for path in directory.glob("[0-9a-f][0-9a-f]/[0-9a-f][0-9a-f]/*.val"):
+        if VALUE_FILE.fullmatch(path.relative_to(directory).as_posix()):
+            path.unlink()
+            removed.append(path)
+    for level2 in sorted(directory.glob("[0-9a-f][0-9a-f]/[0-9a-f][0-9a-f]"), reverse=True):
+        for folder in (level2, level2.parent):
+            with contextlib.suppress(OSError):  # only empty folders go
+                folder.rmdir()
+    for folder in side_folders(directory):
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def _rows(store: CacheStore) -> list[tuple[int, str, str | None, int, float]]:

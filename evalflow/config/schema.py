@@ -31,7 +31,8 @@ class RunConfig:
     gen_kwargs: Any = None  # a mapping (or 'k=v,k2=v2'); typed Any so an override replaces it whole
     # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path).
     include_path: List[str] = field(default_factory=list)
-    # Maps hub datasets to local files (a mapping, or a path to a YAML/JSON file); see conf/data_map/.
+    # Maps hub datasets to local files: a map's name in conf/data_maps/ (shared), the path of a
+    # YAML/JSON map file, or an in-line mapping; else $EVALFLOW_DATA_MAP.
     data_map: Optional[Any] = None
     # Chat models (lm-eval's options): format prompts with the model's chat template, keep few-shot
     # examples as separate turns, and prepend a system instruction (plain prompts too).

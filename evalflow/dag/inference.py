@@ -28,7 +28,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore, Holder
@@ -68,8 +68,8 @@ def request_key(model_identity: str, request: Request) -> str:
 class CachedModel:
     """A LanguageModel that answers from the cache and delegates misses to ``load()``'s model."""
 
-    store: CacheStore | None  # None: answers are not persisted (a model object with no identity)
-    identity: str
+    store: CacheStore
+    identity: str | None  # None: a model object with no identity; answers are neither read nor persisted
     load: Callable[[], Any]
     chunk_size: int = 64
     on_chunk: Callable[[int, int, float], None] | None = field(default_factory=lambda: RequestProgress())  # (done, total, chunk seconds)
@@ -107,16 +107,19 @@ class CachedModel:
             self.dispatch.close()
 
     def _answer(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
-        keys = [request_key(self.identity, r) for r in requests]
+        if self.identity is None:
+            keys = [f"volatile:{i}" for i in range(len(requests))]
+        else:
+            keys = [request_key(self.identity, r) for r in requests]
         answers: dict[str, Any] = {}
-        if self.store is not None:
+        if self.identity is not None:
             for key in dict.fromkeys(keys):
                 value = self.store.get(key)
                 if value is not MISSING:
                     answers[key] = value
         todo = {k: r for k, r in zip(keys, requests) if k not in answers}  # deduplicated misses
         ordered = sorted(todo.items(), key=lambda kv: _length_order(kv[1]))
-        if self.store is None:
+        if self.identity is None:
             mine = self._compute_alone(rtype, ordered, answers)
         else:
             mine = self._compute_shared(rtype, ordered, answers)
@@ -127,9 +130,9 @@ class CachedModel:
         return [answers[k] for k in keys]
 
     def _compute_alone(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
-        done = 0
+        done, by_key = 0, dict(ordered)
         for finished in self.dispatcher.map(rtype, plan_chunks(ordered, self.chunk_size)):
-            answers.update(self._accept(rtype, finished))
+            answers.update(self._accept(rtype, finished, by_key))
             done += len(finished.keys)
             if self.on_chunk:
                 self.on_chunk(done, len(ordered), finished.seconds)
@@ -138,7 +141,6 @@ class CachedModel:
     def _compute_shared(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
         """Compute the misses this process can lease, chunk by chunk; then wait for the ones other
         processes hold, taking over those whose holder died. Returns the keys computed here."""
-        assert self.store is not None
         store = self.store
         by_key = dict(ordered)
         pending = [k for k, _ in ordered]
@@ -166,7 +168,7 @@ class CachedModel:
 
                 try:
                     for finished in self.dispatcher.map(rtype, leased(pending)):
-                        answers.update(self._accept(rtype, finished))
+                        answers.update(self._accept(rtype, finished, by_key))
                         outstanding.difference_update(finished.keys)
                         mine.update(finished.keys)
                         resolved += len(finished.keys)
@@ -185,19 +187,59 @@ class CachedModel:
                     wait = self.poll_seconds
         return mine
 
-    def _accept(self, rtype: str, finished: Done) -> dict[str, Any]:
-        """A returned chunk's answers, checked, counted and persisted in one transaction."""
+    def _accept(self, rtype: str, finished: Done, requests: Mapping[str, Request]) -> dict[str, Any]:
+        """A returned chunk's answers, every one's shape checked, counted, and only then persisted
+        in one transaction: a malformed answer must never reach the cache, where a fixed model
+        would still be served it."""
         if len(finished.answers) != len(finished.keys):
             raise ModelError(
                 f"model {finished.model}.{rtype} returned {len(finished.answers)} responses for "
                 f"{len(finished.keys)} requests; it must return exactly one response per request, in order"
             )
-        fresh = {key: _plain(answer) for key, answer in zip(finished.keys, finished.answers)}
+        fresh = {key: checked_answer(finished.model, rtype, requests[key], answer)
+                 for key, answer in zip(finished.keys, finished.answers)}
         self.counts.seconds_in_model += finished.seconds
         self.counts.workers.setdefault(finished.worker, WorkerCounts()).add(finished)
-        if self.store is not None:
+        if self.identity is not None:
             self.store.put_many(fresh, tag="request")
         return fresh
+
+
+_SHAPES = {
+    "loglikelihood": "a (logprob: float, is_greedy: bool) pair",
+    "loglikelihood_rolling": "a float (the text's total logprob)",
+    "generate_until": "a str (the generated text)",
+}
+
+
+def checked_answer(model: Any, rtype: str, request: Request, answer: Any) -> Any:
+    """``answer`` as plain JSON data if it has the shape of ``rtype``'s answers, else a ModelError
+    naming the model (an object, or its class name when it answered in another process), the
+    request type, the request and the bad value."""
+    name = model if isinstance(model, str) else type(model).__name__
+    plain = _plain(answer)
+    if rtype == "loglikelihood":
+        ok = isinstance(plain, list) and len(plain) == 2 and _is_number(plain[0]) and isinstance(plain[1], bool)
+    elif rtype == "loglikelihood_rolling":
+        ok = _is_number(plain)
+    else:
+        ok = isinstance(plain, str)
+    if not ok:
+        raise ModelError(
+            f"model {name}.{rtype} returned {answer!r} (type {type(answer).__name__}) for request "
+            f"{_short(request.args)}; each answer must be {_SHAPES[rtype]}. Nothing of this chunk was cached; "
+            "fix the model and run again."
+        )
+    return plain
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _short(args: Any, limit: int = 200) -> str:
+    text = repr(args)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _length_order(request: Request) -> tuple[Any, ...]:

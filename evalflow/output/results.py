@@ -43,7 +43,7 @@ def build_results(record: RunRecord) -> dict[str, Any]:
             "sample_len": len(out["fewshot"]),
             **dict(result.metrics),
         }
-        configs[task.task] = task.to_dict()
+        configs[task.task] = {**task.to_dict(), "fewshot_split": out["load_docs"].fewshot_split}  # the split used
         versions[task.task] = task.version
         n_shot[task.task] = s.num_fewshot if s.num_fewshot is not None else (task.num_fewshot or 0)
         hib[task.task] = dict(result.higher_is_better)

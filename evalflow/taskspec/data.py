@@ -24,7 +24,7 @@ Relative ``data_files`` in a task YAML resolve against the YAML's folder when th
 bytes (without importing ``datasets``, so a cached re-run stays fast), or the ``datasets``
 library's fingerprint of every split of a hub dataset.
 
-    docs = load_docset(task, "conf/data_map/shared.yaml")
+    docs = load_docset(task, "conf/data_maps/shared.yaml")
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def _load(task: TaskConfig, source: DataSource) -> Any:
             key = f"{task.dataset_path}" + (f"/{task.dataset_name}" if task.dataset_name else "")
             fix = (
                 "Without network access to the hub, point the dataset at local files with a data map: "
-                "the run config key data_map (a mapping, or a file such as conf/data_map/shared.yaml) "
+                "the run config key data_map (a mapping, or a file such as conf/data_maps/shared.yaml) "
                 f"or ${DATA_MAP_ENV}=<file>, with an entry "
                 f"'{key}: {{path: json, data_files: {{test: ...}}}}'."
             )
@@ -300,7 +300,7 @@ def _near_yaml(path: str, base: Path) -> str:
 
 def _read_map_file(path: Path) -> dict[str, Any]:
     """A data-map file; ``${...}`` interpolations (``${evalflow.repo_root:}`` in the shipped
-    conf/data_map/shared.yaml, which is also a Hydra config group) resolve as Hydra would."""
+    conf/data_maps/shared.yaml, which is also a Hydra config group) resolve as Hydra would."""
     if not path.is_file():
         raise DataError(
             f"data map file {str(path)!r} does not exist (from the data_map setting or ${DATA_MAP_ENV}). "

@@ -85,9 +85,9 @@ def one_torch_thread(monkeypatch: pytest.MonkeyPatch):
     """
     import torch
 
-    from evalflow.models import hf_load
+    from evalflow.models.hf import load
 
-    monkeypatch.setattr(hf_load, "default_threads", lambda: 1)
+    monkeypatch.setattr(load, "default_threads", lambda: 1)
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -15,7 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf import HFModel
-from evalflow.models.hf_load import parse_batch_size
+from evalflow.models.hf.load import parse_batch_size
 from evalflow.records import Request
 
 PAIRS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalflow.models.hf_batching import (
+from evalflow.models.hf.batching import (
     ModelDims,
     auto_batch_size,
     bytes_per_sequence,

@@ -99,7 +99,7 @@ def test_context_is_left_truncated_to_leave_room_for_generation(tiny_model_dir):
 
 
 def test_generation_stops_at_eos_by_default(tiny_nobos_dir, monkeypatch):
-    from evalflow.models import hf_torch
+    from evalflow.models.hf import torch_ops
 
     m = HFModel(str(tiny_nobos_dir))
     eos = m.tokenizer.eos_token_id
@@ -107,13 +107,13 @@ def test_generation_stops_at_eos_by_default(tiny_nobos_dir, monkeypatch):
     bias[eos] = 1e4  # the model now always says EOS
     m.model.lm_head.bias = torch.nn.Parameter(bias)
     calls = []
-    real = hf_torch.generate_batch
+    real = torch_ops.generate_batch
 
     def spy(*args, **kwargs):
         calls.append((args[3], real(*args, **kwargs)))
         return calls[-1][1]
 
-    monkeypatch.setattr(hf_torch, "generate_batch", spy)
+    monkeypatch.setattr(torch_ops, "generate_batch", spy)
     (text,) = m.generate_until([gen("The cat", until=["zzz"], max_gen_toks=30)])
     (stops, new_tokens) = calls[0]
     assert stops == ["zzz", "</s>"]  # the decoded EOS joins the task's stop sequences

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from evalflow.models import hf_gguf_memo
-from evalflow.models.hf import HFModel
+from evalflow.models.hf import HFModel, gguf_memo
 from evalflow.records import Request
 
 
@@ -25,9 +24,9 @@ def load_folder(folder: str):
 def test_a_written_memo_loads_the_same_tensors_and_tokenizer(tiny_model_dir, tmp_path):
     tok, model = load_folder(str(tiny_model_dir))
     folder = tmp_path / "memo"
-    hf_gguf_memo.write_memo(folder, tok, model)
+    gguf_memo.write_memo(folder, tok, model)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memo"]  # no temporary folder left
-    tok2, model2 = hf_gguf_memo.load_memo(folder, load_folder)
+    tok2, model2 = gguf_memo.load_memo(folder, load_folder)
     a, b = model.state_dict(), model2.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert tok2.encode("The cat sat on the mat.") == tok.encode("The cat sat on the mat.")
@@ -36,26 +35,26 @@ def test_a_written_memo_loads_the_same_tensors_and_tokenizer(tiny_model_dir, tmp
 def test_a_damaged_or_unfinished_memo_is_never_used(tiny_model_dir, tmp_path, caplog):
     tok, model = load_folder(str(tiny_model_dir))
     folder = tmp_path / "memo"
-    hf_gguf_memo.write_memo(folder, tok, model)
-    weights = folder / hf_gguf_memo.WEIGHTS
+    gguf_memo.write_memo(folder, tok, model)
+    weights = folder / gguf_memo.WEIGHTS
     data = bytearray(weights.read_bytes())
     data[-5] ^= 0x40  # one flipped bit in a weight
     weights.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="evalflow.models.hf_gguf_memo"):
-        assert hf_gguf_memo.load_memo(folder, load_folder) is None
+    with caplog.at_level(logging.WARNING, logger="evalflow.models.hf.gguf_memo"):
+        assert gguf_memo.load_memo(folder, load_folder) is None
     assert "does not match" in caplog.text and not folder.exists()
-    hf_gguf_memo.write_memo(folder, tok, model)
-    (folder / hf_gguf_memo.MARKER).unlink()  # written last: without it the memo is unfinished
-    assert hf_gguf_memo.load_memo(folder, load_folder) is None
+    gguf_memo.write_memo(folder, tok, model)
+    (folder / gguf_memo.MARKER).unlink()  # written last: without it the memo is unfinished
+    assert gguf_memo.load_memo(folder, load_folder) is None
 
 
 def test_a_memo_another_process_wrote_first_is_kept(tiny_model_dir, tmp_path):
     tok, model = load_folder(str(tiny_model_dir))
     folder = tmp_path / "memo"
-    hf_gguf_memo.write_memo(folder, tok, model)
-    marker = (folder / hf_gguf_memo.MARKER).read_text()
-    hf_gguf_memo.write_memo(folder, tok, model)  # the rename fails: the first memo stays
-    assert (folder / hf_gguf_memo.MARKER).read_text() == marker
+    gguf_memo.write_memo(folder, tok, model)
+    marker = (folder / gguf_memo.MARKER).read_text()
+    gguf_memo.write_memo(folder, tok, model)  # the rename fails: the first memo stays
+    assert (folder / gguf_memo.MARKER).read_text() == marker
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memo"]
 
 

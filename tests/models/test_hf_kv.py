@@ -21,8 +21,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from evalflow.models import hf_kv, hf_pack, hf_prefix
-from evalflow.models.hf import HFModel
+from evalflow.models.hf import HFModel, kv, pack, prefix
 from evalflow.records import Request
 from tests.models.test_hf import assert_close, direct_pair, direct_score
 
@@ -64,13 +63,13 @@ def reference(raw, requests: list[Request], max_length: int = 10**9) -> list[tup
 
 
 def test_module_examples():
-    for module in (hf_prefix, hf_pack):
+    for module in (prefix, pack):
         assert doctest.testmod(module).failed == 0
 
 
 def test_self_check_is_float_noise_on_a_plain_llama(shared):
-    assert hf_kv.kv_reuse_error(shared.model, shared.device, exact_keep=True) < 1e-5
-    assert hf_kv.kv_reuse_error(shared.model, shared.device, exact_keep=False) < 1e-5
+    assert kv.kv_reuse_error(shared.model, shared.device, exact_keep=True) < 1e-5
+    assert kv.kv_reuse_error(shared.model, shared.device, exact_keep=False) < 1e-5
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -84,8 +83,8 @@ def test_long_shared_prefix_uses_cached_key_values_and_the_memo_across_calls(sha
     fewshot = "".join(f"Question: {sentence(rng, 6)}?\nAnswer: {sentence(rng, 2)}\n\n" for _ in range(3))
     requests = multiple_choice(rng, docs=24, fewshot=fewshot)
     runs: list[int] = []
-    real = hf_kv.prefix_states
-    monkeypatch.setattr(hf_kv, "prefix_states", lambda m, prefixes, d: runs.append(len(prefixes)) or real(m, prefixes, d))
+    real = kv.prefix_states
+    monkeypatch.setattr(kv, "prefix_states", lambda m, prefixes, d: runs.append(len(prefixes)) or real(m, prefixes, d))
     shared.prefix_memo.clear()
     half = len(requests) // 2
     got = shared.loglikelihood(requests[:half]) + shared.loglikelihood(requests[half:])  # two chunks
@@ -121,11 +120,11 @@ def test_generation_after_a_shared_prefix_equals_the_plain_generation(tiny_model
     contexts = [fewshot + f"Question: {q}?\nAnswer:" for q in ("Paris is the capital of", "1 + 1", "A dog", "the log")]
     requests = [Request("generate_until", (c, {"until": ["\n\n"], "max_gen_toks": 12})) for c in contexts]
     plain = HFModel(str(tiny_model_dir), batch_size=3, prefix_sharing=False).generate_until(requests)
-    real = hf_kv.prefix_states
+    real = kv.prefix_states
     for batch_size in (1, 3):
         model = HFModel(str(tiny_model_dir), batch_size=batch_size)
         runs: list[int] = []
-        monkeypatch.setattr(hf_kv, "prefix_states", lambda m, p, d: runs.append(len(p)) or real(m, p, d))
+        monkeypatch.setattr(kv, "prefix_states", lambda m, p, d: runs.append(len(p)) or real(m, p, d))
         assert model.generate_until(requests) == plain
         assert runs == [1]  # one prefix for the whole group, found again by every later batch
 
@@ -133,7 +132,7 @@ def test_generation_after_a_shared_prefix_equals_the_plain_generation(tiny_model
 def test_generation_cache_holds_exactly_the_plain_key_values(shared, raw):
     _, tok = raw
     contexts = [tok.encode("The cat sat on the mat"), tok.encode("Paris is"), tok.encode("A")]
-    cache = hf_kv.generation_cache(shared.model, contexts, 40, None, shared.device)
+    cache = kv.generation_cache(shared.model, contexts, 40, None, shared.device)
     padlen = max(map(len, contexts))
     for i, ctx in enumerate(contexts):
         with torch.inference_mode():
@@ -146,12 +145,12 @@ def test_generation_cache_holds_exactly_the_plain_key_values(shared, raw):
 
 
 def test_a_failing_self_check_keeps_the_plain_path(tiny_model_dir, raw, monkeypatch):
-    monkeypatch.setattr(hf_kv, "kv_reuse_error", lambda *a: 0.5)
+    monkeypatch.setattr(kv, "kv_reuse_error", lambda *a: 0.5)
     model = hf64(tiny_model_dir, batch_size=2)
     assert not model.share_prefixes
     requests = multiple_choice(random.Random(6), docs=3)
     assert_close(model.loglikelihood(requests), reference(raw, requests))
-    monkeypatch.setattr(hf_kv, "kv_reuse_error", lambda *a: (_ for _ in ()).throw(TypeError("no cache layers")))
+    monkeypatch.setattr(kv, "kv_reuse_error", lambda *a: (_ for _ in ()).throw(TypeError("no cache layers")))
     assert not HFModel(str(tiny_model_dir)).share_prefixes
 
 
@@ -169,8 +168,8 @@ def test_each_context_runs_once_per_question(shared, monkeypatch):
     whose logit scores the choice): far fewer tokens than lm-eval's one row per choice."""
     requests = multiple_choice(random.Random(7), docs=10)
     tokens = []
-    real = hf_kv.packed_logprobs
-    monkeypatch.setattr(hf_kv, "packed_logprobs", lambda m, rows, *a: tokens.append(sum(r.width for r in rows)) or real(m, rows, *a))
+    real = kv.packed_logprobs
+    monkeypatch.setattr(kv, "packed_logprobs", lambda m, rows, *a: tokens.append(sum(r.width for r in rows)) or real(m, rows, *a))
     shared.loglikelihood(requests)
     pairs = [direct_pair(shared.tokenizer, *r.args) for r in requests]
     contexts = {tuple(c) for c, _ in pairs}
@@ -181,12 +180,12 @@ def test_each_context_runs_once_per_question(shared, monkeypatch):
 
 
 def test_long_rows_that_share_nothing_run_whole_without_a_mask(shared, raw, monkeypatch):
-    from evalflow.models import hf_score, hf_torch
+    from evalflow.models.hf import score, torch_ops
 
-    monkeypatch.setattr(hf_score, "MIN_ROW_WIDTH", 12)
+    monkeypatch.setattr(score, "MIN_ROW_WIDTH", 12)
     whole: list[int] = []
-    real = hf_torch.continuation_logprobs
-    monkeypatch.setattr(hf_torch, "continuation_logprobs", lambda m, inputs, *a: whole.extend(map(len, inputs)) or real(m, inputs, *a))
+    real = torch_ops.continuation_logprobs
+    monkeypatch.setattr(torch_ops, "continuation_logprobs", lambda m, inputs, *a: whole.extend(map(len, inputs)) or real(m, inputs, *a))
     text = "Paris is the capital of France. Berlin is the capital of Germany."
     requests = [Request("loglikelihood", ("", text)), Request("loglikelihood", ("A", " cat"))]
     assert_close(shared.loglikelihood(requests), reference(raw, requests))
@@ -196,5 +195,5 @@ def test_long_rows_that_share_nothing_run_whole_without_a_mask(shared, raw, monk
 def test_beam_search_keeps_transformers_cache(tiny_model_dir, monkeypatch):
     requests = [Request("generate_until", (c, {"until": ["\n"], "max_gen_toks": 6, "num_beams": 2})) for c in ("The cat", "Paris is")]
     plain = HFModel(str(tiny_model_dir), batch_size=2, prefix_sharing=False).generate_until(requests)
-    monkeypatch.setattr(hf_kv, "generation_cache", lambda *a: pytest.fail("beam search must not get evalflow's cache"))
+    monkeypatch.setattr(kv, "generation_cache", lambda *a: pytest.fail("beam search must not get evalflow's cache"))
     assert HFModel(str(tiny_model_dir), batch_size=2).generate_until(requests) == plain

@@ -11,9 +11,8 @@ import torch
 
 from evalflow.dag.inference import RequestProgress
 from evalflow.errors import ConfigError
-from evalflow.models import hf_load
-from evalflow.models.hf import HFModel
-from evalflow.models.hf_load import parse_threads
+from evalflow.models.hf import HFModel, load
+from evalflow.models.hf.load import parse_threads
 
 
 def test_threads_are_set_when_the_model_loads(tiny_model_dir):
@@ -25,7 +24,7 @@ def test_threads_are_set_when_the_model_loads(tiny_model_dir):
 
 def test_default_threads_are_the_cores_this_process_may_use(monkeypatch):
     monkeypatch.undo()  # the folder's fixture pins the default to 1
-    assert parse_threads(None) == hf_load.default_threads() >= 1
+    assert parse_threads(None) == load.default_threads() >= 1
     assert parse_threads(3) == 3
     for bad in (0, -2, "two", True, 1.5):
         with pytest.raises(ConfigError, match="model.threads"):
@@ -77,13 +76,13 @@ def test_parallelize_lets_accelerate_place_the_layers_and_changes_no_number(tiny
     assert calls[0]["device_map"] == "auto" and list(calls[0]["max_memory"]) == ["cpu"]
     assert placed.device == torch.device("cpu")
     assert placed.loglikelihood(requests) == whole.loglikelihood(requests)
-    with caplog.at_level(logging.WARNING, logger="evalflow.models.hf"):
+    with caplog.at_level(logging.WARNING, logger="evalflow.models.hf.model"):
         HFModel(str(tiny_model_dir), device_map="auto")
     assert "only with parallelize=true" in caplog.text
 
 
 def test_accelerate_args_follow_lm_eval():
-    assert hf_load.accelerate_args(False, None, None, None, "./offload") == {}
-    args = hf_load.accelerate_args(True, None, None, "8GiB", "/tmp/off")
+    assert load.accelerate_args(False, None, None, None, "./offload") == {}
+    args = load.accelerate_args(True, None, None, "8GiB", "/tmp/off")
     assert args == {"device_map": "auto", "max_memory": {"cpu": "8GiB"}, "offload_folder": "/tmp/off"}
-    assert hf_load.accelerate_args(True, "sequential", None, None, "x")["device_map"] == "sequential"
+    assert load.accelerate_args(True, "sequential", None, None, "x")["device_map"] == "sequential"

@@ -31,10 +31,14 @@ def test_the_edge_reports_chunk_durations_so_no_run_says_zero(caplog: pytest.Log
             time.sleep(0.05)
             return super().loglikelihood(requests)
 
-    edge = CachedModel(None, "", lambda: Slowish(), chunk_size=64, on_chunk=RequestProgress(stream=io.StringIO()))
+    from evalflow.cache.store import CacheStore
+
+    store = CacheStore(tmp_path)
+    edge = CachedModel(store, "slowish", lambda: Slowish(), chunk_size=64, on_chunk=RequestProgress(stream=io.StringIO()))
     with caplog.at_level(logging.INFO, logger="evalflow.dag.inference"):
         edge.loglikelihood([Request("loglikelihood", (f"q{i}", " a")) for i in range(10)])
-    (line,) = [r.getMessage() for r in caplog.records]
+    store.close()
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("inference:")]
     assert line.startswith("inference: 10/10 requests, ") and " 0.0 requests/s" not in line
     assert float(line.split(", ")[1].split()[0]) > 0
 

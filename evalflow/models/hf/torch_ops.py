@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 import transformers
 
-from evalflow.models.hf_batching import ModelDims
-from evalflow.models.hf_tokens import hf_generate_kwargs
+from evalflow.models.hf.batching import ModelDims
+from evalflow.models.hf.tokens import hf_generate_kwargs
 
 
 def accepts_logits_to_keep(model: Any) -> bool:
@@ -30,6 +30,15 @@ def accepts_logits_to_keep(model: Any) -> bool:
         return "logits_to_keep" in inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         return False
+
+
+def cache_argument(model: Any) -> str | None:
+    """The name the model's forward takes its cache by (transformers renamed it in 5.x)."""
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return None
+    return next((name for name in ("cache", "past_key_values") if name in params), None)
 
 
 def continuation_logprobs(
@@ -111,11 +120,9 @@ def generate_batch(
     """Generate after each left-padded context; returns each row's new tokens (padding included).
 
     ``max_length`` counts the padded context plus the new tokens, as ``model.generate`` does.
-    ``cache`` (``hf_kv.generation_cache``: the contexts' key/values, computed without padding)
+    ``cache`` (``kv.generation_cache``: the contexts' key/values, computed without padding)
     replaces transformers' own, so ``generate`` starts at the last context token.
     """
-    from evalflow.models import hf_kv
-
     padlen = max(len(c) for c in contexts)
     pad_id = tokenizer.pad_token_id
     ids = torch.full((len(contexts), padlen), pad_id, dtype=torch.long)
@@ -127,7 +134,7 @@ def generate_batch(
     criteria = transformers.StoppingCriteriaList(
         [StopOnSequence(s, tokenizer, padlen, len(contexts)) for s in stops]
     )
-    extra = {str(hf_kv.cache_argument(model)): cache} if cache is not None else {}
+    extra = {str(cache_argument(model)): cache} if cache is not None else {}
     out = model.generate(
         input_ids=ids.to(device),
         attention_mask=mask.to(device),
@@ -170,7 +177,7 @@ def free_memory_bytes(device: Any) -> int:
 
 
 def model_dims(model: Any) -> ModelDims:
-    """The sizes :func:`evalflow.models.hf_batching.auto_batch_size` needs, read from the config."""
+    """The sizes :func:`evalflow.models.hf.batching.auto_batch_size` needs, read from the config."""
     cfg = getattr(model.config, "text_config", None) or model.config
     hidden = int(getattr(cfg, "hidden_size", 0) or getattr(cfg, "n_embd", 0) or 1024)
     return ModelDims(

@@ -12,14 +12,19 @@ match lm-eval's to float noise (``tests/models/test_smollm2.py`` checks this aga
     m.generate_until([Request("generate_until", ("2+2=", {"until": ["\n"]}))])  # [" 4"]
 
 This module imports neither torch nor transformers at import time: a fully cached run imports it
-only to call :meth:`HFModel.identity`. The rest is imported when a model is built: loading in
-``hf_load``, the pure token rules in ``hf_tokens``, lm-eval's ordering and batching in ``hf_batching``, prefix-sharing plans in
-``hf_prefix`` and ``hf_pack`` (pure), scoring in ``hf_score``, generation in ``hf_generate``, and
-the torch code in ``hf_torch`` (plain passes, generate) and ``hf_kv`` (packed passes, key/values).
+only to call :meth:`HFModel.identity`. The rest of the package (``evalflow.models.hf``) is imported
+when a model is built, and its imports point one way, from this class down:
+
+- torch-free: ``identity`` (cache key), ``load`` (settings, loading), ``tokens`` (lm-eval's token
+  rules), ``batching`` (lm-eval's ordering and batch grouping), ``prefix`` and ``pack`` (which
+  tokens to share), ``gguf_memo`` (GGUF conversions kept on disk);
+- the passes: ``score`` (log-likelihoods) and ``generate`` (``generate_until``), which take a
+  setup object rather than this class, over ``kv`` (packed passes, key/values), which builds on
+  ``torch_ops`` (plain passes, ``model.generate``).
 
 Deviations from HFLM, all without effect on single requests:
 - ``batch_size="auto"`` (and ``"auto:N"``) estimates the batch size from the model's sizes and
-  free memory (``hf_batching.auto_batch_size``) instead of probing for CUDA out-of-memory;
+  free memory (``batching.auto_batch_size``) instead of probing for CUDA out-of-memory;
 - generation decides "context already starts with BOS text" per context, where HFLM looks at the
   first context of each batch only (so its answer could depend on the batch);
 - sampled generation (``do_sample``) runs one request at a time with torch's RNG seeded from the
@@ -37,7 +42,7 @@ Deviations from HFLM, all without effect on single requests:
 Speed settings that never change answers, hence are not part of the model's identity:
 ``batch_size``, ``max_batch_size``, ``device``, ``parallelize``/``device_map``/``max_memory_per_gpu``/
 ``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
-GGUF file's dequantized weights on disk, ``hf_gguf_memo``), ``threads`` (torch's CPU threads; default all
+GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
 cores this process may use) and ``prefix_sharing``.
 """
 
@@ -47,10 +52,11 @@ import logging
 from typing import Any, Sequence
 
 from evalflow.errors import ConfigError
-from evalflow.models import hf_identity, hf_load
-from evalflow.models.hf_batching import auto_batch_size
-from evalflow.models.hf_prefix import PrefixMemo
-from evalflow.models.hf_tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
+from evalflow.models.hf import load
+from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
+from evalflow.models.hf.batching import auto_batch_size
+from evalflow.models.hf.prefix import PrefixMemo
+from evalflow.models.hf.tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
 from evalflow.records import Request
 
 log = logging.getLogger(__name__)
@@ -86,21 +92,21 @@ class HFModel:
     ) -> None:
         if unused:
             log.warning("hf model: ignoring unknown config keys %s", sorted(unused))
-        self.threads = hf_load.parse_threads(threads)
-        self.fixed_batch_size = hf_load.parse_batch_size(batch_size)
+        self.threads = load.parse_threads(threads)
+        self.fixed_batch_size = load.parse_batch_size(batch_size)
         self.max_batch_size = int(max_batch_size)
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
-        hf_identity.weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
-        placement = hf_load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
-        self.tokenizer, self.model, self.device = hf_load.load(
+        weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
+        placement = load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
+        self.tokenizer, self.model, self.device = load.load(
             pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer,
             add_bos_token, self.threads, placement, memo_gguf,
         )
-        from evalflow.models import hf_torch
+        from evalflow.models.hf import torch_ops
 
-        self._keep_only_needed = hf_torch.accepts_logits_to_keep(self.model)
+        self._keep_only_needed = torch_ops.accepts_logits_to_keep(self.model)
         self.max_length = int(max_length) if max_length else resolve_max_length(self.model.config, self.tokenizer)
         self._free_bytes: int | None = None
         self.min_prefix = 8  # shorter shared prefixes save less than the extra pass costs
@@ -128,15 +134,15 @@ class HFModel:
         return {
             "backend": "hf-causal",
             "semantics": "lm-eval-0.4.13",
-            "identity_version": hf_identity.IDENTITY_VERSION,
-            "weights": hf_identity.weights_identity(pretrained, revision, config.get("gguf_file")),
-            "tokenizer": hf_identity.tokenizer_identity(config.get("tokenizer"), revision),
+            "identity_version": IDENTITY_VERSION,
+            "weights": weights_identity(pretrained, revision, config.get("gguf_file")),
+            "tokenizer": tokenizer_identity(config.get("tokenizer"), revision),
             "dtype": str(config.get("dtype", "auto")),
             "add_bos_token": config.get("add_bos_token"),
             "max_length": config.get("max_length"),
             "truncation": bool(config.get("truncation", False)),
             "max_gen_toks": int(config.get("max_gen_toks", 256)),
-            "libraries": hf_identity.library_versions(),
+            "libraries": library_versions(),
         }
 
     # -- tokenization (HFLM.tok_encode and friends) -------------------------------------------
@@ -177,22 +183,22 @@ class HFModel:
         """Rows per forward pass for sequences of ``seq_len`` tokens: fixed, or estimated (auto)."""
         if self.fixed_batch_size is not None:
             return self.fixed_batch_size
-        from evalflow.models import hf_torch
+        from evalflow.models.hf import torch_ops
 
         if self._free_bytes is None:  # measured once, so batches do not vary with momentary load
-            self._free_bytes = hf_torch.free_memory_bytes(self.device)
-        return auto_batch_size(hf_torch.model_dims(self.model), seq_len, self._free_bytes, self.max_batch_size)
+            self._free_bytes = torch_ops.free_memory_bytes(self.device)
+        return auto_batch_size(torch_ops.model_dims(self.model), seq_len, self._free_bytes, self.max_batch_size)
 
     def _kv_reuse_works(self) -> bool:
         """Prefix sharing applies to this architecture and reproduces the plain computation here."""
-        from evalflow.models import hf_kv
+        from evalflow.models.hf import kv
 
-        if not hf_kv.supports_kv_reuse(self.model):
+        if not kv.supports_kv_reuse(self.model):
             log.info("hf model: %s keeps the plain path (no key/value reuse)", type(self.model).__name__)
             return False
-        self._exact_keep = hf_kv.exact_keep_supported(self.model)
+        self._exact_keep = kv.exact_keep_supported(self.model)
         try:
-            error = hf_kv.kv_reuse_error(self.model, self.device, self._exact_keep)
+            error = kv.kv_reuse_error(self.model, self.device, self._exact_keep)
         except Exception as e:  # an architecture or transformers version the cache layers do not fit
             log.warning("hf model: key/value reuse fails on %s (%s); not using it", type(self.model).__name__, e)
             return False
@@ -204,13 +210,13 @@ class HFModel:
 
     def score_pairs(self, pairs: Sequence[tuple[list[int], list[int]]]) -> list[tuple[float, bool]]:
         """(logprob, is_greedy) of each (context tokens, continuation tokens) pair, in input order."""
-        from evalflow.models import hf_score
+        from evalflow.models.hf import score
 
-        setup = hf_score.ScoringSetup(
+        setup = score.ScoringSetup(
             self.model, self.device, self.max_length, self.batch_size_for, self._keep_only_needed,
             self.share_prefixes, self._exact_keep, self.min_prefix, self.prefix_memo,
         )
-        return hf_score.score_pairs(setup, pairs)
+        return score.score_pairs(setup, pairs)
 
     # -- the three request types --------------------------------------------------------------
 
@@ -247,6 +253,10 @@ class HFModel:
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
         """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
-        from evalflow.models import hf_generate
+        from evalflow.models.hf import generate
 
-        return hf_generate.generate_until(self, requests)
+        setup = generate.GenerationSetup(
+            self.model, self.tokenizer, self.device, self.max_length, self.max_gen_toks, self.batch_size_for,
+            self.tok_encode, self.encode_generation_context, self.share_prefixes, self.min_prefix, self.prefix_memo,
+        )
+        return generate.generate_until(setup, requests)

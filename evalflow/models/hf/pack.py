@@ -5,7 +5,7 @@ parent segment (an earlier one in the same row) in full, and, if the row continu
 prefix, to that prefix's key/values; its positions continue from what it attends to. So a
 multiple-choice question becomes one tree, ``[context | choice 1 | choice 2 | ...]``, where lm-eval
 would run the context once per choice, and a batch holds many such trees with no padding between
-them. ``hf_kv.packed_logprobs`` turns rows into one forward pass (a 4D mask, explicit positions).
+them. ``kv.packed_logprobs`` turns rows into one forward pass (a 4D mask, explicit positions).
 
 >>> trees = [tree((1, 2, 3), [((4, 5), 7, 2), ((6,), 8, 1)]), tree((9, 9), [], row=5, scored=1)]
 >>> rows = pack(trees, width=7)

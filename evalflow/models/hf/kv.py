@@ -1,6 +1,6 @@
 """Key/value reuse: run a shared prefix once, then score or generate from its cached key/values.
 
-The torch half of prefix sharing (``hf_prefix`` plans it). Each step is one forward pass:
+The torch half of prefix sharing (``prefix`` plans it), built on ``torch_ops``'s plain passes. Each step is one forward pass:
 
 - :func:`prefix_states`: right-padded prefixes of several families, no attention mask (causal
   attention never looks right, so padding cannot reach a real position, as in lm-eval's scoring
@@ -28,7 +28,8 @@ import torch
 import torch.nn.functional as F
 from transformers.cache_utils import Cache, DynamicLayer
 
-from evalflow.models.hf_pack import PackedRow
+from evalflow.models.hf.pack import PackedRow, Segment, pack, tree
+from evalflow.models.hf.torch_ops import cache_argument, continuation_logprobs
 
 
 @dataclass(frozen=True)
@@ -62,15 +63,6 @@ class PrefixStates:
     def head(self, n: int) -> "PrefixStates":
         """The first ``n`` tokens of a single-prefix state (views, no copy)."""
         return PrefixStates(tuple(k[:, :, :n] for k in self.keys), tuple(v[:, :, :n] for v in self.values), (n,))
-
-
-def cache_argument(model: Any) -> str | None:
-    """The name the model's forward takes its cache by (transformers renamed it in 5.x)."""
-    try:
-        params = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return None
-    return next((name for name in ("cache", "past_key_values") if name in params), None)
 
 
 def supports_kv_reuse(model: Any) -> bool:
@@ -328,9 +320,6 @@ def kv_reuse_error(model: Any, device: Any, exact_keep: bool) -> float:
     different lengths, exercise the mask, the positions and the cache; a model whose attention
     ignores any of them shows differences of order 1.
     """
-    from evalflow.models.hf_pack import Segment, pack, tree
-    from evalflow.models.hf_torch import continuation_logprobs
-
     config = model.config
     vocab = int((config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config).vocab_size)
     seq = [(7 * i + 3) % vocab for i in range(16)]

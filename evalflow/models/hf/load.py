@@ -66,7 +66,7 @@ def load(
     """(tokenizer, model, input device), loaded as HFLM loads them (``_get_config``,
     ``_create_tokenizer``, ``_create_model``); the model in eval mode, weights tied, pad token set.
 
-    A local GGUF file is converted once and then read from its memo (``hf_gguf_memo``): the same
+    A local GGUF file is converted once and then read from its memo (``gguf_memo``): the same
     tensors and tokenizer, in a second instead of a GGUF parse and dequantization."""
     import torch
     import transformers
@@ -96,13 +96,13 @@ def load(
     try:
         gguf_path = Path(pretrained).expanduser() / gguf_file if gguf_file else None
         if memo_gguf and gguf_path is not None and gguf_path.is_file() and not tokenizer:
-            from evalflow.models import hf_gguf_memo
+            from evalflow.models.hf import gguf_memo
 
-            folder = hf_gguf_memo.memo_folder(gguf_path, dtype, add_bos_token)
-            loaded = hf_gguf_memo.load_memo(folder, lambda f: from_files(f, None))
+            folder = gguf_memo.memo_folder(gguf_path, dtype, add_bos_token)
+            loaded = gguf_memo.load_memo(folder, lambda f: from_files(f, None))
             if loaded is None:
                 loaded = from_files(pretrained, gguf_file)
-                hf_gguf_memo.write_memo(folder, *loaded)
+                gguf_memo.write_memo(folder, *loaded)
         else:
             loaded = from_files(pretrained, gguf_file)
     except (OSError, ValueError, AttributeError) as e:

@@ -3,18 +3,18 @@
 :func:`score_pairs` is the one place loglikelihood token pairs meet the model.
 
 1. Pairs with the same model input share one row (lm-eval's logits cache,
-   ``hf_batching.plan_loglikelihood``).
-2. Rows that share a token prefix form families (``hf_prefix.plan_families``): a question and its
+   ``batching.plan_loglikelihood``).
+2. Rows that share a token prefix form families (``prefix.plan_families``): a question and its
    choices, or every document of an mmlu subject behind the same five examples.
 3. A family small enough for one packed row becomes a tree ``[prefix | branch | branch ...]``;
-   trees and lone rows are packed side by side into rows without padding (``hf_pack``).
+   trees and lone rows are packed side by side into rows without padding (``pack``).
 4. A bigger family (a long few-shot prefix with many documents behind it) runs its prefix once,
    keeps the key/values in a memo that the next chunk of requests finds again, and packs its
    branches into rows that continue that cached prefix.
 
 Rows cut by left truncation, long rows that share nothing (a rolling window: packing them would
 only cost a dense mask), and every row when sharing is off, run as lm-eval runs them: whole,
-longest first, right-padded, causal attention without a mask (``hf_torch.continuation_logprobs``). A pass holds at most as many
+longest first, right-padded, causal attention without a mask (``torch_ops.continuation_logprobs``). A pass holds at most as many
 scored positions as a batch of lm-eval's would compute logits for (``batch_size`` x the longest
 input), so the logits, the largest arrays of a pass, stay within lm-eval's memory.
 """
@@ -26,11 +26,11 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from evalflow.models import hf_kv, hf_torch
-from evalflow.models.hf_batching import chunk, plan_loglikelihood
-from evalflow.models.hf_pack import PackedRow, Segment, pack, tree
-from evalflow.models.hf_prefix import Family, PrefixMemo, plan_families
-from evalflow.models.hf_tokens import model_input
+from evalflow.models.hf import kv, torch_ops
+from evalflow.models.hf.batching import chunk, plan_loglikelihood
+from evalflow.models.hf.pack import PackedRow, Segment, pack, tree
+from evalflow.models.hf.prefix import Family, PrefixMemo, plan_families
+from evalflow.models.hf.tokens import model_input
 
 Pair = tuple[Sequence[int], Sequence[int]]
 MIN_ROW_WIDTH = 256  # packed rows are at least this wide, so a few short questions share one
@@ -48,7 +48,7 @@ class ScoringSetup:
     share_prefixes: bool  # packing and key/value reuse are on and passed the model's self-check
     exact_keep: bool = False  # the model takes a boolean [batch, length] logits_to_keep
     min_prefix: int = 8  # shorter shared prefixes save less than splitting them off costs
-    memo: PrefixMemo[hf_kv.PrefixStates] = field(
+    memo: PrefixMemo[kv.PrefixStates] = field(
         default_factory=lambda: PrefixMemo(capacity=8, max_bytes=256 * 2**20, size_of=lambda s: s.nbytes)
     )
 
@@ -74,7 +74,7 @@ def score_pairs(setup: ScoringSetup, pairs: Sequence[Pair]) -> list[tuple[float,
 
     def deliver(row: int, logprobs: torch.Tensor) -> None:
         for member in groups[rows[row].group].members:
-            results[member.index] = hf_torch.score(logprobs, member.cont)
+            results[member.index] = torch_ops.score(logprobs, member.cont)
 
     with torch.inference_mode():
         if setup.share_prefixes:
@@ -89,7 +89,7 @@ def score_pairs(setup: ScoringSetup, pairs: Sequence[Pair]) -> list[tuple[float,
 def _score_plain(setup: ScoringSetup, rows: list[Row], which: list[int], deliver: Callable[[int, torch.Tensor], None]) -> None:
     """Whole rows, longest first, in batches: lm-eval's own computation."""
     for batch in chunk(which, lambda i: setup.batch_size_for(len(rows[i].tokens) + 1)):
-        logprobs = hf_torch.continuation_logprobs(
+        logprobs = torch_ops.continuation_logprobs(
             setup.model, [rows[i].tokens for i in batch], [rows[i].scored for i in batch], setup.device,
             setup.keep_only_needed,
         )
@@ -132,7 +132,7 @@ class _Budget:
 def _run_packed(
     setup: ScoringSetup,
     packed: list[PackedRow],
-    states: hf_kv.PrefixStates | None,
+    states: kv.PrefixStates | None,
     budget: _Budget,
     deliver: Callable[[int, torch.Tensor], None],
 ) -> None:
@@ -146,7 +146,7 @@ def _run_packed(
             if end > start and (tokens + row.width > budget.tokens or scored + row_scored > budget.scored):
                 break
             tokens, scored, end = tokens + row.width, scored + row_scored, end + 1
-        got = hf_kv.packed_logprobs(setup.model, packed[start:end], states, setup.device, setup.exact_keep)
+        got = kv.packed_logprobs(setup.model, packed[start:end], states, setup.device, setup.exact_keep)
         for i, lp in got.items():
             deliver(i, lp)
         start = end
@@ -172,7 +172,7 @@ def _score_cached(
     pending.sort(key=lambda f: -f.prefix_len)
     for unit in chunk(pending, lambda f: setup.batch_size_for(f.prefix_len)):
         prefixes = [rows[f.rows[0]].tokens[: f.prefix_len] for f in unit]
-        states = hf_kv.prefix_states(setup.model, prefixes, setup.device)
+        states = kv.prefix_states(setup.model, prefixes, setup.device)
         for i, prefix in enumerate(prefixes):
             setup.memo.put(prefix, states.one(i))
         packed = [r for i, f in enumerate(unit) for r in pack(_branches(rows, f, f.prefix_len), width, prefix=i)]
@@ -184,7 +184,7 @@ def _branches(rows: list[Row], fam: Family, n: int) -> list[tuple[Segment, ...]]
     return [tree(rows[i].tokens[n:], [], row=i, scored=rows[i].scored) for i in fam.rows]
 
 
-def _from_memo(setup: ScoringSetup, rows: list[Row], fam: Family) -> tuple[hf_kv.PrefixStates, int] | None:
+def _from_memo(setup: ScoringSetup, rows: list[Row], fam: Family) -> tuple[kv.PrefixStates, int] | None:
     """A memo entry covering all but a few tokens of the family's prefix, cut to what they share."""
     prefix = rows[fam.rows[0]].tokens[: fam.prefix_len]
     found = setup.memo.covering(prefix, setup.min_prefix)

@@ -16,82 +16,97 @@ from __future__ import annotations
 
 import hashlib
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from evalflow.errors import ModelError
-from evalflow.models.hf_batching import chunk, plan_generation
-from evalflow.models.hf_prefix import common_prefix_len, plan_families
-from evalflow.models.hf_tokens import normalize_gen_kwargs, stop_sequences, strip_at_stops
+from evalflow.models.hf.batching import chunk, plan_generation
+from evalflow.models.hf.prefix import common_prefix_len, plan_families
+from evalflow.models.hf.tokens import normalize_gen_kwargs, stop_sequences, strip_at_stops
 from evalflow.records import Request
 
-if TYPE_CHECKING:
-    from evalflow.models.hf import HFModel
+
+@dataclass(frozen=True)
+class GenerationSetup:
+    """What generation needs from a loaded HFModel (which builds it, so imports point one way)."""
+
+    model: Any
+    tokenizer: Any
+    device: Any
+    max_length: int
+    max_gen_toks: int  # default for requests that do not set it
+    batch_size_for: Callable[[int], int]  # sequence length -> rows per batch
+    tok_encode: Callable[[str], list[int]]  # HFLM.tok_encode: orders requests by context length
+    encode_context: Callable[[str], list[int]]  # HFLM.tok_batch_encode for one context
+    share_prefixes: bool  # key/value reuse is on and passed the model's self-check
+    min_prefix: int  # shorter shared prefixes are run with their documents
+    prefix_memo: Any  # PrefixMemo of kv.PrefixStates, shared with scoring
 
 
-def generate_until(lm: "HFModel", requests: Sequence[Request]) -> list[str]:
+def generate_until(setup: GenerationSetup, requests: Sequence[Request]) -> list[str]:
     """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
     contexts = [str(r.args[0]) for r in requests]
     raw_kwargs = [dict(r.args[1]) if len(r.args) > 1 and r.args[1] else {} for r in requests]
-    eos_id = lm.tokenizer.eos_token_id
-    eos = lm.tokenizer.decode(eos_id, skip_special_tokens=False) if eos_id is not None else None
+    eos_id = setup.tokenizer.eos_token_id
+    eos = setup.tokenizer.decode(eos_id, skip_special_tokens=False) if eos_id is not None else None
     encoded_len: dict[str, int] = {}
 
     def n_tokens(text: str) -> int:
         if text not in encoded_len:
-            encoded_len[text] = len(lm.tok_encode(text))
+            encoded_len[text] = len(setup.tok_encode(text))
         return encoded_len[text]
 
     out: list[str | None] = [None] * len(requests)
     for indices in plan_generation(contexts, raw_kwargs, n_tokens):
-        kwargs = normalize_gen_kwargs(raw_kwargs[indices[0]], lm.max_gen_toks)
-        for i, text in generate_group(lm, [requests[i] for i in indices], kwargs, eos):
+        kwargs = normalize_gen_kwargs(raw_kwargs[indices[0]], setup.max_gen_toks)
+        for i, text in generate_group(setup, [requests[i] for i in indices], kwargs, eos):
             out[indices[i]] = text
     if any(o is None for o in out):
         raise RuntimeError("HFModel lost a request while batching; please report this bug")
     return out  # type: ignore[return-value]
 
 
-def generate_group(lm: "HFModel", requests: list[Request], kwargs: dict[str, Any], eos: str | None) -> list[tuple[int, str]]:
+def generate_group(setup: GenerationSetup, requests: list[Request], kwargs: dict[str, Any], eos: str | None) -> list[tuple[int, str]]:
     """Generate for requests sharing generation kwargs: (position in ``requests``, text) pairs."""
     import torch
 
-    from evalflow.models import hf_kv, hf_torch
+    from evalflow.models.hf import kv, torch_ops
 
     until = stop_sequences(kwargs.pop("until", None), eos)
     max_gen_toks = int(kwargs.pop("max_gen_toks"))
-    max_ctx_len = lm.max_length - max_gen_toks
+    max_ctx_len = setup.max_length - max_gen_toks
     if max_ctx_len <= 0:
         raise ModelError(
             f"max_gen_toks {max_gen_toks} leaves no room for a context in the model's max_length "
-            f"{lm.max_length}; lower generation_kwargs.max_gen_toks or raise model.max_length."
+            f"{setup.max_length}; lower generation_kwargs.max_gen_toks or raise model.max_length."
         )
-    encoded = [lm.encode_generation_context(str(r.args[0]))[-max_ctx_len:] for r in requests]
+    encoded = [setup.encode_context(str(r.args[0]))[-max_ctx_len:] for r in requests]
     for r, ctx in zip(requests, encoded):
         if not ctx:
             raise ModelError(
                 f"the context of generate_until request {r.args[0]!r} encodes to no tokens and "
                 "this tokenizer adds no BOS, so there is nothing to continue; give it a prompt."
             )
-    family_prefix = _family_prefixes(lm, encoded)
+    family_prefix = _family_prefixes(setup, encoded)
     sampled = bool(kwargs.get("do_sample"))
-    size_for = (lambda i: 1) if sampled else (lambda i: lm.batch_size_for(len(encoded[i]) + max_gen_toks))
+    size_for = (lambda i: 1) if sampled else (lambda i: setup.batch_size_for(len(encoded[i]) + max_gen_toks))
     results = []
     for batch in chunk(list(range(len(requests))), size_for):
         call_kwargs = dict(kwargs)
         padlen = max(len(encoded[i]) for i in batch)
         max_length = int(call_kwargs.pop("max_length", padlen + max_gen_toks))
-        rng = hf_torch.seeded(sample_seed(requests[batch[0]]), lm.device) if sampled else nullcontext()
+        rng = torch_ops.seeded(sample_seed(requests[batch[0]]), setup.device) if sampled else nullcontext()
         contexts = [encoded[i] for i in batch]
         with torch.inference_mode(), rng:
             cache = None
-            if lm.share_prefixes and _one_sequence_per_row(call_kwargs):
-                prefix = _batch_prefix(lm, contexts, [family_prefix[i] for i in batch])
-                cache = hf_kv.generation_cache(lm.model, contexts, max_length, prefix, lm.device)
-            new_tokens = hf_torch.generate_batch(
-                lm.model, lm.tokenizer, contexts, until, max_length, call_kwargs, lm.device, cache
+            if setup.share_prefixes and _one_sequence_per_row(call_kwargs):
+                prefix = _batch_prefix(setup, contexts, [family_prefix[i] for i in batch])
+                cache = kv.generation_cache(setup.model, contexts, max_length, prefix, setup.device)
+            new_tokens = torch_ops.generate_batch(
+                setup.model, setup.tokenizer, contexts, until, max_length, call_kwargs, setup.device, cache
             )
         for i, toks in zip(batch, new_tokens):
-            text = lm.tokenizer.decode(toks, skip_special_tokens=True)
+            text = setup.tokenizer.decode(toks, skip_special_tokens=True)
             results.append((i, strip_at_stops(text, until)))
     return results
 
@@ -102,14 +117,14 @@ def _one_sequence_per_row(gen_kwargs: dict[str, Any]) -> bool:
     return int(gen_kwargs.get("num_beams", 1) or 1) == 1 and int(gen_kwargs.get("num_return_sequences", 1) or 1) == 1
 
 
-def _family_prefixes(lm: "HFModel", encoded: list[list[int]]) -> list[int]:
+def _family_prefixes(setup: GenerationSetup, encoded: list[list[int]]) -> list[int]:
     """Per context, the length of the prefix it shares with other contexts of the group (0: none).
 
     Planned over the whole group, so batches of one request still find the shared prefix.
     """
-    if not lm.share_prefixes:
+    if not setup.share_prefixes:
         return [0] * len(encoded)
-    families, _ = plan_families(encoded, [len(c) - 1 for c in encoded], lm.min_prefix)
+    families, _ = plan_families(encoded, [len(c) - 1 for c in encoded], setup.min_prefix)
     out = [0] * len(encoded)
     for fam in families:
         for i in fam.rows:
@@ -117,22 +132,22 @@ def _family_prefixes(lm: "HFModel", encoded: list[list[int]]) -> list[int]:
     return out
 
 
-def _batch_prefix(lm: "HFModel", contexts: list[list[int]], family_prefix: list[int]) -> Any:
+def _batch_prefix(setup: GenerationSetup, contexts: list[list[int]], family_prefix: list[int]) -> Any:
     """The key/values of the prefix every context of the batch starts with, or None to run whole."""
-    from evalflow.models import hf_kv
+    from evalflow.models.hf import kv
 
     n = min(family_prefix)
     for ctx in contexts[1:]:
         n = min(n, common_prefix_len(contexts[0], ctx))
-    if n < lm.min_prefix:
+    if n < setup.min_prefix:
         return None
     prefix = contexts[0][:n]
-    found = lm.prefix_memo.covering(prefix, lm.min_prefix)
+    found = setup.prefix_memo.covering(prefix, setup.min_prefix)
     if found is not None:
         states, m = found
         return states.head(m)
-    states = hf_kv.prefix_states(lm.model, [prefix], lm.device).one(0)
-    lm.prefix_memo.put(prefix, states)
+    states = kv.prefix_states(setup.model, [prefix], setup.device).one(0)
+    setup.prefix_memo.put(prefix, states)
     return states
 
 
