@@ -58,7 +58,7 @@ class RunConfig:
     # each replica reserves (e.g. {num_gpus: 1, num_cpus: 4}), and the Ray cluster to join (None:
     # start a local one; "auto" or an address: an existing cluster).
     workers: int = 1
-    worker_resources: Dict[str, Any] = field(default_factory=dict)
+    worker_resources: Any = None  # a mapping; typed Any so an override ('{num_gpus: 1}') replaces it whole
     ray_address: Optional[str] = None
 
 

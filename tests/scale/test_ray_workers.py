@@ -93,7 +93,7 @@ def test_killed_driver_resumes_with_another_worker_count(ray_cluster: str, toy_l
     run_once(toy_library, tmp_path / "ref-cache", reference, model={"type": SLOW})
     cache = tmp_path / "cache"
     cmd = [sys.executable, "-m", "evalflow", "model=dummy", f"model.type={SLOW}", "++model.delay=0.05",
-           "task=toy_mc", f"include_path=[{toy_library}]", f"cache_dir={cache}", "workers=2",
+           "task=toy_mc", f"include_path=[{toy_library}]", f"cache_dir={cache}", "workers=2", "worker_resources={num_cpus: 1}",
            f"ray_address={ray_cluster}", "chunk_size=8", "bootstrap_iters=0", f"hydra.run.dir={tmp_path / 'killed'}"]
     driver = subprocess.Popen(cmd, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
