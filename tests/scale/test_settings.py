@@ -68,3 +68,13 @@ def test_one_worker_and_a_fully_cached_run_never_import_ray(tmp_path: Path) -> N
                          text=True, timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("no ray")
+
+
+def test_readme_overrides_compose() -> None:
+    """`workers=8 worker_resources='{num_gpus: 1}' ray_address=auto` as typed on the command line."""
+    from evalflow.config.compose import compose_config
+    from evalflow.settings import settings_from_config
+
+    cfg = compose_config(["model=dummy", "workers=8", "worker_resources={num_gpus: 1}", "ray_address=auto"])
+    s = settings_from_config(cfg)
+    assert (s.workers, dict(s.worker_resources), s.ray_address) == (8, {"num_gpus": 1}, "auto")
