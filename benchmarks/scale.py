@@ -18,7 +18,8 @@ with ``limit=1`` as its baseline, and
     scaling efficiency = ratio / 2          (goal >= 0.85, i.e. ratio >= 1.7)
     Ray's fixed cost  = wall(workers=2, limit=1) - wall(workers=1, limit=1)
 
-each from the minimum wall time over rounds.
+each from the minimum wall time over rounds. Peak RSS is the driver's process tree only: Ray's
+actors run under Ray's own processes (raylet), which measure.py does not see.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def main() -> int:
         f"Ray's fixed cost (local Ray start + a model load per actor, beyond workers=1's start-up): "
         f"{two1['min_wall_s'] - one1['min_wall_s']:.1f} s (limit=1 wall: workers=2 {two1['min_wall_s']:.1f} s, "
         f"workers=1 {one1['min_wall_s']:.1f} s)\n"
-        f"peak RSS (largest process) workers=2 {two['max_rss_mib']:.0f} MiB, workers=1 {one['max_rss_mib']:.0f} MiB; "
+        f"peak RSS of the driver (Ray actors not seen) workers=2 {two['max_rss_mib']:.0f} MiB, workers=1 {one['max_rss_mib']:.0f} MiB; "
         f"worst foreign CPU {foreign:.2f}; rounds={args.rounds}"
     )
     return 0
