@@ -15,14 +15,33 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
-from evalflow.errors import EvalflowError, closest
+from evalflow.errors import EvalflowError
+
+
+class Subcommand(NamedTuple):
+    target: str  # "module:function", called with the arguments after the subcommand's name
+    summary: str  # one line for `python -m evalflow --help`
+
 
 SUBCOMMANDS = {
-    "ls": "evalflow.taskspec.listing:main",
-    "cache": "evalflow.cache.cli:main",
+    "ls": Subcommand("evalflow.taskspec.listing:main", "[--json] [include_path=[dir]]  list tasks, groups and tags"),
+    "cache": Subcommand("evalflow.cache.cli:main", "stats|verify|gc|clear [cache_dir=DIR]  look after a cache folder"),
+    "show": Subcommand("evalflow.preview:main", "task=NAME [n=3] [key=value...]  print prompts, targets and requests (no model)"),
+    "validate": Subcommand("evalflow.validate:main", "task=NAME [n=3] [key=value...]  check task configs on their first documents"),
+    "decontaminate": Subcommand("evalflow.decontaminate:main",
+                                "task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
+    "explain": Subcommand("evalflow.insight.explain:main", "RUN [RUN_B]  why each computed stage of a run re-ran"),
+    "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B  per metric A, B, B - A and a paired test"),
+    "rescore": Subcommand("evalflow.insight.rescore:main", "SAMPLES... task=NAME  score saved answers again, no model"),
+    "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html]  one self-contained HTML page of runs"),
 }
+
+
+def subcommand_help() -> str:
+    """The subcommand lines of ``--help`` (conf/hydra/help/evalflow.yaml), built from SUBCOMMANDS."""
+    return "\n".join(f"  python -m evalflow {name} {sub.summary}" for name, sub in SUBCOMMANDS.items())
 
 
 def _debug() -> bool:
@@ -54,55 +73,27 @@ def _one_paragraph_hydra_errors() -> Iterator[None]:
     except (HydraException, OmegaConfBaseException) as exc:
         if not catch:
             raise
-        print(f"evalflow: error: {_hydra_paragraph(exc)}", file=sys.stderr)
+        from evalflow.config.messages import hydra_paragraph
+
+        print(f"evalflow: error: {hydra_paragraph(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
     finally:
         if set_here:
             os.environ.pop("HYDRA_FULL_ERROR", None)
 
 
-def _hydra_paragraph(exc: Exception) -> str:
-    """One paragraph for an error raised by Hydra's override parsing or config composition."""
-    import dataclasses
-
-    from hydra.errors import MissingConfigException, OverrideParseException
-    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
-
-    from evalflow.config.schema import RunConfig
-
-    cause: Any = exc.__cause__
-    if isinstance(exc, MissingConfigException) and exc.options and exc.missing_cfg_file:
-        group, _, name = exc.missing_cfg_file.rpartition("/")
-        hint = closest(name, exc.options)
-        if hint.startswith("did you mean"):
-            hint += f" The choices are: {', '.join(sorted(exc.options))}."
-        return f"{group}={name}: there is no '{name}' in conf/{group}/; {hint}"
-    if isinstance(exc, OverrideParseException):
-        why = str(exc).splitlines()[0]
-        return (f"cannot parse the override '{exc.override}' ({why}). Write overrides as key=value; quote "
-                "values with brackets, commas or spaces (key='[a,b]'); see "
-                "https://hydra.cc/docs/advanced/override_grammar/basic/")
-    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key and "." not in cause.full_key:
-        names = [f.name for f in dataclasses.fields(RunConfig)]
-        return (f"unknown setting '{cause.full_key}'; {closest(str(cause.full_key), names)} The settings and "
-                "their types are listed in evalflow/config/schema.py.")
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()).rstrip(".")
-    if isinstance(cause, OmegaConfBaseException):
-        detail = str(cause).splitlines()[0]
-        text += f": {detail}" + (f" (key {cause.full_key})" if getattr(cause, "full_key", None) else "")
-    return f"{text}. The settings and their types are listed in evalflow/config/schema.py."
-
-
 def hydra_main() -> None:
     import hydra
     from hydra.core.hydra_config import HydraConfig
-    from omegaconf import DictConfig
+    from omegaconf import DictConfig, OmegaConf
 
     from evalflow.config.resolvers import register_resolvers
     from evalflow.config.schema import register_configs
 
     register_configs()
     register_resolvers()
+    if not OmegaConf.has_resolver("evalflow.subcommands"):
+        OmegaConf.register_new_resolver("evalflow.subcommands", subcommand_help)
     conf_dir = str(Path(__file__).resolve().parents[1] / "conf")
     run_dir = _pop_config_dir()
     if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
@@ -123,11 +114,24 @@ def hydra_main() -> None:
             results = run(settings, output_dir)
         except EvalflowError as exc:
             raise SystemExit(_report(exc)) from None
+        except KeyboardInterrupt:
+            if _debug():
+                raise
+            print(_interrupted(settings.cache_dir, output_dir), file=sys.stderr)
+            raise SystemExit(130) from None
         print_results(results)
         print(f"run folder: {HydraConfig.get().runtime.output_dir}")
 
     with _one_paragraph_hydra_errors():
         main()
+
+
+def _interrupted(cache_dir: Path, output_dir: Path) -> str:
+    """The one line Ctrl-C prints: what survived (inference persists each chunk of answers as it
+    completes) and how to carry on."""
+    return (f"evalflow: interrupted. Every stage and model answer finished before the interrupt is saved in the "
+            f"cache ({cache_dir}); run the same command again to resume: only the remaining requests reach the "
+            f"model. {output_dir} has no results.json (the run did not finish).")
 
 
 def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
@@ -165,7 +169,7 @@ def entry() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
         import importlib
 
-        module, attr = SUBCOMMANDS[sys.argv[1]].split(":")
+        module, attr = SUBCOMMANDS[sys.argv[1]].target.split(":")
         try:
             code = getattr(importlib.import_module(module), attr)(sys.argv[2:])
         except EvalflowError as exc:
@@ -176,7 +180,13 @@ def entry() -> None:
         _refuse_used_run_folders(sys.argv[1:])
     except EvalflowError as exc:
         raise SystemExit(_report(exc)) from None
-    hydra_main()
+    try:
+        hydra_main()
+    except KeyboardInterrupt:  # before the run started (composing the config, importing)
+        if _debug():
+            raise
+        print("evalflow: interrupted before the run started; nothing was computed.", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def _refuse_used_run_folders(argv: list[str]) -> None:

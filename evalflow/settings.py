@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalflow.cache.store import default_cache_dir
+from evalflow.config.samples import parse_samples
 from evalflow.errors import ConfigError
 
 
@@ -40,7 +41,10 @@ class RunSettings:
     chat_template_name: str | None = None  # one of a tokenizer's named templates
     fewshot_as_multiturn: bool = False
     system_instruction: str | None = None
+    samples: Mapping[str, tuple[int, ...]] | None = None  # task -> document indices (instead of limit)
+    predict_only: bool = False
     data_map_file: str | None = None  # the map file data_map came from (recorded in the manifest)
+    explain: bool = False  # print why each computed stage re-ran, at the end of the run
     workers: int = 1  # model replicas (Ray actors when > 1); speed only, in no cache key
     worker_resources: Mapping[str, Any] = field(default_factory=dict)
     ray_address: str | None = None
@@ -70,6 +74,9 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         raise ConfigError(
             f"limit={limit} is out of range; use a whole number of documents (limit=50) or a fraction in (0, 1) (limit=0.1)"
         )
+    samples = parse_samples(data.get("samples"))
+    if samples is not None and limit is not None:
+        raise ConfigError("limit and samples both given; use one of them (samples names the documents, limit counts them)")
     batch_size = data.get("batch_size", 1)
     if not (batch_size == "auto" or (isinstance(batch_size, int) and batch_size >= 1)):
         raise ConfigError(f"batch_size={batch_size!r} is not allowed; use a positive integer or batch_size=auto")
@@ -86,12 +93,12 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         batch_size=batch_size,
         max_batch_size=int(data.get("max_batch_size", 64)),
         gen_kwargs=gen_kwargs,
-        include_path=tuple(str(p) for p in data.get("include_path") or ()),
+        include_path=_paths(data.get("include_path")),
         data_map=data_map,
         data_map_file=str(map_file) if map_file else None,
         cache_dir=Path(data["cache_dir"]).expanduser() if data.get("cache_dir") else default_cache_dir(),
         bootstrap_iters=int(data.get("bootstrap_iters", 100000)),
-        log_samples=bool(data.get("log_samples", True)),
+        log_samples=bool(data.get("log_samples", True)) or bool(data.get("predict_only")),
         trust_task_code=bool(data.get("trust_task_code", False)),
         confirm_unsafe_code=bool(data.get("confirm_unsafe_code", False)),
         chunk_size=max(1, int(data.get("chunk_size", 64))),
@@ -100,8 +107,22 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         chat_template_name=_template_name(data.get("apply_chat_template")),
         fewshot_as_multiturn=_multiturn(data),
         system_instruction=data.get("system_instruction") or None,
+        samples=samples,
+        predict_only=bool(data.get("predict_only", False)),
+        explain=bool(data.get("explain", False)),
         **_scale_out(data),
     )
+
+
+def _paths(value: Any) -> tuple[str, ...]:
+    """``include_path``: a list of folders, or one folder given without brackets (lm-eval's habit)."""
+    if not value:
+        return ()
+    if isinstance(value, (str, Path)):
+        return (str(value),)
+    if isinstance(value, (list, tuple)):
+        return tuple(str(p) for p in value)
+    raise ConfigError(f"include_path={value!r} is neither a folder nor a list of folders; write include_path=/dir or include_path=[a,b]")
 
 
 def _scale_out(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -165,12 +165,7 @@ def gc(store: CacheStore, opts: dict[str, str]) -> int:
     orphans = _orphan_files(store)
     for path in orphans:
         path.unlink(missing_ok=True)
-    cutoff = time.time() - 3600.0  # a memo being written right now is left alone
-    for folder in side_folders(store.directory):
-        for tmp in folder.glob("*.tmp-*"):
-            if tmp.stat().st_mtime < cutoff:
-                shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
-                removed += 1
+    temporaries = _sweep_memo_temporaries(store.directory)
     if "max_age_days" in opts:
         cutoff = time.time() - float(opts["max_age_days"]) * 86400
         for _, key, _, _, stored in _rows(store):
@@ -183,8 +178,21 @@ def gc(store: CacheStore, opts: dict[str, str]) -> int:
                 break
             if store.raw.delete(key, retry=True):
                 removed += 1
-    print(f"gc: removed {removed} entries and {len(orphans)} orphan value files from {store.directory}")
+    print(f"gc: removed {removed} entries, {len(orphans)} orphan value files and {temporaries} half-written "
+          f"memo temporaries from {store.directory}")
     return 0
+
+
+def _sweep_memo_temporaries(directory: Path, min_age: float = 3600.0) -> int:
+    """Delete the ``*.tmp-*`` files and folders of side folders left by killed runs (older than
+    ``min_age`` seconds, so a memo being written right now is left alone); return how many."""
+    cutoff, swept = time.time() - min_age, 0
+    for folder in side_folders(directory):
+        for tmp in folder.glob("*.tmp-*"):
+            if tmp.stat().st_mtime < cutoff:
+                shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+                swept += 1
+    return swept
 
 
 def _orphan_files(store: CacheStore, min_age: float = 3600.0) -> list[Path]:

@@ -77,6 +77,7 @@ class CachedModel:
     lease_seconds: float = 1800.0  # after this, a lease held by a silent process is taken over
     poll_seconds: float = 0.05  # first wait for requests another process computes (doubles to 1 s)
     holder: Holder = field(default_factory=Holder)
+    identity_data: Any = None  # the plain data ``identity`` hashes (recorded in the manifest)
     dispatch: Dispatch | None = None  # None: the model in this process (LocalDispatch)
     _model: Any = None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from evalflow.cache.fingerprint import fingerprint
@@ -53,6 +53,8 @@ class StageEvent:
     key: str | None
     hit: bool
     seconds: float
+    inputs: Mapping[str, Any] = field(default_factory=dict)  # what the key hashes (for `explain`)
+    detail: Mapping[str, Any] = field(default_factory=dict)  # e.g. inference's request counts
 
 
 def plan(task: TaskConfig, settings: Mapping[str, Any], pipeline: tuple[Node, ...] = PIPELINE) -> list[PlannedStage]:
@@ -100,7 +102,7 @@ def execute(
                 store.put(step.key, value, tag=step.node.name)
         outputs[step.node.name] = value
         seconds = time.perf_counter() - t0
-        events.append(StageEvent(task.task, step.node.name, step.key, hit, round(seconds, 6)))
+        events.append(StageEvent(task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
         log.debug("%s/%s %s in %.3fs", task.task, step.node.name, "hit" if hit else "computed", seconds)
     return outputs, events
 

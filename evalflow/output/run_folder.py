@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from evalflow.errors import ConfigError
+from evalflow.output.inputs import plain
 from evalflow.output.results import RunRecord
 from evalflow.output.samples import sample_rows
 
@@ -42,11 +43,15 @@ def write_json(path: Path, value: Any) -> None:
 
 
 def manifest(record: RunRecord) -> dict[str, Any]:
+    """What ran and why: every stage's key, hit/miss, seconds and key inputs (``explain`` diffs
+    these), the model's identity as plain data, request counts, data fingerprints, versions."""
     return {
         "stages": [
-            {"task": e.task, "stage": e.stage, "key": e.key, "hit": e.hit, "seconds": e.seconds}
+            {"task": e.task, "stage": e.stage, "key": e.key, "hit": e.hit, "seconds": e.seconds,
+             **({"requests": dict(e.detail)} if e.detail else {}), "inputs": plain(e.inputs)}
             for e in record.events
         ],
+        "model_identity": plain(record.model_identity),
         "inference": {
             "requests": record.inference.requests,
             "computed": record.inference.computed,
