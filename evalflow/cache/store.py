@@ -120,7 +120,7 @@ class Claim:
     scanned: int  # how many keys from the front of the list this pass looked at
 
 
-def lease_alive(lease: Any, beating: Callable[[str], bool] = lambda token: True) -> bool:
+def lease_alive(lease: Any, beating: Callable[[str], bool]) -> bool:
     """Whether a lease's holder may still be computing: its process is alive (same host), or, on
     another host, ``beating(token)`` says its heartbeat entry is still there."""
     if not isinstance(lease, Mapping) or not isinstance(lease.get("pid"), int):
