@@ -7,6 +7,7 @@ fails leaves whatever it wrote before (the ``.hydra`` snapshot, samples) but nev
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -58,6 +59,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
             # what a loaded model says of itself, e.g. what a server's /v1/models reported
             **({"model": record.inference.model} if record.inference.model is not None else {}),
         },
+        # which model replica computed how much (one "local@host:pid", or one per Ray worker)
+        "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
         "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},
         "data_map": _data_map_record(record.settings.data_map_file),
         "fewshot_split": {t: out["load_docs"].fewshot_split for t, out in record.outputs.items()},
