@@ -69,11 +69,17 @@ class SlotLayer(DynamicLayer):
             self.key_buffer, self.value_buffer = like.new_zeros(shape), like.new_zeros(shape)
         return self.key_buffer, self.value_buffer
 
-    def keep(self, rows: torch.Tensor) -> None:
-        """Keep only ``rows`` (in that order), so a shrinking batch stops computing empty slots."""
+    def drop(self, row: int, columns: int) -> None:
+        """Remove ``row``: the last row moves into its place (its first ``columns`` columns are
+        copied) and the buffers become views one row shorter, so a shrinking batch stops
+        computing empty slots without copying the others."""
         if self.key_buffer is not None and self.value_buffer is not None:
-            self.key_buffer, self.value_buffer = self.key_buffer[rows], self.value_buffer[rows]
-        self.slots = len(rows)
+            last = self.key_buffer.shape[0] - 1
+            if row != last:
+                self.key_buffer[row, :, :columns] = self.key_buffer[last, :, :columns]
+                self.value_buffer[row, :, :columns] = self.value_buffer[last, :, :columns]
+            self.key_buffer, self.value_buffer = self.key_buffer[:last], self.value_buffer[:last]
+        self.slots -= 1
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         key_buffer, value_buffer = self._buffers(key_states)
@@ -144,11 +150,13 @@ def greedy_until(
             if r == len(rows):  # the first fill
                 rows.append(j), lengths.append(0), feed.append(0)
             rows[r], lengths[r], feed[r] = j, len(jobs[j].context) - 1, jobs[j].context[-1]
-        if -1 in rows:  # nothing left to take the free rows: stop computing them
-            keep = [r for r, j in enumerate(rows) if j >= 0]
-            rows, lengths, feed = [rows[r] for r in keep], [lengths[r] for r in keep], [feed[r] for r in keep]
+        while -1 in rows:  # nothing left to take the free rows: stop computing them
+            r = rows.index(-1)
             for layer in layers:
-                layer.keep(torch.tensor(keep, dtype=torch.long))
+                layer.drop(r, lengths[-1])
+            for values in (rows, lengths, feed):
+                values[r] = values[-1]
+                values.pop()
         positions = torch.tensor(lengths, dtype=torch.long)
         width = int(positions.max()) + 1
         for layer in layers:
