@@ -36,6 +36,7 @@ class GenerationSetup:
     max_length: int
     max_gen_toks: int  # default for requests that do not set it
     batch_size_for: Callable[[int], int]  # sequence length -> rows per batch
+    decode_slots_for: Callable[[int], int]  # sequence length -> rows per continuous-batching step
     tok_encode: Callable[[str], list[int]]  # HFLM.tok_encode: orders requests by context length
     encode_context: Callable[[str], list[int]]  # HFLM.tok_batch_encode for one context
     share_prefixes: bool  # key/value reuse is on and passed the model's self-check
@@ -123,7 +124,7 @@ def _generate_continuous(
 
     from evalflow.models.hf import decode
 
-    slots = setup.batch_size_for(max(len(c) for c in encoded) + max_gen_toks)
+    slots = setup.decode_slots_for(max(len(c) for c in encoded) + max_gen_toks)
     eos = setup.model.generation_config.eos_token_id
     eos_ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
     stop = decode.StopWatch(until, setup.tokenizer)

@@ -60,7 +60,7 @@ from typing import Any, Sequence
 from evalflow.errors import ConfigError
 from evalflow.models.hf import load
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
-from evalflow.models.hf.batching import auto_batch_size
+from evalflow.models.hf.batching import auto_batch_size, auto_decode_slots
 from evalflow.models.hf.prefix import PrefixMemo
 from evalflow.models.hf.tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
 from evalflow.records import Request
@@ -198,6 +198,16 @@ class HFModel:
             self._free_bytes = torch_ops.free_memory_bytes(self.device)
         return auto_batch_size(torch_ops.model_dims(self.model), seq_len, self._free_bytes, self.max_batch_size)
 
+    def decode_slots_for(self, seq_len: int) -> int:
+        """Rows of a continuous-batching decode step for rows of up to ``seq_len`` positions."""
+        if self.fixed_batch_size is not None:
+            return self.fixed_batch_size
+        from evalflow.models.hf import torch_ops
+
+        if self._free_bytes is None:
+            self._free_bytes = torch_ops.free_memory_bytes(self.device)
+        return auto_decode_slots(torch_ops.model_dims(self.model), seq_len, self._free_bytes, self.max_batch_size)
+
     def _kv_reuse_works(self) -> bool:
         """Prefix sharing applies to this architecture and reproduces the plain computation here."""
         from evalflow.models.hf import kv
@@ -266,6 +276,7 @@ class HFModel:
 
         setup = generate.GenerationSetup(
             self.model, self.tokenizer, self.device, self.max_length, self.max_gen_toks, self.batch_size_for,
+            self.decode_slots_for,
             self.tok_encode, self.encode_generation_context, self.share_prefixes, self.kv_works, self.batching,
             self.min_prefix, self.prefix_memo,
         )
