@@ -60,7 +60,7 @@ from typing import Any, Sequence
 from evalflow.errors import ConfigError
 from evalflow.models.hf import load
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
-from evalflow.models.hf.batching import auto_batch_size, auto_decode_slots
+from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.prefix import PrefixMemo
 from evalflow.models.hf.tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
 from evalflow.records import Request
@@ -196,7 +196,9 @@ class HFModel:
 
         if self._free_bytes is None:  # measured once, so batches do not vary with momentary load
             self._free_bytes = torch_ops.free_memory_bytes(self.device)
-        return auto_batch_size(torch_ops.model_dims(self.model), seq_len, self._free_bytes, self.max_batch_size)
+        on_cpu = getattr(self.device, "type", str(self.device)) == "cpu"
+        cap = min(self.max_batch_size, CPU_PASS_ROWS) if on_cpu else self.max_batch_size
+        return auto_batch_size(torch_ops.model_dims(self.model), seq_len, self._free_bytes, cap)
 
     def decode_slots_for(self, seq_len: int) -> int:
         """Rows of a continuous-batching decode step for rows of up to ``seq_len`` positions."""
