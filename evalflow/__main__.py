@@ -15,14 +15,33 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
-from evalflow.errors import EvalflowError, closest
+from evalflow.errors import EvalflowError
+
+
+class Subcommand(NamedTuple):
+    target: str  # "module:function", called with the arguments after the subcommand's name
+    summary: str  # one line for `python -m evalflow --help`
+
 
 SUBCOMMANDS = {
-    "ls": "evalflow.taskspec.listing:main",
-    "cache": "evalflow.cache.cli:main",
+    "ls": Subcommand("evalflow.taskspec.listing:main", "[--json] [include_path=[dir]]  list tasks, groups and tags"),
+    "cache": Subcommand("evalflow.cache.cli:main", "stats|verify|gc|clear [cache_dir=DIR]  look after a cache folder"),
+    "show": Subcommand("evalflow.preview:main", "task=NAME [n=3] [key=value...]  print prompts, targets and requests (no model)"),
+    "validate": Subcommand("evalflow.validate:main", "task=NAME [n=3] [key=value...]  check task configs on their first documents"),
+    "decontaminate": Subcommand("evalflow.decontaminate:main",
+                                "task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
+    "explain": Subcommand("evalflow.insight.explain:main", "RUN [RUN_B]  why each computed stage of a run re-ran"),
+    "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B  per metric A, B, B - A and a paired test"),
+    "rescore": Subcommand("evalflow.insight.rescore:main", "SAMPLES... task=NAME  score saved answers again, no model"),
+    "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html]  one self-contained HTML page of runs"),
 }
+
+
+def subcommand_help() -> str:
+    """The subcommand lines of ``--help`` (conf/hydra/help/evalflow.yaml), built from SUBCOMMANDS."""
+    return "\n".join(f"  python -m evalflow {name} {sub.summary}" for name, sub in SUBCOMMANDS.items())
 
 
 def _debug() -> bool:
@@ -54,55 +73,27 @@ def _one_paragraph_hydra_errors() -> Iterator[None]:
     except (HydraException, OmegaConfBaseException) as exc:
         if not catch:
             raise
-        print(f"evalflow: error: {_hydra_paragraph(exc)}", file=sys.stderr)
+        from evalflow.config.messages import hydra_paragraph
+
+        print(f"evalflow: error: {hydra_paragraph(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
     finally:
         if set_here:
             os.environ.pop("HYDRA_FULL_ERROR", None)
 
 
-def _hydra_paragraph(exc: Exception) -> str:
-    """One paragraph for an error raised by Hydra's override parsing or config composition."""
-    import dataclasses
-
-    from hydra.errors import MissingConfigException, OverrideParseException
-    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
-
-    from evalflow.config.schema import RunConfig
-
-    cause: Any = exc.__cause__
-    if isinstance(exc, MissingConfigException) and exc.options and exc.missing_cfg_file:
-        group, _, name = exc.missing_cfg_file.rpartition("/")
-        hint = closest(name, exc.options)
-        if hint.startswith("did you mean"):
-            hint += f" The choices are: {', '.join(sorted(exc.options))}."
-        return f"{group}={name}: there is no '{name}' in conf/{group}/; {hint}"
-    if isinstance(exc, OverrideParseException):
-        why = str(exc).splitlines()[0]
-        return (f"cannot parse the override '{exc.override}' ({why}). Write overrides as key=value; quote "
-                "values with brackets, commas or spaces (key='[a,b]'); see "
-                "https://hydra.cc/docs/advanced/override_grammar/basic/")
-    if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key and "." not in cause.full_key:
-        names = [f.name for f in dataclasses.fields(RunConfig)]
-        return (f"unknown setting '{cause.full_key}'; {closest(str(cause.full_key), names)} The settings and "
-                "their types are listed in evalflow/config/schema.py.")
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()).rstrip(".")
-    if isinstance(cause, OmegaConfBaseException):
-        detail = str(cause).splitlines()[0]
-        text += f": {detail}" + (f" (key {cause.full_key})" if getattr(cause, "full_key", None) else "")
-    return f"{text}. The settings and their types are listed in evalflow/config/schema.py."
-
-
 def hydra_main() -> None:
     import hydra
     from hydra.core.hydra_config import HydraConfig
-    from omegaconf import DictConfig
+    from omegaconf import DictConfig, OmegaConf
 
     from evalflow.config.resolvers import register_resolvers
     from evalflow.config.schema import register_configs
 
     register_configs()
     register_resolvers()
+    if not OmegaConf.has_resolver("evalflow.subcommands"):
+        OmegaConf.register_new_resolver("evalflow.subcommands", subcommand_help)
     conf_dir = str(Path(__file__).resolve().parents[1] / "conf")
     run_dir = _pop_config_dir()
     if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
@@ -116,15 +107,47 @@ def hydra_main() -> None:
         from evalflow.settings import settings_from_config
 
         logging.getLogger("evalflow").setLevel(logging.INFO)
+        output_dir = Path(HydraConfig.get().runtime.output_dir)
         try:
-            results = run(settings_from_config(cfg), Path(HydraConfig.get().runtime.output_dir))
+            settings = settings_from_config(cfg)
+            _pin_data_map(output_dir, cfg.get("data_map"), settings.data_map_file)
+            results = run(settings, output_dir)
         except EvalflowError as exc:
             raise SystemExit(_report(exc)) from None
+        except KeyboardInterrupt:
+            if _debug():
+                raise
+            print(_interrupted(settings.cache_dir, output_dir), file=sys.stderr)
+            raise SystemExit(130) from None
         print_results(results)
         print(f"run folder: {HydraConfig.get().runtime.output_dir}")
 
     with _one_paragraph_hydra_errors():
         main()
+
+
+def _interrupted(cache_dir: Path, output_dir: Path) -> str:
+    """The one line Ctrl-C prints: what survived (inference persists each chunk of answers as it
+    completes) and how to carry on."""
+    return (f"evalflow: interrupted. Every stage and model answer finished before the interrupt is saved in the "
+            f"cache ({cache_dir}); run the same command again to resume: only the remaining requests reach the "
+            f"model. {output_dir} has no results.json (the run did not finish).")
+
+
+def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
+    """Make the run's ``.hydra/config.yaml`` name the data map it really used: a map file given by
+    ``$EVALFLOW_DATA_MAP`` or by a relative path is written in as an absolute path, so the snapshot
+    reproduces the run with no environment variable and from any folder."""
+    snapshot = output_dir / ".hydra" / "config.yaml"
+    if map_file is None or not snapshot.is_file() or (isinstance(value, str) and "/" not in value and value == Path(map_file).stem):
+        return
+    from omegaconf import OmegaConf
+
+    from evalflow.output.run_folder import atomic_write
+
+    config = OmegaConf.load(snapshot)
+    config.data_map = map_file
+    atomic_write(snapshot, [OmegaConf.to_yaml(config)])
 
 
 def _pop_config_dir() -> str | None:
@@ -146,14 +169,40 @@ def entry() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
         import importlib
 
-        module, attr = SUBCOMMANDS[sys.argv[1]].split(":")
+        module, attr = SUBCOMMANDS[sys.argv[1]].target.split(":")
         try:
             code = getattr(importlib.import_module(module), attr)(sys.argv[2:])
         except EvalflowError as exc:
             code = _report(exc)
         raise SystemExit(code)
-    sys.argv[1:] = _flags_first(sys.argv[1:])
-    hydra_main()
+    sys.argv[1:] = _flags_first([_quote_kv_string(a) for a in sys.argv[1:]])
+    try:
+        _refuse_used_run_folders(sys.argv[1:])
+    except EvalflowError as exc:
+        raise SystemExit(_report(exc)) from None
+    try:
+        hydra_main()
+    except KeyboardInterrupt:  # before the run started (composing the config, importing)
+        if _debug():
+            raise
+        print("evalflow: interrupted before the run started; nothing was computed.", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _refuse_used_run_folders(argv: list[str]) -> None:
+    """An explicit ``hydra.run.dir``/``hydra.sweep.dir`` that holds a run is refused before Hydra
+    starts, since Hydra overwrites the folder's ``.hydra`` snapshot as its first act."""
+    from evalflow.output.run_folder import ensure_fresh
+
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if not sep or "${" in value:
+            continue
+        if key == "hydra.run.dir":
+            ensure_fresh(Path(value), key)
+        elif key == "hydra.sweep.dir" and Path(value).is_dir():
+            for job in sorted(p for p in Path(value).iterdir() if p.is_dir()):
+                ensure_fresh(job, key)
 
 
 def _flags_first(argv: list[str]) -> list[str]:
@@ -161,6 +210,16 @@ def _flags_first(argv: list[str]) -> list[str]:
     before the overrides, so move the flag-only options to the front."""
     flags = [a for a in argv if a in ("-m", "--multirun", "--run", "--resolve")]
     return flags + [a for a in argv if a not in flags]
+
+
+def _quote_kv_string(arg: str) -> str:
+    """lm-eval's habit ``gen_kwargs='do_sample=false,max_gen_toks=32'`` reaches us unquoted by the
+    shell, which Hydra cannot parse (an ``=`` inside a value): quote it for Hydra, so the setting
+    receives the string and parses it as lm-eval does."""
+    key, sep, value = arg.partition("=")
+    if key == "gen_kwargs" and sep and "=" in value and value[:1] not in ("'", '"', "{"):
+        return f"{key}='{value}'" if "'" not in value else f'{key}="{value}"'
+    return arg
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ The Hydra entry point (``python -m evalflow``) and :func:`evaluate` both end in 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -17,14 +18,16 @@ from typing import Any, Mapping
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
-from evalflow.dag.inference import CachedModel
-from evalflow.dag.runner import StageEvent, execute
+from evalflow.dag.inference import CachedModel, InferenceCounts
+from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.models.registry import build_model, model_identity
 from evalflow.output.results import RunRecord, build_results
-from evalflow.output.run_folder import write_run_folder
+from evalflow.output.run_folder import ensure_fresh, write_run_folder
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
+from evalflow.taskspec.run_options import apply_run_options
+from evalflow.taskspec.samplers import fewshot_warnings
 from evalflow.taskspec.spec import TaskConfig
 
 log = logging.getLogger(__name__)
@@ -37,18 +40,32 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     lazily on the first cache miss.
     """
     started = time.time()
+    if output_dir is not None:
+        ensure_fresh(output_dir)
     selection = select_tasks(settings)
     store = CacheStore(settings.cache_dir)
     try:
         edge = model_edge(settings, store, model)
         outputs, events = evaluate_tasks(selection, settings, store, edge)
-        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time())
+        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data)
         results = build_results(record)
         if output_dir is not None:
             write_run_folder(output_dir, record, results)
+            if settings.explain:
+                _print_explanation(output_dir)
         return results
     finally:
         store.close()
+
+
+def _print_explanation(output_dir: Path) -> None:
+    """``explain=true``: the lines of ``python -m evalflow explain`` for this run, on stderr."""
+    import sys
+
+    from evalflow.insight.explain import explain
+
+    lines = explain(output_dir)
+    print("\n".join(lines) if lines else "explain: every stage was served from the cache", file=sys.stderr)
 
 
 def select_tasks(settings: RunSettings) -> Selection:
@@ -57,6 +74,7 @@ def select_tasks(settings: RunSettings) -> Selection:
         selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
     except TaskError as exc:
         raise _with_skipped_files(exc, index) from exc
+    selection = apply_run_options(selection, samples=settings.samples, predict_only=settings.predict_only)
     for task in selection.tasks:
         if task.unsafe_code and not settings.confirm_unsafe_code:
             raise UnsafeCodeError(
@@ -83,29 +101,37 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
     if model is not None:
         ident = getattr(model, "identity", None)
         if not callable(ident):
-            log.warning("model object %s has no identity(); its responses are not cached", type(model).__name__)
-            return CachedModel(None, "", lambda: model, chunk_size=settings.chunk_size)
-        return CachedModel(store, fingerprint(ident()), lambda: model, chunk_size=settings.chunk_size)
+            log.warning(
+                "model object %s has no identity(): its responses and every stage scored from them "
+                "(inference, filters, metrics, aggregate) are computed on every run and never cached; give it "
+                "an identity() method returning plain data (e.g. its name and weights' hash) to cache them",
+                type(model).__name__,
+            )
+            return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
+        data = ident()
+        return CachedModel(store, fingerprint(data), lambda: model, chunk_size=settings.chunk_size, identity_data=data)
     config = dict(settings.model)
-    identity = fingerprint(model_identity(config))
+    data = model_identity(config)
+    identity = fingerprint(data)
     load_args = {**config, "batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size}
     if config.get("type") == "dummy":
         load_args = config
-    return CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size)
+    return CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size, identity_data=data)
 
 
-def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str) -> dict[str, Any]:
+def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:
     """The run settings as one task's stages see them (num_fewshot resolved against the task)."""
     num_fewshot = settings.num_fewshot if settings.num_fewshot is not None else (task.num_fewshot or 0)
     return {
         "num_fewshot": num_fewshot,
         "fewshot_seed": settings.seed,
         "limit": settings.limit,
+        "samples": (settings.samples or {}).get(task.task),
         "gen_kwargs": settings.gen_kwargs,
         "seed": settings.seed,
         "bootstrap_iters": settings.bootstrap_iters,
         "data_map": settings.data_map,
-        "model": model_identity_key,
+        "model": VOLATILE if model_identity_key is None else model_identity_key,
         "think_end_token": settings.think_end_token,
         "system_instruction": settings.system_instruction,
         "apply_chat_template": settings.apply_chat_template,
@@ -137,10 +163,22 @@ def evaluate_tasks(
         if settings.num_fewshot and task.output_type == "loglikelihood_rolling":
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
-        task_outputs, task_events = execute(task, task_settings(task, settings, edge.identity), store, {"model": edge})
+        before = dataclasses.replace(edge.counts)
+        stage_settings = task_settings(task, settings, edge.identity)
+        task_outputs, task_events = execute(task, stage_settings, store, {"model": edge})
+        for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
+            log.warning(warning)
         outputs[task.task] = task_outputs
-        events.extend(task_events)
+        events.extend(_with_request_counts(e, before, edge.counts) for e in task_events)
     return outputs, events
+
+
+def _with_request_counts(event: StageEvent, before: InferenceCounts, after: InferenceCounts) -> StageEvent:
+    """The inference event of one task, with how many of its requests the model answered."""
+    if event.stage != "inference" or event.hit:
+        return event
+    counts = {f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")}
+    return dataclasses.replace(event, detail=counts)
 
 
 def evaluate(
@@ -153,26 +191,18 @@ def evaluate(
 ) -> dict[str, Any]:
     """Run an evaluation from Python; returns lm-eval's results dict.
 
-    ``model`` is a preset name (``conf/model/<name>.yaml``), a config mapping with ``type``, or a
-    model object implementing ``loglikelihood``, ``loglikelihood_rolling`` and ``generate_until``
-    (give it an ``identity()`` method returning plain data to have its responses cached).
-    Other keyword arguments are run settings (``num_fewshot=5, limit=50, cache_dir=...``).
+    ``model`` is a preset name (``conf/model/<name>.yaml``), a config mapping with ``type`` (laid
+    over the preset of that type when there is one, so it takes the preset's keys only, as
+    ``model.KEY=VALUE`` on the command line), or a model object implementing ``loglikelihood``,
+    ``loglikelihood_rolling`` and ``generate_until`` (give it an ``identity()`` method returning
+    plain data to have its responses cached). Other keyword arguments are run settings
+    (``num_fewshot=5, limit=50, cache_dir=...``); a bad preset, setting or model key raises the
+    command line's :class:`~evalflow.errors.ConfigError`.
     """
     from evalflow.config.compose import compose_settings
 
     preset = model if isinstance(model, str) else None
-    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings)
-    model_object = None
-    if isinstance(model, Mapping):
-        settings_obj = _replace_model(settings_obj, dict(model))
-    elif not isinstance(model, str):
-        model_object = model
+    mapping = model if isinstance(model, Mapping) else None
+    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping)
+    model_object = None if isinstance(model, (str, Mapping)) else model
     return run(settings_obj, Path(output_dir) if output_dir else None, model=model_object)
-
-
-def _replace_model(settings: RunSettings, model: dict[str, Any]) -> RunSettings:
-    import dataclasses
-
-    if "type" not in model:
-        raise ConfigError("a model mapping needs a `type` key (dummy, hf, or a registered model type)")
-    return dataclasses.replace(settings, model=model)

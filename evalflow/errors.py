@@ -35,6 +35,10 @@ class CacheError(EvalflowError):
     """A cache folder or entry cannot be used."""
 
 
+class RunFolderError(EvalflowError):
+    """A run folder (evalflow's or lm-eval's) cannot be read, or two runs cannot be paired."""
+
+
 class UnsafeCodeError(EvalflowError):
     """Task code would run without the user having allowed it."""
 

@@ -6,7 +6,6 @@ with a message naming the key and the fix, not an hour later inside a stage.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -15,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalflow.cache.store import default_cache_dir
+from evalflow.config.samples import parse_samples
 from evalflow.errors import ConfigError
 
 
@@ -41,6 +41,10 @@ class RunSettings:
     chat_template_name: str | None = None  # one of a tokenizer's named templates
     fewshot_as_multiturn: bool = False
     system_instruction: str | None = None
+    samples: Mapping[str, tuple[int, ...]] | None = None  # task -> document indices (instead of limit)
+    predict_only: bool = False
+    data_map_file: str | None = None  # the map file data_map came from (recorded in the manifest)
+    explain: bool = False  # print why each computed stage re-ran, at the end of the run
 
 
 def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
@@ -67,12 +71,16 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         raise ConfigError(
             f"limit={limit} is out of range; use a whole number of documents (limit=50) or a fraction in (0, 1) (limit=0.1)"
         )
+    samples = parse_samples(data.get("samples"))
+    if samples is not None and limit is not None:
+        raise ConfigError("limit and samples both given; use one of them (samples names the documents, limit counts them)")
     batch_size = data.get("batch_size", 1)
     if not (batch_size == "auto" or (isinstance(batch_size, int) and batch_size >= 1)):
         raise ConfigError(f"batch_size={batch_size!r} is not allowed; use a positive integer or batch_size=auto")
     gen_kwargs = data.get("gen_kwargs") or None
     if isinstance(gen_kwargs, str):  # lm-eval style: gen_kwargs='temperature=0,max_gen_toks=64'
         gen_kwargs = _parse_kv(gen_kwargs)
+    data_map, map_file = _load_data_map(data.get("data_map"))
     return RunSettings(
         model=model,
         tasks=tasks,
@@ -82,11 +90,12 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         batch_size=batch_size,
         max_batch_size=int(data.get("max_batch_size", 64)),
         gen_kwargs=gen_kwargs,
-        include_path=tuple(str(p) for p in data.get("include_path") or ()),
-        data_map=_load_data_map(data.get("data_map")),
+        include_path=_paths(data.get("include_path")),
+        data_map=data_map,
+        data_map_file=str(map_file) if map_file else None,
         cache_dir=Path(data["cache_dir"]).expanduser() if data.get("cache_dir") else default_cache_dir(),
         bootstrap_iters=int(data.get("bootstrap_iters", 100000)),
-        log_samples=bool(data.get("log_samples", True)),
+        log_samples=bool(data.get("log_samples", True)) or bool(data.get("predict_only")),
         trust_task_code=bool(data.get("trust_task_code", False)),
         confirm_unsafe_code=bool(data.get("confirm_unsafe_code", False)),
         chunk_size=max(1, int(data.get("chunk_size", 64))),
@@ -95,7 +104,21 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         chat_template_name=_template_name(data.get("apply_chat_template")),
         fewshot_as_multiturn=_multiturn(data),
         system_instruction=data.get("system_instruction") or None,
+        samples=samples,
+        predict_only=bool(data.get("predict_only", False)),
+        explain=bool(data.get("explain", False)),
     )
+
+
+def _paths(value: Any) -> tuple[str, ...]:
+    """``include_path``: a list of folders, or one folder given without brackets (lm-eval's habit)."""
+    if not value:
+        return ()
+    if isinstance(value, (str, Path)):
+        return (str(value),)
+    if isinstance(value, (list, tuple)):
+        return tuple(str(p) for p in value)
+    raise ConfigError(f"include_path={value!r} is neither a folder nor a list of folders; write include_path=/dir or include_path=[a,b]")
 
 
 def _template_name(value: Any) -> str | None:
@@ -119,29 +142,64 @@ def _multiturn(data: Mapping[str, Any]) -> bool:
 
 
 def _parse_kv(text: str) -> dict[str, Any]:
+    """lm-eval's ``k=v,k2=v2`` form (``simple_parse_args_string``), values typed as lm-eval types them."""
     out: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "=" not in part:
             raise ConfigError(f"gen_kwargs: '{part}' is not key=value; write gen_kwargs='temperature=0,max_gen_toks=64'")
         key, value = part.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
+        out[key.strip()] = parse_value(value.strip())
     return out
 
 
-def _load_data_map(value: Any) -> Mapping[str, Any] | None:
-    """The data map as a mapping, with relative paths made absolute against the map file's folder."""
+def parse_value(text: str) -> Any:
+    """``true``/``false`` (any case) as booleans, ``none``/``null`` as None, then int, float, else
+    the string: lm-eval's ``handle_arg_string``, plus None and negative integers."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+DATA_MAPS = Path(__file__).resolve().parents[1] / "conf" / "data_maps"
+
+
+def data_map_file(value: Any) -> Path | None:
+    """The map file a ``data_map`` value names: a map in conf/data_maps/ by name, else a path;
+    ``$EVALFLOW_DATA_MAP`` when the setting is unset. None for an in-line mapping or no map."""
     import os
 
     if value is None and os.environ.get("EVALFLOW_DATA_MAP"):
         value = os.environ["EVALFLOW_DATA_MAP"]
     if value is None or isinstance(value, Mapping):
-        return value
-    path = Path(str(value)).expanduser()
+        return None
+    text = str(value)
+    named = DATA_MAPS / f"{text}.yaml"
+    if "/" not in text and os.sep not in text and named.is_file():
+        return named
+    path = Path(text).expanduser()
     if not path.is_file():
-        raise ConfigError(f"data_map={value}: no such file; give a YAML/JSON mapping file or an inline mapping")
+        names = sorted(p.stem for p in DATA_MAPS.glob("*.yaml"))
+        raise ConfigError(
+            f"data_map={value}: neither a map in conf/data_maps/ ({', '.join(names)}) nor an existing file; "
+            "give a map's name (data_map=shared), the path of a YAML/JSON map file, or an in-line mapping"
+        )
+    return path.resolve()
+
+
+def _load_data_map(value: Any) -> tuple[Mapping[str, Any] | None, Path | None]:
+    """The data map as a mapping (relative paths made absolute against the map file's folder),
+    and the file it came from."""
     from evalflow.taskspec.data import read_data_map
 
-    return read_data_map(path)
+    if isinstance(value, Mapping):
+        return value, None
+    path = data_map_file(value)
+    return (None, None) if path is None else (read_data_map(path), path)

@@ -14,6 +14,7 @@ their half-written ``*.tmp-*`` folders left by killed runs, ``clear`` removes th
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import sqlite3
@@ -22,8 +23,8 @@ import time
 from pathlib import Path
 
 from evalflow.cache.codec import CorruptEntry, decode
-from evalflow.cache.store import LEASE, CacheStore, default_cache_dir, lease_alive, unusable
-from evalflow.errors import ConfigError
+from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, default_cache_dir, lease_alive, unusable
+from evalflow.errors import CacheError, ConfigError
 
 USAGE = "usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X]"
 
@@ -49,13 +50,63 @@ def _options(argv: list[str]) -> tuple[str, dict[str, str]]:
 def main(argv: list[str]) -> int:
     command, opts = _options(argv)
     directory = Path(opts["cache_dir"]).expanduser() if "cache_dir" in opts else default_cache_dir()
-    store = CacheStore(directory)
+    if not (directory / "cache.db").is_file():  # never create a cache folder just to look at it
+        if command == "clear":
+            cleared = clear_files(directory) if directory.is_dir() else []
+            print(f"clear: no cache index in {directory}; removed {len(cleared)} leftover files and folders")
+            return 0
+        raise ConfigError(
+            f"cache {command}: there is no cache at {directory} (no cache.db there). Check the "
+            "cache_dir= value; runs write to $EVALFLOW_CACHE, else ~/.cache/evalflow."
+        )
+    try:
+        store = CacheStore(directory)
+    except CacheError as exc:
+        return _damaged(command, directory, exc)
     try:
         return {"stats": stats, "verify": verify, "gc": gc, "clear": clear}[command](store, opts)
     except sqlite3.Error as exc:
-        raise unusable(store.directory, exc) from exc
+        store.close()
+        return _damaged(command, directory, unusable(directory, exc))
     finally:
         store.close()
+
+
+def _damaged(command: str, directory: Path, exc: CacheError) -> int:
+    """A cache whose index (cache.db) cannot be read: ``clear`` is the way out, so it works on
+    one; ``verify`` reports the damage as its finding (exit 1); the others refuse."""
+    if command == "clear":
+        removed = clear_files(directory)
+        print(f"clear: the cache index was damaged; removed {len(removed)} evalflow files and folders from {directory}")
+        return 0
+    if command == "verify":
+        print(f"corrupt: {directory / 'cache.db'}: the cache index cannot be read ({exc.__cause__ or exc})", file=sys.stderr)
+        print(f"verified 0 entries in {directory}: the index is damaged; `python -m evalflow cache clear "
+              f"cache_dir={directory}` removes it and every entry")
+        return 1
+    raise exc
+
+
+def clear_files(directory: Path) -> list[Path]:
+    """evalflow's own files in a cache folder, removed without opening the index: the SQLite index
+    and its journals, diskcache's value files, side folders. Anything else is left alone."""
+    removed: list[Path] = []
+    for name in ("cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal"):
+        if (directory / name).exists():
+            (directory / name).unlink()
+            removed.append(directory / name)
+    for path in directory.glob("[0-9a-f][0-9a-f]/[0-9a-f][0-9a-f]/*.val"):
+        if VALUE_FILE.fullmatch(path.relative_to(directory).as_posix()):
+            path.unlink()
+            removed.append(path)
+    for level2 in sorted(directory.glob("[0-9a-f][0-9a-f]/[0-9a-f][0-9a-f]"), reverse=True):
+        for folder in (level2, level2.parent):
+            with contextlib.suppress(OSError):  # only empty folders go
+                folder.rmdir()
+    for folder in side_folders(directory):
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def _rows(store: CacheStore) -> list[tuple[int, str, str | None, int, float]]:
@@ -107,12 +158,7 @@ def gc(store: CacheStore, opts: dict[str, str]) -> int:
     orphans = _orphan_files(store)
     for path in orphans:
         path.unlink(missing_ok=True)
-    cutoff = time.time() - 3600.0  # a memo being written right now is left alone
-    for folder in side_folders(store.directory):
-        for tmp in folder.glob("*.tmp-*"):
-            if tmp.stat().st_mtime < cutoff:
-                shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
-                removed += 1
+    temporaries = _sweep_memo_temporaries(store.directory)
     if "max_age_days" in opts:
         cutoff = time.time() - float(opts["max_age_days"]) * 86400
         for _, key, _, _, stored in _rows(store):
@@ -125,8 +171,21 @@ def gc(store: CacheStore, opts: dict[str, str]) -> int:
                 break
             if store.raw.delete(key, retry=True):
                 removed += 1
-    print(f"gc: removed {removed} entries and {len(orphans)} orphan value files from {store.directory}")
+    print(f"gc: removed {removed} entries, {len(orphans)} orphan value files and {temporaries} half-written "
+          f"memo temporaries from {store.directory}")
     return 0
+
+
+def _sweep_memo_temporaries(directory: Path, min_age: float = 3600.0) -> int:
+    """Delete the ``*.tmp-*`` files and folders of side folders left by killed runs (older than
+    ``min_age`` seconds, so a memo being written right now is left alone); return how many."""
+    cutoff, swept = time.time() - min_age, 0
+    for folder in side_folders(directory):
+        for tmp in folder.glob("*.tmp-*"):
+            if tmp.stat().st_mtime < cutoff:
+                shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+                swept += 1
+    return swept
 
 
 def _orphan_files(store: CacheStore, min_age: float = 3600.0) -> list[Path]:

@@ -5,7 +5,10 @@ Records (the frozen dataclasses of :mod:`evalflow.records`) are tagged with thei
 rebuilt on the way out, with their tuple fields turned back into tuples. Each value carries a
 checksum of its payload, so a torn or tampered entry is detected instead of being scored.
 
-Wire format: ``b"EVF1 <xxh64 hex of payload>\\n" + payload`` where payload is UTF-8 JSON.
+Wire format: ``b"EVF1 <xxh64 hex of payload>\\n" + payload`` where payload is UTF-8 JSON. A
+record is ``{..fields.., "__record__": "TypeName"}``; a plain mapping that itself has a
+``"__record__"`` key (a document field may be named anything) is wrapped as
+``{"__record__": "__mapping__", "items": {...}}`` so it cannot be mistaken for a record.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from evalflow.records import RECORD_TYPES
 
 SCHEMA = b"EVF1"
 _RECORDS = {cls.__name__: cls for cls in RECORD_TYPES}
+_TAG, _MAPPING = "__record__", "__mapping__"
 _TUPLE_FIELDS: dict[type, frozenset[str]] = {}
 
 
@@ -54,12 +58,13 @@ def _to_json(v: Any) -> Any:
         if _RECORDS.get(name) is not type(v):
             raise TypeError(f"{name} is not a record type the cache can store")
         out = {f.name: _to_json(getattr(v, f.name)) for f in dataclasses.fields(v)}
-        out["__record__"] = name
+        out[_TAG] = name
         return out
     if isinstance(v, (list, tuple)):
         return [_to_json(x) for x in v]
     if isinstance(v, dict) or (hasattr(v, "keys") and hasattr(v, "items")):
-        return {str(k): _to_json(x) for k, x in v.items()}
+        items = {str(k): _to_json(x) for k, x in v.items()}
+        return {_TAG: _MAPPING, "items": items} if _TAG in items else items
     if v is None or isinstance(v, (str, int, float, bool)):
         return v
     raise TypeError(f"cannot store a value of type {type(v).__name__} in the cache")
@@ -69,14 +74,16 @@ def _from_json(v: Any) -> Any:
     if isinstance(v, list):
         return [_from_json(x) for x in v]
     if isinstance(v, dict):
-        name = v.get("__record__")
+        name = v.get(_TAG)
         if name is None:
             return {k: _from_json(x) for k, x in v.items()}
+        if name == _MAPPING:
+            return {k: _from_json(x) for k, x in v["items"].items()}
         cls = _RECORDS[name]
         tuples = _tuple_fields(cls)
         kwargs = {}
         for k, x in v.items():
-            if k == "__record__":
+            if k == _TAG:
                 continue
             x = _from_json(x)
             kwargs[k] = tuple(x) if k in tuples and isinstance(x, list) else x

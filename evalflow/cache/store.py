@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 MISSING: Any = object()
 LEASE = "lease:"
 # diskcache's own value-file names (Disk.filename): two hex folder levels, 28 hex digits, .val
-_VALUE_FILE = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{28}\.val")
+VALUE_FILE = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{28}\.val")
 # The SQLite pragmas diskcache would otherwise take from the folder's own Settings table.
 _PINNED = {k: v for k, v in DEFAULT_SETTINGS.items() if k.startswith(("sqlite_", "disk_"))}
 
@@ -66,7 +66,7 @@ class DataDisk(diskcache.Disk):
     def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
         if mode == MODE_PICKLE:
             raise CorruptEntry("a cache value was stored pickled; refusing to unpickle it")
-        if filename is not None and not _VALUE_FILE.fullmatch(filename):
+        if filename is not None and not VALUE_FILE.fullmatch(filename):
             raise CorruptEntry(f"its value file name {filename!r} is not one diskcache writes; refusing to read it")
         try:
             return super().fetch(mode, filename, value, read)
@@ -74,7 +74,7 @@ class DataDisk(diskcache.Disk):
             raise CorruptEntry(f"its value file {filename} is missing") from None
 
     def remove(self, file_path: str) -> None:
-        if _VALUE_FILE.fullmatch(file_path or ""):
+        if VALUE_FILE.fullmatch(file_path or ""):
             super().remove(file_path)
         else:
             log.warning("not deleting %r: not a value file name diskcache writes", file_path)

@@ -17,7 +17,16 @@ def _repo_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+def _run_id() -> str:
+    """A short random suffix that keeps run folders started in the same second apart."""
+    import uuid
+
+    return uuid.uuid4().hex[:6]
+
+
 def register_resolvers() -> None:
+    if not OmegaConf.has_resolver("evalflow.run_id"):  # cached: one value per composed config
+        OmegaConf.register_new_resolver("evalflow.run_id", _run_id, use_cache=True)
     if not OmegaConf.has_resolver("evalflow.smollm2_dir"):
         OmegaConf.register_new_resolver("evalflow.smollm2_dir", _smollm2_dir)
     if not OmegaConf.has_resolver("evalflow.repo_root"):

@@ -7,7 +7,7 @@ and a mistyped override (``num_fewshot=five``) is refused by OmegaConf before an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -22,6 +22,11 @@ class RunConfig:
     num_fewshot: Optional[int] = None
     # The first N documents of each task, or a fraction (< 1.0) of them.
     limit: Optional[float] = None
+    # Instead of limit, the documents to evaluate per task (lm-eval's --samples): a mapping
+    # {task: [doc indices]}, its JSON text, or the path of a JSON file holding it.
+    samples: Optional[Any] = None
+    # Generate and log samples, skip the metrics (lm-eval's --predict_only; metric "bypass").
+    predict_only: bool = False
     # Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.
     seed: int = 1234
     # Requests per model batch (an int, or "auto"); never part of any cache key.
@@ -29,9 +34,11 @@ class RunConfig:
     max_batch_size: int = 64
     # Overrides the generation_kwargs of generate_until tasks (lm-eval's --gen_kwargs).
     gen_kwargs: Any = None  # a mapping (or 'k=v,k2=v2'); typed Any so an override replaces it whole
-    # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path).
-    include_path: List[str] = field(default_factory=list)
-    # Maps hub datasets to local files (a mapping, or a path to a YAML/JSON file); see conf/data_map/.
+    # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path): a list, or
+    # one path (include_path=/dir). Typed Any so that a single path is not refused as a non-list.
+    include_path: Any = field(default_factory=list)
+    # Maps hub datasets to local files: a map's name in conf/data_maps/ (shared), the path of a
+    # YAML/JSON map file, or an in-line mapping; else $EVALFLOW_DATA_MAP.
     data_map: Optional[Any] = None
     # Chat models (lm-eval's options): format prompts with the model's chat template, keep few-shot
     # examples as separate turns, and prepend a system instruction (plain prompts too).
@@ -52,6 +59,8 @@ class RunConfig:
     confirm_unsafe_code: bool = False
     # Requests the inference edge sends to the model at once and persists together.
     chunk_size: int = 64
+    # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).
+    explain: bool = False
 
 
 def register_configs() -> None:

@@ -53,8 +53,8 @@ def request_key(model_identity: str, request: Request) -> str:
 class CachedModel:
     """A LanguageModel that answers from the cache and delegates misses to ``load()``'s model."""
 
-    store: CacheStore | None  # None: answers are not persisted (a model object with no identity)
-    identity: str
+    store: CacheStore
+    identity: str | None  # None: a model object with no identity; answers are neither read nor persisted
     load: Callable[[], Any]
     chunk_size: int = 64
     on_chunk: Callable[[int, int], None] | None = field(default_factory=lambda: RequestProgress())  # (done, total)
@@ -62,6 +62,7 @@ class CachedModel:
     lease_seconds: float = 1800.0  # after this, a lease held by a silent process is taken over
     poll_seconds: float = 0.05  # first wait for requests another process computes (doubles to 1 s)
     holder: Holder = field(default_factory=Holder)
+    identity_data: Any = None  # the plain data ``identity`` hashes (recorded in the manifest)
     _model: Any = None
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
@@ -80,16 +81,19 @@ class CachedModel:
         return self._model
 
     def _answer(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
-        keys = [request_key(self.identity, r) for r in requests]
+        if self.identity is None:
+            keys = [f"volatile:{i}" for i in range(len(requests))]
+        else:
+            keys = [request_key(self.identity, r) for r in requests]
         answers: dict[str, Any] = {}
-        if self.store is not None:
+        if self.identity is not None:
             for key in dict.fromkeys(keys):
                 value = self.store.get(key)
                 if value is not MISSING:
                     answers[key] = value
         todo = {k: r for k, r in zip(keys, requests) if k not in answers}  # deduplicated misses
         ordered = sorted(todo.items(), key=lambda kv: _length_order(kv[1]))
-        if self.store is None:
+        if self.identity is None:
             mine = self._compute_alone(rtype, ordered, answers)
         else:
             mine = self._compute_shared(rtype, ordered, answers)
@@ -109,7 +113,6 @@ class CachedModel:
     def _compute_shared(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
         """Compute the misses this process can lease, chunk by chunk; then wait for the ones other
         processes hold, taking over those whose holder died. Returns the keys computed here."""
-        assert self.store is not None
         by_key = dict(ordered)
         pending = [k for k, _ in ordered]
         mine: set[str] = set()
@@ -139,6 +142,8 @@ class CachedModel:
         return mine
 
     def _compute(self, rtype: str, chunk: list[tuple[str, Request]]) -> dict[str, Any]:
+        """Answer one chunk, check every answer's shape, and only then persist the chunk: a
+        malformed answer must never reach the cache, where a fixed model would still be served it."""
         try:
             t0 = time.perf_counter()
             got = list(getattr(self.model, rtype)([r for _, r in chunk]))
@@ -148,14 +153,49 @@ class CachedModel:
                     f"model {type(self.model).__name__}.{rtype} returned {len(got)} responses for "
                     f"{len(chunk)} requests; it must return exactly one response per request, in order"
                 )
+            fresh = {key: checked_answer(self.model, rtype, request, answer) for (key, request), answer in zip(chunk, got)}
         except BaseException:
-            if self.store is not None:  # let other processes take these requests
+            if self.identity is not None:  # let other processes take these requests
                 self.store.release(k for k, _ in chunk)
             raise
-        fresh = {key: _plain(answer) for (key, _), answer in zip(chunk, got)}
-        if self.store is not None:
+        if self.identity is not None:
             self.store.put_many(fresh, tag="request")
         return fresh
+
+
+_SHAPES = {
+    "loglikelihood": "a (logprob: float, is_greedy: bool) pair",
+    "loglikelihood_rolling": "a float (the text's total logprob)",
+    "generate_until": "a str (the generated text)",
+}
+
+
+def checked_answer(model: Any, rtype: str, request: Request, answer: Any) -> Any:
+    """``answer`` as plain JSON data if it has the shape of ``rtype``'s answers, else a ModelError
+    naming the model, the request type, the request and the bad value."""
+    plain = _plain(answer)
+    if rtype == "loglikelihood":
+        ok = isinstance(plain, list) and len(plain) == 2 and _is_number(plain[0]) and isinstance(plain[1], bool)
+    elif rtype == "loglikelihood_rolling":
+        ok = _is_number(plain)
+    else:
+        ok = isinstance(plain, str)
+    if not ok:
+        raise ModelError(
+            f"model {type(model).__name__}.{rtype} returned {answer!r} (type {type(answer).__name__}) for request "
+            f"{_short(request.args)}; each answer must be {_SHAPES[rtype]}. Nothing of this chunk was cached; "
+            "fix the model and run again."
+        )
+    return plain
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _short(args: Any, limit: int = 200) -> str:
+    text = repr(args)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _length_order(request: Request) -> tuple[Any, ...]:

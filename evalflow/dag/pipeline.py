@@ -54,7 +54,7 @@ PIPELINE: tuple[Node, ...] = (
         version=2,
         task_fields=_RENDERING + ("description", "fewshot_delimiter", "fewshot_config", "gen_prefix",
                                   "training_split", "validation_split", "test_split", "fewshot_split"),
-        run_settings=("num_fewshot", "fewshot_seed", "limit", "system_instruction", "chat"),
+        run_settings=("num_fewshot", "fewshot_seed", "limit", "samples", "system_instruction", "chat"),
         upstream=("load_docs",),
     ),
     Node(

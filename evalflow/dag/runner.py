@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from evalflow.cache.fingerprint import fingerprint
@@ -22,10 +22,25 @@ from evalflow.taskspec.spec import TaskConfig
 log = logging.getLogger(__name__)
 
 
+class Volatile:
+    """A run setting's value that has no stable identity (a model object without ``identity()``).
+
+    Every stage that reads it, directly or through its upstream stages, is computed on every run
+    and never read from or written to the cache: with no identity, two different models would
+    otherwise share one key and the second would be served the first one's results.
+    """
+
+    def __repr__(self) -> str:
+        return "<volatile>"
+
+
+VOLATILE = Volatile()
+
+
 @dataclass(frozen=True)
 class PlannedStage:
     node: Node
-    key: str
+    key: str | None  # None: the stage depends on a VOLATILE setting and is never cached
     inputs: Mapping[str, Any]
 
 
@@ -35,15 +50,22 @@ class StageEvent:
 
     task: str
     stage: str
-    key: str
+    key: str | None
     hit: bool
     seconds: float
+    inputs: Mapping[str, Any] = field(default_factory=dict)  # what the key hashes (for `explain`)
+    detail: Mapping[str, Any] = field(default_factory=dict)  # e.g. inference's request counts
 
 
 def plan(task: TaskConfig, settings: Mapping[str, Any], pipeline: tuple[Node, ...] = PIPELINE) -> list[PlannedStage]:
-    keys: dict[str, str] = {}
+    keys: dict[str, str | None] = {}
     planned = []
+    volatile = {name for name, value in settings.items() if value is VOLATILE}
     for node in pipeline:
+        if volatile & set(node.run_settings) or any(keys[u] is None for u in node.upstream):
+            keys[node.name] = None
+            planned.append(PlannedStage(node, None, {}))
+            continue
         inputs = node.key_inputs(task, settings, keys)
         keys[node.name] = f"{node.name}:{fingerprint(inputs)}"
         planned.append(PlannedStage(node, keys[node.name], inputs))
@@ -66,7 +88,7 @@ def execute(
     events: list[StageEvent] = []
     for step in plan(task, settings, pipeline):
         t0 = time.perf_counter()
-        value = store.get(step.key)
+        value = store.get(step.key) if step.key is not None else MISSING
         hit = value is not MISSING
         if not hit:
             try:
@@ -76,10 +98,11 @@ def execute(
                 if located is exc:
                     raise
                 raise located from exc
-            store.put(step.key, value, tag=step.node.name)
+            if step.key is not None:
+                store.put(step.key, value, tag=step.node.name)
         outputs[step.node.name] = value
         seconds = time.perf_counter() - t0
-        events.append(StageEvent(task.task, step.node.name, step.key, hit, round(seconds, 6)))
+        events.append(StageEvent(task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
         log.debug("%s/%s %s in %.3fs", task.task, step.node.name, "hit" if hit else "computed", seconds)
     return outputs, events
 

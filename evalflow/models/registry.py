@@ -8,8 +8,11 @@ the model's identity.
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
 from typing import Any, Callable, Mapping
 
+from evalflow.cache.fingerprint import file_fingerprint, fingerprint
 from evalflow.errors import ModelError, closest
 from evalflow.models.base import default_identity
 
@@ -60,13 +63,33 @@ def model_class(name: str) -> type:
 
 
 def model_identity(config: Mapping[str, Any]) -> dict[str, Any]:
-    """What the response cache is keyed by: computed from the config, never by loading weights."""
-    cls = model_class(str(config["type"]))
+    """What the response cache is keyed by: computed from the config, never by loading weights.
+
+    A user's class (``package.module:Class`` or registered) is code evalflow does not version, so
+    its identity also carries a hash of the source files of the class and its bases: editing
+    ``MyLM.loglikelihood`` re-runs inference instead of serving the old answers.
+    """
+    name = str(config["type"])
+    cls = model_class(name)
     args = {k: v for k, v in config.items() if k != "type"}
     identity = getattr(cls, "identity", None)
-    if identity is None:
-        return default_identity(str(config["type"]), args)
-    return {"type": str(config["type"]), **identity(**args)}
+    ident = default_identity(name, args) if identity is None else {"type": name, **identity(**args)}
+    if name not in _BUILTIN:
+        ident["code"] = class_source_hash(cls)
+    return ident
+
+
+def class_source_hash(cls: type) -> str:
+    """xxhash of the source files defining ``cls`` and every base class that has one."""
+    files = []
+    for klass in cls.__mro__:
+        try:
+            path = inspect.getsourcefile(klass)
+        except TypeError:  # built-in classes (object) have no source file
+            continue
+        if path and os.path.isfile(path) and path not in files:
+            files.append(path)
+    return fingerprint([file_fingerprint(path) for path in files])
 
 
 def build_model(config: Mapping[str, Any]) -> Any:

@@ -1,20 +1,33 @@
-"""lm-eval's results layout, built from the stage outputs of a run.
+"""lm-eval 0.4.13's results layout, built from the stage outputs of a run.
 
-    {"results": {task: {"alias": ..., "acc,none": 0.5, "acc_stderr,none": 0.05}},
+    {"results": {task: {"name": ..., "alias": ..., "sample_len": 50, "acc,none": 0.5, "acc_stderr,none": 0.05}},
      "groups": {...}, "group_subtasks": {...}, "configs": {...}, "versions": {...},
-     "n-shot": {...}, "higher_is_better": {...}, "n-samples": {...}, "config": {...}}
+     "n-shot": {...}, "higher_is_better": {...}, "n-samples": {...},
+     "config": {"model": "hf", "model_args": {...}, ...}, "git_hash": ..., "date": ...,
+     "transformers_version": ..., "model_source": ..., "model_name": ..., ...,
+     "total_evaluation_time_seconds": "12.3", "evalflow": {...}}
+
+Groups are in ``versions``, ``higher_is_better`` and ``n-shot`` as lm-eval puts them, and their
+entries carry ``sample_len`` and ``sample_count``. What only evalflow records lives under the
+``evalflow`` key, so a tool reading lm-eval's keys finds exactly lm-eval's meaning there.
+lm-eval's ``pretty_env_info``, ``lm_eval_version``, ``upper_git_hash`` and ``task_hashes`` are not
+written (evalflow records its own version as ``evalflow_version``).
 """
 
 from __future__ import annotations
 
+import logging
 import platform
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from evalflow.dag.inference import InferenceCounts
 from evalflow.dag.runner import StageEvent
+from evalflow.output.run_info import run_info
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -28,6 +41,7 @@ class RunRecord:
     inference: InferenceCounts
     started: float
     finished: float
+    model_identity: Any = None  # plain data the model's cache identity is a hash of
 
 
 def build_results(record: RunRecord) -> dict[str, Any]:
@@ -43,12 +57,19 @@ def build_results(record: RunRecord) -> dict[str, Any]:
             "sample_len": len(out["fewshot"]),
             **dict(result.metrics),
         }
-        configs[task.task] = task.to_dict()
-        versions[task.task] = task.version
         n_shot[task.task] = s.num_fewshot if s.num_fewshot is not None else (task.num_fewshot or 0)
+        # as run: the overridden num_fewshot, and the few-shot split actually drawn from
+        configs[task.task] = {**task.to_dict(), "num_fewshot": n_shot[task.task],
+                              "fewshot_split": out["load_docs"].fewshot_split}
+        versions[task.task] = task.version
         hib[task.task] = dict(result.higher_is_better)
         n_samples[task.task] = {"original": len(out["load_docs"].docs), "effective": len(out["fewshot"])}
     groups = _group_results(record, results, n_samples)
+    for group in record.selection.groups:
+        versions[group.name] = str((group.metadata or {}).get("version", "N/A"))
+    _propagate(record, n_shot, hib)
+    model = dict(s.model)
+    info = run_info(s)
     return {
         "results": {**results, **groups},
         "groups": groups,
@@ -59,38 +80,80 @@ def build_results(record: RunRecord) -> dict[str, Any]:
         "higher_is_better": hib,
         "n-samples": n_samples,
         "config": {
-            "model": dict(s.model),
+            "model": str(model.get("type")),
+            "model_args": {k: v for k, v in model.items() if k != "type"},
             "batch_size": s.batch_size,
+            "batch_sizes": [],
+            "device": model.get("device"),
+            "use_cache": str(s.cache_dir),
             "limit": s.limit,
+            "bootstrap_iters": s.bootstrap_iters,
+            "gen_kwargs": s.gen_kwargs,
+            "random_seed": s.seed,
+            "numpy_seed": s.seed,
+            "torch_seed": s.seed,
+            "fewshot_seed": s.seed,
+        },
+        "git_hash": info.pop("git_hash"),
+        "date": record.started,
+        **info,
+        "total_evaluation_time_seconds": str(round(record.finished - record.started, 3)),
+        "evalflow": {
+            "model": model,  # the whole model config, type included
             "num_fewshot": s.num_fewshot,
             "seed": s.seed,
-            "gen_kwargs": s.gen_kwargs,
-            "bootstrap_iters": s.bootstrap_iters,
+            "platform": platform.platform(),
         },
-        "date": record.started,
-        "total_evaluation_time_seconds": str(round(record.finished - record.started, 3)),
-        "platform": platform.platform(),
     }
 
 
+def _propagate(record: RunRecord, n_shot: dict[str, Any], hib: dict[str, Any]) -> None:
+    """lm-eval's ``_propagate_num_fewshot`` and ``_propagate_higher_is_better`` for every group:
+    its n-shot when all its tasks share one; per metric, the tasks' direction (None if they differ)."""
+    for group in record.selection.groups:
+        leaves = _leaves(record, group.name)
+        shots = {n_shot[t] for t in leaves if t in n_shot}
+        if len(shots) == 1:
+            n_shot[group.name] = shots.pop()
+        merged: dict[str, Any] = {}
+        for leaf in leaves:
+            for metric, higher in hib.get(leaf, {}).items():
+                if metric not in merged:
+                    merged[metric] = higher
+                elif merged[metric] is not None and merged[metric] != higher:
+                    log.warning("group '%s': tasks disagree on higher_is_better for %s; recording None", group.name, metric)
+                    merged[metric] = None
+        if merged:
+            hib[group.name] = merged
+
+
+def _leaves(record: RunRecord, name: str) -> list[str]:
+    groups = {g.name: g for g in record.selection.groups}
+    if name not in groups:
+        return [name]
+    return [leaf for member in groups[name].members for leaf in _leaves(record, member)]
+
+
 def _group_results(record: RunRecord, results: Mapping[str, Any], n_samples: Mapping[str, Any]) -> dict[str, Any]:
-    """Each group aggregated over all its leaf tasks, nested groups included (lm-eval 0.4.13)."""
+    """Each group aggregated over all its leaf tasks, nested groups included (lm-eval 0.4.13):
+    ``sample_len`` sums the leaves' documents; ``sample_count`` those behind each metric."""
     if not record.selection.groups:
         return {}
     from evalflow.scoring.groups import aggregate_group  # numpy: only when there are groups
 
-    groups = {g.name: g for g in record.selection.groups}
-
-    def leaves(name: str) -> list[str]:
-        if name not in groups:
-            return [name]
-        return [leaf for member in groups[name].members for leaf in leaves(member)]
-
     out: dict[str, Any] = {}
     for group in record.selection.groups:
-        members = [(_metrics_only(results[t]), n_samples[t]["effective"]) for t in leaves(group.name)]
-        metrics = aggregate_group(group.name, group.aggregate_metric_list, members)
-        out[group.name] = {"name": group.name, "alias": group.group_alias or group.name, **metrics}
+        leaves = _leaves(record, group.name)
+        members = [(_metrics_only(results[t]), n_samples[t]["effective"]) for t in leaves]
+        metrics = aggregate_group(group.name, group.aggregate_metric_list, members, leaves)
+        entry: dict[str, Any] = {"alias": group.group_alias or group.name, "name": group.name}
+        if group.aggregate_metric_list:
+            entry["sample_len"] = sum(size for _, size in members)
+            entry.update(metrics)
+            counts = {key: sum(size for m, size in members if key in m) for key in metrics if "_stderr," not in key}
+            if counts:
+                entry["sample_count"] = counts
+        out[group.name] = entry
     return out
 
 

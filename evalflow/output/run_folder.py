@@ -14,6 +14,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
+from evalflow.errors import ConfigError
+from evalflow.output.inputs import plain
 from evalflow.output.results import RunRecord
 from evalflow.output.samples import sample_rows
 
@@ -40,32 +42,64 @@ def write_json(path: Path, value: Any) -> None:
 
 
 def manifest(record: RunRecord) -> dict[str, Any]:
+    """What ran and why: every stage's key, hit/miss, seconds and key inputs (``explain`` diffs
+    these), the model's identity as plain data, request counts, data fingerprints, versions."""
     return {
         "stages": [
-            {"task": e.task, "stage": e.stage, "key": e.key, "hit": e.hit, "seconds": e.seconds}
+            {"task": e.task, "stage": e.stage, "key": e.key, "hit": e.hit, "seconds": e.seconds,
+             **({"requests": dict(e.detail)} if e.detail else {}), "inputs": plain(e.inputs)}
             for e in record.events
         ],
+        "model_identity": plain(record.model_identity),
         "inference": {
             "requests": record.inference.requests,
             "computed": record.inference.computed,
             "cached": record.inference.cached,
         },
         "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},
+        "data_map": _data_map_record(record.settings.data_map_file),
+        "fewshot_split": {t: out["load_docs"].fewshot_split for t, out in record.outputs.items()},
         "packages": {name: _version(name) for name in PACKAGES},
         "cache_dir": str(record.settings.cache_dir),
         "seconds": round(record.finished - record.started, 3),
     }
 
 
+def run_files(folder: Path) -> list[str]:
+    """The files in ``folder`` that a run writes (Hydra's ``.hydra/`` snapshot aside)."""
+    if not folder.is_dir():
+        return []
+    names = ["results.json", "manifest.json"] + sorted(p.name for p in folder.glob("samples_*.jsonl"))
+    return [name for name in names if (folder / name).exists()]
+
+
+def ensure_fresh(folder: Path, setting: str = "hydra.run.dir") -> None:
+    """Refuse a run folder that already holds another run's files: two runs writing into one
+    folder would leave one run's samples beside the other's results."""
+    found = run_files(folder)
+    if found:
+        raise ConfigError(
+            f"the run folder {folder} already holds a run ({', '.join(found[:4])}); evalflow never writes one "
+            f"run over another. Pick a new folder ({setting}=...), or move that one away first."
+        )
+
+
 def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").unlink(missing_ok=True)  # a stale one must not survive a failed re-run
     if record.settings.log_samples:
         for task in record.selection.tasks:
             rows = sample_rows(task, record.outputs[task.task])
             atomic_write(folder / f"samples_{task.task}.jsonl", (json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     write_json(folder / "manifest.json", manifest(record))
     write_json(folder / "results.json", results)
+
+
+def _data_map_record(path: str | None) -> dict[str, str] | None:
+    if path is None:
+        return None
+    from evalflow.cache.fingerprint import file_fingerprint
+
+    return {"file": path, "xxh64": file_fingerprint(path)}
 
 
 def _version(name: str) -> str | None:

@@ -2,11 +2,14 @@
 
 One line per document and filter pipeline: doc_id, doc, target, arguments
 (``{"gen_args_0": {"arg_0": context, "arg_1": continuation}}``), resps, filtered_resps, filter,
-metrics (the names), and one key per metric value.
+metrics (the names), lm-eval 0.4.13's ``doc_hash``, ``prompt_hash`` and ``target_hash`` (so tools
+that join samples files by hash work on evalflow's), and one key per metric value.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from typing import Any, Iterator, Mapping
 
@@ -32,10 +35,11 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
     for name, rows in scores.by_filter.items():
         for doc_id, target, metric_values in zip(scores.doc_ids, scores.targets, rows):
             pairs = [by_doc[doc_id][idx] for idx in sorted(by_doc[doc_id])]
+            target = _jsonable(target)
             yield {
                 "doc_id": doc_id,
                 "doc": docs[doc_id],
-                "target": _jsonable(target),
+                "target": target,
                 "arguments": {
                     f"gen_args_{i}": {f"arg_{j}": _jsonable(a) for j, a in enumerate(inst.request.args)}
                     for i, (inst, _) in enumerate(pairs)
@@ -44,8 +48,21 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
                 "filtered_resps": [_jsonable(v) for v in filtered_by_doc[name][doc_id]],
                 "filter": name,
                 "metrics": sorted(metric_values),
+                **lm_eval_hashes(docs[doc_id], pairs[0][0].request.args[0], target),
                 **{k: _jsonable(v) for k, v in metric_values.items()},
             }
+
+
+def lm_eval_hashes(doc: Mapping[str, Any], prompt: str, target: Any) -> dict[str, str]:
+    """lm-eval 0.4.13's hashes (``evaluator.evaluate``): sha256 of the document as JSON with
+    ``indent=2``, of the first request's context, and of ``str(target)`` (a list target prints as
+    Python's list repr, as in lm-eval)."""
+    doc_text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
+    return {"doc_hash": _sha256(doc_text), "prompt_hash": _sha256(prompt), "target_hash": _sha256(str(target))}
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,34 +1,104 @@
-"""The results table printed at the end of a run (lm-eval's columns), via rich."""
+"""The results tables printed at the end of a run, in lm-eval's columns and layout.
+
+Tasks first, each group followed by its subtasks indented (``" - "`` per level), then a second
+table of the groups alone, as lm-eval prints them. On a terminal the tables are drawn by rich; when
+stdout is a file or a pipe they are printed as markdown with full task names (lm-eval's format), so
+``python -m evalflow ... > results.md`` holds the table and nothing else (logs go to stderr).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import sys
+from typing import Any, Iterator, Mapping, Sequence, TextIO
 
-from rich.console import Console
-from rich.table import Table
+COLUMNS = ("Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr")
+RIGHT = ("Version", "n-shot", "Value", "Stderr")
 
 
-def results_table(results: Mapping[str, Any]) -> Table:
-    table = Table(title="evalflow results")
-    for col in ("Task", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr"):
-        table.add_column(col, justify="right" if col in ("Value", "Stderr", "n-shot") else "left")
-    for name, metrics in results["results"].items():
+def results_rows(results: Mapping[str, Any], groups_only: bool = False) -> list[list[str]]:
+    """One row per (task or group, filter, metric), tasks in tree order with indented names."""
+    rows: list[list[str]] = []
+    subtasks: Mapping[str, Sequence[str]] = results.get("group_subtasks", {})
+    groups = {g for g, members in subtasks.items() if members}  # lm-eval lists leaf tasks with []
+    for name, depth in _tree(results):
+        if groups_only and name not in groups:
+            continue
+        entry = results["results"].get(name, {})
+        label = (" " * (depth - 1) + " - " if depth else "") + str(entry.get("alias", name)).strip()
+        version = str(results.get("versions", {}).get(name, ""))
+        shots = "" if name in groups else str(results.get("n-shot", {}).get(name, ""))
         hib = results.get("higher_is_better", {}).get(name, {})
-        for key, value in metrics.items():
-            if key == "alias" or "_stderr," in key or "," not in key:
-                continue
+        metrics = [(k, v) for k, v in entry.items() if "," in k and "_stderr," not in k]
+        if not metrics:
+            rows.append([label, version, "", shots, "", "", "", "", ""])
+        for key, value in metrics:
             metric, filt = key.split(",", 1)
-            stderr = metrics.get(f"{metric}_stderr,{filt}", "")
+            stderr = entry.get(f"{metric}_stderr,{filt}", "")
             arrow = "↑" if hib.get(metric, True) else "↓"
-            table.add_row(
-                metrics.get("alias", name), str(results.get("versions", {}).get(name, "")), filt,
-                str(results.get("n-shot", {}).get(name, "")), metric, arrow, _fmt(value), "±", _fmt(stderr),
-            )
-    return table
+            rows.append([label, version, filt, shots, metric, arrow, _fmt(value), "±", _fmt(stderr)])
+    return rows
 
 
-def print_results(results: Mapping[str, Any]) -> None:
-    Console().print(results_table(results))
+def _tree(results: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
+    """Names in display order with their depth: top-level groups with their members, then the rest."""
+    subtasks: Mapping[str, Sequence[str]] = results.get("group_subtasks", {})
+    members = {m for ms in subtasks.values() for m in ms}
+    seen: set[str] = set()
+
+    def walk(name: str, depth: int) -> Iterator[tuple[str, int]]:
+        if name in seen:
+            return
+        seen.add(name)
+        yield name, depth
+        for member in subtasks.get(name, ()):
+            yield from walk(member, depth + 1)
+
+    for name in results.get("results", {}):
+        if name not in members:
+            yield from walk(name, 0)
+    for name in results.get("results", {}):  # members of a group not in these results
+        yield from walk(name, 0)
+
+
+def print_results(results: Mapping[str, Any], out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    print_table("evalflow results", COLUMNS, results_rows(results), RIGHT, out)
+    if results.get("group_subtasks"):
+        groups = results_rows(results, groups_only=True)
+        if groups:
+            print("", file=out)
+            print_table("groups", ("Groups",) + COLUMNS[1:], groups, RIGHT, out)
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[str] = (),
+                out: TextIO | None = None) -> None:
+    """A rich table on a terminal; markdown (full cell text, never cut) anywhere else."""
+    out = out or sys.stdout
+    if getattr(out, "isatty", lambda: False)():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title)
+        for col in columns:
+            table.add_column(col, justify="right" if col in right else "left")
+        for row in rows:
+            table.add_row(*row)
+        Console(file=out).print(table)
+    else:
+        out.write(markdown_table(columns, rows, right))
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[str] = ()) -> str:
+    """lm-eval's markdown layout: padded cells, ``---:`` under right-aligned columns."""
+    cells = [[str(c).replace("|", "\\|") for c in row] for row in [list(columns), *rows]]
+    widths = [max(3, *(len(r[i]) for r in cells)) for i in range(len(columns))]
+
+    def line(row: Sequence[str]) -> str:
+        return "|" + "|".join(c.rjust(w) if col in right else c.ljust(w)
+                              for c, w, col in zip(row, widths, columns)) + "|\n"
+
+    rule = "|" + "|".join("-" * (w - 1) + ":" if col in right else "-" * w for w, col in zip(widths, columns)) + "|\n"
+    return line(cells[0]) + rule + "".join(line(r) for r in cells[1:])
 
 
 def _fmt(value: Any) -> str:

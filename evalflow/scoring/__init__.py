@@ -14,6 +14,7 @@ Importing this package registers every built-in component.
 """
 
 from evalflow.scoring.aggregations import aggregate_task
+from evalflow.scoring import filters_tagging  # noqa: F401  (registers regex_pos, format_span)
 from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines
 from evalflow.scoring.groups import aggregate_group
 from evalflow.scoring.metrics import DEFAULT_METRICS, MetricSpec, task_metric_specs

@@ -64,12 +64,15 @@ def aggregate_group(
     group_name: str,
     aggregate_metric_list: Sequence[Mapping[str, Any]] | None,
     member_results: Sequence[tuple[Mapping[str, Any], int]],
+    member_names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The group's ``"metric,filter"`` and ``"metric_stderr,filter"`` values, in lm-eval's order.
 
     ``member_results`` holds, per leaf task of the group (lm-eval aggregates over all leaf tasks,
     nested groups included), its metrics dict and its number of evaluated samples. A group without
     an ``aggregate_metric_list`` reports no numbers of its own (an empty dict), as in lm-eval.
+    ``member_names`` (the leaf tasks' names) lets the warning for a metric that some members lack
+    name them, as lm-eval's does.
     """
     if not aggregate_metric_list:
         return {}
@@ -82,12 +85,13 @@ def aggregate_group(
             config.filter_list if config.filter_list is not None else _discover(config.metric, member_results)
         )
         for filter_name in filters:
-            out.update(_aggregate_one(group_name, config, filter_name, member_results))
+            out.update(_aggregate_one(group_name, config, filter_name, member_results, member_names))
     return out
 
 
 def _aggregate_one(
-    group_name: str, config: AggMetric, filter_name: str, members: Sequence[tuple[Mapping[str, Any], int]]
+    group_name: str, config: AggMetric, filter_name: str, members: Sequence[tuple[Mapping[str, Any], int]],
+    names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     key, stderr_key = f"{config.metric},{filter_name}", f"{config.metric}_stderr,{filter_name}"
     values: list[float] = []
@@ -103,12 +107,11 @@ def _aggregate_one(
         log.warning("group '%s': no member reports metric '%s'", group_name, key)
         return {}
     if len(values) < len(members):
+        lacking = [names[i] for i, (metrics, _) in enumerate(members) if key not in metrics] if names else []
+        shown = f": {', '.join(lacking[:5])}" + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
         log.warning(
-            "group '%s': metric '%s' is missing in %d of %d members",
-            group_name,
-            key,
-            len(members) - len(values),
-            len(members),
+            "group '%s': metric '%s' is missing in %d of %d tasks%s; the group score averages the others only",
+            group_name, key, len(members) - len(values), len(members), shown if lacking else "",
         )
     out: dict[str, Any] = {key: aggregate_subtask_metrics(values, sizes, config.weight_by_size)}
     if len(stderrs) == len(values) and "N/A" not in stderrs:

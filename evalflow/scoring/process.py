@@ -8,7 +8,7 @@
 
 A ``(ll, is_greedy)`` pair may be any 2-sequence (a cache round-trip turns tuples into lists)::
 
-    >>> from evalflow.taskspec.spec import TaskConfig
+    >>> from evalflow.taskspec.spec import FunctionRef, TaskConfig
     >>> task = TaskConfig(task="demo", output_type="multiple_choice")
     >>> score_document(task, {}, [(-2.0, False), (-1.0, True)], target=1, choices=["no", "yes"])
     {'acc': 1.0, 'acc_norm': 1.0}
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from evalflow.errors import DataError, TaskError
+from evalflow.errors import DataError, EvalflowError, TaskError
 from evalflow.scoring.metrics import MetricSpec, task_metric_specs
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.spec import FunctionRef, TaskConfig
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,9 @@ def score_document(
     default it is read from this document's target.
     """
     if task.process_results is not None:
-        from evalflow.taskspec.loader import resolve_function
+        from evalflow.taskspec.templates import call_task_function
 
-        values = resolve_function(task.process_results)(doc, list(results))
+        values = call_task_function(task.process_results, doc, list(results), task=task, what="process_results", doc=doc)
         if not isinstance(values, Mapping):
             raise TaskError(
                 f"task '{task.task}': process_results ({task.process_results}) returned "
@@ -68,7 +68,19 @@ def score_document(
         return _rolling(results, target, names)
     if task.output_type == "multiple_choice":
         return _multiple_choice(task, doc, results, target, choices, names, many)
-    return _generate(results, target, choices, specs, many)
+    try:
+        return _generate(results, target, choices, specs, many)
+    except EvalflowError:
+        raise
+    except Exception as exc:
+        custom = [str(m["metric"]) for m in task.metric_list or () if isinstance(m, Mapping) and isinstance(m.get("metric"), FunctionRef)]
+        if not custom:
+            raise  # a built-in metric failing is evalflow's bug: keep its traceback
+        raise TaskError(
+            f"task '{task.task}' ({task.source or 'no file'}), metric_list: the task's metric function "
+            f"{', '.join(custom)} raised {type(exc).__name__}: {exc} on the document {_short(doc)}. Fix the "
+            "function or the data; EVALFLOW_DEBUG=1 shows the traceback."
+        ) from exc
 
 
 def _loglikelihood(results: Sequence[Any], names: list[str]) -> dict[str, Any]:

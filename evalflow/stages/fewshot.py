@@ -6,7 +6,7 @@ options; ``system_instruction`` is prepended to the description in both modes, a
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from evalflow.errors import ConfigError
 from evalflow.records import Context, DocSet
@@ -14,8 +14,17 @@ from evalflow.taskspec.prompt import build_contexts, render_plain
 from evalflow.taskspec.spec import TaskConfig
 
 
-def evaluated_doc_ids(n_docs: int, limit: float | None) -> list[int]:
-    """lm-eval's ``limit``: the first N documents, or a fraction (< 1.0) of them, rounded up."""
+def evaluated_doc_ids(n_docs: int, limit: float | None, samples: Sequence[int] | None = None) -> list[int]:
+    """lm-eval's ``limit``: the first N documents, or a fraction (< 1.0) of them, rounded up; or
+    its ``samples``: these documents (sorted, as lm-eval evaluates them in dataset order)."""
+    if samples is not None:
+        outside = [i for i in samples if not 0 <= i < n_docs]
+        if outside:
+            raise ConfigError(
+                f"samples: document index {outside[0]} is out of range; the evaluated split has {n_docs} "
+                f"documents (indices 0 to {n_docs - 1})"
+            )
+        return sorted(set(samples))
     if limit is None:
         return list(range(n_docs))
     if limit <= 0:
@@ -35,6 +44,7 @@ def fewshot(
     num_fewshot: int,
     fewshot_seed: int,
     limit: float | None,
+    samples: Sequence[int] | None,
     system_instruction: str | None,
     chat: Mapping[str, Any] | None,
 ) -> tuple[Context, ...]:
@@ -47,6 +57,6 @@ def fewshot(
         fmt = ChatFormat(chat["template"], bool(chat.get("fewshot_as_multiturn")), chat.get("special_tokens") or {})
         render = chat_render(fmt, add_generation_prompt=not task.gen_prefix)
     return build_contexts(
-        task, docs, num_fewshot, fewshot_seed, evaluated_doc_ids(len(docs.docs), limit),
+        task, docs, num_fewshot, fewshot_seed, evaluated_doc_ids(len(docs.docs), limit, samples),
         render=render, system_instruction=system_instruction,
     )

@@ -24,7 +24,7 @@ Relative ``data_files`` in a task YAML resolve against the YAML's folder when th
 bytes (without importing ``datasets``, so a cached re-run stays fast), or the ``datasets``
 library's fingerprint of every split of a hub dataset.
 
-    docs = load_docset(task, "conf/data_map/shared.yaml")
+    docs = load_docset(task, "conf/data_maps/shared.yaml")
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from evalflow.errors import DataError, TaskError
 from evalflow.records import DocSet
 from evalflow.taskspec.samplers import fewshot_options, fewshot_source
 from evalflow.taskspec.spec import TaskConfig
-from evalflow.taskspec.templates import call_function
+from evalflow.taskspec.templates import call_function, call_task_function
 
 DATA_MAP_ENV = "EVALFLOW_DATA_MAP"
 # datasets' packaged builders: a dataset_path naming one reads local files given by data_files
@@ -184,20 +184,28 @@ def _split_docs(
         )
     rows = dataset[split]
     if process is not None:
-        rows = call_function(process)(rows)
+        rows = call_task_function(process, rows, task=task, what=f"process_docs (split '{split}')")
     return tuple(_plain_row(r, task, split, i) for i, r in enumerate(rows))
 
 
 def _load(task: TaskConfig, source: DataSource) -> Any:
     import datasets  # type: ignore[import-untyped]  # only when documents are really read
 
+    from evalflow.taskspec.hub import hub_endpoint, hub_offline, offline_by_env, offline_mode
+
+    from_hub = not source.is_local and not source.mapped_from and "://" not in repr(source.kwargs)
+    offline = from_hub and hub_offline()  # no ~30 s of hub retries when it cannot be reached
     try:
-        return datasets.load_dataset(source.path, source.name, **source.kwargs)
+        with offline_mode(offline):
+            return datasets.load_dataset(source.path, source.name, **source.kwargs)
     except Exception as exc:  # noqa: BLE001 - every failure here means "the data cannot be read"
         cause = exc.__cause__ or exc.__context__
         why = f"{type(exc).__name__}: {str(exc)[:300]}" + (
             f" ({type(cause).__name__}: {str(cause)[:300]})" if cause is not None else ""
         )
+        if offline:
+            why = ("HF_HUB_OFFLINE is set" if offline_by_env() else f"the hub {hub_endpoint()} is unreachable") + (
+                f" and the dataset is not in the local datasets cache ({why})")
         if source.is_local or source.mapped_from:
             fix = (
                 "Check that the files are valid JSON Lines/CSV/Parquet, with the same "
@@ -207,7 +215,7 @@ def _load(task: TaskConfig, source: DataSource) -> Any:
             key = f"{task.dataset_path}" + (f"/{task.dataset_name}" if task.dataset_name else "")
             fix = (
                 "Without network access to the hub, point the dataset at local files with a data map: "
-                "the run config key data_map (a mapping, or a file such as conf/data_map/shared.yaml) "
+                "the run config key data_map (a mapping, or a file such as conf/data_maps/shared.yaml) "
                 f"or ${DATA_MAP_ENV}=<file>, with an entry "
                 f"'{key}: {{path: json, data_files: {{test: ...}}}}'."
             )
@@ -300,7 +308,7 @@ def _near_yaml(path: str, base: Path) -> str:
 
 def _read_map_file(path: Path) -> dict[str, Any]:
     """A data-map file; ``${...}`` interpolations (``${evalflow.repo_root:}`` in the shipped
-    conf/data_map/shared.yaml, which is also a Hydra config group) resolve as Hydra would."""
+    conf/data_maps/shared.yaml, which is also a Hydra config group) resolve as Hydra would."""
     if not path.is_file():
         raise DataError(
             f"data map file {str(path)!r} does not exist (from the data_map setting or ${DATA_MAP_ENV}). "

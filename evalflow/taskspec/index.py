@@ -44,7 +44,10 @@ __all__ = ["TaskIndex", "Selection", "IndexEntry", "builtin_tasks_dir", "kind_of
 log = logging.getLogger(__name__)
 
 INDEX_FORMAT = 3  # bump when classification or the file layout changes: old caches are ignored
-_IGNORE_DIRS = frozenset({"__pycache__", ".ipynb_checkpoints"})
+_IGNORE_DIRS = frozenset({"__pycache__"})
+# A folder holding one of these is not a task folder: a Hydra run (``.hydra/`` snapshot) or sweep
+# (``multirun.yaml``), whose config YAMLs have a ``task:`` key; a virtual environment.
+_NOT_TASK_FOLDER_MARKERS = frozenset({".hydra", "multirun.yaml", "pyvenv.cfg", "conda-meta"})
 # In memory (and, with deps as indices into a table, in the cache files):
 #   a file record  [size, mtime_ns, deps, found, error]; deps [[path, size, mtime_ns], ...]
 #   a found entry  [kind, name, tags, task_list item or None, is_python_task]
@@ -128,7 +131,7 @@ class TaskIndex:
         for root in roots:
             rows, skipped = _scan_root(root)
             problems += skipped
-            _overlay(merged, root, rows)
+            _warn_overrides(root, _overlay(merged, root, rows))
         return cls(merged, roots=roots, problems=problems)
 
     # ------------------------------------------------------------------ queries
@@ -214,11 +217,13 @@ def _root_rows(records: Mapping[str, Record]) -> list[Row]:
     return list(found.values())
 
 
-def _overlay(merged: dict[str, tuple[str, Row]], root: str, rows: list[Row]) -> None:
-    """A later folder wins for tasks and groups (with a warning); tags merge their tasks."""
+def _overlay(merged: dict[str, tuple[str, Row]], root: str, rows: list[Row]) -> list[tuple[str, str]]:
+    """A later folder wins for tasks and groups; tags merge their tasks. Returns (name, what it
+    replaced) for each name the folder overrides."""
+    overridden: list[tuple[str, str]] = []
     if not merged:
         merged.update((row[0], (root, row)) for row in rows)
-        return
+        return overridden
     for row in rows:
         name = row[0]
         previous = merged.get(name)
@@ -228,11 +233,29 @@ def _overlay(merged: dict[str, tuple[str, Row]], root: str, rows: list[Row]) -> 
             continue
         if previous is not None:
             before = os.path.join(previous[0], previous[1][2]) if previous[1][2] else "tags"
-            log.warning(
-                "%s '%s' from %s overrides the %s of the same name from %s",
-                row[1], name, os.path.join(root, row[2]) if row[2] else "tags", previous[1][1], before,
-            )
+            overridden.append((name, (
+                f"{row[1]} '{name}' from {os.path.join(root, row[2]) if row[2] else 'tags'} overrides "
+                f"the {previous[1][1]} of the same name from {before}"
+            )))
         merged[name] = (root, row)
+    return overridden
+
+
+def _warn_overrides(root: str, overridden: list[tuple[str, str]]) -> None:
+    """One warning per folder, not one per name: lm-eval's own task folder on include_path
+    overrides dozens of built-in tasks; each override is logged at debug level."""
+    for _, line in overridden:
+        log.debug("%s", line)
+    if len(overridden) == 1:
+        log.warning("%s", overridden[0][1])
+    elif overridden:
+        names = [name for name, _ in overridden]
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        log.warning(
+            "%d tasks and groups from %s override those of the same name from earlier folders (%s); "
+            "the later folder's definitions are used (each override is logged at debug level)",
+            len(overridden), root, shown,
+        )
 
 
 # ----------------------------------------------------------------------------- scanning
@@ -267,7 +290,12 @@ def _listing_digest(files: list[tuple[str, str, int, int]]) -> str:
 
 
 def _walk(root: str) -> list[tuple[str, str, int, int]]:
-    """(relative path, real path, size, mtime_ns) of each ``*.yaml`` under ``root``, sorted."""
+    """(relative path, real path, size, mtime_ns) of each ``*.yaml`` under ``root``, sorted.
+
+    Below ``root``, hidden folders (``.hydra``, ``.git``, ``.venv``), run and sweep folders and
+    virtual environments are not task folders and are skipped: a run folder inside a task folder
+    (``hydra.run.dir=T/a``, or ``outputs/`` under ``include_path=[.]``) must not be read as tasks.
+    """
     out: list[tuple[str, str, int, int]] = []
     seen_dirs: set[str] = set()
     stack = [("", root)]
@@ -280,12 +308,15 @@ def _walk(root: str) -> list[tuple[str, str, int, int]]:
             entries = list(os.scandir(real_dir))
         except OSError:
             continue
+        if rel_dir and any(e.name in _NOT_TASK_FOLDER_MARKERS for e in entries):
+            log.debug("%s: a run folder or virtual environment, not indexed", real_dir)
+            continue
         for e in entries:
             if e.name.endswith(".yaml") and e.is_file():
                 st = e.stat()
                 real = os.path.realpath(e.path) if e.is_symlink() else e.path
                 out.append((rel_dir + e.name, real, st.st_size, st.st_mtime_ns))
-            elif e.is_dir() and e.name not in _IGNORE_DIRS:
+            elif e.is_dir() and not e.name.startswith(".") and e.name not in _IGNORE_DIRS:
                 sub = os.path.realpath(e.path) if e.is_symlink() else e.path
                 stack.append((rel_dir + e.name + "/", sub))
     out.sort()

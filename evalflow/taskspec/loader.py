@@ -39,6 +39,11 @@ HEADER_KEYS = frozenset({"task", "group", "class", "tag", "task_list", "include"
 # Keys lm-eval accepts in a task YAML and drops before building its TaskConfig (_factory.py).
 DROPPED_TASK_KEYS = ("group", "task_list")
 
+# A task file expands to at most this many YAML nodes once aliases (``*name``) are followed:
+# nested aliases (a "billion laughs" file) would otherwise make every later walk over the config
+# (fingerprints, JSON) exponential. lm-eval's largest task files expand to a few thousand.
+MAX_YAML_NODES = 100_000
+
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -104,7 +109,10 @@ def _parse(path: str, *, full: bool) -> dict[str, Any]:
     loader = _Loader(data)
     loader.base_dir, loader.file, loader.full = os.path.dirname(path), path, full
     try:
-        doc = loader.get_single_data() if full else _construct_header(loader)
+        node = loader.get_single_node()
+        if b"&" in data:  # without an anchor there is no alias, and the tree is as big as the file
+            _check_expansion(node, path)
+        doc = None if node is None else loader.construct_document(node) if full else _construct_header(loader, node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else path
@@ -126,11 +134,43 @@ def _parse(path: str, *, full: bool) -> dict[str, Any]:
     return doc
 
 
-def _construct_header(loader: _Loader) -> Any:
-    """Compose the document but construct only the keys that classify it (about 2x faster)."""
-    node = loader.get_single_node()
+def _check_expansion(root: yaml.Node | None, path: str) -> None:
+    """Refuse a document whose aliases expand it past :data:`MAX_YAML_NODES`, or into itself."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if id(node) in open_nodes:
+            raise TaskError(
+                f"{path}, line {node.start_mark.line + 1}: a YAML alias refers to a node that contains "
+                "it (a recursive structure). Task files must be finite trees; write the value out."
+            )
+        open_nodes.add(id(node))
+        children: list[Any] = node.value if isinstance(node, yaml.SequenceNode) else (
+            [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > MAX_YAML_NODES:
+                raise TaskError(
+                    f"{path}: expanding its YAML aliases (`*name`) gives more than {MAX_YAML_NODES:,} "
+                    "values, far beyond any task config (an alias expansion bomb?). Refused; write the "
+                    "task without nested aliases."
+                )
+        open_nodes.discard(id(node))
+        sizes[id(node)] = total
+        return total
+
+    if root is not None:
+        size(root)
+
+
+def _construct_header(loader: _Loader, node: yaml.Node) -> Any:
+    """Construct only the keys of the composed document that classify it (about 2x faster)."""
     if not isinstance(node, yaml.MappingNode):
-        return None if node is None else loader.construct_document(node)
+        return loader.construct_document(node)
     out: dict[str, Any] = {}
     for key_node, value_node in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":  # `<<:` merges: construct it all instead

@@ -196,3 +196,28 @@ def excludes_eval_doc(task: TaskConfig) -> bool:
     winogrande and boolq), and not when the pool falls back to the test split without naming it.
     """
     return fewshot_options(task).split == task.test_split
+
+
+def fewshot_warnings(task: TaskConfig, fewshot_split: str | None, num_fewshot: int) -> list[str]:
+    """lm-eval's warnings about where few-shot examples come from (``api/task.py``
+    ``fewshot_docs``), plus one for a split the task names but the data lacks, which evalflow skips
+    where lm-eval would fail. ``fewshot_split`` is the split the examples really came from."""
+    opts = fewshot_options(task)
+    if num_fewshot <= 0 or opts.split is not None or opts.samples is not None:
+        return []
+    name = task.task
+    out = [f"[Task: {name}] num_fewshot > 0 but fewshot_split is None. using preconfigured rule."]
+    declared = next((s for s in (task.training_split, task.validation_split) if s is not None), None)
+    if declared is not None and fewshot_split != declared:
+        evaluated = ", the split being evaluated" if fewshot_split == task.eval_split else ""
+        out.append(
+            f"[Task: {name}] the task draws few-shot examples from split '{declared}', which the data does not "
+            f"have; they come from split '{fewshot_split}' instead{evaluated}. Set fewshot_split (or add the split's "
+            "file to the data map) to choose where they come from."
+        )
+    if fewshot_split is not None and fewshot_split == task.test_split:
+        out.append(
+            f"[Task: {name}] has_training_docs and has_validation_docs are False, using test_docs as "
+            "fewshot_docs but this is not recommended."
+        )
+    return out

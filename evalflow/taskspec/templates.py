@@ -31,7 +31,7 @@ from jinja2 import BaseLoader, StrictUndefined
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 
-from evalflow.errors import DataError, TaskError
+from evalflow.errors import DataError, EvalflowError, TaskError
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
 
 
@@ -99,6 +99,31 @@ def call_function(value: Any) -> Callable[..., Any]:
     return value  # type: ignore[no-any-return]
 
 
+def call_task_function(
+    spec: Any, *args: Any, task: TaskConfig, what: str, doc_id: int | None = None,
+    doc: Mapping[str, Any] | None = None,
+) -> Any:
+    """Call a task's ``!function`` on ``args``; an exception it raises becomes a :class:`TaskError`
+    naming the task, the field (``what``) and the document, instead of a bare traceback."""
+    fn = call_function(spec)
+    try:
+        return fn(*args)
+    except EvalflowError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything task code raises is reported with its place
+        name = f"{spec.attr} ({spec.module_path})" if isinstance(spec, FunctionRef) else getattr(spec, "__name__", repr(spec))
+        shown = "" if doc is None else f" on {_excerpt(doc)}"
+        raise TaskError(
+            f"{_where(task, what, doc_id)}: the task function {name} raised {type(exc).__name__}: {exc}"
+            f"{shown}. Fix the function or the data; EVALFLOW_DEBUG=1 shows the traceback."
+        ) from exc
+
+
+def _excerpt(doc: Mapping[str, Any], width: int = 200) -> str:
+    text = repr(dict(doc))
+    return "the document " + (text if len(text) <= width else text[: width - 3] + "...")
+
+
 def resolve_field(doc: Mapping[str, Any], value: str | None, **where: Any) -> Any:
     """A field's value if ``value`` names a field, else ``value`` rendered as a template.
 
@@ -127,7 +152,7 @@ def doc_to_text(
             return _literal(text, task, "doc_to_text", doc_id)  # type: ignore[no-any-return]
         return text
     if callable(spec) or isinstance(spec, FunctionRef):
-        return call_function(spec)(doc)  # type: ignore[no-any-return]
+        return call_task_function(spec, doc, task=task, what="doc_to_text", doc_id=doc_id, doc=doc)  # type: ignore[no-any-return]
     raise _bad_spec(task, "doc_to_text", spec)
 
 
@@ -156,7 +181,7 @@ def doc_to_target(
     if isinstance(spec, (list, tuple)):
         return list(spec)
     if callable(spec) or isinstance(spec, FunctionRef):
-        return call_function(spec)(doc)  # type: ignore[no-any-return]
+        return call_task_function(spec, doc, task=task, what="doc_to_target", doc_id=doc_id, doc=doc)  # type: ignore[no-any-return]
     raise _bad_spec(task, "doc_to_target", spec)
 
 
@@ -188,7 +213,8 @@ def doc_to_choice(
     if isinstance(spec, Mapping):
         return list(spec.values())
     if callable(spec) or isinstance(spec, FunctionRef):
-        return _choice_list(call_function(spec)(doc), task, f"the function {spec}", doc_id)
+        choices = call_task_function(spec, doc, task=task, what="doc_to_choice", doc_id=doc_id, doc=doc)
+        return _choice_list(choices, task, f"the function {spec}", doc_id)
     raise _bad_spec(task, "doc_to_choice", spec)
 
 

@@ -66,7 +66,38 @@ def test_side_folders_are_listed_swept_of_stale_temporaries_and_cleared(tmp_path
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
     assert main(["stats", f"cache_dir={tmp_path}"]) == 0
     assert "side folder gguf-weights/" in capsys.readouterr().out
+    capsys.readouterr()
     assert main(["gc", f"cache_dir={tmp_path}"]) == 0
+    assert "removed 0 entries, 0 orphan value files and 1 half-written memo temporaries" in capsys.readouterr().out
     assert not stale.exists() and fresh.exists() and (memo / "abc").exists()  # a memo being written is left alone
     assert main(["clear", f"cache_dir={tmp_path}"]) == 0
     assert not memo.exists() and (tmp_path / "cache.db").exists()
+
+
+def test_clear_works_on_a_damaged_index_and_removes_only_evalflow_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 9.8: `clear` is the escape hatch, so it must not need a readable cache.db."""
+    filled(tmp_path)
+    store = CacheStore(tmp_path)
+    store.put("big", "x" * 100_000, tag="metrics")  # a value file under two hex folders
+    store.close()
+    (tmp_path / "gguf-weights").mkdir()
+    (tmp_path / "notes.txt").write_text("mine")
+    with open(tmp_path / "cache.db", "r+b") as fh:
+        fh.truncate(5000)
+    assert main(["verify", f"cache_dir={tmp_path}"]) == 1
+    assert "damaged" in capsys.readouterr().out
+    assert main(["clear", f"cache_dir={tmp_path}"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    store = CacheStore(tmp_path)  # a new, working cache in the same folder
+    store.put("metrics:a", 1, tag="metrics")
+    assert store.get("metrics:a") == 1
+    store.close()
+
+
+def test_commands_on_a_missing_folder_do_not_create_it(tmp_path: Path) -> None:
+    typo = tmp_path / "no-such-cache"
+    for command in ("verify", "stats", "gc"):
+        with pytest.raises(ConfigError, match="no cache at"):
+            main([command, f"cache_dir={typo}"])
+    assert main(["clear", f"cache_dir={typo}"]) == 0
+    assert not typo.exists()

@@ -26,7 +26,7 @@ BASE_TASK = TaskConfig(
 BASE_SETTINGS: dict[str, Any] = {
     "num_fewshot": 0, "fewshot_seed": 1234, "limit": None, "gen_kwargs": None, "seed": 1234,
     "bootstrap_iters": 1000, "data_map": None, "model": "model-a", "think_end_token": None,
-    "system_instruction": None, "chat": None, "apply_chat_template": False,
+    "system_instruction": None, "chat": None, "apply_chat_template": False, "samples": None,
 }
 S = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
 
@@ -72,6 +72,7 @@ SETTING_CASES = [
     ("num_fewshot", {"num_fewshot": 5}, S[1:]),
     ("fewshot seed", {"fewshot_seed": 1}, S[1:]),
     ("limit", {"limit": 10}, S[1:]),
+    ("samples (which documents are evaluated)", {"samples": (0, 3, 7)}, S[1:]),
     ("gen_kwargs", {"gen_kwargs": {"temperature": 0.5}}, S[2:]),
     ("model", {"model": "model-b"}, S[3:]),
     ("bootstrap_iters", {"bootstrap_iters": 10}, S[6:]),
@@ -86,6 +87,13 @@ SETTING_CASES = [
 @pytest.mark.parametrize("name,change,expected", SETTING_CASES, ids=[c[0] for c in SETTING_CASES])
 def test_run_setting_changes(name: str, change: dict[str, Any], expected: list[str]) -> None:
     assert changed(**change) == expected
+
+
+def test_predict_only_rekeys_only_scoring() -> None:
+    """predict_only bypasses the metrics: requests and the model's answers stay cached."""
+    from evalflow.taskspec.run_options import predicting
+
+    assert changed(predicting(BASE_TASK)) == S[5:]
 
 
 def test_equal_inputs_give_equal_keys() -> None:

@@ -63,6 +63,24 @@ CASES: dict[str, Case] = {
     "function_missing_attr": Case({"t.yaml": task("t_fn", text="!function utils.nope"),
                                    "utils.py": "def doc_to_text(doc):\n    return doc['question']\n"},
                                   ["task=t_fn", "trust_task_code=true"], ["utils.py", "'nope'", "doc_to_text"]),
+    "function_raises": Case({"t.yaml": task("t_raise", text="!function utils.doc_to_text"),
+                             "utils.py": "def doc_to_text(doc):\n    return doc['questoin']\n"},
+                            ["task=t_raise", "trust_task_code=true"],
+                            ["task 't_raise'", "doc_to_text, document 0", "doc_to_text (", "utils.py",
+                             "KeyError: 'questoin'", "'question': 'What is 1 plus 2?'"]),
+    "metric_function_raises": Case(
+        {"t.yaml": "task: t_metric_fn\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data}/test.jsonl\n"
+                   "test_split: test\noutput_type: generate_until\ndoc_to_text: question\ndoc_to_target: answer\n"
+                   "metric_list:\n  - metric: !function utils.score\n    aggregation: mean\n",
+         "utils.py": "def score(items):\n    raise ValueError('cannot score ' + repr(items[1])[:10])\n"},
+        ["task=t_metric_fn", "trust_task_code=true"],
+        ["task 't_metric_fn'", "metric_list", "score (", "utils.py", "ValueError: cannot score", "'question': 'What is 1 plus 2?'"]),
+    "yaml_alias_bomb": Case({"bomb.yaml": "task: t_bomb\na: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+                                f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8))},
+                            ["task=t_bomb"], ["bomb.yaml", "YAML aliases", "100,000"]),
+    "lm_eval_output_path": Case({}, ["task=toy_mc", "output_path=results/"], ["output_path", "hydra.run.dir=DIR"]),
+    "lm_eval_device": Case({}, ["task=toy_mc", "device=cpu"], ["'device'", "model.device=cpu"]),
+    "model_key_misspelled": Case({}, ["task=toy_mc", "model.sallt=x"], ["model.sallt", "did you mean 'salt'"]),
     "function_missing_module": Case({"t.yaml": task("t_mod", text="!function helpers.doc_to_text")},
                                     ["task=t_mod", "trust_task_code=true"], ["helpers.py", "does not exist"]),
     "dataset_offline": Case({"t.yaml": "task: t_hub\ndataset_path: someorg/no_such_dataset\ntest_split: test\n"

@@ -446,6 +446,40 @@ def filter_cases() -> list[dict[str, Any]]:
                 }
             ],
         },
+    ] + tagging_filter_cases()
+
+
+def tagging_filter_cases() -> list[dict[str, Any]]:
+    """regex_pos (POS tags) and format_span (named-entity spans), lm-eval's tagging filters."""
+    return [
+        {
+            "id": "regex_pos",
+            "docs": [{}] * 4,
+            "resps": [
+                ["[('The', 'DET'), ('cat', 'NOUN'), ('sat', 'VERB')]", "('x', 'X')"],
+                ["no tagged tokens here"],
+                ["[(\"it's\", 'PRON'), ('ok', 'ADJ')]"],
+                [""],
+            ],
+            "filter_list": [
+                {"name": "pos", "filter": [{"function": "regex_pos"}, {"function": "take_first"}]},
+                {"name": "pos_fallback", "filter": [{"function": "regex_pos", "fallback": ["NONE"]}]},
+            ],
+        },
+        {
+            "id": "format_span",
+            "docs": [{}] * 5,
+            "resps": [
+                ["Person: Ada Lovelace $$ Location: London, Paris"],
+                ["PER: none\nORG: Acme Corp, none\ndate: 1843"],
+                ["Organization: UN $$ Country: Kenya, Uganda $$ Time: Monday $$"],
+                ["nothing tagged"],
+                ["persons: Bob $$ company: per: X"],
+            ],
+            "filter_list": [
+                {"name": "spans", "filter": [{"function": "format_span"}, {"function": "take_first"}]},
+            ],
+        },
     ]
 
 
@@ -565,7 +599,28 @@ def group_cases() -> list[dict[str, Any]]:
     ]
 
 
+def decontamination_cases() -> list[dict[str, Any]]:
+    """doc_to_decontamination_query (field, default doc_to_text, literal template) and the n-gram
+    overlap of the queries with a small training set (normalization: case and punctuation)."""
+    docs = [
+        {"question": "What is the capital city of France today?", "passage": "Paris, of course!"},
+        {"question": "How many legs does a spider have?", "passage": "Eight."},
+        {"question": "Name a primary colour.", "passage": "Red is one; BLUE is another."},
+        {"question": "Short one", "passage": "x"},
+    ]
+    train = sorted(["capital city of 17", "does a spider 3", "blue is another 9", "red is two 4"])
+    return [
+        {"id": "field", "docs": docs, "doc_to_text": "Q: {{question}}", "query": "question",
+         "ngram_size": 3, "train_ngrams": train},
+        {"id": "default_text", "docs": docs, "doc_to_text": "{{question}} {{passage}}", "query": None,
+         "ngram_size": 3, "train_ngrams": train},
+        {"id": "literal_template", "docs": docs, "doc_to_text": "Q", "query": "{{passage|tojson}}",
+         "ngram_size": 3, "train_ngrams": train},
+    ]
+
+
 CASES = {
+    "decontamination": decontamination_cases,
     "process": process_cases,
     "filters": filter_cases,
     "aggregations": aggregation_cases,

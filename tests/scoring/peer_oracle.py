@@ -144,7 +144,58 @@ def run_group(case):
     return {k: plain(v) for k, v in result.items() if "," in k}
 
 
+def run_decontamination(case):
+    """ConfigurableTask.doc_to_decontamination_query per document, then get_train_overlap on
+    n-gram files written as lm-eval's clean_training_data scripts write them (zstd)."""
+    import subprocess
+    import tempfile
+
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.decontamination.decontaminate import get_train_overlap
+
+    docs = _Docs(case["docs"])
+    docs.features = {k: None for k in case["docs"][0]}
+    config = {
+        "task": case["id"],
+        "output_type": "generate_until",
+        "custom_dataset": lambda **_: {"test": docs},
+        "test_split": "test",
+        "doc_to_text": case["doc_to_text"],
+        "doc_to_target": "x",
+        "generation_kwargs": {"until": ["\n\n"]},
+        "should_decontaminate": True,
+        "doc_to_decontamination_query": case["query"],
+    }
+    task = ConfigurableTask(config=config)
+    task.features = list(docs.features)
+    queries = []
+    for doc in docs:
+        try:
+            queries.append(plain(task.doc_to_decontamination_query(doc)))
+        except Exception as exc:
+            queries.append({"error": type(exc).__name__})
+    with tempfile.TemporaryDirectory() as tmp:
+        grams = os.path.join(tmp, "grams")
+        os.makedirs(grams)
+        with open(os.path.join(grams, "info.json"), "w") as fh:
+            json.dump({"ngram_size": case["ngram_size"]}, fh)
+        path = os.path.join(grams, "ngrams_0.bkt.txt.sorted")
+        with open(path, "w") as fh:
+            fh.write("".join(line + "\n" for line in case["train_ngrams"]))
+        subprocess.run(["zstd", "-q", "--rm", path], check=True)
+        cwd = os.getcwd()
+        os.chdir(tmp)
+        os.makedirs("data")
+        try:
+            texts = [q if isinstance(q, str) else "" for q in queries]
+            overlap = get_train_overlap({(case["id"], "test"): texts}, grams, 0)
+        finally:
+            os.chdir(cwd)
+    return {"queries": queries, "contaminated": sorted(overlap[case["id"]])}
+
+
 RUNNERS = {
+    "decontamination": run_decontamination,
     "process": run_process,
     "filters": run_filters,
     "aggregations": run_aggregation,

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["aggregations", "filters", "groups", "metrics", "process"]
+MODULES = ["aggregations", "filters", "filters_tagging", "groups", "metrics", "process"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -19,7 +19,7 @@ from evalflow.taskspec.spec import TaskConfig
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
-SHARED_MAP = ROOT / "conf" / "data_map" / "shared.yaml"
+SHARED_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
 BUILTIN = ["gsm8k", "gsm8k_cot", "arc_easy", "arc_challenge", "hellaswag", "piqa", "winogrande", "boolq",
            "lambada_openai", "wikitext", "arith_mc"]
 

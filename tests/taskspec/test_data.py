@@ -17,7 +17,7 @@ from evalflow.taskspec.spec import TaskConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
-SHARED_MAP = ROOT / "conf" / "data_map" / "shared.yaml"
+SHARED_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

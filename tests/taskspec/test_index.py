@@ -404,3 +404,56 @@ def test_dict_member_naming_a_tag_keeps_task_names(tmp_path: Path) -> None:
     write(tmp_path / "g/_g.yaml", "group: g\ntask:\n  - task: tg\n    num_fewshot: 3\n")
     selection = TaskIndex.build([tmp_path / "g"]).resolve("g")
     assert [(t.task, t.num_fewshot) for t in selection.tasks] == [("t1", 3), ("t2", 3)]
+
+
+def test_several_overrides_are_one_warning_with_the_count(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """lm-eval's task folder on include_path overrides 72 built-in names: one warning, not 72."""
+    for name in ("t1", "t2", "t3"):
+        task_file(tmp_path / "first", name)
+        task_file(tmp_path / "second", name)
+    with caplog.at_level(logging.DEBUG, logger="evalflow.taskspec.index"):
+        TaskIndex.build([tmp_path / "first", tmp_path / "second"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"3 tasks and groups from {os.path.realpath(tmp_path / 'second')} override")
+    assert "(t1, t2, t3)" in warnings[0]
+    details = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and "overrides the" in r.getMessage()]
+    assert sorted(d.split("'")[1] for d in details) == ["t1", "t2", "t3"]
+
+
+def _hydra_run_folder(folder: Path, task: str) -> None:
+    """What Hydra writes into a run folder: a config snapshot whose `task:` key names a task."""
+    write(folder / ".hydra/config.yaml", f"model:\n  type: dummy\ntask: {task}\nlimit: 10\n")
+    write(folder / ".hydra/overrides.yaml", f"- task={task}\n")
+    write(folder / "results.json", "{}")
+
+
+def test_run_folders_and_environments_inside_a_task_folder_are_not_indexed(tmp_path: Path) -> None:
+    """Regression: `hydra.run.dir=T/a` (and `include_path=[.]` with `outputs/`) made the index read
+    the `.hydra/config.yaml` snapshots as tasks; every earlier run folder was an unreadable task."""
+    lib = tmp_path / "T"
+    task_file(lib, "mytask")
+    _hydra_run_folder(lib / "a", "mytask")
+    _hydra_run_folder(lib / "outputs/2026-01-01/10-00-00", "mytask")
+    write(lib / "outputs/multirun/2026-01-01/10-00-00/multirun.yaml", "task: mytask\nhydra: {}\n")
+    task_file(lib / "outputs/multirun/2026-01-01/10-00-00/0", "in_sweep")  # under the sweep folder
+    task_file(lib / ".venv/lib/site-packages/pkg", "in_hidden_venv")
+    write(lib / "env/pyvenv.cfg", "home = /usr/bin\n")
+    task_file(lib / "env/lib/pkg", "in_venv")
+    task_file(lib / ".git/hooks", "in_git")
+    task_file(lib / "sub", "nested")  # an ordinary subfolder still counts
+    index = TaskIndex.build([lib])
+    assert index.task_names() == ["mytask", "nested"]
+    assert index.problems == ()
+    assert index.entry("mytask").path == os.path.realpath(lib / "mytask.yaml")
+
+
+def test_a_task_folder_that_is_itself_the_run_folder_is_indexed(tmp_path: Path) -> None:
+    """`hydra.run.dir=T` with include_path=[T]: T's own tasks stay; only its `.hydra` is skipped."""
+    lib = tmp_path / "T"
+    task_file(lib, "mytask")
+    _hydra_run_folder(lib, "mytask")
+    index = TaskIndex.build([lib])
+    assert index.task_names() == ["mytask"] and index.problems == ()

@@ -3,7 +3,7 @@
 The reference is lm-eval itself, run once per test session through ``shared/parity/peer.sh``
 with its dummy model (prompts only, fast) and ``--log_samples``; each samples line holds the
 request arguments of one document. evalflow then builds the same documents' requests twice:
-from its own built-in YAMLs (``tasks/``, data via ``conf/data_map/shared.yaml``) and from
+from its own built-in YAMLs (``tasks/``, data via ``conf/data_maps/shared.yaml``) and from
 lm-eval's own YAMLs (the wrappers ``make_wrappers.py`` writes, read by evalflow's loader).
 
 Covered: gsm8k and gsm8k_cot (generation, 5-shot, random and fixed-sample few-shot), winogrande,
@@ -36,7 +36,7 @@ PEER_SH = SHARED / "parity" / "peer.sh"
 MAKE_WRAPPERS = SHARED / "parity" / "make_wrappers.py"
 PEER_VENV = Path(os.environ.get("PEER_VENV", Path.home() / ".cache/evalflow-peer/venv"))
 PEER_PY = PEER_VENV / "bin" / "python"
-DATA_MAP = ROOT / "conf" / "data_map" / "shared.yaml"
+DATA_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
 LIMIT = 100
 FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
 

@@ -1,0 +1,64 @@
+"""``python -m evalflow decontaminate``: which evaluated documents overlap a model's training data.
+
+    python -m evalflow decontaminate task=lambada_openai ngrams=pile_13grams/ out=clean.json
+    python -m evalflow task=lambada_openai samples=clean.json ...      # evaluate the clean ones
+
+For each selected task marked ``should_decontaminate: true``, every evaluated document's
+``doc_to_decontamination_query`` is matched against the training set's n-grams (lm-eval's
+``get_train_overlap``; the folder format is described in :mod:`evalflow.taskspec.decontamination`).
+It prints how many documents overlap and their ids; ``out=FILE`` writes ``{task: [clean document
+ids]}``, which ``samples=FILE`` then evaluates. Other settings are a run's ``key=value`` overrides
+(``limit``, ``samples``, ``include_path``, ``data_map``...); documents come through the run's
+``load_docs`` and ``fewshot`` stages and cache. Tasks without ``should_decontaminate`` are listed
+as skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from evalflow.errors import ConfigError
+from evalflow.preview import preview_settings, prompt_outputs
+
+USAGE = "usage: python -m evalflow decontaminate task=NAME ngrams=DIR [out=clean.json] [any run setting=value ...]"
+
+
+def main(argv: list[str]) -> int:
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE + "\n\n" + (__doc__ or "").strip())
+        return 0
+    from evalflow.app import select_tasks
+    from evalflow.cache.store import CacheStore
+    from evalflow.taskspec.decontamination import decontamination_query, ngram_size, overlapping_docs
+
+    options = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in argv if a.startswith(("ngrams=", "out="))}
+    if "ngrams" not in options:
+        raise ConfigError(f"decontaminate: give the training n-grams folder, ngrams=DIR. {USAGE}")
+    ngram_size(options["ngrams"])  # a bad folder fails before any data is loaded
+    settings, _ = preview_settings([a for a in argv if not a.startswith(("ngrams=", "out="))],
+                                   "decontaminate", n_limits=False)
+    clean: dict[str, list[int]] = {}
+    store = CacheStore(settings.cache_dir)
+    try:
+        for task in select_tasks(settings).tasks:
+            if not task.should_decontaminate:
+                print(f"{task.task}: skipped (should_decontaminate is not set)")
+                continue
+            outputs = prompt_outputs(task, settings, store, ("load_docs", "fewshot"))
+            docs = outputs["load_docs"].docs
+            ids = [ctx.doc_id for ctx in outputs["fewshot"]]
+            queries = {i: decontamination_query(task, docs[i], doc_id=i) for i in ids}
+            dirty = sorted(overlapping_docs(queries, options["ngrams"]))
+            clean[task.task] = [i for i in ids if i not in set(dirty)]
+            shown = ", ".join(map(str, dirty[:20])) + (", ..." if len(dirty) > 20 else "")
+            print(f"{task.task}: {len(dirty)} of {len(ids)} documents overlap the training n-grams"
+                  + (f" ({shown})" if dirty else ""))
+    finally:
+        store.close()
+    if "out" in options:
+        Path(options["out"]).write_text(json.dumps(clean, indent=1) + "\n", encoding="utf-8")
+        print(f"clean document ids written to {options['out']} (evaluate them with samples={options['out']})",
+              file=sys.stderr)
+    return 0

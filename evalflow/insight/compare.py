@@ -1,0 +1,181 @@
+"""``python -m evalflow compare RUN_A RUN_B``: per task, group and metric, A, B, B - A, and a paired
+test over the documents both runs scored.
+
+0/1 metrics (acc, exact_match) get the exact McNemar test, others a seeded paired bootstrap; every
+row gets the bootstrap's 95% interval of the difference (:mod:`evalflow.insight.stats`). Groups are
+paired over all documents of their leaf tasks. Runs are paired only when they scored the same
+documents of the same data; either may be an evalflow run folder or an lm-eval output folder::
+
+    python -m evalflow compare outputs/run_a outputs/run_b
+    python -m evalflow compare peer-out/ outputs/run_b --json bootstrap_iters=10000 seed=1234
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from evalflow.errors import ConfigError, RunFolderError
+from evalflow.insight.runs import Run, load_run, metric_keys
+from evalflow.insight.stats import is_binary, mcnemar_exact, paired_bootstrap
+
+DEFAULT_ITERS = 10000
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One row: a task's (or group's) metric under one filter, in A and B."""
+
+    task: str
+    metric: str
+    filter: str
+    a: float
+    b: float
+    n: int  # documents paired
+    diff: float
+    low: float | None = None
+    high: float | None = None
+    p_value: float | None = None
+    test: str | None = None  # "mcnemar", "bootstrap", or None with a note
+    note: str = ""
+    group: bool = False
+
+
+def compare(run_a: Run, run_b: Run, iters: int = DEFAULT_ITERS, seed: int = 1234) -> list[Comparison]:
+    tasks = [t for t in run_a.tasks() if t in run_b.tasks()]
+    if not tasks:
+        raise RunFolderError(
+            f"{run_a.folder} and {run_b.folder} have no task in common (A: {', '.join(run_a.tasks()) or 'none'}; "
+            f"B: {', '.join(run_b.tasks()) or 'none'}); compare runs of the same tasks"
+        )
+    for task in tasks:
+        check_paired(run_a, run_b, task)
+    rows: list[Comparison] = []
+    for task in tasks:
+        rows.extend(_rows(run_a, run_b, [task], task, iters, seed, group=False))
+    groups_a, groups_b = run_a.groups(), run_b.groups()
+    for group, leaves in groups_a.items():
+        if groups_b.get(group) == leaves and all(t in tasks for t in leaves):
+            rows.extend(_rows(run_a, run_b, leaves, group, iters, seed, group=True))
+    return rows
+
+
+def check_paired(run_a: Run, run_b: Run, task: str) -> int:
+    """The number of documents of ``task`` both runs scored; refuses runs that scored different ones."""
+    fa, fb = run_a.data_fingerprint(task), run_b.data_fingerprint(task)
+    if fa and fb and fa != fb:
+        raise RunFolderError(
+            f"task '{task}': {run_a.folder} and {run_b.folder} read different data (data fingerprints "
+            f"{fa[:8]} and {fb[:8]} in their manifest.json); a paired test needs the same documents"
+        )
+    docs_a, docs_b = run_a.doc_fingerprints(task), run_b.doc_fingerprints(task)
+    if set(docs_a) != set(docs_b):
+        common = len(set(docs_a) & set(docs_b))
+        raise RunFolderError(
+            f"task '{task}': the runs scored different documents (A {run_a.folder}: {len(docs_a)}, "
+            f"B {run_b.folder}: {len(docs_b)}, {common} in common); re-run one with the other's limit "
+            "so both score the same documents"
+        )
+    differing = sorted(d for d in docs_a if docs_a[d] != docs_b[d])
+    if differing:
+        raise RunFolderError(
+            f"task '{task}': document {differing[0]} (and {len(differing) - 1} more) differs between "
+            f"{run_a.folder} and {run_b.folder}: the runs read different data; a paired test needs the same documents"
+        )
+    return len(docs_a)
+
+
+def _rows(run_a: Run, run_b: Run, leaves: Sequence[str], name: str, iters: int, seed: int,
+          group: bool) -> list[Comparison]:
+    entry_a = run_a.results["results"].get(name, {})
+    entry_b = run_b.results["results"].get(name, {})
+    out = []
+    for metric, filt in metric_keys(entry_a):
+        if f"{metric},{filt}" not in entry_b:
+            continue
+        a, b = float(entry_a[f"{metric},{filt}"]), float(entry_b[f"{metric},{filt}"])
+        base = Comparison(name, metric, filt, a, b, 0, b - a, group=group)
+        va, vb = _pooled(run_a, leaves, metric, filt), _pooled(run_b, leaves, metric, filt)
+        if va is None or vb is None:
+            out.append(dataclasses.replace(base, note="no per-document values in the samples"))
+        elif not (_is_mean(va, a) and _is_mean(vb, b)):
+            out.append(dataclasses.replace(base, n=len(va), note="not a mean of per-document values; no paired test"))
+        else:
+            out.append(_test(base, [va[k] for k in sorted(va)], [vb[k] for k in sorted(va)], iters, seed))
+    return out
+
+
+def _pooled(run: Run, leaves: Sequence[str], metric: str, filt: str) -> dict[tuple[str, int], float] | None:
+    """Per-document values over the leaves that report the metric (as the group aggregates them)."""
+    values: dict[tuple[str, int], float] = {}
+    for task in leaves:
+        per_doc = run.per_doc(task, metric, filt)
+        if not all(_number(v) for v in per_doc.values()):
+            return None
+        values.update({(task, d): float(v) for d, v in per_doc.items()})
+    return values or None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value))
+
+
+def _is_mean(values: Mapping[Any, float], reported: float) -> bool:
+    """Whether the reported number is the mean of the documents' values (the statistic tested)."""
+    return bool(values) and math.isclose(sum(values.values()) / len(values), reported, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _test(base: Comparison, a: list[float], b: list[float], iters: int, seed: int) -> Comparison:
+    boot = paired_bootstrap(a, b, iters, seed)
+    if is_binary(a) and is_binary(b):
+        p, test = mcnemar_exact(a, b), "mcnemar"
+    else:
+        p, test = boot.p_value, "bootstrap"
+    return dataclasses.replace(base, n=len(a), low=boot.low, high=boot.high, p_value=p, test=test)
+
+
+def as_table_rows(rows: Sequence[Comparison]) -> list[list[str]]:
+    def num(x: float | None, sign: bool = False) -> str:
+        return "" if x is None else (f"{x:+.4f}" if sign else f"{x:.4f}")
+
+    return [[
+        f"{r.task} (group)" if r.group else r.task, r.filter, r.metric, num(r.a), num(r.b),
+        num(r.diff, True), f"[{num(r.low, True)}, {num(r.high, True)}]" if r.low is not None else "",
+        "" if r.p_value is None else f"{r.p_value:.4g}", r.test or r.note, str(r.n),
+    ] for r in rows]
+
+
+COLUMNS = ("Task", "Filter", "Metric", "A", "B", "B - A", "95% CI", "p", "Test", "Docs")
+
+
+def main(argv: list[str]) -> int:
+    """``compare RUN_A RUN_B [--json] [bootstrap_iters=N] [seed=N]``."""
+    from evalflow.output.table import print_table
+
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
+    options = dict(a.split("=", 1) for a in argv if "=" in a)
+    folders = [a for a in argv if "=" not in a and not a.startswith("-")]
+    unknown = set(options) - {"bootstrap_iters", "seed"}
+    if len(folders) != 2 or unknown:
+        raise ConfigError(
+            f"compare takes two run folders and the options bootstrap_iters=N, seed=N, --json (got "
+            f"{' '.join(argv) or 'nothing'}); e.g. python -m evalflow compare outputs/run_a outputs/run_b"
+        )
+    try:
+        iters, seed = int(options.get("bootstrap_iters", DEFAULT_ITERS)), int(options.get("seed", 1234))
+    except ValueError:
+        raise ConfigError(f"compare: bootstrap_iters and seed must be whole numbers (got {options})") from None
+    run_a, run_b = load_run(Path(folders[0])), load_run(Path(folders[1]))
+    rows = compare(run_a, run_b, iters, seed)
+    if "--json" in argv:
+        print(json.dumps({"a": str(run_a.folder), "b": str(run_b.folder), "bootstrap_iters": iters, "seed": seed,
+                          "rows": [dataclasses.asdict(r) for r in rows]}, indent=2))
+        return 0
+    print_table(f"A: {run_a.folder}  B: {run_b.folder}", COLUMNS, as_table_rows(rows), right=("A", "B", "B - A", "p", "Docs"))
+    return 0

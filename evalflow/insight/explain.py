@@ -1,0 +1,255 @@
+"""``python -m evalflow explain RUN [RUN_B]``: why each computed stage of a run re-ran.
+
+For every task and stage of the run (of RUN_B when two are given) that was computed rather than
+served from the cache, it names the fields of the stage's key inputs that differ from the closest
+earlier computation of the same task: RUN when two are given, else the earlier finished run folder
+(under the same ``outputs/``) whose keys for that task match most stages. It reads manifest.json
+only (every stage's key inputs are recorded there as plain data), so it works without the cache::
+
+    python -m evalflow explain outputs/2026-11-30/12-00-00
+    python -m evalflow explain outputs/run_a outputs/run_b
+    # toy_mc metrics re-ran: metric_list: + acc_norm
+    # toy_mc inference re-ran: 40 of 80 requests new (fewshot: limit: 10 → 20)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from evalflow.errors import RunFolderError
+
+Stage = Mapping[str, Any]  # one entry of manifest["stages"]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    folder: Path
+    data: Mapping[str, Any]
+    started: float
+
+    def stages(self, task: str) -> dict[str, Stage]:
+        return {s["stage"]: s for s in self.data.get("stages", []) if s["task"] == task}
+
+    def tasks(self) -> list[str]:
+        return list(dict.fromkeys(s["task"] for s in self.data.get("stages", [])))
+
+
+def read_manifest(folder: Path) -> Manifest:
+    path = Path(folder) / "manifest.json"
+    if not path.is_file():
+        raise RunFolderError(
+            f"{folder}: no manifest.json; explain needs an evalflow run folder (outputs/<date>/<time>/), "
+            "written by a run that recorded its stages"
+        )
+    data = json.loads(path.read_text())
+    if any("inputs" not in s for s in data.get("stages", [])):
+        raise RunFolderError(
+            f"{path}: its stages carry no key inputs (written by an evalflow before `explain` existed); "
+            "re-run it once to record them"
+        )
+    results = Path(folder) / "results.json"
+    started = json.loads(results.read_text()).get("date", 0.0) if results.is_file() else path.stat().st_mtime
+    return Manifest(Path(folder), data, float(started))
+
+
+def explain(run: Path, reference: Path | None = None, search: Path | None = None) -> list[str]:
+    """The explanation lines for ``run`` (against ``reference``, else the closest earlier run)."""
+    target = read_manifest(run)
+    ref = read_manifest(reference) if reference is not None else None
+    earlier = None if ref is not None else _earlier_runs(target, search)
+    lines: list[str] = []
+    for task in target.tasks():
+        stages = target.stages(task)
+        computed = [s for s in stages.values() if not s["hit"]]
+        if not computed:
+            continue
+        base = ref if ref is not None else _closest(task, stages, earlier or [])
+        if base is None or not base.stages(task):
+            where = f"in {ref.folder}" if ref is not None else "among earlier run folders"
+            lines.append(f"{task}: computed for the first time (no run of {task} {where})")
+            continue
+        old = base.stages(task)
+        models = (base.data.get("model_identity"), target.data.get("model_identity"))
+        for stage in computed:
+            lines.append(f"{task} {stage['stage']} re-ran: {_why(stage, stages, old, models, base.folder)}")
+    return lines
+
+
+def _earlier_runs(target: Manifest, search: Path | None) -> list[Manifest]:
+    root = search or _outputs_root(target.folder)
+    found = []
+    for path in root.rglob("manifest.json"):
+        folder = path.parent
+        if folder.resolve() == target.folder.resolve() or not (folder / "results.json").is_file():
+            continue
+        try:
+            other = read_manifest(folder)
+        except (RunFolderError, ValueError):
+            continue  # an older or damaged folder cannot be a reference
+        if other.started < target.started:
+            found.append(other)
+    return found
+
+
+def _outputs_root(folder: Path) -> Path:
+    """The ``outputs/`` folder a run folder lies in (its grandparent when there is none)."""
+    for parent in folder.resolve().parents:
+        if parent.name == "outputs":
+            return parent
+    return folder.resolve().parent.parent
+
+
+def _closest(task: str, stages: Mapping[str, Stage], runs: Sequence[Manifest]) -> Manifest | None:
+    """The earlier run whose keys for ``task`` match most stages (the latest among equals)."""
+    scored = []
+    for run in runs:
+        old = run.stages(task)
+        if old:
+            same = sum(1 for name, s in stages.items() if name in old and old[name]["key"] == s["key"])
+            scored.append((same, run.started, run))
+    return max(scored, key=lambda t: (t[0], t[1]))[2] if scored else None
+
+
+def _why(stage: Stage, new: Mapping[str, Stage], old: Mapping[str, Stage], models: tuple[Any, Any], ref: Path) -> str:
+    before = old.get(stage["stage"])
+    if stage["key"] is None:
+        return "never cached: it depends on a model object without identity(), so it runs every time"
+    if before is None:
+        return f"the stage did not run in {ref}"
+    if before["key"] == stage["key"]:
+        return f"same inputs as in {ref}; its cache entry was gone (cache cleared, or another cache_dir)"
+    causes = _own_changes(stage["inputs"], before["inputs"], models)
+    if not causes:
+        causes = [f"{up}: {c}" for up, c in _upstream_causes(stage, new, old, models)]
+    text = "; ".join(dict.fromkeys(causes)) or "its key inputs differ"
+    counts = stage.get("requests")
+    if stage["stage"] == "inference" and counts:
+        return f"{counts['computed']} of {counts['requests']} requests new ({text})"
+    return text
+
+
+def _upstream_causes(stage: Stage, new: Mapping[str, Stage], old: Mapping[str, Stage],
+                     models: tuple[Any, Any]) -> Iterator[tuple[str, str]]:
+    """The own changes of the nearest upstream stages that changed (the root causes)."""
+    for up in stage["inputs"].get("upstream", {}):
+        a, b = old.get(up), new.get(up)
+        if a is None or b is None or a["key"] == b["key"]:
+            continue
+        own = _own_changes(b["inputs"], a["inputs"], models)
+        if own:
+            yield from ((up, c) for c in own)
+        else:
+            yield from _upstream_causes(b, new, old, models)
+
+
+def _own_changes(new: Mapping[str, Any], old: Mapping[str, Any], models: tuple[Any, Any]) -> list[str]:
+    out: list[str] = []
+    if new.get("version") != old.get("version"):
+        out.append(f"stage code version {old.get('version')} → {new.get('version')}")
+    for section in ("task", "derived"):
+        a, b = old.get(section, {}), new.get(section, {})
+        for name in sorted(set(a) | set(b)):
+            if a.get(name) != b.get(name):
+                out.append(_field_change(name, a.get(name), b.get(name)))
+    a, b = old.get("identity", {}), new.get("identity", {})
+    for name in sorted(set(a) | set(b)):
+        if a.get(name) != b.get(name):
+            if name == "data":
+                task = new.get("task", {})
+                split = task.get("test_split") or task.get("validation_split") or "evaluated"
+                out.append(f"data file bytes changed ({split} split; data fingerprint {_short(a.get(name))} → "
+                           f"{_short(b.get(name))})")
+            else:
+                out.append(_field_change(name, a.get(name), b.get(name)))
+    a, b = old.get("settings", {}), new.get("settings", {})
+    for name in sorted(set(a) | set(b)):
+        if a.get(name) == b.get(name):
+            continue
+        if name == "model":
+            diffs = list(_paths(models[0], models[1])) if models[0] != models[1] else []
+            out.append("model identity changed" + (f" ({'; '.join(diffs)})" if diffs else ""))
+        elif name == "chat":
+            out.extend(_paths(a.get(name), b.get(name), "chat"))
+        else:
+            out.append(_field_change(name, a.get(name), b.get(name)))
+    return out
+
+
+def _field_change(name: str, old: Any, new: Any) -> str:
+    if name == "metric_list":
+        return f"metric_list: {_set_change(_names(old, 'metric'), _names(new, 'metric'))}"
+    if name == "filter_list":
+        added_removed = _set_change(_names(old, "name"), _names(new, "name"))
+        if added_removed != "reordered or changed":
+            return f"filter_list: {added_removed}"
+        changed = [n for n in _names(new, "name") if _by_name(old, n) != _by_name(new, n)]
+        return f"filter_list: filter {', '.join(changed)} changed ({'; '.join(_paths(_by_name(old, changed[0]), _by_name(new, changed[0])))})" if changed else "filter_list reordered"
+    paths = list(_paths(old, new, name))
+    return "; ".join(paths) if paths else f"{name} changed"
+
+
+def _names(items: Any, key: str) -> list[str]:
+    return [str(item.get(key, "none")) for item in items or [] if isinstance(item, Mapping)]
+
+
+def _by_name(items: Any, name: str) -> Any:
+    return next((i for i in items or [] if isinstance(i, Mapping) and i.get("name", "none") == name), None)
+
+
+def _set_change(old: list[str], new: list[str]) -> str:
+    added = [f"+ {n}" for n in new if n not in old]
+    removed = [f"- {n}" for n in old if n not in new]
+    return ", ".join(added + removed) or "reordered or changed"
+
+
+def _paths(old: Any, new: Any, prefix: str = "") -> Iterator[str]:
+    """``path: old → new`` for each leaf that differs; long strings by their hashes."""
+    if _is_summary(old) or _is_summary(new):
+        yield f"{prefix} changed ({_short(old)} → {_short(new)})"
+    elif isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                yield from _paths(old.get(key), new.get(key), f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new)):
+            if a != b:
+                yield from _paths(a, b, f"{prefix}.{i}" if prefix else str(i))
+    elif isinstance(old, str) and isinstance(new, str):
+        at = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+        start = max(0, at - 12) if max(len(old), len(new)) > 48 else 0
+        lead = "…" if start else ""
+        yield f"{prefix}: {_short(lead + old[start:])} → {_short(lead + new[start:])}"
+    elif old != new:
+        yield f"{prefix}: {_short(old)} → {_short(new)}"
+
+
+def _is_summary(value: Any) -> bool:
+    return isinstance(value, Mapping) and "xxh" in value
+
+
+def _short(value: Any) -> str:
+    if _is_summary(value):
+        head = value.get("head") or value.get("function") or ""
+        return f"{str(head)[:24]!r}… #{str(value['xxh'])[:8]}"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, (int, float)) else str(value)
+    if isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value):
+        return value[:8]  # a fingerprint
+    return text if len(text) <= 48 else text[:45] + "…"
+
+
+def main(argv: list[str]) -> int:
+    """``explain RUN [RUN_B]``: prints one line per computed stage; exit 0."""
+    folders = [a for a in argv if not a.startswith("-")]
+    if not 1 <= len(folders) <= 2 or any(a in ("-h", "--help") for a in argv):
+        print("usage: python -m evalflow explain RUN_FOLDER [RUN_FOLDER_B]\n"
+              "  why each computed stage of the run (of RUN_FOLDER_B, against RUN_FOLDER) re-ran")
+        return 0 if any(a in ("-h", "--help") for a in argv) else 2
+    run, ref = (Path(folders[-1]), Path(folders[0]) if len(folders) == 2 else None)
+    lines = explain(run, ref)
+    print("\n".join(lines) if lines else f"{run}: every stage was served from the cache")
+    return 0

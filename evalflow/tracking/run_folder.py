@@ -1,0 +1,105 @@
+"""What a tracker logs, read from a finished run folder (pure: no tracking client involved).
+
+A run folder is complete when it holds ``results.json`` (written last); its ``.hydra/config.yaml``
+is the composed config the run used, ``samples_<task>.jsonl`` the per-document records.
+
+    run = read_run(Path("outputs/2025-01-01/12-00-00"))
+    metric_values(run.results)   # {"arc_easy/acc,none": 0.61, "arc_easy/acc_stderr,none": 0.02, ...}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from evalflow.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    folder: Path
+    results: Mapping[str, Any]
+    config: Mapping[str, Any]  # the composed config (.hydra/config.yaml), without Hydra's own node
+    config_file: Path | None
+    samples: tuple[Path, ...]
+
+
+def read_run(folder: Path) -> FinishedRun | None:
+    """The finished run in ``folder``; None when it has no results.json (the run did not finish)."""
+    results_file = folder / "results.json"
+    if not results_file.is_file():
+        return None
+    config_file = folder / ".hydra" / "config.yaml"
+    config: Mapping[str, Any] = {}
+    if config_file.is_file():
+        from omegaconf import OmegaConf
+
+        loaded = OmegaConf.to_container(OmegaConf.load(config_file), resolve=False)
+        config = loaded if isinstance(loaded, dict) else {}
+    return FinishedRun(
+        folder=folder,
+        results=json.loads(results_file.read_text(encoding="utf-8")),
+        config=config,
+        config_file=config_file if config_file.is_file() else None,
+        samples=tuple(sorted(folder.glob("samples_*.jsonl"))),
+    )
+
+
+def metric_values(results: Mapping[str, Any]) -> dict[str, float]:
+    """Every numeric score of every task and group, named ``<task>/<metric>,<filter>`` (lm-eval's
+    W&B names); stderrs of "N/A" and non-finite values are left out."""
+    out: dict[str, float] = {}
+    for task, entry in results.get("results", {}).items():
+        for key, value in entry.items():
+            if "," in key and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                out[f"{task}/{key}"] = float(value)
+    return out
+
+
+def flat_params(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """The config as dotted keys and text values (``model.dtype: float32``), for trackers whose
+    parameters are flat strings."""
+    out: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flat_params(value, name + "."))
+        else:
+            out[name] = json.dumps(value) if not isinstance(value, str) else value
+    return out
+
+
+def results_rows(results: Mapping[str, Any]) -> list[list[Any]]:
+    """lm-eval's W&B results table: Task, Version, Filter, num_fewshot, Metric, Value, Stderr."""
+    rows = []
+    for task, entry in results.get("results", {}).items():
+        for key, value in entry.items():
+            if "," not in key or "_stderr," in key or not isinstance(value, (int, float)):
+                continue
+            metric, _, filter_name = key.partition(",")
+            stderr = entry.get(f"{metric}_stderr,{filter_name}")
+            rows.append([task, str(results.get("versions", {}).get(task)), filter_name,
+                         results.get("n-shot", {}).get(task), metric, value,
+                         stderr if isinstance(stderr, (int, float)) else None])
+    return rows
+
+
+def refuse_credentials(uri: str | None, setting: str) -> None:
+    """A URI with a password would be saved in the run folder's .hydra/ snapshot: refuse it."""
+    if uri and urlsplit(uri).password:
+        raise ConfigError(
+            f"{setting} contains a password; settings are saved in every run folder's .hydra/ snapshot. "
+            "Remove it from the URI and give credentials through the environment "
+            "(MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN)."
+        )
+
+
+def require(module: str, what: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(f"{what} needs the '{module}' package: pip install \"evalflow[tracking]\"")

@@ -1,0 +1,70 @@
+"""Weights & Biases: ``hydra/callbacks=wandb`` (conf/hydra/callbacks/wandb.yaml) logs each finished
+run as one W&B run: the composed config, every score (lm-eval's names, ``arc_easy/acc,none``), the
+results table, and an artifact with results.json, the config snapshot and the samples files.
+
+Offline (``hydra.callbacks.wandb.mode=offline`` or ``WANDB_MODE=offline``) the run is written
+under the run folder's ``wandb/`` for a later ``wandb sync``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from evalflow.tracking.run_folder import metric_values, read_run, require, results_rows
+
+log = logging.getLogger(__name__)
+
+TABLE_COLUMNS = ["Task", "Version", "Filter", "num_fewshot", "Metric", "Value", "Stderr"]
+
+
+def log_to_wandb(
+    folder: Path, *, project: str | None = None, entity: str | None = None, name: str | None = None,
+    group: str | None = None, job_type: str = "eval", tags: Sequence[str] = (), mode: str | None = None,
+    log_samples: bool = True,
+) -> str | None:
+    """Log the finished run in ``folder``; returns the W&B run id (None if the run did not finish)."""
+    run = read_run(folder)
+    if run is None:
+        log.warning("wandb: %s has no results.json (the run did not finish); nothing logged", folder)
+        return None
+    import wandb
+
+    wb = wandb.init(project=project, entity=entity, name=name, group=group, job_type=job_type,
+                    tags=list(tags) or None, mode=mode, dir=str(folder), config=dict(run.config))
+    try:
+        metrics = metric_values(run.results)
+        wb.log(metrics)
+        wb.summary.update(metrics)
+        wb.log({"evaluation/eval_results": wandb.Table(columns=TABLE_COLUMNS, data=results_rows(run.results))})
+        artifact = wandb.Artifact(f"run-{wb.id}-results", type="eval_results")
+        artifact.add_file(str(folder / "results.json"))
+        if run.config_file is not None:
+            artifact.add_file(str(run.config_file), name="config.yaml")
+        for sample in run.samples if log_samples else ():
+            artifact.add_file(str(sample), name=f"samples/{sample.name}")
+        wb.log_artifact(artifact)
+        return str(wb.id)
+    finally:
+        wb.finish()
+
+
+class WandbCallback(Callback):
+    """Hydra callback: after each job (each sweep job too), log its run folder to W&B."""
+
+    def __init__(self, project: str | None = None, entity: str | None = None, name: str | None = None,
+                 group: str | None = None, job_type: str = "eval", tags: Sequence[str] = (),
+                 mode: str | None = None, log_samples: bool = True) -> None:
+        require("wandb", "hydra/callbacks=wandb")
+        self.options: dict[str, Any] = dict(project=project, entity=entity, name=name, group=group,
+                                            job_type=job_type, tags=tuple(tags or ()), mode=mode, log_samples=log_samples)
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if job_return.status != JobStatus.COMPLETED:
+            return
+        log_to_wandb(Path(config.hydra.runtime.output_dir), **self.options)

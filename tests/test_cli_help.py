@@ -1,0 +1,23 @@
+"""`python -m evalflow --help` names evalflow and lists every subcommand from SUBCOMMANDS."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from evalflow.__main__ import SUBCOMMANDS
+from tests.conftest import ROOT
+
+
+def test_help_names_evalflow_and_every_subcommand() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "evalflow", "--help"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "__main__" not in done.stdout and "powered by Hydra" not in done.stdout
+    assert done.stdout.startswith("evalflow: ")
+    for name, sub in SUBCOMMANDS.items():
+        assert sub.summary.strip(), f"subcommand {name} has no one-line summary"
+        assert f"python -m evalflow {name} {sub.summary}" in done.stdout
+    assert "model: dummy, hf" in done.stdout  # Hydra's config groups are still listed

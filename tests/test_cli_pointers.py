@@ -1,0 +1,76 @@
+"""Errors that point the way: Ctrl-C, lm-eval habits on the command line, and evaluate()'s errors
+reading as the command line's (the one-paragraph cases themselves are in
+tests/reliability/test_bad_input.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalflow import evaluate
+from evalflow.errors import ConfigError
+from tests.conftest import COUNTING, ROOT
+from tests.test_cli import base_args, cli
+
+
+def test_ctrl_c_prints_one_line_saying_what_was_saved_and_how_to_resume(toy_library: Path, tmp_path: Path) -> None:
+    cache, calls = tmp_path / "cache", tmp_path / "calls.log"
+    args = base_args(toy_library, cache) + ["chunk_size=8", f"hydra.run.dir={tmp_path / 'run'}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_TEST_DELAY": "0.03", "EVALFLOW_TEST_CALL_LOG": str(calls)}
+    proc = subprocess.Popen([sys.executable, "-m", "evalflow", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and (not calls.exists() or len(calls.read_text().split()) < 20):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err + out
+    lines = [line for line in err.splitlines() if line.startswith("evalflow:")]
+    assert len(lines) == 1 and lines[0].startswith("evalflow: interrupted."), err
+    assert str(cache) in lines[0] and "run the same command again to resume" in lines[0]
+    assert not (tmp_path / "run" / "results.json").exists()
+
+    resumed = cli(args)  # "the same command", into the same run folder
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["inference"]["cached"] >= 8
+
+
+def test_include_path_accepts_one_folder_without_brackets(toy_library: Path, tmp_path: Path) -> None:
+    args = [a if not a.startswith("include_path=") else f"include_path={toy_library}" for a in base_args(toy_library, tmp_path / "c")]
+    done = cli(args + ["limit=3", f"hydra.run.dir={tmp_path / 'run'}"])
+    assert done.returncode == 0, done.stderr
+    assert "toy_mc" in json.loads((tmp_path / "run" / "results.json").read_text())["results"]
+    results = evaluate("toy_mc", "dummy", include_path=str(toy_library), limit=3, cache_dir=str(tmp_path / "c"), bootstrap_iters=0)
+    assert "toy_mc" in results["results"]
+
+
+def test_evaluate_raises_config_errors_like_the_command_line(toy_library: Path, tmp_path: Path) -> None:
+    kw = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=2, bootstrap_iters=0)
+    with pytest.raises(ConfigError, match=r"model=dumy: there is no 'dumy' in conf/model/; did you mean 'dummy'"):
+        evaluate("toy_mc", "dumy", **kw)
+    with pytest.raises(ConfigError, match=r"model.dtyp: the 'hf' model config .* did you mean 'dtype'"):
+        evaluate("toy_mc", {"type": "hf", "pretrained": "/nowhere", "dtyp": "bfloat16"}, **kw)
+    with pytest.raises(ConfigError, match=r"model.sallt: .* did you mean 'salt'"):
+        evaluate("toy_mc", "dummy", overrides=["model.sallt=x"], **kw)
+    with pytest.raises(ConfigError, match=r"'output_path': .*hydra.run.dir=DIR"):
+        evaluate("toy_mc", "dummy", output_path="out", **kw)
+    with pytest.raises(ConfigError, match=r"'device': .*model.device=cpu"):
+        evaluate("toy_mc", "dummy", device="cpu", **kw)
+
+
+def test_a_model_mapping_is_laid_over_its_preset(toy_library: Path, tmp_path: Path) -> None:
+    """{"type": "dummy", "salt": "x"} is the same run as model=dummy model.salt=x on the command line."""
+    kw = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=4, bootstrap_iters=0)
+    by_mapping = evaluate("toy_mc", {"type": "dummy", "salt": "x"}, **kw)
+    by_override = evaluate("toy_mc", "dummy", overrides=["model.salt=x"], **kw)
+    assert by_mapping["results"] == by_override["results"] and by_mapping["evalflow"]["model"] == by_override["evalflow"]["model"]
+    own = evaluate("toy_mc", {"type": COUNTING, "anything": 1}, **kw)  # a class of the user's own: keys as given
+    assert own["evalflow"]["model"] == {"type": COUNTING, "anything": 1}
