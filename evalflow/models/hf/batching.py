@@ -116,8 +116,9 @@ def bytes_per_sequence(dims: ModelDims, seq_len: int) -> int:
 CPU_PASS_ROWS = 8
 """``batch_size=auto`` on a CPU: at most this many rows (of packed tokens) per scoring pass. A pass
 is compute-bound there, so more rows buy nothing and cost cache misses: SmolLM2, 600 arc_easy
-requests, 1 thread, CPU seconds by batch size: 1: 24.2, 4: 21.9, 8: 22.2, 16: 24.5 (see the
-README's batch-size curve). Generation sizes its rows separately (:func:`auto_decode_slots`)."""
+requests, 1 thread, CPU seconds by batch size 1 / 4 / 8 / 16 / 32: 24.2 / 21.9 / 22.2 / 24.5 /
+25.8; 600 mmlu 5-shot requests, 1 / 4 / 8 / 16: 33.4 / 32.7 / 34.3 / 40.5 (differences under ~5%
+are noise on the shared machine they were measured on). Generation sizes its rows separately (:func:`auto_decode_slots`)."""
 
 
 def auto_batch_size(dims: ModelDims, seq_len: int, free_bytes: int, max_batch_size: int) -> int:
