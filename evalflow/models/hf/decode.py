@@ -99,8 +99,8 @@ class SlotLayer(DynamicLayer):
 class StopWatch:
     """lm-eval's stop test for one row: a stop sequence in the decoded last few generated tokens.
 
-    The window is each sequence's token count plus two (a model may spell ``"\\n\\n"`` as two
-    ``"\\n"`` tokens), so one check costs the same however long the row has run.
+    The window is the longest sequence's token count plus two (a model may spell ``"\\n\\n"`` as
+    two ``"\\n"`` tokens), so one check costs the same however long the row has run.
     """
 
     def __init__(self, stops: Sequence[str], tokenizer: Any) -> None:
@@ -148,7 +148,8 @@ def greedy_until(
             j = waiting.popleft()
             _join(model, layers, r, jobs[j], device)
             if r == len(rows):  # the first fill
-                rows.append(j), lengths.append(0), feed.append(0)
+                for values in (rows, lengths, feed):
+                    values.append(0)
             rows[r], lengths[r], feed[r] = j, len(jobs[j].context) - 1, jobs[j].context[-1]
         while -1 in rows:  # nothing left to take the free rows: stop computing them
             r = rows.index(-1)
