@@ -132,7 +132,7 @@ def greedy_until(
     """
     slots = max(1, min(slots, len(jobs)))
     capacity = max(len(j.context) for j in jobs) + max_new
-    layers = [SlotLayer(slots, capacity) for _ in range(_num_layers(model))]
+    layers = [SlotLayer(slots, capacity) for _ in range(kv.num_layers(model))]
     cache = Cache(layers=layers)
     waiting = deque(range(len(jobs)))
     rows: list[int] = []  # the job in each buffer row, -1 once it has finished
@@ -177,12 +177,6 @@ def greedy_until(
             if token in eos_ids or len(generated) >= max_new or stop.hit(generated):
                 rows[r] = -1
     return out
-
-
-def _num_layers(model: Any) -> int:
-    config = model.config
-    cfg = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    return int(cfg.num_hidden_layers)
 
 
 def _join(model: Any, layers: list[SlotLayer], slot: int, job: Job, device: Any) -> None:
