@@ -46,7 +46,11 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     store = CacheStore(settings.cache_dir)
     try:
         edge = model_edge(settings, store, model)
-        outputs, events = evaluate_tasks(selection, settings, store, edge)
+        try:
+            outputs, events = evaluate_tasks(selection, settings, store, edge)
+        finally:
+            edge.close()
+        count_cached_stages(outputs, events, edge)
         record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data)
         results = build_results(record)
         if output_dir is not None:
@@ -99,6 +103,11 @@ def _with_skipped_files(exc: TaskError, index: TaskIndex) -> TaskError:
 def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> CachedModel:
     """The caching front of the model; the model itself is loaded on the first miss only."""
     if model is not None:
+        if settings.workers > 1:
+            raise ConfigError(
+                f"workers={settings.workers} builds one model per Ray worker from a model config; a model "
+                "object passed to evaluate() cannot be replicated. Pass a config (model={'type': ...}) or workers=1."
+            )
         ident = getattr(model, "identity", None)
         if not callable(ident):
             log.warning(
@@ -116,7 +125,20 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
     load_args = {**config, "batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size}
     if config.get("type") == "dummy":
         load_args = config
-    return CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size, identity_data=data)
+    edge = CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size, identity_data=data)
+    if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
+        from evalflow.scale.ray_workers import RayDispatch
+
+        edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address)
+    return edge
+
+
+def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel) -> None:
+    """A task whose inference stage was served whole from the stage cache never asked the edge:
+    count its requests as cached, so the manifest says what the run reused."""
+    for event in events:
+        if event.stage == "inference" and event.hit:
+            edge.counts.served_by_stage(len(outputs[event.task]["inference"].values))
 
 
 def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:

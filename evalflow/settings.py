@@ -6,7 +6,7 @@ with a message naming the key and the fix, not an hour later inside a stage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -45,6 +45,9 @@ class RunSettings:
     predict_only: bool = False
     data_map_file: str | None = None  # the map file data_map came from (recorded in the manifest)
     explain: bool = False  # print why each computed stage re-ran, at the end of the run
+    workers: int = 1  # model replicas (Ray actors when > 1); speed only, in no cache key
+    worker_resources: Mapping[str, Any] = field(default_factory=dict)
+    ray_address: str | None = None
 
 
 def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
@@ -107,6 +110,7 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
         samples=samples,
         predict_only=bool(data.get("predict_only", False)),
         explain=bool(data.get("explain", False)),
+        **_scale_out(data),
     )
 
 
@@ -119,6 +123,23 @@ def _paths(value: Any) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)):
         return tuple(str(p) for p in value)
     raise ConfigError(f"include_path={value!r} is neither a folder nor a list of folders; write include_path=/dir or include_path=[a,b]")
+
+
+def _scale_out(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``workers``, ``worker_resources``, ``ray_address``, checked before any Ray is started."""
+    workers = data.get("workers", 1)
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ConfigError(f"workers={workers!r} is not allowed; use a whole number >= 1 (1: the model runs in this process)")
+    resources = data.get("worker_resources") or {}
+    if not isinstance(resources, Mapping) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in resources.values()
+    ):
+        raise ConfigError(
+            f"worker_resources={resources!r} is not allowed; give a mapping of Ray resources to amounts "
+            "per worker, e.g. worker_resources='{num_gpus: 1, num_cpus: 4}'"
+        )
+    address = data.get("ray_address")
+    return {"workers": workers, "worker_resources": dict(resources), "ray_address": str(address) if address else None}
 
 
 def _template_name(value: Any) -> str | None:

@@ -1,4 +1,4 @@
-"""``python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR]``: look after a cache folder.
+"""``python -m evalflow cache stats|verify|gc|clear|merge [cache_dir=DIR]``: look after a cache folder.
 
     stats    entries and bytes per stage (and per-request responses)
     verify   decode every entry and check its checksum; exit 1 when anything is corrupt
@@ -6,6 +6,8 @@
              runs), entries older than max_age_days=N, then the oldest entries until the folder
              is under max_size_gb=X
     clear    delete every entry, and the side folders (models' file memos such as gguf-weights/)
+    merge    SRC... cache_dir=DST: copy every intact entry of the SRC caches into DST
+             (evalflow/cache/merge.py)
 
 Besides diskcache's entries, a cache folder holds *side folders*: memos that models keep as plain
 files (a GGUF file's dequantized weights, its metadata). ``stats`` lists them, ``gc`` removes
@@ -26,7 +28,8 @@ from evalflow.cache.codec import CorruptEntry, decode
 from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, default_cache_dir, lease_alive, unusable
 from evalflow.errors import CacheError, ConfigError
 
-USAGE = "usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X]"
+USAGE = ("usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X], "
+         "or cache merge SRC... cache_dir=DST")
 
 
 def _options(argv: list[str]) -> tuple[str, dict[str, str]]:
@@ -48,6 +51,10 @@ def _options(argv: list[str]) -> tuple[str, dict[str, str]]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["merge"]:
+        from evalflow.cache.merge import main as merge_main
+
+        return merge_main(argv[1:])
     command, opts = _options(argv)
     directory = Path(opts["cache_dir"]).expanduser() if "cache_dir" in opts else default_cache_dir()
     if not (directory / "cache.db").is_file():  # never create a cache folder just to look at it
@@ -200,7 +207,7 @@ def _orphan_files(store: CacheStore, min_age: float = 3600.0) -> list[Path]:
 def _live_lease(store: CacheStore, key: str) -> bool:
     try:
         blob = store.raw.get(key, retry=True)
-        return blob is not None and lease_alive(decode(blob))
+        return blob is not None and lease_alive(decode(blob), store.beating)
     except CorruptEntry:
         return False
 

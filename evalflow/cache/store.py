@@ -11,33 +11,42 @@ swapping the value file under it. Every entry is tagged with the stage (or ``req
 it, which is what ``python -m evalflow cache stats`` groups by.
 
 Leases (:meth:`CacheStore.claim`) let processes sharing a folder split the model's work: a
-process computes only requests it holds a lease on; a lease dies with its process (same host) or
-after ``ttl`` seconds (another host).
+process computes only requests it holds a lease on. A lease dies with its process: on the same
+host that is seen at once (its pid is gone); a holder on another host (a container, a machine
+sharing the folder) keeps a *heartbeat* entry alive while it computes (:meth:`heartbeat`), and
+its leases die when the heartbeat stops, within ``HEARTBEAT_TTL`` seconds, not the lease's ttl.
+The folder itself must be on a local disk (:mod:`evalflow.cache.filesystem`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import re
 import socket
 import sqlite3
+import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 import diskcache
 from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
 
 from evalflow.cache.codec import CorruptEntry, decode, encode
+from evalflow.cache.filesystem import refuse_network_filesystem
 from evalflow.errors import CacheError
 
 log = logging.getLogger(__name__)
 
 MISSING: Any = object()
 LEASE = "lease:"
+ALIVE = "alive:"  # + holder token: the heartbeat of a process holding leases
+HEARTBEAT_TTL = 30.0  # a holder on another host is dead this long after its last beat
 # diskcache's own value-file names (Disk.filename): two hex folder levels, 28 hex digits, .val
 VALUE_FILE = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{28}\.val")
 # The SQLite pragmas diskcache would otherwise take from the folder's own Settings table.
@@ -111,13 +120,13 @@ class Claim:
     scanned: int  # how many keys from the front of the list this pass looked at
 
 
-def lease_alive(lease: Any) -> bool:
-    """Whether a lease's holder may still be computing: its process is alive (same host), or it
-    is on another host (then only the lease's expiry ends it)."""
+def lease_alive(lease: Any, beating: Callable[[str], bool]) -> bool:
+    """Whether a lease's holder may still be computing: its process is alive (same host), or, on
+    another host, ``beating(token)`` says its heartbeat entry is still there."""
     if not isinstance(lease, Mapping) or not isinstance(lease.get("pid"), int):
         return False
     if lease.get("host") != socket.gethostname():
-        return True
+        return isinstance(lease.get("token"), str) and beating(lease["token"])
     try:
         os.kill(lease["pid"], 0)
     except ProcessLookupError:
@@ -160,6 +169,7 @@ class CacheStore:
         self.directory = Path(directory).expanduser()
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
+            refuse_network_filesystem(self.directory)
             self._cache = diskcache.Cache(
                 str(self.directory),
                 disk=DataDisk,
@@ -200,6 +210,12 @@ class CacheStore:
         self._cache.add(key, encode(value), tag=tag, retry=True)
 
     @_guarded
+    def put_encoded(self, key: str, blob: bytes, tag: str | None) -> bool:
+        """Add an already encoded (and verified) value, as ``cache merge`` copies it; False if
+        the key was present (entries are immutable, so nothing is replaced)."""
+        return bool(self._cache.add(key, blob, tag=tag, retry=True))
+
+    @_guarded
     def put_many(self, items: Mapping[str, Any], tag: str) -> None:
         """Write ``items`` in one transaction (all of a batch is persisted, or none of it), and end
         the caller's leases on them."""
@@ -225,7 +241,7 @@ class CacheStore:
                 value = self.get(key)
                 if value is not MISSING:
                     found[key] = value
-                elif lease_alive(self.get(LEASE + key)):
+                elif lease_alive(self.get(LEASE + key), self.beating):
                     busy.append(key)
                 else:
                     self._cache.set(LEASE + key, lease, expire=ttl, tag="lease", retry=True)
@@ -233,6 +249,35 @@ class CacheStore:
                     if len(claimed) >= limit:
                         break
         return Claim(found, claimed, busy, scanned)
+
+    def beating(self, token: str) -> bool:
+        """Whether the holder ``token`` beat within the last ``HEARTBEAT_TTL`` seconds."""
+        return self._cache.get(ALIVE + token, default=None, retry=True) is not None
+
+    @contextlib.contextmanager
+    def heartbeat(self, holder: Holder, ttl: float = HEARTBEAT_TTL) -> Iterator[None]:
+        """Keep ``holder``'s heartbeat entry alive (re-written every ``ttl / 3`` s by a daemon
+        thread) while the block runs, so processes on other hosts see its leases as live; a
+        holder that dies stops beating and its leases are free ``ttl`` seconds later."""
+        stop = threading.Event()
+        key, blob = ALIVE + holder.token, encode({"host": holder.host, "pid": holder.pid, "at": time.time()})
+
+        def beat() -> None:
+            while not stop.wait(ttl / 3):
+                try:
+                    self._cache.set(key, blob, expire=ttl, tag="lease", retry=True)
+                except Exception as exc:  # a beat lost now is retried at the next one
+                    log.debug("heartbeat not written: %s", exc)
+
+        self._cache.set(key, blob, expire=ttl, tag="lease", retry=True)  # before any lease is taken
+        beating = threading.Thread(target=beat, name="evalflow-heartbeat", daemon=True)
+        beating.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            beating.join()
+            self._cache.delete(key, retry=True)
 
     @_guarded
     def release(self, keys: Iterable[str]) -> None:

@@ -24,7 +24,15 @@ def _run_id() -> str:
     return uuid.uuid4().hex[:6]
 
 
+def _presets(folder: str) -> str:
+    """The preset names in ``conf/<folder>/`` (for --help), so the list never goes stale."""
+    conf = Path(__file__).resolve().parents[2] / "conf" / folder
+    return ", ".join(sorted(p.stem for p in conf.glob("*.yaml")))
+
+
 def register_resolvers() -> None:
+    if not OmegaConf.has_resolver("evalflow.presets"):
+        OmegaConf.register_new_resolver("evalflow.presets", _presets)
     if not OmegaConf.has_resolver("evalflow.run_id"):  # cached: one value per composed config
         OmegaConf.register_new_resolver("evalflow.run_id", _run_id, use_cache=True)
     if not OmegaConf.has_resolver("evalflow.smollm2_dir"):

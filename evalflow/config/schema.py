@@ -61,6 +61,13 @@ class RunConfig:
     chunk_size: int = 64
     # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).
     explain: bool = False
+    # Scale-out (README "Scaling out"; never part of any cache key): model replicas answering one
+    # run's cache misses as Ray actors (1: in this process, Ray never imported), the Ray resources
+    # each replica reserves (e.g. {num_gpus: 1, num_cpus: 4}), and the Ray cluster to join (None:
+    # start a local one; "auto" or an address: an existing cluster).
+    workers: int = 1
+    worker_resources: Any = None  # a mapping; typed Any so an override ('{num_gpus: 1}') replaces it whole
+    ray_address: Optional[str] = None
 
 
 def register_configs() -> None:

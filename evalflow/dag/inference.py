@@ -15,6 +15,11 @@ than each computing all of them: a process leases a chunk of requests before sen
 model (:meth:`CacheStore.claim`), skips requests another live process holds, and at the end waits
 for those, taking over any whose holder died. Duplicate work is thus limited to leases taken over
 from a process that was still computing after ``lease_seconds``.
+
+*Where* a chunk is answered is the ``dispatch``'s business (:mod:`evalflow.scale`): this process
+(``workers=1``), or Ray actors (``workers>1``). Either way the misses are cut into the same chunks
+(:func:`evalflow.scale.chunks.plan_chunks`: families of one context kept together), and this edge
+alone writes the cache, one chunk at a time as it returns.
 """
 
 from __future__ import annotations
@@ -23,24 +28,34 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore, Holder
 from evalflow.errors import ModelError
 from evalflow.records import Request
+from evalflow.scale.chunks import plan_chunks
+from evalflow.scale.dispatch import Dispatch, Done, LocalDispatch, WorkerCounts
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class InferenceCounts:
-    """Requests sent to ``inference`` vs answered by the model vs from the cache."""
+    """Requests sent to ``inference`` vs answered by the model vs from the cache, and what each
+    model replica did (``workers``: name -> chunks, requests, seconds)."""
 
     requests: int = 0
     computed: int = 0
     cached: int = 0
     seconds_in_model: float = 0.0
+    workers: dict[str, WorkerCounts] = field(default_factory=dict)
+
+    def served_by_stage(self, n: int) -> None:
+        """``n`` requests of a task whose whole inference stage came from the stage cache: they
+        never reach the edge, but they are cached requests all the same."""
+        self.requests += n
+        self.cached += n
 
 
 def request_key(model_identity: str, request: Request) -> str:
@@ -57,12 +72,13 @@ class CachedModel:
     identity: str | None  # None: a model object with no identity; answers are neither read nor persisted
     load: Callable[[], Any]
     chunk_size: int = 64
-    on_chunk: Callable[[int, int], None] | None = field(default_factory=lambda: RequestProgress())  # (done, total)
+    on_chunk: Callable[[int, int, float], None] | None = field(default_factory=lambda: RequestProgress())  # (done, total, chunk seconds)
     counts: InferenceCounts = field(default_factory=InferenceCounts)
     lease_seconds: float = 1800.0  # after this, a lease held by a silent process is taken over
     poll_seconds: float = 0.05  # first wait for requests another process computes (doubles to 1 s)
     holder: Holder = field(default_factory=Holder)
     identity_data: Any = None  # the plain data ``identity`` hashes (recorded in the manifest)
+    dispatch: Dispatch | None = None  # None: the model in this process (LocalDispatch)
     _model: Any = None
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
@@ -79,6 +95,17 @@ class CachedModel:
         if self._model is None:
             self._model = self.load()
         return self._model
+
+    @property
+    def dispatcher(self) -> Dispatch:
+        if self.dispatch is None:
+            self.dispatch = LocalDispatch(lambda: self.model)
+        return self.dispatch
+
+    def close(self) -> None:
+        """End the model replicas (Ray actors) of this run, if any were started."""
+        if self.dispatch is not None:
+            self.dispatch.close()
 
     def _answer(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
         if self.identity is None:
@@ -104,60 +131,76 @@ class CachedModel:
         return [answers[k] for k in keys]
 
     def _compute_alone(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
-        for start in range(0, len(ordered), self.chunk_size):
-            answers.update(self._compute(rtype, ordered[start : start + self.chunk_size]))
+        done, by_key = 0, dict(ordered)
+        for finished in self.dispatcher.map(rtype, plan_chunks(ordered, self.chunk_size)):
+            answers.update(self._accept(rtype, finished, by_key))
+            done += len(finished.keys)
             if self.on_chunk:
-                self.on_chunk(min(start + self.chunk_size, len(ordered)), len(ordered))
+                self.on_chunk(done, len(ordered), finished.seconds)
         return {k for k, _ in ordered}
 
     def _compute_shared(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
         """Compute the misses this process can lease, chunk by chunk; then wait for the ones other
         processes hold, taking over those whose holder died. Returns the keys computed here."""
+        store = self.store
         by_key = dict(ordered)
         pending = [k for k, _ in ordered]
         mine: set[str] = set()
+        outstanding: set[str] = set()  # leased here, not yet persisted: released if this fails
         resolved, wait = 0, self.poll_seconds
-        while pending:
-            deferred: list[str] = []
-            progress = False
-            keys = iter(pending)  # each claim continues where the previous one stopped
-            while (claim := self.store.claim(keys, self.holder, self.chunk_size, self.lease_seconds)).scanned:
-                deferred += claim.busy
-                answers.update(claim.found)
-                progress = progress or bool(claim.found or claim.claimed)
-                if claim.claimed:
-                    answers.update(self._compute(rtype, [(k, by_key[k]) for k in claim.claimed]))
-                    mine.update(claim.claimed)
-                resolved += len(claim.found) + len(claim.claimed)
-                if self.on_chunk and claim.claimed:
-                    self.on_chunk(resolved, len(ordered))
-            pending = deferred
-            if pending and not progress:
-                if wait == self.poll_seconds:
-                    log.info("waiting for %d %s requests another process is computing", len(pending), rtype)
-                time.sleep(wait)
-                wait = min(1.0, wait * 2)
-            else:
-                wait = self.poll_seconds
+        with store.heartbeat(self.holder):
+            while pending:
+                deferred: list[str] = []
+                progress = False
+
+                def leased(keys: list[str]) -> Any:
+                    """Each planned chunk as far as it can be leased now, claimed only when a
+                    replica is ready for it."""
+                    nonlocal progress, resolved
+                    for chunk in plan_chunks([(k, by_key[k]) for k in keys], self.chunk_size):
+                        claim = store.claim(iter([k for k, _ in chunk]), self.holder, len(chunk), self.lease_seconds)
+                        deferred.extend(claim.busy)
+                        answers.update(claim.found)
+                        resolved += len(claim.found)
+                        progress = progress or bool(claim.found or claim.claimed)
+                        if claim.claimed:
+                            outstanding.update(claim.claimed)
+                            yield [(k, by_key[k]) for k in claim.claimed]
+
+                try:
+                    for finished in self.dispatcher.map(rtype, leased(pending)):
+                        answers.update(self._accept(rtype, finished, by_key))
+                        outstanding.difference_update(finished.keys)
+                        mine.update(finished.keys)
+                        resolved += len(finished.keys)
+                        if self.on_chunk:
+                            self.on_chunk(resolved, len(ordered), finished.seconds)
+                except BaseException:
+                    store.release(outstanding)  # let other processes take these requests
+                    raise
+                pending = deferred
+                if pending and not progress:
+                    if wait == self.poll_seconds:
+                        log.info("waiting for %d %s requests another process is computing", len(pending), rtype)
+                    time.sleep(wait)
+                    wait = min(1.0, wait * 2)
+                else:
+                    wait = self.poll_seconds
         return mine
 
-    def _compute(self, rtype: str, chunk: list[tuple[str, Request]]) -> dict[str, Any]:
-        """Answer one chunk, check every answer's shape, and only then persist the chunk: a
-        malformed answer must never reach the cache, where a fixed model would still be served it."""
-        try:
-            t0 = time.perf_counter()
-            got = list(getattr(self.model, rtype)([r for _, r in chunk]))
-            self.counts.seconds_in_model += time.perf_counter() - t0
-            if len(got) != len(chunk):
-                raise ModelError(
-                    f"model {type(self.model).__name__}.{rtype} returned {len(got)} responses for "
-                    f"{len(chunk)} requests; it must return exactly one response per request, in order"
-                )
-            fresh = {key: checked_answer(self.model, rtype, request, answer) for (key, request), answer in zip(chunk, got)}
-        except BaseException:
-            if self.identity is not None:  # let other processes take these requests
-                self.store.release(k for k, _ in chunk)
-            raise
+    def _accept(self, rtype: str, finished: Done, requests: Mapping[str, Request]) -> dict[str, Any]:
+        """A returned chunk's answers, every one's shape checked, counted, and only then persisted
+        in one transaction: a malformed answer must never reach the cache, where a fixed model
+        would still be served it."""
+        if len(finished.answers) != len(finished.keys):
+            raise ModelError(
+                f"model {finished.model}.{rtype} returned {len(finished.answers)} responses for "
+                f"{len(finished.keys)} requests; it must return exactly one response per request, in order"
+            )
+        fresh = {key: checked_answer(finished.model, rtype, requests[key], answer)
+                 for key, answer in zip(finished.keys, finished.answers)}
+        self.counts.seconds_in_model += finished.seconds
+        self.counts.workers.setdefault(finished.worker, WorkerCounts()).add(finished)
         if self.identity is not None:
             self.store.put_many(fresh, tag="request")
         return fresh
@@ -172,7 +215,9 @@ _SHAPES = {
 
 def checked_answer(model: Any, rtype: str, request: Request, answer: Any) -> Any:
     """``answer`` as plain JSON data if it has the shape of ``rtype``'s answers, else a ModelError
-    naming the model, the request type, the request and the bad value."""
+    naming the model (an object, or its class name when it answered in another process), the
+    request type, the request and the bad value."""
+    name = model if isinstance(model, str) else type(model).__name__
     plain = _plain(answer)
     if rtype == "loglikelihood":
         ok = isinstance(plain, list) and len(plain) == 2 and _is_number(plain[0]) and isinstance(plain[1], bool)
@@ -182,7 +227,7 @@ def checked_answer(model: Any, rtype: str, request: Request, answer: Any) -> Any
         ok = isinstance(plain, str)
     if not ok:
         raise ModelError(
-            f"model {type(model).__name__}.{rtype} returned {answer!r} (type {type(answer).__name__}) for request "
+            f"model {name}.{rtype} returned {answer!r} (type {type(answer).__name__}) for request "
             f"{_short(request.args)}; each answer must be {_SHAPES[rtype]}. Nothing of this chunk was cached; "
             "fix the model and run again."
         )
@@ -218,7 +263,10 @@ class RequestProgress:
     """The default ``on_chunk``: the model's progress through one list of misses, with requests/s
     and ETA, as a rich progress bar on a terminal, else a log line at most every ``log_every`` s.
 
-    The rate counts from the first reported chunk, so model loading never skews it.
+    ``seconds`` is how long the reported chunk took on its replica (model loading excluded): the
+    rate counts from when the first chunk *started*, so it is right even when every request fits
+    in one chunk, and loading never skews it. With several replicas the driver reports every
+    chunk here, so the rate and ETA are those of all workers together.
     """
 
     def __init__(self, log_every: float = 30.0, stream: Any = None) -> None:
@@ -228,11 +276,12 @@ class RequestProgress:
         self.total, self.done, self.start_done, self.start, self.logged = -1, 0, 0, 0.0, 0.0
         self.bar: Any = None
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, seconds: float = 0.0) -> None:
         now = time.monotonic()
         if total != self.total or done < self.done:  # a new list of requests
             self.close()
-            self.total, self.start_done, self.start, self.logged = total, done, now, now
+            start_done = 0 if seconds > 0 else done  # without a duration, count from this chunk
+            self.total, self.start_done, self.start, self.logged = total, start_done, now - seconds, now
             if getattr(self.stream, "isatty", lambda: False)():
                 self.bar = _rich_bar(self.stream, total, done)
         self.done = done

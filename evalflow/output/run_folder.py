@@ -7,6 +7,7 @@ fails leaves whatever it wrote before (the ``.hydra`` snapshot, samples) but nev
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -56,6 +57,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
             "computed": record.inference.computed,
             "cached": record.inference.cached,
         },
+        # which model replica computed how much (one "local@host:pid", or one per Ray worker)
+        "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
         "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},
         "data_map": _data_map_record(record.settings.data_map_file),
         "fewshot_split": {t: out["load_docs"].fewshot_split for t, out in record.outputs.items()},

@@ -17,7 +17,10 @@ def test_identical_rerun_hits_every_stage_and_calls_nothing(runner: Runner) -> N
     second, m2, folder = runner()
     assert stage_hits(m2) == dict.fromkeys(ALL_STAGES, True)
     assert CountingModel.calls_total == 0
-    assert m2["inference"] == {"requests": 0, "computed": 0, "cached": 0}  # inference stage itself hit
+    # the inference stage itself hit, so no request reached the edge: they all count as cached
+    assert m2["inference"] == {"requests": m1["inference"]["requests"], "computed": 0, "cached": m1["inference"]["requests"]}
+    assert m1["inference"]["requests"] == 160 and m2["workers"] == {}
+    assert [w["requests"] for w in m1["workers"].values()] == [m1["inference"]["computed"]]
     assert second["results"] == first["results"]
     assert json.loads((folder / "results.json").read_text())["results"] == json.loads(json.dumps(first["results"]))
 

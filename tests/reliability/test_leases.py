@@ -30,12 +30,16 @@ def test_claim_skips_values_and_live_leases_and_takes_dead_ones(tmp_path: Path) 
         other = Holder(token="other")  # this process, another holder: alive
         assert store.claim(["held"], other, limit=5, ttl=60).claimed == ["held"]
         store.raw.set(LEASE + "dead", encode(Holder(pid=dead_pid()).as_data()), tag="lease")
-        store.raw.set(LEASE + "remote", encode(Holder(host="elsewhere", pid=1).as_data()), tag="lease")
+        remote = Holder(host="elsewhere", pid=1)  # another host: alive while its heartbeat beats
+        store.raw.set(LEASE + "remote", encode(remote.as_data()), tag="lease")
 
         me = Holder()
-        claim = store.claim(["done", "held", "dead", "remote", "free", "beyond"], me, limit=2, ttl=60)
+        with store.heartbeat(remote):
+            claim = store.claim(["done", "held", "dead", "remote", "free", "beyond"], me, limit=2, ttl=60)
         assert claim.found == {"done": 1.5} and claim.busy == ["held", "remote"]
         assert claim.claimed == ["dead", "free"] and claim.scanned == 5  # "beyond": past the limit
+        # its heartbeat stopped (the process ended or died): its lease is free at once
+        assert store.claim(["remote"], me, limit=1, ttl=60).claimed == ["remote"]
 
         store.release(["held"])
         assert store.claim(["held"], me, limit=5, ttl=60).claimed == ["held"]
@@ -48,10 +52,12 @@ def test_claim_skips_values_and_live_leases_and_takes_dead_ones(tmp_path: Path) 
 def test_expired_leases_are_taken_over(tmp_path: Path) -> None:
     store = CacheStore(tmp_path)
     try:
-        assert store.claim(["k"], Holder(host="elsewhere"), limit=1, ttl=0.05).claimed == ["k"]
-        assert store.claim(["k"], Holder(), limit=1, ttl=60).busy == ["k"]
-        time.sleep(0.1)
-        assert store.claim(["k"], Holder(), limit=1, ttl=60).claimed == ["k"]
+        remote = Holder(host="elsewhere")
+        with store.heartbeat(remote):  # alive, but silent on this lease beyond its ttl
+            assert store.claim(["k"], remote, limit=1, ttl=0.05).claimed == ["k"]
+            assert store.claim(["k"], Holder(), limit=1, ttl=60).busy == ["k"]
+            time.sleep(0.1)
+            assert store.claim(["k"], Holder(), limit=1, ttl=60).claimed == ["k"]
     finally:
         store.close()
 

