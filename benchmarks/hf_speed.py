@@ -1,20 +1,27 @@
 """evalflow vs lm-eval 0.4.13 on the same machine, model, data and batch size: throughput and memory.
 
-    python benchmarks/hf_speed.py                          # all three workloads, 2 rounds each
+    python benchmarks/hf_speed.py                          # all workloads, 2 rounds each
     python benchmarks/hf_speed.py --only arc --rounds 3    # workloads whose name contains "arc"
+    python benchmarks/hf_speed.py --only decode            # the decode loop alone, in this process
 
-Workloads (SmolLM2-135M fp32 on CPU, the local data, ``batch_size`` 8 on both sides):
+Workloads (SmolLM2-135M fp32 on CPU, the local data, evalflow at ``batch_size`` 8):
 
-- ``arc_easy``: 500 test documents, 0-shot (loglikelihood; goal 1.5x lm-eval's throughput);
+- ``arc_easy``: 500 test documents, 0-shot (loglikelihood; goal 3x lm-eval's throughput);
 - ``mmlu5``: 5 subjects, every test document, 5-shot: every document of a subject has the same
-  five examples in front (goal 3x);
-- ``gsm8k``: 20 documents, 5-shot, greedy generation (goal 1.0x).
+  five examples in front (goal 10x);
+- ``gsm8k``: 30 documents, 5-shot, greedy generation, against the better of lm-eval at batch size 1
+  and 8 (goal 3x);
+- ``decode``: tokens/s of the decode loop alone (each measurement minus the same call generating
+  one token, so prompt processing cancels out), evalflow's continuous-batching loop
+  (``evalflow.models.hf.decode``) against a plain ``model.generate``, at 1 and 8 rows, on gsm8k
+  5-shot contexts; wall and CPU seconds and the foreign CPU load during the measurement.
 
-Each side runs as its own command (lm-eval through ``../shared/parity/peer.sh``, evalflow through
-``python -m evalflow``), from a cold cache every time (evalflow's cache folder is deleted before
-each run; lm-eval runs without its request cache), timed by ``../shared/bench/measure.py``: it
-waits for an idle machine before every run, interleaves the two commands, and records wall time,
-peak RSS and how much CPU other processes took (``foreign``; above ~0.05 a figure is disturbed).
+Each side of the first three runs as its own command (lm-eval through ``../shared/parity/peer.sh``,
+evalflow through ``python -m evalflow``), from a cold cache every time (evalflow's cache folder is
+deleted before each run; lm-eval runs without its request cache), timed by
+``../shared/bench/measure.py``: it waits for an idle machine before every run, interleaves the two
+commands, and records wall time, peak RSS and how much CPU other processes took (``foreign``; above
+~0.05 a figure is disturbed).
 
 How the ratio is computed: both sides spend the same fixed time starting up, building tasks and
 loading the model (the GGUF file is dequantized by transformers on both sides), which says nothing
@@ -24,7 +31,8 @@ baseline, and
     throughput ratio = (lm-eval wall(full) - lm-eval wall(limit 1)) / (evalflow wall(full) - evalflow wall(limit 1))
 
 i.e. lm-eval's time for the remaining documents over evalflow's, each from the minimum over
-rounds. The plain total-wall ratio is printed too. Peak RSS is each side's largest process.
+rounds (for gsm8k, lm-eval's better batch size). The plain total-wall ratio is printed too. Peak
+RSS is each side's largest process.
 
 "Cold" means evalflow's response and stage cache is empty. Its memo of the dequantized GGUF
 weights (``model.memo_gguf``, kept outside that folder) is warm after the first run, as it is for
@@ -55,12 +63,13 @@ class Workload:
     num_fewshot: int
     limit: int | None  # None: every test document
     goal: float
+    peer_batch_sizes: tuple[int, ...] = ()  # lm-eval's best of these; () = evalflow's batch size
 
 
 WORKLOADS = [
-    Workload("arc_easy", ("arc_easy",), 0, 500, 1.5),
-    Workload("mmlu5", tuple(MMLU5), 5, None, 3.0),
-    Workload("gsm8k", ("gsm8k",), 5, 20, 1.0),
+    Workload("arc_easy", ("arc_easy",), 0, 500, 3.0),
+    Workload("mmlu5", tuple(MMLU5), 5, None, 10.0),
+    Workload("gsm8k", ("gsm8k",), 5, 30, 3.0, peer_batch_sizes=(8, 1)),
 ]
 
 
@@ -100,26 +109,44 @@ def measure(a: list[str], b: list[str], rounds: int, label: str) -> dict:
 
 
 def run_workload(w: Workload, batch_size: int, rounds: int, work: Path) -> str:
+    peer_sizes = w.peer_batch_sizes or (batch_size,)
     print(f"{w.name}: full run", flush=True)
     full = measure(evalflow_command(w, w.limit, batch_size, work / "ef"),
-                   peer_command(w, w.limit, batch_size, work / "peer"), rounds, f"{w.name} full")
+                   peer_command(w, w.limit, peer_sizes[0], work / "peer"), rounds, f"{w.name} full")
     print(f"{w.name}: baseline (limit=1: start-up, task building, model load)", flush=True)
     base = measure(evalflow_command(w, 1, batch_size, work / "ef1"),
-                   peer_command(w, 1, batch_size, work / "peer1"), rounds, f"{w.name} limit=1")
-    ours, theirs = full["summary"]["A"], full["summary"]["B"]
-    ours1, theirs1 = base["summary"]["A"], base["summary"]["B"]
+                   peer_command(w, 1, peer_sizes[0], work / "peer1"), rounds, f"{w.name} limit=1")
+    ours, ours1 = full["summary"]["A"], base["summary"]["A"]
+    peers = [(peer_sizes[0], full["summary"]["B"], base["summary"]["B"])]
+    for size in peer_sizes[1:]:  # lm-eval alone at its other batch sizes
+        print(f"{w.name}: lm-eval at batch size {size}", flush=True)
+        alone = measure_one(peer_command(w, w.limit, size, work / f"peer_b{size}"), rounds, f"{w.name} lm-eval bs={size}")
+        alone1 = measure_one(peer_command(w, 1, size, work / f"peer1_b{size}"), rounds, f"{w.name} lm-eval bs={size} limit=1")
+        peers.append((size, alone, alone1))
     work_ours = ours["min_wall_s"] - ours1["min_wall_s"]
+    size, theirs, theirs1 = min(peers, key=lambda p: p[1]["min_wall_s"] - p[2]["min_wall_s"])
     work_theirs = theirs["min_wall_s"] - theirs1["min_wall_s"]
     ratio = work_theirs / work_ours if work_ours > 0 else float("inf")
-    rss = ours["max_rss_mib"] / theirs["max_rss_mib"]
-    foreign = max(ours["max_foreign_frac"], theirs["max_foreign_frac"], ours1["max_foreign_frac"], theirs1["max_foreign_frac"])
+    rss = ours["max_rss_mib"] / max(p[1]["max_rss_mib"] for p in peers)
+    foreign = max(x["max_foreign_frac"] for x in (ours, ours1, *(q for p in peers for q in p[1:])))
     return (
         f"{w.name}: throughput {ratio:.2f}x lm-eval's (goal {w.goal}x: {'met' if ratio >= w.goal else 'NOT met'}); "
-        f"inference work lm-eval {work_theirs:.1f} s, evalflow {work_ours:.1f} s; start-up+load lm-eval "
-        f"{theirs1['min_wall_s']:.1f} s, evalflow {ours1['min_wall_s']:.1f} s; total wall "
+        f"inference work lm-eval {work_theirs:.1f} s (batch size {size}), evalflow {work_ours:.1f} s; start-up+load "
+        f"lm-eval {theirs1['min_wall_s']:.1f} s, evalflow {ours1['min_wall_s']:.1f} s; total wall "
         f"{theirs['min_wall_s'] / ours['min_wall_s']:.2f}x; peak RSS evalflow {ours['max_rss_mib']:.0f} MiB, "
-        f"lm-eval {theirs['max_rss_mib']:.0f} MiB ({rss:.2f}x, goal <= 1); worst foreign CPU {foreign:.2f}"
+        f"lm-eval {max(p[1]['max_rss_mib'] for p in peers):.0f} MiB ({rss:.2f}x, goal <= 1); worst foreign CPU {foreign:.2f}"
     )
+
+
+def measure_one(a: list[str], rounds: int, label: str) -> dict:
+    """measure.py's summary of one command alone."""
+    cmd = [sys.executable, str(MEASURE), "--rounds", str(rounds), "--label", label, "--", *a]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    for line in proc.stdout.strip().splitlines()[:-1]:
+        print(f"    {line}", flush=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{label} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["summary"]["A"]
 
 
 def main() -> int:
@@ -133,6 +160,11 @@ def main() -> int:
         for w in [w for w in WORKLOADS if args.only in w.name]:
             lines.append(run_workload(w, args.batch_size, args.rounds, Path(tmp) / w.name))
             print(lines[-1], flush=True)
+    if args.only in "decode":
+        sys.path.insert(0, str(ROOT))  # this checkout's evalflow, as the commands above run it
+        from decode_speed import decode_report  # benchmarks/ is on sys.path when run as a script
+
+        lines.extend(decode_report(args.rounds))
     print("\n".join(["", f"batch_size={args.batch_size}, rounds={args.rounds}:", *lines]))
     return 0
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from evalflow.models.hf.batching import (
     ModelDims,
     auto_batch_size,
+    auto_decode_slots,
     bytes_per_sequence,
     chunk,
     plan_generation,
@@ -64,3 +65,12 @@ def test_auto_batch_size_shrinks_with_length_and_respects_bounds():
     assert short == 64 and 1 <= long < short
     assert auto_batch_size(dims, 8192, 2**20, 64) == 1
     assert bytes_per_sequence(dims, 2048) > bytes_per_sequence(dims, 1024) * 2 - 1
+
+
+def test_auto_decode_slots_count_the_key_values_not_a_full_forward():
+    dims = ModelDims(vocab=49152, hidden=576, intermediate=1536, layers=30, heads=9, dtype_bytes=4)
+    free = 20 * 2**30
+    assert auto_decode_slots(dims, 1256, free, 64) > auto_batch_size(dims, 1256, free, 64)  # gsm8k: ~10 vs 64
+    assert auto_decode_slots(dims, 1256, free, 16) == 16
+    assert auto_decode_slots(dims, 8192, 2**20, 64) == 1
+    assert auto_decode_slots(dims, 4096, free, 64) < auto_decode_slots(dims, 1024, free, 64)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from evalflow.errors import ModelError
+from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf import HFModel
 from evalflow.records import Request
 
@@ -51,6 +51,35 @@ def test_results_do_not_depend_on_batch_size_or_order(tiny_model_dir, free_text,
     other = HFModel(str(tiny_model_dir), batch_size=batch_size)
     reqs = [gen(c, until=[], max_gen_toks=30) for c in reversed(CONTEXTS)]
     assert other.generate_until(reqs) == list(reversed(free_text))
+
+
+def test_continuous_batching_lets_stopped_rows_leave_and_waiting_rows_join(tiny_model_dir, free_text, monkeypatch):
+    from evalflow.models.hf import decode
+
+    until = sorted({text[4 + 3 * i : 6 + 3 * i] for i, text in enumerate(free_text) if len(text) > 12})
+    requests = [gen(c, until=until, max_gen_toks=30) for c in CONTEXTS]
+    expected = HFModel(str(tiny_model_dir), batch_size=1, batching="lmeval").generate_until(requests)
+    assert len({len(t) for t in expected}) > 2  # rows stop at different times
+    rows_per_step: dict[int, list[int]] = {}
+    real = decode.SlotLayer.update
+
+    def spy(self, keys, *args, **kwargs):
+        rows_per_step.setdefault(id(self), []).append(keys.shape[0])
+        return real(self, keys, *args, **kwargs)
+
+    monkeypatch.setattr(decode.SlotLayer, "update", spy)
+    generated: list[list[int]] = []
+    real_greedy = decode.greedy_until
+    monkeypatch.setattr(decode, "greedy_until", lambda *a: generated.extend(real_greedy(*a)) or generated)
+    assert HFModel(str(tiny_model_dir), batch_size=2).generate_until(requests) == expected
+    steps = next(iter(rows_per_step.values()))
+    assert max(steps) == 2 and steps[-1] == 1  # two slots; the last row runs alone
+    assert sum(steps) == sum(map(len, generated))  # no row computed a step after it stopped
+
+
+def test_batching_setting_is_checked(tiny_model_dir):
+    with pytest.raises(ConfigError, match="model.batching"):
+        HFModel(str(tiny_model_dir), batching="vllm")
 
 
 def test_text_is_cut_at_the_first_stop_sequence(model, free_text):
@@ -101,11 +130,8 @@ def test_context_is_left_truncated_to_leave_room_for_generation(tiny_model_dir):
 def test_generation_stops_at_eos_by_default(tiny_nobos_dir, monkeypatch):
     from evalflow.models.hf import torch_ops
 
-    m = HFModel(str(tiny_nobos_dir))
-    eos = m.tokenizer.eos_token_id
-    bias = torch.zeros(m.model.lm_head.weight.shape[0])
-    bias[eos] = 1e4  # the model now always says EOS
-    m.model.lm_head.bias = torch.nn.Parameter(bias)
+    m = HFModel(str(tiny_nobos_dir), batching="lmeval")
+    eos = always_eos(m)
     calls = []
     real = torch_ops.generate_batch
 
@@ -118,6 +144,34 @@ def test_generation_stops_at_eos_by_default(tiny_nobos_dir, monkeypatch):
     (stops, new_tokens) = calls[0]
     assert stops == ["zzz", "</s>"]  # the decoded EOS joins the task's stop sequences
     assert new_tokens[0] == [eos] and text == ""  # stopped right away; EOS is not in the text
+
+
+def test_continuous_batching_stops_a_row_at_eos(tiny_nobos_dir, monkeypatch):
+    from evalflow.models.hf import decode
+
+    m = HFModel(str(tiny_nobos_dir))
+    eos = always_eos(m)
+    calls = []
+    real = decode.greedy_until
+
+    def spy(model, jobs, slots, max_new, stop, *rest):
+        calls.append((stop.stops, real(model, jobs, slots, max_new, stop, *rest)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(decode, "greedy_until", spy)
+    (text,) = m.generate_until([gen("The cat", until=["zzz"], max_gen_toks=30)])
+    (stops, new_tokens) = calls[0]
+    assert stops == ["zzz", "</s>"]
+    assert new_tokens[0] == [eos] and text == ""
+
+
+def always_eos(m: HFModel) -> int:
+    """Bias the model's head so that it always says EOS; returns the EOS id."""
+    eos = m.tokenizer.eos_token_id
+    bias = torch.zeros(m.model.lm_head.weight.shape[0])
+    bias[eos] = 1e4
+    m.model.lm_head.bias = torch.nn.Parameter(bias)
+    return int(eos)
 
 
 def test_sampling_is_seeded_per_request(model):

@@ -119,10 +119,10 @@ def test_generation_after_a_shared_prefix_equals_the_plain_generation(tiny_model
     fewshot = "Question: What is two plus two?\nAnswer: four\n\nQuestion: The cat sat on the mat?\nAnswer: yes\n\n"
     contexts = [fewshot + f"Question: {q}?\nAnswer:" for q in ("Paris is the capital of", "1 + 1", "A dog", "the log")]
     requests = [Request("generate_until", (c, {"until": ["\n\n"], "max_gen_toks": 12})) for c in contexts]
-    plain = HFModel(str(tiny_model_dir), batch_size=3, prefix_sharing=False).generate_until(requests)
+    plain = HFModel(str(tiny_model_dir), batch_size=3, prefix_sharing=False, batching="lmeval").generate_until(requests)
     real = kv.prefix_states
-    for batch_size in (1, 3):
-        model = HFModel(str(tiny_model_dir), batch_size=batch_size)
+    for batch_size, batching in [(1, "lmeval"), (3, "lmeval"), (1, "continuous"), (3, "continuous")]:
+        model = HFModel(str(tiny_model_dir), batch_size=batch_size, batching=batching)
         runs: list[int] = []
         monkeypatch.setattr(kv, "prefix_states", lambda m, p, d: runs.append(len(p)) or real(m, p, d))
         assert model.generate_until(requests) == plain

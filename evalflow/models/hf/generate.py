@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from evalflow.errors import ModelError
 from evalflow.models.hf.batching import chunk, plan_generation
 from evalflow.models.hf.prefix import common_prefix_len, plan_families
-from evalflow.models.hf.tokens import normalize_gen_kwargs, stop_sequences, strip_at_stops
+from evalflow.models.hf.tokens import hf_generate_kwargs, normalize_gen_kwargs, stop_sequences, strip_at_stops
 from evalflow.records import Request
 
 
@@ -36,9 +36,12 @@ class GenerationSetup:
     max_length: int
     max_gen_toks: int  # default for requests that do not set it
     batch_size_for: Callable[[int], int]  # sequence length -> rows per batch
+    decode_slots_for: Callable[[int], int]  # sequence length -> rows per continuous-batching step
     tok_encode: Callable[[str], list[int]]  # HFLM.tok_encode: orders requests by context length
     encode_context: Callable[[str], list[int]]  # HFLM.tok_batch_encode for one context
     share_prefixes: bool  # key/value reuse is on and passed the model's self-check
+    kv_works: bool  # the model runs with evalflow's caches, masks and positions (the self-check passed)
+    batching: str  # "continuous" (greedy rows leave the batch once they stop) or "lmeval" (lm-eval's batches)
     min_prefix: int  # shorter shared prefixes are run with their documents
     prefix_memo: Any  # PrefixMemo of kv.PrefixStates, shared with scoring
 
@@ -88,6 +91,8 @@ def generate_group(setup: GenerationSetup, requests: list[Request], kwargs: dict
                 "this tokenizer adds no BOS, so there is nothing to continue; give it a prompt."
             )
     family_prefix = _family_prefixes(setup, encoded)
+    if setup.batching == "continuous" and setup.kv_works and hf_generate_kwargs(kwargs) == {"do_sample": False}:
+        return _generate_continuous(setup, encoded, family_prefix, until, max_gen_toks)
     sampled = bool(kwargs.get("do_sample"))
     size_for = (lambda i: 1) if sampled else (lambda i: setup.batch_size_for(len(encoded[i]) + max_gen_toks))
     results = []
@@ -109,6 +114,25 @@ def generate_group(setup: GenerationSetup, requests: list[Request], kwargs: dict
             text = setup.tokenizer.decode(toks, skip_special_tokens=True)
             results.append((i, strip_at_stops(text, until)))
     return results
+
+
+def _generate_continuous(
+    setup: GenerationSetup, encoded: list[list[int]], family_prefix: list[int], until: list[str], max_gen_toks: int
+) -> list[tuple[int, str]]:
+    """Greedy generation with continuous batching (``decode``): rows leave as soon as they stop."""
+    import torch
+
+    from evalflow.models.hf import decode
+
+    slots = setup.decode_slots_for(max(len(c) for c in encoded) + max_gen_toks)
+    eos = setup.model.generation_config.eos_token_id
+    eos_ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+    stop = decode.StopWatch(until, setup.tokenizer)
+    with torch.inference_mode():
+        jobs = [decode.Job(tuple(ctx), _batch_prefix(setup, [ctx], [n])) for ctx, n in zip(encoded, family_prefix)]
+        new_tokens = decode.greedy_until(setup.model, jobs, slots, max_gen_toks, stop, eos_ids, setup.device)
+    texts = [setup.tokenizer.decode(toks, skip_special_tokens=True) for toks in new_tokens]
+    return [(i, strip_at_stops(text, until)) for i, text in enumerate(texts)]
 
 
 def _one_sequence_per_row(gen_kwargs: dict[str, Any]) -> bool:

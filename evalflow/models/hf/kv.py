@@ -264,10 +264,15 @@ class GrowingLayer(DynamicLayer):
         self.is_initialized = True
 
 
-def _growing_cache(model: Any, capacity: int) -> Cache:
+def num_layers(model: Any) -> int:
+    """The decoder's layer count: one cache layer each."""
     config = model.config
     cfg = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-    return Cache(layers=[GrowingLayer(capacity) for _ in range(int(cfg.num_hidden_layers))])
+    return int(cfg.num_hidden_layers)
+
+
+def _growing_cache(model: Any, capacity: int) -> Cache:
+    return Cache(layers=[GrowingLayer(capacity) for _ in range(num_layers(model))])
 
 
 def generation_cache(

@@ -34,6 +34,19 @@ def parse_threads(threads: int | None) -> int:
     return threads
 
 
+BATCHING = ("continuous", "lmeval")
+
+
+def parse_batching(batching: str) -> str:
+    """How greedy generation batches: ``continuous`` (default) or ``lmeval`` (lm-eval's own batches)."""
+    if batching not in BATCHING:
+        raise ConfigError(
+            f"model.batching {batching!r} is not one of {', '.join(BATCHING)}; set model.batching=continuous "
+            "(rows leave the batch once they stop) or model.batching=lmeval (lm-eval's batches, its exact floats)."
+        )
+    return batching
+
+
 def parse_batch_size(batch_size: int | str) -> int | None:
     """An int batch size, or None for ``auto``/``auto:N`` (the N schedule of lm-eval is not used)."""
     if isinstance(batch_size, str) and batch_size.startswith("auto"):

@@ -19,8 +19,9 @@ when a model is built, and its imports point one way, from this class down:
   rules), ``batching`` (lm-eval's ordering and batch grouping), ``prefix`` and ``pack`` (which
   tokens to share), ``gguf_memo`` (GGUF conversions kept on disk);
 - the passes: ``score`` (log-likelihoods) and ``generate`` (``generate_until``), which take a
-  setup object rather than this class, over ``kv`` (packed passes, key/values), which builds on
-  ``torch_ops`` (plain passes, ``model.generate``).
+  setup object rather than this class; ``decode`` (greedy continuous batching) under ``generate``;
+  ``kv`` (packed passes, key/values) under both, built on ``torch_ops`` (plain passes,
+  ``model.generate``).
 
 Deviations from HFLM, all without effect on single requests:
 - ``batch_size="auto"`` (and ``"auto:N"``) estimates the batch size from the model's sizes and
@@ -37,13 +38,18 @@ Deviations from HFLM, all without effect on single requests:
   ``generate`` from those key/values. The same numbers up to float summation order (within 1e-5
   of the plain computation on a tiny Llama, 1e-3 of lm-eval on SmolLM2). Applies to decoders with
   full attention in every layer, after a numerical self-check on the loaded model; anything else
-  (and ``prefix_sharing=False``) runs lm-eval's plain path.
+  (and ``prefix_sharing=False``) runs lm-eval's plain path;
+- greedy generation batches continuously (``batching="continuous"``, ``decode``): a row leaves the
+  batch as soon as it stops and the next request takes its place, where lm-eval runs each batch
+  until its longest row stops. Each row's tokens are the same function of its own context; the
+  batch it shares a step with changes float summation order only. ``batching="lmeval"`` runs
+  lm-eval's batches through ``model.generate``.
 
 Speed settings that never change answers, hence are not part of the model's identity:
 ``batch_size``, ``max_batch_size``, ``device``, ``parallelize``/``device_map``/``max_memory_per_gpu``/
 ``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
-cores this process may use) and ``prefix_sharing``.
+cores this process may use), ``prefix_sharing`` and ``batching``.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from typing import Any, Sequence
 from evalflow.errors import ConfigError
 from evalflow.models.hf import load
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
-from evalflow.models.hf.batching import auto_batch_size
+from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.prefix import PrefixMemo
 from evalflow.models.hf.tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
 from evalflow.records import Request
@@ -88,6 +94,7 @@ class HFModel:
         max_cpu_memory: int | str | None = None,
         offload_folder: str = "./offload",
         memo_gguf: bool = True,
+        batching: str = "continuous",
         **unused: Any,
     ) -> None:
         if unused:
@@ -95,6 +102,7 @@ class HFModel:
         self.threads = load.parse_threads(threads)
         self.fixed_batch_size = load.parse_batch_size(batch_size)
         self.max_batch_size = int(max_batch_size)
+        self.batching = load.parse_batching(batching)
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
@@ -112,15 +120,16 @@ class HFModel:
         self.min_prefix = 8  # shorter shared prefixes save less than the extra pass costs
         self._exact_keep = False
         self.prefix_memo: PrefixMemo[Any] = PrefixMemo(capacity=8, max_bytes=256 * 2**20, size_of=lambda s: s.nbytes)
-        self.share_prefixes = bool(prefix_sharing) and self._kv_reuse_works()
+        self.kv_works = self._kv_reuse_works()
+        self.share_prefixes = bool(prefix_sharing) and self.kv_works
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
         """What the response cache is keyed by, computed without loading the model or importing torch.
 
         Excluded, because they do not change answers (beyond float noise of batch shapes, within
-        1e-5): ``batch_size``, ``max_batch_size``, ``prefix_sharing`` (how requests are grouped and
-        which key/values are reused), ``device``, ``threads`` and the accelerate placement
+        1e-5): ``batch_size``, ``max_batch_size``, ``prefix_sharing`` and ``batching`` (how requests
+        are grouped and which key/values are reused), ``device``, ``threads`` and the accelerate placement
         settings (where the same weights run). ``trust_remote_code`` only permits loading; the
         code it runs is in the folder fingerprint (``*.py``) or fixed by the hub commit.
         """
@@ -187,7 +196,19 @@ class HFModel:
 
         if self._free_bytes is None:  # measured once, so batches do not vary with momentary load
             self._free_bytes = torch_ops.free_memory_bytes(self.device)
-        return auto_batch_size(torch_ops.model_dims(self.model), seq_len, self._free_bytes, self.max_batch_size)
+        on_cpu = getattr(self.device, "type", str(self.device)) == "cpu"
+        cap = min(self.max_batch_size, CPU_PASS_ROWS) if on_cpu else self.max_batch_size
+        return auto_batch_size(torch_ops.model_dims(self.model), seq_len, self._free_bytes, cap)
+
+    def decode_slots_for(self, seq_len: int) -> int:
+        """Rows of a continuous-batching decode step for rows of up to ``seq_len`` positions."""
+        if self.fixed_batch_size is not None:
+            return self.fixed_batch_size
+        from evalflow.models.hf import torch_ops
+
+        if self._free_bytes is None:
+            self._free_bytes = torch_ops.free_memory_bytes(self.device)
+        return auto_decode_slots(torch_ops.model_dims(self.model), seq_len, self._free_bytes, self.max_batch_size)
 
     def _kv_reuse_works(self) -> bool:
         """Prefix sharing applies to this architecture and reproduces the plain computation here."""
@@ -257,6 +278,8 @@ class HFModel:
 
         setup = generate.GenerationSetup(
             self.model, self.tokenizer, self.device, self.max_length, self.max_gen_toks, self.batch_size_for,
-            self.tok_encode, self.encode_generation_context, self.share_prefixes, self.min_prefix, self.prefix_memo,
+            self.decode_slots_for,
+            self.tok_encode, self.encode_generation_context, self.share_prefixes, self.kv_works, self.batching,
+            self.min_prefix, self.prefix_memo,
         )
         return generate.generate_until(setup, requests)

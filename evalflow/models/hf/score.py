@@ -116,7 +116,7 @@ def _score_shared(setup: ScoringSetup, rows: list[Row], deliver: Callable[[int, 
     trees += [tree(rows[i].tokens, [], row=i, scored=rows[i].scored) for i in lone]
     budget = _Budget(setup.batch_size_for(longest) * width, setup.batch_size_for(longest) * longest)
     _run_packed(setup, pack(trees, width), None, budget, deliver)
-    _score_cached(setup, rows, cached, width, budget, deliver)
+    _score_cached(setup, rows, cached, budget, deliver)
     packed = set(lone) | {i for f in families for i in f.rows}
     _score_plain(setup, rows, [i for i in range(len(rows)) if i not in packed], deliver)
 
@@ -156,7 +156,6 @@ def _score_cached(
     setup: ScoringSetup,
     rows: list[Row],
     families: list[Family],
-    width: int,
     budget: _Budget,
     deliver: Callable[[int, torch.Tensor], None],
 ) -> None:
@@ -168,20 +167,30 @@ def _score_cached(
             pending.append(fam)
             continue
         states, n = found
-        _run_packed(setup, pack(_branches(rows, fam, n), width, prefix=0), states, budget, deliver)
+        branches = _branches(rows, fam, n)
+        _run_packed(setup, pack(branches, _branch_width(branches), prefix=0), states, budget, deliver)
     pending.sort(key=lambda f: -f.prefix_len)
     for unit in chunk(pending, lambda f: setup.batch_size_for(f.prefix_len)):
         prefixes = [rows[f.rows[0]].tokens[: f.prefix_len] for f in unit]
         states = kv.prefix_states(setup.model, prefixes, setup.device)
         for i, prefix in enumerate(prefixes):
             setup.memo.put(prefix, states.one(i))
-        packed = [r for i, f in enumerate(unit) for r in pack(_branches(rows, f, f.prefix_len), width, prefix=i)]
+        branches = [_branches(rows, f, f.prefix_len) for f in unit]
+        narrow = _branch_width([b for bs in branches for b in bs])
+        packed = [r for i, bs in enumerate(branches) for r in pack(bs, narrow, prefix=i)]
         _run_packed(setup, sorted(packed, key=lambda r: -r.width), states, budget, deliver)
 
 
 def _branches(rows: list[Row], fam: Family, n: int) -> list[tuple[Segment, ...]]:
     """Each row of the family after its first ``n`` tokens, as a one-segment tree."""
     return [tree(rows[i].tokens[n:], [], row=i, scored=rows[i].scored) for i in fam.rows]
+
+
+def _branch_width(branches: list[tuple[Segment, ...]]) -> int:
+    """Rows behind a cached prefix as wide as the longest branch (at least ``MIN_ROW_WIDTH``): every
+    token of a row attends to the prefix and the whole row, so a row as wide as the longest input
+    would make each token pay attention to other documents' tokens it never sees."""
+    return max(MIN_ROW_WIDTH, max(sum(len(s.tokens) for s in b) for b in branches))
 
 
 def _from_memo(setup: ScoringSetup, rows: list[Row], fam: Family) -> tuple[kv.PrefixStates, int] | None:

@@ -1,0 +1,188 @@
+"""Greedy generation with continuous batching: a finished row leaves at once, a waiting one joins.
+
+lm-eval runs a batch of ``generate_until`` requests until its longest row stops, so every row of
+the batch pays for the slowest one. Here the batch is a set of ``slots``; each step feeds one token
+per occupied slot, and a row that meets a stop sequence, EOS or its ``max_gen_toks`` frees its slot,
+which the next waiting request takes before the following step. Each request's answer is the same
+function of its own context as in lm-eval (greedy: the argmax of the last position's logits), up to
+the float noise of running in a differently shaped batch.
+
+The key/values live in one buffer per layer, ``[slots, kv_heads, capacity, head_dim]``
+(:class:`SlotLayer`): a slot holds its row's context (its shared few-shot prefix copied from the
+prefix memo, then its own tokens, run once when it joins: ``kv.generation_cache``) and the tokens
+generated so far. Rows have different lengths, so every step passes each row's position and a mask
+of its filled columns, and writes each row's new key/values at its own column.
+
+The step does no work that grows with the generated length apart from attention itself: greedy is
+an argmax of one logit row (no softmax, no logits processors), and stop sequences are checked on a
+window of the newest tokens only (:class:`StopWatch`), as lm-eval's ``MultiTokenEOSCriteria`` does.
+A stop sequence the window misses (one spread over more tokens) is still cut from the text
+afterwards, exactly as in lm-eval, where the same miss keeps the row running too.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+from transformers.cache_utils import Cache, DynamicLayer
+
+from evalflow.models.hf import kv
+from evalflow.models.hf.torch_ops import cache_argument
+
+
+@dataclass(frozen=True)
+class Job:
+    """One request to generate for: its context tokens and the memoized key/values of a prefix of them."""
+
+    context: tuple[int, ...]
+    prefix: kv.PrefixStates | None  # key/values of context[: prefix.lengths[0]], or None
+
+
+class SlotLayer(DynamicLayer):
+    """One layer's key/values for every slot; row ``r`` writes its next position at ``write_at[r]``.
+
+    ``update`` returns the buffer's first ``width`` columns (a view, no copy); columns a row has not
+    filled hold stale or zero values, which the step's mask hides.
+    """
+
+    def __init__(self, slots: int, capacity: int) -> None:
+        super().__init__()
+        self.slots, self.capacity = slots, capacity
+        self.key_buffer: torch.Tensor | None = None
+        self.value_buffer: torch.Tensor | None = None
+        self.write_at = torch.zeros(slots, dtype=torch.long)
+        self.width = 0
+        self.is_initialized = True
+
+    def load(self, slot: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Put one row's key/values ``[1, kv_heads, n, head_dim]`` at the start of ``slot``."""
+        key_buffer, value_buffer = self._buffers(keys)
+        key_buffer[slot, :, : keys.shape[-2]] = keys[0]
+        value_buffer[slot, :, : keys.shape[-2]] = values[0]
+
+    def _buffers(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.key_buffer is None or self.value_buffer is None:  # allocated once, at the first row
+            shape = (self.slots, like.shape[1], self.capacity, like.shape[-1])
+            self.key_buffer, self.value_buffer = like.new_zeros(shape), like.new_zeros(shape)
+        return self.key_buffer, self.value_buffer
+
+    def drop(self, row: int, columns: int) -> None:
+        """Remove ``row``: the last row moves into its place (its first ``columns`` columns are
+        copied) and the buffers become views one row shorter, so a shrinking batch stops
+        computing empty slots without copying the others."""
+        if self.key_buffer is not None and self.value_buffer is not None:
+            last = self.key_buffer.shape[0] - 1
+            if row != last:
+                self.key_buffer[row, :, :columns] = self.key_buffer[last, :, :columns]
+                self.value_buffer[row, :, :columns] = self.value_buffer[last, :, :columns]
+            self.key_buffer, self.value_buffer = self.key_buffer[:last], self.value_buffer[:last]
+        self.slots -= 1
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        key_buffer, value_buffer = self._buffers(key_states)
+        rows = torch.arange(key_states.shape[0])
+        key_buffer[rows, :, self.write_at] = key_states[:, :, 0]
+        value_buffer[rows, :, self.write_at] = value_states[:, :, 0]
+        self.keys, self.values = key_buffer[:, :, : self.width], value_buffer[:, :, : self.width]
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.width
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.width, 0
+
+
+class StopWatch:
+    """lm-eval's stop test for one row: a stop sequence in the decoded last few generated tokens.
+
+    The window is the longest sequence's token count plus two (a model may spell ``"\\n\\n"`` as
+    two ``"\\n"`` tokens), so one check costs the same however long the row has run.
+    """
+
+    def __init__(self, stops: Sequence[str], tokenizer: Any) -> None:
+        self.stops = [s for s in stops if s]
+        self.tokenizer = tokenizer
+        lengths = [len(tokenizer.encode(s, add_special_tokens=False)) for s in self.stops]
+        self.lookback = max(lengths, default=0) + 2
+
+    def hit(self, generated: Sequence[int]) -> bool:
+        if not self.stops:
+            return False
+        recent = self.tokenizer.decode(list(generated[-self.lookback :]))
+        return any(s in recent for s in self.stops)
+
+
+def greedy_until(
+    model: Any,
+    jobs: Sequence[Job],
+    slots: int,
+    max_new: int,
+    stop: StopWatch,
+    eos_ids: set[int],
+    device: Any,
+) -> list[list[int]]:
+    """The greedy continuation of each job (stop sequence or EOS token included), in job order.
+
+    Jobs enter in the given order as slots free up; at most ``slots`` rows run per step and each
+    row generates at most ``max_new`` tokens.
+    """
+    slots = max(1, min(slots, len(jobs)))
+    capacity = max(len(j.context) for j in jobs) + max_new
+    layers = [SlotLayer(slots, capacity) for _ in range(kv.num_layers(model))]
+    cache = Cache(layers=layers)
+    waiting = deque(range(len(jobs)))
+    rows: list[int] = []  # the job in each buffer row, -1 once it has finished
+    lengths: list[int] = []  # filled columns of each row = position of the token it feeds next
+    feed: list[int] = []  # the token each row feeds next
+    out: list[list[int]] = [[] for _ in jobs]
+    cache_kwargs = {str(cache_argument(model)): cache, "use_cache": True, "logits_to_keep": 1}
+    dtype = model.dtype if model.dtype.is_floating_point else torch.float32
+    while waiting or any(j >= 0 for j in rows):
+        for r in [r for r, j in enumerate(rows) if j < 0] + list(range(len(rows), slots)):
+            if not waiting:
+                break
+            j = waiting.popleft()
+            _join(model, layers, r, jobs[j], device)
+            if r == len(rows):  # the first fill
+                for values in (rows, lengths, feed):
+                    values.append(0)
+            rows[r], lengths[r], feed[r] = j, len(jobs[j].context) - 1, jobs[j].context[-1]
+        while -1 in rows:  # nothing left to take the free rows: stop computing them
+            r = rows.index(-1)
+            for layer in layers:
+                layer.drop(r, lengths[-1])
+            for values in (rows, lengths, feed):
+                values[r] = values[-1]
+                values.pop()
+        positions = torch.tensor(lengths, dtype=torch.long)
+        width = int(positions.max()) + 1
+        for layer in layers:
+            layer.write_at, layer.width = positions.to(device), width
+        filled = torch.arange(width)[None, :] <= positions[:, None]
+        mask = torch.zeros(filled.shape, dtype=dtype).masked_fill_(~filled, torch.finfo(dtype).min)
+        ids = torch.tensor(feed, dtype=torch.long)[:, None]
+        logits = model(
+            ids.to(device), attention_mask=mask[:, None, None].to(device), position_ids=positions[:, None].to(device),
+            **cache_kwargs,
+        ).logits
+        for r, token in enumerate(logits[:, -1].argmax(dim=-1).tolist()):
+            generated = out[rows[r]]
+            generated.append(token)
+            lengths[r] += 1
+            feed[r] = token
+            if token in eos_ids or len(generated) >= max_new or stop.hit(generated):
+                rows[r] = -1
+    return out
+
+
+def _join(model: Any, layers: list[SlotLayer], slot: int, job: Job, device: Any) -> None:
+    """Run the job's context (all but its last token, after its memoized prefix) into ``slot``."""
+    if len(job.context) < 2:
+        return  # nothing before the token the first step feeds
+    row = kv.generation_cache(model, [list(job.context)], len(job.context) - 1, job.prefix, device)
+    for target, source in zip(layers, row.layers):
+        target.load(slot, source.keys, source.values)
