@@ -42,16 +42,15 @@ a user: that shortens evalflow's load, so it shows in the total-wall ratio but n
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from measured import measure  # benchmarks/measured.py (benchmarks/ is on sys.path when run as a script)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = (ROOT / ".." / "shared").resolve()
-MEASURE = SHARED / "bench" / "measure.py"
 PEER_SH = SHARED / "parity" / "peer.sh"
 MMLU5 = ["mmlu_abstract_algebra", "mmlu_anatomy", "mmlu_astronomy", "mmlu_business_ethics", "mmlu_college_biology"]
 
@@ -97,17 +96,6 @@ def evalflow_command(w: Workload, limit: int | None, batch_size: int, work: Path
     return shell(" ".join([python, *(f"'{a}'" for a in args)]), work)
 
 
-def measure(a: list[str], b: list[str], rounds: int, label: str) -> dict:
-    """measure.py's summary of A (evalflow) against B (lm-eval)."""
-    cmd = [sys.executable, str(MEASURE), "--rounds", str(rounds), "--label", label, "--", *a, "--vs", "--", *b]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    for line in proc.stdout.strip().splitlines()[:-1]:
-        print(f"    {line}", flush=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{label} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def run_workload(w: Workload, batch_size: int, rounds: int, work: Path) -> str:
     peer_sizes = w.peer_batch_sizes or (batch_size,)
     print(f"{w.name}: full run", flush=True)
@@ -140,13 +128,7 @@ def run_workload(w: Workload, batch_size: int, rounds: int, work: Path) -> str:
 
 def measure_one(a: list[str], rounds: int, label: str) -> dict:
     """measure.py's summary of one command alone."""
-    cmd = [sys.executable, str(MEASURE), "--rounds", str(rounds), "--label", label, "--", *a]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    for line in proc.stdout.strip().splitlines()[:-1]:
-        print(f"    {line}", flush=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{label} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])["summary"]["A"]
+    return measure(a, None, rounds, label)["summary"]["A"]
 
 
 def main() -> int:

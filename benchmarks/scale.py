@@ -27,14 +27,13 @@ one that tells how loaded the machine was.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from measured import measure  # benchmarks/measured.py (benchmarks/ is on sys.path when run as a script)
+
 ROOT = Path(__file__).resolve().parents[1]
-MEASURE = (ROOT / ".." / "shared" / "bench" / "measure.py").resolve()
 
 
 def command(workers: int, limit: int, work: Path) -> list[str]:
@@ -47,16 +46,6 @@ def command(workers: int, limit: int, work: Path) -> list[str]:
     line = " ".join([f"cd {ROOT} && rm -rf {cache} {run} && PYTHONPATH={ROOT} {sys.executable} -m evalflow",
                      *(f"'{a}'" for a in args)])
     return ["bash", "-c", f"{line} > {work / 'log'} 2>&1 || {{ tail -c 3000 {work / 'log'} >&2; exit 1; }}"]
-
-
-def measure(a: list[str], b: list[str], rounds: int, label: str) -> dict:
-    cmd = [sys.executable, str(MEASURE), "--rounds", str(rounds), "--label", label, "--", *a, "--vs", "--", *b]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    for line in proc.stdout.strip().splitlines()[:-1]:
-        print(f"    {line}", flush=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{label} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
