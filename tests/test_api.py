@@ -3,34 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
 from evalflow import evaluate
 from evalflow.errors import ConfigError
-from evalflow.models.dummy import DummyModel
-from evalflow.records import Request
+from tests.support.models import UserModel
 
 
-class MyModel:
+class MyModel(UserModel):
     """A user's model: only the three request types, plus an identity for caching."""
-
-    def __init__(self) -> None:
-        self.inner, self.calls = DummyModel(salt="mine"), 0
 
     def identity(self) -> dict[str, Any]:
         return {"name": "my-model", "version": 1}
-
-    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
-        self.calls += len(requests)
-        return self.inner.loglikelihood(requests)
-
-    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
-        return self.inner.loglikelihood_rolling(requests)
-
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
-        return self.inner.generate_until(requests)
 
 
 def test_evaluate_with_a_model_object_caches_by_its_identity(toy_library: Path, tmp_path: Path) -> None:

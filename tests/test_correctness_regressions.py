@@ -17,36 +17,20 @@ from evalflow.errors import ModelError
 from evalflow.models.dummy import DummyModel
 from evalflow.records import Request
 from tests.conftest import ROOT
+from tests.support.models import UserModel
 
 # --- 1. model objects without identity() must not share cache entries ------------------------
 
 
-class _NoIdentity:
-    """A user's model with the three request types and no identity(): scores differ by `salt`."""
-
-    def __init__(self, salt: str) -> None:
-        self.inner, self.calls = DummyModel(salt=salt), 0
-
-    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
-        self.calls += len(requests)
-        return self.inner.loglikelihood(requests)
-
-    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
-        return self.inner.loglikelihood_rolling(requests)
-
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
-        return self.inner.generate_until(requests)
-
-
 def test_models_without_identity_never_read_or_write_answer_dependent_entries(toy_library: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     kw = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=20, bootstrap_iters=0)
-    alone = evaluate("toy_mc", _NoIdentity("bad"), **dict(kw, cache_dir=str(tmp_path / "other")))["results"]["toy_mc"]["acc,none"]
-    good, bad = _NoIdentity("good"), _NoIdentity("bad")
+    alone = evaluate("toy_mc", UserModel("bad"), **dict(kw, cache_dir=str(tmp_path / "other")))["results"]["toy_mc"]["acc,none"]
+    good, bad = UserModel("good"), UserModel("bad")
     first = evaluate("toy_mc", good, **kw)["results"]["toy_mc"]["acc,none"]
     second = evaluate("toy_mc", bad, **kw)["results"]["toy_mc"]["acc,none"]
     assert alone != first, "the two salts must score differently for this test to mean anything"
     assert bad.calls == 20 * 4 and second == alone
-    again = _NoIdentity("good")
+    again = UserModel("good")
     evaluate("toy_mc", again, **kw)
     assert again.calls == 20 * 4  # computed again: nothing answer-dependent was read from the cache
     assert "never cached" in caplog.text and "inference, filters, metrics, aggregate" in caplog.text

@@ -55,3 +55,21 @@ class WrongCountModel(DummyModel):
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
         return super().loglikelihood(requests)[:-1]
+
+
+class UserModel:
+    """A user's own model object: only the three request types (no identity()), answering as the
+    dummy model with ``salt`` and counting loglikelihood requests in ``calls``."""
+
+    def __init__(self, salt: str = "mine") -> None:
+        self.inner, self.calls = DummyModel(salt=salt), 0
+
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
+        self.calls += len(requests)
+        return self.inner.loglikelihood(requests)
+
+    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
+        return self.inner.loglikelihood_rolling(requests)
+
+    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+        return self.inner.generate_until(requests)
