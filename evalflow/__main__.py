@@ -108,6 +108,7 @@ def hydra_main() -> None:
 
         logging.getLogger("evalflow").setLevel(logging.INFO)
         output_dir = Path(HydraConfig.get().runtime.output_dir)
+        settings = None  # an interrupt can come before the settings exist
         try:
             settings = settings_from_config(cfg)
             _pin_data_map(output_dir, cfg.get("data_map"), settings.data_map_file)
@@ -117,7 +118,7 @@ def hydra_main() -> None:
         except KeyboardInterrupt:
             if _debug():
                 raise
-            print(_interrupted(settings.cache_dir, output_dir), file=sys.stderr)
+            print(_interrupted(settings.cache_dir if settings else None, output_dir), file=sys.stderr)
             raise SystemExit(130) from None
         print_results(results)
         print(f"run folder: {HydraConfig.get().runtime.output_dir}")
@@ -126,11 +127,11 @@ def hydra_main() -> None:
         main()
 
 
-def _interrupted(cache_dir: Path, output_dir: Path) -> str:
+def _interrupted(cache_dir: Path | None, output_dir: Path) -> str:
     """The one line Ctrl-C prints: what survived (inference persists each chunk of answers as it
     completes) and how to carry on."""
     return (f"evalflow: interrupted. Every stage and model answer finished before the interrupt is saved in the "
-            f"cache ({cache_dir}); run the same command again to resume: only the remaining requests reach the "
+            f"cache ({cache_dir or 'cache_dir'}); run the same command again to resume: only the remaining requests reach the "
             f"model. {output_dir} has no results.json (the run did not finish).")
 
 
