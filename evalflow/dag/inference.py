@@ -48,15 +48,37 @@ class InferenceCounts:
     requests: int = 0
     computed: int = 0
     cached: int = 0
-    seconds_in_model: float = 0.0
     model: Any = None  # what a loaded model says about itself (``describe()``, e.g. a server's /models)
     workers: dict[str, WorkerCounts] = field(default_factory=dict)
+    answering: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each answered chunk
+
+    @property
+    def answering_seconds(self) -> float:
+        """Wall time during which some replica was answering: the union of the chunks' intervals.
+        Throughput over this window excludes what is not inference (Ray's start, model loads,
+        other stages), which a difference of total wall times measures only as noisily as the
+        slowest of those."""
+        return union_length(self.answering)
 
     def served_by_stage(self, n: int) -> None:
         """``n`` requests of a task whose whole inference stage came from the stage cache: they
         never reach the edge, but they are cached requests all the same."""
         self.requests += n
         self.cached += n
+
+
+def union_length(intervals: Sequence[tuple[float, float]]) -> float:
+    """Total length covered by ``intervals`` (overlaps counted once).
+
+    >>> union_length([(0, 2), (1, 3), (5, 6)])
+    4.0
+    """
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
 
 
 def request_key(model_identity: str, request: Request) -> str:
@@ -202,7 +224,8 @@ class CachedModel:
             )
         fresh = {key: checked_answer(finished.model, rtype, requests[key], answer)
                  for key, answer in zip(finished.keys, finished.answers)}
-        self.counts.seconds_in_model += finished.seconds
+        now = time.perf_counter()
+        self.counts.answering.append((now - finished.seconds, now))
         self.counts.workers.setdefault(finished.worker, WorkerCounts()).add(finished)
         if self.identity is not None:
             self.store.put_many(fresh, tag="request")

@@ -67,6 +67,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
         "packages": {name: _version(name) for name in PACKAGES},
         "cache_dir": str(record.settings.cache_dir),
         "seconds": round(record.finished - record.started, 3),
+        # of which some model replica was answering requests (start-up and model loads excluded)
+        "answering_seconds": round(record.inference.answering_seconds, 6),
     }
 
 

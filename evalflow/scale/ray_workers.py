@@ -64,6 +64,41 @@ class ModelReplica:
         return answers, time.perf_counter() - t0, self.name, type(self.model).__name__
 
 
+def check_reachable(address: str | None, timeout: float = 5.0) -> None:
+    """Refuse a ``HOST:PORT`` where nothing listens: Ray itself retries such an address for
+    minutes, printing a warning every few seconds, before it gives up. (``auto`` and ``ray://``
+    client addresses are left to Ray.)"""
+    if not address or address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"ray_address={address!r} is not HOST:PORT (e.g. 10.0.0.1:6379), auto, or ray://HOST:PORT.")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"ray_address={address}: no Ray cluster answers there ({exc.strerror or exc}). Start one on that "
+            f"host with `ray start --head --port={port}`, use ray_address=auto to join the cluster started on "
+            "this machine, or leave ray_address unset to start a local Ray for this run."
+        ) from None
+
+
+RAY_RESOURCE_NAMES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
+
+
+def shortfall(options: Mapping[str, Any], workers: int, cluster: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """The resources ``workers`` actors with ``options`` need beyond what ``cluster`` has in total:
+    name -> (needed, available).
+
+    >>> shortfall({"num_cpus": 1}, 3, {"CPU": 2.0})
+    {'CPU': (3, 2.0)}
+    """
+    per_actor = {RAY_RESOURCE_NAMES[k]: v for k, v in options.items() if k in RAY_RESOURCE_NAMES}
+    per_actor.update(options.get("resources", {}))
+    return {name: (workers * amount, cluster.get(name, 0.0))
+            for name, amount in per_actor.items() if workers * amount > cluster.get(name, 0.0)}
+
+
 def actor_options(resources: Mapping[str, Any]) -> dict[str, Any]:
     """``worker_resources`` as Ray actor options: num_cpus/num_gpus/memory as such, any other key
     as a custom resource. One CPU per replica unless said otherwise."""
@@ -129,14 +164,39 @@ class RayDispatch:
             return ray
         t0 = time.perf_counter()
         if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, namespace="evalflow", log_to_driver=True)
+            check_reachable(self.address)
+            try:
+                ray.init(address=self.address, include_dashboard=False, namespace="evalflow", log_to_driver=True)
+            except ConnectionError as exc:  # ray_address=auto with no cluster on this machine
+                raise ConfigError(
+                    f"ray_address={self.address}: {exc} Start a cluster with `ray start --head`, or leave "
+                    "ray_address unset to start a local Ray for this run."
+                ) from None
             self._started_ray = True
+        self._check_capacity(ray)
         for index in range(self.workers):
             self._actors[index] = (0, self._spawn(ray, index))
         self._wait_ready(ray, [actor for _, actor in self._actors.values()])
         self.startup_seconds = time.perf_counter() - t0
         log.info("%d Ray workers ready in %.1f s", self.workers, self.startup_seconds)
         return ray
+
+    def _check_capacity(self, ray: Any) -> None:
+        """Actors the cluster cannot place wait forever without a word: a Ray started for this run
+        cannot grow, so that is refused; a joined cluster may have an autoscaler, so it is a warning."""
+        short = shortfall(actor_options(self.resources), self.workers, ray.cluster_resources())
+        if not short:
+            return
+        what = ", ".join(f"{need:g} {name} (the cluster has {have:g})" for name, (need, have) in short.items())
+        message = f"workers={self.workers} with worker_resources={dict(self.resources)} need {what}"
+        if self._started_ray and self.address is None:
+            self.close()
+            raise ConfigError(
+                f"{message}; this run's own local Ray cannot grow, so the actors would wait forever. Lower "
+                "workers, ask less per worker (worker_resources='{num_cpus: 0.5}' runs two per CPU), or join a "
+                "larger cluster with ray_address."
+            )
+        log.warning("%s; the workers that do not fit wait until the cluster grows (an autoscaler adding nodes)", message)
 
     def _spawn(self, ray: Any, index: int) -> Any:
         name = f"evalflow-{self._token}-w{index}-{self.replaced}"

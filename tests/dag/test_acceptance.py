@@ -20,6 +20,7 @@ def test_identical_rerun_hits_every_stage_and_calls_nothing(runner: Runner) -> N
     # the inference stage itself hit, so no request reached the edge: they all count as cached
     assert m2["inference"] == {"requests": m1["inference"]["requests"], "computed": 0, "cached": m1["inference"]["requests"]}
     assert m1["inference"]["requests"] == 160 and m2["workers"] == {}
+    assert 0 < m1["answering_seconds"] <= m1["seconds"] and m2["answering_seconds"] == 0
     assert [w["requests"] for w in m1["workers"].values()] == [m1["inference"]["computed"]]
     assert second["results"] == first["results"]
     assert json.loads((folder / "results.json").read_text())["results"] == json.loads(json.dumps(first["results"]))
