@@ -30,8 +30,6 @@ def test_two_and_three_workers_equal_one(ray_cluster: str, toy_library: Path, tm
             assert [name.split("@")[0] for name in per_worker] == ["local"]
         else:  # every actor got chunks: the work really was spread
             assert sorted(name.split("@")[0] for name in per_worker) == [f"w{i}" for i in range(workers)]
-            # ... at the same time: the answering window counts overlapping chunks once
-            assert 0 < manifest["answering_seconds"] < sum(w["seconds"] for w in per_worker.values())
     assert seen[2] == seen[1] and seen[3] == seen[1]
 
 
