@@ -30,7 +30,8 @@ from evalflow.scale.dispatch import Chunk, Done
 log = logging.getLogger(__name__)
 
 QUEUED_PER_WORKER = 2  # one chunk computing, one waiting: an actor never idles on the driver
-ACTOR_OPTIONS = ("num_cpus", "num_gpus", "memory")  # Ray's own actor options; others are custom resources
+# Ray's own actor options, and the cluster resource each draws on; other keys are custom resources
+ACTOR_OPTIONS = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 
 
 def import_ray() -> Any:
@@ -83,9 +84,6 @@ def check_reachable(address: str | None, timeout: float = 5.0) -> None:
         ) from None
 
 
-RAY_RESOURCE_NAMES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
-
-
 def shortfall(options: Mapping[str, Any], workers: int, cluster: Mapping[str, float]) -> dict[str, tuple[float, float]]:
     """The resources ``workers`` actors with ``options`` need beyond what ``cluster`` has in total:
     name -> (needed, available).
@@ -93,7 +91,7 @@ def shortfall(options: Mapping[str, Any], workers: int, cluster: Mapping[str, fl
     >>> shortfall({"num_cpus": 1}, 3, {"CPU": 2.0})
     {'CPU': (3, 2.0)}
     """
-    per_actor = {RAY_RESOURCE_NAMES[k]: v for k, v in options.items() if k in RAY_RESOURCE_NAMES}
+    per_actor = {ACTOR_OPTIONS[k]: v for k, v in options.items() if k in ACTOR_OPTIONS}
     per_actor.update(options.get("resources", {}))
     return {name: (workers * amount, cluster.get(name, 0.0))
             for name, amount in per_actor.items() if workers * amount > cluster.get(name, 0.0)}
