@@ -8,10 +8,12 @@ function of its own context as in lm-eval (greedy: the argmax of the last positi
 the float noise of running in a differently shaped batch.
 
 The key/values live in one buffer per layer, ``[slots, kv_heads, capacity, head_dim]``
-(:class:`SlotLayer`): a slot holds its row's context (its shared few-shot prefix copied from the
-prefix memo, then its own tokens, run once when it joins: ``kv.generation_cache``) and the tokens
+(:class:`SlotLayer`): a slot holds its row's context (its few-shot prefix copied from the prefix
+memo, then its own tokens, run once when it joins: ``kv.generation_cache``) and the tokens
 generated so far. Rows have different lengths, so every step passes each row's position and a mask
-of its filled columns, and writes each row's new key/values at its own column.
+of its filled columns, and writes each row's new key/values at its own column. When every job
+starts with the same memoized prefix, the slots hold only what follows it, and the step's
+attention reads that prefix once for all rows (``shared_attention``).
 
 The step does no work that grows with the generated length apart from attention itself: greedy is
 an argmax of one logit row (no softmax, no logits processors), and stop sequences are checked on a
@@ -23,13 +25,15 @@ afterwards, exactly as in lm-eval, where the same miss keeps the row running too
 from __future__ import annotations
 
 from collections import deque
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
-from evalflow.models.hf import kv
+from evalflow.models.hf import kv, shared_attention
+from evalflow.models.hf.prefix import common_prefix_len
 from evalflow.models.hf.torch_ops import cache_argument
 
 
@@ -131,58 +135,77 @@ def greedy_until(
     row generates at most ``max_new`` tokens.
     """
     slots = max(1, min(slots, len(jobs)))
-    capacity = max(len(j.context) for j in jobs) + max_new
+    shared = _shared_prefix(jobs) if shared_attention.applies(model) else None
+    skip = shared.lengths[0] if shared is not None else 0  # columns held once, outside the slots
+    capacity = max(len(j.context) for j in jobs) - skip + max_new
     layers = [SlotLayer(slots, capacity) for _ in range(kv.num_layers(model))]
     cache = Cache(layers=layers)
     waiting = deque(range(len(jobs)))
     rows: list[int] = []  # the job in each buffer row, -1 once it has finished
-    lengths: list[int] = []  # filled columns of each row = position of the token it feeds next
+    lengths: list[int] = []  # tokens each row has run = position of the token it feeds next
     feed: list[int] = []  # the token each row feeds next
     out: list[list[int]] = [[] for _ in jobs]
-    cache_kwargs = {str(cache_argument(model)): cache, "use_cache": True, "logits_to_keep": 1}
+    step_kwargs: dict[str, Any] = {str(cache_argument(model)): cache, "use_cache": True, "logits_to_keep": 1}
+    if shared is not None:
+        step_kwargs["shared_prefix"] = shared
     dtype = model.dtype if model.dtype.is_floating_point else torch.float32
-    while waiting or any(j >= 0 for j in rows):
-        for r in [r for r, j in enumerate(rows) if j < 0] + list(range(len(rows), slots)):
-            if not waiting:
-                break
-            j = waiting.popleft()
-            _join(model, layers, r, jobs[j], device)
-            if r == len(rows):  # the first fill
+    with shared_attention.active(model) if shared is not None else nullcontext():
+        while waiting or any(j >= 0 for j in rows):
+            for r in [r for r, j in enumerate(rows) if j < 0] + list(range(len(rows), slots)):
+                if not waiting:
+                    break
+                j = waiting.popleft()
+                _join(model, layers, r, jobs[j], skip, device)
+                if r == len(rows):  # the first fill
+                    for values in (rows, lengths, feed):
+                        values.append(0)
+                rows[r], lengths[r], feed[r] = j, len(jobs[j].context) - 1, jobs[j].context[-1]
+            while -1 in rows:  # nothing left to take the free rows: stop computing them
+                r = rows.index(-1)
+                for layer in layers:
+                    layer.drop(r, lengths[-1] - skip)
                 for values in (rows, lengths, feed):
-                    values.append(0)
-            rows[r], lengths[r], feed[r] = j, len(jobs[j].context) - 1, jobs[j].context[-1]
-        while -1 in rows:  # nothing left to take the free rows: stop computing them
-            r = rows.index(-1)
+                    values[r] = values[-1]
+                    values.pop()
+            positions = torch.tensor(lengths, dtype=torch.long)
+            columns = positions - skip
+            width = int(columns.max()) + 1
             for layer in layers:
-                layer.drop(r, lengths[-1])
-            for values in (rows, lengths, feed):
-                values[r] = values[-1]
-                values.pop()
-        positions = torch.tensor(lengths, dtype=torch.long)
-        width = int(positions.max()) + 1
-        for layer in layers:
-            layer.write_at, layer.width = positions.to(device), width
-        filled = torch.arange(width)[None, :] <= positions[:, None]
-        mask = torch.zeros(filled.shape, dtype=dtype).masked_fill_(~filled, torch.finfo(dtype).min)
-        ids = torch.tensor(feed, dtype=torch.long)[:, None]
-        logits = model(
-            ids.to(device), attention_mask=mask[:, None, None].to(device), position_ids=positions[:, None].to(device),
-            **cache_kwargs,
-        ).logits
-        for r, token in enumerate(logits[:, -1].argmax(dim=-1).tolist()):
-            generated = out[rows[r]]
-            generated.append(token)
-            lengths[r] += 1
-            feed[r] = token
-            if token in eos_ids or len(generated) >= max_new or stop.hit(generated):
-                rows[r] = -1
+                layer.write_at, layer.width = columns.to(device), width
+            filled = torch.arange(width)[None, :] <= columns[:, None]
+            mask = torch.zeros(filled.shape, dtype=dtype).masked_fill_(~filled, torch.finfo(dtype).min)
+            ids = torch.tensor(feed, dtype=torch.long)[:, None]
+            logits = model(
+                ids.to(device), attention_mask=mask[:, None, None].to(device), position_ids=positions[:, None].to(device),
+                **step_kwargs,
+            ).logits
+            for r, token in enumerate(logits[:, -1].argmax(dim=-1).tolist()):
+                generated = out[rows[r]]
+                generated.append(token)
+                lengths[r] += 1
+                feed[r] = token
+                if token in eos_ids or len(generated) >= max_new or stop.hit(generated):
+                    rows[r] = -1
     return out
 
 
-def _join(model: Any, layers: list[SlotLayer], slot: int, job: Job, device: Any) -> None:
-    """Run the job's context (all but its last token, after its memoized prefix) into ``slot``."""
-    if len(job.context) < 2:
-        return  # nothing before the token the first step feeds
+def _shared_prefix(jobs: Sequence[Job]) -> kv.PrefixStates | None:
+    """The memoized prefix every job starts with (cut to what all share, and to leave each job
+    at least its last token to feed), or None when some job has none."""
+    if any(j.prefix is None for j in jobs):
+        return None
+    n = min(min(j.prefix.lengths[0] for j in jobs if j.prefix is not None), min(len(j.context) for j in jobs) - 1)
+    for job in jobs[1:]:
+        n = min(n, common_prefix_len(jobs[0].context, job.context))
+    first = jobs[0].prefix
+    return first.head(n) if n > 0 and first is not None else None
+
+
+def _join(model: Any, layers: list[SlotLayer], slot: int, job: Job, skip: int, device: Any) -> None:
+    """Run the job's context (all but its last token, after its memoized prefix) into ``slot``,
+    leaving out its first ``skip`` columns (the prefix every row shares)."""
+    if len(job.context) - 1 <= skip:
+        return  # nothing of its own before the token the first step feeds
     row = kv.generation_cache(model, [list(job.context)], len(job.context) - 1, job.prefix, device)
     for target, source in zip(layers, row.layers):
-        target.load(slot, source.keys, source.values)
+        target.load(slot, source.keys[:, :, skip:], source.values[:, :, skip:])

@@ -1,0 +1,86 @@
+"""The decode step's split attention: a prefix every row shares, read once, merged by log-sum-exp."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from evalflow.models.hf import HFModel, decode, kv, shared_attention
+from evalflow.records import Request
+
+FEW_SHOT = "Question: What is two plus two?\nAnswer: four\n\nQuestion: What is 1 + 1?\nAnswer: 2\n\n"
+QUESTIONS = ["Question: The cat", "Question: Paris is the capital of", "Question: 3 + 3 =", "Question: Once upon"]
+
+
+def gen(context: str, **kwargs) -> Request:
+    return Request("generate_until", (context, kwargs))
+
+
+def test_split_attention_equals_attention_over_the_concatenation():
+    torch.manual_seed(0)
+    rows, heads, kv_heads, dim, prefix_len, own = 3, 6, 2, 8, 11, 5
+    query = torch.randn(rows, heads, 1, dim)
+    prefix_k, prefix_v = torch.randn(1, kv_heads, prefix_len, dim), torch.randn(1, kv_heads, prefix_len, dim)
+    own_k, own_v = torch.randn(rows, kv_heads, own, dim), torch.randn(rows, kv_heads, own, dim)
+    filled = torch.tensor([5, 2, 4])  # each row's own columns; the rest are stale and masked
+    visible = torch.arange(own)[None, :] < filled[:, None]
+    mask = torch.zeros(rows, 1, 1, own).masked_fill_(~visible[:, None, None], torch.finfo(torch.float32).min)
+    states = kv.PrefixStates((prefix_k,), (prefix_v,), (prefix_len,))
+    got, _ = shared_attention.attention(SimpleNamespace(layer_idx=0), query, own_k, own_v, mask, scaling=0.3, shared_prefix=states)
+    for r in range(rows):
+        keys = torch.cat([prefix_k[0], own_k[r, :, : filled[r]]], dim=1).repeat_interleave(heads // kv_heads, dim=0)
+        values = torch.cat([prefix_v[0], own_v[r, :, : filled[r]]], dim=1).repeat_interleave(heads // kv_heads, dim=0)
+        weights = torch.softmax(query[r] @ keys.transpose(-1, -2) * 0.3, dim=-1)
+        assert torch.allclose(got[r, 0], (weights @ values)[:, 0], atol=1e-6)
+
+
+def test_split_attention_refuses_attention_variants_it_does_not_reproduce():
+    states = kv.PrefixStates((torch.zeros(1, 1, 2, 4),), (torch.zeros(1, 1, 2, 4),), (2,))
+    q, k = torch.zeros(1, 2, 1, 4), torch.zeros(1, 1, 3, 4)
+    with pytest.raises(RuntimeError, match="softcap"):
+        shared_attention.attention(SimpleNamespace(layer_idx=0), q, k, k, None, shared_prefix=states, softcap=30.0)
+
+
+def test_rows_behind_one_few_shot_prefix_read_it_once_and_generate_the_same_tokens(tiny_model_dir: Path, monkeypatch):
+    requests = [gen(FEW_SHOT + q, until=[], max_gen_toks=12) for q in QUESTIONS]
+    expected = HFModel(str(tiny_model_dir), batch_size=2, prefix_sharing=False).generate_until(requests)
+    split_calls: list[tuple[int, int, int]] = []
+    real = shared_attention.attention
+
+    def spy(module, query, key, value, mask, shared_prefix=None, **kwargs):
+        if shared_prefix is not None:
+            split_calls.append((query.shape[0], shared_prefix.lengths[0], key.shape[2]))
+        return real(module, query, key, value, mask, shared_prefix=shared_prefix, **kwargs)
+
+    monkeypatch.setattr(shared_attention, "attention", spy)
+    model = HFModel(str(tiny_model_dir), batch_size=2)
+    assert model.generate_until(requests) == expected
+    prefix_tokens = len(model.tokenizer(FEW_SHOT)["input_ids"])
+    assert split_calls, "the decode steps did not use the shared prefix"
+    assert max(rows for rows, _, _ in split_calls) == 2
+    assert all(shared >= prefix_tokens - 2 for _, shared, _ in split_calls)
+    longest_own = max(len(model.tokenizer(FEW_SHOT + q)["input_ids"]) for q in QUESTIONS) - min(s for _, s, _ in split_calls)
+    assert all(width <= longest_own + 12 for _, _, width in split_calls)  # slots hold only what follows the prefix
+    assert model.model.config._attn_implementation == "sdpa"  # restored after the run
+
+
+def test_jobs_without_a_common_memoized_prefix_keep_the_whole_context_in_their_slots():
+    states = kv.PrefixStates((torch.zeros(1, 1, 6, 2),), (torch.zeros(1, 1, 6, 2),), (6,))
+    a = decode.Job((1, 2, 3, 4, 5, 6, 7, 8), states)
+    b = decode.Job((1, 2, 3, 9, 9, 9, 9, 9), states)
+    assert decode._shared_prefix([a, decode.Job((1, 2, 3), None)]) is None
+    assert decode._shared_prefix([a, b]).lengths == (3,)  # cut to the tokens both start with
+    assert decode._shared_prefix([a, decode.Job((1, 2, 3, 4), states)]).lengths == (3,)  # its last token is fed, not shared
+    assert decode._shared_prefix([a, decode.Job((5, 2), states)]) is None
+
+
+def test_the_models_attention_is_restored_when_generation_fails(tiny_model_dir: Path):
+    model = HFModel(str(tiny_model_dir))
+    with pytest.raises(ValueError):
+        with shared_attention.active(model.model):
+            assert model.model.config._attn_implementation == shared_attention.NAME
+            raise ValueError("boom")
+    assert model.model.config._attn_implementation == "sdpa"
