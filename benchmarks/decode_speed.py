@@ -6,7 +6,8 @@ SmolLM2-135M fp32 on gsm8k 5-shot contexts from ``../shared/data``, greedy, no s
 figure is (time to generate ``tokens + 1`` tokens - time to generate 1 token) / new tokens, so the
 prompt's processing cancels out and only the decode loop is timed: ``model.generate`` on
 left-padded batches (lm-eval's way) against ``evalflow.models.hf.decode.greedy_until`` (continuous
-batching, the few-shot prefix's key/values shared). Printed per setting: tokens/s by wall clock and
+batching, the few-shot prefix's key/values shared), and the same loop with that prefix copied into
+every decode slot and attended per row (as before ``shared_attention``). Printed per setting: tokens/s by wall clock and
 by this process's CPU time (CPU time is steadier on a shared machine; with ``--threads 1`` it is the
 single-core figure), and the foreign CPU load during the measurement, computed as
 ``../shared/bench/measure.py`` does (above ~0.05 the wall figures are disturbed). The minimum time
@@ -23,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = (ROOT / ".." / "shared" / "data" / "gsm8k").resolve()
@@ -63,7 +65,7 @@ def timed(fn: Callable[[], Any], rounds: int, busy: Callable[[], float]) -> tupl
 def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens: int = 48) -> list[str]:
     import torch
 
-    from evalflow.models.hf import HFModel, decode, generate
+    from evalflow.models.hf import HFModel, decode, generate, shared_attention
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     lm = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", threads=threads)
@@ -93,9 +95,14 @@ def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens
         with torch.inference_mode():
             decode.greedy_until(lm.model, jobs, rows, new, no_stop, set(), lm.device)
 
+    def ours_prefix_per_row(rows: int, new: int) -> None:
+        with mock.patch.object(shared_attention, "applies", return_value=False):
+            ours(rows, new)
+
     lines = []
     for rows in (1, 8):
-        for name, run in (("model.generate", plain), ("evalflow decode", ours)):
+        runs = (("model.generate", plain), ("evalflow decode", ours), ("evalflow decode, prefix per row", ours_prefix_per_row))
+        for name, run in runs:
             full = timed(lambda: run(rows, tokens + 1), rounds, busy)
             one = timed(lambda: run(rows, 1), rounds, busy)
             n = tokens * len(contexts)

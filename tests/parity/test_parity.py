@@ -22,6 +22,7 @@ FULL = [
     Setting("arc_easy", 0, 300), Setting("arc_easy", 5, 300),
     Setting("arc_challenge", 0, 300), Setting("arc_challenge", 5, 300),
     Setting("mmlu", 5, 10), Setting("gsm8k", 5, 30),
+    Setting("gsm8k_cot", 8, 30),  # one few-shot prefix for every request: the shared-prefix decode path
 ]
 SETTINGS = FULL if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else SHORT
 

@@ -19,7 +19,8 @@ when a model is built, and its imports point one way, from this class down:
   rules), ``batching`` (lm-eval's ordering and batch grouping), ``prefix`` and ``pack`` (which
   tokens to share), ``gguf_memo`` (GGUF conversions kept on disk);
 - the passes: ``score`` (log-likelihoods) and ``generate`` (``generate_until``), which take a
-  setup object rather than this class; ``decode`` (greedy continuous batching) under ``generate``;
+  setup object rather than this class; ``decode`` (greedy continuous batching, with
+  ``shared_attention`` for rows behind one few-shot prefix) under ``generate``;
   ``kv`` (packed passes, key/values) under both, built on ``torch_ops`` (plain passes,
   ``model.generate``).
 
