@@ -55,8 +55,8 @@ def test_rows_behind_one_few_shot_prefix_read_it_once_and_generate_the_same_toke
             split_calls.append((query.shape[0], shared_prefix.lengths[0], key.shape[2]))
         return real(module, query, key, value, mask, shared_prefix=shared_prefix, **kwargs)
 
-    monkeypatch.setattr(shared_attention, "attention", spy)
     model = HFModel(str(tiny_model_dir), batch_size=2)
+    monkeypatch.setattr(shared_attention, "attention", spy)
     assert model.generate_until(requests) == expected
     prefix_tokens = len(model.tokenizer(FEW_SHOT)["input_ids"])
     assert split_calls, "the decode steps did not use the shared prefix"
@@ -84,3 +84,14 @@ def test_the_models_attention_is_restored_when_generation_fails(tiny_model_dir: 
             assert model.model.config._attn_implementation == shared_attention.NAME
             raise ValueError("boom")
     assert model.model.config._attn_implementation == "sdpa"
+
+
+def test_the_cpu_kernel_and_the_plain_tensor_operations_agree():
+    """Off a CPU the split runs in plain tensor operations: the same values and log-sum-exps."""
+    torch.manual_seed(1)
+    query, key, value = torch.randn(2, 3, 6, 8), torch.randn(2, 3, 9, 8), torch.randn(2, 3, 9, 8)
+    mask = torch.zeros(1, 1, 6, 9).masked_fill_(torch.rand(1, 1, 6, 9) < 0.3, torch.finfo(torch.float32).min)
+    for m in (None, mask):
+        fast, fast_lse = shared_attention._softmax_part(query, key, value, m, 0.4)
+        plain, plain_lse = shared_attention.plain_softmax_part(query, key, value, m, 0.4)
+        assert torch.allclose(fast, plain, atol=1e-5) and torch.allclose(fast_lse, plain_lse, atol=1e-5)
