@@ -192,13 +192,13 @@ def greedy_until(
 def _shared_prefix(jobs: Sequence[Job]) -> kv.PrefixStates | None:
     """The memoized prefix every job starts with (cut to what all share, and to leave each job
     at least its last token to feed), or None when some job has none."""
-    if any(j.prefix is None for j in jobs):
+    prefixes = [j.prefix for j in jobs if j.prefix is not None]
+    if len(prefixes) < len(jobs):
         return None
-    n = min(min(j.prefix.lengths[0] for j in jobs if j.prefix is not None), min(len(j.context) for j in jobs) - 1)
+    n = min(min(p.lengths[0] for p in prefixes), min(len(j.context) for j in jobs) - 1)
     for job in jobs[1:]:
         n = min(n, common_prefix_len(jobs[0].context, job.context))
-    first = jobs[0].prefix
-    return first.head(n) if n > 0 and first is not None else None
+    return prefixes[0].head(n) if n > 0 else None
 
 
 def _join(model: Any, layers: list[SlotLayer], slot: int, job: Job, skip: int, device: Any) -> None:
