@@ -13,7 +13,6 @@ Components are registered by name (the name used in task YAML); add your own wit
 Importing this package registers every built-in component.
 """
 
-from evalflow.scoring.aggregations import aggregate_task
 from evalflow.scoring import filters_tagging  # noqa: F401  (registers regex_pos, format_span)
 from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines
 from evalflow.scoring.groups import aggregate_group
@@ -29,6 +28,7 @@ from evalflow.scoring.registry import (
     register_filter,
     register_metric,
 )
+from evalflow.scoring.task_aggregation import aggregate_task
 
 __all__ = [
     "AGGREGATIONS",

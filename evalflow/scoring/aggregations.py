@@ -1,11 +1,10 @@
 """Aggregations: many per-document values -> one task number, and that number's standard error.
 
 Each aggregation is a small registered function, with lm-eval 0.4.13's name and arithmetic (the
-same operation order, so the same float bits). :func:`aggregate_task` is lm-eval's
-``_compute_task_aggregations``: for every ``(metric, filter)`` it reports ``"metric,filter"`` and
-``"metric_stderr,filter"``; the stderr is closed-form for ``mean``, a seeded bootstrap for the
-aggregations lm-eval bootstraps (see :mod:`evalflow.scoring.registry` to add your own) and
-``"N/A"`` otherwise::
+same operation order, so the same float bits). :func:`stderr_fn` says how each one's standard
+error is estimated: closed-form for ``mean``, a seeded bootstrap for the aggregations lm-eval
+bootstraps (see :mod:`evalflow.scoring.registry` to add your own) and none otherwise. Applying
+them to a task's metrics is :mod:`evalflow.scoring.task_aggregation`::
 
     >>> from evalflow.scoring.aggregations import mean, median
     >>> mean([1.0, 0.0, 1.0, 1.0]), median([3.0, 1.0, 2.0])
@@ -14,20 +13,16 @@ aggregations lm-eval bootstraps (see :mod:`evalflow.scoring.registry` to add you
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from evalflow.errors import DataError, TaskError
+from evalflow.errors import TaskError
 from evalflow.scoring import bootstrap
 from evalflow.scoring.bootstrap import bootstrap_stderr, mean, sample_stddev
 from evalflow.scoring.registry import register_aggregation
-from evalflow.taskspec.spec import TaskConfig
-
-log = logging.getLogger(__name__)
 
 register_aggregation("mean")(mean)
 
@@ -219,64 +214,3 @@ def stderr_fn(agg: Callable[..., Any], iters: int) -> Callable[[list[Any]], floa
     if agg is mean:
         return mean_stderr
     return None
-
-
-def aggregate_task(
-    task: TaskConfig,
-    per_filter: Mapping[str, Sequence[Mapping[str, Any]]],
-    *,
-    bootstrap_iters: int = 100000,
-) -> tuple[dict[str, Any], dict[str, bool | None]]:
-    """One task's numbers from its per-document metric dicts, in lm-eval's layout and order.
-
-    ``per_filter[name]`` holds, per document, the dict :func:`~evalflow.scoring.process.score_document`
-    returned under filter pipeline ``name``. Returns ``({"acc,none": .., "acc_stderr,none": ..},
-    {"acc": True})``. Raises :class:`~evalflow.errors.DataError` on no documents rather than
-    reporting a score for nothing.
-
-    >>> from evalflow.taskspec.spec import TaskConfig
-    >>> task = TaskConfig(task="demo", output_type="multiple_choice")
-    >>> aggregate_task(task, {"none": [{"acc": 1.0, "acc_norm": 0.0}, {"acc": 0.0, "acc_norm": 0.0}]})[0]
-    {'acc,none': 0.5, 'acc_stderr,none': 0.5, 'acc_norm,none': 0.0, 'acc_norm_stderr,none': 0.0}
-    """
-    from evalflow.scoring.metrics import metric_for_key, task_metric_specs
-
-    name = task.task
-    if not per_filter:
-        raise DataError(f"task '{name}' has no filter pipeline results to aggregate; nothing was scored")
-    specs = task_metric_specs(task)
-    out: dict[str, Any] = {}
-    higher: dict[str, bool | None] = {s.name: s.higher_is_better for s in specs}
-    for filter_name, rows in per_filter.items():
-        if len(rows) == 0:
-            raise DataError(
-                f"task '{name}', filter '{filter_name}': no documents were scored, so there is nothing "
-                "to aggregate; check the split, --limit and process_docs of the task"
-            )
-        raw = _collect(rows)
-        for metric, items in raw.items():
-            spec = metric_for_key(specs, metric, raw.keys(), process_results=task.process_results)
-            agg = spec.aggregation if spec is not None else mean
-            if spec is None:
-                log.warning("[%s] no aggregation defined for metric %s; using mean", name, metric)
-            elif metric not in higher:
-                higher[metric] = spec.higher_is_better
-            iters = min(bootstrap_iters, 100) if metric in SLOW_METRICS else bootstrap_iters
-            out[f"{metric},{filter_name}"] = _plain(agg(items))
-            fn = stderr_fn(agg, iters) if isinstance(bootstrap_iters, int) else None
-            out[f"{metric}_stderr,{filter_name}"] = _plain(fn(items)) if fn and len(items) > 1 else "N/A"
-    return out, higher
-
-
-def _collect(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """Per metric, its values over documents, metrics in order of first appearance (lm-eval's order)."""
-    raw: dict[str, list[Any]] = {}
-    for row in rows:
-        for metric, value in row.items():
-            raw.setdefault(metric, []).append(value)
-    return raw
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars to Python numbers, so results stay JSON data."""
-    return value.item() if isinstance(value, np.generic) else value

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalflow.records import Scores, TaskResult
-from evalflow.scoring.aggregations import aggregate_task
+from evalflow.scoring.task_aggregation import aggregate_task
 from evalflow.taskspec.spec import TaskConfig
 
 

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["aggregations", "filters", "filters_tagging", "groups", "metrics", "process"]
+MODULES = ["aggregations", "filters", "filters_tagging", "groups", "metrics", "process", "task_aggregation"]
 
 
 @pytest.mark.parametrize("name", MODULES)
