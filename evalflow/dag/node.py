@@ -1,7 +1,9 @@
 """A DAG node: a stage function plus the declaration of exactly what it reads.
 
-The cache key of a node is ``fingerprint(stage name, code version, the task fields and run settings
-it reads, the keys of its upstream nodes)``. The declaration is enforced, not trusted: the stage
+The cache key of a node is ``fingerprint(stage name, its code, the task fields and run settings it
+reads, the keys of its upstream nodes)``. Its code is derived, not declared: the hash of every
+evalflow module the stage function's module imports, transitively (:func:`stage_code`), so an
+upgrade that changes what a stage computes changes its key without anyone bumping a number. The declaration is enforced, not trusted: the stage
 receives a copy of the task in which every field it did not declare is :data:`UNDECLARED`, a value
 that raises on any use. A stage that starts reading a new field fails loudly in the tests until the
 field is declared, instead of silently serving stale cache entries.
@@ -10,11 +12,27 @@ field is declared, instead of silently serving stale cache entries.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from evalflow.cache.code import module_closure
 from evalflow.taskspec.spec import TASK_FIELDS, TaskConfig
+
+EVALFLOW_DIR = Path(__file__).resolve().parents[1]
+MODEL_SIDE = ("evalflow.models",)
+"""Left out of every stage's code: model-side code belongs to the model's identity
+(:func:`evalflow.models.registry.model_identity`), which keys inference and every response."""
+
+
+@functools.cache
+def stage_code(function: str) -> Mapping[str, str]:
+    """``{module: file hash}`` of the evalflow code a stage runs (``"module:attr"``'s module and
+    the evalflow modules it imports, transitively, models aside). Memoized per process: a run
+    plans every task, and the modules it runs cannot change under it."""
+    return module_closure(function.partition(":")[0], EVALFLOW_DIR, exclude=MODEL_SIDE)
 
 
 class UndeclaredFieldError(RuntimeError):
@@ -65,7 +83,6 @@ class Node:
     name: str
     function: str  # "module:attr" of the stage; imported only when the stage must compute
     output: str  # the parameter name under which downstream stages receive this stage's result
-    version: int
     task_fields: tuple[str, ...] = ()
     run_settings: tuple[str, ...] = ()
     upstream: tuple[str, ...] = ()
@@ -81,7 +98,7 @@ class Node:
         """
         return {
             "stage": self.name,
-            "version": self.version,
+            "code": stage_code(self.function),
             "task": {f: getattr(task, f) for f in self.task_fields if f not in self.unhashed},
             "derived": {f: d(task) for f, d in self.derive.items()},
             "identity": {name: fn(task, settings) for name, fn in self.identity.items()},

@@ -4,7 +4,9 @@
         └──────────┴────────────┴──────────────────────┴──────────┘ (documents feed every stage)
 
 Reading a node tells you when its cached result is reused: a change to anything *not* listed
-leaves it a hit. Excluded on purpose from every key: ``batch_size`` and worker counts (they change
+leaves it a hit. Code is part of every key without being listed: each stage's own code (the
+evalflow modules it runs, :func:`evalflow.dag.node.stage_code`), and, for the scoring stages, the
+registered metrics, aggregations and filters they call (``components``, by a hash of their source). Excluded on purpose from every key: ``batch_size`` and worker counts (they change
 speed, not answers), the run folder and cache folder, data file paths (the data's bytes are hashed
 instead), and the model's device (numerically equivalent for scoring purposes).
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from evalflow.dag.node import Node
+from evalflow.scoring.components import aggregation_components, filter_components, metric_components
 from evalflow.taskspec.data import data_fingerprint
 from evalflow.taskspec.spec import TaskConfig
 
@@ -40,7 +43,6 @@ PIPELINE: tuple[Node, ...] = (
         "load_docs",
         "evalflow.stages.load_docs:load_docs",
         "docs",
-        version=1,
         task_fields=("dataset_path", "dataset_name", "dataset_kwargs", "custom_dataset", "training_split",
                      "validation_split", "test_split", "fewshot_split", "fewshot_config", "process_docs"),
         run_settings=("data_map",),
@@ -51,7 +53,6 @@ PIPELINE: tuple[Node, ...] = (
         "fewshot",
         "evalflow.stages.fewshot:fewshot",
         "contexts",
-        version=2,
         task_fields=_RENDERING + ("description", "fewshot_delimiter", "fewshot_config", "gen_prefix",
                                   "training_split", "validation_split", "test_split", "fewshot_split"),
         run_settings=("num_fewshot", "fewshot_seed", "limit", "samples", "system_instruction", "chat"),
@@ -61,7 +62,6 @@ PIPELINE: tuple[Node, ...] = (
         "instances",
         "evalflow.stages.instances:instances",
         "instances",
-        version=2,
         task_fields=_RENDERING + ("generation_kwargs", "repeats", "fewshot_delimiter", "gen_prefix"),
         derive={"metric_list": _mutual_info_only},
         run_settings=("gen_kwargs", "seed", "apply_chat_template"),
@@ -71,7 +71,6 @@ PIPELINE: tuple[Node, ...] = (
         "inference",
         "evalflow.stages.inference:inference",
         "responses",
-        version=1,
         run_settings=("model",),  # the model's identity, never its weights or device
         upstream=("instances",),
     ),
@@ -79,26 +78,26 @@ PIPELINE: tuple[Node, ...] = (
         "filters",
         "evalflow.stages.filters:filters",
         "filtered",
-        version=2,
         task_fields=("filter_list",),
         run_settings=("think_end_token",),
+        identity={"components": filter_components},
         upstream=("load_docs", "instances", "inference"),
     ),
     Node(
         "metrics",
         "evalflow.stages.metrics:metrics",
         "scores",
-        version=2,
         task_fields=_RENDERING + ("metric_list", "process_results"),
+        identity={"components": metric_components},
         upstream=("load_docs", "filters"),
     ),
     Node(
         "aggregate",
         "evalflow.stages.aggregate:aggregate",
         "result",
-        version=1,
         task_fields=("metric_list", "output_type", "process_results"),
         run_settings=("bootstrap_iters",),
+        identity={"components": aggregation_components},
         upstream=("metrics",),
     ),
 )

@@ -147,8 +147,8 @@ def _upstream_causes(stage: Stage, new: Mapping[str, Stage], old: Mapping[str, S
 
 def _own_changes(new: Mapping[str, Any], old: Mapping[str, Any], models: tuple[Any, Any]) -> list[str]:
     out: list[str] = []
-    if new.get("version") != old.get("version"):
-        out.append(f"stage code version {old.get('version')} → {new.get('version')}")
+    if new.get("code") != old.get("code"):
+        out.append(_code_change(old.get("code"), new.get("code")))
     for section in ("task", "derived"):
         a, b = old.get(section, {}), new.get(section, {})
         for name in sorted(set(a) | set(b)):
@@ -162,6 +162,8 @@ def _own_changes(new: Mapping[str, Any], old: Mapping[str, Any], models: tuple[A
                 split = task.get("test_split") or task.get("validation_split") or "evaluated"
                 out.append(f"data file bytes changed ({split} split; data fingerprint {_short(a.get(name))} → "
                            f"{_short(b.get(name))})")
+            elif name == "components":
+                out.extend(_component_changes(a.get(name) or {}, b.get(name) or {}))
             else:
                 out.append(_field_change(name, a.get(name), b.get(name)))
     a, b = old.get("settings", {}), new.get("settings", {})
@@ -175,7 +177,38 @@ def _own_changes(new: Mapping[str, Any], old: Mapping[str, Any], models: tuple[A
             out.extend(_paths(a.get(name), b.get(name), "chat"))
         else:
             out.append(_field_change(name, a.get(name), b.get(name)))
+    if not out:  # a component newly called (or no longer) with nothing else changed: a re-registration
+        out.extend(_component_calls(old.get("identity", {}).get("components") or {},
+                                    new.get("identity", {}).get("components") or {}))
     return out
+
+
+def _code_change(old: Any, new: Any) -> str:
+    """``stage code changed (evalflow.scoring.process)``: the modules of the stage whose files differ."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return "stage code changed (the earlier run recorded a code version number, not its modules)"
+    changed = [m for m in sorted(set(old) | set(new)) if old.get(m) != new.get(m)]
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return f"stage code changed ({shown})"
+
+
+def _component_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """``metric 'x' code changed`` for each component called in both runs whose identity differs."""
+    out = []
+    for label in sorted(set(old) & set(new)):
+        a, b = old[label], new[label]
+        if a == b:
+            continue
+        if isinstance(a, str) and isinstance(b, str):
+            out.append(f"{label} code changed")
+        else:
+            out.append(f"{label} registration changed ({'; '.join(_paths(a, b))})")
+    return out
+
+
+def _component_calls(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    added = [f"{label} now called" for label in sorted(set(new) - set(old))]
+    return added + [f"{label} no longer called" for label in sorted(set(old) - set(new))]
 
 
 def _field_change(name: str, old: Any, new: Any) -> str:

@@ -91,7 +91,7 @@ def _answer(rtype: str, value: Any) -> Any:
 
 def _source(name: str, function: str, output: str, **declared: Any) -> Node:
     """A node that reads the samples (hashed by content, never by path) in place of a stage."""
-    return Node(name, f"evalflow.insight.rescore:{function}", output, version=1, run_settings=("recorded",),
+    return Node(name, f"evalflow.insight.rescore:{function}", output, run_settings=("recorded",),
                 unhashed=("recorded",), **declared)
 
 

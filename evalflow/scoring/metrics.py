@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from evalflow.errors import TaskError, closest
-from evalflow.scoring import aggregations  # noqa: F401  (registers the aggregations named below)
+import evalflow.scoring.aggregations  # noqa: F401  (registers the aggregations named below)
 from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
 

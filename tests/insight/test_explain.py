@@ -3,8 +3,6 @@ from the run folders alone (the cache is removed before explaining)."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import json
 import shutil
 from pathlib import Path
@@ -107,18 +105,24 @@ def test_model_identity(runner: Runner) -> None:
     assert why["inference"] == '20 of 20 requests new (model identity changed (salt: "" → "b"))'
 
 
-def test_stage_version(runner: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
-    import evalflow.app as app
-    from evalflow.dag.pipeline import PIPELINE
-    from evalflow.dag.runner import execute
+def test_stage_code_change_names_the_module(runner: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit to a module a stage imports re-runs that stage, and explain names the module."""
+    import evalflow.dag.node as node
 
     runner(limit=5)
-    bumped = tuple(dataclasses.replace(n, version=n.version + 1) if n.name == "fewshot" else n for n in PIPELINE)
-    monkeypatch.setattr(app, "execute", functools.partial(execute, pipeline=bumped))
+    real = node.stage_code
+
+    def edited(function: str) -> dict[str, str]:
+        code = dict(real(function))
+        if "evalflow.taskspec.prompt" in code:
+            code["evalflow.taskspec.prompt"] = "0" * 32
+        return code
+
+    monkeypatch.setattr(node, "stage_code", edited)
     _, _, folder = runner(limit=5)
     why = lines_by_stage(folder)
-    assert why["fewshot"] == "stage code version 2 → 3"
-    assert why["instances"] == "fewshot: stage code version 2 → 3"
+    assert why["fewshot"] == why["metrics"] == "stage code changed (evalflow.taskspec.prompt)"
+    assert why["instances"] == "fewshot: stage code changed (evalflow.taskspec.prompt)"
     assert "load_docs" not in why
 
 

@@ -1,0 +1,83 @@
+"""Which registered components each scoring stage calls, with the hash of their code.
+
+A task names its metrics, aggregations and filters; the registries map each name to code that may
+be the user's (``register_metric``) or evalflow's own. These functions are the scoring stages'
+``identity`` entries in :mod:`evalflow.dag.pipeline`: by name and :func:`~evalflow.cache.code.code_hash`,
+so an edit to a component's module re-runs exactly the stages that call it, and ``explain`` can
+say ``metric 'contains_answer' code changed``. They read names only and resolve no ``!function``
+(whose source hash is already part of the task field that holds it), so planning imports no task
+code; a name the registries do not know is left to the stage, which reports it.
+
+    >>> from evalflow.taskspec.spec import TaskConfig
+    >>> sorted(aggregation_components(TaskConfig(task="t", output_type="multiple_choice")))
+    ["aggregation 'mean'", "metric 'acc'", "metric 'acc_norm'"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from evalflow.cache.code import code_hash
+from evalflow.scoring.filters import DEFAULT_PIPELINES
+from evalflow.scoring.metrics import DEFAULT_METRICS
+from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS
+from evalflow.taskspec.spec import FunctionRef, TaskConfig
+
+
+def filter_components(task: TaskConfig, settings: Mapping[str, Any]) -> dict[str, str]:
+    """The registered filters (functions or lm-eval Filter classes) the task's pipelines run."""
+    if task.filter_list is None:
+        return {f"filter '{s.function}'": code_hash(s.fn) for p in DEFAULT_PIPELINES for s in p.steps}
+    out: dict[str, str] = {}
+    for entry in task.filter_list:
+        steps = entry.get("filter") if isinstance(entry, Mapping) else None
+        for step in steps if isinstance(steps, (list, tuple)) else ():
+            name = step.get("function") if isinstance(step, Mapping) else None
+            found = FILTERS.find(name) if isinstance(name, str) else None
+            if found is not None:
+                out[f"filter '{name}'"] = code_hash(found)
+    return out
+
+
+def metric_components(task: TaskConfig, settings: Mapping[str, Any]) -> dict[str, str]:
+    """The registered metric functions the metrics stage may call (none under process_results,
+    which computes every metric itself)."""
+    if task.process_results is not None:
+        return {}
+    out: dict[str, str] = {}
+    for name, entry in _metrics(task):
+        metric = METRICS.find(name) if isinstance(entry.get("metric", name), str) else None
+        if metric is not None:
+            out[f"metric '{name}'"] = code_hash(metric.fn)
+    return out
+
+
+def aggregation_components(task: TaskConfig, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The aggregations the aggregate stage calls, and what it takes from a metric's registration
+    (its default aggregation and direction) where the task's ``metric_list`` entry does not say."""
+    out: dict[str, Any] = {}
+    for name, entry in _metrics(task):
+        metric = METRICS.find(name)
+        defaults = {k: getattr(metric, k) for k in ("aggregation", "higher_is_better") if metric and k not in entry}
+        if defaults:
+            out[f"metric '{name}'"] = defaults
+        agg = entry.get("aggregation", defaults.get("aggregation"))
+        found = AGGREGATIONS.find(agg) if isinstance(agg, str) else None
+        if found is not None:
+            out[f"aggregation '{agg}'"] = code_hash(found)
+    return out
+
+
+def _metrics(task: TaskConfig) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each metric's name (a ``!function`` metric: its function's name, under which lm-eval looks
+    up registered defaults) and its ``metric_list`` entry; lm-eval's defaults without a list."""
+    if task.metric_list is None:
+        yield from ((name, {}) for name in DEFAULT_METRICS.get(task.output_type, ()))
+        return
+    for entry in task.metric_list:
+        if isinstance(entry, Mapping) and "metric" in entry:
+            raw = entry["metric"]
+            name = raw.attr.rpartition(".")[2] if isinstance(raw, FunctionRef) else getattr(raw, "__name__", raw)
+            if isinstance(name, str):
+                yield name, entry
