@@ -99,3 +99,71 @@ def test_predict_only_rekeys_only_scoring() -> None:
 def test_equal_inputs_give_equal_keys() -> None:
     copy = dataclasses.replace(BASE_TASK, metric_list=tuple(dict(m) for m in BASE_TASK.metric_list or ()))
     assert changed(copy) == []
+
+
+def keys(task: TaskConfig = BASE_TASK) -> dict[str, str | None]:
+    return {p.node.name: p.key for p in plan(task, BASE_SETTINGS)}
+
+
+def _builtin(kind: str, name: str) -> Any:
+    from evalflow.scoring import AGGREGATIONS, FILTERS, METRICS
+
+    return {"metric": lambda: METRICS.get(name).fn, "aggregation": lambda: AGGREGATIONS.get(name),
+            "filter": lambda: FILTERS.get(name)}[kind]()
+
+
+COMPONENT_CASES = [
+    ("built-in metric acc", "metric", "acc", S[5:]),
+    ("built-in aggregation mean", "aggregation", "mean", S[6:]),
+    ("built-in filter take_first (the default pipeline)", "filter", "take_first", S[4:]),
+    ("a component the task does not call", "aggregation", "median", []),
+]
+
+
+@pytest.mark.parametrize("name,kind,component,expected", COMPONENT_CASES, ids=[c[0] for c in COMPONENT_CASES])
+def test_component_source_changes(name: str, kind: str, component: str, expected: list[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registered component's source hash is in the key of exactly the stages that call it."""
+    import evalflow.scoring.components as components
+
+    target, real = _builtin(kind, component), components.code_hash
+    before = keys()
+    monkeypatch.setattr(components, "code_hash", lambda obj: "edited" if obj is target else real(obj))
+    after = keys()
+    assert [s for s in S if before[s] != after[s]] == expected
+
+
+@pytest.mark.parametrize("field,value", [("aggregation", "median"), ("higher_is_better", False)])
+def test_a_metric_registration_rekeys_aggregate_only(field: str, value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What aggregate takes from ``register_metric`` (default aggregation, direction) is in its key."""
+    from evalflow.scoring import METRICS
+
+    before = keys()
+    monkeypatch.setitem(METRICS._objects, "acc", dataclasses.replace(METRICS.get("acc"), **{field: value}))
+    after = keys()
+    assert [s for s in S if before[s] != after[s]] == S[6:]
+
+
+def test_user_filter_function_and_class_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registered filter, function or lm-eval-style class, re-keys filters and what follows."""
+    import evalflow.scoring.components as components
+    from evalflow.scoring import register_filter
+
+    @register_filter("test_keys_shout")
+    def shout(resps: list, docs: list) -> list:
+        return [[r.upper() for r in inst] for inst in resps]
+
+    @register_filter("test_keys_strip")
+    class Strip:
+        def apply(self, resps: list, docs: list) -> list:
+            return [[r.strip() for r in inst] for inst in resps]
+
+    steps = ({"function": "test_keys_shout"}, {"function": "test_keys_strip"}, {"function": "take_first"})
+    task = dataclasses.replace(BASE_TASK, output_type="generate_until", filter_list=({"name": "x", "filter": steps},))
+    real = components.code_hash
+    for target in (shout, Strip):
+        before = keys(task)
+        monkeypatch.setattr(components, "code_hash", lambda obj, t=target: "edited" if obj is t else real(obj))
+        after = keys(task)
+        monkeypatch.setattr(components, "code_hash", real)
+        assert [s for s in S if before[s] != after[s]] == S[4:]

@@ -57,3 +57,31 @@ def test_equal_inputs_equal_keys(value: Any) -> None:
     a = dataclasses.replace(BASE_TASK, generation_kwargs={"v": value})
     b = dataclasses.replace(BASE_TASK, generation_kwargs={"v": value})
     assert keys(a) == keys(b)
+
+
+def _registered_metrics() -> list[str]:
+    from evalflow.scoring import METRICS
+
+    return sorted(METRICS.names())
+
+
+@settings(max_examples=60, deadline=None)
+@given(metric=st.sampled_from(_registered_metrics()), edit=st.sampled_from(["metric", "aggregation"]))
+def test_any_registered_metric_or_its_aggregation_edit(metric: str, edit: str) -> None:
+    """Editing any registered metric re-keys metrics (and aggregate, downstream); editing the
+    aggregation it registered re-keys aggregate alone. Other stages never move."""
+    import evalflow.scoring.components as components
+    from evalflow.scoring import AGGREGATIONS, METRICS
+
+    task = dataclasses.replace(BASE_TASK, metric_list=({"metric": metric},))
+    registered = METRICS.get(metric)
+    target = registered.fn if edit == "metric" else AGGREGATIONS.get(registered.aggregation or "mean")
+    real = components.code_hash
+    before = keys(task)
+    components.code_hash = lambda obj: "edited" if obj is target else real(obj)
+    try:
+        after = keys(task)
+    finally:
+        components.code_hash = real
+    expected = ["metrics", "aggregate"] if edit == "metric" else ["aggregate"]
+    assert [s for s in before if before[s] != after[s]] == expected
