@@ -25,6 +25,7 @@ import functools
 import inspect
 import os
 import re
+import sys
 import weakref
 from pathlib import Path
 from types import CodeType, MappingProxyType, ModuleType
@@ -74,29 +75,45 @@ def _units(obj: Any) -> list[Any]:
 
 
 def _unit(obj: Any) -> Any:
-    name = (getattr(obj, "__module__", None), getattr(obj, "__qualname__", None))
-    if inspect.isbuiltin(obj):  # C code: its identity is its name and the interpreter's
-        return ("builtin", *name)
+    """A function's or class's identity: its qualified name and its module's file (not the
+    module's import name, which does not change what runs), else its loaded code."""
+    name = getattr(obj, "__qualname__", None)
+    if inspect.isbuiltin(obj):  # C code: its identity is its full name (and the interpreter's)
+        return ("builtin", getattr(obj, "__module__", None), name)
     path = _source_file(obj)
     if path is not None and _matches_file(obj, path):
-        return ("file", *name, file_fingerprint(path))
-    return ("loaded", *name, _loaded(obj, set()))
+        return ("file", name, file_fingerprint(path))
+    return ("loaded", name, _loaded(obj, set()))
 
 
 def _source_file(obj: Any) -> str | None:
     try:
         path = inspect.getsourcefile(obj)
-    except TypeError:  # a class of a module without a file (__main__ of `python -c`, a notebook)
+    except (TypeError, OSError):  # a class of a module without a file (`python -c`, a notebook)
         return None
     return path if path and os.path.isfile(path) else None
 
 
 def _matches_file(obj: Any, path: str) -> bool:
-    """Whether the loaded code of ``obj`` is what its file compiles to now: a module edited after
-    it was imported runs its old code, which the file's hash would not describe."""
-    functions = [obj] if inspect.isfunction(obj) else [f for f in vars(obj).values() if inspect.isfunction(f)]
+    """Whether the loaded code of ``obj``'s module is what its file compiles to now: a module
+    edited after it was imported runs its old code, which the file's hash would not describe.
+    Every function of the module is compared (an edited helper counts), not its data."""
+    module = sys.modules.get(getattr(obj, "__module__", ""))
+    namespace = obj.__globals__ if inspect.isfunction(obj) else vars(module) if module else {}
     compiled = _compiled(path, file_fingerprint(path))
-    return all(compiled.get(f.__code__.co_qualname) == f.__code__ for f in functions)
+    real = os.path.realpath(path)
+    return all(compiled.get(f.__code__.co_qualname) == f.__code__
+               for f in _functions([obj, *namespace.values()])
+               if os.path.realpath(f.__code__.co_filename) == real)
+
+
+def _functions(objects: list[Any]) -> Iterator[Any]:
+    """The functions among ``objects`` and the methods of the classes among them."""
+    for obj in objects:
+        if inspect.isfunction(obj):
+            yield obj
+        elif isinstance(obj, type):
+            yield from (f for f in vars(obj).values() if inspect.isfunction(f))
 
 
 @functools.lru_cache(maxsize=256)
@@ -125,7 +142,7 @@ def _loaded(obj: Any, seen: set[int]) -> Any:
         return ("cycle", getattr(obj, "__qualname__", ""))
     seen.add(id(obj))
     if isinstance(obj, type):
-        members = {k: _value(v, seen) for k, v in sorted(vars(obj).items()) if k not in ("__dict__", "__weakref__")}
+        members = {k: _value(v, seen) for k, v in sorted(vars(obj).items()) if k not in ("__dict__", "__weakref__", "__module__")}
         return ("class", obj.__qualname__, [_value(b, seen) for b in obj.__bases__], members)
     cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
     code = obj.__code__
@@ -174,7 +191,7 @@ def _value(value: Any, seen: set[int]) -> Any:
     if inspect.isfunction(value) or isinstance(value, type):
         path = _source_file(value)
         if path is not None and _matches_file(value, path):
-            return ("file", value.__module__, value.__qualname__, file_fingerprint(path))
+            return ("file", value.__qualname__, file_fingerprint(path))
         return _loaded(value, seen)
     if isinstance(value, (list, tuple)):
         return [_value(v, seen) for v in value]

@@ -6,14 +6,15 @@
 Reading a node tells you when its cached result is reused: a change to anything *not* listed
 leaves it a hit. Code is part of every key without being listed: each stage's own code (the
 evalflow modules it runs, :func:`evalflow.dag.node.stage_code`), and, for the scoring stages, the
-registered metrics, aggregations and filters they call (``components``, by a hash of their source). Excluded on purpose from every key: ``batch_size`` and worker counts (they change
+registered metrics, aggregations and filters they call (``components``, by a hash of their
+source). Excluded on purpose from every key: ``batch_size`` and worker counts (they change
 speed, not answers), the run folder and cache folder, data file paths (the data's bytes are hashed
 instead), and the model's device (numerically equivalent for scoring purposes).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from evalflow.dag.node import Node
 from evalflow.scoring.components import aggregation_components, filter_components, metric_components
@@ -27,6 +28,11 @@ _RENDERING = ("doc_to_text", "doc_to_target", "doc_to_choice", "target_delimiter
 def _mutual_info_only(task: TaskConfig) -> Any:
     """acc_mutual_info adds unconditional requests; nothing else in metric_list changes requests."""
     return tuple(m for m in task.metric_list or () if m.get("metric") == "acc_mutual_info")
+
+
+def _calls(components: Callable[[TaskConfig], Any]) -> Callable[[TaskConfig, Mapping[str, Any]], Any]:
+    """The identity entry of the registered components a stage calls (they depend on the task only)."""
+    return lambda task, settings: components(task)
 
 
 def _data_identity(task: TaskConfig, settings: Mapping[str, Any]) -> str:
@@ -80,7 +86,7 @@ PIPELINE: tuple[Node, ...] = (
         "filtered",
         task_fields=("filter_list",),
         run_settings=("think_end_token",),
-        identity={"components": filter_components},
+        identity={"components": _calls(filter_components)},
         upstream=("load_docs", "instances", "inference"),
     ),
     Node(
@@ -88,7 +94,7 @@ PIPELINE: tuple[Node, ...] = (
         "evalflow.stages.metrics:metrics",
         "scores",
         task_fields=_RENDERING + ("metric_list", "process_results"),
-        identity={"components": metric_components},
+        identity={"components": _calls(metric_components)},
         upstream=("load_docs", "filters"),
     ),
     Node(
@@ -97,7 +103,7 @@ PIPELINE: tuple[Node, ...] = (
         "result",
         task_fields=("metric_list", "output_type", "process_results"),
         run_settings=("bootstrap_iters",),
-        identity={"components": aggregation_components},
+        identity={"components": _calls(aggregation_components)},
         upstream=("metrics",),
     ),
 )

@@ -6,7 +6,8 @@ be the user's (``register_metric``) or evalflow's own. These functions are the s
 so an edit to a component's module re-runs exactly the stages that call it, and ``explain`` can
 say ``metric 'contains_answer' code changed``. They read names only and resolve no ``!function``
 (whose source hash is already part of the task field that holds it), so planning imports no task
-code; a name the registries do not know is left to the stage, which reports it.
+code; a name the registries do not know, or a malformed list, is left to the stage, which
+reports it.
 
     >>> from evalflow.taskspec.spec import TaskConfig
     >>> sorted(aggregation_components(TaskConfig(task="t", output_type="multiple_choice")))
@@ -25,12 +26,12 @@ from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
 
 
-def filter_components(task: TaskConfig, settings: Mapping[str, Any]) -> dict[str, str]:
+def filter_components(task: TaskConfig) -> dict[str, str]:
     """The registered filters (functions or lm-eval Filter classes) the task's pipelines run."""
     if task.filter_list is None:
         return {f"filter '{s.function}'": code_hash(s.fn) for p in DEFAULT_PIPELINES for s in p.steps}
     out: dict[str, str] = {}
-    for entry in task.filter_list:
+    for entry in task.filter_list if isinstance(task.filter_list, (list, tuple)) else ():
         steps = entry.get("filter") if isinstance(entry, Mapping) else None
         for step in steps if isinstance(steps, (list, tuple)) else ():
             name = step.get("function") if isinstance(step, Mapping) else None
@@ -40,7 +41,7 @@ def filter_components(task: TaskConfig, settings: Mapping[str, Any]) -> dict[str
     return out
 
 
-def metric_components(task: TaskConfig, settings: Mapping[str, Any]) -> dict[str, str]:
+def metric_components(task: TaskConfig) -> dict[str, str]:
     """The registered metric functions the metrics stage may call (none under process_results,
     which computes every metric itself)."""
     if task.process_results is not None:
@@ -53,7 +54,7 @@ def metric_components(task: TaskConfig, settings: Mapping[str, Any]) -> dict[str
     return out
 
 
-def aggregation_components(task: TaskConfig, settings: Mapping[str, Any]) -> dict[str, Any]:
+def aggregation_components(task: TaskConfig) -> dict[str, Any]:
     """The aggregations the aggregate stage calls, and what it takes from a metric's registration
     (its default aggregation and direction) where the task's ``metric_list`` entry does not say."""
     out: dict[str, Any] = {}
@@ -75,7 +76,7 @@ def _metrics(task: TaskConfig) -> Iterator[tuple[str, Mapping[str, Any]]]:
     if task.metric_list is None:
         yield from ((name, {}) for name in DEFAULT_METRICS.get(task.output_type, ()))
         return
-    for entry in task.metric_list:
+    for entry in task.metric_list if isinstance(task.metric_list, (list, tuple)) else ():
         if isinstance(entry, Mapping) and "metric" in entry:
             raw = entry["metric"]
             name = raw.attr.rpartition(".")[2] if isinstance(raw, FunctionRef) else getattr(raw, "__name__", raw)

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["aggregations", "filters", "filters_tagging", "groups", "metrics", "process", "task_aggregation"]
+MODULES = ["aggregations", "filters", "filters_tagging", "groups", "metrics", "process", "task_aggregation", "components"]
 
 
 @pytest.mark.parametrize("name", MODULES)
