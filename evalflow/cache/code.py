@@ -236,11 +236,10 @@ def _excluded(name: str, exclude: tuple[str, ...]) -> bool:
 
 
 def _module_file(name: str, package_dir: Path) -> Path | None:
-    parts = name.split(".")[1:]
-    base = package_dir.joinpath(*parts)
-    for path in (base.with_suffix(".py") if parts else None, base / "__init__.py"):
-        if path is not None and path.is_file():
-            return path
+    base = os.path.join(package_dir, *name.split(".")[1:])
+    for path in (base + ".py" if "." in name else None, os.path.join(base, "__init__.py")):
+        if path is not None and os.path.isfile(path):
+            return Path(path)
     return None
 
 

@@ -126,6 +126,20 @@ def test_stage_code_change_names_the_module(runner: Runner, monkeypatch: pytest.
     assert "load_docs" not in why
 
 
+def test_upgrade_from_a_run_with_version_numbers(runner: Runner) -> None:
+    """A run folder written when stage code was a hand-kept number still explains an upgrade."""
+    _, _, old = runner(limit=5)
+    manifest = json.loads((old / "manifest.json").read_text())
+    for stage in manifest["stages"]:
+        stage["key"], stage["inputs"]["version"] = stage["key"] + "-old", 1
+        del stage["inputs"]["code"]
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    shutil.rmtree(runner.cache)
+    _, _, folder = runner(limit=5)
+    why = lines_by_stage(folder)
+    assert why["load_docs"] == "stage code changed (the earlier run recorded a code version number, not its modules)"
+
+
 def test_chat_template(runner: Runner, tmp_path: Path) -> None:
     model_dir = tmp_path / "model"
     model_dir.mkdir()
