@@ -3,10 +3,12 @@
 The cache key of a node is ``fingerprint(stage name, its code, the task fields and run settings it
 reads, the keys of its upstream nodes)``. Its code is derived, not declared: the hash of every
 evalflow module the stage function's module imports, transitively (:func:`stage_code`), so an
-upgrade that changes what a stage computes changes its key without anyone bumping a number. The declaration is enforced, not trusted: the stage
-receives a copy of the task in which every field it did not declare is :data:`UNDECLARED`, a value
-that raises on any use. A stage that starts reading a new field fails loudly in the tests until the
-field is declared, instead of silently serving stale cache entries.
+upgrade that changes what a stage computes changes its key without anyone bumping a number.
+
+The declaration is enforced, not trusted: the stage receives a copy of the task in which every
+field it did not declare is :data:`UNDECLARED`, a value that raises on any use. A stage that
+starts reading a new field fails loudly in the tests until the field is declared, instead of
+silently serving stale cache entries.
 """
 
 from __future__ import annotations
