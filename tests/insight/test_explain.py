@@ -126,6 +126,21 @@ def test_stage_code_change_names_the_module(runner: Runner, monkeypatch: pytest.
     assert "load_docs" not in why
 
 
+def test_filter_component_code_change(runner: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edited built-in filter re-runs scoring from filters, and explain names it."""
+    import evalflow.scoring.components as components
+    from evalflow.scoring import FILTERS
+
+    runner("toy_gen", limit=5)
+    target, real = FILTERS.get("regex"), components.code_hash
+    monkeypatch.setattr(components, "code_hash", lambda obj: "0" * 32 if obj is target else real(obj))
+    _, _, folder = runner("toy_gen", limit=5)
+    why = lines_by_stage(folder)
+    assert set(why) == {"filters", "metrics", "aggregate"}
+    assert why["filters"] == "filter 'regex' code changed"
+    assert why["metrics"] == "filters: filter 'regex' code changed"
+
+
 def test_upgrade_from_a_run_with_version_numbers(runner: Runner) -> None:
     """A run folder written when stage code was a hand-kept number still explains an upgrade."""
     _, _, old = runner(limit=5)
