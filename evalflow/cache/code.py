@@ -214,6 +214,9 @@ def module_closure(module: str, package_dir: Path, exclude: tuple[str, ...] = ()
     re-exports every stage does not tie each stage to all the others.
     """
     package = module.split(".")[0]
+    if _module_file(module, package_dir) is None:  # e.g. a zipped install: no source to hash
+        raise FileNotFoundError(f"no source file for module {module} under {package_dir}; its code "
+                                "cannot be hashed into cache keys (install the package from files)")
     found: dict[str, str] = {}
     todo = [module]
     while todo:

@@ -86,6 +86,8 @@ def test_module_closure_reads_imports_from_disk(tmp_path: Path) -> None:
     (pkg / "lib" / "other.py").write_text("y = 2\n")
     (pkg / "models" / "m.py").write_text("z = 3\n")
     assert module_closure("pkg.stages.a", pkg, exclude=("pkg.models",)) == after
+    with pytest.raises(FileNotFoundError, match="pkg.stages.zipped"):  # no source: refuse, never {}
+        module_closure("pkg.stages.zipped", pkg)
 
 
 def test_every_stage_runs_its_own_module_and_no_model_code() -> None:
