@@ -26,28 +26,36 @@ from pathlib import Path
 
 from evalflow.cache.codec import CorruptEntry, decode
 from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, default_cache_dir, lease_alive, unusable
+from evalflow.cli_words import Usage, parse_words
 from evalflow.errors import CacheError, ConfigError
 
 USAGE = ("usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X], "
          "or cache merge SRC... cache_dir=DST")
 
 
+def _non_negative(value: str) -> float:
+    """a number >= 0"""
+    number = float(value)
+    if not number >= 0:
+        raise ValueError(value)
+    return number
+
+
+# Each command's options: the age and size bounds mean something to gc alone.
+COMMAND_OPTIONS = {
+    "stats": {"cache_dir": str},
+    "verify": {"cache_dir": str},
+    "clear": {"cache_dir": str},
+    "gc": {"cache_dir": str, "max_age_days": _non_negative, "max_size_gb": _non_negative},
+}
+
+
 def _options(argv: list[str]) -> tuple[str, dict[str, str]]:
-    if not argv or argv[0] not in ("stats", "verify", "gc", "clear"):
+    if not argv or argv[0] not in COMMAND_OPTIONS:
         raise ConfigError(f"unknown cache command {argv[:1]}; {USAGE}")
-    opts = {}
-    for arg in argv[1:]:
-        key, sep, value = arg.partition("=")
-        if not sep or key not in ("cache_dir", "max_age_days", "max_size_gb"):
-            raise ConfigError(f"cache: cannot use argument '{arg}'; {USAGE}")
-        if key != "cache_dir":
-            try:
-                if float(value) < 0:
-                    raise ValueError
-            except ValueError:
-                raise ConfigError(f"cache: {key}={value!r} must be a number >= 0; {USAGE}") from None
-        opts[key] = value
-    return argv[0], opts
+    command = argv[0]
+    parse_words(argv[1:], Usage(f"cache {command}", "", COMMAND_OPTIONS[command]))  # refuses what it does not take
+    return command, {a.partition("=")[0]: a.partition("=")[2] for a in argv[1:]}
 
 
 def main(argv: list[str]) -> int:

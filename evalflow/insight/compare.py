@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from evalflow.errors import ConfigError, RunFolderError
+from evalflow.cli_words import Usage, parse_words
+from evalflow.errors import RunFolderError
 from evalflow.insight.gate import GateSettings, Verdict, bootstrap_detectable, failures, judge, mcnemar_detectable
 from evalflow.insight.runs import Run, load_run, metric_keys
 from evalflow.insight.stats import discordant, is_binary, mcnemar_exact, paired_bootstrap
@@ -181,10 +182,8 @@ def _detectable(row: Comparison) -> str:
 
 
 COLUMNS = ("Task", "Filter", "Metric", "A", "B", "B - A", "95% CI", "p", "Test", "Docs", "Detectable")
-OPTIONS = {"bootstrap_iters": int, "seed": int, "max_drop": float, "alpha": float}
-FLAGS = ("--json",)
-USAGE = ("compare takes two run folders, the options bootstrap_iters=N, seed=N, max_drop=X, alpha=P and the "
-         "flag --json; e.g. python -m evalflow compare outputs/release outputs/candidate max_drop=0.01 alpha=0.05")
+USAGE = Usage("compare", "RUN_A RUN_B", {"bootstrap_iters": int, "seed": int, "max_drop": float, "alpha": float},
+              ("--json",), 2, 2)
 
 
 @dataclass(frozen=True)
@@ -198,28 +197,13 @@ class CompareArgs:
 
 def parse_args(argv: Sequence[str]) -> CompareArgs:
     """The command line, every word accounted for: an unknown option or flag is refused."""
-    options: dict[str, Any] = {}
-    folders: list[str] = []
-    for word in argv:
-        name, eq, value = word.partition("=")
-        if word.startswith("-"):
-            if word not in FLAGS:
-                raise ConfigError(f"compare: unknown flag '{word}'. {USAGE}")
-        elif eq:
-            if name not in OPTIONS:
-                raise ConfigError(f"compare: unknown option '{name}='. {USAGE}")
-            try:
-                options[name] = OPTIONS[name](value)
-            except ValueError:
-                raise ConfigError(f"compare: {word}: {name} must be a {OPTIONS[name].__name__} number") from None
-        else:
-            folders.append(word)
-    if len(folders) != 2:
-        raise ConfigError(f"compare: got {len(folders)} run folders ({' '.join(folders) or 'none'}). {USAGE}")
+    words = parse_words(argv, USAGE)
+    options = words.options
     gated = "max_drop" in options or "alpha" in options
     gate = GateSettings(options.get("max_drop", 0.0), options.get("alpha", 0.05)) if gated else None
-    return CompareArgs((Path(folders[0]), Path(folders[1])), options.get("bootstrap_iters", DEFAULT_ITERS),
-                       options.get("seed", 1234), gate, "--json" in argv)
+    first, second = words.positional
+    return CompareArgs((Path(first), Path(second)), options.get("bootstrap_iters", DEFAULT_ITERS),
+                       options.get("seed", 1234), gate, "--json" in words.flags)
 
 
 def verdicts(rows: Sequence[Comparison], gate: GateSettings) -> list[Verdict]:

@@ -94,5 +94,5 @@ def test_parse_args_accounts_for_every_word() -> None:
     args = parse_args(["a", "b", "alpha=0.01", "--json", "seed=3"])
     assert args.gate == GateSettings(0.0, 0.01) and args.as_json and args.seed == 3
     assert parse_args(["a", "b"]).gate is None
-    with pytest.raises(ConfigError, match="got 3 run folders"):
+    with pytest.raises(ConfigError, match="takes 2 RUN_A RUN_B"):
         parse_args(["a", "b", "c"])
