@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from evalflow.__main__ import SUBCOMMANDS
+from evalflow.cli import SUBCOMMANDS
 from tests.conftest import ROOT
 
 

@@ -25,29 +25,37 @@ import time
 from pathlib import Path
 
 from evalflow.cache.codec import CorruptEntry, decode
-from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, default_cache_dir, lease_alive, unusable
+from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, default_cache_dir, lease_alive, unusable, weights_dir
+from evalflow.cli_words import Usage, parse_words
 from evalflow.errors import CacheError, ConfigError
 
 USAGE = ("usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X], "
          "or cache merge SRC... cache_dir=DST")
 
 
+def _non_negative(value: str) -> float:
+    """a number >= 0"""
+    number = float(value)
+    if not number >= 0:
+        raise ValueError(value)
+    return number
+
+
+# Each command's options: the age and size bounds mean something to gc alone.
+COMMAND_OPTIONS = {
+    "stats": {"cache_dir": str},
+    "verify": {"cache_dir": str},
+    "clear": {"cache_dir": str},
+    "gc": {"cache_dir": str, "max_age_days": _non_negative, "max_size_gb": _non_negative},
+}
+
+
 def _options(argv: list[str]) -> tuple[str, dict[str, str]]:
-    if not argv or argv[0] not in ("stats", "verify", "gc", "clear"):
+    if not argv or argv[0] not in COMMAND_OPTIONS:
         raise ConfigError(f"unknown cache command {argv[:1]}; {USAGE}")
-    opts = {}
-    for arg in argv[1:]:
-        key, sep, value = arg.partition("=")
-        if not sep or key not in ("cache_dir", "max_age_days", "max_size_gb"):
-            raise ConfigError(f"cache: cannot use argument '{arg}'; {USAGE}")
-        if key != "cache_dir":
-            try:
-                if float(value) < 0:
-                    raise ValueError
-            except ValueError:
-                raise ConfigError(f"cache: {key}={value!r} must be a number >= 0; {USAGE}") from None
-        opts[key] = value
-    return argv[0], opts
+    command = argv[0]
+    parse_words(argv[1:], Usage(f"cache {command}", "", COMMAND_OPTIONS[command]))  # refuses what it does not take
+    return command, {a.partition("=")[0]: a.partition("=")[2] for a in argv[1:]}
 
 
 def main(argv: list[str]) -> int:
@@ -129,14 +137,29 @@ def stats(store: CacheStore, opts: dict[str, str]) -> int:
         name = tag or "?"
         counts[name] = counts.get(name, 0) + 1
         sizes[name] = sizes.get(name, 0) + (size or 0)
-    print(f"cache: {store.directory}  ({store.raw.volume() / 1e6:.1f} MB on disk)")
+    print(f"cache: {store.directory}  ({folder_bytes(store.directory) / 1e6:.1f} MB on disk, everything in the folder)")
     for tag in sorted(counts):
         print(f"  {tag:<22} {counts[tag]:>9} entries {sizes[tag] / 1e6:>11.3f} MB")
     print(f"  {'total':<22} {sum(counts.values()):>9} entries {sum(sizes.values()) / 1e6:>11.3f} MB")
     for folder in side_folders(store.directory):
         files = [p for p in folder.rglob("*") if p.is_file()]
         print(f"  side folder {folder.name + '/':<10} {len(files):>9} files   {sum(p.stat().st_size for p in files) / 1e6:>11.3f} MB")
+    shared = weights_dir()
+    if shared.is_dir() and store.directory.resolve() not in shared.resolve().parents:
+        print(f"converted model weights, shared by every cache folder (EVALFLOW_WEIGHTS_DIR): {shared} "
+              f"({folder_bytes(shared) / 1e6:.1f} MB)")
     return 0
+
+
+def folder_bytes(path: Path) -> int:
+    """Bytes of every file under ``path``: the index, its journals, value files and side folders."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
+
+
+def memos(directory: Path) -> list[tuple[float, Path]]:
+    """(last use, folder) of every finished memo in the side folders: ``gc``'s other evictable items."""
+    return [((m / "memo.json").stat().st_mtime, m) for folder in side_folders(directory)
+            for m in folder.iterdir() if m.is_dir() and (m / "memo.json").is_file()]
 
 
 def side_folders(directory: Path) -> list[Path]:
@@ -166,21 +189,38 @@ def gc(store: CacheStore, opts: dict[str, str]) -> int:
     for path in orphans:
         path.unlink(missing_ok=True)
     temporaries = _sweep_memo_temporaries(store.directory)
+    removed_memos = 0
     if "max_age_days" in opts:
         cutoff = time.time() - float(opts["max_age_days"]) * 86400
         for _, key, _, _, stored in _rows(store):
             if stored < cutoff and store.raw.delete(key, retry=True):
                 removed += 1
     if "max_size_gb" in opts:
-        budget = float(opts["max_size_gb"]) * 1e9
-        for _, key, _, _, _ in sorted(_rows(store), key=lambda r: r[4]):
-            if store.raw.volume() <= budget:
-                break
-            if store.raw.delete(key, retry=True):
-                removed += 1
-    print(f"gc: removed {removed} entries, {len(orphans)} orphan value files and {temporaries} half-written "
-          f"memo temporaries from {store.directory}")
+        removed_entries, removed_memos = _bound_size(store, float(opts["max_size_gb"]) * 1e9)
+        removed += removed_entries
+    print(f"gc: removed {removed} entries, {len(orphans)} orphan value files, {temporaries} half-written memo "
+          f"temporaries and {removed_memos} memos from {store.directory} ({folder_bytes(store.directory) / 1e6:.1f} MB left)")
     return 0
+
+
+def _bound_size(store: CacheStore, budget: float) -> tuple[int, int]:
+    """Remove the least recently stored entries and least recently used memos, oldest first, until
+    everything the folder holds fits in ``budget`` bytes; (entries, memos) removed. SQLite keeps
+    its file's size after a delete (its pages are reused), so an entry counts as its value's bytes."""
+    entries = [(stored, "entry", key, size or 0) for _, key, _, size, stored in _rows(store) if not key.startswith(LEASE)]
+    kept = [(used, "memo", path, folder_bytes(path)) for used, path in memos(store.directory)]
+    removed = {"entry": 0, "memo": 0}
+    total = folder_bytes(store.directory)
+    for _, kind, item, size in sorted(entries + kept, key=lambda i: i[0]):
+        if total <= budget:
+            break
+        if kind == "memo":
+            shutil.rmtree(item, ignore_errors=True)
+        elif not store.raw.delete(item, retry=True):
+            continue
+        removed[kind] += 1
+        total -= size
+    return removed["entry"], removed["memo"]
 
 
 def _sweep_memo_temporaries(directory: Path, min_age: float = 3600.0) -> int:

@@ -85,8 +85,11 @@ def main(argv: list[str]) -> int:
     """``cache merge SRC... cache_dir=DST`` (DST defaults to the default cache folder)."""
     from evalflow.cache.store import default_cache_dir
 
-    sources = [Path(a).expanduser() for a in argv if not a.startswith("cache_dir=")]
-    dests = [a.split("=", 1)[1] for a in argv if a.startswith("cache_dir=")]
+    from evalflow.cli_words import Usage, parse_words
+
+    words = parse_words(argv, Usage("cache merge", "SRC...", {"cache_dir": str}))
+    sources = [Path(a).expanduser() for a in words.positional]
+    dests = [words.options["cache_dir"]] if "cache_dir" in words.options else []
     if not sources:
         raise CacheError("cache merge: no source folders; usage: python -m evalflow cache merge SRC... cache_dir=DST")
     dest_dir = Path(dests[-1]).expanduser() if dests else default_cache_dir()

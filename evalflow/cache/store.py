@@ -94,6 +94,19 @@ def default_cache_dir() -> Path:
     env = os.environ.get("EVALFLOW_CACHE")
     if env:
         return Path(env).expanduser()
+    return user_cache_dir()
+
+
+def weights_dir() -> Path:
+    """Where models keep converted weights (a GGUF file dequantized), shared by every cache folder:
+    ``$EVALFLOW_WEIGHTS_DIR``, else ``gguf-weights/`` in the user's evalflow cache folder."""
+    env = os.environ.get("EVALFLOW_WEIGHTS_DIR")
+    return Path(env).expanduser() if env else user_cache_dir() / "gguf-weights"
+
+
+def user_cache_dir() -> Path:
+    """evalflow's folder in the user cache dir (``$XDG_CACHE_HOME`` or ``~/.cache``), whatever
+    ``$EVALFLOW_CACHE`` says: the home of things shared by every cache folder (converted weights)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "evalflow"
 

@@ -8,6 +8,12 @@ documents of the same data; either may be an evalflow run folder or an lm-eval o
 
     python -m evalflow compare outputs/run_a outputs/run_b
     python -m evalflow compare peer-out/ outputs/run_b --json bootstrap_iters=10000 seed=1234
+    python -m evalflow compare outputs/release outputs/candidate max_drop=0.01 alpha=0.05   # the gate
+
+With ``max_drop=`` or ``alpha=`` it is a release gate (:mod:`evalflow.insight.gate`): exit 1 when
+any metric got worse by more than ``max_drop`` with the paired test's ``p < alpha`` (the failing
+rows are printed), exit 0 otherwise, exit 2 on bad input. Every row also shows the smallest
+difference its paired documents can detect at ``alpha`` (default 0.05).
 """
 
 from __future__ import annotations
@@ -15,13 +21,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from evalflow.errors import ConfigError, RunFolderError
+from evalflow.cli_words import Usage, parse_words
+from evalflow.errors import RunFolderError
+from evalflow.insight.gate import GateSettings, Verdict, bootstrap_detectable, failures, judge, mcnemar_detectable
 from evalflow.insight.runs import Run, load_run, metric_keys
-from evalflow.insight.stats import is_binary, mcnemar_exact, paired_bootstrap
+from evalflow.insight.stats import discordant, is_binary, mcnemar_exact, paired_bootstrap
 
 DEFAULT_ITERS = 10000
 
@@ -43,9 +52,12 @@ class Comparison:
     test: str | None = None  # "mcnemar", "bootstrap", or None with a note
     note: str = ""
     group: bool = False
+    higher_is_better: bool | None = None  # from A's results.json (B's where A's does not say)
+    detectable: float | None = None  # the smallest |B - A| the paired documents can show at alpha
 
 
-def compare(run_a: Run, run_b: Run, iters: int = DEFAULT_ITERS, seed: int = 1234) -> list[Comparison]:
+def compare(run_a: Run, run_b: Run, iters: int = DEFAULT_ITERS, seed: int = 1234,
+            alpha: float = 0.05) -> list[Comparison]:
     tasks = [t for t in run_a.tasks() if t in run_b.tasks()]
     if not tasks:
         raise RunFolderError(
@@ -56,11 +68,11 @@ def compare(run_a: Run, run_b: Run, iters: int = DEFAULT_ITERS, seed: int = 1234
         check_paired(run_a, run_b, task)
     rows: list[Comparison] = []
     for task in tasks:
-        rows.extend(_rows(run_a, run_b, [task], task, iters, seed, group=False))
+        rows.extend(_rows(run_a, run_b, [task], task, iters, seed, alpha, group=False))
     groups_a, groups_b = run_a.groups(), run_b.groups()
     for group, leaves in groups_a.items():
         if groups_b.get(group) == leaves and all(t in tasks for t in leaves):
-            rows.extend(_rows(run_a, run_b, leaves, group, iters, seed, group=True))
+            rows.extend(_rows(run_a, run_b, leaves, group, iters, seed, alpha, group=True))
     return rows
 
 
@@ -89,7 +101,7 @@ def check_paired(run_a: Run, run_b: Run, task: str) -> int:
     return len(docs_a)
 
 
-def _rows(run_a: Run, run_b: Run, leaves: Sequence[str], name: str, iters: int, seed: int,
+def _rows(run_a: Run, run_b: Run, leaves: Sequence[str], name: str, iters: int, seed: int, alpha: float,
           group: bool) -> list[Comparison]:
     entry_a = run_a.results["results"].get(name, {})
     entry_b = run_b.results["results"].get(name, {})
@@ -98,15 +110,25 @@ def _rows(run_a: Run, run_b: Run, leaves: Sequence[str], name: str, iters: int, 
         if f"{metric},{filt}" not in entry_b:
             continue
         a, b = float(entry_a[f"{metric},{filt}"]), float(entry_b[f"{metric},{filt}"])
-        base = Comparison(name, metric, filt, a, b, 0, b - a, group=group)
+        base = Comparison(name, metric, filt, a, b, 0, b - a, group=group,
+                          higher_is_better=_higher_is_better(run_a, run_b, name, metric))
         va, vb = _pooled(run_a, leaves, metric, filt), _pooled(run_b, leaves, metric, filt)
         if va is None or vb is None:
             out.append(dataclasses.replace(base, note="no per-document values in the samples"))
         elif not (_is_mean(va, a) and _is_mean(vb, b)):
             out.append(dataclasses.replace(base, n=len(va), note="not a mean of per-document values; no paired test"))
         else:
-            out.append(_test(base, [va[k] for k in sorted(va)], [vb[k] for k in sorted(va)], iters, seed))
+            out.append(_test(base, [va[k] for k in sorted(va)], [vb[k] for k in sorted(va)], iters, seed, alpha))
     return out
+
+
+def _higher_is_better(run_a: Run, run_b: Run, name: str, metric: str) -> bool | None:
+    """The metric's direction as the runs' results.json record it (lm-eval's ``higher_is_better``)."""
+    for run in (run_a, run_b):
+        value = run.results.get("higher_is_better", {}).get(name, {}).get(metric)
+        if isinstance(value, bool):
+            return value
+    return None
 
 
 def _pooled(run: Run, leaves: Sequence[str], metric: str, filt: str) -> dict[tuple[str, int], float] | None:
@@ -129,13 +151,16 @@ def _is_mean(values: Mapping[Any, float], reported: float) -> bool:
     return bool(values) and math.isclose(sum(values.values()) / len(values), reported, rel_tol=1e-9, abs_tol=1e-9)
 
 
-def _test(base: Comparison, a: list[float], b: list[float], iters: int, seed: int) -> Comparison:
+def _test(base: Comparison, a: list[float], b: list[float], iters: int, seed: int, alpha: float) -> Comparison:
     boot = paired_bootstrap(a, b, iters, seed)
     if is_binary(a) and is_binary(b):
         p, test = mcnemar_exact(a, b), "mcnemar"
+        detectable = mcnemar_detectable(len(a), sum(discordant(a, b)), alpha)
     else:
         p, test = boot.p_value, "bootstrap"
-    return dataclasses.replace(base, n=len(a), low=boot.low, high=boot.high, p_value=p, test=test)
+        detectable = bootstrap_detectable(boot.distribution, alpha)
+    return dataclasses.replace(base, n=len(a), low=boot.low, high=boot.high, p_value=p, test=test,
+                               detectable=detectable)
 
 
 def as_table_rows(rows: Sequence[Comparison]) -> list[list[str]]:
@@ -146,36 +171,72 @@ def as_table_rows(rows: Sequence[Comparison]) -> list[list[str]]:
         f"{r.task} (group)" if r.group else r.task, r.filter, r.metric, num(r.a), num(r.b),
         num(r.diff, True), f"[{num(r.low, True)}, {num(r.high, True)}]" if r.low is not None else "",
         "" if r.p_value is None else f"{r.p_value:.4g}", r.test or r.note, str(r.n),
+        _detectable(r),
     ] for r in rows]
 
 
-COLUMNS = ("Task", "Filter", "Metric", "A", "B", "B - A", "95% CI", "p", "Test", "Docs")
+def _detectable(row: Comparison) -> str:
+    if row.test is None:
+        return ""
+    return "none" if row.detectable is None else f"{row.detectable:.4f}"
+
+
+COLUMNS = ("Task", "Filter", "Metric", "A", "B", "B - A", "95% CI", "p", "Test", "Docs", "Detectable")
+USAGE = Usage("compare", "RUN_A RUN_B", {"bootstrap_iters": int, "seed": int, "max_drop": float, "alpha": float},
+              ("--json",), 2, 2)
+
+
+@dataclass(frozen=True)
+class CompareArgs:
+    folders: tuple[Path, Path]
+    iters: int
+    seed: int
+    gate: GateSettings | None  # None: no max_drop= or alpha= given, so no verdict and exit 0
+    as_json: bool
+
+
+def parse_args(argv: Sequence[str]) -> CompareArgs:
+    """The command line, every word accounted for: an unknown option or flag is refused."""
+    words = parse_words(argv, USAGE)
+    options = words.options
+    gated = "max_drop" in options or "alpha" in options
+    gate = GateSettings(options.get("max_drop", 0.0), options.get("alpha", 0.05)) if gated else None
+    first, second = words.positional
+    return CompareArgs((Path(first), Path(second)), options.get("bootstrap_iters", DEFAULT_ITERS),
+                       options.get("seed", 1234), gate, "--json" in words.flags)
+
+
+def verdicts(rows: Sequence[Comparison], gate: GateSettings) -> list[Verdict]:
+    return [judge(f"{r.task}{' (group)' if r.group else ''} {r.metric},{r.filter}", r.diff, r.higher_is_better,
+                  r.p_value, gate) for r in rows]
 
 
 def main(argv: list[str]) -> int:
-    """``compare RUN_A RUN_B [--json] [bootstrap_iters=N] [seed=N]``."""
+    """``compare RUN_A RUN_B [--json] [bootstrap_iters=N] [seed=N] [max_drop=X] [alpha=P]``."""
     from evalflow.output.table import print_table
 
     if any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0
-    options = dict(a.split("=", 1) for a in argv if "=" in a)
-    folders = [a for a in argv if "=" not in a and not a.startswith("-")]
-    unknown = set(options) - {"bootstrap_iters", "seed"}
-    if len(folders) != 2 or unknown:
-        raise ConfigError(
-            f"compare takes two run folders and the options bootstrap_iters=N, seed=N, --json (got "
-            f"{' '.join(argv) or 'nothing'}); e.g. python -m evalflow compare outputs/run_a outputs/run_b"
-        )
-    try:
-        iters, seed = int(options.get("bootstrap_iters", DEFAULT_ITERS)), int(options.get("seed", 1234))
-    except ValueError:
-        raise ConfigError(f"compare: bootstrap_iters and seed must be whole numbers (got {options})") from None
-    run_a, run_b = load_run(Path(folders[0])), load_run(Path(folders[1]))
-    rows = compare(run_a, run_b, iters, seed)
-    if "--json" in argv:
-        print(json.dumps({"a": str(run_a.folder), "b": str(run_b.folder), "bootstrap_iters": iters, "seed": seed,
-                          "rows": [dataclasses.asdict(r) for r in rows]}, indent=2))
-        return 0
-    print_table(f"A: {run_a.folder}  B: {run_b.folder}", COLUMNS, as_table_rows(rows), right=("A", "B", "B - A", "p", "Docs"))
-    return 0
+    args = parse_args(argv)
+    alpha = args.gate.alpha if args.gate else 0.05
+    run_a, run_b = load_run(args.folders[0]), load_run(args.folders[1])
+    rows = compare(run_a, run_b, args.iters, args.seed, alpha)
+    judged = verdicts(rows, args.gate) if args.gate else []
+    failed = failures(judged)
+    if args.as_json:
+        print(json.dumps({"a": str(run_a.folder), "b": str(run_b.folder), "bootstrap_iters": args.iters,
+                          "seed": args.seed, "alpha": alpha, "rows": [dataclasses.asdict(r) for r in rows],
+                          "gate": None if args.gate is None else {**dataclasses.asdict(args.gate),
+                                                                  "failed": [v.name for v in failed]}}, indent=2))
+    else:
+        print_table(f"A: {run_a.folder}  B: {run_b.folder}", COLUMNS, as_table_rows(rows),
+                    right=("A", "B", "B - A", "p", "Docs", "Detectable"))
+        print(f"Detectable: the smallest |B - A| these paired documents can show at alpha={alpha:g}")
+        for verdict in judged:
+            if verdict.failed or verdict.reason.startswith("not gated"):
+                print(f"{'REGRESSION' if verdict.failed else 'NOT GATED'}: {verdict.name}: {verdict.reason}")
+    if args.gate is not None:
+        print(f"gate: {len(failed)} regression(s) in {len(judged)} metric(s); "
+              f"{'FAILED' if failed else 'passed'}", file=sys.stderr)
+    return 1 if failed else 0

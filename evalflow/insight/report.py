@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from evalflow.cli_words import Usage, parse_words
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.compare import COLUMNS as COMPARE_COLUMNS
 from evalflow.insight.compare import Comparison, as_table_rows, compare
@@ -218,11 +219,9 @@ def main(argv: list[str]) -> int:
     if not argv or any(a in ("-h", "--help") for a in argv):
         print(__doc__)
         return 0 if argv else 2
-    out = Path(next((a.split("=", 1)[1] for a in argv if a.startswith("out=")), "report.html"))
-    unknown = [a for a in argv if "=" in a and not a.startswith("out=")]
-    if unknown:
-        raise ConfigError(f"report: unknown option(s) {' '.join(unknown)}; it takes run folders and out=FILE.html")
-    html = build_report([Path(a) for a in argv if "=" not in a])
+    words = parse_words(argv, Usage("report", "RUN...", {"out": str}, min_positional=1))
+    out = Path(words.options.get("out", "report.html"))
+    html = build_report([Path(a) for a in words.positional])
     from evalflow.output.run_folder import atomic_write
 
     atomic_write(out, [html])

@@ -3,7 +3,9 @@ one MLflow run: the composed config as parameters (dotted keys) and as ``config.
 as a metric (``arc_easy/acc/none``: MLflow names cannot hold lm-eval's comma), and results.json
 and the samples files as artifacts.
 
-``tracking_uri`` null means MLflow's own default (``MLFLOW_TRACKING_URI``, else its local store).
+``tracking_uri`` null means MLflow's own default (``MLFLOW_TRACKING_URI``, else MLflow 3's
+``sqlite:///mlflow.db`` in the working folder). The store is checked when the callback is created,
+before the evaluation (:mod:`evalflow.tracking.preflight`); a failure while logging exits 1.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from evalflow.errors import ConfigError
+from evalflow.tracking.preflight import check_mlflow_store, describe, tracker_failed
 from evalflow.tracking.run_folder import flat_params, metric_values, read_run, refuse_credentials, require
 
 log = logging.getLogger(__name__)
@@ -26,9 +28,13 @@ MAX_PARAM_CHARS = 6000  # MLflow's limit on a parameter value
 
 def log_to_mlflow(
     folder: Path, *, tracking_uri: str | None = None, experiment: str = "evalflow", run_name: str | None = None,
-    tags: Mapping[str, str] | None = None, log_samples: bool = True,
+    tags: Mapping[str, str] | None = None, log_samples: bool = True, artifact_location: str | None = None,
 ) -> str | None:
-    """Log the finished run in ``folder``; returns the MLflow run id (None if it did not finish)."""
+    """Log the finished run in ``folder``; returns the MLflow run id (None if it did not finish).
+
+    ``artifact_location`` is where a new experiment keeps its artifacts (MLflow's default for a
+    database store is ``./mlruns`` in the working folder); an existing experiment keeps its own.
+    """
     refuse_credentials(tracking_uri, "hydra.callbacks.mlflow.tracking_uri")
     run = read_run(folder)
     if run is None:
@@ -38,6 +44,8 @@ def log_to_mlflow(
 
     if tracking_uri:
         mlflow.set_tracking_uri(tracking_uri)
+    if artifact_location and mlflow.get_experiment_by_name(experiment) is None:
+        mlflow.create_experiment(experiment, artifact_location=Path(artifact_location).resolve().as_uri())
     mlflow.set_experiment(experiment)
     with mlflow.start_run(run_name=run_name, tags=dict(tags or {})) as active:
         params = {k: v[:MAX_PARAM_CHARS] for k, v in flat_params(run.config).items()}
@@ -50,33 +58,25 @@ def log_to_mlflow(
         return str(active.info.run_id)
 
 
-def _check_default_store(tracking_uri: str | None) -> None:
-    """MLflow 3's default store is SQLite (``sqlite:///mlflow.db``), which needs SQLAlchemy: the
-    full ``mlflow`` package has it, the ``mlflow-skinny`` client of evalflow's extra does not."""
-    import importlib.util
-    import os
-
-    if tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or importlib.util.find_spec("sqlalchemy"):
-        return
-    raise ConfigError(
-        "hydra/callbacks=mlflow without a tracking URI uses MLflow's default SQLite store, which needs the full "
-        "mlflow package (pip install mlflow). Or point it at a server: hydra.callbacks.mlflow.tracking_uri=http://HOST:5000 "
-        "(or set MLFLOW_TRACKING_URI)."
-    )
-
-
 class MlflowCallback(Callback):
     """Hydra callback: after each job (each sweep job too), log its run folder to MLflow."""
 
     def __init__(self, tracking_uri: str | None = None, experiment: str = "evalflow", run_name: str | None = None,
-                 tags: Mapping[str, str] | None = None, log_samples: bool = True) -> None:
+                 tags: Mapping[str, str] | None = None, log_samples: bool = True,
+                 artifact_location: str | None = None) -> None:
         require("mlflow", "hydra/callbacks=mlflow")
         refuse_credentials(tracking_uri, "hydra.callbacks.mlflow.tracking_uri")
-        _check_default_store(tracking_uri)
+        check_mlflow_store(tracking_uri)
         self.options: dict[str, Any] = dict(tracking_uri=tracking_uri, experiment=experiment, run_name=run_name,
-                                            tags=dict(tags or {}), log_samples=log_samples)
+                                            tags=dict(tags or {}), log_samples=log_samples,
+                                            artifact_location=artifact_location)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         if job_return.status != JobStatus.COMPLETED:
             return
-        log_to_mlflow(Path(config.hydra.runtime.output_dir), **self.options)
+        folder = Path(config.hydra.runtime.output_dir)
+        try:
+            log_to_mlflow(folder, **self.options)
+        except Exception as exc:  # Hydra would turn it into a warning and exit 0
+            later = f"evalflow.tracking.mlflow_callback.log_to_mlflow({str(folder)!r}, {describe(self.options)})"
+            tracker_failed("mlflow", folder, exc, later)

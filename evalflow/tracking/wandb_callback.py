@@ -16,6 +16,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from evalflow.tracking.preflight import check_wandb_login, describe, tracker_failed
 from evalflow.tracking.run_folder import metric_values, read_run, require, results_rows
 
 log = logging.getLogger(__name__)
@@ -61,10 +62,16 @@ class WandbCallback(Callback):
                  group: str | None = None, job_type: str = "eval", tags: Sequence[str] = (),
                  mode: str | None = None, log_samples: bool = True) -> None:
         require("wandb", "hydra/callbacks=wandb")
+        check_wandb_login(mode)
         self.options: dict[str, Any] = dict(project=project, entity=entity, name=name, group=group,
                                             job_type=job_type, tags=tuple(tags or ()), mode=mode, log_samples=log_samples)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         if job_return.status != JobStatus.COMPLETED:
             return
-        log_to_wandb(Path(config.hydra.runtime.output_dir), **self.options)
+        folder = Path(config.hydra.runtime.output_dir)
+        try:
+            log_to_wandb(folder, **self.options)
+        except Exception as exc:  # Hydra would turn it into a warning and exit 0
+            later = f"evalflow.tracking.wandb_callback.log_to_wandb({str(folder)!r}, {describe(self.options)})"
+            tracker_failed("wandb", folder, exc, later)

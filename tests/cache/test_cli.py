@@ -68,7 +68,7 @@ def test_side_folders_are_listed_swept_of_stale_temporaries_and_cleared(tmp_path
     assert "side folder gguf-weights/" in capsys.readouterr().out
     capsys.readouterr()
     assert main(["gc", f"cache_dir={tmp_path}"]) == 0
-    assert "removed 0 entries, 0 orphan value files and 1 half-written memo temporaries" in capsys.readouterr().out
+    assert "removed 0 entries, 0 orphan value files, 1 half-written memo temporaries and 0 memos" in capsys.readouterr().out
     assert not stale.exists() and fresh.exists() and (memo / "abc").exists()  # a memo being written is left alone
     assert main(["clear", f"cache_dir={tmp_path}"]) == 0
     assert not memo.exists() and (tmp_path / "cache.db").exists()

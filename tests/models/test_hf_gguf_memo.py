@@ -68,7 +68,7 @@ def test_smollm2_from_its_memo_gives_the_numbers_of_the_gguf_file(tmp_path, monk
 
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
-    monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path))
+    monkeypatch.setenv("EVALFLOW_WEIGHTS_DIR", str(tmp_path / "gguf-weights"))
     direct = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", batch_size=4, memo_gguf=False)
     assert not (tmp_path / "gguf-weights").exists()
     HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", memo_gguf=True)  # converts, writes the memo

@@ -7,7 +7,7 @@
 
 Each POST takes the next fault from ``faults`` (then forwards normally once they are used up):
 ``"ok"`` forwards, ``"429"`` answers 429 with ``Retry-After: 1``, ``"500"`` answers 500, ``"400"``
-answers 400 (not worth a retry), ``"stall"`` waits
+answers 400 (not worth a retry), ``"401"`` answers 401 (a wrong API key), ``"stall"`` waits
 ``stall_seconds`` (past the client's timeout) before closing, ``"drop"`` closes the connection
 without an answer. ``bodies`` holds every POST body received, ``answered`` those forwarded and
 answered 200 by the upstream server, ``headers`` the headers of every request. ``stop()`` closes the listening socket, so later connections
@@ -77,6 +77,8 @@ class FaultProxy:
                     return self._reply(500, b'{"error": {"message": "injected server error"}}')
                 if fault == "400":
                     return self._reply(400, b'{"error": {"message": "injected bad request"}}')
+                if fault == "401":
+                    return self._reply(401, b'{"error": {"message": "Incorrect API key provided"}}')
                 if fault == "stall":
                     time.sleep(proxy.stall_seconds)
                     self.close_connection = True

@@ -1,6 +1,7 @@
 """hydra/callbacks=wandb and hydra/callbacks=mlflow, for real: W&B in offline mode and MLflow's
-local file store, each read back (scores, config snapshot, artifacts); no credential lands in any
-file written."""
+SQLite store, each read back (scores, config snapshot, artifacts); no credential lands in any file
+written. No MLflow opt-in variable is set here, as a user would not have one; a tracker that cannot
+log is refused before the evaluation or ends the run with exit 1 (tests/tracking/test_failures.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ def run_args(lib: Path, tmp: Path, *extra: str) -> list[str]:
             f"cache_dir={tmp / 'cache'}", "bootstrap_iters=10", "limit=6", f"hydra.run.dir={tmp / 'run'}", *extra]
 
 
+def sqlite_store(tmp: Path) -> str:
+    return f"sqlite:///{tmp / 'mlflow.db'}"
+
+
 def scores(results: dict) -> dict[str, float]:
     return {f"{task}/{key}": value for task, entry in results["results"].items()
             for key, value in entry.items() if "," in key and isinstance(value, float)}
@@ -34,11 +39,12 @@ def test_both_callbacks_log_scores_config_and_samples(toy_library: Path, tmp_pat
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.support.wandb_records import records
 
-    store = tmp_path / "mlruns"
+    store = sqlite_store(tmp_path)
     done = cli(run_args(toy_library, tmp_path, "hydra/callbacks=[wandb,mlflow]", "hydra.callbacks.wandb.mode=offline",
-                        "hydra.callbacks.wandb.project=toys", f"hydra.callbacks.mlflow.tracking_uri=file://{store}",
+                        "hydra.callbacks.wandb.project=toys", f"hydra.callbacks.mlflow.tracking_uri={store}",
+                        f"hydra.callbacks.mlflow.artifact_location={tmp_path / 'artifacts'}",
                         "hydra.callbacks.mlflow.experiment=toys"),
-               env_extra={**SECRETS, "MLFLOW_ALLOW_FILE_STORE": "true", "WANDB_SILENT": "true"})
+               env_extra={**SECRETS, "WANDB_SILENT": "true"})
     assert done.returncode == 0, done.stderr
     run = tmp_path / "run"
     results = json.loads((run / "results.json").read_text())
@@ -59,9 +65,8 @@ def test_both_callbacks_log_scores_config_and_samples(toy_library: Path, tmp_pat
     assert {c.path for c in artifact.manifest.contents} == {
         "results.json", "config.yaml", "samples/samples_toy_mc.jsonl", "samples/samples_toy_gen.jsonl"}
 
-    # MLflow: the local file store read back through its client
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    client = mlflow.tracking.MlflowClient(f"file://{store}")
+    # MLflow: the SQLite store read back through its client
+    client = mlflow.tracking.MlflowClient(store)
     [logged] = client.search_runs([client.get_experiment_by_name("toys").experiment_id])
     assert logged.data.metrics == pytest.approx({k.replace(",", "/"): v for k, v in expected.items()})
     assert logged.data.params["task"] == json.dumps(["toy_mc", "toy_gen"]) and logged.data.params["limit"] == "6.0"
@@ -88,14 +93,13 @@ def test_a_tracking_uri_with_a_password_is_refused_before_anything_is_written(to
 
 
 def test_each_sweep_job_is_one_mlflow_run(toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = tmp_path / "mlruns"
+    store = sqlite_store(tmp_path)
     args = [a for a in run_args(toy_library, tmp_path) if not a.startswith("hydra.run.dir")]
-    done = cli(args + ["hydra/callbacks=mlflow", f"hydra.callbacks.mlflow.tracking_uri=file://{store}",
-                       f"hydra.sweep.dir={tmp_path / 'sweep'}", "-m", "num_fewshot=0,1"],
-               env_extra={"MLFLOW_ALLOW_FILE_STORE": "true"})
+    done = cli(args + ["hydra/callbacks=mlflow", f"hydra.callbacks.mlflow.tracking_uri={store}",
+                       f"hydra.callbacks.mlflow.artifact_location={tmp_path / 'artifacts'}",
+                       f"hydra.sweep.dir={tmp_path / 'sweep'}", "-m", "num_fewshot=0,1"])
     assert done.returncode == 0, done.stderr
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    client = mlflow.tracking.MlflowClient(f"file://{store}")
+    client = mlflow.tracking.MlflowClient(store)
     logged = client.search_runs([client.get_experiment_by_name("evalflow").experiment_id])
     assert sorted(r.data.params["num_fewshot"] for r in logged) == ["0", "1"]
     for job in ("0", "1"):
@@ -104,7 +108,7 @@ def test_each_sweep_job_is_one_mlflow_run(toy_library: Path, tmp_path: Path, mon
         assert run.data.metrics["toy_mc/acc/none"] == pytest.approx(results["results"]["toy_mc"]["acc,none"])
 
 
-def test_a_missing_client_or_store_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_client_or_driver_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
     from evalflow.errors import ConfigError
@@ -116,6 +120,5 @@ def test_a_missing_client_or_store_is_a_clear_error(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ConfigError, match=r"hydra/callbacks=wandb needs the 'wandb' package: pip install \"evalflow\[tracking\]\""):
         WandbCallback(project="p")
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    with pytest.raises(ConfigError, match=r"default SQLite store.*tracking_uri=http://HOST:5000"):
+    with pytest.raises(ConfigError, match=r"sqlite:///.*mlflow.db is a database.*sqlalchemy.*tracking_uri=http://HOST:5000"):
         MlflowCallback()
-    assert MlflowCallback(tracking_uri="http://127.0.0.1:5000").options["tracking_uri"] == "http://127.0.0.1:5000"

@@ -4,7 +4,7 @@ lm-eval scores a continuation by the ``token_logprobs`` a ``/v1/completions`` re
 ``echo=true`` returns for the prompt's own tokens. A server that misplaces them scores every task
 wrongly and silently: llama-cpp-python 0.3.36 returns, for models without a BOS token, position
 i+1's value at position i, and leaves out the generated token (arc_easy with SmolLM2 falls from
-0.60 to 0.25; ``../shared/serve/README.md``).
+0.60 to 0.25).
 
 The check costs two short requests, before the first log-likelihood request to a server:
 
@@ -82,9 +82,9 @@ def check_echo(answer: Any, token: str, expected: float, url: str) -> None:
                 break
             text += tok
     fix = (
-        "Its scores would be wrong without any error, so evalflow refuses it. For llama-cpp-python's server "
-        "use a fixed build (../shared/serve/serve_fixed.py shows the two fixes); set model.check_logprobs=false "
-        "only to evaluate generation tasks or if you know better."
+        "Its scores would be wrong without any error, so evalflow refuses it. Serve the model with a server whose "
+        "echoed log-probabilities are right (vLLM, SGLang, or a llama-cpp-python build with its echo+logprobs "
+        "offsets fixed); set model.check_logprobs=false only to evaluate generation tasks or if you know better."
     )
     if not where or values[where[0]] is None:
         raise MisalignedLogprobs(f"the server at {url} echoed no token starting where '{token}' follows '{PROMPT}'. {fix}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import re
 import time
 from typing import Any, Callable, Mapping, Sequence
 
@@ -68,6 +69,16 @@ def _retry_after(value: str | None) -> float | None:
 def _server_message(response: httpx.Response) -> str:
     text = response.text.strip().replace("\n", " ")
     return f"HTTP {response.status_code}: {text[:500] or response.reason_phrase}"
+
+
+# A server's own validation of the request body (pydantic/FastAPI, as in vLLM and llama-cpp-python,
+# which reports it as HTTP 500): deterministic, so retrying it only delays the error.
+_VALIDATION = re.compile(r"validation error|Input should be|'loc': \(|\"loc\": \[|invalid_request_error")
+
+
+def is_validation_error(body: str) -> bool:
+    """Whether a 5xx answer's body is the server's validation of the request, not a passing fault."""
+    return bool(_VALIDATION.search(body))
 
 
 class Progress:
@@ -150,10 +161,11 @@ class ApiClient:
             await asyncio.gather(*(one(i) for i in range(len(bodies))))
         if failures:
             done = len(answered_here)
+            fix = ("Fix what the message names" if isinstance(failures[0], RefusedError)
+                   else "Fix the server (or raise model.max_retries or model.timeout)")
             raise ServerError(
                 f"{failures[0]} {done} of this batch's {len(bodies)} requests ({self.answered} in this run) were "
-                "answered and are saved in the cache. Fix the server (or raise model.max_retries or "
-                "model.timeout) and run again: it resumes where this run stopped."
+                f"answered and are saved in the cache. {fix} and run again: it resumes where this run stopped."
             )
 
     async def _with_retries(self, send: Callable[[], Any], path: str) -> Any:
@@ -194,7 +206,17 @@ class ApiClient:
             raise _Retryable(f"no answer within model.timeout={self.settings.timeout:g} s") from None
         except httpx.TransportError as exc:
             raise _Retryable(f"connection failed ({type(exc).__name__}: {exc or 'no detail'})") from None
+        if response.status_code in (401, 403):
+            env = self.settings.api_key_env
+            state = "is set" if self.settings.api_key() else "is not set"
+            raise RefusedError(
+                f"the server at {self.settings.root_url}{path} refused the API key with {_server_message(response)}. "
+                f"The key is read from ${env}, which {state}: put a valid key with access to model.model "
+                f"'{self.settings.model}' in it, or point model.api_key_env at the variable that holds one."
+            )
         if response.status_code == 429 or response.status_code >= 500:
+            if is_validation_error(response.text):  # the same request fails the same way: no retry
+                raise RefusedError(self._validation_message(response, path))
             raise _Retryable(_server_message(response), _retry_after(response.headers.get("Retry-After")))
         if response.status_code >= 400:
             raise RefusedError(
@@ -205,6 +227,13 @@ class ApiClient:
             return response.json()
         except ValueError:
             raise _Retryable(f"the answer is not JSON: {response.text[:200]!r}") from None
+
+    def _validation_message(self, response: httpx.Response, path: str) -> str:
+        text = f"the server at {self.settings.root_url}{path} rejected the request body with {_server_message(response)}"
+        if "prompt" in response.text and self.settings.tokenized_requests:
+            return (f"{text}. It does not take token ids as the prompt (llama.cpp's server is one such): set "
+                    "model.tokenized_requests=false to send text.")
+        return f"{text}. The request is malformed for this server, so it is not retried; check the model settings."
 
     def post_one(self, path: str, body: Mapping[str, Any]) -> Any:
         """One POST with retries (the alignment probe); its answer."""

@@ -12,7 +12,7 @@ import abc
 import logging
 from typing import Any, Callable, ClassVar, Sequence
 
-from evalflow.errors import ModelError
+from evalflow.errors import ConfigError, ModelError
 from evalflow.models.api.settings import ApiSettings, identity, parse_settings
 from evalflow.records import Request
 
@@ -51,7 +51,16 @@ class ServedModel(abc.ABC):
             return {"url": self.settings.root_url, "models": None, "error": str(exc)}
         names = [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)] if isinstance(listed, dict) else []
         if names and self.settings.model not in names:
-            log.warning("model.model '%s' is not among the models %s serves: %s", self.settings.model, self.settings.root_url, names)
+            unlisted = (f"model.model '{self.settings.model}' is not among the models {self.settings.root_url} serves "
+                        f"({', '.join(map(str, names))})")
+            if not self.settings.allow_unlisted:  # its answers would be cached under a name no server has
+                raise ConfigError(f"{unlisted}. Use one of those names; if the server's /models listing is "
+                                  "incomplete, set model.allow_unlisted=true.")
+            log.warning("%s; used anyway (model.allow_unlisted=true)", unlisted)
+        if self.settings.revision is None:
+            log.warning("model.revision is not set: this server's answers are cached under model.model '%s' alone, "
+                        "so if the weights behind that name change, old answers would be reused. Set "
+                        "model.revision=<the checkpoint's hash or tag> and change it with the weights.", self.settings.model)
         return {"url": self.settings.root_url, "models": listed}
 
     def describe(self) -> dict[str, Any]:

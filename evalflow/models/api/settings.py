@@ -48,6 +48,7 @@ class ApiSettings:
     headers: Mapping[str, str] = field(default_factory=dict)
     identity_includes_url: bool = False
     check_logprobs: bool = True
+    allow_unlisted: bool = False  # true: a model.model the server's /models does not list is still used
 
     @property
     def root_url(self) -> str:

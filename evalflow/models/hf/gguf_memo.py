@@ -8,6 +8,10 @@ second. The key holds what decides the result: the GGUF file's content hash, the
 tokenizer's ``add_bos_token`` and the transformers version. The answers cache is unaffected: a
 model's identity stays the GGUF file's hash.
 
+The memo lives in one place per user, not in each response cache (:func:`evalflow.cache.store.weights_dir`:
+``$EVALFLOW_WEIGHTS_DIR``, else ``~/.cache/evalflow/gguf-weights``), so a fresh ``cache_dir`` or
+``$EVALFLOW_CACHE`` (a clean CI job) neither converts the file again nor stores another copy.
+
 The folder is written next to its final place and renamed into it, with ``memo.json`` (holding the
 weights file's hash) written last; a load checks that hash, so a damaged or half-written memo is
 never used: it is deleted and the GGUF file loaded again. Costs disk (the fp32 weights: 540 MB for
@@ -24,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
-from evalflow.cache.store import default_cache_dir
+from evalflow.cache.store import weights_dir
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +42,7 @@ def memo_folder(gguf_path: Path, dtype: str, add_bos_token: bool | None) -> Path
     import transformers
 
     key = fingerprint(("gguf-memo", MEMO_VERSION, file_fingerprint(gguf_path), str(dtype), add_bos_token, transformers.__version__))
-    return default_cache_dir() / "gguf-weights" / key
+    return weights_dir() / key
 
 
 def load_memo(folder: Path, load_folder: Callable[[str], tuple[Any, Any]]) -> tuple[Any, Any] | None:
@@ -50,7 +54,9 @@ def load_memo(folder: Path, load_folder: Callable[[str], tuple[Any, Any]]) -> tu
         expected = json.loads(marker.read_text(encoding="utf-8"))["weights"]
         if file_fingerprint(folder / WEIGHTS) != expected:
             raise ValueError(f"{WEIGHTS} does not match its recorded hash")
-        return load_folder(str(folder))
+        loaded = load_folder(str(folder))
+        os.utime(marker)  # last use: `cache gc max_size_gb=` removes the least recently used first
+        return loaded
     except Exception as e:  # damaged, truncated, or written by an incompatible version
         log.warning("gguf memo %s is unusable (%s); loading the GGUF file again", folder, e)
         shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,228 @@
+"""``python -m evalflow``: the Hydra app, plus subcommands dispatched before Hydra sees argv.
+
+It lives here, not in ``__main__.py``: launchers that ship the Hydra task function to another
+process (submitit, Ray) pickle it with cloudpickle, which copies anything defined in ``__main__``
+by value, and a NamedTuple class copied that way fails to load on Python 3.11 (cloudpickle 2.1,
+which hydra-ray-launcher pins). Defined in an importable module, it travels by reference.
+
+    python -m evalflow                                        # default: smollm2 on arith_mc
+    python -m evalflow model=dummy task=gsm8k num_fewshot=5 limit=50
+    python -m evalflow model=dummy task=[arc_easy,arc_challenge] -m num_fewshot=0,5
+    python -m evalflow --config-dir outputs/<run>/.hydra --config-name config   # reproduce
+    python -m evalflow ls [--json] [include_path=[dir]]       # tasks, groups, tags
+    python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterator, NamedTuple
+
+from evalflow.errors import EvalflowError
+
+
+class Subcommand(NamedTuple):
+    target: str  # "module:function", called with the arguments after the subcommand's name
+    summary: str  # one line for `python -m evalflow --help`
+
+
+SUBCOMMANDS = {
+    "ls": Subcommand("evalflow.taskspec.listing:main", "[--json] [include_path=[dir]]  list tasks, groups and tags"),
+    "cache": Subcommand("evalflow.cache.cli:main", "stats|verify|gc|clear|merge [cache_dir=DIR]  look after or merge cache folders"),
+    "show": Subcommand("evalflow.preview:main", "task=NAME [n=3] [key=value...]  print prompts, targets and requests (no model)"),
+    "validate": Subcommand("evalflow.validate:main", "task=NAME [n=3] [key=value...]  check task configs on their first documents"),
+    "decontaminate": Subcommand("evalflow.decontaminate:main",
+                                "task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
+    "explain": Subcommand("evalflow.insight.explain:main", "RUN [RUN_B]  why each computed stage of a run re-ran"),
+    "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B  per metric A, B, B - A and a paired test"),
+    "rescore": Subcommand("evalflow.insight.rescore:main", "SAMPLES... task=NAME  score saved answers again, no model"),
+    "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html]  one self-contained HTML page of runs"),
+}
+
+
+def subcommand_help() -> str:
+    """The subcommand lines of ``--help`` (conf/hydra/help/evalflow.yaml), built from SUBCOMMANDS."""
+    return "\n".join(f"  python -m evalflow {name} {sub.summary}" for name, sub in SUBCOMMANDS.items())
+
+
+def _debug() -> bool:
+    """Tracebacks wanted: ``EVALFLOW_DEBUG=1``, or Hydra's ``hydra.verbose=...`` on the command line."""
+    verbose = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("hydra.verbose=")]
+    return os.environ.get("EVALFLOW_DEBUG") == "1" or any(v.lower() not in ("false", "[]", "") for v in verbose)
+
+
+def _report(exc: EvalflowError) -> int:
+    if _debug():
+        raise exc
+    print(f"evalflow: error: {exc}", file=sys.stderr)
+    return 2
+
+
+@contextlib.contextmanager
+def _one_paragraph_hydra_errors() -> Iterator[None]:
+    """Hydra prints its own errors (bad overrides, unknown presets) over several lines; have it
+    raise them instead (``HYDRA_FULL_ERROR``) and print them as one paragraph like ours, or, when
+    debugging, let them end in a full traceback."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    catch = not (_debug() or os.environ.get("HYDRA_FULL_ERROR"))
+    set_here = "HYDRA_FULL_ERROR" not in os.environ
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        yield
+    except (HydraException, OmegaConfBaseException) as exc:
+        if not catch:
+            raise
+        from evalflow.config.messages import hydra_paragraph
+
+        print(f"evalflow: error: {hydra_paragraph(exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    finally:
+        if set_here:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+
+
+def hydra_main() -> None:
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import DictConfig, OmegaConf
+
+    from evalflow.config.resolvers import register_resolvers
+    from evalflow.config.schema import register_configs
+
+    register_configs()
+    register_resolvers()
+    if not OmegaConf.has_resolver("evalflow.subcommands"):
+        OmegaConf.register_new_resolver("evalflow.subcommands", subcommand_help)
+    conf_dir = str(Path(__file__).resolve().parents[1] / "conf")
+    run_dir = _pop_config_dir()
+    if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
+        sys.argv.append(f"hydra.searchpath=[file://{conf_dir}]")
+        conf_dir = run_dir
+
+    @hydra.main(config_path=conf_dir, config_name="config", version_base="1.3")
+    def main(cfg: DictConfig) -> None:
+        from evalflow.app import run
+        from evalflow.output.table import print_results
+        from evalflow.settings import settings_from_config
+
+        logging.getLogger("evalflow").setLevel(logging.INFO)
+        output_dir = Path(HydraConfig.get().runtime.output_dir)
+        settings = None  # an interrupt can come before the settings exist
+        try:
+            settings = settings_from_config(cfg)
+            _pin_data_map(output_dir, cfg.get("data_map"), settings.data_map_file)
+            results = run(settings, output_dir)
+        except EvalflowError as exc:
+            raise SystemExit(_report(exc)) from None
+        except KeyboardInterrupt:
+            if _debug():
+                raise
+            print(_interrupted(settings.cache_dir if settings else None, output_dir), file=sys.stderr)
+            raise SystemExit(130) from None
+        print_results(results)
+        print(f"run folder: {HydraConfig.get().runtime.output_dir}")
+
+    with _one_paragraph_hydra_errors():
+        main()
+
+
+def _interrupted(cache_dir: Path | None, output_dir: Path) -> str:
+    """The one line Ctrl-C prints: what survived (inference persists each chunk of answers as it
+    completes) and how to carry on."""
+    return (f"evalflow: interrupted. Every stage and model answer finished before the interrupt is saved in the "
+            f"cache ({cache_dir or 'cache_dir'}); run the same command again to resume: only the remaining requests reach the "
+            f"model. {output_dir} has no results.json (the run did not finish).")
+
+
+def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
+    """Make the run's ``.hydra/config.yaml`` name the data map it really used: a map file given by
+    ``$EVALFLOW_DATA_MAP`` or by a relative path is written in as an absolute path, so the snapshot
+    reproduces the run with no environment variable and from any folder."""
+    snapshot = output_dir / ".hydra" / "config.yaml"
+    if map_file is None or not snapshot.is_file() or (isinstance(value, str) and "/" not in value and value == Path(map_file).stem):
+        return
+    from omegaconf import OmegaConf
+
+    from evalflow.output.run_folder import atomic_write
+
+    config = OmegaConf.load(snapshot)
+    config.data_map = map_file
+    atomic_write(snapshot, [OmegaConf.to_yaml(config)])
+
+
+def _pop_config_dir() -> str | None:
+    """Take ``--config-dir DIR`` out of argv. Hydra would only *append* DIR to its search path, so
+    ``--config-name config`` would still find conf/config.yaml rather than the run's snapshot."""
+    argv = sys.argv
+    for i, arg in enumerate(argv[1:], start=1):
+        if arg == "--config-dir" and i + 1 < len(argv):
+            value = argv[i + 1]
+            del argv[i : i + 2]
+            return str(Path(value).resolve())
+        if arg.startswith("--config-dir="):
+            del argv[i]
+            return str(Path(arg.split("=", 1)[1]).resolve())
+    return None
+
+
+def entry() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
+        import importlib
+
+        module, attr = SUBCOMMANDS[sys.argv[1]].target.split(":")
+        try:
+            code = getattr(importlib.import_module(module), attr)(sys.argv[2:])
+        except EvalflowError as exc:
+            code = _report(exc)
+        raise SystemExit(code)
+    sys.argv[1:] = _flags_first([_quote_kv_string(a) for a in sys.argv[1:]])
+    try:
+        _refuse_used_run_folders(sys.argv[1:])
+    except EvalflowError as exc:
+        raise SystemExit(_report(exc)) from None
+    try:
+        hydra_main()
+    except KeyboardInterrupt:  # before the run started (composing the config, importing)
+        if _debug():
+            raise
+        print("evalflow: interrupted before the run started; nothing was computed.", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _refuse_used_run_folders(argv: list[str]) -> None:
+    """An explicit ``hydra.run.dir``/``hydra.sweep.dir`` that holds a run is refused before Hydra
+    starts, since Hydra overwrites the folder's ``.hydra`` snapshot as its first act."""
+    from evalflow.output.run_folder import ensure_fresh
+
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if not sep or "${" in value:
+            continue
+        if key == "hydra.run.dir":
+            ensure_fresh(Path(value), key)
+        elif key == "hydra.sweep.dir" and Path(value).is_dir():
+            for job in sorted(p for p in Path(value).iterdir() if p.is_dir()):
+                ensure_fresh(job, key)
+
+
+def _flags_first(argv: list[str]) -> list[str]:
+    """Let ``-m`` stand anywhere (``task=x -m num_fewshot=0,5``): Hydra's argparse wants flags
+    before the overrides, so move the flag-only options to the front."""
+    flags = [a for a in argv if a in ("-m", "--multirun", "--run", "--resolve")]
+    return flags + [a for a in argv if a not in flags]
+
+
+def _quote_kv_string(arg: str) -> str:
+    """lm-eval's habit ``gen_kwargs='do_sample=false,max_gen_toks=32'`` reaches us unquoted by the
+    shell, which Hydra cannot parse (an ``=`` inside a value): quote it for Hydra, so the setting
+    receives the string and parses it as lm-eval does."""
+    key, sep, value = arg.partition("=")
+    if key == "gen_kwargs" and sep and "=" in value and value[:1] not in ("'", '"', "{"):
+        return f"{key}='{value}'" if "'" not in value else f'{key}="{value}"'
+    return arg

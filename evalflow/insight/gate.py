@@ -1,0 +1,102 @@
+"""The release gate of ``compare A B max_drop=X alpha=Y``: which rows are regressions, and how small
+a difference the paired documents could have shown at all.
+
+A row is a regression when B is worse than A by more than ``max_drop`` in the metric's own
+direction (``higher_is_better`` from results.json; lower-is-better metrics are reversed) *and*
+the paired test says the drop is not noise (``p < alpha``). A row whose direction is unknown is
+never silently passed: it is listed as not gated. A drop beyond ``max_drop`` on a metric that
+has no paired test (not a mean of per-document values) fails the gate, since nothing shows it is
+noise.
+
+The smallest detectable difference answers "would this comparison have caught a real drop?":
+with 50 arc_easy documents on which the runs disagree 29 times, a drop from 0.46 to 0.28 (9 more
+documents lost than won) has McNemar p = 0.136; at alpha 0.05 these documents could only have
+shown a difference of 0.26 or more (13 more one way than the other).
+
+    >>> mcnemar_detectable(n=50, discordant=29, alpha=0.05)
+    0.26
+    >>> mcnemar_detectable(n=5, discordant=0, alpha=0.05) is None   # 5 documents can never be significant
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from evalflow.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """``max_drop``: the largest tolerated drop (in the metric's units); ``alpha``: the test level."""
+
+    max_drop: float = 0.0
+    alpha: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not (self.max_drop >= 0 and np.isfinite(self.max_drop)):
+            raise ConfigError(f"compare: max_drop={self.max_drop} is out of range; use 0 or more (max_drop=0.01)")
+        if not 0 < self.alpha < 1:
+            raise ConfigError(f"compare: alpha={self.alpha} is out of range; use a level in (0, 1) (alpha=0.05)")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One compared row, judged: ``failed`` rows fail the build; ``reason`` says why (or why not gated)."""
+
+    name: str  # "task metric,filter"
+    failed: bool
+    reason: str
+
+
+def mcnemar_detectable(n: int, discordant: int, alpha: float) -> float | None:
+    """The smallest |mean(B) - mean(A)| the exact McNemar test calls significant at ``alpha``,
+    over ``n`` paired 0/1 documents with at least ``discordant`` of them disagreeing.
+
+    With ``d`` discordant documents split ``m`` / ``d - m``, the difference is ``(d - 2m) / n`` and
+    the p-value ``2 * P(Binomial(d, 1/2) <= m)``; the largest significant ``m`` gives the smallest
+    difference. Fewer discordant documents than any significant split needs are topped up to the
+    smallest count that can be significant (all of them one way). None: no split of ``n``
+    documents is significant.
+    """
+    from scipy.stats import binom
+
+    for d in range(max(discordant, 1), n + 1):
+        minority = np.arange(d // 2 + 1)
+        significant = np.nonzero(2.0 * binom.cdf(minority, d, 0.5) < alpha)[0]
+        if significant.size:
+            return round((d - 2 * int(significant[-1])) / n, 12)
+    return None
+
+
+def bootstrap_detectable(distribution: np.ndarray, alpha: float) -> float:
+    """Half the width of the bootstrap's central ``1 - alpha`` interval of the difference: a true
+    difference smaller than this leaves 0 inside the interval the p-value is read from."""
+    low, high = np.percentile(distribution, [alpha * 50.0, 100.0 - alpha * 50.0])
+    return float(high - low) / 2.0
+
+
+def judge(name: str, diff: float, higher_is_better: bool | None, p_value: float | None,
+          gate: GateSettings) -> Verdict:
+    """Whether one row (B - A = ``diff``) is a regression under ``gate``."""
+    if higher_is_better is None:
+        return Verdict(name, False, "not gated: results.json does not say whether higher is better")
+    change = diff if higher_is_better else -diff
+    worse = "dropped" if higher_is_better else "rose"
+    if change >= -gate.max_drop:
+        return Verdict(name, False, f"within max_drop={gate.max_drop:g}")
+    if p_value is None:
+        return Verdict(name, True, f"{worse} by {abs(diff):.4f} > max_drop={gate.max_drop:g}; no paired test "
+                                   "can say it is noise (not a mean of per-document values)")
+    if p_value < gate.alpha:
+        return Verdict(name, True, f"{worse} by {abs(diff):.4f} > max_drop={gate.max_drop:g}, "
+                                   f"p={p_value:.4g} < alpha={gate.alpha:g}")
+    return Verdict(name, False, f"{worse} by {abs(diff):.4f}, but p={p_value:.4g} >= alpha={gate.alpha:g}: "
+                                "not distinguishable from noise on these documents")
+
+
+def failures(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    return [v for v in verdicts if v.failed]

@@ -1,0 +1,98 @@
+"""`compare A B max_drop=X alpha=P`: the release gate. The README's recipe end to end (a candidate
+checkpoint that lost questions fails the build, an equal one passes), the smallest detectable
+difference against an exhaustive search, lower-is-better metrics reversed, bad input refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalflow.errors import ConfigError
+from evalflow.insight.compare import parse_args
+from evalflow.insight.gate import GateSettings, judge, mcnemar_detectable
+from evalflow.insight.stats import mcnemar_exact
+from tests.test_cli import cli
+
+CHECKPOINT = "tests.support.checkpoints:ArithCheckpoint"
+
+
+def _evaluate(folder: Path, cache: Path, skill: float) -> None:
+    """The recipe's first step: evaluate a checkpoint into a named run folder."""
+    done = cli(["task=arith_mc", f"model.type={CHECKPOINT}", f"+model.skill={skill}", f"cache_dir={cache}",
+                f"hydra.run.dir={folder}"])
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("gate")
+    folders = {"release": root / "release", "same": root / "same", "worse": root / "worse"}
+    for (name, folder), skill in zip(folders.items(), (1.0, 1.0, 0.6)):
+        _evaluate(folder, root / "cache", skill)
+    return folders
+
+
+def test_a_candidate_that_lost_questions_fails_the_build(releases: dict[str, Path]) -> None:
+    gated = cli(["compare", str(releases["release"]), str(releases["worse"]), "max_drop=0.01", "alpha=0.05"])
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert "REGRESSION: arith_mc acc,none: dropped by" in gated.stdout
+    assert "gate: 2 regression(s) in 2 metric(s); FAILED" in gated.stderr  # acc and acc_norm
+
+
+def test_an_equal_candidate_passes_and_json_rows_carry_the_direction(releases: dict[str, Path]) -> None:
+    passed = cli(["compare", str(releases["release"]), str(releases["same"]), "max_drop=0.01", "alpha=0.05",
+                  "--json"])
+    assert passed.returncode == 0, passed.stderr
+    report = json.loads(passed.stdout)
+    assert report["gate"]["failed"] == [] and {r["higher_is_better"] for r in report["rows"]} == {True}
+    assert all(r["detectable"] == mcnemar_detectable(60, 0, 0.05) for r in report["rows"])
+
+
+def test_without_gate_options_compare_reports_and_exits_zero(releases: dict[str, Path]) -> None:
+    shown = cli(["compare", str(releases["release"]), str(releases["worse"])])
+    assert shown.returncode == 0 and "Detectable" in shown.stdout and "REGRESSION" not in shown.stdout
+
+
+@pytest.mark.parametrize("words", [["--fail-on-regression"], ["--jsn"], ["max_dorp=0.01"], ["alpha=0"],
+                                   ["alpha=1.5"], ["max_drop=-1"], ["max_drop=a"]])
+def test_unknown_or_bad_options_exit_2(releases: dict[str, Path], words: list[str]) -> None:
+    refused = cli(["compare", str(releases["release"]), str(releases["worse"]), *words])
+    assert refused.returncode == 2 and refused.stderr.startswith("evalflow: error: compare: "), refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("n", [5, 6, 12, 30])
+@pytest.mark.parametrize("alpha", [0.05, 0.01, 0.2])
+def test_detectable_difference_is_the_smallest_significant_split(n: int, alpha: float) -> None:
+    """Against the exact test itself: with D documents disagreeing (topped up to the first count
+    that can be significant), the smallest |B - A| whose McNemar p is below alpha; None when no
+    split of n documents is significant."""
+    for d_observed in range(0, n + 1, 3):
+        expected = None
+        for d in range(max(d_observed, 1), n + 1):
+            splits = [abs(d - 2 * m) for m in range(d // 2 + 1)
+                      if mcnemar_exact([1] * m + [0] * (d - m), [0] * m + [1] * (d - m)) < alpha]
+            if splits:
+                expected = min(splits) / n
+                break
+        assert mcnemar_detectable(n, d_observed, alpha) == (None if expected is None else pytest.approx(expected))
+
+
+def test_lower_is_better_metrics_are_reversed() -> None:
+    gate = GateSettings(max_drop=0.01, alpha=0.05)
+    assert judge("wikitext word_perplexity,none", +3.0, False, 0.001, gate).failed  # perplexity rose
+    assert not judge("wikitext word_perplexity,none", -3.0, False, 0.001, gate).failed
+    assert not judge("x acc,none", -0.2, True, 0.3, gate).failed  # a drop the documents cannot tell from noise
+    assert judge("x acc,none", -0.2, True, None, gate).failed  # no paired test: nothing says it is noise
+    unknown = judge("x score,none", -0.2, None, 0.001, gate)
+    assert not unknown.failed and unknown.reason.startswith("not gated")
+
+
+def test_parse_args_accounts_for_every_word() -> None:
+    args = parse_args(["a", "b", "alpha=0.01", "--json", "seed=3"])
+    assert args.gate == GateSettings(0.0, 0.01) and args.as_json and args.seed == 3
+    assert parse_args(["a", "b"]).gate is None
+    with pytest.raises(ConfigError, match="takes 2 RUN_A RUN_B"):
+        parse_args(["a", "b", "c"])
