@@ -3,6 +3,7 @@ inference edge). A lease ends with its holder's process (same host), its expiry,
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import subprocess
 import sys
@@ -76,7 +77,7 @@ def test_expired_leases_are_taken_over(tmp_path: Path) -> None:
 def lease_expiry(cache: Path, key: str) -> float:
     """The expiry diskcache recorded for ``key``'s lease, read from cache.db itself (diskcache's
     own ``get`` hides an entry once it has expired)."""
-    with sqlite3.connect(cache / "cache.db") as conn:
+    with contextlib.closing(sqlite3.connect(cache / "cache.db")) as conn:
         (expires,) = conn.execute("SELECT expire_time FROM Cache WHERE key = ?", (LEASE + key,)).fetchone()
     return float(expires)
 

@@ -3,6 +3,7 @@ and leases of processes that died on another host freed within the heartbeat tim
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import subprocess
@@ -114,7 +115,7 @@ def test_a_live_holder_on_another_host_keeps_its_leases_until_its_heartbeat_stop
 
 def heartbeat_expiry(cache: Path, holder: Holder) -> float:
     """When ``holder``'s heartbeat entry expires, as its last beat wrote it (cache.db itself)."""
-    with sqlite3.connect(cache / "cache.db") as conn:
+    with contextlib.closing(sqlite3.connect(cache / "cache.db")) as conn:
         (expires,) = conn.execute("SELECT expire_time FROM Cache WHERE key = ?", (ALIVE + holder.token,)).fetchone()
     return float(expires)
 
