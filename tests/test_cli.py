@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import COUNTING, ROOT
+from tests.support.hold import HELD, Hold
 
 
 def cli(args: list[str], env_extra: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
@@ -36,22 +36,42 @@ def request_entries(cache: Path) -> int:
         store.close()
 
 
+def held_args(lib: Path, cache: Path) -> list[str]:
+    """:func:`base_args` with the model that holds a chosen call (tests/support/hold.py)."""
+    return [f"model.type={HELD}" if a.startswith("model.type=") else a for a in base_args(lib, cache)]
+
+
+def start_held(args: list[str], hold: Hold, logs: Path) -> subprocess.Popen:
+    """``python -m evalflow ARGS`` with ``hold``'s pipes, stdout and stderr into ``logs``.{out,err}
+    (files, not pipes: nobody reads a pipe while the test waits for the hold, and a full one would
+    stall the run before it got there). Returns once the child has started."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **hold.env}
+    with open(f"{logs}.out", "w") as out, open(f"{logs}.err", "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "evalflow", *args], cwd=ROOT, env=env,
+                                stdout=out, stderr=err, pass_fds=hold.child_fds)
+    hold.started()
+    return proc
+
+
 def test_sigkill_during_inference_then_rerun(toy_library: Path, tmp_path: Path) -> None:
-    cache, log = tmp_path / "cache", tmp_path / "calls.log"
-    args = base_args(toy_library, cache) + ["chunk_size=8"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_TEST_DELAY": "0.03", "EVALFLOW_TEST_CALL_LOG": str(log)}
-    proc = subprocess.Popen([sys.executable, "-m", "evalflow", *args, f"hydra.run.dir={tmp_path / 'killed'}"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline and (not log.exists() or len(log.read_text().split()) < 5):
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    """SIGKILL while the model holds the 3rd of 20 chunks: exactly the first two (16 requests) are
+    in the cache, and the re-run computes exactly the other 144."""
+    cache = tmp_path / "cache"
+    args = held_args(toy_library, cache) + ["chunk_size=8"]
+    with Hold(at=3) as hold:
+        proc = start_held(args + [f"hydra.run.dir={tmp_path / 'killed'}"], hold, tmp_path / "killed-log")
+        try:
+            hold.wait_held()
+            os.kill(proc.pid, signal.SIGKILL)
+            assert proc.wait(timeout=60) == -signal.SIGKILL
+        finally:
+            proc.kill()
+            proc.wait(timeout=60)
     assert not (tmp_path / "killed" / "results.json").exists()
     persisted = request_entries(cache)
-    assert 0 < persisted < 160
+    assert persisted == 16
 
-    done = cli(args + [f"hydra.run.dir={tmp_path / 'resumed'}"])
+    done = cli(args + [f"hydra.run.dir={tmp_path / 'resumed'}"])  # no hold in its environment
     assert done.returncode == 0, done.stderr
     manifest = json.loads((tmp_path / "resumed" / "manifest.json").read_text())
     assert manifest["inference"]["computed"] == 160 - persisted

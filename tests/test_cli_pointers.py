@@ -5,42 +5,44 @@ tests/reliability/test_bad_input.py)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from evalflow import evaluate
 from evalflow.errors import ConfigError
-from tests.conftest import COUNTING, ROOT
-from tests.test_cli import base_args, cli
+from tests.conftest import COUNTING
+from tests.support.hold import Hold
+from tests.test_cli import base_args, cli, held_args, start_held
 
 
 def test_ctrl_c_prints_one_line_saying_what_was_saved_and_how_to_resume(toy_library: Path, tmp_path: Path) -> None:
-    cache, calls = tmp_path / "cache", tmp_path / "calls.log"
-    args = base_args(toy_library, cache) + ["chunk_size=8", f"hydra.run.dir={tmp_path / 'run'}"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_TEST_DELAY": "0.03", "EVALFLOW_TEST_CALL_LOG": str(calls)}
-    proc = subprocess.Popen([sys.executable, "-m", "evalflow", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and (not calls.exists() or len(calls.read_text().split()) < 20):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, (out, err)
+    """SIGINT while the model holds the 3rd of 20 chunks (so the run is certainly mid-inference):
+    one line, exit 130, and the two chunks answered before it are what the resume reuses."""
+    cache, logs = tmp_path / "cache", tmp_path / "interrupted"
+    args = held_args(toy_library, cache) + ["chunk_size=8", f"hydra.run.dir={tmp_path / 'run'}"]
+    with Hold(at=3) as hold:
+        proc = start_held(args, hold, logs)
+        try:
+            hold.wait_held()
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=120)
+        finally:
+            proc.kill()
+            proc.wait(timeout=60)
+    out, err = Path(f"{logs}.out").read_text(), Path(f"{logs}.err").read_text()
+    assert code == 130, (out, err)
     assert "Traceback" not in err + out
     lines = [line for line in err.splitlines() if line.startswith("evalflow:")]
     assert len(lines) == 1 and lines[0].startswith("evalflow: interrupted."), err
     assert str(cache) in lines[0] and "run the same command again to resume" in lines[0]
     assert not (tmp_path / "run" / "results.json").exists()
 
-    resumed = cli(args)  # "the same command", into the same run folder
+    resumed = cli(args)  # "the same command", into the same run folder (no hold in its environment)
     assert resumed.returncode == 0, resumed.stderr
-    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["inference"]["cached"] >= 8
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["inference"] == {
+        "requests": 160, "computed": 144, "cached": 16}
 
 
 def test_include_path_accepts_one_folder_without_brackets(toy_library: Path, tmp_path: Path) -> None:

@@ -295,15 +295,16 @@ class RequestProgress:
     chunk here, so the rate and ETA are those of all workers together.
     """
 
-    def __init__(self, log_every: float = 30.0, stream: Any = None) -> None:
+    def __init__(self, log_every: float = 30.0, stream: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
         import sys
 
         self.log_every, self.stream = log_every, stream or sys.stderr
+        self.clock = clock  # a test passes its own, rather than patching time.monotonic for everyone
         self.total, self.done, self.start_done, self.start, self.logged = -1, 0, 0, 0.0, 0.0
         self.bar: Any = None
 
     def __call__(self, done: int, total: int, seconds: float = 0.0) -> None:
-        now = time.monotonic()
+        now = self.clock()
         if total != self.total or done < self.done:  # a new list of requests
             self.close()
             start_done = 0 if seconds > 0 else done  # without a duration, count from this chunk

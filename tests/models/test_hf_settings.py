@@ -36,10 +36,9 @@ class Tty(io.StringIO):
         return True
 
 
-def test_progress_logs_rate_and_eta_when_not_a_terminal(caplog, monkeypatch):
-    clock = iter([100.0, 110.0, 120.0, 121.0])
-    monkeypatch.setattr("evalflow.dag.inference.time.monotonic", lambda: next(clock))
-    progress = RequestProgress(log_every=15.0, stream=io.StringIO())
+def test_progress_logs_rate_and_eta_when_not_a_terminal(caplog):
+    clock = iter([100.0, 110.0, 120.0, 121.0])  # one reading per call: a fifth call would raise StopIteration
+    progress = RequestProgress(log_every=15.0, stream=io.StringIO(), clock=lambda: next(clock))
     with caplog.at_level(logging.INFO, logger="evalflow.dag.inference"):
         progress(64, 256)  # t=100: the rate counts from here
         progress(128, 256)  # t=110: 10 s since the last line, under log_every: quiet

@@ -115,7 +115,9 @@ class Zygote:
 
 
 def wait_for(condition: Callable[[], bool], alive: Callable[[], bool], timeout: float = 120) -> bool:
-    """Poll ``condition`` until true (True), or until ``alive`` turns false or time runs out (False)."""
+    """Poll ``condition`` until true (True), or until ``alive`` turns false (False: the process
+    ended first). A process still alive after ``timeout`` s without the condition fails the test:
+    that is a hung run, not one that outpaced the wait."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
@@ -123,7 +125,7 @@ def wait_for(condition: Callable[[], bool], alive: Callable[[], bool], timeout: 
         if not alive():
             return condition()
         time.sleep(0.003)
-    return False
+    raise AssertionError(f"the condition did not hold within {timeout:.0f} s and the process is still running")
 
 
 def pid_alive(pid: int) -> bool:

@@ -3,6 +3,8 @@ inference edge). A lease ends with its holder's process (same host), its expiry,
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -50,16 +52,34 @@ def test_claim_skips_values_and_live_leases_and_takes_dead_ones(tmp_path: Path) 
 
 
 def test_expired_leases_are_taken_over(tmp_path: Path) -> None:
+    """A lease lasts its ttl, even while its holder is alive and beating: busy to others within
+    it, free to them once diskcache's clock (time.time) is past its expiry. The busy check uses a
+    long ttl and the expiry check waits for the recorded expiry itself, so neither depends on how
+    fast the machine runs."""
     store = CacheStore(tmp_path)
     try:
         remote = Holder(host="elsewhere")
-        with store.heartbeat(remote):  # alive, but silent on this lease beyond its ttl
-            assert store.claim(["k"], remote, limit=1, ttl=0.05).claimed == ["k"]
-            assert store.claim(["k"], Holder(), limit=1, ttl=60).busy == ["k"]
-            time.sleep(0.1)
-            assert store.claim(["k"], Holder(), limit=1, ttl=60).claimed == ["k"]
+        with store.heartbeat(remote):
+            assert store.claim(["long"], remote, limit=1, ttl=3600).claimed == ["long"]
+            assert store.claim(["long"], Holder(), limit=1, ttl=60).busy == ["long"]
+            before = time.time()
+            assert store.claim(["short"], remote, limit=1, ttl=0.05).claimed == ["short"]
+            expires = lease_expiry(tmp_path, "short")
+            assert before + 0.05 <= expires <= time.time() + 0.05  # written with the ttl it was given
+            while (left := expires - time.time()) >= 0:
+                time.sleep(left + 0.001)
+            claim = store.claim(["short", "long"], Holder(), limit=2, ttl=60)
+            assert claim.claimed == ["short"] and claim.busy == ["long"]
     finally:
         store.close()
+
+
+def lease_expiry(cache: Path, key: str) -> float:
+    """The expiry diskcache recorded for ``key``'s lease, read from cache.db itself (diskcache's
+    own ``get`` hides an entry once it has expired)."""
+    with contextlib.closing(sqlite3.connect(cache / "cache.db")) as conn:
+        (expires,) = conn.execute("SELECT expire_time FROM Cache WHERE key = ?", (LEASE + key,)).fetchone()
+    return float(expires)
 
 
 def test_gc_drops_dead_leases_only(tmp_path: Path) -> None:
@@ -75,31 +95,40 @@ def test_gc_drops_dead_leases_only(tmp_path: Path) -> None:
         store.close()
 
 
-class SlowModel(DummyModel):
-    def __init__(self) -> None:
+class MeetingModel(DummyModel):
+    """The dummy model, answering its first chunk only once the other edge's model has a chunk too
+    (``meet``, a two-party barrier): both edges then provably compute, however the threads run."""
+
+    def __init__(self, meet: threading.Barrier) -> None:
         super().__init__()
+        self.meet = meet
         self.seen: list[Request] = []
 
     def loglikelihood(self, requests):  # type: ignore[no-untyped-def]
+        if not self.seen:
+            self.meet.wait(timeout=60)  # BrokenBarrierError: the other edge never got a chunk to compute
         self.seen.extend(requests)
-        time.sleep(0.1)
         return super().loglikelihood(requests)
 
 
 def test_two_edges_on_one_folder_compute_each_request_once(tmp_path: Path) -> None:
     """Two holders (threads here; processes in test_concurrency) asking for the same requests at
-    once: one computes each chunk, the other waits for it and serves it from the cache."""
+    once: one computes each chunk, the other waits for it and serves it from the cache. Each
+    edge's first chunk waits for the other's, so both hold work at the same moment."""
     requests = [Request("loglikelihood", (f"context {i}", " answer")) for i in range(40)]
-    models = [SlowModel(), SlowModel()]
+    meet = threading.Barrier(2)
+    models = [MeetingModel(meet), MeetingModel(meet)]
     answers: list[list] = [[], []]
-    start = threading.Barrier(2)
+    errors: list[BaseException] = []
 
     def ask(i: int) -> None:
         store = CacheStore(tmp_path)
         try:
             edge = CachedModel(store, "ident", lambda: models[i], chunk_size=8, poll_seconds=0.01)
-            start.wait(timeout=30)
             answers[i] = edge.loglikelihood(requests)
+        except BaseException as exc:  # reported below; and the other edge must not wait for this one
+            errors.append(exc)
+            meet.abort()
         finally:
             store.close()
 
@@ -107,7 +136,9 @@ def test_two_edges_on_one_folder_compute_each_request_once(tmp_path: Path) -> No
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "an edge still runs after 120 s"
+    assert not errors, errors
     assert answers[0] == answers[1] == [list(a) for a in DummyModel().loglikelihood(requests)]
     computed = [r for m in models for r in m.seen]
     assert len(computed) == len(set(computed)) == 40 and all(models[i].seen for i in range(2))

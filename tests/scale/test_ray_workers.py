@@ -4,6 +4,7 @@ the cache is shared with any worker count, and a dying actor or driver loses not
 from __future__ import annotations
 
 import importlib.util
+import logging
 import threading
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from tests.scale.conftest import SLOW
 from tests.scale.helpers import outcome, request_entries, run_once
+from tests.scale.models import wait_held
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -47,33 +49,41 @@ def test_rerun_with_another_worker_count_computes_nothing(ray_cluster: str, toy_
     assert outcome(tmp_path / "c") == outcome(tmp_path / "b")
 
 
-def test_killed_actor_has_its_chunks_dealt_again(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
+def test_killed_actor_has_its_chunks_dealt_again(ray_cluster: str, toy_library: Path, tmp_path: Path,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """The actor answering the run's 3rd chunk holds it (tests/scale/models.py) and is killed while
+    it does: that chunk can only come back through another actor, and the run still ends with every
+    request computed once and the reference results."""
     import ray
 
     reference = tmp_path / "reference"
     run_once(toy_library, tmp_path / "ref-cache", reference, model={"type": SLOW})
-    cache = tmp_path / "cache"
-    killed: list[str] = []
+    cache, hold = tmp_path / "cache", tmp_path / "hold"
+    killed: list[dict] = []
+    problems: list[BaseException] = []
     finished = threading.Event()
 
-    def kill_one_worker_midway() -> None:
-        while not finished.is_set():
-            names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if "-w1-" in a["name"]]
-            if names and (cache / "cache.db").exists() and request_entries(cache) >= 16:
-                ray.kill(ray.get_actor(names[0], namespace="evalflow"))
-                killed.append(names[0])
-                return
-            time.sleep(0.05)
+    def kill_the_holder() -> None:
+        try:
+            held = wait_held(hold, running=lambda: not finished.is_set())
+            ray.kill(ray.get_actor(held["actor"], namespace="evalflow"))
+            killed.append(held)
+        except BaseException as exc:  # reported by the test, not lost in this thread
+            problems.append(exc)
 
-    killer = threading.Thread(target=kill_one_worker_midway)
+    killer = threading.Thread(target=kill_the_holder)
     killer.start()
     try:
-        _, manifest = run_once(toy_library, cache, tmp_path / "run", model={"type": SLOW, "delay": 0.05},
-                               workers=2, ray_address=ray_cluster, chunk_size=8)
+        with caplog.at_level(logging.WARNING, logger="evalflow.scale.ray_workers"):
+            _, manifest = run_once(toy_library, cache, tmp_path / "run", model={"type": SLOW, "hold": str(hold), "hold_at": 3},
+                                   workers=2, ray_address=ray_cluster, chunk_size=8)
     finally:
         finished.set()
-        killer.join()
-    assert killed, "the test did not manage to kill a worker during the run"
+        killer.join(timeout=60)
+    assert not killer.is_alive() and not problems, problems
+    # the killed actor held a chunk of 8 requests in its model call when it was killed
+    assert len(killed) == 1 and killed[0]["requests"] == 8 and "-w" in killed[0]["actor"], killed
+    assert [r for r in caplog.records if "died" in r.getMessage()], "the run never saw its worker die"
     assert manifest["inference"] == {"requests": 160, "computed": 160, "cached": 0}
     assert sum(w["requests"] for w in manifest["workers"].values()) == 160  # each chunk persisted once
     assert request_entries(cache) == 160
@@ -82,7 +92,9 @@ def test_killed_actor_has_its_chunks_dealt_again(ray_cluster: str, toy_library: 
 
 def test_killed_driver_resumes_with_another_worker_count(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
     """SIGKILL of the driver (the `python -m evalflow` process) in the middle of a 2-worker run,
-    then a 3-worker run on the same cache: identical results, only the missing requests computed."""
+    then a 3-worker run on the same cache: identical results, only the missing requests computed.
+    The run's 4th chunk is held in its actor until the kill, so the driver is certainly mid-run
+    when the signal arrives, and that chunk is certainly not in the cache."""
     import os
     import signal
     import subprocess
@@ -91,23 +103,26 @@ def test_killed_driver_resumes_with_another_worker_count(ray_cluster: str, toy_l
     root = Path(__file__).resolve().parents[2]
     reference = tmp_path / "reference"
     run_once(toy_library, tmp_path / "ref-cache", reference, model={"type": SLOW})
-    cache = tmp_path / "cache"
-    cmd = [sys.executable, "-m", "evalflow", "model=dummy", f"model.type={SLOW}", "++model.delay=0.05",
+    cache, hold = tmp_path / "cache", tmp_path / "hold"
+    cmd = [sys.executable, "-m", "evalflow", "model=dummy", f"model.type={SLOW}", f"++model.hold={hold}", "++model.hold_at=4",
            "task=toy_mc", f"include_path=[{toy_library}]", f"cache_dir={cache}", "workers=2", "worker_resources={num_cpus: 1}",
            f"ray_address={ray_cluster}", "chunk_size=8", "bootstrap_iters=0", f"hydra.run.dir={tmp_path / 'killed'}"]
     driver = subprocess.Popen(cmd, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 200
-        while not ((cache / "cache.db").exists() and request_entries(cache) >= 24):
-            assert driver.poll() is None and time.monotonic() < deadline, "the driver ended before it could be killed"
+        wait_held(hold, running=lambda: driver.poll() is None, timeout=200)
+        # the other actor goes on answering while the 4th chunk is held: wait for some answers saved
+        deadline = time.monotonic() + 120
+        while request_entries(cache) < 16:
+            assert driver.poll() is None and time.monotonic() < deadline, "no 16 answers saved while a chunk was held"
             time.sleep(0.05)
         driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=60)
+        assert driver.wait(timeout=60) == -signal.SIGKILL
     finally:
         driver.kill()
+        driver.wait(timeout=60)
     persisted = request_entries(cache)
-    assert 24 <= persisted < 160 and not (tmp_path / "killed" / "results.json").exists()
+    assert 16 <= persisted <= 160 - 8 and not (tmp_path / "killed" / "results.json").exists()
     _, manifest = run_once(toy_library, cache, tmp_path / "resumed", model={"type": SLOW}, workers=3,
                            ray_address=ray_cluster, chunk_size=8)
     assert manifest["inference"] == {"requests": 160, "computed": 160 - persisted, "cached": persisted}

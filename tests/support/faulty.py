@@ -27,7 +27,9 @@ class GateModel(CountingModel):
         (gate / str(os.getpid())).touch()
         need = int(os.environ.get("EVALFLOW_TEST_GATE_N", "1"))
         deadline = time.monotonic() + 120
-        while len(list(gate.iterdir())) < need and time.monotonic() < deadline:
+        while (arrived := len(list(gate.iterdir()))) < need:
+            if time.monotonic() > deadline:  # the runs did not overlap: fail rather than go on alone
+                raise RuntimeError(f"GateModel: {arrived} of {need} processes reached the gate {gate} within 120 s")
             time.sleep(0.01)
         GateModel._passed = True
 
