@@ -51,3 +51,33 @@ def test_a_fully_cached_run_counts_its_cached_requests(toy_library: Path, tmp_pa
     # one task served whole from the stage cache, the other's requests from the request cache
     _, mixed = run_once(toy_library, tmp_path / "cache", tmp_path / "c", task=["toy_mc", "toy_gen"], gen_kwargs={"max_gen_toks": 7})
     assert mixed["inference"] == {"requests": 200, "computed": 40, "cached": 160}
+
+
+def test_the_rate_and_eta_carry_across_the_run_s_lists_of_misses(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 20, item 6: one progress for the whole run; the second task's first report already has
+    the run's rate and an ETA, and the counts add up."""
+    now = [100.0]
+    progress = RequestProgress(stream=io.StringIO(), clock=lambda: now[0], log_every=0.0)
+    with caplog.at_level(logging.INFO, logger="evalflow.dag.inference"):
+        progress(64, 128, 2.0)  # task 1: the first chunk took 2 s
+        now[0] += 2.0
+        progress(128, 128, 2.0)
+        progress(64, 256, 2.0)  # task 2's first chunk: a new list, same run
+    assert [r.getMessage() for r in caplog.records] == [
+        "inference: 64/128 requests, 32.0 requests/s, ETA 2 s",
+        "inference: 128/128 requests, 32.0 requests/s",
+        "inference: 192/384 requests, 48.0 requests/s, ETA 4 s",
+    ]
+
+
+def test_the_terminal_bar_shows_the_rate_from_the_first_chunk() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    progress = RequestProgress(stream=stream, clock=lambda: 10.0)
+    progress(64, 640, 4.0)  # one chunk of 64 that took 4 s
+    progress.bar.refresh()
+    assert "16.0 req/s, ETA 36 s" in stream.getvalue()
+    progress.close()

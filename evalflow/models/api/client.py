@@ -34,8 +34,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 log = logging.getLogger(__name__)
 logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
 
-PROGRESS_EVERY = 15.0  # seconds between progress lines
-
 MAX_BACKOFF = 30.0  # seconds; the longest wait between attempts unless the server asks for more
 
 
@@ -81,26 +79,6 @@ def is_validation_error(body: str) -> bool:
     return bool(_VALIDATION.search(body))
 
 
-class Progress:
-    """Requests answered out of a list, with requests/s and ETA, logged every ``every`` seconds."""
-
-    def __init__(self, total: int, every: float = PROGRESS_EVERY) -> None:
-        self.total, self.every, self.done = total, every, 0
-        self.start = self.logged = time.monotonic()
-
-    def tick(self) -> None:
-        self.done += 1
-        now = time.monotonic()
-        if now - self.logged >= self.every or self.done == self.total:
-            self.logged = now
-            log.info("%s", self.status(now))
-
-    def status(self, now: float) -> str:
-        rate = self.done / (now - self.start) if now > self.start else 0.0
-        eta = f", ETA {(self.total - self.done) / rate:.0f} s" if rate > 0 and self.done < self.total else ""
-        return f"API: {self.done}/{self.total} requests answered, {rate:.1f} requests/s{eta}"
-
-
 class ApiClient:
     """Posts JSON bodies to one server; the API key is read from the environment per request."""
 
@@ -141,7 +119,6 @@ class ApiClient:
         failures: list[BaseException] = []
         answered_here: list[int] = []
         url = self.settings.root_url + path
-        progress = Progress(len(bodies))
         async with httpx.AsyncClient(timeout=self._timeout(), headers=self._headers(), limits=limits) as http:
 
             async def one(i: int) -> None:
@@ -156,7 +133,6 @@ class ApiClient:
                         return
                     self.answered += 1
                     answered_here.append(i)
-                    progress.tick()
 
             await asyncio.gather(*(one(i) for i in range(len(bodies))))
         if failures:

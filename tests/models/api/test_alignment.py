@@ -49,12 +49,3 @@ def test_without_offsets_the_position_comes_from_the_token_texts():
 def test_a_server_without_logprobs_cannot_be_checked():
     with pytest.raises(MisalignedLogprobs, match="without token_logprobs"):
         alignment.generated_token({"choices": [{"text": " Paris", "logprobs": None}]}, "u")
-
-
-def test_progress_line_has_rate_and_eta():
-    from evalflow.models.api.client import Progress
-
-    p = Progress(total=10)
-    p.done = 4
-    line = p.status(p.start + 2.0)
-    assert line == "API: 4/10 requests answered, 2.0 requests/s, ETA 3 s"

@@ -103,14 +103,20 @@ def test_server_killed_mid_run_gives_a_clean_error_and_the_rerun_resumes(fixed_s
     from evalflow.models.api import client
 
     doomed = served.LlamaServer.start(fixed=True)
-    tick = client.Progress.tick
+    post_all = client.ApiClient.post_all
 
-    def kill_after_five(self):
-        tick(self)
-        if self.total > 1 and self.done == 5:
-            doomed.stop()
+    def stop_after_five_answers(self, path, bodies, on_answer):  # in the client's loop, before the next request
+        answered = []
 
-    monkeypatch.setattr(client.Progress, "tick", kill_after_five)
+        def counted(i, answer):
+            on_answer(i, answer)
+            answered.append(i)
+            if len(bodies) > 1 and len(answered) == 5:
+                doomed.stop()
+
+        return post_all(self, path, bodies, counted)
+
+    monkeypatch.setattr(client.ApiClient, "post_all", stop_after_five_answers)
     try:
         with pytest.raises(client.ServerError) as err:
             api_run(completions_config(doomed.url, max_retries=1), task="toy_mc", limit=5)
@@ -119,6 +125,6 @@ def test_server_killed_mid_run_gives_a_clean_error_and_the_rerun_resumes(fixed_s
     message = str(err.value)
     assert "connection failed" in message and "5 of this batch's 20 requests" in message and "run again" in message
     assert not (api_run.out / "run1" / "results.json").exists()
-    monkeypatch.setattr(client.Progress, "tick", tick)
+    monkeypatch.setattr(client.ApiClient, "post_all", post_all)
     _, manifest, _ = api_run(completions_config(fixed_server.url), task="toy_mc", limit=5)  # moved server: same cache
     assert manifest["inference"]["cached"] == 5 and manifest["inference"]["computed"] == 15
