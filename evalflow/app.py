@@ -26,6 +26,7 @@ from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_folder import ensure_fresh, write_run_folder
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
+from evalflow.taskspec.prompt import effective_num_fewshot
 from evalflow.taskspec.run_options import apply_run_options
 from evalflow.taskspec.samplers import fewshot_warnings
 from evalflow.taskspec.spec import TaskConfig
@@ -143,9 +144,8 @@ def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[S
 
 def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:
     """The run settings as one task's stages see them (num_fewshot resolved against the task)."""
-    num_fewshot = settings.num_fewshot if settings.num_fewshot is not None else (task.num_fewshot or 0)
     return {
-        "num_fewshot": num_fewshot,
+        "num_fewshot": effective_num_fewshot(task, settings.num_fewshot),  # a task pinned to 0 stays 0
         "fewshot_seed": settings.seed,
         "limit": settings.limit,
         "samples": (settings.samples or {}).get(task.task),
@@ -187,11 +187,11 @@ def evaluate_tasks(
     outputs: dict[str, dict[str, Any]] = {}
     events: list[StageEvent] = []
     for task in selection.tasks:
-        if settings.num_fewshot and task.output_type == "loglikelihood_rolling":
+        stage_settings = task_settings(task, settings, edge.identity)
+        if stage_settings["num_fewshot"] and task.output_type == "loglikelihood_rolling":
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
         before = dataclasses.replace(edge.counts)
-        stage_settings = task_settings(task, settings, edge.identity)
         task_outputs, task_events = execute(task, stage_settings, store, {"model": edge})
         for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
             log.warning(warning)
