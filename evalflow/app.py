@@ -21,6 +21,7 @@ from evalflow.cache.store import CacheStore
 from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
+from evalflow.load_checks import check_selection
 from evalflow.models.registry import build_model, model_class, model_identity
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_folder import ensure_fresh, write_run_folder
@@ -73,7 +74,9 @@ def _print_explanation(output_dir: Path) -> None:
     print("\n".join(lines) if lines else "explain: every stage was served from the cache", file=sys.stderr)
 
 
-def select_tasks(settings: RunSettings) -> Selection:
+def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
+    """The selected tasks; ``checked``: also every load-time check (evalflow.load_checks), so a
+    task that cannot be scored fails here, before any model call (``validate`` checks per task)."""
     index = TaskIndex.build(settings.include_path)
     try:
         selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
@@ -86,6 +89,8 @@ def select_tasks(settings: RunSettings) -> Selection:
                 f"task '{task.task}' ({task.source}) is marked unsafe_code: true: its metric executes code "
                 "the model wrote. Run it only in a sandbox, and pass confirm_unsafe_code=true to allow it."
             )
+    if checked:
+        check_selection(selection, settings.num_fewshot)
     return selection
 
 
