@@ -20,7 +20,7 @@ from collections import defaultdict
 from typing import Iterable, Sequence
 
 from evalflow.errors import TaskError
-from evalflow.taskspec.escapes import literal_escapes
+from evalflow.taskspec.escapes import LiteralEscape, literal_escapes
 from evalflow.taskspec.loader import key_origin
 from evalflow.taskspec.selection import Selection
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
@@ -48,7 +48,8 @@ def check_selection(selection: Selection, num_fewshot: int | None) -> None:
             failures.append(exc)
     for group in selection.groups:
         for key, ref in keyed_function_refs(group.aggregate_metric_list, "aggregate_metric_list"):
-            failures += _import_failures(ref, key, f"group '{group.name}' ({group.source})")
+            error = _import_error(ref, key, f"group '{group.name}' ({group.source})")
+            failures += [error] if error else []
     if failures:
         raise _combined(failures, len(selection.tasks))
 
@@ -58,10 +59,10 @@ def check_task(task: TaskConfig) -> None:
     from evalflow.scoring import build_pipelines, task_metric_specs  # registers the built-in names
 
     where = f"task '{task.task}' ({task.source or 'no file'})"
-    for key, ref in keyed_function_refs(task):
-        failure = _import_failures(ref, key, where)
-        if failure:
-            raise failure[0]
+    for key, ref in keyed_function_refs(task):  # first: a metric's own `!function` is named by its key
+        error = _import_error(ref, key, where)
+        if error:
+            raise error
     try:
         task_metric_specs(task)
         build_pipelines(task.filter_list)
@@ -73,19 +74,19 @@ def load_warnings(tasks: Sequence[TaskConfig], num_fewshot: int | None) -> list[
     """The warnings for ``tasks``, one per problem (a template shared by many tasks warns once)."""
     out = _escape_warnings(tasks)
     pinned = [t.task for t in tasks if t.num_fewshot == 0]
-    if num_fewshot and pinned:  # lm-eval's message, and what it means for this run
+    if num_fewshot and pinned:  # lm-eval's message (it logs it at info level), and what it means here
+        its, it = ("its", "it") if len(pinned) == 1 else ("their", "them")
         out.append(
-            f"num_fewshot has been set to 0 for {_names(pinned)} in {'its' if len(pinned) == 1 else 'their'} "
-            "config. Manual configuration "
-            f"will be ignored: num_fewshot={num_fewshot} does not apply to {'it' if len(pinned) == 1 else 'them'}, "
-            "as in lm-eval 0.4.13 (their prompts have no examples; results.json records n-shot 0)."
+            f"num_fewshot has been set to 0 for {_names(pinned)} in {its} config. Manual configuration "
+            f"will be ignored: num_fewshot={num_fewshot} does not apply to {it}, as in lm-eval 0.4.13 "
+            f"({its} prompts have no few-shot examples and results.json records n-shot 0)."
         )
     return out
 
 
 def _escape_warnings(tasks: Iterable[TaskConfig]) -> list[str]:
     by_place: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    findings = {}
+    findings: dict[tuple[str, str, str], LiteralEscape] = {}
     for task in tasks:
         for finding in literal_escapes(task):
             place = (key_origin(task.source, finding.key.split(".")[0]), finding.key, finding.value)
@@ -94,13 +95,13 @@ def _escape_warnings(tasks: Iterable[TaskConfig]) -> list[str]:
     return [findings[place].message(_names(names, "task"), place[0]) for place, names in by_place.items()]
 
 
-def _import_failures(ref: FunctionRef, key: str, where: str) -> list[TaskError]:
-    """``[]`` if the ``!function`` at ``key`` imports and resolves, else its error, located."""
+def _import_error(ref: FunctionRef, key: str, where: str) -> TaskError | None:
+    """None if the ``!function`` at ``key`` imports and resolves, else its error, located."""
     try:
         resolve_function(ref)
     except TaskError as exc:
-        return [TaskError(f"{where}: `{key}` names task code that cannot be loaded: {exc}")]
-    return []
+        return TaskError(f"{where}: `{key}` names task code that cannot be loaded: {exc}")
+    return None
 
 
 def _located(exc: TaskError, task: TaskConfig) -> TaskError:

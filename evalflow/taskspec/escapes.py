@@ -54,9 +54,10 @@ class LiteralEscape:
 
     def message(self, task_names: str, file: str) -> str:
         """One paragraph: the file, the key, what happens, and the fix."""
-        shown = self.value if len(self.value) <= 60 else self.value[:57] + "..."
+        shown = " ".join(self.value.splitlines())  # as typed: not repr, which doubles the backslash
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
         return (
-            f"{file}: `{self.key}` of {task_names} holds {shown!r}, with a literal backslash and letter "
+            f"{file}: `{self.key}` of {task_names} holds '{shown}', with a literal backslash and letter "
             f"(two characters) where a newline or tab was meant: YAML decodes \\n and \\t only inside "
             f"double quotes, not in single quotes or unquoted values. {self.effect} Fix: write the "
             'value in double quotes, e.g. "\\n".'

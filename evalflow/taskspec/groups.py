@@ -29,15 +29,10 @@ import os
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from evalflow.errors import TaskError, UnsafeCodeError, closest
-from evalflow.taskspec.loader import (
-    DROPPED_TASK_KEYS,
-    function_refs,
-    load_yaml,
-    task_from_dict,
-    with_includes,
-)
+from evalflow.taskspec.loader import DROPPED_TASK_KEYS, load_yaml, task_from_dict, with_includes
 from evalflow.taskspec.selection import GroupSpec, IndexEntry, Selection, kind_of
 from evalflow.taskspec.spec import TASK_FIELDS, FunctionRef, TaskConfig, check_keys
+from evalflow.taskspec.taskcode import function_refs
 
 log = logging.getLogger(__name__)
 

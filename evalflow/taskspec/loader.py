@@ -29,7 +29,9 @@ from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.errors import TaskError, closest
 from evalflow.taskspec.spec import OUTPUT_TYPES, FunctionRef, TaskConfig, check_keys
 # re-exported: task code lived here, and `from evalflow.taskspec.loader import resolve_function` is used
-from evalflow.taskspec.taskcode import function_refs, keyed_function_refs, resolve_function  # noqa: F401
+from evalflow.taskspec.taskcode import function_refs as function_refs
+from evalflow.taskspec.taskcode import keyed_function_refs as keyed_function_refs
+from evalflow.taskspec.taskcode import resolve_function as resolve_function
 
 # The keys that decide what a YAML is (task, group, python task, tag); all the index reads.
 HEADER_KEYS = frozenset({"task", "group", "class", "tag", "task_list", "include"})
