@@ -42,6 +42,7 @@ _JINJA_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 _PLAIN_KEYS = ("target_delimiter", "fewshot_delimiter")
 _TEMPLATE_KEYS = ("doc_to_text", "doc_to_target", "doc_to_choice", "description", "gen_prefix")
 _LITERAL_KEYS = ("doc_to_target", "doc_to_choice")  # a rendered "[...]" is read with ast.literal_eval
+_IN_PROMPT = "The prompts will contain the two characters."
 
 
 @dataclass(frozen=True)
@@ -50,12 +51,14 @@ class LiteralEscape:
 
     key: str  # dotted, e.g. "generation_kwargs.until" or "fewshot_config.doc_to_text"
     value: str
+    at: int  # where the first flagged sequence starts in ``value``
     effect: str  # what goes wrong in the run, for the warning
 
     def message(self, task_names: str, file: str) -> str:
         """One paragraph: the file, the key, what happens, and the fix."""
-        shown = " ".join(self.value.splitlines())  # as typed: not repr, which doubles the backslash
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        start, end = max(0, self.at - 30), self.at + 25
+        shown = ("..." if start else "") + self.value[start:end] + ("..." if end < len(self.value) else "")
+        shown = " ".join(shown.splitlines())  # as typed: not repr, which doubles the backslash
         return (
             f"{file}: `{self.key}` of {task_names} holds '{shown}', with a literal backslash and letter "
             f"(two characters) where a newline or tab was meant: YAML decodes \\n and \\t only inside "
@@ -72,8 +75,9 @@ def literal_escapes(task: TaskConfig) -> tuple[LiteralEscape, ...]:
 def _findings(task: TaskConfig) -> Iterator[LiteralEscape]:
     until = (task.generation_kwargs or {}).get("until")
     for value in [until] if isinstance(until, str) else until if isinstance(until, (list, tuple)) else ():
-        if isinstance(value, str) and _PLAIN.search(value):
-            yield LiteralEscape("generation_kwargs.until", value, (
+        found = _PLAIN.search(value) if isinstance(value, str) else None
+        if found:
+            yield LiteralEscape("generation_kwargs.until", str(value), found.start(), (
                 "As a stop sequence it never matches, so every answer runs to max_gen_toks (and is "
                 "then scored with the extra text)."))
     few = task.fewshot_config if isinstance(task.fewshot_config, Mapping) else {}
@@ -81,14 +85,25 @@ def _findings(task: TaskConfig) -> Iterator[LiteralEscape]:
     for prefix, values in sections:
         for key in _PLAIN_KEYS:
             value = values.get(key)
-            if isinstance(value, str) and _PLAIN.search(value):
-                yield LiteralEscape(prefix + key, value, "The prompts will contain the two characters.")
+            found = _PLAIN.search(value) if isinstance(value, str) else None
+            if found:
+                yield LiteralEscape(prefix + key, str(value), found.start(), _IN_PROMPT)
         for key in _TEMPLATE_KEYS:
             for value in _strings(values.get(key)):
                 if key in _LITERAL_KEYS and value.strip()[:1] == "[" and value.strip()[-1:] == "]":
                     continue  # rendered, then read as a Python list literal, which decodes \n itself
-                if _IN_TEMPLATE.search(_JINJA_TAG.sub("", value)):
-                    yield LiteralEscape(prefix + key, value, "The prompts will contain the two characters.")
+                at = _outside_tags(value)
+                if at is not None:
+                    yield LiteralEscape(prefix + key, value, at, _IN_PROMPT)
+
+
+def _outside_tags(template: str) -> int | None:
+    """Where the first flagged sequence in the template's literal text (outside Jinja tags) is."""
+    tags = [m.span() for m in _JINJA_TAG.finditer(template)]
+    for found in _IN_TEMPLATE.finditer(template):
+        if not any(a <= found.start() < b for a, b in tags):
+            return found.start()
+    return None
 
 
 def _fields(task: TaskConfig) -> dict[str, Any]:

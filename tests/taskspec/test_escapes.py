@@ -100,3 +100,10 @@ def test_a_template_shared_by_tasks_warns_once_naming_the_template(toy_library: 
         tasks.append(task_from_dict(load_yaml(toy_library / f"{name}.yaml"), str(toy_library / f"{name}.yaml")))
     (warning,) = load_warnings(tasks, None)
     assert warning.startswith(f"{toy_library / '_tmpl.yaml'}: `doc_to_text` of tasks 'toy_a', 'toy_b'")
+
+
+def test_the_warning_quotes_the_value_around_the_sequence() -> None:
+    template = "x" * 100 + "{{ q.split('" + BS + "n') }} Answer:" + BS + "n" + "y" * 100
+    (finding,) = literal_escapes(TaskConfig(task="t", doc_to_text=template))
+    assert template[finding.at:finding.at + 2] == BS + "n" and finding.at > 120  # not the one inside {{ }}
+    assert "... Answer:" + BS + "nyyy" in finding.message("task 't'", "t.yaml")
