@@ -103,7 +103,7 @@ def test_a_template_shared_by_tasks_warns_once_naming_the_template(toy_library: 
 
 
 def test_the_warning_quotes_the_value_around_the_sequence() -> None:
-    template = "x" * 100 + "{{ q.split('" + BS + "n') }} Answer:" + BS + "n" + "y" * 100
+    template = "x" * 100 + "{{ q.split('" + BS + "n') }} Answer:" + BS + "n" + "Z" * 100
     (finding,) = literal_escapes(TaskConfig(task="t", doc_to_text=template))
     assert template[finding.at:finding.at + 2] == BS + "n" and finding.at > 120  # not the one inside {{ }}
-    assert "... Answer:" + BS + "nyyy" in finding.message("task 't'", "t.yaml")
+    assert "... Answer:" + BS + "nZZZ" in finding.message("task 't'", "t.yaml")
