@@ -106,4 +106,5 @@ def test_the_warning_quotes_the_value_around_the_sequence() -> None:
     template = "x" * 100 + "{{ q.split('" + BS + "n') }} Answer:" + BS + "n" + "Z" * 100
     (finding,) = literal_escapes(TaskConfig(task="t", doc_to_text=template))
     assert template[finding.at:finding.at + 2] == BS + "n" and finding.at > 120  # not the one inside {{ }}
-    assert "... Answer:" + BS + "nZZZ" in finding.message("task 't'", "t.yaml")
+    message = finding.message("task 't'", "t.yaml")
+    assert "holds '...xxx{{ q.split('" + BS + "n') }} Answer:" + BS + "nZZZ" in message and "Z" * 30 not in message
