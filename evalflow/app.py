@@ -21,11 +21,13 @@ from evalflow.cache.store import CacheStore
 from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
+from evalflow.load_checks import check_selection
 from evalflow.models.registry import build_model, model_class, model_identity
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_folder import ensure_fresh, write_run_folder
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
+from evalflow.taskspec.prompt import effective_num_fewshot
 from evalflow.taskspec.run_options import apply_run_options
 from evalflow.taskspec.samplers import fewshot_warnings
 from evalflow.taskspec.spec import TaskConfig
@@ -72,7 +74,9 @@ def _print_explanation(output_dir: Path) -> None:
     print("\n".join(lines) if lines else "explain: every stage was served from the cache", file=sys.stderr)
 
 
-def select_tasks(settings: RunSettings) -> Selection:
+def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
+    """The selected tasks; ``checked``: also every load-time check (evalflow.load_checks), so a
+    task that cannot be scored fails here, before any model call (``validate`` checks per task)."""
     index = TaskIndex.build(settings.include_path)
     try:
         selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
@@ -85,6 +89,8 @@ def select_tasks(settings: RunSettings) -> Selection:
                 f"task '{task.task}' ({task.source}) is marked unsafe_code: true: its metric executes code "
                 "the model wrote. Run it only in a sandbox, and pass confirm_unsafe_code=true to allow it."
             )
+    if checked:
+        check_selection(selection, settings.num_fewshot)
     return selection
 
 
@@ -143,9 +149,8 @@ def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[S
 
 def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:
     """The run settings as one task's stages see them (num_fewshot resolved against the task)."""
-    num_fewshot = settings.num_fewshot if settings.num_fewshot is not None else (task.num_fewshot or 0)
     return {
-        "num_fewshot": num_fewshot,
+        "num_fewshot": effective_num_fewshot(task, settings.num_fewshot),  # a task pinned to 0 stays 0
         "fewshot_seed": settings.seed,
         "limit": settings.limit,
         "samples": (settings.samples or {}).get(task.task),
@@ -187,11 +192,11 @@ def evaluate_tasks(
     outputs: dict[str, dict[str, Any]] = {}
     events: list[StageEvent] = []
     for task in selection.tasks:
-        if settings.num_fewshot and task.output_type == "loglikelihood_rolling":
+        stage_settings = task_settings(task, settings, edge.identity)
+        if stage_settings["num_fewshot"] and task.output_type == "loglikelihood_rolling":
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
         before = dataclasses.replace(edge.counts)
-        stage_settings = task_settings(task, settings, edge.identity)
         task_outputs, task_events = execute(task, stage_settings, store, {"model": edge})
         for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
             log.warning(warning)

@@ -4,12 +4,14 @@
     python -m evalflow validate task=mmlu n=1 data_map=shared        # every subject
 
 For each selected task: its YAML resolves (includes, groups, ``!function`` references), its
-metrics and aggregations and its filters exist with the options given, ``process_results``
-resolves, and its templates render on the first ``n`` documents (default 3): the prompts and
-requests through the run's own stages (as :mod:`evalflow.preview` shows them), plus each
-document's target, choices and (``should_decontaminate``) decontamination query. Every task is checked; each failure is printed as the usual
-one-paragraph error, and the exit code is 2 if any task failed, else 0. Settings are a run's
-``key=value`` overrides; no model is loaded.
+metrics and aggregations and its filters exist with the options given, every ``!function`` it
+names imports (the load-time checks of :mod:`evalflow.load_checks`, which a run makes too), and its
+templates render on the first ``n`` documents (default 3): the prompts and requests through the
+run's own stages (as :mod:`evalflow.preview` shows them), plus each document's target, choices and
+(``should_decontaminate``) decontamination query. Every task is checked; each failure is printed
+as the usual one-paragraph error, and the exit code is 2 if any task failed, else 0. Load-time
+warnings (a literal ``\\n`` in a YAML, a ``num_fewshot`` a task ignores) are printed first. Settings
+are a run's ``key=value`` overrides; no model is loaded.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import sys
 
 from evalflow.errors import EvalflowError
+from evalflow import load_checks
 from evalflow.preview import preview_settings, prompt_outputs
 from evalflow.settings import RunSettings
 from evalflow.taskspec.spec import TaskConfig
@@ -32,7 +35,10 @@ def main(argv: list[str]) -> int:
     from evalflow.cache.store import CacheStore
 
     settings, n = preview_settings(argv, "validate")
-    selection = select_tasks(settings)  # unknown names, bad YAML, untrusted code: the usual error
+    # unknown names, bad YAML, untrusted code: the usual error; the load-time checks run per task below
+    selection = select_tasks(settings, checked=False)
+    for line in load_checks.load_warnings(selection.tasks, settings.num_fewshot):
+        print(f"evalflow: warning: {line}", file=sys.stderr)
     store = CacheStore(settings.cache_dir)
     failed = 0
     try:
@@ -54,16 +60,13 @@ def main(argv: list[str]) -> int:
 
 def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -> str:
     """Raise the task's first problem as an EvalflowError; else a one-line summary."""
-    from evalflow.scoring.filters import build_pipelines
-    from evalflow.scoring.metrics import task_metric_specs
+    from evalflow.scoring import build_pipelines, task_metric_specs
     from evalflow.taskspec.decontamination import decontamination_query
-    from evalflow.taskspec.loader import resolve_function
     from evalflow.taskspec.templates import doc_to_choice, doc_to_target
 
+    load_checks.check_task(task)  # what a run checks at load time: registry names, every `!function` imports
     metrics = task_metric_specs(task)
     pipelines = build_pipelines(task.filter_list)
-    if task.process_results is not None:
-        resolve_function(task.process_results)
     outputs = prompt_outputs(task, settings, store)
     docs = outputs["load_docs"].docs
     shown = [ctx.doc_id for ctx in outputs["fewshot"][:n]]

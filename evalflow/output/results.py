@@ -26,6 +26,7 @@ from evalflow.dag.runner import StageEvent
 from evalflow.output.run_info import run_info
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection
+from evalflow.taskspec.prompt import effective_num_fewshot
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def build_results(record: RunRecord) -> dict[str, Any]:
             "sample_len": len(out["fewshot"]),
             **dict(result.metrics),
         }
-        n_shot[task.task] = s.num_fewshot if s.num_fewshot is not None else (task.num_fewshot or 0)
+        n_shot[task.task] = effective_num_fewshot(task, s.num_fewshot)  # lm-eval's rule, as the run used
         # as run: the overridden num_fewshot, and the few-shot split actually drawn from
         configs[task.task] = {**task.to_dict(), "num_fewshot": n_shot[task.task],
                               "fewshot_split": out["load_docs"].fewshot_split}

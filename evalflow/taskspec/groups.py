@@ -26,19 +26,13 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from evalflow.errors import TaskError, UnsafeCodeError, closest
-from evalflow.taskspec.loader import (
-    DROPPED_TASK_KEYS,
-    function_refs,
-    load_yaml,
-    task_from_dict,
-    with_includes,
-)
-from evalflow.taskspec.index import IndexEntry, Selection, kind_of
+from evalflow.taskspec.loader import DROPPED_TASK_KEYS, load_yaml, task_from_dict, with_includes
+from evalflow.taskspec.selection import GroupSpec, IndexEntry, Selection, kind_of
 from evalflow.taskspec.spec import TASK_FIELDS, FunctionRef, TaskConfig, check_keys
+from evalflow.taskspec.taskcode import function_refs
 
 log = logging.getLogger(__name__)
 
@@ -47,19 +41,6 @@ AGG_FIELDS = ("metric", "filter_list", "aggregation", "weight_by_size")
 # Keys a group file may hold: its own, task overrides, and `tag` (a group's tag labels the group
 # only; lm-eval drops it before building member tasks).
 _GROUP_FILE_KEYS = GROUP_FIELDS + TASK_FIELDS + DROPPED_TASK_KEYS + ("tag",)
-
-
-@dataclass(frozen=True)
-class GroupSpec:
-    """A resolved group: its members' names in order and how their metrics aggregate."""
-
-    name: str
-    members: tuple[str, ...]  # task or group names, in order
-    # lm-eval's AggMetricConfig: metric, aggregation ("mean"), weight_by_size (True), filter_list
-    aggregate_metric_list: tuple[Mapping[str, Any], ...] | None
-    group_alias: str | None = None
-    metadata: Mapping[str, Any] | None = None
-    source: str = ""
 
 
 class Registry(Protocol):

@@ -26,18 +26,14 @@ import logging
 import os
 import tempfile
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import xxhash
 
 from evalflow.cache.store import default_cache_dir
 from evalflow.errors import TaskError
-
-if TYPE_CHECKING:
-    from evalflow.taskspec.groups import GroupSpec
-    from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.selection import IndexEntry, Selection, kind_of
 
 __all__ = ["TaskIndex", "Selection", "IndexEntry", "builtin_tasks_dir", "kind_of"]
 
@@ -54,39 +50,6 @@ _NOT_TASK_FOLDER_MARKERS = frozenset({".hydra", "multirun.yaml", "pyvenv.cfg", "
 #   an index row   [name, kind, path relative to its folder, item, is_python_task, tag members]
 Record = list[Any]
 Row = list[Any]
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What a request selects: leaf tasks (group overrides applied) and every group involved."""
-
-    tasks: tuple[TaskConfig, ...]
-    groups: tuple[GroupSpec, ...]
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    """One name in the task index: where it is defined and what kind of thing it is."""
-
-    name: str
-    kind: str  # "task" | "group" | "tag"
-    path: str = ""  # the defining YAML (tags: "")
-    item: int | None = None  # index into the file's `task_list`, for tasks defined there
-    python: bool = False  # an lm-eval Python task (`class:`)
-    members: tuple[str, ...] = ()  # tags: their task names, sorted
-
-
-def kind_of(cfg: Mapping[str, Any]) -> str | None:
-    """lm-eval's classification of a merged YAML: ``class`` > ``group`` > ``task`` (> task_list)."""
-    if "class" in cfg:
-        return "python"
-    if "group" in cfg:
-        return "group"
-    if "task" in cfg:
-        return "task"
-    if isinstance(cfg.get("task_list"), list):
-        return "task_list"
-    return None
 
 
 def builtin_tasks_dir() -> Path:
@@ -170,7 +133,9 @@ class TaskIndex:
         names = [part.strip() for name in names for part in str(name).split(",") if part.strip()]
         if not names:
             raise TaskError("no task requested; name at least one task, group, tag or YAML file.")
-        from evalflow.taskspec.groups import expand  # the YAML machinery, needed only here
+        # groups never imports this module (the nouns both use are in taskspec.selection); imported
+        # here because it pulls in yaml, which a warm index build (`ls`) never needs
+        from evalflow.taskspec.groups import expand
 
         return expand(
             self,

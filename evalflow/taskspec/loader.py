@@ -18,21 +18,20 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
 import os
-import sys
 from functools import lru_cache
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-import xxhash
 import yaml
 
 from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.errors import TaskError, closest
 from evalflow.taskspec.spec import OUTPUT_TYPES, FunctionRef, TaskConfig, check_keys
+# re-exported: task code lived here, and `from evalflow.taskspec.loader import resolve_function` is used
+from evalflow.taskspec.taskcode import function_refs as function_refs
+from evalflow.taskspec.taskcode import keyed_function_refs as keyed_function_refs
+from evalflow.taskspec.taskcode import resolve_function as resolve_function
 
 # The keys that decide what a YAML is (task, group, python task, tag); all the index reads.
 HEADER_KEYS = frozenset({"task", "group", "class", "tag", "task_list", "include"})
@@ -277,6 +276,34 @@ def read_header(
     return _load_merged(path, full=False, chain=(), memo=memo)
 
 
+def key_origin(path: str, key: str) -> str:
+    """The file in ``path``'s include chain that sets top-level ``key``, for messages that name it.
+
+    The file itself if it has the key, else the last of its includes (recursively) that has it, as
+    the merge does; ``path`` when no file of the chain has it (a group override, a task_list item).
+    """
+    if not os.path.isfile(path):
+        return path
+    return _origin(_real(os.path.abspath(path)), key, ()) or path
+
+
+def _origin(path: str, key: str, chain: tuple[str, ...]) -> str | None:
+    if path in chain:
+        return None
+    try:
+        doc = _parse(path, full=True)
+        if key in doc:
+            return path
+        includes = doc.get("include") or []
+        for inc in reversed(includes if isinstance(includes, list) else [includes]):
+            found = _origin(_include_path(path, inc), key, chain + (path,))
+            if found:
+                return found
+    except TaskError:  # the file loaded once already; if it cannot be read now, name the task's own
+        return None
+    return None
+
+
 # ----------------------------------------------------------------------------- TaskConfig
 
 
@@ -370,81 +397,3 @@ def _generation_kwargs(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if "until" not in out:
         out["until"] = [delimiter]
     return out
-
-
-# ----------------------------------------------------------------------------- task code
-
-
-def function_refs(value: Any) -> list[FunctionRef]:
-    """Every :class:`FunctionRef` inside a TaskConfig, GroupSpec, mapping or list, in order."""
-    found: list[FunctionRef] = []
-    _collect_refs(value, found)
-    return found
-
-
-def _collect_refs(value: Any, found: list[FunctionRef]) -> None:
-    if isinstance(value, FunctionRef):
-        found.append(value)
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            _collect_refs(v, found)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _collect_refs(v, found)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            _collect_refs(getattr(value, f.name), found)
-
-
-_MODULES: dict[tuple[str, str], ModuleType] = {}
-
-
-def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
-    """Import ``ref``'s module (once per source version) and return the referenced attribute.
-
-    The module gets a unique name (no clash between two tasks' ``utils.py``). If the file changed
-    since the YAML was loaded, this refuses: the run's cache keys were computed from the old source.
-    """
-    path = ref.module_path
-    if not os.path.isfile(path):
-        raise TaskError(
-            f"`!function {Path(path).stem}.{ref.attr}`: the module file {path} does not exist. "
-            "Put the .py file next to the task YAML, or fix the module name in the tag."
-        )
-    current = file_fingerprint(path)
-    if ref.source_hash and current != ref.source_hash:
-        raise TaskError(
-            f"{path} changed after its task was loaded (needed for `{ref.attr}`); the run was "
-            "planned with the old source. Start the run again so it sees the new code."
-        )
-    module = _MODULES.get((path, current)) or _import_module(path, current, ref.attr)
-    try:
-        fn = getattr(module, ref.attr)
-    except AttributeError:
-        public = [n for n in vars(module) if not n.startswith("_")]
-        raise TaskError(
-            f"{path} has no attribute '{ref.attr}' (named by a `!function` tag); "
-            f"{closest(ref.attr, public)} Fix the name in the YAML or define it in the module."
-        ) from None
-    if not callable(fn):
-        raise TaskError(f"{path}: '{ref.attr}' is a {type(fn).__name__}, not a function.")
-    return fn  # type: ignore[no-any-return]
-
-
-def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
-    name = f"_evalflow_task_code_{xxhash.xxh64_hexdigest(path.encode())}_{source_hash[:12]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise TaskError(f"{path} cannot be imported as a Python module (needed for `{attr}`).")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        del sys.modules[name]
-        raise TaskError(
-            f"importing {path} (for `!function ...{attr}`) failed: {type(exc).__name__}: {exc}. "
-            "Fix the task module; run with EVALFLOW_DEBUG=1 for the traceback."
-        ) from exc
-    _MODULES[(path, source_hash)] = module
-    return module

@@ -1,0 +1,130 @@
+"""Task code: the ``!function`` references of a task, and importing them.
+
+A :class:`FunctionRef` names ``attr`` in a ``.py`` file next to a task YAML. Nothing here runs when a
+YAML is read or indexed; :func:`resolve_function` imports the module on first use, once per source
+version, under a unique module name (two tasks' ``utils.py`` never clash). A module that imports a
+missing package fails with the module and the package to install.
+
+    ref = task.process_results                    # FunctionRef(module_path=".../utils.py", attr=...)
+    process_results = resolve_function(ref)       # utils.py is imported only now
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Mapping
+
+import xxhash
+
+from evalflow.cache.fingerprint import file_fingerprint
+from evalflow.errors import TaskError, closest
+from evalflow.taskspec.spec import FunctionRef
+
+
+def function_refs(value: Any) -> list[FunctionRef]:
+    """Every :class:`FunctionRef` inside a TaskConfig, GroupSpec, mapping or list, in order."""
+    return [ref for _, ref in keyed_function_refs(value)]
+
+
+def keyed_function_refs(value: Any, key: str = "") -> list[tuple[str, FunctionRef]]:
+    """Every :class:`FunctionRef` with the key that holds it (``filter_list[0].filter[1].function``),
+    so an error about task code can name the YAML key to fix."""
+    found: list[tuple[str, FunctionRef]] = []
+    _collect_refs(value, key, found)
+    return found
+
+
+def _collect_refs(value: Any, key: str, found: list[tuple[str, FunctionRef]]) -> None:
+    if isinstance(value, FunctionRef):
+        found.append((key, value))
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _collect_refs(v, f"{key}.{k}" if key else str(k), found)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _collect_refs(v, f"{key}[{i}]", found)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _collect_refs(getattr(value, f.name), f"{key}.{f.name}" if key else f.name, found)
+
+
+_MODULES: dict[tuple[str, str], ModuleType] = {}
+
+
+def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
+    """Import ``ref``'s module (once per source version) and return the referenced attribute.
+
+    The module gets a unique name (no clash between two tasks' ``utils.py``). If the file changed
+    since the YAML was loaded, this refuses: the run's cache keys were computed from the old source.
+    """
+    path = ref.module_path
+    if not os.path.isfile(path):
+        raise TaskError(
+            f"`!function {Path(path).stem}.{ref.attr}`: the module file {path} does not exist. "
+            "Put the .py file next to the task YAML, or fix the module name in the tag."
+        )
+    current = file_fingerprint(path)
+    if ref.source_hash and current != ref.source_hash:
+        raise TaskError(
+            f"{path} changed after its task was loaded (needed for `{ref.attr}`); the run was "
+            "planned with the old source. Start the run again so it sees the new code."
+        )
+    module = _MODULES.get((path, current)) or _import_module(path, current, ref.attr)
+    try:
+        fn = getattr(module, ref.attr)
+    except AttributeError:
+        public = [n for n in vars(module) if not n.startswith("_")]
+        raise TaskError(
+            f"{path} has no attribute '{ref.attr}' (named by a `!function` tag); "
+            f"{closest(ref.attr, public)} Fix the name in the YAML or define it in the module."
+        ) from None
+    if not callable(fn):
+        raise TaskError(f"{path}: '{ref.attr}' is a {type(fn).__name__}, not a function.")
+    return fn  # type: ignore[no-any-return]
+
+
+def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
+    name = f"_evalflow_task_code_{xxhash.xxh64_hexdigest(path.encode())}_{source_hash[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TaskError(f"{path} cannot be imported as a Python module (needed for `{attr}`).")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except ModuleNotFoundError as exc:
+        del sys.modules[name]
+        raise TaskError(f"importing {path} (for `!function ...{attr}`) failed: {_missing(exc)}") from exc
+    except Exception as exc:
+        del sys.modules[name]
+        raise TaskError(
+            f"importing {path} (for `!function ...{attr}`) failed: {type(exc).__name__}: {exc}. "
+            "Fix the task module; run with EVALFLOW_DEBUG=1 for the traceback."
+        ) from exc
+    _MODULES[(path, source_hash)] = module
+    return module
+
+
+# Import names whose pip package is named differently (pip treats `_` and `-` alike otherwise).
+_PIP_NAMES = {
+    "sklearn": "scikit-learn", "yaml": "PyYAML", "PIL": "Pillow", "cv2": "opencv-python",
+    "bs4": "beautifulsoup4", "dateutil": "python-dateutil", "lm_eval": "lm-eval",
+    "antlr4": "antlr4-python3-runtime", "Levenshtein": "levenshtein", "google": "protobuf",
+}
+
+
+def _missing(exc: ModuleNotFoundError) -> str:
+    """What to install for a task module's failed import: the module, and the package to get."""
+    module = exc.name or str(exc)
+    top = module.split(".")[0]
+    if module != top and importlib.util.find_spec(top) is not None:
+        return (f"it imports '{module}', which the installed package '{top}' does not have (another "
+                f"version of '{top}' may be needed). Install the version the task was written for.")
+    package = _PIP_NAMES.get(top, top)
+    return (f"it imports the module '{module}', which is not installed. Install the package that "
+            f"provides it (`pip install {package}`), or leave out the tasks that need it.")
