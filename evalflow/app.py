@@ -21,8 +21,10 @@ from evalflow.cache.store import CacheStore
 from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
-from evalflow.models.registry import build_model, model_class, model_identity
+from evalflow.models.base import feature
+from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
 from evalflow.output.results import RunRecord, build_results
+from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
@@ -51,7 +53,8 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
         finally:
             edge.close()
         count_cached_stages(outputs, events, edge)
-        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data)
+        ran = settings.model if model is None else object_model(model, edge.identity_data)
+        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data, ran)
         results = build_results(record)
         if output_dir is not None:
             write_run_folder(output_dir, record, results)
@@ -103,34 +106,41 @@ def _with_skipped_files(exc: TaskError, index: TaskIndex) -> TaskError:
 def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> CachedModel:
     """The caching front of the model; the model itself is loaded on the first miss only."""
     if model is not None:
-        if settings.workers > 1:
-            raise ConfigError(
-                f"workers={settings.workers} builds one model per Ray worker from a model config; a model "
-                "object passed to evaluate() cannot be replicated. Pass a config (model={'type': ...}) or workers=1."
-            )
-        ident = getattr(model, "identity", None)
-        if not callable(ident):
-            log.warning(
-                "model object %s has no identity(): its responses and every stage scored from them "
-                "(inference, filters, metrics, aggregate) are computed on every run and never cached; give it "
-                "an identity() method returning plain data (e.g. its name and weights' hash) to cache them",
-                type(model).__name__,
-            )
-            return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
-        data = ident()
-        return CachedModel(store, fingerprint(data), lambda: model, chunk_size=settings.chunk_size, identity_data=data)
+        return _object_edge(settings, store, model)
     config = dict(settings.model)
     data = model_identity(config)
-    identity = fingerprint(data)
-    load_args = {**config, "batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size}
-    if config.get("type") == "dummy" or not getattr(model_class(str(config["type"])), "RUN_BATCH_SIZE", True):
-        load_args = config  # e.g. a served model: model.batch_size is its prompts per request
-    edge = CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size, identity_data=data)
+    # the constructor's arguments, checked now rather than at the first miss
+    load_args = {"type": config["type"], **model_arguments(model_class(str(config["type"])), config, run_values(settings))}
+    edge = CachedModel(store, fingerprint(data), lambda: build_model(load_args), chunk_size=settings.chunk_size, identity_data=data)
     if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
         from evalflow.scale.ray_workers import RayDispatch
 
         edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address)
     return edge
+
+
+def run_values(settings: RunSettings) -> dict[str, Any]:
+    """The run settings a model class may ask for in ``RUN_SETTINGS`` (its constructor takes them)."""
+    return {name: getattr(settings, name) for name in ("batch_size", "max_batch_size", "seed")}
+
+
+def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> CachedModel:
+    """A model object built by the caller: cached under its ``identity()``, or not at all."""
+    if settings.workers > 1:
+        raise ConfigError(
+            f"workers={settings.workers} builds one model per Ray worker from a model config; a model "
+            "object passed to evaluate() cannot be replicated. Pass a config (model={'type': ...}) or workers=1."
+        )
+    data = feature(model, "identity")()
+    if data is None:
+        log.warning(
+            "model object %s has no identity(): its responses and every stage scored from them "
+            "(inference, filters, metrics, aggregate) are computed on every run and never cached; give it "
+            "an identity() method returning plain data (e.g. its name and weights' hash) to cache them",
+            type(model).__name__,
+        )
+        return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
+    return CachedModel(store, fingerprint(data), lambda: model, chunk_size=settings.chunk_size, identity_data=data)
 
 
 def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel) -> None:
@@ -168,10 +178,9 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
     from evalflow.models.chat import chat_template
 
     cls = model_class(str(settings.model.get("type")))
-    if getattr(cls, "CHAT_MESSAGES", False):  # a chat API: messages as JSON, the server's template
+    if feature(cls, "CHAT_MESSAGES"):  # a chat API: messages as JSON, the server's template
         return {"messages": True, "fewshot_as_multiturn": settings.fewshot_as_multiturn}
-    source = getattr(cls, "chat_template_source", None)
-    model_config = source(settings.model) if source else dict(settings.model)
+    model_config = feature(cls, "chat_template_source")(settings.model)
     template, special_tokens = chat_template(model_config, settings.chat_template_name)
     if template is None:
         raise ConfigError(
@@ -230,6 +239,7 @@ def evaluate(
 
     preset = model if isinstance(model, str) else None
     mapping = model if isinstance(model, Mapping) else None
-    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping)
     model_object = None if isinstance(model, (str, Mapping)) else model
+    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping,
+                                    has_model_object=model_object is not None)
     return run(settings_obj, Path(output_dir) if output_dir else None, model=model_object)
