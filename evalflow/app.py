@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
+from evalflow.config.schema import stage_settings
 from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
@@ -152,21 +153,15 @@ def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[S
 
 
 def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:
-    """The run settings as one task's stages see them (num_fewshot resolved against the task)."""
+    """The run settings as one task's stages see them: the settings schema.py marks ``stage``, and
+    those resolved against the task (num_fewshot, samples) or the run (the model, the chat format)."""
     num_fewshot = settings.num_fewshot if settings.num_fewshot is not None else (task.num_fewshot or 0)
     return {
+        **{name: getattr(settings, name) for name in stage_settings()},
         "num_fewshot": num_fewshot,
         "fewshot_seed": settings.seed,
-        "limit": settings.limit,
         "samples": (settings.samples or {}).get(task.task),
-        "gen_kwargs": settings.gen_kwargs,
-        "seed": settings.seed,
-        "bootstrap_iters": settings.bootstrap_iters,
-        "data_map": settings.data_map,
         "model": VOLATILE if model_identity_key is None else model_identity_key,
-        "think_end_token": settings.think_end_token,
-        "system_instruction": settings.system_instruction,
-        "apply_chat_template": settings.apply_chat_template,
         "chat": chat_format(settings),
     }
 
