@@ -224,9 +224,11 @@ def evaluate(
 
     ``model`` is a preset name (``conf/model/<name>.yaml``), a config mapping with ``type`` (laid
     over the preset of that type when there is one, so it takes the preset's keys only, as
-    ``model.KEY=VALUE`` on the command line), or a model object implementing ``loglikelihood``,
-    ``loglikelihood_rolling`` and ``generate_until`` (give it an ``identity()`` method returning
-    plain data to have its responses cached). Other keyword arguments are run settings
+    ``model.KEY=VALUE`` on the command line; a type without a preset gets the mapping's keys
+    alone), or a model object implementing ``loglikelihood``, ``loglikelihood_rolling`` and
+    ``generate_until`` (:class:`evalflow.LanguageModel` or duck-typed; give it an ``identity()``
+    method returning plain data to have its responses cached: its ``name`` is the model name in
+    results.json). Other keyword arguments are run settings
     (``num_fewshot=5, limit=50, cache_dir=...``); a bad preset, setting or model key raises the
     command line's :class:`~evalflow.errors.ConfigError`.
     """
