@@ -48,8 +48,8 @@ class LanguageModel(abc.ABC):
     """The model contract, after inspect_ai's ``ModelAPI``: three abstract request types, and
     every optional feature declared here with the default a model gets when it says nothing.
 
-    Class-level features are read before the model is built (a fully cached run never builds it):
-    """
+    The flags and classmethods are read from the class, before the model is built (a fully cached
+    run never builds it); ``describe`` and ``answer_each`` from the built model."""
 
     # Run-level settings (names in evalflow/config/schema.py, e.g. batch_size, max_batch_size) the
     # constructor takes besides the model config's keys. None by default, so a class of your own
