@@ -191,8 +191,9 @@ def model_arguments(cls: type, config: Mapping[str, Any], run_values: Mapping[st
                 near = f" ({hint})" if hint.startswith("did you mean") else ""
                 raise ConfigError(
                     f"model.{key}: the model class {_qualified(cls)} (model.type={name}) takes no key '{key}'{near}; "
-                    f"its constructor takes {', '.join(takes) or 'no keys'}. Remove the key (~model.{key} on the "
-                    f"command line) or add a '{key}' parameter to {cls.__name__}.__init__."
+                    f"its constructor takes {', '.join(takes) or 'no keys'}. Stop setting the key (a model= preset "
+                    f"sets its own keys: give model.type={name} without one to pass only the keys you set) or add a "
+                    f"'{key}' parameter to {cls.__name__}.__init__."
                 )
     try:
         inspect.signature(cls).bind(**kwargs)
