@@ -16,6 +16,7 @@ from typing import Any
 _EXPORTS = {
     "evaluate": "evalflow.app",
     "EvalflowError": "evalflow.errors",
+    "LanguageModel": "evalflow.models.base",
     "register_model": "evalflow.models.registry",
     "register_metric": "evalflow.scoring.registry",
     "register_aggregation": "evalflow.scoring.registry",

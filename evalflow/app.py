@@ -18,12 +18,15 @@ from typing import Any, Mapping
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
+from evalflow.config.schema import stage_settings
 from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.load_checks import check_selection
-from evalflow.models.registry import build_model, model_class, model_identity
+from evalflow.models.base import feature
+from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
 from evalflow.output.results import RunRecord, build_results
+from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
@@ -53,7 +56,8 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
         finally:
             edge.close()
         count_cached_stages(outputs, events, edge)
-        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data)
+        ran = settings.model if model is None else object_model(model, edge.identity_data)
+        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data, ran)
         results = build_results(record)
         if output_dir is not None:
             write_run_folder(output_dir, record, results)
@@ -109,34 +113,41 @@ def _with_skipped_files(exc: TaskError, index: TaskIndex) -> TaskError:
 def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> CachedModel:
     """The caching front of the model; the model itself is loaded on the first miss only."""
     if model is not None:
-        if settings.workers > 1:
-            raise ConfigError(
-                f"workers={settings.workers} builds one model per Ray worker from a model config; a model "
-                "object passed to evaluate() cannot be replicated. Pass a config (model={'type': ...}) or workers=1."
-            )
-        ident = getattr(model, "identity", None)
-        if not callable(ident):
-            log.warning(
-                "model object %s has no identity(): its responses and every stage scored from them "
-                "(inference, filters, metrics, aggregate) are computed on every run and never cached; give it "
-                "an identity() method returning plain data (e.g. its name and weights' hash) to cache them",
-                type(model).__name__,
-            )
-            return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
-        data = ident()
-        return CachedModel(store, fingerprint(data), lambda: model, chunk_size=settings.chunk_size, identity_data=data)
+        return _object_edge(settings, store, model)
     config = dict(settings.model)
     data = model_identity(config)
-    identity = fingerprint(data)
-    load_args = {**config, "batch_size": settings.batch_size, "max_batch_size": settings.max_batch_size}
-    if config.get("type") == "dummy" or not getattr(model_class(str(config["type"])), "RUN_BATCH_SIZE", True):
-        load_args = config  # e.g. a served model: model.batch_size is its prompts per request
-    edge = CachedModel(store, identity, lambda: build_model(load_args), chunk_size=settings.chunk_size, identity_data=data)
+    # the constructor's arguments, checked now rather than at the first miss
+    load_args = {"type": config["type"], **model_arguments(model_class(str(config["type"])), config, run_values(settings))}
+    edge = CachedModel(store, fingerprint(data), lambda: build_model(load_args), chunk_size=settings.chunk_size, identity_data=data)
     if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
         from evalflow.scale.ray_workers import RayDispatch
 
         edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address)
     return edge
+
+
+def run_values(settings: RunSettings) -> dict[str, Any]:
+    """The run settings a model class may ask for in ``RUN_SETTINGS`` (its constructor takes them)."""
+    return {name: getattr(settings, name) for name in ("batch_size", "max_batch_size", "seed")}
+
+
+def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> CachedModel:
+    """A model object built by the caller: cached under its ``identity()``, or not at all."""
+    if settings.workers > 1:
+        raise ConfigError(
+            f"workers={settings.workers} builds one model per Ray worker from a model config; a model "
+            "object passed to evaluate() cannot be replicated. Pass a config (model={'type': ...}) or workers=1."
+        )
+    data = feature(model, "identity")()
+    if data is None:
+        log.warning(
+            "model object %s has no identity(): its responses and every stage scored from them "
+            "(inference, filters, metrics, aggregate) are computed on every run and never cached; give it "
+            "an identity() method returning plain data (e.g. its name and weights' hash) to cache them",
+            type(model).__name__,
+        )
+        return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
+    return CachedModel(store, fingerprint(data), lambda: model, chunk_size=settings.chunk_size, identity_data=data)
 
 
 def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel) -> None:
@@ -148,20 +159,14 @@ def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[S
 
 
 def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:
-    """The run settings as one task's stages see them (num_fewshot resolved against the task)."""
+    """The run settings as one task's stages see them: the settings schema.py marks ``stage``, and
+    those resolved against the task (num_fewshot, samples) or the run (the model, the chat format)."""
     return {
+        **{name: getattr(settings, name) for name in stage_settings()},
         "num_fewshot": effective_num_fewshot(task, settings.num_fewshot),  # a task pinned to 0 stays 0
         "fewshot_seed": settings.seed,
-        "limit": settings.limit,
         "samples": (settings.samples or {}).get(task.task),
-        "gen_kwargs": settings.gen_kwargs,
-        "seed": settings.seed,
-        "bootstrap_iters": settings.bootstrap_iters,
-        "data_map": settings.data_map,
         "model": VOLATILE if model_identity_key is None else model_identity_key,
-        "think_end_token": settings.think_end_token,
-        "system_instruction": settings.system_instruction,
-        "apply_chat_template": settings.apply_chat_template,
         "chat": chat_format(settings),
     }
 
@@ -173,10 +178,9 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
     from evalflow.models.chat import chat_template
 
     cls = model_class(str(settings.model.get("type")))
-    if getattr(cls, "CHAT_MESSAGES", False):  # a chat API: messages as JSON, the server's template
+    if feature(cls, "CHAT_MESSAGES"):  # a chat API: messages as JSON, the server's template
         return {"messages": True, "fewshot_as_multiturn": settings.fewshot_as_multiturn}
-    source = getattr(cls, "chat_template_source", None)
-    model_config = source(settings.model) if source else dict(settings.model)
+    model_config = feature(cls, "chat_template_source")(settings.model)
     template, special_tokens = chat_template(model_config, settings.chat_template_name)
     if template is None:
         raise ConfigError(
@@ -225,9 +229,11 @@ def evaluate(
 
     ``model`` is a preset name (``conf/model/<name>.yaml``), a config mapping with ``type`` (laid
     over the preset of that type when there is one, so it takes the preset's keys only, as
-    ``model.KEY=VALUE`` on the command line), or a model object implementing ``loglikelihood``,
-    ``loglikelihood_rolling`` and ``generate_until`` (give it an ``identity()`` method returning
-    plain data to have its responses cached). Other keyword arguments are run settings
+    ``model.KEY=VALUE`` on the command line; a type without a preset gets the mapping's keys
+    alone), or a model object implementing ``loglikelihood``, ``loglikelihood_rolling`` and
+    ``generate_until`` (:class:`evalflow.LanguageModel` or duck-typed; give it an ``identity()``
+    method returning plain data to have its responses cached: its ``name`` is the model name in
+    results.json). Other keyword arguments are run settings
     (``num_fewshot=5, limit=50, cache_dir=...``); a bad preset, setting or model key raises the
     command line's :class:`~evalflow.errors.ConfigError`.
     """
@@ -235,6 +241,7 @@ def evaluate(
 
     preset = model if isinstance(model, str) else None
     mapping = model if isinstance(model, Mapping) else None
-    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping)
     model_object = None if isinstance(model, (str, Mapping)) else model
+    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping,
+                                    has_model_object=model_object is not None)
     return run(settings_obj, Path(output_dir) if output_dir else None, model=model_object)

@@ -104,6 +104,11 @@ def hydra_main() -> None:
     if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
         sys.argv.append(f"hydra.searchpath=[file://{conf_dir}]")
         conf_dir = run_dir
+    else:  # model.type=pkg.module:Class alone: none of the default preset's keys (config.compose)
+        from evalflow.config.compose import without_unused_preset
+
+        overrides = [a for a in sys.argv[1:] if not a.startswith("-") and ("=" in a or a.startswith("~"))]
+        sys.argv.extend(without_unused_preset(overrides)[len(overrides):])
 
     @hydra.main(config_path=conf_dir, config_name="config", version_base="1.3")
     def main(cfg: DictConfig) -> None:

@@ -6,51 +6,67 @@ with a message naming the key and the fix, not an hour later inside a stage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalflow.cache.store import default_cache_dir
+from evalflow.config.messages import unknown_setting
 from evalflow.config.samples import parse_samples
+from evalflow.config.schema import defaults
 from evalflow.errors import ConfigError
 
 
 @dataclass(frozen=True)
 class RunSettings:
+    """The settings of evalflow/config/schema.py (their one declaration: types, defaults, meaning),
+    validated and parsed; ``task`` is read as ``tasks``, and three values are derived from others
+    (``chat_template_name``, ``data_map_file``, and ``cache_dir``'s default location)."""
+
     model: Mapping[str, Any]
     tasks: tuple[str, ...]
     num_fewshot: int | None
     limit: float | None
+    samples: Mapping[str, tuple[int, ...]] | None  # task -> document indices (instead of limit)
+    predict_only: bool
     seed: int
     batch_size: int | str
     max_batch_size: int
     gen_kwargs: Mapping[str, Any] | None
     include_path: tuple[str, ...]
     data_map: Mapping[str, Any] | None
+    data_map_file: str | None  # the map file data_map came from (recorded in the manifest)
+    apply_chat_template: bool
+    chat_template_name: str | None  # one of a tokenizer's named templates
+    fewshot_as_multiturn: bool
+    system_instruction: str | None
+    think_end_token: str | None
     cache_dir: Path
     bootstrap_iters: int
     log_samples: bool
     trust_task_code: bool
     confirm_unsafe_code: bool
     chunk_size: int
-    think_end_token: str | None = None
-    apply_chat_template: bool = False
-    chat_template_name: str | None = None  # one of a tokenizer's named templates
-    fewshot_as_multiturn: bool = False
-    system_instruction: str | None = None
-    samples: Mapping[str, tuple[int, ...]] | None = None  # task -> document indices (instead of limit)
-    predict_only: bool = False
-    data_map_file: str | None = None  # the map file data_map came from (recorded in the manifest)
-    explain: bool = False  # print why each computed stage re-ran, at the end of the run
-    workers: int = 1  # model replicas (Ray actors when > 1); speed only, in no cache key
-    worker_resources: Mapping[str, Any] = field(default_factory=dict)
-    ray_address: str | None = None
+    explain: bool
+    workers: int
+    worker_resources: Mapping[str, Any]
+    ray_address: str | None
+
+
+Parse = Callable[[Mapping[str, Any]], Any]
 
 
 def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
+    """Every field of :class:`RunSettings`, parsed from the composed config laid over the schema's
+    defaults: each field by its parser in ``_PARSERS``, which reads the settings it derives from."""
+    data = {**defaults(), **_plain(cfg)}
+    return RunSettings(**{f.name: _PARSERS[f.name](data) for f in fields(RunSettings)})
+
+
+def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
     try:
         data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     except OmegaConfBaseException as exc:  # an interpolation (${...}) that does not resolve
@@ -60,58 +76,94 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
             "${...} interpolation in the override or YAML."
         ) from None
     data.pop("hydra", None)
-    task = data.get("task")
+    known = defaults()
+    for key in data:
+        if key not in known:
+            raise ConfigError(unknown_setting(str(key)))
+    return data  # type: ignore[return-value]
+
+
+def _tasks(data: Mapping[str, Any]) -> tuple[str, ...]:
+    task = data["task"]
     tasks = tuple(str(t) for t in task) if isinstance(task, (list, tuple)) else (str(task),) if task else ()
     if not tasks:
         raise ConfigError("no task given; pass task=<name> (or task=[a,b]); `python -m evalflow ls` lists them")
-    model = data.get("model") or {}
+    return tasks
+
+
+def _model(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    model = data["model"]
     if not isinstance(model, Mapping) or "type" not in model:
         raise ConfigError("model must be a mapping with a `type` key; pick a preset with model=<name> (conf/model/)")
-    if data.get("num_fewshot") is not None and data["num_fewshot"] < 0:
+    return model
+
+
+def _num_fewshot(data: Mapping[str, Any]) -> int | None:
+    if data["num_fewshot"] is not None and data["num_fewshot"] < 0:
         raise ConfigError(f"num_fewshot={data['num_fewshot']} is out of range; use 0 or more")
-    limit = data.get("limit")
+    return data["num_fewshot"]  # type: ignore[no-any-return]
+
+
+def _limit(data: Mapping[str, Any]) -> float | None:
+    limit = data["limit"]
     if limit is not None and (limit <= 0 or (limit >= 1 and limit != int(limit))):
         raise ConfigError(
             f"limit={limit} is out of range; use a whole number of documents (limit=50) or a fraction in (0, 1) (limit=0.1)"
         )
-    samples = parse_samples(data.get("samples"))
-    if samples is not None and limit is not None:
+    return limit  # type: ignore[no-any-return]
+
+
+def _samples(data: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]] | None:
+    samples = parse_samples(data["samples"])
+    if samples is not None and data["limit"] is not None:
         raise ConfigError("limit and samples both given; use one of them (samples names the documents, limit counts them)")
-    batch_size = data.get("batch_size", 1)
+    return samples
+
+
+def _batch_size(data: Mapping[str, Any]) -> int | str:
+    batch_size = data["batch_size"]
     if not (batch_size == "auto" or (isinstance(batch_size, int) and batch_size >= 1)):
         raise ConfigError(f"batch_size={batch_size!r} is not allowed; use a positive integer or batch_size=auto")
-    gen_kwargs = data.get("gen_kwargs") or None
+    return batch_size  # type: ignore[no-any-return]
+
+
+def _gen_kwargs(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    gen_kwargs = data["gen_kwargs"] or None
     if isinstance(gen_kwargs, str):  # lm-eval style: gen_kwargs='temperature=0,max_gen_toks=64'
-        gen_kwargs = _parse_kv(gen_kwargs)
-    data_map, map_file = _load_data_map(data.get("data_map"))
-    return RunSettings(
-        model=model,
-        tasks=tasks,
-        num_fewshot=data.get("num_fewshot"),
-        limit=limit,
-        seed=int(data.get("seed", 1234)),
-        batch_size=batch_size,
-        max_batch_size=int(data.get("max_batch_size", 64)),
-        gen_kwargs=gen_kwargs,
-        include_path=_paths(data.get("include_path")),
-        data_map=data_map,
-        data_map_file=str(map_file) if map_file else None,
-        cache_dir=Path(data["cache_dir"]).expanduser() if data.get("cache_dir") else default_cache_dir(),
-        bootstrap_iters=int(data.get("bootstrap_iters", 100000)),
-        log_samples=bool(data.get("log_samples", True)) or bool(data.get("predict_only")),
-        trust_task_code=bool(data.get("trust_task_code", False)),
-        confirm_unsafe_code=bool(data.get("confirm_unsafe_code", False)),
-        chunk_size=max(1, int(data.get("chunk_size", 64))),
-        think_end_token=data.get("think_end_token") or None,
-        apply_chat_template=bool(data.get("apply_chat_template", False)),
-        chat_template_name=_template_name(data.get("apply_chat_template")),
-        fewshot_as_multiturn=_multiturn(data),
-        system_instruction=data.get("system_instruction") or None,
-        samples=samples,
-        predict_only=bool(data.get("predict_only", False)),
-        explain=bool(data.get("explain", False)),
-        **_scale_out(data),
-    )
+        return _parse_kv(gen_kwargs)
+    return gen_kwargs  # type: ignore[no-any-return]
+
+
+_PARSERS: dict[str, Parse] = {
+    "model": _model,
+    "tasks": _tasks,
+    "num_fewshot": _num_fewshot,
+    "limit": _limit,
+    "samples": _samples,
+    "predict_only": lambda data: bool(data["predict_only"]),
+    "seed": lambda data: int(data["seed"]),
+    "batch_size": _batch_size,
+    "max_batch_size": lambda data: int(data["max_batch_size"]),
+    "gen_kwargs": _gen_kwargs,
+    "include_path": lambda data: _paths(data["include_path"]),
+    "data_map": lambda data: _load_data_map(data["data_map"])[0],
+    "data_map_file": lambda data: _map_file(data["data_map"]),
+    "apply_chat_template": lambda data: bool(data["apply_chat_template"]),
+    "chat_template_name": lambda data: _template_name(data["apply_chat_template"]),
+    "fewshot_as_multiturn": lambda data: _multiturn(data),  # defined below, with the other helpers
+    "system_instruction": lambda data: data["system_instruction"] or None,
+    "think_end_token": lambda data: data["think_end_token"] or None,
+    "cache_dir": lambda data: Path(data["cache_dir"]).expanduser() if data["cache_dir"] else default_cache_dir(),
+    "bootstrap_iters": lambda data: int(data["bootstrap_iters"]),
+    "log_samples": lambda data: bool(data["log_samples"]) or bool(data["predict_only"]),
+    "trust_task_code": lambda data: bool(data["trust_task_code"]),
+    "confirm_unsafe_code": lambda data: bool(data["confirm_unsafe_code"]),
+    "chunk_size": lambda data: max(1, int(data["chunk_size"])),
+    "explain": lambda data: bool(data["explain"]),
+    "workers": lambda data: _workers(data["workers"]),
+    "worker_resources": lambda data: _worker_resources(data["worker_resources"]),
+    "ray_address": lambda data: str(data["ray_address"]) if data["ray_address"] else None,
+}
 
 
 def _paths(value: Any) -> tuple[str, ...]:
@@ -125,12 +177,15 @@ def _paths(value: Any) -> tuple[str, ...]:
     raise ConfigError(f"include_path={value!r} is neither a folder nor a list of folders; write include_path=/dir or include_path=[a,b]")
 
 
-def _scale_out(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``workers``, ``worker_resources``, ``ray_address``, checked before any Ray is started."""
-    workers = data.get("workers", 1)
+def _workers(workers: Any) -> int:
+    """``workers``, checked before any Ray is started."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ConfigError(f"workers={workers!r} is not allowed; use a whole number >= 1 (1: the model runs in this process)")
-    resources = data.get("worker_resources") or {}
+    return workers
+
+
+def _worker_resources(value: Any) -> dict[str, Any]:
+    resources = value or {}
     if not isinstance(resources, Mapping) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in resources.values()
     ):
@@ -138,8 +193,7 @@ def _scale_out(data: Mapping[str, Any]) -> dict[str, Any]:
             f"worker_resources={resources!r} is not allowed; give a mapping of Ray resources to amounts "
             "per worker, e.g. worker_resources='{num_gpus: 1, num_cpus: 4}'"
         )
-    address = data.get("ray_address")
-    return {"workers": workers, "worker_resources": dict(resources), "ray_address": str(address) if address else None}
+    return dict(resources)
 
 
 def _template_name(value: Any) -> str | None:
@@ -156,7 +210,7 @@ def _template_name(value: Any) -> str | None:
 
 def _multiturn(data: Mapping[str, Any]) -> bool:
     """lm-eval's rule: few-shot examples are separate chat turns by default under a chat template."""
-    value, chat = data.get("fewshot_as_multiturn"), bool(data.get("apply_chat_template"))
+    value, chat = data["fewshot_as_multiturn"], bool(data["apply_chat_template"])
     if value and not chat:
         raise ConfigError("fewshot_as_multiturn=true needs apply_chat_template=true (it formats chat turns)")
     return chat if value is None else bool(value)
@@ -213,6 +267,11 @@ def data_map_file(value: Any) -> Path | None:
             "give a map's name (data_map=shared), the path of a YAML/JSON map file, or an in-line mapping"
         )
     return path.resolve()
+
+
+def _map_file(value: Any) -> str | None:
+    path = None if isinstance(value, Mapping) else data_map_file(value)
+    return str(path) if path else None
 
 
 def _load_data_map(value: Any) -> tuple[Mapping[str, Any] | None, Path | None]:

@@ -6,7 +6,6 @@ Errors read as on the command line: an unknown preset, a misspelled setting or m
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping
 
 from hydra import compose, initialize_config_dir
@@ -14,14 +13,11 @@ from hydra.errors import HydraException
 from omegaconf import open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from evalflow.config.messages import hydra_paragraph, unknown_model_key, unknown_setting
+from evalflow.config.messages import CONF_DIR, has_preset, hydra_paragraph, unknown_model_key, unknown_setting
 from evalflow.config.resolvers import register_resolvers
 from evalflow.config.schema import register_configs
 from evalflow.errors import ConfigError
 from evalflow.settings import RunSettings, settings_from_config
-
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
-
 
 def compose_config(overrides: list[str]) -> Any:
     register_configs()
@@ -33,27 +29,54 @@ def compose_config(overrides: list[str]) -> Any:
         raise ConfigError(hydra_paragraph(exc)) from None
 
 
+def without_unused_preset(overrides: list[str]) -> list[str]:
+    """``overrides`` plus ``~model`` when they name a model class by ``model.type`` alone (no
+    ``model=`` preset, and a type that has none in conf/model/): the default preset's keys
+    (smollm2's ``pretrained``, ``gguf_file``, ...) are for its own type, so a class of yours gets
+    exactly the keys you set (``+model.KEY=VALUE``), as ``evaluate(model={"type": ...})`` does."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException:  # Hydra reports a malformed override in its own words, later
+        return list(overrides)
+    if any(o.key_or_group == "model" for o in parsed):
+        return list(overrides)
+    types = [o for o in parsed if o.key_or_group == "model.type" and not o.is_delete()]
+    if not types:
+        return list(overrides)
+    values = [v.replace("\\", "") for o in types
+              for v in (o.sweep_string_iterator() if o.is_sweep_override() else [str(o.value())])]
+    if any(has_preset(v) for v in values):
+        return list(overrides)
+    return [*overrides, "~model"]
+
+
 def compose_settings(
     task: Any, preset: str | None, overrides: list[str], values: Mapping[str, Any],
-    model: Mapping[str, Any] | None = None,
+    model: Mapping[str, Any] | None = None, has_model_object: bool = False,
 ) -> RunSettings:
     """Settings from ``conf/`` plus ``overrides``, then ``values`` (run settings) and ``model``.
 
     ``model`` is a model config mapping: when its ``type`` has a preset (``conf/model/<type>.yaml``)
     it is laid over that preset and may only use the preset's keys, as ``model.KEY=VALUE`` on the
-    command line; any other type (a class of your own) takes the mapping as it is.
+    command line; any other type (a class of your own) takes the mapping as it is. With
+    ``has_model_object`` (``evaluate(model=obj)``) no preset is composed at all.
     """
-    base = list(overrides)
-    has_preset = model is not None and (CONF_DIR / "model" / f"{model.get('type')}.yaml").is_file()
     if model is not None and "type" not in model:
         raise ConfigError("a model mapping needs a `type` key (dummy, hf, or a registered model type)")
-    if has_preset:
+    preset_type = model is not None and has_preset(model.get("type"))
+    if preset_type:
         preset = str(model["type"])  # type: ignore[index]
     if preset:
-        base.append(f"model={preset}")
+        base = [*overrides, f"model={preset}"]
+    elif model is None and not has_model_object:
+        base = without_unused_preset(list(overrides))
+    else:  # the mapping (or object) is the whole model: no preset's keys under it
+        base = [*overrides, "~model"]
     cfg = compose_config(base)
     if model is not None:
-        _set_model(cfg, model, has_preset)
+        _set_model(cfg, model, preset_type)
     values = {"task": list(task) if isinstance(task, (list, tuple)) else task, **values}
     for key, value in values.items():
         if key not in cfg.keys():

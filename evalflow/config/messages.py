@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from evalflow.errors import closest
 
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 SCHEMA_NOTE = "The settings and their types are listed in evalflow/config/schema.py."
 
 # lm-eval's command-line options whose evalflow spelling differs, and where they went.
@@ -37,12 +39,21 @@ def unknown_setting(key: str) -> str:
 
 
 def unknown_model_key(key: str, model: Any) -> str:
-    """``model.KEY`` that the model preset (conf/model/) does not have: a typo, nearly always."""
+    """``model.KEY`` that the model config does not have: a typo, nearly always, or a key of a
+    class of your own not yet added with ``+``."""
     keys = [str(k) for k in model.keys()] if hasattr(model, "keys") else []
     kind = model.get("type") if hasattr(model, "get") else None
-    where = f"the '{kind}' model config (conf/model/)" if kind else "the model config"
-    return (f"model.{key}: {where} has no key '{key}'; {closest(key, keys)} Its keys are: {', '.join(keys)}. "
-            "A model class of your own (model.type=pkg.module:Class) takes new keys as +model.KEY=VALUE.")
+    where = ("the model config" if not kind else f"the '{kind}' model config (conf/model/{kind}.yaml)"
+             if has_preset(kind) else f"the model config of model.type={kind}")
+    hint = closest(key, keys)
+    near = f"{hint} " if hint.startswith("did you mean") else ""
+    return (f"model.{key}: {where} has no key '{key}'; {near}Its keys are: {', '.join(keys)}. "
+            f"A model class of your own (model.type=pkg.module:Class) takes new keys as +model.{key}=VALUE.")
+
+
+def has_preset(model_type: Any) -> bool:
+    """Whether ``model.type`` names a preset in conf/model/ (its keys are known), or a class of your own."""
+    return (CONF_DIR / "model" / f"{model_type}.yaml").is_file()
 
 
 def hydra_paragraph(exc: Exception) -> str:

@@ -1,15 +1,28 @@
-"""The typed schema of a run. YAML under ``conf/`` holds values; this file holds types and defaults.
+"""The typed schema of a run: the one place a run setting is declared. YAML under ``conf/`` holds
+values; this file holds each setting's name, type, default and meaning.
 
 Registered in Hydra's ConfigStore as ``base_config`` so ``conf/config.yaml`` composes on top of it
 and a mistyped override (``num_fewshot=five``) is refused by OmegaConf before anything runs.
+Everything else is derived from :class:`RunConfig`: ``settings.settings_from_config`` fills unset
+settings from its defaults, ``app.task_settings`` hands its :func:`stage` settings to every task's
+stages (so they are in the stages' cache keys), ``--help`` prints it, and an unknown setting's
+did-you-mean lists its fields.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from hydra.core.config_store import ConfigStore
+
+STAGE = "stage"  # field metadata: the setting is an input of the task's stages, as it is named here
+
+
+def stage(default: Any) -> Any:
+    """A setting the task's stages read (hence in their cache keys) under its own name."""
+    return field(default=default, metadata={STAGE: True})
 
 
 @dataclass
@@ -21,36 +34,36 @@ class RunConfig:
     # Overrides every task's num_fewshot when set (lm-eval's --num_fewshot).
     num_fewshot: Optional[int] = None
     # The first N documents of each task, or a fraction (< 1.0) of them.
-    limit: Optional[float] = None
+    limit: Optional[float] = stage(None)
     # Instead of limit, the documents to evaluate per task (lm-eval's --samples): a mapping
     # {task: [doc indices]}, its JSON text, or the path of a JSON file holding it.
     samples: Optional[Any] = None
     # Generate and log samples, skip the metrics (lm-eval's --predict_only; metric "bypass").
     predict_only: bool = False
     # Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.
-    seed: int = 1234
+    seed: int = stage(1234)
     # Requests per model batch (an int, or "auto"); never part of any cache key.
     batch_size: Any = 1
     max_batch_size: int = 64
     # Overrides the generation_kwargs of generate_until tasks (lm-eval's --gen_kwargs).
-    gen_kwargs: Any = None  # a mapping (or 'k=v,k2=v2'); typed Any so an override replaces it whole
+    gen_kwargs: Any = stage(None)  # a mapping (or 'k=v,k2=v2'); typed Any so an override replaces it whole
     # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path): a list, or
     # one path (include_path=/dir). Typed Any so that a single path is not refused as a non-list.
     include_path: Any = field(default_factory=list)
     # Maps hub datasets to local files: a map's name in conf/data_maps/ (shared), the path of a
     # YAML/JSON map file, or an in-line mapping; else $EVALFLOW_DATA_MAP.
-    data_map: Optional[Any] = None
+    data_map: Optional[Any] = stage(None)
     # Chat models (lm-eval's options): format prompts with the model's chat template, keep few-shot
     # examples as separate turns, and prepend a system instruction (plain prompts too).
-    apply_chat_template: Any = False  # true, false, or the name of one of the tokenizer's templates
+    apply_chat_template: Any = stage(False)  # true, false, or the name of one of the tokenizer's templates
     fewshot_as_multiturn: Optional[bool] = None  # None: true with a chat template (lm-eval 0.4.13)
-    system_instruction: Optional[str] = None
+    system_instruction: Optional[str] = stage(None)
     # Reasoning models: the end-of-thinking marker; only the text after it is scored (lm-eval's
     # think_end_token). The raw generation, thinking included, stays cached and in the samples.
-    think_end_token: Optional[str] = None
+    think_end_token: Optional[str] = stage(None)
     # Where cached stage outputs and model responses live; default $EVALFLOW_CACHE or ~/.cache/evalflow.
     cache_dir: Optional[str] = None
-    bootstrap_iters: int = 100000
+    bootstrap_iters: int = stage(100000)
     # Write samples_<task>.jsonl (lm-eval's --log_samples).
     log_samples: bool = True
     # Run !function code from task folders outside the built-in tasks/.
@@ -68,6 +81,16 @@ class RunConfig:
     workers: int = 1
     worker_resources: Any = None  # a mapping; typed Any so an override ('{num_gpus: 1}') replaces it whole
     ray_address: Optional[str] = None
+
+
+def defaults() -> dict[str, Any]:
+    """Every setting's default, as plain values."""
+    return dataclasses.asdict(RunConfig())
+
+
+def stage_settings() -> tuple[str, ...]:
+    """The settings :func:`stage` marks: the run-level inputs of every task's stages."""
+    return tuple(f.name for f in dataclasses.fields(RunConfig) if f.metadata.get(STAGE))
 
 
 def register_configs() -> None:

@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore, Holder
 from evalflow.errors import ModelError
+from evalflow.models.base import feature
 from evalflow.records import Request
 from evalflow.scale.chunks import plan_chunks
 from evalflow.scale.dispatch import Dispatch, Done, LocalDispatch, WorkerCounts
@@ -117,8 +118,7 @@ class CachedModel:
     def model(self) -> Any:
         if self._model is None:
             self._model = self.load()
-            describe = getattr(type(self._model), "describe", None)  # declared by its class
-            self.counts.model = describe(self._model) if callable(describe) else None
+            self.counts.model = feature(self._model, "describe")()
         return self._model
 
     @property

@@ -1,4 +1,5 @@
-"""What a model is to evalflow: lm-eval's three request types, answered in bulk.
+"""What a model is to evalflow: lm-eval's three request types, answered in bulk, plus a few
+optional features with declared defaults (:class:`LanguageModel`).
 
 A model receives a list of :class:`~evalflow.records.Request` of one type and returns one answer
 per request, in order:
@@ -10,34 +11,109 @@ per request, in order:
 Models never see the cache: the inference edge (``evalflow.dag.inference``) looks every request up
 first and sends only the misses, so a model may sort and batch its list freely.
 
-Model identity (what the response cache is keyed by) is computed from the model's *config* without
-loading it, by the model class's ``identity(**config)`` classmethod, so a fully cached run never
-loads weights, or even imports torch.
+Subclassing :class:`LanguageModel` is optional: evalflow reads every optional feature through
+:func:`feature`, which falls back to the base's default for a class or object that does not
+declare it, so a duck-typed model with only the three methods keeps working.
 
-Optional, declared on the class (served models use them, ``evalflow.models.api``):
-``answer_each(rtype, requests, on_answer)`` hands answers over one by one as they arrive, so the
-edge persists each at once; ``describe()`` says what the loaded model is (in the manifest);
-``RUN_BATCH_SIZE = False`` keeps the run's ``batch_size`` from overriding the model config's;
-``CHAT_MESSAGES = True`` asks for chat prompts as JSON message lists, ``chat_template_source(config)``
-says where the chat template lives when it is not ``pretrained``/``tokenizer``.
+    >>> class Echo:                       # no base class: the contract's defaults apply
+    ...     def loglikelihood(self, requests): return [(-1.0, True) for _ in requests]
+    ...     def loglikelihood_rolling(self, requests): return [-1.0 for _ in requests]
+    ...     def generate_until(self, requests): return ["" for _ in requests]
+    >>> feature(Echo, "RUN_SETTINGS"), feature(Echo(), "identity")()
+    ((), None)
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+import abc
+import inspect
+from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 from evalflow.records import Request
 
+OnAnswer = Callable[[int, Any], None]
 
-@runtime_checkable
-class LanguageModel(Protocol):
-    """The three request types of lm-eval, one list of requests at a time."""
+
+class AnswersRequests(Protocol):
+    """Anything with the three request types: a model, or the caching edge in front of one."""
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]: ...
 
     def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]: ...
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]: ...
+
+
+class LanguageModel(abc.ABC):
+    """The model contract, after inspect_ai's ``ModelAPI``: three abstract request types, and
+    every optional feature declared here with the default a model gets when it says nothing.
+
+    The flags and classmethods are read from the class, before the model is built (a fully cached
+    run never builds it); ``describe`` and ``answer_each`` from the built model."""
+
+    # Run-level settings (names in evalflow/config/schema.py, e.g. batch_size, max_batch_size) the
+    # constructor takes besides the model config's keys. None by default, so a class of your own
+    # receives exactly the keys of its model config.
+    RUN_SETTINGS: ClassVar[tuple[str, ...]] = ()
+    # True: prompts under apply_chat_template arrive as JSON message lists (a chat API applies its
+    # own template); False: rendered with the template chat_template_source() points at.
+    CHAT_MESSAGES: ClassVar[bool] = False
+    # True: answer_each() hands answers over as they arrive (a served model with requests in
+    # flight), and the edge persists each at once; False: one list of answers per chunk.
+    ANSWERS_EACH: ClassVar[bool] = False
+    # Modules or packages (dotted names) whose code computes the answers, besides the files that
+    # define the class and its bases: their source is part of the model's identity, so a fix to
+    # it never serves answers cached before it.
+    CODE: ClassVar[tuple[str, ...]] = ()
+
+    @abc.abstractmethod
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]: ...
+
+    @abc.abstractmethod
+    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]: ...
+
+    @abc.abstractmethod
+    def generate_until(self, requests: Sequence[Request]) -> list[str]: ...
+
+    @classmethod
+    def identity(cls, **config: Any) -> Any:
+        """Plain data the response cache is keyed by, computed from the config without loading
+        anything (weights' hashes, a served checkpoint's revision). None: the config's values.
+
+        An object handed to ``evaluate(model=obj)`` is asked ``identity()`` with no arguments;
+        None there means its answers are never cached."""
+        return None
+
+    @classmethod
+    def chat_template_source(cls, config: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The keys (``pretrained``, ``gguf_file``, ``tokenizer``) that locate the chat template."""
+        return dict(config)
+
+    def describe(self) -> Any:
+        """What the loaded model is, for the manifest (a server's model list); None: nothing."""
+        return None
+
+    def answer_each(self, rtype: str, requests: Sequence[Request], on_answer: OnAnswer) -> None:
+        """Hand each answer to ``on_answer(index, answer)``; used when ``ANSWERS_EACH`` is true."""
+        for i, answer in enumerate(getattr(self, rtype)(requests)):
+            on_answer(i, answer)
+
+
+FEATURES = ("RUN_SETTINGS", "CHAT_MESSAGES", "ANSWERS_EACH", "CODE", "identity", "chat_template_source",
+            "describe", "answer_each")
+
+
+def feature(model: Any, name: str) -> Any:
+    """``model``'s (a class or an object) own ``name``, else the contract's default, bound to it as
+    the base's would be: duck-typed models get the same defaults as subclasses. Looked up on the
+    class, as Python looks up methods, so an object's ``__getattr__`` never answers for its class."""
+    if name not in FEATURES:
+        raise AttributeError(f"'{name}' is not a feature of the model contract ({', '.join(FEATURES)})")
+    instance, owner = (None, model) if isinstance(model, type) else (model, type(model))
+    found = inspect.getattr_static(owner, name, None)
+    if found is None:
+        found = inspect.getattr_static(LanguageModel, name)
+    return found.__get__(instance, owner) if hasattr(found, "__get__") else found
 
 
 def default_identity(model_type: str, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import xxhash
 
-from evalflow.models.base import default_identity
+from evalflow.models.base import LanguageModel, default_identity
 from evalflow.records import Request
 
 _WORDS = ("the", "answer", "is", "so", "we", "get", "then", "total", "each", "and")
@@ -27,7 +27,7 @@ def _unit(*parts: Any) -> float:
     return h / 2**64
 
 
-class DummyModel:
+class DummyModel(LanguageModel):
     """Deterministic pseudo-model: log-likelihoods and generations are hashes of the request."""
 
     def __init__(self, salt: str = "", **_: Any) -> None:

@@ -1,100 +1,207 @@
 """Model types by name: ``model.type`` in a config picks one; ``register_model`` adds your own.
 
-Built-in classes are named by import path and imported on first use, so choosing ``dummy`` never
-imports torch, and a fully cached ``hf`` run imports only the torch-free ``hf.model`` module to compute
-the model's identity.
+One registry holds every name. Built-in classes are registered by import path and imported on
+first use, so choosing ``dummy`` never imports torch, and a fully cached ``hf`` run imports only the
+torch-free ``hf.model`` module to compute the model's identity. A name is taken once: registering
+another class under ``hf`` (or under your own name twice) is refused, since it would silently
+change which model every cached answer belongs to.
+
+    @register_model("mine")
+    class Mine(LanguageModel): ...
+    model_class("mine")                      # Mine
+    model_class("my_pkg.engine:Engine")      # a class by import path, never registered
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import inspect
 import os
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
-from evalflow.errors import ModelError, closest
-from evalflow.models.base import default_identity
+from evalflow.errors import ConfigError, ModelError, closest
+from evalflow.models.base import LanguageModel, default_identity, feature
+from evalflow.records import REQUEST_TYPES
 
-_BUILTIN = {
+
+class ModelRegistry:
+    """Names to model classes: built-ins as lazy import paths, the user's as classes."""
+
+    def __init__(self, builtin: Mapping[str, str]) -> None:
+        self._paths = dict(builtin)
+        self._classes: dict[str, type] = {}
+
+    def register(self, name: str) -> Callable[[type], type]:
+        """Class decorator: ``@register_model("mine")`` makes ``model.type: mine`` build that class.
+
+        The class takes its model config's keys as keyword arguments (plus the run settings it
+        lists in ``RUN_SETTINGS``) and implements the three request types
+        (:class:`evalflow.models.base.LanguageModel`; subclassing it is optional)."""
+
+        def decorate(cls: type) -> type:
+            self.add(name, cls)
+            return cls
+
+        return decorate
+
+    def add(self, name: str, cls: type) -> None:
+        if not isinstance(name, str) or not name or ":" in name:
+            raise ModelError(f"a model type must be registered under a non-empty name without ':' (that form is "
+                             f"an import path, model.type=pkg.module:Class); got {name!r}")
+        check_model_class(cls, f"register_model({name!r})")
+        taken = self._classes.get(name)
+        if name in self._paths or (taken is not None and _qualified(taken) != _qualified(cls)):
+            current = self._paths.get(name) or _qualified(taken)
+            raise ModelError(
+                f"the model type '{name}' is already registered ({current}); registering {_qualified(cls)} under "
+                "it would silently change which model a config names and whose cached answers it reuses. "
+                "Pick another name for your model."
+            )
+        self._classes[name] = cls  # the same class again (a reloaded module) replaces itself
+
+    def names(self) -> list[str]:
+        return sorted(set(self._paths) | set(self._classes))
+
+    def get(self, name: str) -> type:
+        """The class for ``model.type``: a registered or built-in name, or ``package.module:Class``."""
+        if name in self._classes:
+            return self._classes[name]
+        if name in self._paths:
+            module, attr = self._paths[name].split(":")
+            return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        if ":" not in name:
+            raise ModelError(
+                f"unknown model type '{name}' (config key model.type); {closest(name, self.names())} "
+                "Pick a preset with model=<name> (see conf/model/) or register your class with "
+                "evalflow.register_model."
+            )
+        module, _, attr = name.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ModelError(f"model.type={name}: cannot import it ({exc}); check the module path and class name") from None
+        check_model_class(cls, f"model.type={name}")
+        return cls  # type: ignore[no-any-return]
+
+
+MODELS = ModelRegistry({
     "dummy": "evalflow.models.dummy:DummyModel",
     "hf": "evalflow.models.hf.model:HFModel",
     "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
     "openai_chat": "evalflow.models.api.chat:OpenAIChat",
-}
-_REGISTERED: dict[str, type] = {}
+})
+register_model = MODELS.register
+model_class = MODELS.get
+model_names = MODELS.names
 
 
-def register_model(name: str) -> Callable[[type], type]:
-    """Class decorator: ``@register_model("mine")`` makes ``model.type: mine`` build that class.
-
-    The class takes the model config's keys as keyword arguments and implements the three request
-    types (:class:`evalflow.models.base.LanguageModel`). Give it an ``identity(**config)``
-    classmethod when its outputs depend on more than its config values (e.g. weight files).
-    """
-
-    def decorate(cls: type) -> type:
-        _REGISTERED[name] = cls
-        return cls
-
-    return decorate
-
-
-def model_names() -> list[str]:
-    return sorted(set(_BUILTIN) | set(_REGISTERED))
-
-
-def model_class(name: str) -> type:
-    """The class for ``model.type``: a registered or built-in name, or ``package.module:Class``."""
-    if name in _REGISTERED:
-        return _REGISTERED[name]
-    if ":" in name and name not in _BUILTIN:
-        module, _, attr = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ModelError(f"model.type={name}: cannot import it ({exc}); check the module path and class name") from None
-    if name not in _BUILTIN:
+def check_model_class(cls: Any, where: str) -> None:
+    """Refuse what is not a model class before a config is built around it."""
+    missing = [m for m in REQUEST_TYPES if not callable(getattr(cls, m, None))]
+    if not isinstance(cls, type) or missing:
         raise ModelError(
-            f"unknown model type '{name}' (config key model.type); {closest(name, model_names())} "
-            "Pick a preset with model=<name> (see conf/model/) or register your class with "
-            "evalflow.register_model."
+            f"{where}: {cls!r} is not a model class; a model class implements the three request types "
+            f"{', '.join(REQUEST_TYPES)}{f' (missing: {missing})' if isinstance(cls, type) else ''} "
+            "(see evalflow.models.base.LanguageModel)."
         )
-    module, attr = _BUILTIN[name].split(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def model_identity(config: Mapping[str, Any]) -> dict[str, Any]:
     """What the response cache is keyed by: computed from the config, never by loading weights.
 
-    A user's class (``package.module:Class`` or registered) is code evalflow does not version, so
-    its identity also carries a hash of the source files of the class and its bases: editing
-    ``MyLM.loglikelihood`` re-runs inference instead of serving the old answers.
+    It carries ``code``, a hash of the source that computes the answers (:func:`model_code_hash`),
+    for built-in and user classes alike: editing ``MyLM.loglikelihood`` or
+    ``evalflow/models/hf/score.py`` re-runs inference instead of serving the old answers.
     """
     name = str(config["type"])
     cls = model_class(name)
     args = {k: v for k, v in config.items() if k != "type"}
-    identity = getattr(cls, "identity", None)
-    ident = default_identity(name, args) if identity is None else {"type": name, **identity(**args)}
-    if name not in _BUILTIN:
-        ident["code"] = class_source_hash(cls)
+    declared = feature(cls, "identity")(**args)
+    ident = default_identity(name, args) if declared is None else {"type": name, **declared}
+    ident["code"] = model_code_hash(cls)
     return ident
 
 
-def class_source_hash(cls: type) -> str:
-    """xxhash of the source files defining ``cls`` and every base class that has one."""
-    files = []
+def model_code_hash(cls: type) -> str:
+    """xxhash of the code files of ``cls``: those defining it and its bases, and the ``CODE``
+    modules it declares. The file list is found once per class; contents are hashed by
+    ``file_fingerprint``, memoized by size and mtime, so an edited file is hashed anew."""
+    return fingerprint([(Path(path).name, file_fingerprint(path)) for path in code_files(cls)])
+
+
+@functools.lru_cache(maxsize=None)
+def code_files(cls: type) -> tuple[str, ...]:
+    """The source files of ``cls``'s code (found once per class: ``inspect`` reads are not free)."""
+    files: list[str] = []
     for klass in cls.__mro__:
+        if klass in LanguageModel.__mro__[1:]:  # abc.ABC and object: Python's, not the model's
+            continue
         try:
             path = inspect.getsourcefile(klass)
         except TypeError:  # built-in classes (object) have no source file
             continue
-        if path and os.path.isfile(path) and path not in files:
+        if path and os.path.isfile(path):
             files.append(path)
-    return fingerprint([file_fingerprint(path) for path in files])
+    for module in feature(cls, "CODE"):
+        files.extend(_module_files(module, cls))
+    return tuple(sorted(set(files)))
 
 
-def build_model(config: Mapping[str, Any]) -> Any:
-    """Load the model (the expensive part: weights, torch) from its config."""
-    cls = model_class(str(config["type"]))
-    return cls(**{k: v for k, v in config.items() if k != "type"})
+def _module_files(module: str, cls: type) -> list[str]:
+    """The ``.py`` files of a module, or of every module of a package, found without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ModelError(f"{_qualified(cls)}.CODE names '{module}', which is not an importable module")
+    if spec.submodule_search_locations:
+        return [str(p) for folder in spec.submodule_search_locations for p in sorted(Path(folder).rglob("*.py"))]
+    return [spec.origin]
+
+
+def build_model(load_args: Mapping[str, Any]) -> Any:
+    """Load the model (the expensive part: weights, torch): ``type`` plus its constructor's keyword
+    arguments, as :func:`model_arguments` gives them (a plain model config is such a mapping)."""
+    cls = model_class(str(load_args["type"]))
+    return cls(**{k: v for k, v in load_args.items() if k != "type"})
+
+
+def model_arguments(cls: type, config: Mapping[str, Any], run_values: Mapping[str, Any]) -> dict[str, Any]:
+    """The constructor's keyword arguments: the config's keys and the run settings the class
+    declares (``RUN_SETTINGS``), checked against its signature so that a key it does not take is
+    one paragraph naming the class and the key, not a TypeError from inside a run."""
+    name = str(config["type"])
+    wanted = feature(cls, "RUN_SETTINGS")
+    unknown = [k for k in wanted if k not in run_values]
+    if unknown:
+        raise ModelError(f"{_qualified(cls)}.RUN_SETTINGS names {unknown}, which are not run settings; "
+                         f"pick from: {', '.join(sorted(run_values))}")
+    kwargs = {**{k: v for k, v in config.items() if k != "type"}, **{k: run_values[k] for k in wanted}}
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # a signature Python cannot read (some C types): let the call decide
+        return kwargs
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        takes = [p for p, v in params.items() if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+        for key in kwargs:
+            if key not in takes:
+                hint = closest(key, takes)
+                near = f" ({hint})" if hint.startswith("did you mean") else ""
+                raise ConfigError(
+                    f"model.{key}: the model class {_qualified(cls)} (model.type={name}) takes no key '{key}'{near}; "
+                    f"its constructor takes {', '.join(takes) or 'no keys'}. Stop setting the key (a model= preset "
+                    f"sets its own keys: give model.type={name} without one to pass only the keys you set) or add a "
+                    f"'{key}' parameter to {cls.__name__}.__init__."
+                )
+    try:
+        inspect.signature(cls).bind(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"model.type={name}: the model class {_qualified(cls)} cannot be built from the keys "
+                          f"{sorted(kwargs)}: {exc}. Set the missing key with +model.KEY=VALUE.") from None
+    return kwargs
+
+
+def _qualified(cls: Any) -> str:
+    return f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', cls)}"

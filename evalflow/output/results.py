@@ -43,6 +43,7 @@ class RunRecord:
     started: float
     finished: float
     model_identity: Any = None  # plain data the model's cache identity is a hash of
+    model: Mapping[str, Any] | None = None  # the model that answered (run_info.object_model for objects); None: settings.model
 
 
 def build_results(record: RunRecord) -> dict[str, Any]:
@@ -69,8 +70,8 @@ def build_results(record: RunRecord) -> dict[str, Any]:
     for group in record.selection.groups:
         versions[group.name] = str((group.metadata or {}).get("version", "N/A"))
     _propagate(record, n_shot, hib)
-    model = dict(s.model)
-    info = run_info(s)
+    model = dict(s.model if record.model is None else record.model)
+    info = run_info(s, model)
     return {
         "results": {**results, **groups},
         "groups": groups,

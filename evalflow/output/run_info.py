@@ -32,6 +32,18 @@ def model_name(model: Mapping[str, Any]) -> str:
     return str(model.get("type"))
 
 
+def object_model(model: Any, identity: Any) -> dict[str, Any]:
+    """How the run's records name a model object passed to ``evaluate(model=obj)``: ``type`` is the
+    ``name`` in its ``identity()``, else its class; the identity's other keys are its arguments.
+
+        >>> object_model(object(), {"name": "my-model", "version": 2})
+        {'type': 'my-model', 'version': 2}
+    """
+    args = dict(identity) if isinstance(identity, Mapping) else {}
+    name = args.pop("name", None) or type(model).__name__
+    return {"type": str(name), **args}
+
+
 def sanitize_model_name(name: str) -> str:
     return re.sub(r"[\"<>:/|\\?*\[\]]+", "__", name)
 
@@ -40,9 +52,10 @@ def hash_string(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def run_info(settings: RunSettings) -> dict[str, Any]:
-    """The model, version and chat fields lm-eval puts at the top level of results.json."""
-    model = dict(settings.model)
+def run_info(settings: RunSettings, model: Mapping[str, Any]) -> dict[str, Any]:
+    """The model, version and chat fields lm-eval puts at the top level of results.json, for the
+    ``model`` that answered (its config, or :func:`object_model` of an object)."""
+    model = dict(model)
     name = model_name(model)
     template = _chat_template(settings)
     return {

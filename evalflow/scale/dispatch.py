@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
+from evalflow.models.base import feature
 from evalflow.records import Request
 
 Chunk = Sequence[tuple[str, Request]]  # (request key, request), as the edge planned them
@@ -49,7 +50,7 @@ class LocalDispatch:
     def map(self, rtype: str, chunks: Iterable[Chunk]) -> Iterator[Done]:
         for chunk in chunks:
             model = self.model()
-            if callable(getattr(type(model), "answer_each", None)):  # e.g. a served model
+            if feature(model, "ANSWERS_EACH"):  # e.g. a served model
                 yield from answered_each(model, rtype, chunk, self.name)
                 continue
             t0 = time.perf_counter()

@@ -7,11 +7,11 @@
 from __future__ import annotations
 
 from evalflow.errors import ModelError
-from evalflow.models.base import LanguageModel
+from evalflow.models.base import AnswersRequests
 from evalflow.records import REQUEST_TYPES, Instance, Responses
 
 
-def inference(instances: tuple[Instance, ...], model: LanguageModel) -> Responses:
+def inference(instances: tuple[Instance, ...], model: AnswersRequests) -> Responses:
     answers: list[object] = [None] * len(instances)
     for rtype in REQUEST_TYPES:
         positions = [i for i, inst in enumerate(instances) if inst.request.type == rtype]

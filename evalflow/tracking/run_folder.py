@@ -23,7 +23,9 @@ from evalflow.errors import ConfigError
 class FinishedRun:
     folder: Path
     results: Mapping[str, Any]
-    config: Mapping[str, Any]  # the composed config (.hydra/config.yaml), without Hydra's own node
+    # the composed config (.hydra/config.yaml); for a run from evaluate(), which has no snapshot,
+    # results.json's lm-eval "config" block (the model that ran, its args, limit, seeds)
+    config: Mapping[str, Any]
     config_file: Path | None
     samples: tuple[Path, ...]
 
@@ -34,7 +36,8 @@ def read_run(folder: Path) -> FinishedRun | None:
     if not results_file.is_file():
         return None
     config_file = folder / ".hydra" / "config.yaml"
-    config: Mapping[str, Any] = {}
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    config: Mapping[str, Any] = results.get("config") or {}
     if config_file.is_file():
         from omegaconf import OmegaConf
 
@@ -42,7 +45,7 @@ def read_run(folder: Path) -> FinishedRun | None:
         config = loaded if isinstance(loaded, dict) else {}
     return FinishedRun(
         folder=folder,
-        results=json.loads(results_file.read_text(encoding="utf-8")),
+        results=results,
         config=config,
         config_file=config_file if config_file.is_file() else None,
         samples=tuple(sorted(folder.glob("samples_*.jsonl"))),

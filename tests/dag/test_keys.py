@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from evalflow.app import task_settings
 from evalflow.dag.runner import plan
+from evalflow.settings import settings_from_config
 from evalflow.taskspec.spec import TaskConfig
 
 BASE_TASK = TaskConfig(
@@ -23,11 +25,9 @@ BASE_TASK = TaskConfig(
     doc_to_choice="{{choices}}",
     metric_list=({"metric": "acc"},),
 )
-BASE_SETTINGS: dict[str, Any] = {
-    "num_fewshot": 0, "fewshot_seed": 1234, "limit": None, "gen_kwargs": None, "seed": 1234,
-    "bootstrap_iters": 1000, "data_map": None, "model": "model-a", "think_end_token": None,
-    "system_instruction": None, "chat": None, "apply_chat_template": False, "samples": None,
-}
+# the stage settings of a run with the schema's defaults, as app.task_settings derives them
+BASE_SETTINGS: dict[str, Any] = task_settings(
+    BASE_TASK, settings_from_config({"task": "t", "bootstrap_iters": 1000, "data_map": {}}), "model-a")
 S = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
 
 

@@ -73,3 +73,20 @@ class UserModel:
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
         return self.inner.generate_until(requests)
+
+
+class StrictModel:
+    """A user's class by import path (``model.type=tests.support.models:StrictModel``) whose
+    constructor takes one key and no ``**kwargs``: any key it did not ask for is a TypeError."""
+
+    def __init__(self, speed: int = 1) -> None:
+        self.inner, self.speed = DummyModel(salt=f"strict-{speed}"), speed
+
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
+        return self.inner.loglikelihood(requests)
+
+    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
+        return self.inner.loglikelihood_rolling(requests)
+
+    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+        return self.inner.generate_until(requests)

@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import abc
 import logging
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.api.settings import ApiSettings, identity, parse_settings
+from evalflow.models.base import LanguageModel, OnAnswer
 from evalflow.records import Request
 
 log = logging.getLogger(__name__)
 
-OnAnswer = Callable[[int, Any], None]
+__all__ = ["OnAnswer", "ServedModel", "grouped_by_kwargs"]
 
 
-class ServedModel(abc.ABC):
-    """An OpenAI-compatible endpoint answering lm-eval's request types (see the subclasses)."""
+class ServedModel(LanguageModel):
+    """An OpenAI-compatible endpoint answering lm-eval's request types (see the subclasses).
+
+    It takes no run settings: ``model.batch_size`` is its prompts per request, not the run's."""
 
     KIND: ClassVar[str]
-    RUN_BATCH_SIZE: ClassVar[bool] = False  # model.batch_size (prompts per request), not the run's
+    ANSWERS_EACH: ClassVar[bool] = True  # answers are handed over as their HTTP responses arrive
+    CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.api",)  # payloads, tokens, alignment, client
 
     def __init__(self, **config: Any) -> None:
         from evalflow.models.api.client import ApiClient

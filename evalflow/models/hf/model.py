@@ -56,9 +56,10 @@ cores this process may use), ``prefix_sharing`` and ``batching``.
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from evalflow.errors import ConfigError
+from evalflow.models.base import LanguageModel
 from evalflow.models.hf import load
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
@@ -68,8 +69,11 @@ from evalflow.records import Request
 
 log = logging.getLogger(__name__)
 
-class HFModel:
+class HFModel(LanguageModel):
     """A transformers ``AutoModelForCausalLM`` answering lm-eval's three request types."""
+
+    RUN_SETTINGS: ClassVar[tuple[str, ...]] = ("batch_size", "max_batch_size")  # the run's, over the config's
+    CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.hf",)  # every pass (score, generate, decode, kv, ...)
 
     def __init__(
         self,

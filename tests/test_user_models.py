@@ -1,0 +1,71 @@
+"""A model class of the user's own, named by ``model.type`` alone, and the model a run's records
+name (issue 19, defects 6 and 7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalflow import evaluate
+from evalflow.config.messages import unknown_model_key
+from evalflow.errors import ConfigError
+from evalflow.tracking.run_folder import flat_params, read_run
+from tests.support.models import UserModel
+from tests.test_cli import cli
+
+STRICT = "tests.support.models:StrictModel"
+
+
+def run_args(lib: Path, tmp: Path, *extra: str) -> list[str]:
+    return [f"model.type={STRICT}", "task=toy_mc", f"include_path=[{lib}]", f"cache_dir={tmp / 'cache'}",
+            "bootstrap_iters=0", "limit=4", f"hydra.run.dir={tmp / 'run'}", *extra]
+
+
+def test_a_class_given_by_model_type_alone_gets_only_the_keys_set(toy_library: Path, tmp_path: Path) -> None:
+    done = cli(run_args(toy_library, tmp_path, "+model.speed=3"))
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["config"]["model"] == STRICT and results["config"]["model_args"] == {"speed": 3}
+    assert results["model_name"] == STRICT
+    logged = flat_params(read_run(tmp_path / "run").config)  # what the trackers log as parameters
+    assert logged["model.type"] == STRICT and "model.pretrained" not in logged
+
+
+def test_a_key_the_class_does_not_take_is_one_paragraph(toy_library: Path, tmp_path: Path) -> None:
+    done = cli(run_args(toy_library, tmp_path, "+model.zap=1"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "StrictModel" in done.stderr and "'zap'" in done.stderr and "takes speed" in done.stderr
+
+
+def test_evaluate_with_a_class_mapping_refuses_a_key_it_does_not_take(toy_library: Path, tmp_path: Path) -> None:
+    results = evaluate("toy_mc", {"type": STRICT, "speed": 2}, include_path=[str(toy_library)],
+                       cache_dir=str(tmp_path / "c"), limit=4, bootstrap_iters=0)
+    assert results["config"]["model_args"] == {"speed": 2}
+    with pytest.raises(ConfigError, match="takes no key 'pretrained'"):
+        evaluate("toy_mc", {"type": STRICT, "pretrained": "x"}, include_path=[str(toy_library)],
+                 cache_dir=str(tmp_path / "c"), limit=4)
+
+
+def test_an_unknown_model_key_lists_the_keys_once() -> None:
+    message = unknown_model_key("zzzz", {"type": "hf", "pretrained": "p", "dtype": "auto"})
+    assert message.count("pretrained") == 1 and "valid names" not in message
+
+
+class NamedModel(UserModel):
+    def identity(self) -> dict[str, Any]:
+        return {"name": "my-model", "version": 2}
+
+
+@pytest.mark.parametrize("model, name, args", [(NamedModel(), "my-model", {"version": 2}), (UserModel(), "UserModel", {})])
+def test_results_name_the_model_object_that_ran(model: Any, name: str, args: dict, toy_library: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    evaluate("toy_mc", model, output_dir=out, include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"),
+             limit=4, bootstrap_iters=0)
+    results = json.loads((out / "results.json").read_text())
+    assert (results["config"]["model"], results["model_name"], results["model_source"]) == (name, name, name)
+    assert results["config"]["model_args"] == args and "pretrained" not in json.dumps(results)
+    logged = flat_params(read_run(out).config)  # no .hydra snapshot: the trackers log results.json's config
+    assert logged["model"] == name
