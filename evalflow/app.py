@@ -27,7 +27,7 @@ from evalflow.models.base import feature
 from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_info import object_model
-from evalflow.output.run_folder import ensure_fresh, write_run_folder
+from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
 from evalflow.taskspec.prompt import effective_num_fewshot
@@ -219,7 +219,7 @@ def _with_request_counts(event: StageEvent, before: InferenceCounts, after: Infe
 
 def evaluate(
     task: str | list[str],
-    model: str | Mapping[str, Any] | Any = "dummy",
+    model: str | Mapping[str, Any] | Any = None,
     *,
     output_dir: str | Path | None = None,
     overrides: list[str] | None = None,
@@ -233,15 +233,26 @@ def evaluate(
     alone), or a model object implementing ``loglikelihood``, ``loglikelihood_rolling`` and
     ``generate_until`` (:class:`evalflow.LanguageModel` or duck-typed; give it an ``identity()``
     method returning plain data to have its responses cached: its ``name`` is the model name in
-    results.json). Other keyword arguments are run settings
-    (``num_fewshot=5, limit=50, cache_dir=...``); a bad preset, setting or model key raises the
-    command line's :class:`~evalflow.errors.ConfigError`.
+    results.json). None: the command line's default (``conf/config.yaml``: SmolLM2). Other keyword
+    arguments are run settings (``num_fewshot=5, limit=50, cache_dir=...``); a bad preset, setting
+    or model key raises the command line's :class:`~evalflow.errors.ConfigError`.
+
+    With ``output_dir`` the run folder holds the snapshot a command-line run writes
+    (``.hydra/config.yaml``), so ``python -m evalflow --config-dir DIR/.hydra --config-name config``
+    reproduces it; a model object is recorded by its class and identity, which a snapshot cannot
+    re-create (reproducing it says so).
     """
-    from evalflow.config.compose import compose_settings
+    from evalflow.config.compose import compose_run_config
+    from evalflow.settings import settings_from_config
 
     preset = model if isinstance(model, str) else None
     mapping = model if isinstance(model, Mapping) else None
-    model_object = None if isinstance(model, (str, Mapping)) else model
-    settings_obj = compose_settings(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping,
-                                    has_model_object=model_object is not None)
-    return run(settings_obj, Path(output_dir) if output_dir else None, model=model_object)
+    model_object = None if model is None or isinstance(model, (str, Mapping)) else model
+    cfg = compose_run_config(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping,
+                             has_model_object=model_object is not None)
+    settings_obj = settings_from_config(cfg)
+    folder = Path(output_dir) if output_dir else None
+    if folder is not None:
+        ensure_fresh(folder, "output_dir")
+        write_snapshot(folder, cfg, model_object)
+    return run(settings_obj, folder, model=model_object)

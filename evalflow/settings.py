@@ -95,6 +95,13 @@ def _model(data: Mapping[str, Any]) -> Mapping[str, Any]:
     model = data["model"]
     if not isinstance(model, Mapping) or "type" not in model:
         raise ConfigError("model must be a mapping with a `type` key; pick a preset with model=<name> (conf/model/)")
+    if model["type"] == "python-object":  # evaluate(model=obj)'s snapshot (output/run_folder.write_snapshot)
+        raise ConfigError(
+            f"this config's model was a Python object passed to evaluate() (class {model.get('class')}, identity "
+            f"{model.get('identity')}); a snapshot cannot re-create an object. Reproduce the run with a model config "
+            "(model=<preset>, or model.type=pkg.module:Class and its keys) or call evaluate() with the object again; "
+            "the snapshot's other settings stand."
+        )
     return model
 
 

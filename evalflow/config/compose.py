@@ -56,7 +56,16 @@ def compose_settings(
     task: Any, preset: str | None, overrides: list[str], values: Mapping[str, Any],
     model: Mapping[str, Any] | None = None, has_model_object: bool = False,
 ) -> RunSettings:
-    """Settings from ``conf/`` plus ``overrides``, then ``values`` (run settings) and ``model``.
+    """The settings of :func:`compose_run_config`'s config."""
+    return settings_from_config(compose_run_config(task, preset, overrides, values, model, has_model_object))
+
+
+def compose_run_config(
+    task: Any, preset: str | None, overrides: list[str], values: Mapping[str, Any],
+    model: Mapping[str, Any] | None = None, has_model_object: bool = False,
+) -> Any:
+    """The composed config (what a command-line run snapshots in ``.hydra/config.yaml``): ``conf/``
+    plus ``overrides``, then ``values`` (run settings) and ``model``.
 
     ``model`` is a model config mapping: when its ``type`` has a preset (``conf/model/<type>.yaml``)
     it is laid over that preset and may only use the preset's keys, as ``model.KEY=VALUE`` on the
@@ -88,7 +97,7 @@ def compose_settings(
                 f"run setting {key}={value!r} is not accepted: {exc.msg if hasattr(exc, 'msg') else exc}. "
                 "Valid settings and their types are in evalflow/config/schema.py."
             ) from None
-    return settings_from_config(cfg)
+    return cfg
 
 
 def _set_model(cfg: Any, model: Mapping[str, Any], has_preset: bool) -> None:

@@ -91,6 +91,27 @@ def ensure_fresh(folder: Path, setting: str = "hydra.run.dir") -> None:
         )
 
 
+OBJECT_MODEL = "python-object"  # the model.type a snapshot records for a model object: it cannot be rebuilt
+
+
+def write_snapshot(folder: Path, config: Any, model_object: Any = None) -> None:
+    """``.hydra/config.yaml`` (and ``overrides.yaml``) as a command-line run writes them, for a run
+    started from Python: the composed config, so ``--config-dir folder/.hydra`` reproduces it. A
+    model object is recorded by its class and ``identity()``; reproducing refuses it by name."""
+    from omegaconf import OmegaConf, open_dict
+
+    snapshot = OmegaConf.create(OmegaConf.to_container(config, resolve=False))
+    if model_object is not None:
+        ident = getattr(model_object, "identity", None)
+        with open_dict(snapshot):
+            snapshot.model = {"type": OBJECT_MODEL, "class": f"{type(model_object).__module__}.{type(model_object).__qualname__}",
+                              "identity": plain(ident()) if callable(ident) else None}
+    hydra = folder / ".hydra"
+    hydra.mkdir(parents=True, exist_ok=True)
+    atomic_write(hydra / "config.yaml", [OmegaConf.to_yaml(snapshot)])
+    atomic_write(hydra / "overrides.yaml", ["# written by evalflow.evaluate(): config.yaml holds every setting\n[]\n"])
+
+
 def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     if record.settings.log_samples:

@@ -19,7 +19,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from evalflow.tracking.preflight import check_mlflow_store, describe, tracker_failed
-from evalflow.tracking.run_folder import flat_params, metric_values, read_run, refuse_credentials, require
+from evalflow.tracking.run_folder import metric_values, read_run, refuse_credentials, require, tracker_params
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def log_to_mlflow(
         mlflow.create_experiment(experiment, artifact_location=Path(artifact_location).resolve().as_uri())
     mlflow.set_experiment(experiment)
     with mlflow.start_run(run_name=run_name, tags=dict(tags or {})) as active:
-        params = {k: v[:MAX_PARAM_CHARS] for k, v in flat_params(run.config).items()}
+        params = {k: v[:MAX_PARAM_CHARS] for k, v in tracker_params(run).items()}
         mlflow.log_params(params)
         mlflow.log_metrics({name.replace(",", "/"): value for name, value in metric_values(run.results).items()})
         mlflow.log_dict(dict(run.config), "config.yaml")

@@ -29,6 +29,17 @@ class FinishedRun:
     config_file: Path | None
     samples: tuple[Path, ...]
 
+    @property
+    def model_name(self) -> str:
+        """The model that ran, as results.json names it (a model object: its identity's name or class)."""
+        return str(self.results.get("model_name", ""))
+
+
+def tracker_params(run: FinishedRun) -> dict[str, str]:
+    """The flat parameters a tracker logs: the config's dotted keys plus ``model_name``, so a run of a
+    model object (whose snapshot can only record its class and identity) is logged under its name."""
+    return {**flat_params(run.config), "model_name": run.model_name}
+
 
 def read_run(folder: Path) -> FinishedRun | None:
     """The finished run in ``folder``; None when it has no results.json (the run did not finish)."""

@@ -41,7 +41,7 @@ def log_to_wandb(
     try:
         metrics = metric_values(run.results)
         wb.log(metrics)
-        wb.summary.update(metrics)
+        wb.summary.update({**metrics, "model_name": run.model_name})
         wb.log({"evaluation/eval_results": wandb.Table(columns=TABLE_COLUMNS, data=results_rows(run.results))})
         artifact = wandb.Artifact(f"run-{wb.id}-results", type="eval_results")
         artifact.add_file(str(folder / "results.json"))
