@@ -14,11 +14,11 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping
 
-from hydra.core.utils import JobReturn, JobStatus
+from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from evalflow.tracking.preflight import check_mlflow_store, describe, tracker_failed
+from evalflow.tracking.preflight import check_mlflow_store, log_finished_job
 from evalflow.tracking.run_folder import metric_values, read_run, refuse_credentials, require, tracker_params
 
 log = logging.getLogger(__name__)
@@ -72,11 +72,4 @@ class MlflowCallback(Callback):
                                             artifact_location=artifact_location)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
-        if job_return.status != JobStatus.COMPLETED:
-            return
-        folder = Path(config.hydra.runtime.output_dir)
-        try:
-            log_to_mlflow(folder, **self.options)
-        except Exception as exc:  # Hydra would turn it into a warning and exit 0
-            later = f"evalflow.tracking.mlflow_callback.log_to_mlflow({str(folder)!r}, {describe(self.options)})"
-            tracker_failed("mlflow", folder, exc, later)
+        log_finished_job("mlflow", log_to_mlflow, config, job_return, self.options)

@@ -18,12 +18,27 @@ import netrc
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterator, NoReturn
+from typing import Any, Callable, Iterator, NoReturn
 from urllib.parse import urlsplit
 
 from evalflow.errors import ConfigError
 
 PROBE_TIMEOUT_S = "10"
+
+
+def log_finished_job(tracker: str, log: Callable[..., Any], config: Any, job_return: Any,
+                     options: dict[str, Any]) -> None:
+    """A callback's ``on_job_end``: log a completed job's run folder with ``log(folder, **options)``;
+    a failure ends the run (:func:`tracker_failed`) instead of becoming Hydra's warning."""
+    from hydra.core.utils import JobStatus
+
+    if job_return.status != JobStatus.COMPLETED:
+        return
+    folder = Path(config.hydra.runtime.output_dir)
+    try:
+        log(folder, **options)
+    except Exception as exc:  # Hydra would turn it into a warning and exit 0
+        tracker_failed(tracker, folder, exc, f"{log.__module__}.{log.__name__}({str(folder)!r}, {describe(options)})")
 
 
 def tracker_failed(tracker: str, folder: Path, exc: BaseException, later: str) -> NoReturn:

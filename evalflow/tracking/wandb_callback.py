@@ -12,11 +12,11 @@ import logging
 from pathlib import Path
 from typing import Any, Sequence
 
-from hydra.core.utils import JobReturn, JobStatus
+from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from evalflow.tracking.preflight import check_wandb_login, describe, tracker_failed
+from evalflow.tracking.preflight import check_wandb_login, log_finished_job
 from evalflow.tracking.run_folder import metric_values, read_run, require, results_rows
 
 log = logging.getLogger(__name__)
@@ -67,11 +67,4 @@ class WandbCallback(Callback):
                                             job_type=job_type, tags=tuple(tags or ()), mode=mode, log_samples=log_samples)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
-        if job_return.status != JobStatus.COMPLETED:
-            return
-        folder = Path(config.hydra.runtime.output_dir)
-        try:
-            log_to_wandb(folder, **self.options)
-        except Exception as exc:  # Hydra would turn it into a warning and exit 0
-            later = f"evalflow.tracking.wandb_callback.log_to_wandb({str(folder)!r}, {describe(self.options)})"
-            tracker_failed("wandb", folder, exc, later)
+        log_finished_job("wandb", log_to_wandb, config, job_return, self.options)
