@@ -82,11 +82,17 @@ def varying_settings(runs: Sequence[Run]) -> dict[str, list[Any]]:
 
 
 def varying_setting(runs: Sequence[Run]) -> tuple[str | None, list[Any]]:
-    """The setting a sweep's line chart runs along (:data:`SWEEP_ORDER` first), and its values."""
+    """The setting a sweep's line chart runs along, and its values: a numeric one first (a line
+    between models' names means nothing), then in :data:`SWEEP_ORDER`."""
     varying = varying_settings(runs)
     if not varying:
         return None, []
-    key = min(varying, key=lambda k: (SWEEP_ORDER.index(k) if k in SWEEP_ORDER else len(SWEEP_ORDER), k))
+
+    def rank(key: str) -> tuple[bool, int, str]:
+        numeric = all(isinstance(v, (int, float)) for v in varying[key])
+        return not numeric, SWEEP_ORDER.index(key) if key in SWEEP_ORDER else len(SWEEP_ORDER), key
+
+    key = min(varying, key=rank)
     return key, varying[key]
 
 

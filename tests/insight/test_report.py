@@ -242,7 +242,9 @@ def test_sweep_runs_named_by_every_setting_one_line_each(tmp_path: Path, toy_lib
     labels = run_labels(runs, varying)
     assert labels == ["model.salt=a num_fewshot=0", "model.salt=a num_fewshot=1",
                       "model.salt=b num_fewshot=0", "model.salt=b num_fewshot=1"]
-    specs = dict(charts(runs, labels, varying, "num_fewshot", []))
+    axis, _ = varying_setting(runs)
+    assert axis == "num_fewshot"
+    specs = dict(charts(runs, labels, varying, axis, []))
     line = specs["Metrics along the sweep of num_fewshot, one line per model.salt"]
     points: dict[str, list[tuple[str, int]]] = {}
     for row in line["data"]["values"]:
