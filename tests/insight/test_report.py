@@ -264,3 +264,12 @@ def test_task_by_shot_sweep_says_what_it_leaves_out(tmp_path: Path, toy_library:
     assert [(v["task"], v["runs"], len(v["docs"])) for v in views] == [("toy_mc", [0, 1], 3), ("toy_gen", [2, 3], 3)]
     values = {tuple(cells[3:7]) for _, _, cells in parse_rows(html) if cells and cells[0] == "toy_gen"}
     assert all(v[0] == v[1] == "—" and v[2] != "—" for v in values)
+
+
+def test_docs_option_is_checked(tmp_path: Path) -> None:
+    from evalflow.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="docs=some: give a whole number of documents per task"):
+        main([str(tmp_path), "docs=some"])
+    with pytest.raises(ConfigError, match="unknown option.* limit; it takes run folders, out=FILE.html and docs=N"):
+        main([str(tmp_path), "limit=3"])
