@@ -192,13 +192,14 @@ def test_grouped_comparison_table(group_pair: tuple[Path, Path]) -> None:
         ("toy_group", ["toy_group"], ["toy_mc", "toy_gen"])]
     rows = parse_rows(build_report([a, b]))
     header = next(cells for _, _, cells in rows if cells[:3] == ["Task", "Filter", "Metric"])
-    assert header == ["Task", "Filter", "Metric", f"A: {a.name}", f"B: {b.name}", "B − A", "95% CI", "p", "Test", "Docs"]
+    assert header == ["Task", "Filter", "Metric", f"A: {a.name}", f"B: {b.name}", "B − A", "95% CI", "p", "Test", "Docs",
+                      "Detectable"]  # compare()'s smallest difference the paired documents can show
     table = {(cells[0], cells[2]): (folded, cls, cells) for folded, cls, cells in rows if len(cells) == len(header)}
     folded, cls, mc = table[("toy_mc", "acc ↑")]
     a_acc = float(mc[3].split(" ± ")[0])
     assert folded and mc[4].startswith("1.0000") and mc[5] == f"{1 - a_acc:+.4f}"
     assert mc[6].startswith("[+") and mc[7].endswith(" *") and float(mc[7][:-2]) < 0.05 and mc[8] == "mcnemar"
-    assert cls == "significant better"
+    assert cls == "significant better" and 0 < float(mc[10]) < 1
     folded, cls, gen = table[("toy_gen", "exact_match ↑")]  # the same answers in both runs
     assert folded and cls == "" and gen[5] == "+0.0000" and gen[7] == "1"
     folded, cls, group = table[("toy_group (group)", "acc ↑")]
@@ -269,7 +270,8 @@ def test_task_by_shot_sweep_says_what_it_leaves_out(tmp_path: Path, toy_library:
 def test_docs_option_is_checked(tmp_path: Path) -> None:
     from evalflow.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="docs=some: give a whole number of documents per task"):
+    with pytest.raises(ConfigError, match=r"docs=some: docs takes a whole number of documents embedded per task"):
         main([str(tmp_path), "docs=some"])
-    with pytest.raises(ConfigError, match="unknown option.* limit; it takes run folders, out=FILE.html and docs=N"):
+    with pytest.raises(ConfigError, match=r"unknown option 'limit='\. usage: python -m evalflow report RUN\.\.\. "
+                                          r"out=\.\.\. docs=\.\.\."):
         main([str(tmp_path), "limit=3"])
