@@ -1,18 +1,27 @@
 """`report`: one self-contained HTML page, loaded in a real headless browser (Debian's chromium):
-no console errors with the network cut off, every chart drawn as SVG marks, and a screenshot that
-shows the results table."""
+no console errors with the network cut off, every chart drawn as SVG marks, a screenshot that
+shows the results table, a task's documents decoded by the page's own script when opened; the
+grouped paired table, sweep runs named by every varying setting, and what the page leaves out."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import re
 import shutil
 import subprocess
+import sys
+import tempfile
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
-from evalflow.insight.report import build_report, document_view, expand, main, varying_setting
+from evalflow.insight.report import build_report, document_view, expand, main, run_labels, varying_setting
+from evalflow.insight.report import varying_settings
+from evalflow.insight.report_charts import charts
+from evalflow.insight.report_tables import result_sections
 from tests.conftest import Runner
 
 HEADER_RGB = (0x1F, 0x4E, 0x79)  # the results table's header colour (report_page.py)
@@ -25,13 +34,18 @@ def chromium() -> str:
     return found
 
 
-def browse(html: Path, *args: str) -> subprocess.CompletedProcess:
-    """Chromium headless on the file, with every network request sent to a closed port."""
-    return subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr",
-         "--v=0", "--proxy-server=127.0.0.1:9", "--virtual-time-budget=20000", *args, html.as_uri()],
-        capture_output=True, text=True, timeout=180,
-    )
+def browse(html: Path, *args: str, fragment: str = "") -> subprocess.CompletedProcess:
+    """Chromium headless on the file (``#fragment`` appended), every network request sent to a
+    closed port, in a fresh profile."""
+    with tempfile.TemporaryDirectory(prefix="report_profile_") as profile:
+        return subprocess.run(
+            [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr",
+             "--v=0", "--proxy-server=127.0.0.1:9", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--virtual-time-budget=20000", *args,
+             html.as_uri() + (f"#{fragment}" if fragment else "")],
+            capture_output=True, text=True, timeout=180,
+        )
 
 
 @pytest.fixture
@@ -93,13 +107,171 @@ def test_lm_eval_and_evalflow_runs_together(tmp_path: Path) -> None:
     runs = expand([lm_eval, tmp_path / "rescored"])
     assert [r.kind for r in runs] == ["lm-eval", "evalflow"] and varying_setting(runs) == (None, [])
     html = build_report([lm_eval, tmp_path / "rescored"])
-    assert "Paired comparison" in html and "sweep" not in html and html.count('class="results"') == 2
+    assert "Paired comparison" in html and "sweep" not in html
+    assert html.count('class="results"') == 1  # one table (arc_easy is in no group), A and B side by side
 
 
-def test_single_run_and_escaping(runner: Runner, toy_library: Path) -> None:
+def test_single_run_and_escaping(runner: Runner, toy_library: Path, tmp_path: Path) -> None:
     data = toy_library.parent / "data" / "test.jsonl"
     data.write_text(data.read_text().replace("What is 1 plus 2?", "What is <script>alert(1)</script>?"))
     _, _, run = runner(limit=3)
     html = build_report([run])
-    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "alert(1)" not in html  # the prompts are only in the task's compressed blob
     assert "Paired comparison" not in html and 'id="chart0"' in html and 'id="chart1"' not in html
+    blob = re.search(r'<script type="application/gzip\+base64" id="blob0">([^<]*)</script>', html)
+    assert blob is not None
+    docs = json.loads(gzip.decompress(base64.b64decode(blob.group(1))))["docs"]
+    assert [d["doc_id"] for d in docs] == [0, 1, 2] and "<script>alert(1)</script>" in docs[0]["prompt"]
+    out = tmp_path / "single.html"
+    out.write_text(html)
+    loaded = browse(out, "--dump-dom", fragment="docs-toy_mc")
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert "<pre>Question: What is &lt;script&gt;alert(1)&lt;/script&gt;?" in loaded.stdout  # text, not markup
+
+
+class Rows(HTMLParser):
+    """Each table row of a page: (inside a folded <details>?, the row's class, its cells' text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[bool, str, list[str]]] = []
+        self.folded = 0
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "details":
+            self.folded += 1
+        elif tag == "tr":
+            self.rows.append((self.folded > 0, dict(attrs).get("class") or "", []))
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "details":
+            self.folded -= 1
+        elif tag in ("td", "th") and self.cell is not None and self.rows:
+            self.rows[-1][2].append("".join(self.cell).strip())
+            self.cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def parse_rows(html: str) -> list[tuple[bool, str, list[str]]]:
+    parser = Rows()
+    parser.feed(html)
+    return parser.rows
+
+
+@pytest.fixture
+def group_pair(runner: Runner, toy_library: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A toy_group run (toy_mc + toy_gen, 10 documents each) and a copy of it in which every toy_mc
+    document is answered right: its toy_mc and group acc differ from A's with a tiny p."""
+    (toy_library / "toy_group.yaml").write_text(
+        "group: toy_group\ntask:\n  - toy_mc\n  - toy_gen\naggregate_metric_list:\n  - metric: acc\n"
+        "metadata:\n  version: 1\n")
+    _, _, a = runner("toy_group", limit=10)
+    b = tmp_path / "all_right"
+    shutil.copytree(a, b)
+    samples = b / "samples_toy_mc.jsonl"
+    rows = [{**json.loads(line), "acc": 1.0} for line in samples.read_text().splitlines()]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    results = json.loads((b / "results.json").read_text())
+    for name in ("toy_mc", "toy_group"):
+        results["results"][name]["acc,none"] = 1.0
+    (b / "results.json").write_text(json.dumps(results))
+    return a, b
+
+
+def test_grouped_comparison_table(group_pair: tuple[Path, Path]) -> None:
+    a, b = group_pair
+    runs = expand([a, b])
+    sections = result_sections(runs, ["A", "B"], [])
+    assert [(s.title, [ln.task for ln in s.head], [ln.task for ln in s.folded]) for s in sections] == [
+        ("toy_group", ["toy_group"], ["toy_mc", "toy_gen"])]
+    rows = parse_rows(build_report([a, b]))
+    header = next(cells for _, _, cells in rows if cells[:3] == ["Task", "Filter", "Metric"])
+    assert header == ["Task", "Filter", "Metric", f"A: {a.name}", f"B: {b.name}", "B − A", "95% CI", "p", "Test", "Docs",
+                      "Detectable"]  # compare()'s smallest difference the paired documents can show
+    table = {(cells[0], cells[2]): (folded, cls, cells) for folded, cls, cells in rows if len(cells) == len(header)}
+    folded, cls, mc = table[("toy_mc", "acc ↑")]
+    a_acc = float(mc[3].split(" ± ")[0])
+    assert folded and mc[4].startswith("1.0000") and mc[5] == f"{1 - a_acc:+.4f}"
+    assert mc[6].startswith("[+") and mc[7].endswith(" *") and float(mc[7][:-2]) < 0.05 and mc[8] == "mcnemar"
+    assert cls == "significant better" and 0 < float(mc[10]) < 1
+    folded, cls, gen = table[("toy_gen", "exact_match ↑")]  # the same answers in both runs
+    assert folded and cls == "" and gen[5] == "+0.0000" and gen[7] == "1"
+    folded, cls, group = table[("toy_group (group)", "acc ↑")]
+    assert not folded and cls == "significant better" and group[9] == "10"
+    assert "2 subtasks, 1 row(s) marked *" in build_report([a, b])
+
+
+def test_documents_decoded_on_demand_in_a_real_browser(group_pair: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = group_pair
+    out = tmp_path / "pair.html"
+    assert main([str(a), str(b), f"out={out}"]) == 0
+    html = out.read_text()
+    assert 'class="docs"' not in html and html.count('type="application/gzip+base64"') == 2  # nothing rendered yet
+    loaded = browse(out, "--dump-dom", fragment="docs-toy_mc")  # the link to a task opens it
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert [line for line in loaded.stderr.splitlines() if ":CONSOLE" in line] == []
+    shown = [(cls, cells) for _, cls, cells in parse_rows(loaded.stdout) if cls in ("agree", "disagree")]
+    samples = {int(r["doc_id"]): r for r in map(json.loads, (a / "samples_toy_mc.jsonl").read_text().splitlines())}
+    assert [int(cells[0]) for _, cells in shown] == sorted(samples)  # toy_mc's rows, toy_gen still closed
+    for cls, cells in shown:
+        doc = samples[int(cells[0])]
+        assert cells[1] == doc["arguments"]["gen_args_0"]["arg_0"] and cells[2] == str(doc["target"])
+        assert cells[5] == f"acc={doc['acc']:.4g}" and cells[8] == "acc=1"
+        assert cls == ("agree" if doc["acc"] == 1 else "disagree")
+
+
+def sweep_cli(tmp_path: Path, toy_library: Path, *overrides: str) -> Path:
+    """A sweep as a user starts it: ``python -m evalflow -m ...`` over the toy tasks, dummy model."""
+    folder = tmp_path / "sweep"
+    command = [sys.executable, "-m", "evalflow", "-m", "model=dummy", "limit=5", "bootstrap_iters=0",
+               f"include_path=[{toy_library}]", f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={folder}", *overrides]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder
+
+
+def test_sweep_runs_named_by_every_setting_one_line_each(tmp_path: Path, toy_library: Path) -> None:
+    runs = expand([sweep_cli(tmp_path, toy_library, "task=toy_mc", "model.salt=a,b", "num_fewshot=0,1")])
+    varying = varying_settings(runs)
+    assert varying == {"model.salt": ["a", "a", "b", "b"], "num_fewshot": [0, 1, 0, 1]}
+    labels = run_labels(runs, varying)
+    assert labels == ["model.salt=a num_fewshot=0", "model.salt=a num_fewshot=1",
+                      "model.salt=b num_fewshot=0", "model.salt=b num_fewshot=1"]
+    axis, _ = varying_setting(runs)
+    assert axis == "num_fewshot"
+    specs = dict(charts(runs, labels, varying, axis, []))
+    line = specs["Metrics along the sweep of num_fewshot, one line per model.salt"]
+    points: dict[str, list[tuple[str, int]]] = {}
+    for row in line["data"]["values"]:
+        points.setdefault(row["series"], []).append((row["run"].split()[0], row["num_fewshot"]))
+    assert points == {"toy_mc acc,none model.salt=a": [("model.salt=a", 0), ("model.salt=a", 1)],
+                      "toy_mc acc,none model.salt=b": [("model.salt=b", 0), ("model.salt=b", 1)]}
+
+
+def test_task_by_shot_sweep_says_what_it_leaves_out(tmp_path: Path, toy_library: Path) -> None:
+    folder = sweep_cli(tmp_path, toy_library, "task=toy_mc,toy_gen", "num_fewshot=0,1")
+    html = build_report([folder], max_docs=3)
+    mc, gen = "task=toy_mc num_fewshot=0, task=toy_mc num_fewshot=1", "task=toy_gen num_fewshot=0, task=toy_gen num_fewshot=1"
+    assert f"toy_mc is only in {mc} (— in the other runs" in html and f"toy_gen is only in {gen} (—" in html
+    assert f"toy_gen is only in {gen}: its documents show those runs" in html
+    assert "toy_mc: the first 3 of 5 documents are embedded" in html
+    views = document_view(expand([folder]), run_labels(expand([folder]), varying_settings(expand([folder]))), 3)
+    assert [(v["task"], v["runs"], len(v["docs"])) for v in views] == [("toy_mc", [0, 1], 3), ("toy_gen", [2, 3], 3)]
+    values = {tuple(cells[3:7]) for _, _, cells in parse_rows(html) if cells and cells[0] == "toy_gen"}
+    assert values and all(v[0] == v[1] == "—" and v[2] != "—" for v in values)  # toy_gen only in runs 3, 4
+
+
+def test_docs_option_is_checked(tmp_path: Path) -> None:
+    from evalflow.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"docs=some: docs takes a whole number of documents embedded per task"):
+        main([str(tmp_path), "docs=some"])
+    with pytest.raises(ConfigError, match=r"unknown option 'limit='\. usage: python -m evalflow report RUN\.\.\. "
+                                          r"out=\.\.\. docs=\.\.\."):
+        main([str(tmp_path), "limit=3"])
