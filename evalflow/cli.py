@@ -38,9 +38,9 @@ SUBCOMMANDS = {
     "decontaminate": Subcommand("evalflow.decontaminate:main",
                                 "task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
     "explain": Subcommand("evalflow.insight.explain:main", "RUN [RUN_B]  why each computed stage of a run re-ran"),
-    "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B  per metric A, B, B - A and a paired test"),
+    "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B [max_drop=X alpha=P] [--json]  per metric A, B, B - A, a paired test; a release gate"),
     "rescore": Subcommand("evalflow.insight.rescore:main", "SAMPLES... task=NAME  score saved answers again, no model"),
-    "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html]  one self-contained HTML page of runs"),
+    "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
 }
 
 
