@@ -43,6 +43,11 @@ def preview_settings(
         key, sep, value = arg.partition("=")
         if not sep:
             raise ConfigError(f"{command}: unexpected argument '{arg}'; arguments are key=value run settings")
+        if key.lstrip("+~").startswith(("hydra.", "hydra/")):
+            raise ConfigError(
+                f"{command}: {key}= does nothing here: {command} starts no Hydra job and writes no run folder "
+                "(it takes the run's own settings, key=value, and n=)"
+            )
         if key == "n":
             if not value.isdigit() or int(value) < 1:
                 raise ConfigError(f"{command}: n={value} must be a whole number of documents, 1 or more")

@@ -47,3 +47,11 @@ def test_options_a_subcommand_does_not_take_are_refused(finished: Path, args: li
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert refused.stderr.startswith(f"evalflow: error: {args[0]}") and "usage: python -m evalflow" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("command", ["show", "validate"])
+@pytest.mark.parametrize("word", ["hydra.run.dir=/tmp/x", "hydra/launcher=parallel", "--json"])
+def test_show_and_validate_refuse_what_they_cannot_honour(runner: Runner, command: str, word: str) -> None:
+    refused = cli([command, "task=toy_mc", f"include_path=[{runner.library}]", word])
+    assert refused.returncode == 2 and refused.stderr.startswith(f"evalflow: error: {command}: "), refused.stderr
+    assert "Traceback" not in refused.stderr
