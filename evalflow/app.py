@@ -23,6 +23,7 @@ from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.load_checks import check_selection
+from evalflow.user_modules import import_user_modules
 from evalflow.models.base import feature
 from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
 from evalflow.output.results import RunRecord, build_results
@@ -47,6 +48,8 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     started = time.time()
     if output_dir is not None:
         ensure_fresh(output_dir)
+    if model is None:  # import the model's class first: a model.type module may register metrics too
+        model_class(str(settings.model["type"]))
     selection = select_tasks(settings)
     store = CacheStore(settings.cache_dir)
     try:
@@ -81,6 +84,7 @@ def _print_explanation(output_dir: Path) -> None:
 def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
     """The selected tasks; ``checked``: also every load-time check (evalflow.load_checks), so a
     task that cannot be scored fails here, before any model call (``validate`` checks per task)."""
+    import_user_modules(settings.imports)  # what they register must exist before the checks below
     index = TaskIndex.build(settings.include_path)
     try:
         selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
@@ -254,5 +258,5 @@ def evaluate(
     folder = Path(output_dir) if output_dir else None
     if folder is not None:
         ensure_fresh(folder, "output_dir")
-        write_snapshot(folder, cfg, model_object)
+        write_snapshot(folder, cfg, model_object, settings_obj.data_map_file)
     return run(settings_obj, folder, model=model_object)

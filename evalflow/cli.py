@@ -102,7 +102,7 @@ def hydra_main() -> None:
     conf_dir = str(Path(__file__).resolve().parents[1] / "conf")
     run_dir = _pop_config_dir()
     if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
-        sys.argv.append(f"hydra.searchpath=[file://{conf_dir}]")
+        sys.argv.extend([f"hydra.searchpath=[file://{conf_dir}]", *_reproduction_overrides(conf_dir, sys.argv[1:])])
         conf_dir = run_dir
     else:  # model.type=pkg.module:Class alone: none of the default preset's keys (config.compose)
         from evalflow.config.compose import without_unused_preset
@@ -146,19 +146,38 @@ def _interrupted(cache_dir: Path | None, output_dir: Path) -> str:
 
 
 def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
-    """Make the run's ``.hydra/config.yaml`` name the data map it really used: a map file given by
-    ``$EVALFLOW_DATA_MAP`` or by a relative path is written in as an absolute path, so the snapshot
-    reproduces the run with no environment variable and from any folder."""
+    """Make the run's ``.hydra/config.yaml`` reproduce it from any folder with no environment
+    variable (:func:`evalflow.output.run_folder.pinned`: the data map file, task files and
+    include_path folders as absolute paths)."""
     snapshot = output_dir / ".hydra" / "config.yaml"
-    if map_file is None or not snapshot.is_file() or (isinstance(value, str) and "/" not in value and value == Path(map_file).stem):
+    if not snapshot.is_file():
         return
     from omegaconf import OmegaConf
 
-    from evalflow.output.run_folder import atomic_write
+    from evalflow.output.run_folder import atomic_write, pinned
 
-    config = OmegaConf.load(snapshot)
-    config.data_map = map_file
-    atomic_write(snapshot, [OmegaConf.to_yaml(config)])
+    config = OmegaConf.to_container(OmegaConf.load(snapshot), resolve=False)
+    fixed = pinned(config, map_file)
+    if fixed != config:
+        atomic_write(snapshot, [OmegaConf.to_yaml(OmegaConf.create(fixed))])
+
+
+def _reproduction_overrides(conf_dir: str, argv: list[str]) -> list[str]:
+    """conf/config.yaml's own Hydra settings (run and sweep folders with their random suffix), for
+    a run reproduced from a snapshot, which holds the job's config but not Hydra's: without them
+    Hydra's default folder has no suffix, and runs started in the same second would share it."""
+    from omegaconf import OmegaConf
+
+    hydra: Any = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "config.yaml").hydra, resolve=False)
+    given = {a.split("=", 1)[0].lstrip("+") for a in argv if "=" in a}
+    wanted = {"hydra.run.dir": hydra["run"]["dir"], "hydra.sweep.dir": hydra["sweep"]["dir"],
+              "hydra.sweep.subdir": hydra["sweep"]["subdir"], "hydra.job.chdir": hydra["job"]["chdir"]}
+    return [f"{key}={_override_value(value)}" for key, value in wanted.items() if key not in given]
+
+
+def _override_value(value: Any) -> str:
+    """A Hydra override value: strings single-quoted (interpolations stay live), others as they are."""
+    return f"'{value}'" if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _pop_config_dir() -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from evalflow.errors import ConfigError
+from evalflow.errors import ConfigError, closest
 
 
 _KINDS: dict[Any, str] = {int: "a whole number", float: "a number"}
@@ -35,7 +35,7 @@ class Usage:
     note: str = ""  # what else it takes, and why the rest is refused
 
     def line(self) -> str:
-        parts = [self.positional_name, *self.flags, *(f"{k}=..." for k in self.options)]
+        parts = [self.positional_name, *(f"[{f}]" for f in self.flags), *(f"[{k}=...]" for k in self.options)]
         usage = f"usage: python -m evalflow {self.command} {' '.join(p for p in parts if p)}"
         return f"{usage} {self.note}".rstrip()
 
@@ -58,7 +58,9 @@ def parse_words(argv: Sequence[str], usage: Usage) -> Words:
         key, eq, value = word.partition("=")
         if word.startswith("-"):
             if word not in usage.flags:
-                raise ConfigError(f"{usage.command}: unknown flag '{word}'. {usage.line()}")
+                near = closest(word, usage.flags)
+                hint = f" ({near})" if near.startswith("did you mean") else ""
+                raise ConfigError(f"{usage.command}: unknown flag '{word}'{hint}. {usage.line()}")
             flags.add(word)
         elif eq and key in usage.options:
             try:
@@ -69,7 +71,9 @@ def parse_words(argv: Sequence[str], usage: Usage) -> Words:
         elif eq and usage.passthrough is not None and usage.passthrough(key):
             passed.append(word)
         elif eq:
-            raise ConfigError(f"{usage.command}: unknown option '{key}='. {usage.line()}")
+            near = closest(key, usage.options)
+            hint = f" ({near})" if near.startswith("did you mean") else ""
+            raise ConfigError(f"{usage.command}: unknown option '{key}='{hint}. {usage.line()}")
         else:
             positional.append(word)
     most = usage.max_positional

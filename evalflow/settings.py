@@ -37,6 +37,7 @@ class RunSettings:
     max_batch_size: int
     gen_kwargs: Mapping[str, Any] | None
     include_path: tuple[str, ...]
+    imports: tuple[str, ...]
     data_map: Mapping[str, Any] | None
     data_map_file: str | None  # the map file data_map came from (recorded in the manifest)
     apply_chat_template: bool
@@ -153,6 +154,7 @@ _PARSERS: dict[str, Parse] = {
     "max_batch_size": lambda data: int(data["max_batch_size"]),
     "gen_kwargs": _gen_kwargs,
     "include_path": lambda data: _paths(data["include_path"]),
+    "imports": lambda data: _imports(data["imports"]),
     "data_map": lambda data: _load_data_map(data["data_map"])[0],
     "data_map_file": lambda data: _map_file(data["data_map"]),
     "apply_chat_template": lambda data: bool(data["apply_chat_template"]),
@@ -182,6 +184,15 @@ def _paths(value: Any) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)):
         return tuple(str(p) for p in value)
     raise ConfigError(f"include_path={value!r} is neither a folder nor a list of folders; write include_path=/dir or include_path=[a,b]")
+
+
+def _imports(value: Any) -> tuple[str, ...]:
+    """``imports``: module names or .py paths, a list or one given without brackets."""
+    names = (value,) if isinstance(value, str) else tuple(value or ())
+    bad = [n for n in names if not isinstance(n, str) or not n]
+    if bad:
+        raise ConfigError(f"imports={value!r}: give module names or .py files, e.g. imports=[my_metrics] or imports=lib/my_metrics.py")
+    return names
 
 
 def _workers(workers: Any) -> int:

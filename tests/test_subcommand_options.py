@@ -55,3 +55,10 @@ def test_show_and_validate_refuse_what_they_cannot_honour(runner: Runner, comman
     refused = cli([command, "task=toy_mc", f"include_path=[{runner.library}]", word])
     assert refused.returncode == 2 and refused.stderr.startswith(f"evalflow: error: {command}: "), refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_a_misspelled_option_gets_the_closest_name(finished: Path) -> None:
+    refused = cli(["compare", str(finished), str(finished), "max_dorp=0.01"])
+    assert refused.returncode == 2 and "unknown option 'max_dorp=' (did you mean 'max_drop'?)" in refused.stderr
+    missing = cli(["compare", str(finished), str(finished.parent / "no-such-run")])
+    assert missing.returncode == 2 and "no-such-run: no such folder" in missing.stderr

@@ -47,7 +47,7 @@ def unknown_model_key(key: str, model: Any) -> str:
              if has_preset(kind) else f"the model config of model.type={kind}")
     hint = closest(key, keys)
     near = f"{hint} " if hint.startswith("did you mean") else ""
-    return (f"model.{key}: {where} has no key '{key}'; {near}Its keys are: {', '.join(keys)}. "
+    return (f"model.{key}: {where} has no key '{key}'; {near}its keys are: {', '.join(keys)}. "
             f"A model class of your own (model.type=pkg.module:Class) takes new keys as +model.{key}=VALUE.")
 
 

@@ -64,6 +64,10 @@ class RunConfig:
     # Where cached stage outputs and model responses live; default $EVALFLOW_CACHE or ~/.cache/evalflow.
     cache_dir: Optional[str] = None
     bootstrap_iters: int = stage(100000)
+    # Python modules imported before the tasks are loaded: the ones that register your metrics,
+    # aggregations, filters or models (imports=[my_metrics] or a .py file's path). Trusted code, as
+    # the command line is; in no cache key (what they register is keyed by its own code).
+    imports: Any = field(default_factory=list)
     # Write samples_<task>.jsonl (lm-eval's --log_samples).
     log_samples: bool = True
     # Run !function code from task folders outside the built-in tasks/.

@@ -103,14 +103,21 @@ def _outputs_root(folder: Path) -> Path:
 
 
 def _closest(task: str, stages: Mapping[str, Stage], runs: Sequence[Manifest]) -> Manifest | None:
-    """The earlier run whose keys for ``task`` match most stages (the latest among equals)."""
+    """The earlier run whose keys for ``task`` match most stages; among equals, the one whose
+    differing stages differ in the fewest key inputs (a limit-10 run explains a limit-20 run better
+    than a 3-shot limit-5 one), then the latest."""
     scored = []
     for run in runs:
         old = run.stages(task)
         if old:
             same = sum(1 for name, s in stages.items() if name in old and old[name]["key"] == s["key"])
-            scored.append((same, run.started, run))
-    return max(scored, key=lambda t: (t[0], t[1]))[2] if scored else None
+            scored.append((same, -_differing_inputs(stages, old), run.started, run))
+    return max(scored, key=lambda t: t[:3])[3] if scored else None
+
+
+def _differing_inputs(new: Mapping[str, Stage], old: Mapping[str, Stage]) -> int:
+    return sum(len(list(_paths(old[name]["inputs"], s["inputs"]))) for name, s in new.items()
+               if name in old and old[name]["key"] != s["key"])
 
 
 def _why(stage: Stage, new: Mapping[str, Stage], old: Mapping[str, Stage], models: tuple[Any, Any], ref: Path) -> str:

@@ -90,6 +90,8 @@ class Run:
 def load_run(folder: Path) -> Run:
     """An evalflow run folder or an lm-eval output folder (or the results_*.json file itself)."""
     folder = Path(folder)
+    if not folder.exists():
+        raise RunFolderError(f"{folder}: no such folder; give the run folder a run wrote (its `run folder:` line)")
     if folder.is_file() and folder.name.startswith("results_"):
         return _lm_eval(folder)
     if (folder / "results.json").is_file():

@@ -76,8 +76,8 @@ class ModelRegistry:
         if ":" not in name:
             raise ModelError(
                 f"unknown model type '{name}' (config key model.type); {closest(name, self.names())} "
-                "Pick a preset with model=<name> (see conf/model/) or register your class with "
-                "evalflow.register_model."
+                "Pick a preset with model=<name> (see conf/model/), give a class as model.type=pkg.module:Class, "
+                "or register yours with evalflow.register_model(...) in a module the run imports (imports=[my_module])."
             )
         module, _, attr = name.partition(":")
         try:
@@ -108,6 +108,14 @@ def check_model_class(cls: Any, where: str) -> None:
             f"{', '.join(REQUEST_TYPES)}{f' (missing: {missing})' if isinstance(cls, type) else ''} "
             "(see evalflow.models.base.LanguageModel)."
         )
+    for name in ("identity", "chat_template_source"):  # called on the class, before any model is built
+        declared = inspect.getattr_static(cls, name, None)
+        if inspect.isfunction(declared):
+            raise ModelError(
+                f"{where}: {cls.__qualname__}.{name} is a plain method, but evalflow calls it on the class, before the "
+                f"model is built (a fully cached run never builds it): make it a @classmethod, "
+                f"`def {name}(cls, **config)`."
+            )
 
 
 def model_identity(config: Mapping[str, Any]) -> dict[str, Any]:

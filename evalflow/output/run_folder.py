@@ -91,16 +91,37 @@ def ensure_fresh(folder: Path, setting: str = "hydra.run.dir") -> None:
         )
 
 
+def pinned(config: dict[str, Any], map_file: str | None) -> dict[str, Any]:
+    """A run's config as its snapshot must hold it to reproduce from any folder: the data map it
+    used as the map file's absolute path (a map given by ``$EVALFLOW_DATA_MAP`` or a relative path;
+    a map named by its conf/ name stays a name), task files and include_path folders absolute."""
+    out = dict(config)
+    value = out.get("data_map")
+    if map_file is not None and not (isinstance(value, str) and "/" not in value and value == Path(map_file).stem):
+        out["data_map"] = map_file
+    tasks = out.get("task")
+    if isinstance(tasks, (str, list)):
+        absolute = [str(Path(t).resolve()) if isinstance(t, str) and Path(t).is_file() and not Path(t).is_absolute() else t
+                    for t in ([tasks] if isinstance(tasks, str) else tasks)]
+        out["task"] = absolute[0] if isinstance(tasks, str) else absolute
+    paths = out.get("include_path")
+    if isinstance(paths, (str, list)):
+        folders = [str(Path(p).resolve()) if isinstance(p, str) and Path(p).is_dir() else p
+                   for p in ([paths] if isinstance(paths, str) else paths)]
+        out["include_path"] = folders[0] if isinstance(paths, str) else folders
+    return out
+
+
 OBJECT_MODEL = "python-object"  # the model.type a snapshot records for a model object: it cannot be rebuilt
 
 
-def write_snapshot(folder: Path, config: Any, model_object: Any = None) -> None:
+def write_snapshot(folder: Path, config: Any, model_object: Any = None, map_file: str | None = None) -> None:
     """``.hydra/config.yaml`` (and ``overrides.yaml``) as a command-line run writes them, for a run
     started from Python: the composed config, so ``--config-dir folder/.hydra`` reproduces it. A
     model object is recorded by its class and ``identity()``; reproducing refuses it by name."""
     from omegaconf import OmegaConf, open_dict
 
-    snapshot = OmegaConf.create(OmegaConf.to_container(config, resolve=False))
+    snapshot = OmegaConf.create(pinned(OmegaConf.to_container(config, resolve=False), map_file))
     if model_object is not None:
         ident = getattr(model_object, "identity", None)
         with open_dict(snapshot):

@@ -81,8 +81,8 @@ class Registry(Generic[T]):
             place = f"{where}: " if where else ""
             raise TaskError(
                 f"{place}unknown {self.kind} {name!r}; {closest(str(name), self._objects)} "
-                f"Use a registered {self.kind} name, or register yours with "
-                f"evalflow.scoring.register_{self.kind}(...) before the run."
+                f"Use a registered {self.kind} name, or register yours with evalflow.register_{self.kind}(...) in "
+                "a module the run imports first (imports=[my_module] on the command line; from Python, import it)."
             ) from None
 
     def find(self, name: str) -> T | None:

@@ -27,7 +27,7 @@ MAX_PARAM_CHARS = 6000  # MLflow's limit on a parameter value
 
 
 def log_to_mlflow(
-    folder: Path, *, tracking_uri: str | None = None, experiment: str = "evalflow", run_name: str | None = None,
+    folder: Path | str, *, tracking_uri: str | None = None, experiment: str = "evalflow", run_name: str | None = None,
     tags: Mapping[str, str] | None = None, log_samples: bool = True, artifact_location: str | None = None,
 ) -> str | None:
     """Log the finished run in ``folder``; returns the MLflow run id (None if it did not finish).
@@ -37,6 +37,7 @@ def log_to_mlflow(
     """
     refuse_credentials(tracking_uri, "hydra.callbacks.mlflow.tracking_uri")
     run = read_run(folder)
+    folder = Path(folder)
     if run is None:
         log.warning("mlflow: %s has no results.json (the run did not finish); nothing logged", folder)
         return None

@@ -41,8 +41,10 @@ def tracker_params(run: FinishedRun) -> dict[str, str]:
     return {**flat_params(run.config), "model_name": run.model_name}
 
 
-def read_run(folder: Path) -> FinishedRun | None:
-    """The finished run in ``folder``; None when it has no results.json (the run did not finish)."""
+def read_run(folder: Path | str) -> FinishedRun | None:
+    """The finished run in ``folder`` (a path or its text); None when it has no results.json (the run
+    did not finish)."""
+    folder = Path(folder)
     results_file = folder / "results.json"
     if not results_file.is_file():
         return None

@@ -25,12 +25,13 @@ TABLE_COLUMNS = ["Task", "Version", "Filter", "num_fewshot", "Metric", "Value", 
 
 
 def log_to_wandb(
-    folder: Path, *, project: str | None = None, entity: str | None = None, name: str | None = None,
+    folder: Path | str, *, project: str | None = None, entity: str | None = None, name: str | None = None,
     group: str | None = None, job_type: str = "eval", tags: Sequence[str] = (), mode: str | None = None,
     log_samples: bool = True,
 ) -> str | None:
     """Log the finished run in ``folder``; returns the W&B run id (None if the run did not finish)."""
     run = read_run(folder)
+    folder = Path(folder)
     if run is None:
         log.warning("wandb: %s has no results.json (the run did not finish); nothing logged", folder)
         return None

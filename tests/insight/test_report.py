@@ -273,5 +273,5 @@ def test_docs_option_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"docs=some: docs takes a whole number of documents embedded per task"):
         main([str(tmp_path), "docs=some"])
     with pytest.raises(ConfigError, match=r"unknown option 'limit='\. usage: python -m evalflow report RUN\.\.\. "
-                                          r"out=\.\.\. docs=\.\.\."):
+                                          r"\[out=\.\.\.\] \[docs=\.\.\.\]"):
         main([str(tmp_path), "limit=3"])

@@ -81,3 +81,14 @@ def test_a_tracker_failing_while_logging_exits_1_and_the_run_folder_is_complete(
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert "toy_mc" in results["results"] and calls(log) > 0  # the evaluation ran and its folder is whole
     assert os.path.isfile(tmp_path / "run" / "manifest.json")
+
+
+def test_logging_later_takes_the_folder_as_text(toy_library: Path, tmp_path: Path) -> None:
+    """The paragraph's `log_to_mlflow('...')` call, as a user pastes it: the folder as a string."""
+    from evalflow.tracking.mlflow_callback import log_to_mlflow
+
+    done = cli(run_args(toy_library, tmp_path))
+    assert done.returncode == 0, done.stderr
+    run_id = log_to_mlflow(str(tmp_path / "run"), tracking_uri=f"sqlite:///{tmp_path / 'later.db'}",
+                           artifact_location=str(tmp_path / "artifacts"))
+    assert run_id
