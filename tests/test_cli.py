@@ -45,12 +45,24 @@ def start_held(args: list[str], hold: Hold, logs: Path) -> subprocess.Popen:
     """``python -m evalflow ARGS`` with ``hold``'s pipes, stdout and stderr into ``logs``.{out,err}
     (files, not pipes: nobody reads a pipe while the test waits for the hold, and a full one would
     stall the run before it got there). Returns once the child has started."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **hold.env}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1", **hold.env}  # SIGABRT dumps every thread
     with open(f"{logs}.out", "w") as out, open(f"{logs}.err", "w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "evalflow", *args], cwd=ROOT, env=env,
                                 stdout=out, stderr=err, pass_fds=hold.child_fds)
     hold.started()
     return proc
+
+
+def wait_or_dump(proc: subprocess.Popen, logs: Path, timeout: float = 120.0) -> int:
+    """``proc``'s exit code; if it has not ended within ``timeout`` s, fail the test with the stack
+    of each of its threads (faulthandler, on SIGABRT) and its stderr, so a hang says where it is."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        proc.wait(timeout=60)
+        raise AssertionError(f"the run did not end within {timeout:.0f} s of the signal; its threads and stderr:\n"
+                             + Path(f"{logs}.err").read_text()[-6000:]) from None
 
 
 def test_sigkill_during_inference_then_rerun(toy_library: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from evalflow import evaluate
 from evalflow.errors import ConfigError
 from tests.conftest import COUNTING
 from tests.support.hold import Hold
-from tests.test_cli import base_args, cli, held_args, start_held
+from tests.test_cli import wait_or_dump, base_args, cli, held_args, start_held
 
 
 def test_ctrl_c_prints_one_line_saying_what_was_saved_and_how_to_resume(toy_library: Path, tmp_path: Path) -> None:
@@ -27,7 +27,7 @@ def test_ctrl_c_prints_one_line_saying_what_was_saved_and_how_to_resume(toy_libr
         try:
             hold.wait_held()
             proc.send_signal(signal.SIGINT)
-            code = proc.wait(timeout=120)
+            code = wait_or_dump(proc, logs)
         finally:
             proc.kill()
             proc.wait(timeout=60)
