@@ -142,13 +142,20 @@ def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> Cached
             f"workers={settings.workers} builds one model per Ray worker from a model config; a model "
             "object passed to evaluate() cannot be replicated. Pass a config (model={'type': ...}) or workers=1."
         )
-    data = feature(model, "identity")()
+    identity = feature(model, "identity")
+    data = identity()
     if data is None:
+        why = "has no identity()"
+    elif getattr(identity, "__self__", None) is type(model):  # a classmethod: it names a config, not this object
+        why = ("has a classmethod identity(), which cannot see the object's own settings (two objects built "
+               "differently would share answers; pass its config, evaluate(task, {'type': ..., ...}), to cache them)")
+    else:
+        why = ""
+    if why:
         log.warning(
-            "model object %s has no identity(): its responses and every stage scored from them "
-            "(inference, filters, metrics, aggregate) are computed on every run and never cached; give it "
-            "an identity() method returning plain data (e.g. its name and weights' hash) to cache them",
-            type(model).__name__,
+            "model object %s %s: its responses and every stage scored from them (inference, filters, metrics, "
+            "aggregate) are computed on every run and never cached; give it an identity() method returning plain "
+            "data (e.g. its name and weights' hash) to cache them", type(model).__name__, why,
         )
         return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
     return CachedModel(store, fingerprint(data), lambda: model, chunk_size=settings.chunk_size, identity_data=data)

@@ -69,3 +69,16 @@ def test_results_name_the_model_object_that_ran(model: Any, name: str, args: dic
     assert results["config"]["model_args"] == args and "pretrained" not in json.dumps(results)
     logged = tracker_params(read_run(out))  # what MLflow logs as parameters (W&B: summary's model_name)
     assert logged["model_name"] == name and logged["model.type"] == "python-object"
+
+
+def test_objects_whose_identity_cannot_see_them_are_never_served_each_others_answers(toy_library: Path,
+                                                                                      tmp_path: Path) -> None:
+    """Two DummyModel objects with different salts: their classmethod identity() describes a config,
+    not the object, so caching them would serve the second the first one's answers."""
+    from evalflow.models.dummy import DummyModel
+
+    kw = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=20, bootstrap_iters=0)
+    first = evaluate("toy_mc", DummyModel(salt="x"), **kw)["results"]["toy_mc"]["acc,none"]
+    other = evaluate("toy_mc", DummyModel(salt="y"), **kw)["results"]["toy_mc"]["acc,none"]
+    alone = evaluate("toy_mc", DummyModel(salt="y"), **dict(kw, cache_dir=str(tmp_path / "fresh")))["results"]["toy_mc"]["acc,none"]
+    assert other == alone and first != other
