@@ -43,8 +43,17 @@ def log_to_mlflow(
         return None
     import mlflow
 
+    previous = mlflow.get_tracking_uri()
     if tracking_uri:
         mlflow.set_tracking_uri(tracking_uri)
+    try:
+        return _log_run(mlflow, run, folder, experiment, run_name, tags, log_samples, artifact_location)
+    finally:  # the caller's process keeps the store it had (a script logging several folders, a test suite)
+        mlflow.set_tracking_uri(previous)
+
+
+def _log_run(mlflow: Any, run: Any, folder: Path, experiment: str, run_name: str | None,
+             tags: Mapping[str, str] | None, log_samples: bool, artifact_location: str | None) -> str:
     if artifact_location and mlflow.get_experiment_by_name(experiment) is None:
         mlflow.create_experiment(experiment, artifact_location=Path(artifact_location).resolve().as_uri())
     mlflow.set_experiment(experiment)
