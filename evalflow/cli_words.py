@@ -58,9 +58,7 @@ def parse_words(argv: Sequence[str], usage: Usage) -> Words:
         key, eq, value = word.partition("=")
         if word.startswith("-"):
             if word not in usage.flags:
-                near = closest(word, usage.flags)
-                hint = f" ({near})" if near.startswith("did you mean") else ""
-                raise ConfigError(f"{usage.command}: unknown flag '{word}'{hint}. {usage.line()}")
+                raise ConfigError(f"{usage.command}: unknown flag '{word}'{_hint(word, usage.flags)}. {usage.line()}")
             flags.add(word)
         elif eq and key in usage.options:
             try:
@@ -71,9 +69,7 @@ def parse_words(argv: Sequence[str], usage: Usage) -> Words:
         elif eq and usage.passthrough is not None and usage.passthrough(key):
             passed.append(word)
         elif eq:
-            near = closest(key, usage.options)
-            hint = f" ({near})" if near.startswith("did you mean") else ""
-            raise ConfigError(f"{usage.command}: unknown option '{key}='{hint}. {usage.line()}")
+            raise ConfigError(f"{usage.command}: unknown option '{key}='{_hint(key, usage.options)}. {usage.line()}")
         else:
             positional.append(word)
     most = usage.max_positional
@@ -83,3 +79,9 @@ def parse_words(argv: Sequence[str], usage: Usage) -> Words:
         raise ConfigError(f"{usage.command}: takes {wanted} {usage.positional_name} (got {len(positional)}: "
                           f"{' '.join(positional) or 'none'}). {usage.line()}")
     return Words(tuple(positional), options, frozenset(flags), tuple(passed))
+
+
+def _hint(word: str, known: Any) -> str:
+    """`` (did you mean 'x'?)`` when a known name is close, else nothing (the usage line lists them)."""
+    near = closest(word, known)
+    return f" ({near})" if near.startswith("did you mean") else ""
