@@ -66,18 +66,19 @@ def _patch(module: ModuleType, patched: list[tuple[ModuleType, Any]]) -> None:
     def download(info_or_id: Any = None, *args: Any, **kwargs: Any) -> Any:
         ok = original(info_or_id, *args, **kwargs)
         if ok is False:  # NLTK reports a failed download by printing it and returning False
-            raise ResourceDownloadError(_message(info_or_id))
+            caller = sys._getframe(1).f_globals.get("__file__") or "task code"  # noqa: SLF001 - who asked
+            raise ResourceDownloadError(_message(info_or_id, str(caller)))
         return ok
 
     patched.append((module, original))
     module.download = download
 
 
-def _message(resource: Any) -> str:
+def _message(resource: Any, caller: str) -> str:
     data = os.environ.get("NLTK_DATA")
     now = f"NLTK_DATA is {data}" if data else "NLTK_DATA is not set"
     return (
-        f"it downloads the NLTK resource '{resource}' when imported (nltk.download({resource!r})), and "
+        f"{caller} downloads the NLTK resource '{resource}' when imported (nltk.download({resource!r})), and "
         f"the download failed (no network?); {now}. Put '{resource}' in a folder and point NLTK_DATA "
         f"at it (on a machine with network: `python -m nltk.downloader -d DIR {resource}`, then "
         f"NLTK_DATA=DIR), or run where NLTK can download it. Scoring would fail without it."

@@ -7,7 +7,7 @@ since ``evalflow[lm-eval-tasks]`` resolves with Hydra; then lm-eval's (``importl
 task library.
 
     >>> install_hint("surely_not_a_real_package_name")
-    '`pip install surely-not-a-real-package-name`'
+    '`pip install surely_not_a_real_package_name`'
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ _AGGREGATE_EXTRAS = {"all", "dev", "tasks", "testing"}  # extras that only gathe
 def pip_name(module: str) -> str:
     """The pip package that provides top-level import name ``module`` (its usual spelling)."""
     top = module.split(".")[0]
-    return _PIP_NAMES.get(top, top.replace("_", "-"))
+    return _PIP_NAMES.get(top, top)
 
 
 def install_hint(module: str) -> str:

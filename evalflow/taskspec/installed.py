@@ -52,7 +52,10 @@ def library_folder(entry: str) -> str | None:
     if entry not in TASK_LIBRARIES:
         return None
     package, tasks, extra = TASK_LIBRARIES[entry]
-    spec = importlib.util.find_spec(package)
+    try:
+        spec = importlib.util.find_spec(package)
+    except ImportError:  # a finder that refuses the name: as good as absent
+        spec = None
     locations = list(spec.submodule_search_locations or []) if spec else []
     folder = next((os.path.join(loc, tasks) for loc in locations if os.path.isdir(os.path.join(loc, tasks))), None)
     if folder is None:
