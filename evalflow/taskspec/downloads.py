@@ -55,7 +55,7 @@ def _strict() -> Iterator[None]:
         if finder is not None and finder in sys.meta_path:
             sys.meta_path.remove(finder)
         for module, original in patched:
-            module.download = original
+            setattr(module, "download", original)
 
 
 def _patch(module: ModuleType, patched: list[tuple[ModuleType, Any]]) -> None:
@@ -71,7 +71,7 @@ def _patch(module: ModuleType, patched: list[tuple[ModuleType, Any]]) -> None:
         return ok
 
     patched.append((module, original))
-    module.download = download
+    setattr(module, "download", download)
 
 
 def _message(resource: Any, caller: str) -> str:
@@ -100,7 +100,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
             find = getattr(finder, "find_spec", None)
             if finder is self or find is None:
                 continue
-            spec = find(fullname, path, target)
+            spec: importlib.machinery.ModuleSpec | None = find(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None:
                     spec.loader = _Patching(spec.loader, self.on_load)
