@@ -59,16 +59,25 @@ def install_hint(module: str) -> str:
 
 @functools.cache
 def _evalflow_extras() -> dict[str, frozenset[str]]:
-    """evalflow's extras -> the canonical names they list (``evalflow[x]`` self-references expanded)."""
-    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    try:
-        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
-        raw = {extra: list(reqs) for extra, reqs in project.get("optional-dependencies", {}).items()}
-    except (OSError, tomllib.TOMLDecodeError):
+    """evalflow's extras -> the canonical names they list (``evalflow[x]`` self-references expanded):
+    from the source checkout's pyproject.toml (the code running now), else the installed metadata."""
+    raw = _checkout_extras()
+    if raw is None:
         installed = _installed("evalflow")
         names = (metadata.metadata("evalflow").get_all("Provides-Extra") or []) if installed else []
         raw = _by_extra((metadata.requires("evalflow") or []) if installed else [], names)[1]
     return {extra: frozenset(_names(raw, extra)) for extra in raw}
+
+
+def _checkout_extras() -> dict[str, list[str]] | None:
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    if project.get("name") != "evalflow":
+        return None
+    return {extra: list(reqs) for extra, reqs in project.get("optional-dependencies", {}).items()}
 
 
 def _names(raw: dict[str, list[str]], extra: str, seen: frozenset[str] = frozenset()) -> set[str]:
