@@ -33,7 +33,7 @@ import xxhash
 
 from evalflow.errors import TaskError, closest
 from evalflow.taskspec.side_env import SideEnv
-from evalflow.taskspec.side_provision import ensure_provisioned
+from evalflow.taskspec.side_provision import ensure_provisioned, env_folder
 from evalflow.taskspec.side_worker_main import read_frame, write_frame
 from evalflow.taskspec.spec import FunctionRef
 
@@ -132,17 +132,18 @@ def _reraise(info: dict[str, Any], env: SideEnv, what: str) -> BaseException:
     return exc
 
 
-_WORKERS: dict[str, Worker] = {}
+_WORKERS: dict[tuple[str, str], Worker] = {}  # by environment and folder
 _WORKERS_LOCK = threading.Lock()
 
 
 def worker_for(env: SideEnv, needed_by: str) -> Worker:
     """The running worker of ``env`` (started, after provisioning, if none is or it died)."""
+    key = (env.name, str(env_folder(env)))
     with _WORKERS_LOCK:
-        worker = _WORKERS.get(env.name)
+        worker = _WORKERS.get(key)
         if worker is None or not worker.alive():
             folder = ensure_provisioned(env, needed_by)
-            worker = _WORKERS[env.name] = Worker(env, folder)
+            worker = _WORKERS[key] = Worker(env, folder)
         return worker
 
 
