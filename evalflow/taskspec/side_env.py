@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -103,7 +104,9 @@ def imported_modules(path: Path) -> Iterator[str]:
 def _imports(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
     """The module names one file imports (memoized by its stat: many task modules share helpers)."""
     try:
-        tree = ast.parse(path.read_bytes(), str(path))
+        with warnings.catch_warnings():  # invalid escapes in old task code: the import will warn
+            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            tree = ast.parse(path.read_bytes(), str(path))
     except (OSError, SyntaxError, ValueError):  # the import itself will report it
         return ()
     names: list[str] = []
