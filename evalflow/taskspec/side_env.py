@@ -68,12 +68,6 @@ def side_env_for(module_path: str, source_hash: str) -> SideEnv | None:
     return _side_env_for(os.path.realpath(module_path), source_hash, SIDE_ENVS)
 
 
-@functools.lru_cache(maxsize=4096)
-def _side_env_for(path: str, source_hash: str, table: tuple[SideEnv, ...]) -> SideEnv | None:
-    imported = set(imported_modules(Path(path)))
-    return next((env for env in table if any(env.needed_by(m) for m in imported)), None)
-
-
 def side_env_key(module_path: str, source_hash: str) -> tuple[str, str, tuple[str, ...]] | None:
     """What a ``!function`` in ``module_path`` adds to its fingerprint: the environment's name
     and pins (another pin computes other numbers), or None when it runs in evalflow's process."""
@@ -81,23 +75,34 @@ def side_env_key(module_path: str, source_hash: str) -> tuple[str, str, tuple[st
     return None if env is None else ("side_env", env.name, env.requirements)
 
 
-def imported_modules(path: Path) -> Iterator[str]:
-    """Every module name ``path`` imports, at any depth, and those of the task modules it imports
-    (a relative import, or a dotted name that is a ``.py`` file under one of its parent folders,
-    as ``lm_eval.tasks.score.math.math_grader`` is from ``lm_eval/tasks/score/math/utils.py``)."""
-    seen: set[Path] = set()
-    todo = [path]
-    while todo:
+# (file, mtime, size, table) -> decision: many task modules share helpers (lm_eval.utils, ...)
+_DECIDED: dict[tuple[Path, int, int, tuple[SideEnv, ...]], SideEnv | None] = {}
+
+
+def _side_env_for(path: str, source_hash: str, table: tuple[SideEnv, ...]) -> SideEnv | None:
+    """The environment that ``path``'s imports, or those of the task modules it imports
+    (:func:`_local_module`: a sibling, a relative import, a module of the package it lives in, as
+    ``lm_eval.tasks.score.math.math_grader`` is for ``lm_eval/tasks/score/math/utils_math.py``),
+    trigger first. When none does, no file that was visited can reach a trigger either, so each
+    is remembered as clean and later walks stop there."""
+    seen: dict[Path, tuple[Path, int, int, tuple[SideEnv, ...]]] = {}
+    start = Path(path)
+    todo, found = [start], None
+    while todo and found is None:
         current = todo.pop()
         if current in seen:
             continue
-        seen.add(current)
         stat = current.stat()
-        for name in _imports(current, stat.st_mtime_ns, stat.st_size):
-            yield name
-            local = _local_module(current.parent, name)
-            if local is not None:
-                todo.append(local)
+        key = seen[current] = (current, stat.st_mtime_ns, stat.st_size, table)
+        if key in _DECIDED:
+            found = _DECIDED[key]
+            continue
+        names = _imports(current, stat.st_mtime_ns, stat.st_size)
+        found = next((env for env in table if any(env.needed_by(n) for n in names)), None)
+        todo.extend(m for m in (_local_module(current.parent, n) for n in names) if m is not None)
+    for key in seen.values() if found is None else (seen[start],):
+        _DECIDED[key] = found
+    return found
 
 
 @functools.lru_cache(maxsize=8192)
@@ -110,7 +115,7 @@ def _imports(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
     except (OSError, SyntaxError, ValueError):  # the import itself will report it
         return ()
     names: list[str] = []
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -119,6 +124,16 @@ def _imports(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
             names.extend(f"{base}.{a.name}" if base.strip(".") else base + a.name
                          for a in node.names if a.name != "*")
     return tuple(dict.fromkeys(names))
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement at any depth (imports are statements: expressions need no visit)."""
+    for stmt in body:
+        yield stmt
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
 
 
 @functools.lru_cache(maxsize=65536)
