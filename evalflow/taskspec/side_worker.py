@@ -198,9 +198,16 @@ def _load(worker: Worker, ref: FunctionRef, module: str) -> dict[str, Any]:
     return described
 
 
+_PROXIES: dict[tuple[FunctionRef, str], SideFunction] = {}  # resolved once per worker folder
+
+
 def side_function(ref: FunctionRef, env: SideEnv) -> SideFunction:
     """The proxy for ``ref``, after importing its module in the worker (so a broken or missing
-    import fails now, at task load time, as an in-process import would)."""
+    import fails now, at task load time, as an in-process import would). Templates resolve a
+    ``!function`` per document: a proxy already made is returned without a round trip."""
+    key = (ref, str(env_folder(env)))
+    if key in _PROXIES:
+        return _PROXIES[key]
     worker = worker_for(env, ref.module_path)
     try:
         described = _load(worker, ref, _module_name(ref))
@@ -221,4 +228,5 @@ def side_function(ref: FunctionRef, env: SideEnv) -> SideFunction:
         )
     if not described["callable"]:
         raise TaskError(f"{ref.module_path}: '{ref.attr}' is a {described['type']}, not a function.")
-    return SideFunction(ref, env, described)
+    proxy = _PROXIES[key] = SideFunction(ref, env, described)
+    return proxy

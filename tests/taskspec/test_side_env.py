@@ -278,9 +278,11 @@ def test_task_code_exceptions_surface_as_themselves_with_the_workers_traceback(t
 
 
 def test_a_crashed_worker_is_an_error_and_the_next_call_starts_another(task: Any) -> None:
+    twice = task("twice")
+    assert task("twice") is twice  # resolved once: templates resolve per document
     with pytest.raises(SideEnvError, match="killed by SIGKILL while running `crash`"):
         task("crash")({})
-    assert task("twice")({}, ["a"]) == {"n": 2}
+    assert twice({}, ["a"]) == {"n": 2}  # a new worker, the module imported there again
 
 
 def test_signal_alarm_timeouts_work_in_the_worker(task: Any) -> None:
