@@ -27,14 +27,14 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, cast
 
 import xxhash
 
 from evalflow.errors import TaskError, closest
 from evalflow.taskspec.side_env import SideEnv
 from evalflow.taskspec.side_provision import ensure_provisioned, env_folder
-from evalflow.taskspec.side_worker_main import read_frame, write_frame
+from evalflow.taskspec.side_worker_main import dumps, read_frame, write_frame
 from evalflow.taskspec.spec import FunctionRef
 
 _MAIN = str(Path(__file__).with_name("side_worker_main.py"))
@@ -63,9 +63,7 @@ class Worker:
             [sys.executable, "-P", _MAIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True,  # Ctrl-C reaches the host only
         )
-        assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
-        self.stdin: IO[bytes] = self.proc.stdin
-        self.stdout: IO[bytes] = self.proc.stdout
+        self.stdin, self.stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)
         self._reader = threading.Thread(target=self._forward, args=(self.proc.stderr,), daemon=True)
         self._reader.start()
         self.request({"sys_path": [str(folder)] + [p for p in sys.path if p != str(folder)]}, "start")
@@ -84,16 +82,27 @@ class Worker:
     def request(self, message: Any, what: str) -> Any:
         """Send one request and return its answer's payload; the worker is stopped (a later call
         starts a new one) if the exchange does not complete: a crash, or an interrupt here."""
+        try:
+            body = dumps(message)
+        except Exception as exc:  # noqa: BLE001 - pickle raises several types for one cause
+            raise SideEnvError(f"{what}: its arguments cannot be sent to the '{self.env.name}' "
+                               f"side environment, as they do not pickle ({type(exc).__name__}: {exc})") from exc
         with self.lock:
             try:
-                write_frame(self.stdin, message)
-                status, payload = read_frame(self.stdout)
-            except (EOFError, BrokenPipeError, OSError) as exc:
+                write_frame(self.stdin, body)
+                answer = read_frame(self.stdout)
+            except (EOFError, OSError) as exc:
                 self.stop()
                 raise self._died(what) from exc
             except BaseException:
                 self.stop()
                 raise
+        try:
+            status, payload = pickle.loads(answer)
+        except Exception as exc:  # noqa: BLE001 - e.g. an object of a class only the worker has
+            raise SideEnvError(f"{what} returned a value this process cannot unpickle "
+                               f"({type(exc).__name__}: {exc}); return plain data (dicts, lists, "
+                               "strings, numbers, datasets.Dataset) from task code.") from exc
         if status == "error":
             raise _reraise(payload, self.env, what)
         return payload

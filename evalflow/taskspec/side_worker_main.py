@@ -21,13 +21,13 @@ import signal
 import struct
 import sys
 import traceback
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 _HEADER = struct.Struct("!Q")
 
 
-def read_frame(stream: BinaryIO) -> Any:
-    """One pickled message, or EOFError when the other side closed the channel."""
+def read_frame(stream: IO[bytes]) -> bytes:
+    """One message's bytes (a pickle), or EOFError when the other side closed the channel."""
     header = stream.read(_HEADER.size)
     if len(header) < _HEADER.size:
         raise EOFError
@@ -35,13 +35,16 @@ def read_frame(stream: BinaryIO) -> Any:
     body = stream.read(size)
     if len(body) < size:
         raise EOFError
-    return pickle.loads(body)
+    return body
 
 
-def write_frame(stream: BinaryIO, message: Any) -> None:
-    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+def write_frame(stream: IO[bytes], body: bytes) -> None:
     stream.write(_HEADER.pack(len(body)) + body)
     stream.flush()
+
+
+def dumps(message: Any) -> bytes:
+    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _error(exc: BaseException) -> tuple[str, dict[str, Any]]:
@@ -87,27 +90,27 @@ def _load(modules: dict[str, Any], path: str, name: str, attr: str) -> dict[str,
     return _describe(getattr(module, attr))
 
 
-def serve(requests: BinaryIO, answers: BinaryIO) -> None:
+def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
     """Answer requests until the host closes stdin."""
     modules: dict[str, Any] = {}
     while True:
         try:
-            request = read_frame(requests)
+            body = read_frame(requests)
         except EOFError:
             return
         try:
+            request = pickle.loads(body)
             if request[0] == "load":
                 answer: Any = ("ok", _load(modules, *request[1:]))
             else:
                 _, name, attr, args, kwargs = request
                 answer = ("ok", getattr(modules[name], attr)(*args, **kwargs))
-            body = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            body = dumps(answer)
         except BaseException as exc:  # noqa: BLE001 - task code's failure goes back to the host
             if isinstance(exc, SystemExit):
                 exc = RuntimeError(f"task code called sys.exit({exc.code})")
-            body = pickle.dumps(_error(exc), protocol=pickle.HIGHEST_PROTOCOL)
-        answers.write(_HEADER.pack(len(body)) + body)
-        answers.flush()
+            body = dumps(_error(exc))
+        write_frame(answers, body)
 
 
 def main() -> None:
@@ -115,10 +118,10 @@ def main() -> None:
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.buffer
-    hello = read_frame(requests)
+    hello = pickle.loads(read_frame(requests))
     sys.path[:] = hello["sys_path"]
     importlib.invalidate_caches()
-    write_frame(answers, ("ok", {"pid": os.getpid(), "executable": sys.executable}))
+    write_frame(answers, dumps(("ok", {"pid": os.getpid(), "executable": sys.executable})))
     serve(requests, answers)
 
 

@@ -232,6 +232,12 @@ def alarm(doc):
 def process_docs(dataset):
     return dataset.map(lambda d: {"answer": d["solution"].upper()})
 
+class Local:
+    pass
+
+def local(doc):
+    return Local()
+
 NOT_A_FUNCTION = 3
 """
 
@@ -275,6 +281,14 @@ def test_task_code_exceptions_surface_as_themselves_with_the_workers_traceback(t
     assert isinstance(caught.value.__cause__, side_worker.RemoteTraceback)
     with pytest.raises(SideEnvError, match=r"(?s)raised Odd: cannot be rebuilt .*Traceback.*in odd"):
         task("odd")({})
+
+
+def test_what_does_not_pickle_is_an_error_naming_the_function(task: Any) -> None:
+    with pytest.raises(SideEnvError, match="`twice` of .*: its arguments cannot be sent.*do not pickle"):
+        task("twice")(lambda: 0, [])
+    with pytest.raises(SideEnvError, match="`local` of .* returned a value this process cannot unpickle"):
+        task("local")({})
+    assert task("twice")({}, ["a"]) == {"n": 2}  # the worker is still the same, and answers
 
 
 def test_a_crashed_worker_is_an_error_and_the_next_call_starts_another(task: Any) -> None:
