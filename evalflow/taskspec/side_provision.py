@@ -88,7 +88,7 @@ def _pip_install(env: SideEnv, target: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-        raise ProvisionError(f"pip exited with {done.returncode}: {tail[-600:]}")
+        raise ProvisionError(f"`{sys.executable} -m pip` exited with {done.returncode}: {tail[-600:]}")
 
 
 def ensure_provisioned(env: SideEnv, needed_by: str) -> Path:

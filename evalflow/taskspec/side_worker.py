@@ -152,7 +152,11 @@ def worker_for(env: SideEnv, needed_by: str) -> Worker:
         worker = _WORKERS.get(key)
         if worker is None or not worker.alive():
             folder = ensure_provisioned(env, needed_by)
-            worker = _WORKERS[key] = Worker(env, folder)
+            try:
+                worker = _WORKERS[key] = Worker(env, folder)
+            except OSError as exc:
+                raise SideEnvError(f"{needed_by} needs the '{env.name}' side environment, whose worker "
+                                   f"({sys.executable} -P) cannot be started: {exc}") from exc
         return worker
 
 

@@ -173,7 +173,7 @@ def test_a_failed_install_leaves_nothing_and_says_what_to_run(tmp_path: Path, mo
     with pytest.raises(TaskError) as caught:
         ensure_provisioned(ANTLR, needed_by="tasks/x/utils.py")
     text = str(caught.value)
-    assert "tasks/x/utils.py" in text and "antlr4-python3-runtime==4.11.0" in text and "pip exited with" in text
+    assert "tasks/x/utils.py" in text and "antlr4-python3-runtime==4.11.0" in text and "-m pip` exited with" in text
     assert f"python -m evalflow side-env provision {ANTLR.name}" in text and str(tmp_path / ANTLR.name) in text
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"{ANTLR.name}.lock"]
 
@@ -313,3 +313,23 @@ def test_import_and_name_errors_come_at_resolve_time(task: Any, env_root: Path, 
     with pytest.raises(TaskError, match="in the side environment 'antlr4-4.11' failed: ModuleNotFoundError.*"
                                         "Install the package that provides 'no_such_package_here'"):
         resolve_function(function_ref("utils.f", str(tmp_path / "broken")))
+
+
+# ----------------------------------------------------------------------------- the subcommand
+
+
+def _side_env_cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "EVALFLOW_SIDE_ENVS": str(root)}
+    return subprocess.run([sys.executable, "-m", "evalflow", "side-env", *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_subcommand_lists_and_provisions(env_root: Path, tmp_path: Path) -> None:
+    listed = _side_env_cli("list", root=env_root)
+    assert listed.returncode == 0 and f"{ANTLR.name}: antlr4-python3-runtime==4.11.0" in listed.stdout
+    assert "provisioned" in listed.stdout and "not provisioned" not in listed.stdout
+    assert "not provisioned" in _side_env_cli("list", root=tmp_path).stdout
+    done = _side_env_cli("provision", ANTLR.name, root=env_root)
+    assert done.returncode == 0 and f"provisioned in {env_root / ANTLR.name}" in done.stdout
+    wrong = _side_env_cli("provision", "antlr", root=env_root)
+    assert wrong.returncode == 2 and "did you mean 'antlr4-4.11'" in wrong.stderr and "Traceback" not in wrong.stderr
