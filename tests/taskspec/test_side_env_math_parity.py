@@ -127,6 +127,13 @@ def _finished(proc: subprocess.Popen[str], out: Path) -> dict[str, Any]:
 
 
 def test_math_scoring_in_the_side_environment_equals_lm_evals_own(tmp_path: Path, capsys: Any) -> None:
+    from evalflow.taskspec.side_env import SIDE_ENVS
+    from evalflow.taskspec.side_provision import ProvisionError, provision
+
+    try:
+        provision(SIDE_ENVS[0])  # where runs keep it ($EVALFLOW_SIDE_ENVS or the user cache)
+    except ProvisionError as exc:
+        pytest.skip(f"the side environment is not provisioned and pip cannot install it here: {exc}")
     rows = _rows()
     pairs = _pairs(rows)
     given = tmp_path / "pairs.json"
