@@ -180,7 +180,7 @@ class SideFunction:
         self.__doc__ = described.get("doc")
         if described.get("params") is not None:
             self.__signature__ = inspect.Signature(
-                [inspect.Parameter(n, inspect._ParameterKind(k), default=_REMOTE if d else inspect.Parameter.empty)
+                [inspect.Parameter(n, getattr(inspect.Parameter, k), default=_REMOTE if d else inspect.Parameter.empty)
                  for n, k, d in described["params"]])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

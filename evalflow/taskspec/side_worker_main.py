@@ -63,7 +63,7 @@ def _error(exc: BaseException) -> tuple[str, dict[str, Any]]:
 def _describe(fn: Any) -> dict[str, Any]:
     """What the host's proxy shows of ``fn``: names, docstring, parameters (for ``bind``)."""
     try:
-        params = [(p.name, int(p.kind), p.default is not p.empty)
+        params = [(p.name, p.kind.name, p.default is not p.empty)
                   for p in inspect.signature(fn).parameters.values()]
     except (TypeError, ValueError):
         params = None
