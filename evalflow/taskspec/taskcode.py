@@ -29,6 +29,8 @@ from evalflow.errors import TaskError, closest
 from evalflow.taskspec.downloads import strict_downloads
 from evalflow.taskspec.extras import install_hint
 from evalflow.taskspec.installed import code_fingerprint, package_module
+from evalflow.taskspec.side_env import side_env_for
+from evalflow.taskspec.side_worker import side_function
 from evalflow.taskspec.spec import FunctionRef
 
 
@@ -67,6 +69,8 @@ def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
 
     The module gets a unique name (no clash between two tasks' ``utils.py``). If the file changed
     since the YAML was loaded, this refuses: the run's cache keys were computed from the old source.
+    A module that needs a side environment (:mod:`.side_env`) is not imported here: the result
+    is a proxy that runs it in that environment's worker.
     """
     path = ref.module_path
     if not os.path.isfile(path):
@@ -80,6 +84,9 @@ def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
             f"{path} changed after its task was loaded (needed for `{ref.attr}`); the run was "
             "planned with the old source. Start the run again so it sees the new code."
         )
+    env = side_env_for(path, current)
+    if env is not None:  # its packages conflict with evalflow's: it runs in a worker interpreter
+        return side_function(ref, env)
     module = _MODULES.get((path, current)) or _import_module(path, current, ref.attr)
     try:
         fn = getattr(module, ref.attr)
