@@ -1,0 +1,137 @@
+"""Every repeat scored: per-metric reductions over sampled repeats, and what they cost in model calls.
+
+The toy generation task samples (``do_sample: true``) with a model that is right about half the
+time, so a document's k samples disagree; results are checked against a hand computation on the
+samples file the run wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from math import comb
+from pathlib import Path
+
+import pytest
+
+from evalflow.errors import TaskError
+from tests.conftest import Runner, stage_hits
+from tests.support.models import NoisyOracleModel
+
+ORACLE = "tests.support.models:NoisyOracleModel"
+REDUCED = """metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+    reduction: REDUCTIONS
+"""
+
+
+@pytest.fixture
+def sampled(toy_library: Path) -> Path:
+    """toy_gen with sampling, ``repeats: 4`` and exact_match reduced by REDUCTIONS (to fill in)."""
+    NoisyOracleModel.ANSWERS = {f"What is {i + 1} plus {i % 5 + 2}?": (i + 1) + (i % 5 + 2) for i in range(40)}
+    path = toy_library / "toy_gen.yaml"
+    text = path.read_text().replace("  do_sample: false", "  do_sample: true\n  temperature: 0.7") + "repeats: 4\n"
+    path.write_text(re.sub(r"metric_list:\n(  .*\n|    .*\n)+", REDUCED, text))
+    return path
+
+
+def set_yaml(path: Path, reductions: str, repeats: int | None = None) -> None:
+    text = re.sub(r"reduction: .*", f"reduction: {reductions}", path.read_text()).replace("REDUCTIONS", reductions)
+    path.write_text(text if repeats is None else re.sub(r"repeats: \d+", f"repeats: {repeats}", text))
+
+
+def hand_scores(row: dict, k: int) -> dict[str, float]:
+    """pass@k, maj@k, mean and max of one samples-file row, from its raw responses alone."""
+    answers = [m[-1] if (m := re.findall(r"#### (\-?[0-9\.\,]+)", r)) else "[invalid]" for r in row["resps"][0]]
+    right = [a == row["target"] for a in answers]
+    n, c = len(right), sum(right)
+    vote = Counter(answers).most_common(1)[0][0]
+    return {
+        f"exact_match_pass@{k}": 1 - comb(n - c, k) / comb(n, k),
+        f"exact_match_maj@{n}": float(vote == row["target"]),
+        f"exact_match_mean@{n}": c / n,
+        f"exact_match_max@{n}": float(c > 0),
+    }
+
+
+def test_reductions_match_a_hand_computation_on_the_recorded_samples(runner: Runner, sampled: Path) -> None:
+    set_yaml(sampled, "[pass@2, maj@k, mean, max]", repeats=8)
+    results, _, folder = runner("toy_gen", model=ORACLE, limit=10)
+    rows = [json.loads(line) for line in (folder / "samples_toy_gen.jsonl").read_text().splitlines()]
+    assert len(rows) == 10 and all(len(r["resps"][0]) == 8 and len(r["sample_metrics"]) == 8 for r in rows)
+    hand = [hand_scores(r, 2) for r in rows]
+    counts = [int(h["exact_match_mean@8"] * 8) for h in hand]
+    assert any(0 < c < 8 for c in counts) and len(set(counts)) > 2  # samples really disagree
+    assert any(h["exact_match_maj@8"] != h["exact_match_max@8"] for h in hand)  # a wrong majority
+    for row, expected in zip(rows, hand):
+        assert {k: row[k] for k in expected} == pytest.approx(expected)
+        assert [s["exact_match"] for s in row["sample_metrics"]] == [
+            float(a == row["target"]) for a in row["filtered_samples"][0]]
+    numbers = results["results"]["toy_gen"]
+    for name in hand[0]:
+        assert numbers[f"{name},get-answer"] == pytest.approx(sum(h[name] for h in hand) / 10)
+    assert "exact_match,get-answer" not in numbers  # only the reduced results are reported
+
+
+def test_first_keeps_lm_evals_number(runner: Runner, sampled: Path) -> None:
+    set_yaml(sampled, "first")
+    first, _, folder = runner("toy_gen", model=ORACLE, limit=10)
+    rows = [json.loads(line) for line in (folder / "samples_toy_gen.jsonl").read_text().splitlines()]
+    assert [r["exact_match"] for r in rows] == [r["sample_metrics"][0]["exact_match"] for r in rows]
+    sampled.write_text(sampled.read_text().replace("    reduction: first\n", ""))  # lm-eval 0.4.13's YAML
+    plain, _, _ = runner("toy_gen", model=ORACLE, limit=10)
+    assert first["results"]["toy_gen"] == plain["results"]["toy_gen"]
+
+
+def test_raising_repeats_samples_only_the_new_repeats(runner: Runner, sampled: Path) -> None:
+    set_yaml(sampled, "[pass@k, maj@k]")
+    runner("toy_gen", model=ORACLE, limit=5)
+    assert NoisyOracleModel.calls_total == 5 * 4
+    set_yaml(sampled, "[pass@k, maj@k]", repeats=8)
+    results, manifest, _ = runner("toy_gen", model=ORACLE, limit=5)
+    assert NoisyOracleModel.calls_total == 5 * 4  # repeats 4..7 of each document, nothing else
+    assert {r.repeat for r in NoisyOracleModel.requests_seen} == {4, 5, 6, 7}
+    assert manifest["inference"] == {"requests": 40, "computed": 20, "cached": 20}
+    assert "exact_match_pass@8,get-answer" in results["results"]["toy_gen"]
+
+
+def test_changing_only_the_reduction_rescores_without_inference_or_filters(runner: Runner, sampled: Path) -> None:
+    set_yaml(sampled, "first")
+    runner("toy_gen", model=ORACLE, limit=5)
+    for reductions in ("pass@k", "[maj@k, mean]", "pass@2"):
+        set_yaml(sampled, reductions)
+        results, manifest, _ = runner("toy_gen", model=ORACLE, limit=5)
+        hits = stage_hits(manifest)
+        assert NoisyOracleModel.calls_total == 0
+        assert all(hits[s] for s in ("load_docs", "fewshot", "instances", "inference", "filters")), reductions
+        assert not hits["metrics"] and not hits["aggregate"]
+    assert "exact_match_pass@2,get-answer" in results["results"]["toy_gen"]
+
+
+@pytest.mark.parametrize(
+    ("reductions", "message"),
+    [
+        ("pass@9", "between 1 and the task's repeats (4)"),
+        ("best_of", "unknown reduction 'best_of'"),
+        ("[mean, mean]", "mean@4 twice"),
+    ],
+)
+def test_bad_reductions_are_refused_before_any_model_call(
+    runner: Runner, sampled: Path, reductions: str, message: str
+) -> None:
+    set_yaml(sampled, reductions)
+    with pytest.raises(TaskError, match=re.escape(message)):
+        runner("toy_gen", model=ORACLE, limit=5)
+    assert NoisyOracleModel.calls_total == 0
+
+
+def test_a_voting_pipeline_with_a_reduction_is_refused_before_any_model_call(runner: Runner, sampled: Path) -> None:
+    set_yaml(sampled, "pass@k")
+    sampled.write_text(sampled.read_text().replace(
+        "      - function: take_first\n", "      - function: majority_vote\n      - function: take_first\n"))
+    with pytest.raises(TaskError, match="combine repeats"):
+        runner("toy_gen", model=ORACLE, limit=5)
+    assert NoisyOracleModel.calls_total == 0
