@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import TaskError
-from tests.conftest import Runner, stage_hits
+from tests.conftest import ROOT, SHARED_DATA, Runner, stage_hits
 from tests.support.models import NoisyOracleModel
 
 ORACLE = "tests.support.models:NoisyOracleModel"
@@ -135,3 +135,54 @@ def test_a_voting_pipeline_with_a_reduction_is_refused_before_any_model_call(run
     with pytest.raises(TaskError, match="combine repeats"):
         runner("toy_gen", model=ORACLE, limit=5)
     assert NoisyOracleModel.calls_total == 0
+
+
+GSM8K_SAMPLED = """\
+include: {builtin}
+task: gsm8k_sampled
+generation_kwargs:
+  until: ["Question:", "</s>", "<|im_end|>"]
+  do_sample: true
+  temperature: 0.7
+repeats: 8
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+    ignore_case: true
+    ignore_punctuation: false
+    regexes_to_ignore: [",", "\\\\$", "(?s).*#### ", "\\\\.$"]
+    reduction: [maj@k, pass@k, pass@2, mean]
+"""
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "gsm8k" / "test.jsonl").is_file(), reason="no ../shared/data/gsm8k")
+def test_gsm8k_sampled_repeats_8_against_a_hand_computation(runner: Runner, toy_library: Path) -> None:
+    """The real gsm8k (its prompts, filters and exact_match options), sampled 8 times per document."""
+    docs = [json.loads(line) for line in (SHARED_DATA / "gsm8k" / "test.jsonl").read_text().splitlines()[:5]]
+    gold = {d["question"].strip(): d["answer"].split("####")[-1].strip() for d in docs}
+    NoisyOracleModel.ANSWERS = {q: int(a.replace(",", "")) for q, a in gold.items()}
+    (toy_library / "gsm8k_sampled.yaml").write_text(GSM8K_SAMPLED.format(builtin=ROOT / "tasks" / "gsm8k" / "gsm8k.yaml"))
+    results, manifest, folder = runner("gsm8k_sampled", model=ORACLE, limit=5, data_map="shared")
+    assert manifest["inference"]["computed"] == 5 * 8
+    rows = [json.loads(line) for line in (folder / "samples_gsm8k_sampled.jsonl").read_text().splitlines()]
+    numbers = results["results"]["gsm8k_sampled"]
+    for pipeline, pattern in (("strict-match", r"#### (\-?[0-9\.\,]+)"), ("flexible-extract", r"(-?[$0-9.,]{2,})|(-?[0-9]+)")):
+        hand: dict[str, list[float]] = {"maj@8": [], "pass@8": [], "pass@2": [], "mean@8": []}
+        for row in (r for r in rows if r["filter"] == pipeline):
+            found = [re.findall(pattern, text) for text in row["resps"][0]]
+            picked = [(m[0] if pipeline == "strict-match" else next(g for g in m[-1] if g)) if m else "" for m in found]
+            answers = [a.strip().replace(",", "").removesuffix(".") for a in picked]
+            right = [a == gold[row["doc"]["question"].strip()] for a in answers]
+            n, c = len(right), sum(right)
+            vote = Counter(picked).most_common(1)[0][0]
+            hand["maj@8"].append(float(right[picked.index(vote)]))
+            hand["pass@8"].append(1 - comb(n - c, 8) / comb(n, 8))
+            hand["pass@2"].append(1 - comb(n - c, 2) / comb(n, 2))
+            hand["mean@8"].append(c / n)
+            for name, values in hand.items():
+                assert row[f"exact_match_{name}"] == pytest.approx(values[-1]), (pipeline, name)
+        assert all(0 < m < 1 for m in hand["mean@8"])  # each document's samples disagree
+        assert hand["pass@2"] != hand["mean@8"] != hand["pass@8"]
+        for name, values in hand.items():
+            assert numbers[f"exact_match_{name},{pipeline}"] == pytest.approx(sum(values) / len(values))
