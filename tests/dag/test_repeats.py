@@ -186,3 +186,16 @@ def test_gsm8k_sampled_repeats_8_against_a_hand_computation(runner: Runner, toy_
         assert hand["pass@2"] != hand["mean@8"] != hand["pass@8"]
         for name, values in hand.items():
             assert numbers[f"exact_match_{name},{pipeline}"] == pytest.approx(sum(values) / len(values))
+
+
+def test_show_lists_every_sample_and_how_it_is_scored(
+    sampled: Path, toy_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalflow.preview import main
+
+    set_yaml(sampled, "[maj@k, pass@2]")
+    assert main(["task=toy_gen", f"include_path=[{toy_library}]", f"cache_dir={tmp_path / 'c'}", "n=1"]) == 0
+    out = capsys.readouterr().out
+    assert "repeats: 4 samples per request, every one listed below; scored: exact_match -> " \
+           "exact_match_maj@4, exact_match_pass@2" in out
+    assert [f"repeat {r}" in out for r in (1, 2, 3)] == [True] * 3 and "requests (4):" in out
