@@ -69,11 +69,15 @@ def reduce_document(
         if not spec.reductions:
             continue
         values = tuple(_value(sample, spec.name) for sample in scored)
-        samples = RepeatSamples(answers=tuple(answers), values=values,
-                                score=lambda answer, m=spec.name: _value(score(answer), m))
+        samples = RepeatSamples(answers=tuple(answers), values=values, score=_metric_of(score, spec.name))
         for reduction in spec.reductions:
             out[reduction.output_name(spec.name)] = reduction(samples)
     return out, scored
+
+
+def _metric_of(score: Callable[[Sequence[Any]], Mapping[str, Any]], metric: str) -> Callable[[Any], Any]:
+    """The value of ``metric`` for any answer (what maj@k scores its vote with)."""
+    return lambda answer: _value(score(answer), metric)
 
 
 def _sample_answers(task: TaskConfig, filtered: Filtered, name: str) -> tuple[tuple[Any, ...], ...]:

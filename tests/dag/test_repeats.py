@@ -199,3 +199,14 @@ def test_show_lists_every_sample_and_how_it_is_scored(
     assert "repeats: 4 samples per request, every one listed below; scored: exact_match -> " \
            "exact_match_maj@4, exact_match_pass@2" in out
     assert [f"repeat {r}" in out for r in (1, 2, 3)] == [True] * 3 and "requests (4):" in out
+
+
+def test_greedy_repeats_of_a_multiple_choice_task_reduce_to_the_same_number(runner: Runner, toy_library: Path) -> None:
+    """Loglikelihood repeats are equal answers, so every reduction agrees with lm-eval's number."""
+    path = toy_library / "toy_mc.yaml"
+    path.write_text(path.read_text().replace("    higher_is_better: true\n", "    higher_is_better: true\n"
+                                             "    reduction: [first, mean, max, maj@k]\n") + "repeats: 3\n")
+    results, _, _ = runner("toy_mc", limit=10)
+    assert NoisyOracleModel.calls_total == 10 * 4  # 4 choices; the 3 repeats of each share one answer
+    numbers = results["results"]["toy_mc"]
+    assert numbers["acc_mean@3,none"] == numbers["acc_max@3,none"] == numbers["acc_maj@3,none"] == numbers["acc,none"]
