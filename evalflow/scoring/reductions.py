@@ -174,7 +174,3 @@ def _number(value: Any, reduction: str) -> float:
         f"({type(value).__name__}); reduce metrics that score each sample with a number"
     )
 
-
-def reduced_names(reductions: Sequence[Reduction], metric: str) -> tuple[str, ...]:
-    """The result names a metric with these reductions reports."""
-    return tuple(r.output_name(metric) for r in reductions)
