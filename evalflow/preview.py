@@ -139,7 +139,9 @@ def _repeats_line(task: TaskConfig) -> str:
     from evalflow.scoring.metrics import task_metric_specs
 
     reduced = [f"{s.name} -> {', '.join(s.output_names)}" for s in task_metric_specs(task) if s.reductions]
-    how = "; ".join(reduced) if reduced else "the first sample only (no metric has a 'reduction')"
+    how = "; ".join(reduced) if reduced else (
+        "as lm-eval 0.4.13, each filter pipeline's one answer (take_first: the first sample), "
+        "as no metric has a 'reduction'")
     return f"repeats: {task.repeats} samples per request, every one listed below; scored: {how}\n"
 
 
