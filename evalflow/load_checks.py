@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from evalflow.errors import TaskError
 from evalflow.taskspec.escapes import LiteralEscape, literal_escapes
@@ -64,10 +64,26 @@ def check_task(task: TaskConfig) -> None:
         if error:
             raise error
     try:
-        task_metric_specs(task)
-        build_pipelines(task.filter_list)
+        specs = task_metric_specs(task)
+        pipelines = build_pipelines(task.filter_list)
     except TaskError as exc:
         raise _located(exc, task) from exc
+    _check_reductions(task, specs, pipelines, where)
+
+
+def _check_reductions(task: TaskConfig, specs: Sequence[Any], pipelines: Sequence[Any], where: str) -> None:
+    """A reduction scores each repeat alone, which a pipeline voting across repeats cannot give."""
+    from evalflow.scoring.filters import combines_samples
+
+    reduced = [s.name for s in specs if s.reductions]
+    voting = [p.name for p in pipelines if combines_samples(p)]
+    if reduced and voting and task.repeats > 1:
+        raise TaskError(
+            f"{where}: metric_list gives {_names(reduced)} a reduction, which scores every repeat on its own, "
+            f"but filter pipeline(s) {_names(voting)} combine repeats (majority_vote, take_first_k), so they "
+            "have no per-repeat answers. Remove those pipelines (maj@k is the reduction's vote) or the "
+            f"'reduction' keys ({key_origin(task.source, 'metric_list') if task.source else 'the task'})."
+        )
 
 
 def load_warnings(tasks: Sequence[TaskConfig], num_fewshot: int | None) -> list[str]:

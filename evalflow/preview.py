@@ -108,6 +108,8 @@ def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO
         by_doc.setdefault(inst.doc_id, []).append(inst)
     out.write(f"=== {task.task} ({task.source or 'no file'}): split '{docs.eval_split}', "
               f"{len(outputs['fewshot'])} of {len(docs.docs)} documents evaluated, showing {len(contexts)}\n")
+    if task.repeats > 1:
+        out.write(_repeats_line(task))
     for ctx in contexts:
         doc = docs.docs[ctx.doc_id]
         target = doc_to_target(task, doc, doc_id=ctx.doc_id)
@@ -130,6 +132,17 @@ def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO
             if context is not None and context not in prompts:  # e.g. a gen_prefix after the prompt
                 out.write(f"     [context]\n{context}\n     [end of context]\n")
     out.write("\n")
+
+
+def _repeats_line(task: TaskConfig) -> str:
+    """How the task's k samples per request are scored: lm-eval's first, or each metric's reductions."""
+    from evalflow.scoring.metrics import task_metric_specs
+
+    reduced = [f"{s.name} -> {', '.join(s.output_names)}" for s in task_metric_specs(task) if s.reductions]
+    how = "; ".join(reduced) if reduced else (
+        "as lm-eval 0.4.13, each filter pipeline's one answer (take_first: the first sample), "
+        "as no metric has a 'reduction'")
+    return f"repeats: {task.repeats} samples per request, every one listed below; scored: {how}\n"
 
 
 def _request(request: Any) -> str:

@@ -88,10 +88,13 @@ class Filtered:
 
     An lm-eval instance is one ``(doc_id, idx)`` pair; its responses are the answers to all its
     repeats (one for non-sampled requests). ``by_filter[name][i]`` belongs to ``keys[i]``.
+    With ``repeats > 1``, ``by_sample[name][i][j]`` is repeat j's answer through the pipeline on
+    its own, for the pipelines that treat samples one at a time (what reductions score).
     """
 
     keys: tuple[tuple[int, int], ...]
     by_filter: Mapping[str, tuple[Any, ...]]
+    by_sample: Mapping[str, tuple[tuple[Any, ...], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,8 @@ class Scores:
     doc_ids: tuple[int, ...]
     by_filter: Mapping[str, tuple[Mapping[str, Any], ...]]
     targets: tuple[Any, ...] = ()  # doc_to_target of each document, as the samples file shows it
+    # with reductions: per filter, per document, each sample's metric values (the samples file shows them)
+    by_sample: Mapping[str, tuple[tuple[Mapping[str, Any], ...], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,7 @@ PIPELINE: tuple[Node, ...] = (
         "metrics",
         "evalflow.stages.metrics:metrics",
         "scores",
-        task_fields=_RENDERING + ("metric_list", "process_results"),
+        task_fields=_RENDERING + ("metric_list", "process_results", "repeats"),  # repeats: pass@k's k
         identity={"components": _calls(metric_components)},
         upstream=("load_docs", "filters"),
     ),
@@ -101,7 +101,7 @@ PIPELINE: tuple[Node, ...] = (
         "aggregate",
         "evalflow.stages.aggregate:aggregate",
         "result",
-        task_fields=("metric_list", "output_type", "process_results"),
+        task_fields=("metric_list", "output_type", "process_results", "repeats"),
         run_settings=("bootstrap_iters",),
         identity={"components": _calls(aggregation_components)},
         upstream=("metrics",),

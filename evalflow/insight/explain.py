@@ -220,7 +220,13 @@ def _component_calls(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
 
 def _field_change(name: str, old: Any, new: Any) -> str:
     if name == "metric_list":
-        return f"metric_list: {_set_change(_names(old, 'metric'), _names(new, 'metric'))}"
+        added_removed = _set_change(_names(old, "metric"), _names(new, "metric"))
+        if added_removed != "reordered or changed" or len(old or []) != len(new or []):
+            return f"metric_list: {added_removed}"
+        # the same metrics: name the entry whose options changed (a reduction, an option)
+        changed = [(a, b) for a, b in zip(old or [], new or []) if a != b]
+        return (f"metric_list: metric {changed[0][1].get('metric')} changed ({'; '.join(_paths(*changed[0]))})"
+                if changed and all(isinstance(e, Mapping) for e in changed[0]) else "metric_list reordered")
     if name == "filter_list":
         added_removed = _set_change(_names(old, "name"), _names(new, "name"))
         if added_removed != "reordered or changed":

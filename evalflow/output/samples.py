@@ -4,6 +4,11 @@ One line per document and filter pipeline: doc_id, doc, target, arguments
 (``{"gen_args_0": {"arg_0": context, "arg_1": continuation}}``), resps, filtered_resps, filter,
 metrics (the names), lm-eval 0.4.13's ``doc_hash``, ``prompt_hash`` and ``target_hash`` (so tools
 that join samples files by hash work on evalflow's), and one key per metric value.
+
+With ``repeats > 1`` all k samples are shown: ``resps`` holds every answer (as in lm-eval), and
+evalflow adds ``filtered_samples`` (per instance, each repeat through the pipeline on its own) and,
+when the task reduces repeats (pass@k, maj@k, ...), ``sample_metrics`` (each repeat's metric values,
+the inputs of the reductions whose results are the row's metric keys).
 """
 
 from __future__ import annotations
@@ -26,14 +31,11 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
     by_doc: dict[int, dict[int, tuple[Any, list[Any]]]] = defaultdict(dict)
     for inst, answer in sorted(zip(instances, responses), key=lambda p: (p[0].doc_id, p[0].idx, p[0].request.repeat)):
         by_doc[inst.doc_id].setdefault(inst.idx, (inst, []))[1].append(answer)
-    filtered_by_doc: dict[str, dict[int, list[Any]]] = {}
-    for name, values in filtered.by_filter.items():
-        per_doc: dict[int, list[Any]] = defaultdict(list)
-        for (doc_id, _), value in zip(filtered.keys, values):
-            per_doc[doc_id].append(value)
-        filtered_by_doc[name] = per_doc
+    filtered_by_doc = {name: _group(filtered.keys, values) for name, values in filtered.by_filter.items()}
+    samples_by_doc = {name: _group(filtered.keys, values) for name, values in filtered.by_sample.items()}
     for name, rows in scores.by_filter.items():
-        for doc_id, target, metric_values in zip(scores.doc_ids, scores.targets, rows):
+        per_sample = scores.by_sample.get(name)
+        for row, (doc_id, target, metric_values) in enumerate(zip(scores.doc_ids, scores.targets, rows)):
             pairs = [by_doc[doc_id][idx] for idx in sorted(by_doc[doc_id])]
             target = _jsonable(target)
             yield {
@@ -50,7 +52,17 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
                 "metrics": sorted(metric_values),
                 **lm_eval_hashes(docs[doc_id], pairs[0][0].request.args[0], target),
                 **{k: _jsonable(v) for k, v in metric_values.items()},
+                **({"filtered_samples": _jsonable(samples_by_doc[name][doc_id])} if name in samples_by_doc else {}),
+                **({"sample_metrics": _jsonable(per_sample[row])} if per_sample else {}),
             }
+
+
+def _group(keys: Any, values: Any) -> dict[int, list[Any]]:
+    """Per document, the values of its instances (keys are sorted by (doc_id, idx))."""
+    out: dict[int, list[Any]] = defaultdict(list)
+    for (doc_id, _), value in zip(keys, values):
+        out[doc_id].append(value)
+    return out
 
 
 def lm_eval_hashes(doc: Mapping[str, Any], prompt: str, target: Any) -> dict[str, str]:

@@ -9,7 +9,8 @@ The pipeline after inference, for one task::
     group = aggregate_group("mmlu", aggregate_metric_list, [(numbers, n), ...])
 
 Components are registered by name (the name used in task YAML); add your own with
-:func:`register_metric`, :func:`register_aggregation` and :func:`register_filter`.
+:func:`register_metric`, :func:`register_aggregation`, :func:`register_filter` and
+:func:`register_reduction` (how a document's repeats become one value: pass@k, maj@k, ...).
 Importing this package registers every built-in component.
 """
 
@@ -22,12 +23,15 @@ from evalflow.scoring.registry import (
     AGGREGATIONS,
     FILTERS,
     METRICS,
+    REDUCTIONS,
     Metric,
     Registry,
     register_aggregation,
     register_filter,
     register_metric,
+    register_reduction,
 )
+from evalflow.scoring.reductions import RepeatSamples, pass_at_k
 from evalflow.scoring.task_aggregation import aggregate_task
 
 __all__ = [
@@ -35,17 +39,21 @@ __all__ = [
     "DEFAULT_METRICS",
     "FILTERS",
     "METRICS",
+    "REDUCTIONS",
     "FilterPipeline",
     "FilterStep",
     "Metric",
     "MetricSpec",
     "Registry",
+    "RepeatSamples",
     "aggregate_group",
     "aggregate_task",
     "build_pipelines",
     "register_aggregation",
     "register_filter",
+    "pass_at_k",
     "register_metric",
+    "register_reduction",
     "score_document",
     "task_metric_specs",
 ]

@@ -16,13 +16,14 @@ reports it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from evalflow.cache.code import code_hash
 from evalflow.scoring.filters import DEFAULT_PIPELINES
-from evalflow.scoring.metrics import DEFAULT_METRICS
-from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS
+from evalflow.scoring.metrics import DEFAULT_METRICS  # (imports the reductions, which register themselves)
+from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS, REDUCTIONS
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
 
 
@@ -43,14 +44,27 @@ def filter_components(task: TaskConfig) -> dict[str, str]:
 
 def metric_components(task: TaskConfig) -> dict[str, str]:
     """The registered metric functions the metrics stage may call (none under process_results,
-    which computes every metric itself)."""
+    which computes every metric itself), and the reductions it applies to them."""
+    out = reduction_components(task)
     if task.process_results is not None:
-        return {}
-    out: dict[str, str] = {}
+        return out
     for name, entry in _metrics(task):
         metric = METRICS.find(name) if isinstance(entry.get("metric", name), str) else None
         if metric is not None:
             out[f"metric '{name}'"] = code_hash(metric.fn)
+    return out
+
+
+def reduction_components(task: TaskConfig) -> dict[str, str]:
+    """The registered reductions the task's ``reduction`` keys name (``pass@4`` is ``pass@k``'s code)."""
+    out: dict[str, str] = {}
+    for _, entry in _metrics(task):
+        names = entry.get("reduction", ())
+        for name in [names] if isinstance(names, str) else names if isinstance(names, (list, tuple)) else ():
+            registered = re.sub(r"@[0-9]+$", "@k", name) if isinstance(name, str) else None
+            found = REDUCTIONS.find(registered) if registered else None
+            if found is not None:
+                out[f"reduction '{registered}'"] = code_hash(found)
     return out
 
 

@@ -231,6 +231,29 @@ class FilterPipeline:
         return tuple(values)
 
 
+CROSS_SAMPLE_FILTERS = frozenset({"take_first_k", "majority_vote"})
+"""Filters that read several repeats of an instance at once, so a pipeline using one cannot score
+each sample on its own (lm-eval's self-consistency pipelines: its own maj@k over repeats)."""
+
+
+def combines_samples(pipeline: FilterPipeline) -> bool:
+    """Whether the pipeline looks across an instance's repeats (then it has no per-sample answers)."""
+    return any(step.function in CROSS_SAMPLE_FILTERS for step in pipeline.steps)
+
+
+def per_sample(
+    pipeline: FilterPipeline, resps: Sequence[Sequence[Any]], docs: Sequence[Mapping[str, Any]]
+) -> tuple[tuple[Any, ...], ...]:
+    """Each instance's repeats filtered one at a time: ``out[i][j]`` is repeat j of instance i
+    through the pipeline as if it were the only response (one pipeline call per repeat index)."""
+    repeats = {len(r) for r in resps}
+    if len(repeats) > 1:
+        raise DataError(f"filter '{pipeline.name}': instances have different numbers of repeats {sorted(repeats)}")
+    k = repeats.pop() if repeats else 0
+    columns = [pipeline.apply([[r[j]] for r in resps], docs) for j in range(k)]
+    return tuple(tuple(col[i] for col in columns) for i in range(len(resps)))
+
+
 DEFAULT_PIPELINES = (FilterPipeline("none", (FilterStep("take_first", take_first),)),)
 
 

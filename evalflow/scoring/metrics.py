@@ -27,6 +27,7 @@ import numpy as np
 
 from evalflow.errors import TaskError, closest
 import evalflow.scoring.aggregations  # noqa: F401  (registers the aggregations named below)
+from evalflow.scoring.reductions import Reduction, parse_reductions
 from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
 
@@ -38,7 +39,7 @@ DEFAULT_METRICS: dict[str, tuple[str, ...]] = {
 }
 """lm-eval's ``DEFAULT_METRIC_REGISTRY``: the metrics of a task without ``metric_list``."""
 
-_RESERVED = ("metric", "aggregation", "higher_is_better", "hf_evaluate")
+_RESERVED = ("metric", "aggregation", "higher_is_better", "hf_evaluate", "reduction")
 
 
 def passthrough(items: Any) -> Any:
@@ -120,6 +121,12 @@ class MetricSpec:
     aggregation: Callable[..., Any] = passthrough
     higher_is_better: bool | None = None
     keyword_call: bool = True  # fn(references=, predictions=, **kwargs), else fn([gold, result])
+    reductions: tuple[Reduction, ...] = ()  # none: lm-eval 0.4.13's one value from the filtered answer
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """The per-document keys this entry reports: its name, or one per reduction."""
+        return tuple(r.output_name(self.name) for r in self.reductions) or (self.name,)
 
 
 _SPEC_CACHE: dict[tuple[Any, ...], tuple[MetricSpec, ...]] = {}
@@ -130,7 +137,7 @@ def task_metric_specs(task: TaskConfig) -> tuple[MetricSpec, ...]:
 
     Cached per task definition: ``score_document`` asks once per document.
     """
-    key = (task.task, task.source, task.output_type, repr(task.metric_list), task.process_results)
+    key = (task.task, task.source, task.output_type, repr(task.metric_list), task.process_results, task.repeats)
     specs = _SPEC_CACHE.get(key)
     if specs is None:
         specs = _resolve_specs(task)
@@ -146,9 +153,14 @@ def _resolve_specs(task: TaskConfig) -> tuple[MetricSpec, ...]:
         )
     if task.metric_list is None:
         return tuple(_default_spec(name) for name in DEFAULT_METRICS[task.output_type])
-    return tuple(
+    specs = tuple(
         _spec(task, i, entry, f"{where} metric_list[{i}]") for i, entry in enumerate(task.metric_list)
     )
+    reduced = [name for s in specs if s.reductions for name in s.output_names]
+    for name in reduced:
+        if reduced.count(name) > 1:
+            raise TaskError(f"{where} metric_list reports '{name}' twice; give each reduction of a metric once")
+    return specs
 
 
 def _default_spec(name: str) -> MetricSpec:
@@ -192,6 +204,8 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
         if "higher_is_better" in entry
         else (registered.higher_is_better if registered is not None else None),
         keyword_call=_check_kwargs(fn, kwargs, name, where),
+        reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction")
+        if "reduction" in entry else (),
     )
 
 
@@ -255,7 +269,7 @@ def metric_for_key(
     """
     specs = tuple(specs)
     for spec in specs:
-        if spec.name == key:
+        if key in spec.output_names:
             return spec
     if process_results is not None:
         return None

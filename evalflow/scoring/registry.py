@@ -1,8 +1,9 @@
 """One generic name -> object registry, and the three registries of scoring components.
 
 The registry name is the YAML name: ``metric: acc`` in a task's ``metric_list`` looks up
-``METRICS.get("acc")``, ``aggregation: mean`` looks up ``AGGREGATIONS``, and ``function: regex`` in a
-``filter_list`` looks up ``FILTERS``. Users extend evalflow exactly as they extend lm-eval::
+``METRICS.get("acc")``, ``aggregation: mean`` looks up ``AGGREGATIONS``, ``function: regex`` in a
+``filter_list`` looks up ``FILTERS``, and ``reduction: pass@k`` (how a document's repeats become one
+value) looks up ``REDUCTIONS``. Users extend evalflow exactly as they extend lm-eval::
 
     from evalflow.scoring import register_aggregation, register_filter, register_metric
 
@@ -132,11 +133,23 @@ class Metric:
 METRICS: Registry[Metric] = Registry("metric")
 AGGREGATIONS: Registry[Callable[..., Any]] = Registry("aggregation")
 FILTERS: Registry[Callable[..., Any]] = Registry("filter")
+REDUCTIONS: Registry[Callable[..., Any]] = Registry("reduction")
 
 
 def register_aggregation(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn(items) -> value``, the function that turns per-document values into one number."""
     return AGGREGATIONS.register(name)
+
+
+def register_reduction(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``fn(samples, k) -> value``: how one document's k scored samples become its value.
+
+    ``samples`` is a :class:`~evalflow.scoring.reductions.RepeatSamples` (each sample's filtered
+    answer and metric value, and the metric as a function of an answer); ``k`` is the number after
+    ``@`` in the YAML name (``pass@4``), or the task's ``repeats`` for ``pass@k``. The name is the
+    YAML's ``reduction:`` value; a name ending ``@k`` accepts a number in place of ``k``.
+    """
+    return REDUCTIONS.register(name)
 
 
 def register_filter(name: str) -> Callable[[T], T]:

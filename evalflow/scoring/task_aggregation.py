@@ -46,7 +46,7 @@ def aggregate_task(
         raise DataError(f"task '{name}' has no filter pipeline results to aggregate; nothing was scored")
     specs = task_metric_specs(task)
     out: dict[str, Any] = {}
-    higher: dict[str, bool | None] = {s.name: s.higher_is_better for s in specs}
+    higher: dict[str, bool | None] = {n: s.higher_is_better for s in specs for n in s.output_names}
     for filter_name, rows in per_filter.items():
         if len(rows) == 0:
             raise DataError(

@@ -1,5 +1,9 @@
 """Stage 5: each named filter pipeline applied to the responses (answer extraction, voting, ...).
 
+With ``repeats > 1`` each pipeline also runs on every repeat alone (``Filtered.by_sample``), the
+answers that the metrics' reductions (pass@k, maj@k, mean, ...) score; a pipeline that itself
+combines repeats (``majority_vote``, ``take_first_k``) has no per-sample answers.
+
 Reasoning models: with ``think_end_token`` set, a generation's text up to the last end-of-thinking
 marker is the thinking part. It stays in the cached raw response (and the samples' ``resps``), and
 only the rest, cut again at the request's stop sequences, reaches the filters and metrics, as
@@ -12,7 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from evalflow.records import DocSet, Filtered, Instance, Responses
-from evalflow.scoring.filters import build_pipelines
+from evalflow.scoring.filters import build_pipelines, combines_samples, per_sample
 from evalflow.taskspec.spec import TaskConfig
 
 
@@ -32,8 +36,13 @@ def filters(
     keys = tuple(sorted(grouped))
     resps = [grouped[k] for k in keys]
     rows = [docs.docs[doc_id] for doc_id, _ in keys]
-    by_filter = {p.name: tuple(p.apply(resps, rows)) for p in build_pipelines(task.filter_list)}
-    return Filtered(keys=keys, by_filter=by_filter)
+    pipelines = build_pipelines(task.filter_list)
+    by_filter = {p.name: tuple(p.apply(resps, rows)) for p in pipelines}
+    # Every repeat through each pipeline on its own, whatever the metrics ask, so that choosing a
+    # reduction (metrics) never re-runs this stage.
+    repeated = any(len(r) > 1 for r in resps)
+    by_sample = {p.name: per_sample(p, resps, rows) for p in pipelines if repeated and not combines_samples(p)}
+    return Filtered(keys=keys, by_filter=by_filter, by_sample=by_sample)
 
 
 def without_thinking(text: str, think_end_token: str, until: Any) -> str:

@@ -56,6 +56,7 @@ CASES = [
     ("filter_list", {"filter_list": ({"name": "x", "filter": ({"function": "take_first"},)},)}, S[4:]),
     ("metric_list", {"metric_list": ({"metric": "acc_norm"},)}, S[5:]),
     ("metric_list adds acc_mutual_info", {"metric_list": ({"metric": "acc"}, {"metric": "acc_mutual_info"})}, S[2:]),
+    ("metric_list adds a reduction", {"metric_list": ({"metric": "acc", "reduction": "mean"},)}, S[5:]),
     ("tag only", {"tag": ("x",)}, []),
     ("task_alias only", {"task_alias": "T"}, []),
     ("metadata only", {"metadata": {"version": 2}}, []),
@@ -101,6 +102,22 @@ def test_equal_inputs_give_equal_keys() -> None:
     assert changed(copy) == []
 
 
+GEN_TASK = dataclasses.replace(
+    BASE_TASK, output_type="generate_until", doc_to_choice=None, repeats=8,
+    generation_kwargs={"until": ["\n"], "do_sample": True, "temperature": 0.7},
+    metric_list=({"metric": "exact_match", "reduction": "pass@k"},))
+
+
+@pytest.mark.parametrize("reduction", ["first", "maj@k", ["mean", "max"], "pass@4"])
+def test_changing_only_the_reduction_rekeys_metrics_and_aggregate(reduction: Any) -> None:
+    """The filters stage runs every repeat alone whatever the reduction, so only the stages that
+    read ``reduction`` (metrics, aggregate) re-run; with no model call."""
+    task = dataclasses.replace(GEN_TASK, metric_list=({"metric": "exact_match", "reduction": reduction},))
+    before = {p.node.name: p.key for p in plan(GEN_TASK, BASE_SETTINGS)}
+    after = {p.node.name: p.key for p in plan(task, BASE_SETTINGS)}
+    assert [s for s in S if before[s] != after[s]] == S[5:]
+
+
 def keys(task: TaskConfig = BASE_TASK) -> dict[str, str | None]:
     return {p.node.name: p.key for p in plan(task, BASE_SETTINGS)}
 
@@ -118,6 +135,18 @@ COMPONENT_CASES = [
     ("built-in filter take_first (the default pipeline)", "filter", "take_first", S[4:]),
     ("a component the task does not call", "aggregation", "median", []),
 ]
+
+
+def test_a_reductions_code_is_in_the_metrics_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalflow.scoring.components as components
+    from evalflow.scoring import REDUCTIONS
+
+    target, real = REDUCTIONS.get("pass@k"), components.code_hash
+    before = keys(GEN_TASK)
+    monkeypatch.setattr(components, "code_hash", lambda obj: "edited" if obj is target else real(obj))
+    after = keys(GEN_TASK)
+    assert [s for s in S if before[s] != after[s]] == S[5:]
+    assert keys() == {p.node.name: p.key for p in plan(BASE_TASK, BASE_SETTINGS)}  # a task without it: unchanged
 
 
 @pytest.mark.parametrize("name,kind,component,expected", COMPONENT_CASES, ids=[c[0] for c in COMPONENT_CASES])

@@ -54,6 +54,20 @@ def test_metric_change(runner: Runner, toy_library: Path) -> None:
     assert why["metrics"] == "metric_list: + acc_norm"
 
 
+def test_reduction_change(runner: Runner, toy_library: Path) -> None:
+    yaml_file = toy_library / "toy_gen.yaml"
+    yaml_file.write_text(yaml_file.read_text().replace("  do_sample: false", "  do_sample: true")
+                         .replace("    higher_is_better: true\n", "    higher_is_better: true\n    reduction: pass@k\n")
+                         + "repeats: 2\n")
+    runner("toy_gen")
+    yaml_file.write_text(yaml_file.read_text().replace("reduction: pass@k", "reduction: [maj@k, mean]"))
+    _, _, folder = runner("toy_gen")
+    shutil.rmtree(runner.cache)
+    why = lines_by_stage(folder)
+    assert set(why) == {"metrics", "aggregate"}
+    assert why["metrics"] == 'metric_list: metric exact_match changed (reduction: "pass@k" → ["maj@k", "mean"])'
+
+
 def test_filter_change(runner: Runner, toy_library: Path) -> None:
     runner("toy_gen")
     yaml_file = toy_library / "toy_gen.yaml"

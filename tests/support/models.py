@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from typing import Any, Sequence
@@ -90,3 +91,31 @@ class StrictModel:
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
         return self.inner.generate_until(requests)
+
+
+class NoisyOracleModel(CountingModel):
+    """Answers sampled generations right about half the time, from a table of right answers.
+
+    ``ANSWERS`` maps a question's text to its right answer; a prompt's last ``Question: ...``
+    line picks the entry. Each sample (seed, repeat) is right, off by one or off by two, drawn
+    from a hash, so k samples of one document disagree and a majority can be wrong: what the
+    reductions (pass@k, maj@k, mean) must tell apart. Counts calls like :class:`CountingModel`.
+    """
+
+    ANSWERS: dict[str, int] = {}
+
+    @classmethod
+    def identity(cls, **config: Any) -> dict[str, Any]:
+        return {"type": "noisy-oracle", "answers": sorted(cls.ANSWERS.items())}
+
+    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+        self._count(requests)
+        out = []
+        for r in requests:
+            question = r.args[0].rsplit("Question: ", 1)[-1].split("\nAnswer:", 1)[0].strip()
+            right = self.ANSWERS[question]
+            digest = hashlib.sha256(f"{question}|{r.seed}|{r.repeat}".encode()).digest()
+            u = int.from_bytes(digest[:8], "big") / 2**64
+            answer = right if u < 0.5 else right + 1 if u < 0.8 else right + 2
+            out.append(f"Let me think. {right} or {answer}?\n#### {answer}")
+        return out
