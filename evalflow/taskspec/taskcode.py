@@ -100,7 +100,7 @@ def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         del sys.modules[name]
         raise TaskError(f"importing {path} (for `!function ...{attr}`) failed: {_missing(exc)}") from exc
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # lm-eval's slr_bench calls sys.exit() when swipl is missing
         del sys.modules[name]
         raise TaskError(
             f"importing {path} (for `!function ...{attr}`) failed: {type(exc).__name__}: {exc}. "

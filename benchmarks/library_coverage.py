@@ -1,0 +1,178 @@
+"""How much of lm-eval's task library loads in evalflow: every task and group, no data, no model.
+
+    python benchmarks/library_coverage.py                    # the installed lm_eval's tasks folder
+    python benchmarks/library_coverage.py --library DIR [--json out.json] [--examples 2]
+
+Each task and group of the library is resolved the way a run resolves ``task=NAME`` with lm-eval's
+folder on ``include_path`` (:class:`~evalflow.taskspec.index.TaskIndex`, the group expansion) and
+then passes the load-time checks a run, ``show`` and ``validate`` make
+(:func:`evalflow.load_checks.check_selection`: registry names, and every ``!function`` module
+imported, once per module file). So whatever fixes the loader or the checks gets is in the figure.
+No dataset is opened and no model is built.
+
+What does not load is grouped by cause: a task-code module importing a package that is not
+installed (with the package, and the lm-eval extra that lists it, read from
+``importlib.metadata.requires("lm-eval")``); lm-eval's Python ``class:`` tasks; ANTLR-runtime and
+``lm_eval``-import failures (other engineers' parts of issue 21); and everything else, one line per
+distinct message shape (paths, names and numbers blanked) with a count and an example task.
+``trust_task_code`` is passed as true: the library's task code lies outside evalflow's own folder.
+Prints the figures and the seconds taken; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from evalflow.errors import EvalflowError  # noqa: E402
+from evalflow.load_checks import check_selection  # noqa: E402
+from evalflow.taskspec.index import TaskIndex  # noqa: E402
+
+CLASS_TASK = "Python `class:` task"
+# Failures that other parts of issue 21 address: counted apart from "other" until they merge.
+SEPARATE = (("antlr", "ANTLR runtime (minerva_math / MATH: issue 21 item 2)"),
+            ("'lm_eval", "imports lm_eval (issue 21 item 1)"))
+
+
+@dataclass
+class Tally:
+    """The outcome of every name of one kind (task or group)."""
+
+    loaded: int = 0
+    causes: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    @property
+    def total(self) -> int:
+        return self.loaded + sum(len(v) for v in self.causes.values())
+
+
+def library_folder() -> Path:
+    """The installed lm_eval package's tasks folder (without importing lm_eval itself)."""
+    spec = importlib.util.find_spec("lm_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("lm_eval is not installed here; pass --library DIR (lm-eval's tasks folder)")
+    return Path(list(spec.submodule_search_locations)[0]) / "tasks"
+
+
+def extras_of_packages() -> dict[str, list[str]]:
+    """Normalised package name -> lm-eval's extras that list it (its install metadata)."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for line in importlib.metadata.requires("lm-eval") or []:
+        match = re.match(r"\s*([A-Za-z0-9_.\-]+).*?extra\s*==\s*['\"]([^'\"]+)['\"]", line)
+        if match:
+            out[_norm(match[1])].append(match[2])
+    return out
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def cause_of(exc: BaseException, extras: dict[str, list[str]]) -> str:
+    """The cause line a failure is counted under."""
+    text = str(exc)
+    if "Python task class" in text:
+        return CLASS_TASK
+    missing = _missing_module(exc)
+    for needle, label in SEPARATE:
+        if needle in text or (missing and needle.strip("'") == missing.split(".")[0]):
+            return label
+    if missing is not None:
+        pip = re.search(r"`pip install ([^`]+)`", text)
+        package = pip[1] if pip else missing.split(".")[0]
+        found = extras.get(_norm(package), [])
+        extra = f"lm-eval[{','.join(sorted(set(found)))}]" if found else "no lm-eval extra"
+        return f"missing package: {package} ({extra})"
+    return "other: " + shape(text)
+
+
+def _missing_module(exc: BaseException) -> str | None:
+    """The module name of a ModuleNotFoundError anywhere in the exception's cause chain."""
+    seen: set[int] = set()
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        if isinstance(node, ModuleNotFoundError):
+            return node.name or str(node)
+        node = node.__cause__ or node.__context__
+    return None
+
+
+def shape(text: str) -> str:
+    """A message with its particulars blanked, so that one mistake in 500 files is one line."""
+    text = re.sub(r"(/[^\s:,'\"`)]+)+", "<path>", text)
+    text = re.sub(r"'[^']*'", "'…'", text)
+    text = re.sub(r"\d+", "N", text)
+    return text[:300]
+
+
+def check(index: TaskIndex, name: str) -> None:
+    """Resolve ``name`` as a run does and make the run's load-time checks (raises on failure)."""
+    selection = index.resolve([name], trust_task_code=True)
+    check_selection(selection, num_fewshot=None)
+
+
+def measure(index: TaskIndex, names: list[str], extras: dict[str, list[str]]) -> Tally:
+    tally = Tally()
+    for name in names:
+        try:
+            check(index, name)
+        except EvalflowError as exc:
+            tally.causes[cause_of(exc, extras)].append(name)
+        except Exception as exc:  # noqa: BLE001 - a crash is a finding too, counted under its type
+            tally.causes[f"other: crash {type(exc).__name__}: {shape(str(exc))}"].append(name)
+        else:
+            tally.loaded += 1
+    return tally
+
+
+def report(kind: str, tally: Tally, examples: int) -> list[str]:
+    lines = [f"{kind}: {tally.loaded} of {tally.total} load ({100 * tally.loaded / max(tally.total, 1):.1f}%)"]
+    for cause, names in sorted(tally.causes.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        shown = ", ".join(sorted(names)[:examples])
+        lines.append(f"  {len(names):6d}  {cause}  [e.g. {shown}]")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--library", type=Path, default=None, help="lm-eval's tasks folder")
+    parser.add_argument("--json", type=Path, default=None, help="also write every name's cause here")
+    parser.add_argument("--examples", type=int, default=2, help="example names per cause")
+    parser.add_argument("--only", nargs="*", default=None, help="check only these names")
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)  # escapes and override warnings are not this figure
+    os.environ.setdefault("EVALFLOW_CACHE", tempfile.mkdtemp(prefix="coverage-cache-"))
+    library = args.library or library_folder()
+    start = time.perf_counter()
+    index = TaskIndex.build([library], builtin=False)
+    indexed = time.perf_counter() - start
+    extras = extras_of_packages()
+    tasks, groups = index.task_names(), index.group_names()
+    if args.only is not None:
+        tasks, groups = [n for n in tasks if n in args.only], [n for n in groups if n in args.only]
+    by_kind = {"tasks": measure(index, tasks, extras), "groups": measure(index, groups, extras)}
+    seconds = time.perf_counter() - start
+    print(f"lm-eval library: {library} ({len(index.problems)} YAML file(s) skipped by the index)")
+    for kind, tally in by_kind.items():
+        print("\n".join(report(kind, tally, args.examples)))
+    print(f"seconds: {seconds:.1f} (index {indexed:.1f}); CPU {time.process_time():.1f}")
+    if args.json:
+        args.json.write_text(json.dumps({k: {"loaded": t.loaded, "causes": t.causes} for k, t in by_kind.items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
