@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import importlib.util
 import json
 import logging
 import os
@@ -41,10 +42,18 @@ from evalflow.errors import EvalflowError  # noqa: E402
 from evalflow.load_checks import check_selection  # noqa: E402
 from evalflow.taskspec.index import TaskIndex  # noqa: E402
 
-CLASS_TASK = "Python `class:` task"
-# Failures that other parts of issue 21 address: counted apart from "other" until they merge.
-SEPARATE = (("antlr", "ANTLR runtime (minerva_math / MATH: issue 21 item 2)"),
-            ("'lm_eval", "imports lm_eval (issue 21 item 1)"))
+CLASS_TASK = "Python `class:` task (refused: see the README)"
+# Causes told apart by the message the load-time checks give (the checks return their errors
+# without the original exception, so the text is what there is). First match wins.
+KNOWN = (
+    ("antlr", "ANTLR runtime (MATH task code; issue 21 item 2)"),
+    ("imports the module 'lm_eval", "imports lm_eval (issue 21 item 1)"),
+    ("which the installed package", "installed package lacks a module (written for an older version)"),
+    ("ImportError: cannot import name", "installed package lacks a name (written for an older version)"),
+    ("on the Hugging Face Hub", "task code loads an HF `evaluate` metric at import (no network here)"),
+    ("hf_evaluate metrics load", "metric from the HF `evaluate` hub (`hf_evaluate: true`)"),
+    ("SystemExit", "task code exits at import (a missing program)"),
+)
 
 
 @dataclass
@@ -60,7 +69,7 @@ class Tally:
 
 
 def library_folder() -> Path:
-    """The installed lm_eval package's tasks folder (without importing lm_eval itself)."""
+    """The installed lm_eval package's tasks folder (found without importing lm_eval)."""
     spec = importlib.util.find_spec("lm_eval")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("lm_eval is not installed here; pass --library DIR (lm-eval's tasks folder)")
@@ -86,29 +95,45 @@ def cause_of(exc: BaseException, extras: dict[str, list[str]]) -> str:
     text = str(exc)
     if "Python task class" in text:
         return CLASS_TASK
-    missing = _missing_module(exc)
-    for needle, label in SEPARATE:
-        if needle in text or (missing and needle.strip("'") == missing.split(".")[0]):
+    for needle, label in KNOWN:
+        if needle in text:
             return label
-    if missing is not None:
-        pip = re.search(r"`pip install ([^`]+)`", text)
-        package = pip[1] if pip else missing.split(".")[0]
-        found = extras.get(_norm(package), [])
-        extra = f"lm-eval[{','.join(sorted(set(found)))}]" if found else "no lm-eval extra"
-        return f"missing package: {package} ({extra})"
+    missing = missing_packages(text, extras)
+    if missing:
+        named = re.findall(r"lm_eval\[[\"']?([A-Za-z0-9_\-]+)", text)  # a module's own advice
+        found = sorted({e for p in missing for e in extras.get(_norm(p), [])} | set(named))
+        extra = f"lm-eval[{','.join(found)}]" if found else "in no lm-eval extra"
+        return f"missing package: {' '.join(missing)} ({extra})"
     return "other: " + shape(text)
 
 
-def _missing_module(exc: BaseException) -> str | None:
-    """The module name of a ModuleNotFoundError anywhere in the exception's cause chain."""
-    seen: set[int] = set()
-    node: BaseException | None = exc
-    while node is not None and id(node) not in seen:
-        seen.add(id(node))
-        if isinstance(node, ModuleNotFoundError):
-            return node.name or str(node)
-        node = node.__cause__ or node.__context__
-    return None
+_WORDS = frozenset({"please", "via", "or", "and", "the", "evaluation", "metrics", "install", "pip", "with"})
+
+
+def missing_packages(text: str, extras: dict[str, list[str]]) -> list[str]:
+    """The packages a failed import asks for: evalflow's `pip install NAME` advice, or the names
+    a task module's own ImportError message spells (`pip install a b`, backquoted names)."""
+    tail = text.split(" failed: ", 1)[-1]
+    if "install" not in tail.lower():
+        return []
+    tail = re.sub(r"lm_eval\[[^\]]*\]", "", tail)
+    words = re.findall(r"`([A-Za-z0-9_.\-]+)", tail)
+    for run in re.findall(r"pip install ((?:`?[A-Za-z0-9_.\-<>=]+`?[ ,]*)+)", tail):
+        run_words = run.replace(",", " ").split()  # the first, and those that look like packages
+        words += run_words[:1] + [w for w in run_words[1:] if _norm(w) in extras or re.search(r"[-_]", w)]
+    names = {_norm(re.split(r"[<>=\[]", w.strip("`"))[0]) for w in words}
+    extra_names = {_norm(e) for found in extras.values() for e in found}
+    return sorted(n for n in names if re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]*", n) and _norm(n) not in extra_names
+                  and (_norm(n) in extras or n.lower() not in _WORDS and n[0].islower() or "`" + n in tail)
+                  and not _installed(n))
+
+
+def _installed(name: str) -> bool:
+    try:
+        importlib.metadata.distribution(name)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return importlib.util.find_spec(name.replace("-", "_")) is not None if name.isidentifier() else False
 
 
 def shape(text: str) -> str:
