@@ -48,8 +48,6 @@ CLASS_TASK = "Python `class:` task (refused: see the README)"
 KNOWN = (
     ("antlr", "ANTLR runtime (MATH task code; issue 21 item 2)"),
     ("imports the module 'lm_eval", "imports lm_eval (issue 21 item 1)"),
-    ("which the installed package", "installed package lacks a module (written for an older version)"),
-    ("ImportError: cannot import name", "installed package lacks a name (written for an older version)"),
     ("on the Hugging Face Hub", "task code loads an HF `evaluate` metric at import (no network here)"),
     ("hf_evaluate metrics load", "metric from the HF `evaluate` hub (`hf_evaluate: true`)"),
     ("SystemExit", "task code exits at import (a missing program)"),
@@ -92,9 +90,12 @@ def _norm(name: str) -> str:
 
 def cause_of(exc: BaseException, extras: dict[str, list[str]]) -> str:
     """The cause line a failure is counted under."""
-    text = str(exc)
+    text = str(exc).split(" (And ", 1)[0]  # a group's message: its first failing task's paragraph
     if "Python task class" in text:
         return CLASS_TASK
+    drift = version_drift(text)
+    if drift:
+        return drift
     for needle, label in KNOWN:
         if needle in text:
             return label
@@ -105,6 +106,20 @@ def cause_of(exc: BaseException, extras: dict[str, list[str]]) -> str:
         extra = f"lm-eval[{','.join(found)}]" if found else "in no lm-eval extra"
         return f"missing package: {' '.join(missing)} ({extra})"
     return "other: " + shape(text)
+
+
+def version_drift(text: str) -> str | None:
+    """'installed P V lacks M' when task code imports what a newer release of P removed."""
+    found = re.search(r"it imports '([^']+)', which the installed package '([^']+)'", text)
+    name = re.search(r"cannot import name '([^']+)' from '([^']+)'", text)
+    module, package = (found[1], found[2]) if found else (f"{name[2]}.{name[1]}", name[2].split(".")[0]) if name else ("", "")
+    if not package:
+        return None
+    try:
+        version = importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    return f"installed {package} {version} lacks {module} (task code written for an older {package})"
 
 
 _WORDS = frozenset({"please", "via", "or", "and", "the", "evaluation", "metrics", "install", "pip", "with"})
