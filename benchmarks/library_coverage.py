@@ -102,7 +102,7 @@ def cause_of(exc: BaseException, extras: dict[str, list[str]]) -> str:
     missing = missing_packages(text, extras)
     if missing:
         named = re.findall(r"lm_eval\[[\"']?([A-Za-z0-9_\-]+)", text)  # a module's own advice
-        found = sorted({e for p in missing for e in extras.get(_norm(p), [])} | set(named))
+        found = sorted({e for p in missing for e in extras.get(_norm(p), [])} | {_norm(e) for e in named})
         extra = f"lm-eval[{','.join(found)}]" if found else "in no lm-eval extra"
         return f"missing package: {' '.join(missing)} ({extra})"
     return "other: " + shape(text)
