@@ -1,13 +1,14 @@
 """How much of lm-eval's task library loads in evalflow: every task and group, no data, no model.
 
     python benchmarks/library_coverage.py                    # the installed lm_eval's tasks folder
-    python benchmarks/library_coverage.py --library DIR [--json out.json] [--examples 2]
+    python benchmarks/library_coverage.py --library DIR [--json out.json] [--examples 2] [--only NAME ...]
 
 Each task and group of the library is resolved the way a run resolves ``task=NAME`` with lm-eval's
 folder on ``include_path`` (:class:`~evalflow.taskspec.index.TaskIndex`, the group expansion) and
 then passes the load-time checks a run, ``show`` and ``validate`` make
 (:func:`evalflow.load_checks.check_selection`: registry names, and every ``!function`` module
 imported, once per module file). So whatever fixes the loader or the checks gets is in the figure.
+evalflow's built-in folder is left out of the index, so every name counted is lm-eval's.
 No dataset is opened and no model is built.
 
 What does not load is grouped by cause: a task-code module importing a package that is not
@@ -31,7 +32,7 @@ import re
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
