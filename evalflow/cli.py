@@ -40,6 +40,8 @@ SUBCOMMANDS = {
     "explain": Subcommand("evalflow.insight.explain:main", "RUN [RUN_B]  why each computed stage of a run re-ran"),
     "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B [max_drop=X alpha=P] [--json]  per metric A, B, B - A, a paired test; a release gate"),
     "rescore": Subcommand("evalflow.insight.rescore:main", "SAMPLES... task=NAME  score saved answers again, no model"),
+    "side-env": Subcommand("evalflow.taskspec.side_env_cli:main",
+                           "list|provision [NAME...]  the private package folders some task code needs (provision once online)"),
     "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
 }
 

@@ -83,13 +83,13 @@ def test_task_module_needing_a_missing_package_fails_at_load(
 
 
 def test_missing_module_messages_name_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalflow.taskspec import taskcode
+    from evalflow.taskspec import extras
     from evalflow.taskspec.loader import function_ref, resolve_function
 
     (tmp_path / "needs_pkg.py").write_text(MISSING_PACKAGE_UTILS)
     (tmp_path / "needs_submodule.py").write_text("import json.no_such_part\n")
     # an import name whose distribution is named differently (sklearn -> scikit-learn)
-    monkeypatch.setitem(taskcode._PIP_NAMES, "evalflow_test_missing_pkg", "evalflow-test-dist")
+    monkeypatch.setitem(extras._PIP_NAMES, "evalflow_test_missing_pkg", "evalflow-test-dist")
     with pytest.raises(TaskError, match=r"`pip install evalflow-test-dist`"):
         resolve_function(function_ref("needs_pkg.process_results", str(tmp_path)))
     with pytest.raises(TaskError, match=r"imports 'json.no_such_part', which the installed package 'json' does not have"):

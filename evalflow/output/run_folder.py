@@ -19,8 +19,9 @@ from evalflow.errors import ConfigError
 from evalflow.output.inputs import plain
 from evalflow.output.results import RunRecord
 from evalflow.output.samples import sample_rows
+from evalflow.taskspec.installed import TASK_LIBRARIES
 
-PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy")
+PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy", "lm-eval")
 
 
 def atomic_write(path: Path, chunks: Iterable[str]) -> None:
@@ -94,7 +95,9 @@ def ensure_fresh(folder: Path, setting: str = "hydra.run.dir") -> None:
 def pinned(config: dict[str, Any], map_file: str | None) -> dict[str, Any]:
     """A run's config as its snapshot must hold it to reproduce from any folder: the data map it
     used as the map file's absolute path (a map given by ``$EVALFLOW_DATA_MAP`` or a relative path;
-    a map named by its conf/ name stays a name), task files and include_path folders absolute."""
+    a map named by its conf/ name stays a name), task files and include_path folders absolute (a
+    task library's name, ``lm_eval``, stays a name: the manifest records the package's version, and
+    its task code's keys hold it, so a reproduction under another version recomputes)."""
     out = dict(config)
     value = out.get("data_map")
     if map_file is not None and not (isinstance(value, str) and "/" not in value and value == Path(map_file).stem):
@@ -105,8 +108,8 @@ def pinned(config: dict[str, Any], map_file: str | None) -> dict[str, Any]:
                     for t in ([tasks] if isinstance(tasks, str) else tasks)]
         out["task"] = absolute[0] if isinstance(tasks, str) else absolute
     paths = out.get("include_path")
-    if isinstance(paths, (str, list)):
-        folders = [str(Path(p).resolve()) if isinstance(p, str) and Path(p).is_dir() else p
+    if isinstance(paths, (str, list)):  # a library name (include_path=lm_eval) stays a name: the installed package
+        folders = [str(Path(p).resolve()) if isinstance(p, str) and Path(p).is_dir() and p not in TASK_LIBRARIES else p
                    for p in ([paths] if isinstance(paths, str) else paths)]
         out["include_path"] = folders[0] if isinstance(paths, str) else folders
     return out

@@ -29,6 +29,7 @@ import os
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from evalflow.errors import TaskError, UnsafeCodeError, closest
+from evalflow.taskspec.installed import package_module
 from evalflow.taskspec.loader import DROPPED_TASK_KEYS, load_yaml, task_from_dict, with_includes
 from evalflow.taskspec.selection import GroupSpec, IndexEntry, Selection, kind_of
 from evalflow.taskspec.spec import TASK_FIELDS, FunctionRef, TaskConfig, check_keys
@@ -180,12 +181,15 @@ class Expander:
         if self.trust:
             return
         for ref in function_refs(cfg):
-            if not _inside(ref.module_path, self.trusted_root):
+            # A module of an installed distribution's package (lm-eval's task library) is trusted
+            # like any installed dependency: `import lm_eval` would run it too (taskspec/installed.py).
+            if not _inside(ref.module_path, self.trusted_root) and package_module(ref.module_path) is None:
                 raise UnsafeCodeError(
                     f"{what} ({source}) uses task code `{ref.attr}` from {ref.module_path}, which "
-                    f"is outside evalflow's built-in tasks folder ({self.trusted_root}). Task code "
-                    "runs with your permissions, so evalflow runs it only when you allow it: pass "
-                    "trust_task_code=true if you trust this folder."
+                    f"is outside evalflow's built-in tasks folder ({self.trusted_root}) and not part "
+                    "of an installed Python package. Task code runs with your permissions, so "
+                    "evalflow runs it only when you allow it: pass trust_task_code=true if you trust "
+                    "this folder."
                 )
 
     # ------------------------------------------------------------------ groups

@@ -33,6 +33,7 @@ import xxhash
 
 from evalflow.cache.store import default_cache_dir
 from evalflow.errors import TaskError
+from evalflow.taskspec.installed import library_folder
 from evalflow.taskspec.selection import IndexEntry, Selection, kind_of
 
 __all__ = ["TaskIndex", "Selection", "IndexEntry", "builtin_tasks_dir", "kind_of"]
@@ -81,7 +82,7 @@ class TaskIndex:
         if builtin and builtin_tasks_dir().is_dir():
             roots.append(os.path.realpath(builtin_tasks_dir()))
         for folder in include_path:
-            path = Path(folder).expanduser()
+            path = Path(library_folder(str(folder)) or folder).expanduser()  # include_path=lm_eval: its tasks
             if not path.is_dir():
                 raise TaskError(
                     f"include_path '{folder}' is not a folder ({'a file' if path.exists() else 'missing'})."

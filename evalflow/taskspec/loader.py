@@ -25,8 +25,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.errors import TaskError, closest
+from evalflow.taskspec.installed import code_fingerprint
 from evalflow.taskspec.spec import OUTPUT_TYPES, FunctionRef, TaskConfig, check_keys
 # re-exported: task code lived here, and `from evalflow.taskspec.loader import resolve_function` is used
 from evalflow.taskspec.taskcode import function_refs as function_refs
@@ -78,7 +78,7 @@ def function_ref(spec: str, base_dir: str, yaml_file: str = "") -> FunctionRef:
             "`!function utils.process_docs` for process_docs in utils.py next to the YAML."
         )
     module_path = _find_module(base_dir, module.replace(".", "/") + ".py")
-    source_hash = file_fingerprint(module_path) if os.path.isfile(module_path) else ""
+    source_hash = code_fingerprint(module_path) if os.path.isfile(module_path) else ""
     return FunctionRef(module_path=module_path, attr=attr, source_hash=source_hash)
 
 

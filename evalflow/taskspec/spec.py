@@ -21,7 +21,8 @@ class FunctionRef:
     """A ``!function module.attr`` reference, resolved lazily (indexing never imports task code).
 
     Its fingerprint is the attribute name plus a hash of the module's source, never its path, so a
-    changed function changes the keys of the stages that call it.
+    changed function changes the keys of the stages that call it; plus, for a module that runs in a
+    side environment (:mod:`evalflow.taskspec.side_env`), that environment's name and pins.
     """
 
     module_path: str  # absolute path of the .py file
@@ -29,7 +30,10 @@ class FunctionRef:
     source_hash: str
 
     def __fingerprint__(self) -> Any:
-        return ("function", self.attr, self.source_hash)
+        from evalflow.taskspec.side_env import side_env_key  # reads the module's imports, memoized
+
+        env = side_env_key(self.module_path, self.source_hash)
+        return ("function", self.attr, self.source_hash) + ((env,) if env else ())
 
     def __str__(self) -> str:
         return f"!function {self.attr} ({self.module_path})"

@@ -2,8 +2,11 @@
 
 A :class:`FunctionRef` names ``attr`` in a ``.py`` file next to a task YAML. Nothing here runs when a
 YAML is read or indexed; :func:`resolve_function` imports the module on first use, once per source
-version, under a unique module name (two tasks' ``utils.py`` never clash). A module that imports a
-missing package fails with the module and the package to install.
+version: a loose file under a unique module name (two tasks' ``utils.py`` never clash), a module of
+an installed package (lm-eval's tasks) under its real dotted name, so its imports of its own package
+work (:mod:`evalflow.taskspec.installed`). A module that imports a missing package fails with the
+module, the package and the extra that installs it (:mod:`evalflow.taskspec.extras`); one whose
+``nltk.download`` fails at import fails with the resource (:mod:`evalflow.taskspec.downloads`).
 
     ref = task.process_results                    # FunctionRef(module_path=".../utils.py", attr=...)
     process_results = resolve_function(ref)       # utils.py is imported only now
@@ -12,6 +15,7 @@ missing package fails with the module and the package to install.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
 import os
 import sys
@@ -21,8 +25,12 @@ from typing import Any, Callable, Mapping
 
 import xxhash
 
-from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.errors import TaskError, closest
+from evalflow.taskspec.downloads import strict_downloads
+from evalflow.taskspec.extras import install_hint
+from evalflow.taskspec.installed import code_fingerprint, package_module
+from evalflow.taskspec.side_env import side_env_for
+from evalflow.taskspec.side_worker import side_function
 from evalflow.taskspec.spec import FunctionRef
 
 
@@ -61,6 +69,8 @@ def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
 
     The module gets a unique name (no clash between two tasks' ``utils.py``). If the file changed
     since the YAML was loaded, this refuses: the run's cache keys were computed from the old source.
+    A module that needs a side environment (:mod:`.side_env`) is not imported here: the result
+    is a proxy that runs it in that environment's worker.
     """
     path = ref.module_path
     if not os.path.isfile(path):
@@ -68,12 +78,15 @@ def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
             f"`!function {Path(path).stem}.{ref.attr}`: the module file {path} does not exist. "
             "Put the .py file next to the task YAML, or fix the module name in the tag."
         )
-    current = file_fingerprint(path)
+    current = code_fingerprint(path)
     if ref.source_hash and current != ref.source_hash:
         raise TaskError(
             f"{path} changed after its task was loaded (needed for `{ref.attr}`); the run was "
             "planned with the old source. Start the run again so it sees the new code."
         )
+    env = side_env_for(path, current)
+    if env is not None:  # its packages conflict with evalflow's: it runs in a worker interpreter
+        return side_function(ref, env)
     module = _MODULES.get((path, current)) or _import_module(path, current, ref.attr)
     try:
         fn = getattr(module, ref.attr)
@@ -89,19 +102,15 @@ def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
 
 
 def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
-    name = f"_evalflow_task_code_{xxhash.xxh64_hexdigest(path.encode())}_{source_hash[:12]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise TaskError(f"{path} cannot be imported as a Python module (needed for `{attr}`).")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    installed = package_module(path)
     try:
-        spec.loader.exec_module(module)
+        with strict_downloads():
+            module = _import_installed(installed.name, path) if installed else _import_file(path, source_hash, attr)
     except ModuleNotFoundError as exc:
-        del sys.modules[name]
         raise TaskError(f"importing {path} (for `!function ...{attr}`) failed: {_missing(exc)}") from exc
+    except TaskError as exc:
+        raise TaskError(f"importing {path} (for `!function ...{attr}`) failed: {exc}") from exc
     except (Exception, SystemExit) as exc:  # lm-eval's slr_bench calls sys.exit() when swipl is missing
-        del sys.modules[name]
         raise TaskError(
             f"importing {path} (for `!function ...{attr}`) failed: {type(exc).__name__}: {exc}. "
             "Fix the task module; run with EVALFLOW_DEBUG=1 for the traceback."
@@ -110,12 +119,29 @@ def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
     return module
 
 
-# Import names whose pip package is named differently (pip treats `_` and `-` alike otherwise).
-_PIP_NAMES = {
-    "sklearn": "scikit-learn", "yaml": "PyYAML", "PIL": "Pillow", "cv2": "opencv-python",
-    "bs4": "beautifulsoup4", "dateutil": "python-dateutil", "lm_eval": "lm-eval",
-    "antlr4": "antlr4-python3-runtime", "Levenshtein": "levenshtein", "google": "protobuf",
-}
+def _import_file(path: str, source_hash: str, attr: str) -> ModuleType:
+    """A loose task file, under a name unique to its path and source."""
+    name = f"_evalflow_task_code_{xxhash.xxh64_hexdigest(path.encode())}_{source_hash[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TaskError(f"{path} cannot be imported as a Python module (needed for `{attr}`).")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _import_installed(name: str, path: str) -> ModuleType:
+    """A module of an installed package, by its dotted name; reloaded if an earlier version of the
+    file was imported in this process (the key names the new source)."""
+    loaded = sys.modules.get(name)
+    if loaded is not None and any(p == path and m is loaded for (p, _), m in _MODULES.items()):
+        return importlib.reload(loaded)
+    return importlib.import_module(name)
 
 
 def _missing(exc: ModuleNotFoundError) -> str:
@@ -125,6 +151,5 @@ def _missing(exc: ModuleNotFoundError) -> str:
     if module != top and importlib.util.find_spec(top) is not None:
         return (f"it imports '{module}', which the installed package '{top}' does not have (another "
                 f"version of '{top}' may be needed). Install the version the task was written for.")
-    package = _PIP_NAMES.get(top, top)
-    return (f"it imports the module '{module}', which is not installed. Install the package that "
-            f"provides it (`pip install {package}`), or leave out the tasks that need it.")
+    return (f"it imports the module '{module}', which is not installed. Install it with "
+            f"{install_hint(module)}, or leave out the tasks that need it.")

@@ -1,0 +1,48 @@
+"""``python -m evalflow side-env list|provision [NAME...]``: the side environments task code needs.
+
+    list       each environment of the table, its pins, what triggers it, and whether its folder
+               is provisioned (under $EVALFLOW_SIDE_ENVS, else ~/.cache/evalflow/side-envs)
+    provision  install the named environments (default: all) now, with pip; run it once online
+               before going offline (evalflow otherwise provisions on first use)
+
+A run provisions on first use by itself; this command exists for machines that will be offline
+(or for a shared folder prepared once): ``EVALFLOW_SIDE_ENVS=/shared/side-envs python -m evalflow
+side-env provision``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from evalflow.cli_words import Usage, parse_words
+from evalflow.errors import ConfigError, closest
+from evalflow.taskspec.side_env import SIDE_ENVS, SideEnv
+from evalflow.taskspec.side_provision import env_folder, ensure_provisioned, is_provisioned
+
+USAGE = Usage("side-env", "list|provision [NAME...]", min_positional=1,
+              note="(NAME: an environment of `side-env list`; default all)")
+
+
+def main(argv: Sequence[str]) -> int:
+    words = parse_words(argv, USAGE)
+    action, names = words.positional[0], words.positional[1:]
+    if action not in ("list", "provision"):
+        raise ConfigError(f"side-env: unknown action '{action}'; {closest(action, ['list', 'provision'])} {USAGE.line()}")
+    envs = _selected(names)
+    for env in envs:
+        if action == "provision":
+            folder = ensure_provisioned(env, needed_by="`python -m evalflow side-env provision`")
+            print(f"{env.name}: provisioned in {folder} ({', '.join(env.requirements)})")
+        else:
+            state = "provisioned" if is_provisioned(env) else "not provisioned (done on first use)"
+            print(f"{env.name}: {', '.join(env.requirements)}; for task code importing "
+                  f"{', '.join(env.triggers)}; {env_folder(env)}: {state}")
+    return 0
+
+
+def _selected(names: Sequence[str]) -> tuple[SideEnv, ...]:
+    known = {env.name: env for env in SIDE_ENVS}
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"side-env: no side environment '{name}'; {closest(name, known)} {USAGE.line()}")
+    return tuple(known[n] for n in names) if names else SIDE_ENVS
