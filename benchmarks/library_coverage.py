@@ -1,6 +1,6 @@
 """How much of lm-eval's task library loads in evalflow: every task and group, no data, no model.
 
-    python benchmarks/library_coverage.py                    # the installed lm_eval's tasks folder
+    python benchmarks/library_coverage.py                    # include_path=lm_eval: the installed one
     python benchmarks/library_coverage.py --library DIR [--json out.json] [--examples 2] [--only NAME ...]
 
 Each task and group of the library is resolved the way a run resolves ``task=NAME`` with lm-eval's
@@ -16,7 +16,8 @@ installed (with the package, and the lm-eval extra that lists it, read from
 ``importlib.metadata.requires("lm-eval")``); lm-eval's Python ``class:`` tasks; ANTLR-runtime and
 ``lm_eval``-import failures (other engineers' parts of issue 21); and everything else, one line per
 distinct message shape (paths, names and numbers blanked) with a count and an example task.
-``trust_task_code`` is passed as true: the library's task code lies outside evalflow's own folder.
+The installed package's task code needs no ``trust_task_code`` (as with ``include_path=lm_eval``);
+a folder given with ``--library`` is trusted, as ``trust_task_code=true`` would.
 Prints the figures and the seconds taken; asserts nothing.
 """
 
@@ -162,17 +163,17 @@ def shape(text: str) -> str:
     return text[:300]
 
 
-def check(index: TaskIndex, name: str) -> None:
+def check(index: TaskIndex, name: str, trust: bool) -> None:
     """Resolve ``name`` as a run does and make the run's load-time checks (raises on failure)."""
-    selection = index.resolve([name], trust_task_code=True)
+    selection = index.resolve([name], trust_task_code=trust)
     check_selection(selection, num_fewshot=None)
 
 
-def measure(index: TaskIndex, names: list[str], extras: dict[str, list[str]]) -> Tally:
+def measure(index: TaskIndex, names: list[str], extras: dict[str, list[str]], trust: bool) -> Tally:
     tally = Tally()
     for name in names:
         try:
-            check(index, name)
+            check(index, name, trust)
         except EvalflowError as exc:
             tally.causes[cause_of(exc, extras)].append(name)
         except Exception as exc:  # noqa: BLE001 - a crash is a finding too, counted under its type
@@ -201,13 +202,14 @@ def main() -> None:
     os.environ.setdefault("EVALFLOW_CACHE", tempfile.mkdtemp(prefix="coverage-cache-"))
     library = args.library or library_folder()
     start = time.perf_counter()
-    index = TaskIndex.build([library], builtin=False)
+    index = TaskIndex.build([args.library or "lm_eval"], builtin=False)
     indexed = time.perf_counter() - start
     extras = extras_of_packages()
     tasks, groups = index.task_names(), index.group_names()
     if args.only is not None:
         tasks, groups = [n for n in tasks if n in args.only], [n for n in groups if n in args.only]
-    by_kind = {"tasks": measure(index, tasks, extras), "groups": measure(index, groups, extras)}
+    trust = args.library is not None
+    by_kind = {kind: measure(index, names, extras, trust) for kind, names in (("tasks", tasks), ("groups", groups))}
     seconds = time.perf_counter() - start
     print(f"lm-eval library: {library} ({len(index.problems)} YAML file(s) skipped by the index)")
     for kind, tally in by_kind.items():

@@ -2,7 +2,7 @@
 measures the whole library; this keeps a diverse slice of it from regressing in seconds).
 
 Each name is resolved through the task index over the installed lm_eval package's tasks folder
-and the group expansion, then passes the run's load-time checks (every ``!function`` module
+(``include_path=lm_eval``, no ``trust_task_code``) and the group expansion, then passes the run's load-time checks (every ``!function`` module
 imported), with no data and no model. Skips without lm_eval (the dev extra installs it).
 """
 
@@ -27,7 +27,7 @@ SAMPLE = (
     "arc_easy", "hellaswag", "piqa", "winogrande", "boolq", "lambada_openai", "wikitext",
     "gsm8k", "gsm8k_cot", "mmlu_abstract_algebra", "truthfulqa_mc1", "truthfulqa_mc2", "truthfulqa_gen",
     "ifeval", "leaderboard_ifeval", "leaderboard_bbh_boolean_expressions", "bbh_cot_fewshot_date_understanding",
-    "hendrycks_math_algebra", "afrimmlu_direct_amh_prompt_1", "kobest_boolq", "xnli_en",
+    "hendrycks_math_algebra", "minerva_math_algebra", "afrimmlu_direct_amh_prompt_1", "kobest_boolq", "xnli_en",
     "belebele_eng_Latn", "copa", "anli_r1", "race", "sciq", "mgsm_direct_en", "drop", "triviaqa",
     "blimp_adjunct_island", "wmt16-de-en", "logiqa",
 )
@@ -45,14 +45,14 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TaskIndex]:
     mp = pytest.MonkeyPatch()
     mp.setenv("EVALFLOW_CACHE", str(tmp_path_factory.mktemp("cache")))
     try:
-        yield TaskIndex.build([_library()], builtin=False)
+        yield TaskIndex.build(["lm_eval"], builtin=False)  # include_path=lm_eval
     finally:
         mp.undo()
 
 
 @pytest.mark.parametrize("name", SAMPLE + GROUPS)
 def test_library_task_loads_as_a_run_loads_it(index: TaskIndex, name: str) -> None:
-    selection = index.resolve([name], trust_task_code=True)
+    selection = index.resolve([name])  # installed task code needs no trust_task_code
     check_selection(selection, num_fewshot=None)  # raises TaskError naming the task and the cause
     assert selection.tasks and all(t.source.startswith(str(_library().resolve())) or "::" in t.task
                                    for t in selection.tasks)
@@ -60,5 +60,5 @@ def test_library_task_loads_as_a_run_loads_it(index: TaskIndex, name: str) -> No
 
 def test_python_class_tasks_are_refused_with_the_reason(index: TaskIndex) -> None:
     with pytest.raises(TaskError, match="Python task class") as err:
-        index.resolve(["squadv2"], trust_task_code=True)
+        index.resolve(["squadv2"])
     assert "'squadv2'" in str(err.value)
