@@ -48,6 +48,7 @@ CLASS_TASK = "Python `class:` task (refused: see the README)"
 # Causes told apart by the message the load-time checks give (the checks return their errors
 # without the original exception, so the text is what there is). First match wins.
 KNOWN = (
+    ("pass trust_task_code=true", "task code not trusted (not an installed package's, as evalflow tells)"),
     ("antlr", "ANTLR runtime (MATH task code; issue 21 item 2)"),
     ("imports the module 'lm_eval", "imports lm_eval (issue 21 item 1)"),
     ("on the Hugging Face Hub", "task code loads an HF `evaluate` metric at import (no network here)"),
