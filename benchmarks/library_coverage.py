@@ -54,6 +54,7 @@ KNOWN = (
     ("on the Hugging Face Hub", "task code loads an HF `evaluate` metric at import (no network here)"),
     ("hf_evaluate metrics load", "metric from the HF `evaluate` hub (`hf_evaluate: true`)"),
     ("SystemExit", "task code exits at import (a missing program)"),
+    ("downloads the NLTK resource", "task code downloads NLTK data at import (no network here)"),
     ("already registered", "two task modules register one name in lm-eval's own registry"),
     ("unknown filter", "a filter that task code registers in lm-eval's own registry"),
 )
