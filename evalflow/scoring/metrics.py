@@ -177,7 +177,7 @@ def _default_spec(name: str) -> MetricSpec:
 def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
     if not isinstance(entry, Mapping) or "metric" not in entry:
         raise TaskError(f"{where}: each metric_list entry needs a 'metric' key, got {entry!r}")
-    if entry.get("hf_evaluate") is True:
+    if entry.get("hf_evaluate") is True and not _hub_metric_unused(task, entry["metric"]):
         raise TaskError(
             f"{where}: hf_evaluate metrics load from the Hugging Face hub, which evalflow does not "
             "use; register the metric with evalflow.scoring.register_metric or use !function"
@@ -207,6 +207,21 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
         reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction")
         if "reduction" in entry else (),
     )
+
+
+def _hub_metric_unused(task: TaskConfig, metric: Any) -> bool:
+    """Whether lm-eval never calls the hub metric that ``hf_evaluate: true`` would load.
+
+    It does not when the task's ``process_results`` computes every metric, nor for a metric that
+    lm-eval's own scoring of a non-generation task computes inline (``f1`` of a multiple_choice
+    task is the ``(gold, pred)`` pair whatever the hub's ``f1`` is: 740 afrimmlu, sib, kobest...
+    tasks of lm-eval 0.4.13 set the flag there). The flag is then inert, and accepted.
+    """
+    if task.process_results is not None:
+        return True
+    registered = METRICS.find(metric) if isinstance(metric, str) else None
+    return (task.output_type != "generate_until" and registered is not None
+            and task.output_type in registered.output_types)
 
 
 def _aggregation(entry: Mapping[str, Any], registered: Any, name: str, where: str) -> Callable[..., Any]:

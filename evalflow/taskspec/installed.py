@@ -72,7 +72,10 @@ def library_folder(entry: str) -> str | None:
 class PackageModule:
     """A task-code file that is a module of an installed distribution's package."""
 
-    name: str  # dotted module name: lm_eval.tasks.ifeval.utils
+    # dotted module name: lm_eval.tasks.ifeval.utils; None where a folder on the way is no Python
+    # name (lm_eval/tasks/openai-mmmlu/default/utils.py: 1,000+ of lm-eval 0.4.13's tasks), so the
+    # file is imported by its path, as lm-eval does, yet it is still the installed package's code
+    name: str | None
     distribution: str  # lm-eval
     version: str  # 0.4.13
 
@@ -90,7 +93,7 @@ def package_module(path: str) -> PackageModule | None:
             top, dist = found
             name = ".".join([top, *reversed(parts)])
             ok = all(p.isidentifier() for p in parts)
-            return PackageModule(name, dist.metadata["Name"], dist.version) if ok else None
+            return PackageModule(name if ok else None, *_identity(dist))
         parent, base = os.path.split(folder)
         if parent == folder:
             return None
@@ -106,6 +109,14 @@ def code_fingerprint(path: str) -> str:
     digest = file_fingerprint(path)
     module = package_module(path)
     return digest if module is None else fingerprint(("package-module", digest, module.distribution, module.version))
+
+
+@functools.lru_cache(maxsize=256)
+def _identity(dist: metadata.Distribution) -> tuple[str, str]:
+    """(name, version) of a distribution :func:`_package_root` found (the same object each time,
+    it is cached too): each reads and parses its METADATA file, and every `!function` of every
+    task asks (once per task: 13,000 times for lm-eval's whole library)."""
+    return dist.metadata["Name"], dist.version
 
 
 @functools.lru_cache(maxsize=4096)

@@ -105,12 +105,12 @@ def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
     installed = package_module(path)
     try:
         with strict_downloads():
-            module = _import_installed(installed.name, path) if installed else _import_file(path, source_hash, attr)
+            module = _import_installed(installed.name, path) if installed and installed.name else _import_file(path, source_hash, attr)
     except ModuleNotFoundError as exc:
         raise TaskError(f"importing {path} (for `!function ...{attr}`) failed: {_missing(exc)}") from exc
     except TaskError as exc:
         raise TaskError(f"importing {path} (for `!function ...{attr}`) failed: {exc}") from exc
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # lm-eval's slr_bench calls sys.exit() when swipl is missing
         raise TaskError(
             f"importing {path} (for `!function ...{attr}`) failed: {type(exc).__name__}: {exc}. "
             "Fix the task module; run with EVALFLOW_DEBUG=1 for the traceback."

@@ -190,6 +190,18 @@ def test_bad_metric_lists_are_refused(metric_list: list[dict[str, Any]], message
         task_metric_specs(_task("generate_until", metric_list))
 
 
+def test_hf_evaluate_is_accepted_where_lm_eval_never_calls_the_hub_metric(tmp_path: Path) -> None:
+    """lm-eval's afrimmlu/sib/kobest set `hf_evaluate: true` on multiple_choice `f1`, which its
+    scoring computes inline as (gold, pred): the hub metric is loaded but never called."""
+    entry = {"metric": "f1", "hf_evaluate": True, "average": "weighted", "aggregation": "f1"}
+    assert [s.name for s in task_metric_specs(_task("multiple_choice", [entry]))] == ["f1"]
+    ref = FunctionRef(module_path=str(tmp_path / "u.py"), attr="f", source_hash="")
+    gen = [{"metric": "f1", "hf_evaluate": True, "aggregation": "mean"}]
+    assert [s.name for s in task_metric_specs(_task("generate_until", gen, process_results=ref))] == ["f1"]
+    with pytest.raises(TaskError, match="hub"):  # generation without process_results calls it
+        task_metric_specs(_task("generate_until", gen))
+
+
 def test_unregistered_metric_of_process_results_needs_an_aggregation(tmp_path: Path) -> None:
     ref = FunctionRef(module_path=str(tmp_path / "u.py"), attr="f", source_hash="")
     with pytest.raises(TaskError, match="add 'aggregation: mean'"):

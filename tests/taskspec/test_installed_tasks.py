@@ -40,6 +40,25 @@ def test_it_is_imported_under_that_name_so_relative_imports_work(fake_site: Fake
     assert sys.modules["fakepkg.tasks.fake.utils"].process_results is fn  # the package's own module object
 
 
+def test_a_module_under_a_folder_that_is_no_python_name_is_installed_code_imported_by_path(
+    fake_site: FakeSite,
+) -> None:
+    """lm-eval's openai-mmmlu/, afrobench/.../african-english/, afrixnli/anli prompt/ hold 1,000+
+    tasks: their modules cannot be imported by a dotted name, but pip installed them all the same."""
+    odd = fake_site() / "openai-mmmlu"
+    odd.mkdir()
+    (odd / "utils.py").write_text("def process_docs(ds):\n    return ds\n")
+    (odd / "mmmlu.yaml").write_text(
+        "task: odd_task\ndataset_path: json\ntest_split: test\noutput_type: multiple_choice\n"
+        "doc_to_text: q\ndoc_to_target: 0\ndoc_to_choice: [a, b]\nprocess_docs: !function utils.process_docs\n"
+    )
+    found = package_module(str(odd / "utils.py"))
+    assert found is not None and (found.name, found.distribution) == (None, "fakepkg")
+    selection = TaskIndex.build([odd.parent.parent], builtin=False).resolve("odd_task")  # no trust_task_code
+    check_selection(selection, num_fewshot=None)
+    assert resolve_function(selection.tasks[0].process_docs)([1]) == [1]
+
+
 def test_a_folder_that_only_shadows_a_package_name_is_loose(fake_site: FakeSite) -> None:
     tasks = fake_site(record=False)  # importable as fakepkg, but no distribution installed it
     assert package_module(str(tasks / "utils.py")) is None

@@ -180,6 +180,15 @@ def test_resolve_function_wraps_import_errors(tmp_path: Path) -> None:
         resolve_function(ref)
 
 
+def test_a_module_calling_sys_exit_is_a_task_error(tmp_path: Path) -> None:
+    """lm-eval's slr_bench module calls sys.exit() at import when a program is missing: that must
+    fail the task with the module's message, not end the run (or `validate`) silently."""
+    write(tmp_path / "utils.py", "import sys\nsys.exit('Error: swipl is not installed')\n")
+    ref = load_yaml(write(tmp_path / "t.yaml", "task: t\np: !function utils.f\n"))["p"]
+    with pytest.raises(TaskError, match="SystemExit: Error: swipl is not installed"):
+        resolve_function(ref)
+
+
 def test_resolve_function_refuses_a_module_changed_since_loading(tmp_path: Path) -> None:
     module = write(tmp_path / "utils.py", "def f():\n    return 1\n")
     ref = load_yaml(write(tmp_path / "t.yaml", "task: t\np: !function utils.f\n"))["p"]
