@@ -253,7 +253,7 @@ def _imports(path: str, digest: str, module: str, is_package: bool) -> tuple[str
     tree = ast.parse(Path(path).read_bytes(), path)
     here = module if is_package else module.rpartition(".")[0]
     names: list[str] = []
-    for node in _statements(tree.body):
+    for node in all_statements(tree.body):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -265,11 +265,11 @@ def _imports(path: str, digest: str, module: str, is_package: bool) -> tuple[str
     return tuple(dict.fromkeys(n for n in names if n))
 
 
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def all_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement, at any depth (imports are statements: expressions need no visit)."""
     for stmt in body:
         yield stmt
         for name in ("body", "orelse", "finalbody", "handlers", "cases"):
             inner = getattr(stmt, name, None)
             if isinstance(inner, list):
-                yield from _statements(inner)
+                yield from all_statements(inner)

@@ -26,7 +26,8 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+
+from evalflow.cache.code import all_statements
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def _imports(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
     except (OSError, SyntaxError, ValueError):  # the import itself will report it
         return ()
     names: list[str] = []
-    for node in _statements(tree.body):
+    for node in all_statements(tree.body):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -124,16 +125,6 @@ def _imports(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
             names.extend(f"{base}.{a.name}" if base.strip(".") else base + a.name
                          for a in node.names if a.name != "*")
     return tuple(dict.fromkeys(names))
-
-
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement at any depth (imports are statements: expressions need no visit)."""
-    for stmt in body:
-        yield stmt
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            inner = getattr(stmt, name, None)
-            if isinstance(inner, list):
-                yield from _statements(inner)
 
 
 @functools.lru_cache(maxsize=65536)
