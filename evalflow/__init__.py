@@ -21,6 +21,7 @@ _EXPORTS = {
     "register_metric": "evalflow.scoring.registry",
     "register_aggregation": "evalflow.scoring.registry",
     "register_filter": "evalflow.scoring.registry",
+    "register_sandbox": "evalflow.sandbox.registry",
     "TaskConfig": "evalflow.taskspec.spec",
 }
 

@@ -1,4 +1,8 @@
-"""Stage 6: per document and filter pipeline, the metric values (acc, exact_match, ...)."""
+"""Stage 6: per document and filter pipeline, the metric values (acc, exact_match, ...).
+
+Metrics that run model-written code (pass_at_k) run it through the sandbox backend the run names
+(``code_sandbox``); it is set here for the duration of the stage, since metrics see no settings.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,19 @@ from collections import defaultdict
 from typing import Any
 
 from evalflow.records import DocSet, Filtered, Scores
+from evalflow.sandbox.current import using
 from evalflow.scoring.process import score_document
 from evalflow.taskspec.prompt import is_multiple_input
 from evalflow.taskspec.spec import TaskConfig
 from evalflow.taskspec.templates import doc_to_choice, doc_to_target, doc_to_text
 
 
-def metrics(task: TaskConfig, docs: DocSet, filtered: Filtered) -> Scores:
+def metrics(task: TaskConfig, docs: DocSet, filtered: Filtered, code_sandbox: str) -> Scores:
+    with using(code_sandbox):
+        return _scores(task, docs, filtered)
+
+
+def _scores(task: TaskConfig, docs: DocSet, filtered: Filtered) -> Scores:
     doc_ids = tuple(sorted({doc_id for doc_id, _ in filtered.keys}))
     targets = tuple(doc_to_target(task, docs.docs[d]) for d in doc_ids)
     choices = tuple(doc_to_choice(task, docs.docs[d]) if task.doc_to_choice is not None else None for d in doc_ids)
