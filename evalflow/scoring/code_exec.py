@@ -80,7 +80,7 @@ def pass_at_1(references: str | Sequence[str], predictions: str | Sequence[Any],
     """lm-eval mbpp's ``utils.pass_at_1``: a single candidate (a string) or candidate lists."""
     refs = [references] if isinstance(references, str) else list(references)
     preds = [[p] for p in predictions] if isinstance(predictions[0], str) else list(predictions)
-    return pass_at_k(refs, preds, k=[1], timeout=timeout)["pass@1"]
+    return float(pass_at_k(refs, preds, k=[1], timeout=timeout)["pass@1"])
 
 
 def runs_code(task: TaskConfig) -> bool:
