@@ -11,6 +11,7 @@ wall clock stops a fork bomb. Use it only for code you would run yourself.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Sequence
 
@@ -23,7 +24,7 @@ class PlainSubprocess:
     name = "subprocess"
 
     def unavailable(self) -> str | None:
-        return None
+        return None if shutil.which("prlimit") else "prlimit (util-linux) is not on PATH; it sets the limits"
 
     def run(self, argv: Sequence[str], limits: Limits) -> Outcome:
         with tempfile.TemporaryDirectory(prefix="evalflow-code-") as folder:
