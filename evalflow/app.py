@@ -29,6 +29,8 @@ from evalflow.models.registry import build_model, model_arguments, model_class, 
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
+from evalflow.sandbox.registry import require_sandbox
+from evalflow.scoring.code_exec import runs_code
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection, TaskIndex
 from evalflow.taskspec.prompt import effective_num_fewshot
@@ -97,6 +99,8 @@ def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
                 f"task '{task.task}' ({task.source}) is marked unsafe_code: true: its metric executes code "
                 "the model wrote. Run it only in a sandbox, and pass confirm_unsafe_code=true to allow it."
             )
+        if runs_code(task):
+            require_sandbox(settings.code_sandbox, f"task '{task.task}' ({task.source})")
     if checked:
         check_selection(selection, settings.num_fewshot)
     return selection

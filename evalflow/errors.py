@@ -43,6 +43,10 @@ class UnsafeCodeError(EvalflowError):
     """Task code would run without the user having allowed it."""
 
 
+class SandboxError(EvalflowError):
+    """Model-written code would run without a usable sandbox, or a sandbox backend is misdeclared."""
+
+
 def closest(word: str, options: Iterable[str], n: int = 3) -> str:
     """A phrase suggesting the nearest valid names, for 'did you mean' in error messages."""
     options = sorted(set(options))

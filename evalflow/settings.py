@@ -50,6 +50,7 @@ class RunSettings:
     log_samples: bool
     trust_task_code: bool
     confirm_unsafe_code: bool
+    code_sandbox: str
     chunk_size: int
     explain: bool
     workers: int
@@ -167,6 +168,7 @@ _PARSERS: dict[str, Parse] = {
     "log_samples": lambda data: bool(data["log_samples"]) or bool(data["predict_only"]),
     "trust_task_code": lambda data: bool(data["trust_task_code"]),
     "confirm_unsafe_code": lambda data: bool(data["confirm_unsafe_code"]),
+    "code_sandbox": lambda data: str(data["code_sandbox"]),  # checked at load, after imports=[...] register theirs
     "chunk_size": lambda data: max(1, int(data["chunk_size"])),
     "explain": lambda data: bool(data["explain"]),
     "workers": lambda data: _workers(data["workers"]),

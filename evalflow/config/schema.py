@@ -74,6 +74,10 @@ class RunConfig:
     trust_task_code: bool = False
     # Run tasks marked unsafe_code: true (their metrics execute model-written code).
     confirm_unsafe_code: bool = False
+    # Where those tasks' programs run (README, Code execution): bwrap (bubblewrap: read-only root,
+    # private /tmp, no network, own PID namespace) or subprocess, the opt-out for machines without
+    # bubblewrap (the same CPU, memory, process and wall-clock limits, no isolation).
+    code_sandbox: str = stage("bwrap")
     # Requests the inference edge sends to the model at once and persists together.
     chunk_size: int = 64
     # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).

@@ -17,6 +17,8 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from evalflow.dag.node import Node
+from evalflow.sandbox.registry import sandbox_identity
+from evalflow.scoring.code_exec import runs_code
 from evalflow.scoring.components import aggregation_components, filter_components, metric_components
 from evalflow.taskspec.data import data_fingerprint
 from evalflow.taskspec.spec import TaskConfig
@@ -33,6 +35,12 @@ def _mutual_info_only(task: TaskConfig) -> Any:
 def _calls(components: Callable[[TaskConfig], Any]) -> Callable[[TaskConfig, Mapping[str, Any]], Any]:
     """The identity entry of the registered components a stage calls (they depend on the task only)."""
     return lambda task, settings: components(task)
+
+
+def _sandbox(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
+    """The sandbox backend (name and code) of a task whose metrics run code; None for the others,
+    so that choosing or editing a backend re-scores only the tasks it runs programs for."""
+    return sandbox_identity(settings["code_sandbox"]) if runs_code(task) else None
 
 
 def _data_identity(task: TaskConfig, settings: Mapping[str, Any]) -> str:
@@ -94,7 +102,9 @@ PIPELINE: tuple[Node, ...] = (
         "evalflow.stages.metrics:metrics",
         "scores",
         task_fields=_RENDERING + ("metric_list", "process_results", "repeats"),  # repeats: pass@k's k
-        identity={"components": _calls(metric_components)},
+        run_settings=("code_sandbox",),
+        identity={"components": _calls(metric_components), "sandbox": _sandbox},
+        unhashed=("code_sandbox",),  # keyed by the "sandbox" entry, for the tasks that run code only
         upstream=("load_docs", "filters"),
     ),
     Node(

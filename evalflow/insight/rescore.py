@@ -168,7 +168,7 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
         for task, files in _task_files(selection.tasks, paths).items():
             config = next(t for t in selection.tasks if t.task == task)
             run_settings = {"recorded": read_samples(files), "think_end_token": settings.think_end_token,
-                            "bootstrap_iters": settings.bootstrap_iters}
+                            "bootstrap_iters": settings.bootstrap_iters, "code_sandbox": settings.code_sandbox}
             outputs[task], task_events = execute(config, run_settings, store, {}, RESCORE_PIPELINE)
             events.extend(task_events)
     finally:
@@ -181,8 +181,8 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
 
 # The run settings rescore reads: the task config and where its cache is. The others (the model,
 # num_fewshot, limit, ...) decide the answers, which the samples files already hold: refused.
-RESCORE_SETTINGS = ("task", "include_path", "cache_dir", "trust_task_code", "confirm_unsafe_code", "think_end_token",
-                    "bootstrap_iters", "log_samples")
+RESCORE_SETTINGS = ("task", "include_path", "cache_dir", "trust_task_code", "confirm_unsafe_code", "code_sandbox",
+                    "think_end_token", "bootstrap_iters", "log_samples")
 RESCORE_USAGE = Usage("rescore", "SAMPLES...", {"out": str, "hydra.run.dir": str}, min_positional=1,
                       passthrough=lambda key: key.lstrip("+~") in RESCORE_SETTINGS,
                       note="[" + " ".join(f"{k}=..." for k in RESCORE_SETTINGS) + "]; the model and prompt "

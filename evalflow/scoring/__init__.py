@@ -14,6 +14,7 @@ Components are registered by name (the name used in task YAML); add your own wit
 Importing this package registers every built-in component.
 """
 
+from evalflow.scoring import code_exec  # noqa: F401  (registers pass_at_k, pass_at_1: sandboxed code execution)
 from evalflow.scoring import filters_tagging  # noqa: F401  (registers regex_pos, format_span)
 from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines
 from evalflow.scoring.groups import aggregate_group

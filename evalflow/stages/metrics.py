@@ -4,6 +4,9 @@ A metric without ``reduction`` gets lm-eval 0.4.13's one value, from the pipelin
 first repeat's under ``take_first``). A metric with reductions is scored on every repeat's own
 answer (``Filtered.by_sample``), and each reduction turns those k values into one result
 (:mod:`evalflow.scoring.reductions`); the per-sample values are kept for the samples file.
+
+Metrics that run model-written code (pass_at_k) run it through the sandbox backend the run names
+(``code_sandbox``); it is set here for the duration of the stage, since metrics see no settings.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from evalflow.errors import TaskError
 from evalflow.records import DocSet, Filtered, Scores
+from evalflow.sandbox.current import using
 from evalflow.scoring.metrics import MetricSpec, task_metric_specs
 from evalflow.scoring.process import score_document
 from evalflow.scoring.reductions import RepeatSamples
@@ -22,7 +26,12 @@ from evalflow.taskspec.spec import TaskConfig
 from evalflow.taskspec.templates import doc_to_choice, doc_to_target, doc_to_text
 
 
-def metrics(task: TaskConfig, docs: DocSet, filtered: Filtered) -> Scores:
+def metrics(task: TaskConfig, docs: DocSet, filtered: Filtered, code_sandbox: str) -> Scores:
+    with using(code_sandbox):
+        return _scores(task, docs, filtered)
+
+
+def _scores(task: TaskConfig, docs: DocSet, filtered: Filtered) -> Scores:
     doc_ids = tuple(sorted({doc_id for doc_id, _ in filtered.keys}))
     targets = tuple(doc_to_target(task, docs.docs[d]) for d in doc_ids)
     choices = tuple(doc_to_choice(task, docs.docs[d]) if task.doc_to_choice is not None else None for d in doc_ids)

@@ -24,6 +24,8 @@ PEER_SH = SHARED / "parity" / "peer.sh"
 COMPARE = SHARED / "parity" / "compare.py"
 PEER_VENV = Path(os.environ.get("PEER_VENV", Path.home() / ".cache" / "evalflow-peer" / "venv"))
 GEN_MATCH = 0.95  # share of documents whose generations must be identical
+CODE_TASKS = ("humaneval", "mbpp")  # they run model-written code: both sides must be told they may
+GENERATIVE = ("gsm8k", *CODE_TASKS)  # tasks whose generations are compared
 
 
 def missing() -> str | None:
@@ -61,6 +63,10 @@ class Setting:
     def evalflow_task(self) -> str:
         return f"[{self.task}]" if "," in self.task else self.task
 
+    @property
+    def runs_code(self) -> bool:
+        return any(t.startswith(CODE_TASKS) for t in self.task.split(","))
+
 
 @dataclass
 class Report:
@@ -90,6 +96,7 @@ def run_peer(setting: Setting, out: Path) -> dict[str, Path]:
     """lm-eval's samples files of a setting, by task name."""
     cmd = ["bash", str(PEER_SH), setting.peer_task, "--limit", str(setting.limit), "--num_fewshot",
            str(setting.num_fewshot), "--batch_size", str(setting.batch_size)]
+    cmd += ["--confirm_run_unsafe_code"] if setting.runs_code else []
     env = {**os.environ, "PEER_OUT": str(out), "OMP_NUM_THREADS": "1"}  # one core each: both run at once
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -105,6 +112,7 @@ def run_evalflow(setting: Setting, out: Path, cache_dir: Path) -> dict[str, Path
     cmd = [sys.executable, "-m", "evalflow", "model=smollm2", f"task={setting.evalflow_task}", "data_map=shared",
            f"limit={setting.limit}", f"num_fewshot={setting.num_fewshot}", f"batch_size={setting.batch_size}",
            f"cache_dir={cache_dir}", f"hydra.run.dir={out}", "bootstrap_iters=0", "++model.threads=1"]
+    cmd += ["confirm_unsafe_code=true"] if setting.runs_code else []
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -121,7 +129,7 @@ def generation_differences(reference: Path, candidate: Path) -> tuple[int, list[
     """Documents whose generated text differs, each with where and how the two texts part."""
     def texts(path: Path) -> dict[int, str]:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return {int(r["doc_id"]): str(r["resps"][0][0]) for r in rows if r.get("filter") in (None, "none", "strict-match")}
+        return {int(r["doc_id"]): str(r["resps"][0][0]) for r in rows if r.get("filter") in (None, "none", "strict-match", "create_test", "extract_code")}
 
     ref, cand = texts(reference), texts(candidate)
     diffs = []
@@ -149,7 +157,7 @@ def run_setting(setting: Setting, work: Path) -> Report:
             report.outputs[task] = (1, f"evalflow wrote no samples_{task}.jsonl\nPARITY FAILS: missing task")
             continue
         report.outputs[task] = compare(ref[task], cand[task])
-        if task.startswith("gsm8k"):
+        if task.startswith(GENERATIVE):
             n, diffs = generation_differences(ref[task], cand[task])
             report.documents += n
             report.generation_diffs += [f"{task} {d}" for d in diffs]

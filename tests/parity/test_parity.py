@@ -23,6 +23,7 @@ FULL = [
     Setting("arc_challenge", 0, 300), Setting("arc_challenge", 5, 300),
     Setting("mmlu", 5, 10), Setting("gsm8k", 5, 30),
     Setting("gsm8k_cot", 8, 30),  # one few-shot prefix for every request: the shared-prefix decode path
+    Setting("humaneval", 0, 30), Setting("mbpp", 3, 30),  # programs run: lm-eval's code_eval stand-in vs the sandbox
 ]
 SETTINGS = FULL if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else SHORT
 

@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["aggregations", "filters", "filters_tagging", "groups", "metrics", "process", "task_aggregation", "components"]
+MODULES = ["aggregations", "filters", "filters_tagging", "groups", "metrics", "process", "task_aggregation", "components",
+           "code_exec"]
 
 
 @pytest.mark.parametrize("name", MODULES)

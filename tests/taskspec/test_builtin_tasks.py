@@ -21,7 +21,8 @@ TASKS = ROOT / "tasks"
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
 SHARED_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
 BUILTIN = ["gsm8k", "gsm8k_cot", "arc_easy", "arc_challenge", "hellaswag", "piqa", "winogrande", "boolq",
-           "lambada_openai", "wikitext", "arith_mc"]
+           "lambada_openai", "wikitext", "arith_mc", "humaneval", "humaneval_instruct", "humaneval_64", "mbpp",
+           "mbpp_instruct"]
 
 
 def all_yaml_tasks() -> dict[str, TaskConfig]:

@@ -1,0 +1,111 @@
+"""The sandbox contract: a program, the limits it runs under, and what became of it.
+
+A backend (:class:`Sandbox`) runs ``argv`` in a separate process, never in the evaluating one, under
+:class:`Limits`. The resource limits are set by ``prlimit`` on the child (not in a ``preexec_fn``,
+which is unsafe in a process that has threads, as an evaluator with torch does); the wall clock
+is enforced here, by the parent, which kills the child's whole process group (it is started in a
+session of its own) when time is up. Output is discarded, as HF's ``code_eval`` does.
+
+    >>> run_limited(["/bin/true"], Limits(wall_seconds=5), uid=os.getuid())
+    Outcome(status='passed', returncode=0)
+    >>> run_limited(["/bin/sleep", "9"], Limits(wall_seconds=0.2), uid=os.getuid()).status
+    'timed out'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+GIB = 1 << 30
+_PRLIMIT = shutil.which("prlimit") or "/usr/bin/prlimit"  # util-linux; resolved once: the child's PATH is empty
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one program may use. ``cpu_seconds`` defaults to the wall clock rounded up, plus one
+    second, so that the wall clock (the metric's ``timeout``, as HF's code_eval) decides a slow
+    program's fate and the CPU limit only stops one that would spin in many processes."""
+
+    wall_seconds: float = 3.0
+    memory_bytes: int = 4 * GIB  # RLIMIT_AS: address space, so a 10 GB allocation fails at once
+    max_processes: int = 64  # RLIMIT_NPROC headroom above what the sandbox user already runs
+    cpu_seconds: int | None = None
+
+    def cpu(self) -> int:
+        return self.cpu_seconds if self.cpu_seconds is not None else math.ceil(self.wall_seconds) + 1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one program: ``passed`` (exit status 0), ``failed`` (another exit status or a
+    signal: an assertion, an exception, a limit hit) or ``timed out`` (killed at the wall clock)."""
+
+    status: str
+    returncode: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+class Sandbox(Protocol):
+    """A backend, registered by name (:mod:`evalflow.sandbox.registry`); ``code_sandbox=NAME`` picks it."""
+
+    name: str
+
+    def unavailable(self) -> str | None:
+        """Why this backend cannot run programs here (a sentence naming the fix), or None."""
+
+    def run(self, argv: Sequence[str], limits: Limits) -> Outcome:
+        """Run ``argv`` to completion under ``limits``; never raises for what the program does."""
+
+
+def run_limited(argv: Sequence[str], limits: Limits, *, uid: int, cwd: str | None = None,
+                env: Mapping[str, str] | None = None) -> Outcome:
+    """``argv`` under ``prlimit`` in its own session; the process group is killed at the wall clock.
+
+    ``uid`` is the user the program will run as: RLIMIT_NPROC counts every process of that user
+    on the machine, so the limit is what it runs now plus ``max_processes``.
+    """
+    nproc = tasks_of(uid) + limits.max_processes
+    command = [_PRLIMIT, f"--cpu={limits.cpu()}", f"--as={limits.memory_bytes}", f"--nproc={nproc}",
+               "--core=0", "--", *argv]
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=cwd, env=dict(env or {}), start_new_session=True)
+    try:
+        code = proc.wait(timeout=limits.wall_seconds)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return Outcome("timed out", None)
+    _kill_group(proc)  # what it left running in its group (a daemonized child) goes too
+    return Outcome("passed" if code == 0 else "failed", code)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def tasks_of(uid: int) -> int:
+    """How many tasks (threads count, as the kernel counts them for RLIMIT_NPROC) ``uid`` runs."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry.name}/task"))
+        except OSError:  # the process ended meanwhile
+            continue
+    return count
+

@@ -1,0 +1,119 @@
+"""A code task end to end: scored through the sandbox, keyed by the backend, refused without one.
+
+The toy task's prompts put the dummy model's one-line answer in a comment, so each document's
+program passes or fails by its prompt alone: 2 of 4 pass (one returns False, one spins forever).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalflow.errors import SandboxError
+from evalflow.sandbox import Outcome, register_sandbox, sandbox
+from tests.conftest import Runner, stage_hits
+from tests.support.models import CountingModel
+
+needs_bwrap = pytest.mark.skipif(sandbox("bwrap").unavailable() is not None, reason="bubblewrap cannot run here")
+
+DOCS = [
+    {"prompt": "def ok():\n    return True  # ", "test": "assert ok()"},
+    {"prompt": "def ok():\n    return False  # ", "test": "assert ok()"},
+    {"prompt": "while True:\n    pass  # ", "test": "assert ok()"},
+    {"prompt": "import math\ndef ok():\n    return math.pi > 3  # ", "test": "assert ok()"},
+]
+
+CODE_YAML = """\
+task: toy_code
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+unsafe_code: true
+output_type: generate_until
+doc_to_text: "{{{{prompt}}}}"
+doc_to_target: "{{{{test}}}}"
+metric_list:
+  - metric: pass_at_k
+    aggregation: mean
+    higher_is_better: true
+    k: [1]
+    timeout: 1.0
+generation_kwargs:
+  until: ["\\n"]
+  do_sample: false
+filter_list:
+  - name: create_test
+    filter:
+      - function: custom
+        filter_fn: !function code_utils.build_predictions
+"""
+
+UTILS = "def build_predictions(resps, docs):\n    return [[doc['prompt'] + r for r in resp] for resp, doc in zip(resps, docs)]\n"
+
+
+@pytest.fixture
+def code_library(toy_library: Path) -> Path:
+    data = toy_library / "code.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    (toy_library / "toy_code.yaml").write_text(CODE_YAML.format(data=data))
+    (toy_library / "code_utils.py").write_text(UTILS)
+    return toy_library
+
+
+@register_sandbox("unusable_for_tests")
+class Unusable:
+    """A backend that is never available: what a machine without bubblewrap looks like."""
+
+    name = "unusable_for_tests"
+
+    def unavailable(self) -> str | None:
+        return "this test's backend never runs"
+
+    def run(self, argv: object, limits: object) -> Outcome:
+        raise AssertionError("an unavailable sandbox must never be asked to run a program")
+
+
+def _run(runner: Runner, code_library: Path, **values: object) -> tuple[dict, dict, Path]:
+    return runner(task=["toy_code", "toy_gen"], confirm_unsafe_code=True, trust_task_code=True, **values)
+
+
+@needs_bwrap
+def test_code_task_is_scored_through_the_sandbox(runner: Runner, code_library: Path) -> None:
+    results, _, _ = _run(runner, code_library)
+    assert results["results"]["toy_code"]["pass@1,create_test"] == 0.5
+
+
+@needs_bwrap
+def test_changing_the_backend_rescores_only_the_code_task(runner: Runner, code_library: Path) -> None:
+    _run(runner, code_library)
+    results, manifest, _ = _run(runner, code_library, code_sandbox="subprocess")
+    code, gen = stage_hits(manifest, "toy_code"), stage_hits(manifest, "toy_gen")
+    assert code["inference"] and not code["metrics"]  # answers reused, programs run again
+    assert all(gen.values())  # a task that runs no code keeps every cached stage
+    assert results["results"]["toy_code"]["pass@1,create_test"] == 0.5
+    assert CountingModel.calls_total == 0
+
+
+def test_without_a_usable_sandbox_the_task_is_refused_before_any_model_call(runner: Runner, code_library: Path) -> None:
+    with pytest.raises(SandboxError) as caught:
+        _run(runner, code_library, code_sandbox="unusable_for_tests")
+    message = str(caught.value)
+    assert "task 'toy_code'" in message and str(code_library / "toy_code.yaml") in message
+    assert "this test's backend never runs" in message
+    assert "apt-get install bubblewrap" in message and "code_sandbox=subprocess" in message
+    assert CountingModel.calls_total == 0
+
+
+def test_an_unknown_backend_is_named_with_the_choices(runner: Runner, code_library: Path) -> None:
+    with pytest.raises(SandboxError, match=r"unknown sandbox 'bwarp'.*did you mean 'bwrap'"):
+        _run(runner, code_library, code_sandbox="bwarp")
+
+
+def test_a_taken_backend_name_is_refused() -> None:
+    with pytest.raises(SandboxError, match="already registered"):
+        register_sandbox("bwrap")(Unusable)
+    register_sandbox("unusable_for_tests")(Unusable)  # the same class again (a reloaded module) is fine
