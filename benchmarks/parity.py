@@ -3,6 +3,7 @@
     python benchmarks/parity.py                       # the full scope (about an hour on two cores)
     python benchmarks/parity.py --short               # the default test suite's short scope
     python benchmarks/parity.py --only arc_easy       # settings whose task matches
+    python benchmarks/parity.py --list                # the settings' names, for --name NAME
 
 Each setting runs lm-eval (``../shared/parity/peer.sh``) and evalflow with SmolLM2 on the local
 data, cold caches, and compares every document with ``../shared/parity/compare.py``: identical
@@ -29,20 +30,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--short", action="store_true", help="the default test suite's short scope")
     parser.add_argument("--only", default="", help="run the settings whose task contains this text")
+    parser.add_argument("--name", action="append", default=[], help="run the setting of exactly this name (repeatable)")
+    parser.add_argument("--list", action="store_true", help="print the settings' names and exit")
     parser.add_argument("--work", default="/tmp/evalflow-parity", help="folder for both sides' outputs")
     args = parser.parse_args()
     if missing():
         print(f"cannot run: {missing()}")
         return 2
-    settings = [s for s in (SHORT if args.short else FULL) if args.only in s.task]
+    settings = [s for s in (SHORT if args.short else FULL) if args.only in s.task and (not args.name or s.name in args.name)]
+    if args.list:
+        print("\n".join(s.name for s in settings))
+        return 0
     verdicts, ok = [], True
     for setting in settings:
         start = time.time()
-        report = run_setting(setting, Path(args.work) / setting.name.replace(" ", "_"))
+        report = run_setting(setting, Path(args.work) / setting.slug)
         verdicts.append(f"{report.verdict} [{time.time() - start:.0f} s]")
         print(verdicts[-1], flush=True)
         for line in report.generation_diffs:
             print(f"    differing generation: {line}", flush=True)
+        for line in report.aggregate_diffs:
+            print(f"    differing aggregate: {line}", flush=True)
         for task, (code, out) in report.outputs.items():
             if code:
                 print(f"    {task}:\n" + "\n".join("      " + line for line in out.strip().splitlines()[-12:]), flush=True)

@@ -15,14 +15,33 @@ from pathlib import Path
 
 import pytest
 
-from tests.parity.harness import Setting, missing, run_setting
+from tests.parity.harness import Setting, lm_eval_missing, missing, run_setting
 
-SHORT = [Setting("arc_easy", 0, 20), Setting("mmlu_high_school_geography,gsm8k", 5, 4)]
+LIB = {"library": True}  # lm-eval's own YAML from its tasks folder, the shared data map
+BBH4 = "leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding,leaderboard_bbh_object_counting,leaderboard_bbh_formal_fallacies"
+BBH_COT3 = "bbh_cot_fewshot_boolean_expressions,bbh_cot_fewshot_date_understanding,bbh_cot_fewshot_object_counting"
+SHORT = [
+    Setting("arc_easy", 0, 20), Setting("mmlu_high_school_geography,gsm8k", 5, 4),
+    # issue 21: a generation task's ifeval scoring and a leaderboard bbh subtask, from lm-eval's library
+    Setting("leaderboard_ifeval,leaderboard_bbh_boolean_expressions", None, 5, max_gen_toks=64, **LIB),
+]
 FULL = [
     Setting("arc_easy", 0, 300), Setting("arc_easy", 5, 300),
     Setting("arc_challenge", 0, 300), Setting("arc_challenge", 5, 300),
     Setting("mmlu", 5, 10), Setting("gsm8k", 5, 30),
     Setting("gsm8k_cot", 8, 30),  # one few-shot prefix for every request: the shared-prefix decode path
+    # issue 21, lm-eval's library: generations capped on both sides (max_gen_toks) to fit two cores
+    Setting("leaderboard_ifeval", None, 10, max_gen_toks=128, **LIB),
+    Setting("ifeval", None, 10, max_gen_toks=128, **LIB),
+    Setting(BBH4, None, 10, **LIB),  # answers True/False, (A)-(F), a number, valid/invalid
+    Setting("leaderboard_bbh", None, 2, **LIB),  # all 24 subtasks and the group's weighted acc_norm
+    Setting(BBH_COT3, None, 5, max_gen_toks=64, **LIB),
+    Setting("hendrycks_math500", None, 10, max_gen_toks=64, **LIB),
+    Setting("truthfulqa_mc1,truthfulqa_mc2", None, 10, **LIB),
+    Setting("truthfulqa_gen", None, 10, max_gen_toks=64, **LIB),  # bleu and rouge per document
+    # the Open LLM Leaderboard v2 protocol for instruct models
+    Setting("leaderboard_ifeval", None, 10, max_gen_toks=128, chat=True, **LIB),
+    Setting("leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding", None, 10, chat=True, **LIB),
 ]
 SETTINGS = FULL if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else SHORT
 
@@ -32,6 +51,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason
 @pytest.mark.timeout(7200)
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name.replace(" ", "_"))
 def test_same_samples_as_lm_eval(setting: Setting, tmp_path: Path) -> None:
+    if setting.library and lm_eval_missing():
+        pytest.skip(lm_eval_missing())
     report = run_setting(setting, tmp_path)
-    details = "\n".join(out for code, out in report.outputs.values() if code) + "\n".join(report.generation_diffs)
+    details = "\n".join([*(out for code, out in report.outputs.values() if code), *report.generation_diffs,
+                         *report.aggregate_diffs])
     assert report.ok, f"{report.verdict}\n{details[-6000:]}"
