@@ -44,7 +44,13 @@ def main() -> int:
     verdicts, ok = [], True
     for setting in settings:
         start = time.time()
-        report = run_setting(setting, Path(args.work) / setting.slug)
+        try:
+            report = run_setting(setting, Path(args.work) / setting.slug)
+        except RuntimeError as err:  # one side could not run: say so and go on with the next setting
+            verdicts.append(f"{setting.name}: PARITY FAILS (a side did not run) [{time.time() - start:.0f} s]")
+            print(verdicts[-1], "\n    " + str(err).replace("\n", "\n    ")[-3000:], flush=True)
+            ok = False
+            continue
         verdicts.append(f"{report.verdict} [{time.time() - start:.0f} s]")
         print(verdicts[-1], flush=True)
         for line in report.generation_diffs:

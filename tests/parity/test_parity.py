@@ -1,9 +1,12 @@
-"""evalflow with SmolLM2 against lm-eval 0.4.13 itself, on the built-in tasks and the shared data:
-identical prompts, log-likelihoods within 1e-3, identical greedy flags and per-document metrics,
-and (gsm8k) identical generations for at least 95% of documents.
+"""evalflow with SmolLM2 against lm-eval 0.4.13 itself, on the built-in tasks, lm-eval's own task
+library (``library``: its YAML read from its tasks folder) and the shared data: identical prompts,
+log-likelihoods within 1e-3, identical greedy flags, per-document metrics and task and group
+aggregates, and identical generations for at least 95% of each generating setting's documents.
 
-The default scope is short (about four minutes on two cores: two runs per side, each loading the
-model once): arc_easy 0-shot, then an mmlu subject and gsm8k 5-shot together. With
+The default scope is short (about six minutes on two cores: three runs per side, each loading the
+model once): arc_easy 0-shot, an mmlu subject and gsm8k 5-shot together, then leaderboard_ifeval
+and a leaderboard_bbh subtask from lm-eval's library (5 documents, generations capped at 64
+tokens on both sides). With
 ``EVALFLOW_FULL_PARITY=1`` it runs the issue's acceptance scope (``FULL``), which takes about an
 hour; ``benchmarks/parity.py`` runs the same and prints one verdict line per setting.
 """
