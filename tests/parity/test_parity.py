@@ -22,6 +22,8 @@ from tests.parity.harness import Setting, lm_eval_missing, missing, run_setting
 
 LIB = {"library": True}  # lm-eval's own YAML from its tasks folder, the shared data map
 BBH4 = "leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding,leaderboard_bbh_object_counting,leaderboard_bbh_formal_fallacies"
+MATH_HARD3 = "leaderboard_math_algebra_hard,leaderboard_math_counting_and_prob_hard,leaderboard_math_geometry_hard"
+MINERVA3 = "minerva_math_algebra,minerva_math_geometry,minerva_math_num_theory"
 BBH_COT3 = "bbh_cot_fewshot_boolean_expressions,bbh_cot_fewshot_date_understanding,bbh_cot_fewshot_object_counting"
 SHORT = [
     Setting("arc_easy", 0, 20), Setting("mmlu_high_school_geography,gsm8k", 5, 4),
@@ -42,9 +44,14 @@ FULL = [
     Setting("hendrycks_math500", None, 10, max_gen_toks=64, **LIB),
     Setting("truthfulqa_mc1,truthfulqa_mc2", None, 10, **LIB),
     Setting("truthfulqa_gen", None, 10, max_gen_toks=64, **LIB),  # bleu and rouge per document
+    # MATH scored with math-verify and sympy's LaTeX parser (antlr 4.11; issue 21 item 2)
+    Setting(MATH_HARD3, None, 5, max_gen_toks=128, **LIB),
+    Setting("leaderboard_math_hard", None, 2, max_gen_toks=128, **LIB),  # 7 subjects and the group's exact_match
+    Setting(MINERVA3, None, 5, max_gen_toks=128, **LIB),  # exact_match and math_verify
     # the Open LLM Leaderboard v2 protocol for instruct models
     Setting("leaderboard_ifeval", None, 10, max_gen_toks=128, chat=True, **LIB),
     Setting("leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding", None, 10, chat=True, **LIB),
+    Setting("leaderboard_math_algebra_hard", None, 5, max_gen_toks=128, chat=True, **LIB),
 ]
 SETTINGS = FULL if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else SHORT
 
