@@ -37,7 +37,7 @@ FULL = [
     Setting("gsm8k_cot", 8, 30),  # one few-shot prefix for every request: the shared-prefix decode path
     # issue 21, lm-eval's library: generations capped on both sides (max_gen_toks) to fit two cores
     Setting("leaderboard_ifeval", None, 10, max_gen_toks=128, **LIB),
-    Setting("ifeval", None, 10, max_gen_toks=128, **LIB),
+    Setting("ifeval", None, 10, max_gen_toks=64, **LIB),
     Setting(BBH4, None, 10, **LIB),  # answers True/False, (A)-(F), a number, valid/invalid
     Setting("leaderboard_bbh", None, 2, **LIB),  # all 24 subtasks and the group's weighted acc_norm
     Setting(BBH_COT3, None, 5, max_gen_toks=64, **LIB),
