@@ -37,13 +37,13 @@ FULL = [
     Setting("gsm8k_cot", 8, 30),  # one few-shot prefix for every request: the shared-prefix decode path
     # issue 21, lm-eval's library: generations capped on both sides (max_gen_toks) to fit two cores
     Setting("leaderboard_ifeval", None, 10, max_gen_toks=128, **LIB),
-    Setting("ifeval", None, 10, max_gen_toks=64, **LIB),
-    Setting(BBH4, None, 10, **LIB),  # answers True/False, (A)-(F), a number, valid/invalid
-    Setting("leaderboard_bbh", None, 2, **LIB),  # all 24 subtasks and the group's weighted acc_norm
-    Setting(BBH_COT3, None, 5, max_gen_toks=64, **LIB),
-    Setting("hendrycks_math500", None, 10, max_gen_toks=64, **LIB),
-    Setting("truthfulqa_mc1,truthfulqa_mc2", None, 10, **LIB),
-    Setting("truthfulqa_gen", None, 10, max_gen_toks=64, **LIB),  # bleu and rouge per document
+    Setting("ifeval", None, 5, max_gen_toks=64, **LIB),
+    Setting(BBH4, None, 5, **LIB),  # answers True/False, (A)-(F), a number, valid/invalid
+    Setting("leaderboard_bbh", None, 1, **LIB),  # all 24 subtasks and the group's weighted acc_norm
+    Setting(BBH_COT3, None, 2, max_gen_toks=64, **LIB),
+    Setting("hendrycks_math500", None, 5, max_gen_toks=64, **LIB),
+    Setting("truthfulqa_mc1,truthfulqa_mc2", None, 5, **LIB),
+    Setting("truthfulqa_gen", None, 5, max_gen_toks=64, **LIB),  # bleu and rouge per document
     # MATH scored with math-verify and sympy's LaTeX parser (antlr 4.11; issue 21 item 2)
     Setting(MATH_HARD3, None, 5, max_gen_toks=128, **LIB),
     Setting("leaderboard_math_hard", None, 2, max_gen_toks=128, **LIB),  # 7 subjects and the group's exact_match
