@@ -126,6 +126,7 @@ class Report:
     generation_diffs: list[str] = field(default_factory=list)  # one line per differing document
     documents: int = 0
     aggregate_diffs: list[str] = field(default_factory=list)
+    aggregate_close: list[str] = field(default_factory=list)  # within the log-likelihood tolerance, not identical
     aggregates: int = 0  # task and group metric values compared
     groups: list[str] = field(default_factory=list)
 
@@ -142,34 +143,31 @@ class Report:
         bad = [t for t, (code, _) in self.outputs.items() if code != 0]
         gen = f", generations identical for {self.documents - len(self.generation_diffs)}/{self.documents} docs" if self.documents else ""
         groups = f" incl. group {'+'.join(self.groups)}" if self.groups else ""
-        agg = f", aggregates {self.aggregates - len(self.aggregate_diffs)}/{self.aggregates} identical{groups}"
+        same = self.aggregates - len(self.aggregate_diffs) - len(self.aggregate_close)
+        close = f" + {len(self.aggregate_close)} within 1e-3" if self.aggregate_close else ""
+        agg = f", aggregates {same}/{self.aggregates} identical{close}{groups}"
         last = [out.strip().splitlines()[-1] for _, out in self.outputs.values() if out.strip()]
         summary = last[0] if len(last) == 1 else f"{len(self.outputs)} subtasks compared, failing: {bad or 'none'}"
         return f"{self.setting.name}: {'PARITY OK' if self.ok else 'PARITY FAILS'} ({summary}{gen}{agg})"
 
 
-def run_peer(setting: Setting, out: Path) -> tuple[dict[str, Path], Path]:
-    """lm-eval's samples files of a setting, by task name, and its results file."""
+def run_peer(setting: Setting, out: Path) -> None:
+    """lm-eval on a setting: its samples and results files land under ``out``."""
     cmd = ["bash", str(PEER_SH), setting.peer_task, *setting.peer_args()]
     env = {**os.environ, "PEER_OUT": str(out), "OMP_NUM_THREADS": "1"}  # one core each: both run at once
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"peer.sh {setting.name} failed:\n{proc.stderr[-3000:]}")
-    found = {}
-    for path in out.rglob("samples_*.jsonl"):
-        found[path.name[len("samples_") :].rsplit("_", 1)[0]] = path  # samples_<task>_<date>.jsonl
-    return found, next(out.rglob("results_*.json"))
 
 
-def run_evalflow(setting: Setting, out: Path, cache_dir: Path) -> tuple[dict[str, Path], Path]:
-    """evalflow's samples files of a setting (cold cache), by task name, and its results file."""
+def run_evalflow(setting: Setting, out: Path, cache_dir: Path) -> None:
+    """evalflow on a setting (cold cache): its samples files and results.json land in ``out``."""
     cmd = [sys.executable, "-m", "evalflow", "model=smollm2", *setting.evalflow_args(), f"cache_dir={cache_dir}",
            f"hydra.run.dir={out}", "bootstrap_iters=0", "++model.threads=1"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NLTK_DATA": str(SHARED / "data" / "nltk_data")}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"evalflow {setting.name} failed:\n{proc.stderr[-3000:]}")
-    return {p.name[len("samples_") : -len(".jsonl")]: p for p in out.glob("samples_*.jsonl")}, out / "results.json"
 
 
 def compare(reference: Path, candidate: Path) -> tuple[int, str]:
@@ -205,13 +203,21 @@ def run_setting(setting: Setting, work: Path) -> Report:
     """Both sides on one setting, compared; lm-eval runs while evalflow does."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tests.parity.aggregates import aggregate_differences, groups_of
-
     work.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(2) as pool:
         peer = pool.submit(run_peer, setting, work / "peer")
         ours = pool.submit(run_evalflow, setting, work / "evalflow", work / "cache")
-        (ref, ref_results), (cand, cand_results) = peer.result(), ours.result()
+        peer.result(), ours.result()
+    return compare_setting(setting, work)
+
+
+def compare_setting(setting: Setting, work: Path) -> Report:
+    """The comparison of both sides' outputs already in ``work`` (what run_setting left there)."""
+    from tests.parity.aggregates import aggregate_differences, groups_of
+
+    ref = {p.name[len("samples_") :].rsplit("_", 1)[0]: p for p in (work / "peer").rglob("samples_*.jsonl")}
+    cand = {p.name[len("samples_") : -len(".jsonl")]: p for p in (work / "evalflow").glob("samples_*.jsonl")}
+    ref_results = next((work / "peer").rglob("results_*.json"))  # samples_<task>_<date>.jsonl, results_<date>.json
     report = Report(setting)
     for task in sorted(ref):
         if task not in cand:
@@ -221,6 +227,7 @@ def run_setting(setting: Setting, work: Path) -> Report:
         n, diffs = generation_differences(ref[task], cand[task])
         report.documents += n
         report.generation_diffs += [f"{task} {d}" for d in diffs]
-    report.aggregate_diffs, report.aggregates = aggregate_differences(ref_results, cand_results)
+    report.aggregate_diffs, report.aggregate_close, report.aggregates = aggregate_differences(
+        ref_results, work / "evalflow" / "results.json")
     report.groups = groups_of(ref_results)
     return report

@@ -60,12 +60,21 @@ def results(path: Path, acc_a: float, group: float | None) -> Path:
 
 def test_aggregates_compare_tasks_and_groups_but_not_stderr(tmp_path: Path) -> None:
     ref = results(tmp_path / "ref.json", 0.5, 0.375)
-    assert aggregate_differences(ref, results(tmp_path / "same.json", 0.5, 0.375)) == ([], 3)
-    diffs, compared = aggregate_differences(ref, results(tmp_path / "other.json", 0.6, None))
-    assert compared == 3 and len(diffs) == 2
+    assert aggregate_differences(ref, results(tmp_path / "same.json", 0.5 + 1e-12, 0.375)) == ([], [], 3)
+    diffs, close, compared = aggregate_differences(ref, results(tmp_path / "other.json", 0.6, None))
+    assert compared == 3 and len(diffs) == 2 and not close
     assert diffs[0].startswith("results t_a acc_norm,none: lm-eval 0.5, evalflow 0.6")
     assert diffs[1] == "groups g acc_norm,none: lm-eval 0.375, evalflow has no value"
     assert groups_of(ref) == ["g"]
+
+
+def test_a_mean_of_loglikelihood_values_agrees_within_their_tolerance(tmp_path: Path) -> None:
+    """truthfulqa_mc2's acc is computed from log-likelihoods that agree within 1e-3, not exactly."""
+    ref = results(tmp_path / "ref.json", 0.4109879887314964, 0.375)
+    diffs, close, _ = aggregate_differences(ref, results(tmp_path / "near.json", 0.41098793563045577, 0.375))
+    assert not diffs and len(close) == 1 and close[0].startswith("results t_a acc_norm,none")
+    diffs, close, _ = aggregate_differences(ref, results(tmp_path / "far.json", 0.4129, 0.375))
+    assert len(diffs) == 1 and not close
 
 
 def test_a_report_fails_on_an_aggregate_or_too_many_differing_generations() -> None:
@@ -76,4 +85,6 @@ def test_a_report_fails_on_an_aggregate_or_too_many_differing_generations() -> N
     report.generation_diffs = ["doc 1: ...", "doc 2: ..."]
     assert not report.ok
     assert not Report(Setting("t", 0, 20), outputs={"t": (0, "")}, aggregates=1, aggregate_diffs=["x"]).ok
+    near = Report(Setting("t", 0, 20), outputs={"t": (0, "")}, aggregates=2, aggregate_close=["x"])
+    assert near.ok and "aggregates 1/2 identical + 1 within 1e-3" in near.verdict
     assert not Report(Setting("t", 0, 20), outputs={"t": (0, "")}, aggregates=0).ok
