@@ -1,6 +1,6 @@
 """Parity with lm-eval 0.4.13 on the issue's acceptance scope, one verdict line per setting.
 
-    python benchmarks/parity.py                       # the full scope (about an hour on two cores)
+    python benchmarks/parity.py                       # the full scope (about three hours on two cores)
     python benchmarks/parity.py --short               # the default test suite's short scope
     python benchmarks/parity.py --only arc_easy       # settings whose task matches
     python benchmarks/parity.py --compare-only --name NAME   # re-compare the outputs left in --work
@@ -8,9 +8,9 @@
 
 Each setting runs lm-eval (``../shared/parity/peer.sh``) and evalflow with SmolLM2 on the local
 data, cold caches, and compares every document with ``../shared/parity/compare.py``: identical
-prompts, log-likelihoods within 1e-3, identical greedy flags and per-document metrics; for gsm8k
-also the share of identical generations (at least 95%), each differing document listed with
-where its two texts part. Work folders stay in --work for inspection. Exit status 0 iff all pass.
+prompts, log-likelihoods within 1e-3, identical greedy flags and per-document metrics; for every
+generating task the share of identical generations (at least 95%), each differing document listed
+with where its two texts part; each task's and group's aggregates from both results files. Work folders stay in --work for inspection. Exit status 0 iff all pass.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ aggregates, and identical generations for at least 95% of each generating settin
 The default scope is short (about six minutes on two cores: three runs per side, each loading the
 model once): arc_easy 0-shot, an mmlu subject and gsm8k 5-shot together, then leaderboard_ifeval
 and a leaderboard_bbh subtask from lm-eval's library (5 documents, generations capped at 64
-tokens on both sides). With
-``EVALFLOW_FULL_PARITY=1`` it runs the issue's acceptance scope (``FULL``), which takes about an
-hour; ``benchmarks/parity.py`` runs the same and prints one verdict line per setting.
+tokens on both sides). With ``EVALFLOW_FULL_PARITY=1`` it runs the acceptance scope (``FULL``):
+the classic suite takes about an hour, issue 21's settings about two more hours on two cores
+shared with other jobs (5 to 19 minutes each, lm-eval the slower side); ``benchmarks/parity.py``
+runs the same and prints one verdict line per setting.
 """
 
 from __future__ import annotations
