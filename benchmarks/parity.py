@@ -10,7 +10,8 @@ Each setting runs lm-eval (``../shared/parity/peer.sh``) and evalflow with SmolL
 data, cold caches, and compares every document with ``../shared/parity/compare.py``: identical
 prompts, log-likelihoods within 1e-3, identical greedy flags and per-document metrics; for every
 generating task the share of identical generations (at least 95%), each differing document listed
-with where its two texts part; each task's and group's aggregates from both results files. Work folders stay in --work for inspection. Exit status 0 iff all pass.
+with where its two texts part; each task's and group's aggregates from both results files.
+Work folders stay in --work for inspection. Exit status 0 iff all pass.
 """
 
 from __future__ import annotations
