@@ -1,11 +1,15 @@
-"""evalflow with SmolLM2 against lm-eval 0.4.13 itself, on the built-in tasks and the shared data:
-identical prompts, log-likelihoods within 1e-3, identical greedy flags and per-document metrics,
-and (gsm8k) identical generations for at least 95% of documents.
+"""evalflow with SmolLM2 against lm-eval 0.4.13 itself, on the built-in tasks, lm-eval's own task
+library (``library``: its YAML read from its tasks folder) and the shared data: identical prompts,
+log-likelihoods within 1e-3, identical greedy flags, per-document metrics and task and group
+aggregates, and identical generations for at least 95% of each generating setting's documents.
 
-The default scope is short (about four minutes on two cores: two runs per side, each loading the
-model once): arc_easy 0-shot, then an mmlu subject and gsm8k 5-shot together. With
-``EVALFLOW_FULL_PARITY=1`` it runs the issue's acceptance scope (``FULL``), which takes about an
-hour; ``benchmarks/parity.py`` runs the same and prints one verdict line per setting.
+The default scope is short (about six minutes on two cores: three runs per side, each loading the
+model once): arc_easy 0-shot, an mmlu subject and gsm8k 5-shot together, then leaderboard_ifeval
+and a leaderboard_bbh subtask from lm-eval's library (5 documents, generations capped at 64
+tokens on both sides). With ``EVALFLOW_FULL_PARITY=1`` it runs the acceptance scope (``FULL``):
+the classic suite takes about an hour, issue 21's settings about two more hours on two cores
+shared with other jobs (5 to 19 minutes each, lm-eval the slower side); ``benchmarks/parity.py``
+runs the same and prints one verdict line per setting.
 """
 
 from __future__ import annotations
@@ -15,15 +19,41 @@ from pathlib import Path
 
 import pytest
 
-from tests.parity.harness import Setting, missing, run_setting
+from tests.parity.harness import Setting, lm_eval_missing, missing, run_setting
 
-SHORT = [Setting("arc_easy", 0, 20), Setting("mmlu_high_school_geography,gsm8k", 5, 4)]
+LIB = {"library": True}  # lm-eval's own YAML from its tasks folder, the shared data map
+BBH4 = "leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding,leaderboard_bbh_object_counting,leaderboard_bbh_formal_fallacies"
+MATH_HARD3 = "leaderboard_math_algebra_hard,leaderboard_math_counting_and_prob_hard,leaderboard_math_geometry_hard"
+MINERVA3 = "minerva_math_algebra,minerva_math_geometry,minerva_math_num_theory"
+BBH_COT3 = "bbh_cot_fewshot_boolean_expressions,bbh_cot_fewshot_date_understanding,bbh_cot_fewshot_object_counting"
+SHORT = [
+    Setting("arc_easy", 0, 20), Setting("mmlu_high_school_geography,gsm8k", 5, 4),
+    # issue 21: a generation task's ifeval scoring and a leaderboard bbh subtask, from lm-eval's library
+    Setting("leaderboard_ifeval,leaderboard_bbh_boolean_expressions", None, 5, max_gen_toks=64, **LIB),
+]
 FULL = [
     Setting("arc_easy", 0, 300), Setting("arc_easy", 5, 300),
     Setting("arc_challenge", 0, 300), Setting("arc_challenge", 5, 300),
     Setting("mmlu", 5, 10), Setting("gsm8k", 5, 30),
     Setting("gsm8k_cot", 8, 30),  # one few-shot prefix for every request: the shared-prefix decode path
     Setting("humaneval", 0, 30), Setting("mbpp", 3, 30),  # programs run: lm-eval's code_eval stand-in vs the sandbox
+    # issue 21, lm-eval's library: generations capped on both sides (max_gen_toks) to fit two cores
+    Setting("leaderboard_ifeval", None, 10, max_gen_toks=128, **LIB),
+    Setting("ifeval", None, 5, max_gen_toks=64, **LIB),
+    Setting(BBH4, None, 5, **LIB),  # answers True/False, (A)-(F), a number, valid/invalid
+    Setting("leaderboard_bbh", None, 1, **LIB),  # all 24 subtasks and the group's weighted acc_norm
+    Setting(BBH_COT3, None, 2, max_gen_toks=64, **LIB),
+    Setting("hendrycks_math500", None, 5, max_gen_toks=64, **LIB),
+    Setting("truthfulqa_mc1,truthfulqa_mc2", None, 5, **LIB),
+    Setting("truthfulqa_gen", None, 5, max_gen_toks=64, **LIB),  # bleu and rouge per document
+    # MATH scored with math-verify and sympy's LaTeX parser (antlr 4.11; issue 21 item 2)
+    Setting(MATH_HARD3, None, 5, max_gen_toks=128, **LIB),
+    Setting("leaderboard_math_hard", None, 2, max_gen_toks=128, **LIB),  # 7 subjects and the group's exact_match
+    Setting(MINERVA3, None, 5, max_gen_toks=128, **LIB),  # exact_match and math_verify
+    # the Open LLM Leaderboard v2 protocol for instruct models
+    Setting("leaderboard_ifeval", None, 10, max_gen_toks=128, chat=True, **LIB),
+    Setting("leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding", None, 10, chat=True, **LIB),
+    Setting("leaderboard_math_algebra_hard", None, 5, max_gen_toks=128, chat=True, **LIB),
 ]
 SETTINGS = FULL if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else SHORT
 
@@ -33,6 +63,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason
 @pytest.mark.timeout(7200)
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name.replace(" ", "_"))
 def test_same_samples_as_lm_eval(setting: Setting, tmp_path: Path) -> None:
+    if setting.library and lm_eval_missing():
+        pytest.skip(lm_eval_missing())
     report = run_setting(setting, tmp_path)
-    details = "\n".join(out for code, out in report.outputs.values() if code) + "\n".join(report.generation_diffs)
+    details = "\n".join([*(out for code, out in report.outputs.values() if code), *report.generation_diffs,
+                         *report.aggregate_diffs])
     assert report.ok, f"{report.verdict}\n{details[-6000:]}"
