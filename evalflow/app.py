@@ -97,7 +97,9 @@ def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
         if task.unsafe_code and not settings.confirm_unsafe_code:
             raise UnsafeCodeError(
                 f"task '{task.task}' ({task.source}) is marked unsafe_code: true: its metric executes code "
-                "the model wrote. Run it only in a sandbox, and pass confirm_unsafe_code=true to allow it."
+                "the model wrote. Pass confirm_unsafe_code=true to allow it: evalflow's code metrics (pass_at_k, "
+                "pass_at_1, as in the built-in humaneval/mbpp) run each program in the code_sandbox backend "
+                "(bubblewrap by default); any other task code that executes programs runs them as it is written."
             )
         if runs_code(task):
             require_sandbox(settings.code_sandbox, f"task '{task.task}' ({task.source})")
