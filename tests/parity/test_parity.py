@@ -47,13 +47,13 @@ FULL = [
     Setting("truthfulqa_mc1,truthfulqa_mc2", None, 5, **LIB),
     Setting("truthfulqa_gen", None, 5, max_gen_toks=64, **LIB),  # bleu and rouge per document
     # MATH scored with math-verify and sympy's LaTeX parser (antlr 4.11; issue 21 item 2)
-    Setting(MATH_HARD3, None, 5, max_gen_toks=128, **LIB),
-    Setting("leaderboard_math_hard", None, 2, max_gen_toks=128, **LIB),  # 7 subjects and the group's exact_match
-    Setting(MINERVA3, None, 5, max_gen_toks=128, **LIB),  # exact_match and math_verify
+    Setting(MATH_HARD3, None, 2, max_gen_toks=96, **LIB),
+    Setting("leaderboard_math_hard", None, 1, max_gen_toks=96, **LIB),  # 7 subjects and the group's exact_match
+    Setting(MINERVA3, None, 2, max_gen_toks=96, **LIB),  # exact_match and math_verify
     # the Open LLM Leaderboard v2 protocol for instruct models
     Setting("leaderboard_ifeval", None, 10, max_gen_toks=128, chat=True, **LIB),
     Setting("leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding", None, 10, chat=True, **LIB),
-    Setting("leaderboard_math_algebra_hard", None, 5, max_gen_toks=128, chat=True, **LIB),
+    Setting("leaderboard_math_algebra_hard", None, 2, max_gen_toks=96, chat=True, **LIB),
 ]
 SETTINGS = FULL if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else SHORT
 
