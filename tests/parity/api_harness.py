@@ -118,8 +118,17 @@ def _run(cmd: list[str], env: dict[str, str], what: str) -> None:
         raise RuntimeError(f"{what} failed:\n{proc.stderr[-3000:]}")
 
 
+# llama.cpp reuses the longest prefix it shares with the previous prompt, and greedy outputs can
+# depend on that cache state (../shared/serve/README.md): a one-token prompt sharing no prefix with
+# any task prompt, sent before each request, makes every request start from the same state on both
+# sides, whatever order each side sends them in.
+PREFIX_RESET = ("/v1/completions", json.dumps({"prompt": "\u00a4", "max_tokens": 1, "temperature": 0}).encode())
+
+
 def _through_proxy(server: served.LlamaServer, run) -> list:  # noqa: ANN001
-    proxy = FaultProxy(server.url.removesuffix("/v1")).start()
+    proxy = FaultProxy(server.url.removesuffix("/v1"))
+    proxy.before_each = PREFIX_RESET
+    proxy.start()
     try:
         run(proxy.url)
     finally:

@@ -11,7 +11,9 @@ answers 400 (not worth a retry), ``"401"`` answers 401 (a wrong API key), ``"sta
 ``stall_seconds`` (past the client's timeout) before closing, ``"drop"`` closes the connection
 without an answer. ``bodies`` holds every POST body received, ``answered`` those forwarded and
 answered 200 by the upstream server, ``headers`` the headers of every request. ``stop()`` closes the listening socket, so later connections
-are refused, as for a stopped server. Also used by ``benchmarks/api_parity.py`` to capture the
+are refused, as for a stopped server. ``before_each`` (path, body): a request POSTed upstream, unrecorded,
+right before each forwarded POST, the pair serialised (the parity harness resets llama.cpp's reused
+prompt prefix with it, since the server's greedy output depends on that cache state). Also used by ``benchmarks/api_parity.py`` to capture the
 request bodies lm-eval and evalflow send.
 """
 
@@ -38,6 +40,8 @@ class FaultProxy:
         self.faults_served: list[str] = []
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
+        self.before_each: tuple[str, bytes] | None = None
+        self._upstream_lock = threading.Lock()  # before_each and its request go upstream as one pair
         self.server: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
 
@@ -87,18 +91,15 @@ class FaultProxy:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
-                self._forward(raw, body)
+                if proxy.before_each is None:
+                    return self._forward(raw, body)
+                with proxy._upstream_lock:
+                    path, first = proxy.before_each
+                    _call(proxy.upstream + path, "POST", first)
+                    self._forward(raw, body)
 
             def _forward(self, raw: bytes | None, body: Any = None) -> None:
-                req = urllib.request.Request(proxy.upstream + self.path, data=raw, method=self.command,
-                                             headers={"Content-Type": "application/json"})
-                try:
-                    with urllib.request.urlopen(req, timeout=600) as resp:
-                        status, data = resp.status, resp.read()
-                except urllib.error.HTTPError as e:
-                    status, data = e.code, e.read()
-                except OSError as e:  # upstream gone
-                    status, data = 502, json.dumps({"error": {"message": f"upstream: {e}"}}).encode()
+                status, data = _call(proxy.upstream + self.path, self.command, raw)
                 if status == 200 and raw is not None:
                     with proxy.lock:
                         proxy.answered.append(body)
@@ -123,3 +124,15 @@ class FaultProxy:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+
+def _call(url: str, method: str, raw: bytes | None) -> tuple[int, bytes]:
+    """One upstream request: (status, body); 502 when the upstream is gone."""
+    req = urllib.request.Request(url, data=raw, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except OSError as e:  # upstream gone
+        return 502, json.dumps({"error": {"message": f"upstream: {e}"}}).encode()
