@@ -58,7 +58,9 @@ def test_nltk_imported_by_the_task_code_is_caught_too(task_dir: Path, tmp_path: 
     site = tmp_path / "site" / "nltk"
     site.mkdir(parents=True)
     (site / "__init__.py").write_text("def download(resource=None, *args, **kwargs):\n    return False\n")
-    monkeypatch.delitem(sys.modules, "nltk", raising=False)
+    # set, then delete: undoing both restores whatever was there, dropping the stand-in the task imports
+    monkeypatch.setitem(sys.modules, "nltk", ModuleType("nltk"))
+    monkeypatch.delitem(sys.modules, "nltk")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     finders = list(sys.meta_path)
     with pytest.raises(taskcode.TaskError, match="downloads the NLTK resource 'punkt_tab'"):

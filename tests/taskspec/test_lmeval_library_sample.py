@@ -51,8 +51,9 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TaskIndex]:
     mp.setenv("EVALFLOW_CACHE", str(tmp_path_factory.mktemp("cache")))
     if NLTK_DATA.is_dir():
         mp.setenv("NLTK_DATA", str(NLTK_DATA))
-        if "nltk" in sys.modules:  # nltk reads NLTK_DATA once, when imported
-            mp.setattr(sys.modules["nltk"].data, "path", [str(NLTK_DATA), *sys.modules["nltk"].data.path])
+        nltk = sys.modules.get("nltk")
+        if hasattr(getattr(nltk, "data", None), "path"):  # nltk reads NLTK_DATA once, when imported
+            mp.setattr(nltk.data, "path", [str(NLTK_DATA), *nltk.data.path])  # type: ignore[union-attr]
     try:
         yield TaskIndex.build(["lm_eval"], builtin=False)  # include_path=lm_eval
     finally:
