@@ -32,6 +32,15 @@ def _mutual_info_only(task: TaskConfig) -> Any:
     return tuple(m for m in task.metric_list or () if m.get("metric") == "acc_mutual_info")
 
 
+def _reduces_repeats(task: TaskConfig) -> Any:
+    """Whether the filters stage must also run each repeat alone: only when a metric asks for a
+    reduction of several repeats. A marker, not the reductions themselves, so that switching one
+    reduction for another re-runs no filter, while a task without reductions never runs its
+    pipelines on single repeats (a custom filter may need all of them, and it costs k more calls)."""
+    reduced = task.repeats > 1 and any("reduction" in m for m in task.metric_list or ())
+    return ({"reduction": "per-sample answers"},) if reduced else ()
+
+
 def _calls(components: Callable[[TaskConfig], Any]) -> Callable[[TaskConfig, Mapping[str, Any]], Any]:
     """The identity entry of the registered components a stage calls (they depend on the task only)."""
     return lambda task, settings: components(task)
@@ -93,6 +102,7 @@ PIPELINE: tuple[Node, ...] = (
         "evalflow.stages.filters:filters",
         "filtered",
         task_fields=("filter_list",),
+        derive={"metric_list": _reduces_repeats},
         run_settings=("think_end_token",),
         identity={"components": _calls(filter_components)},
         upstream=("load_docs", "instances", "inference"),

@@ -1,8 +1,10 @@
 """Stage 5: each named filter pipeline applied to the responses (answer extraction, voting, ...).
 
-With ``repeats > 1`` each pipeline also runs on every repeat alone (``Filtered.by_sample``), the
-answers that the metrics' reductions (pass@k, maj@k, mean, ...) score; a pipeline that itself
-combines repeats (``majority_vote``, ``take_first_k``) has no per-sample answers.
+With ``repeats > 1`` and a metric that asks for a ``reduction``, each pipeline also runs on every
+repeat alone (``Filtered.by_sample``), the answers that the reductions (pass@k, maj@k, mean, ...)
+score; a pipeline that itself combines repeats (``majority_vote``, ``take_first_k``) has no
+per-sample answers. Without a reduction the pipelines see only what lm-eval gives them, all of an
+instance's repeats at once: a custom filter written for that need not handle a single repeat.
 
 Reasoning models: with ``think_end_token`` set, a generation's text up to the last end-of-thinking
 marker is the thinking part. It stays in the cached raw response (and the samples' ``resps``), and
@@ -38,9 +40,10 @@ def filters(
     rows = [docs.docs[doc_id] for doc_id, _ in keys]
     pipelines = build_pipelines(task.filter_list)
     by_filter = {p.name: tuple(p.apply(resps, rows)) for p in pipelines}
-    # Every repeat through each pipeline on its own, whatever the metrics ask, so that choosing a
-    # reduction (metrics) never re-runs this stage.
-    repeated = any(len(r) > 1 for r in resps)
+    # Every repeat through each pipeline on its own when some metric reduces repeats, whichever
+    # reductions they are (the stage sees only that marker: switching reductions never re-runs it).
+    reduced = any("reduction" in m for m in task.metric_list or ())
+    repeated = reduced and any(len(r) > 1 for r in resps)
     by_sample = {p.name: per_sample(p, resps, rows) for p in pipelines if repeated and not combines_samples(p)}
     return Filtered(keys=keys, by_filter=by_filter, by_sample=by_sample)
 

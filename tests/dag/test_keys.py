@@ -108,6 +108,15 @@ GEN_TASK = dataclasses.replace(
     metric_list=({"metric": "exact_match", "reduction": "pass@k"},))
 
 
+def test_a_reduction_over_repeats_rekeys_the_filters() -> None:
+    """The filters stage runs each repeat alone only when some metric reduces repeats: adding or
+    removing the first reduction of a repeated task re-runs it (no model call), switching one does not."""
+    plain = dataclasses.replace(GEN_TASK, metric_list=({"metric": "exact_match"},))
+    before = {p.node.name: p.key for p in plan(GEN_TASK, BASE_SETTINGS)}
+    after = {p.node.name: p.key for p in plan(plain, BASE_SETTINGS)}
+    assert [s for s in S if before[s] != after[s]] == S[4:]
+
+
 @pytest.mark.parametrize("reduction", ["first", "maj@k", ["mean", "max"], "pass@4"])
 def test_changing_only_the_reduction_rekeys_metrics_and_aggregate(reduction: Any) -> None:
     """The filters stage runs every repeat alone whatever the reduction, so only the stages that

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import TaskError
+from evalflow.scoring import register_filter
 from tests.conftest import ROOT, SHARED_DATA, Runner, stage_hits
 from tests.support.models import NoisyOracleModel
 
@@ -135,6 +136,34 @@ def test_a_voting_pipeline_with_a_reduction_is_refused_before_any_model_call(run
     with pytest.raises(TaskError, match="combine repeats"):
         runner("toy_gen", model=ORACLE, limit=5)
     assert NoisyOracleModel.calls_total == 0
+
+
+@register_filter("test_repeats_second_opinion")
+def second_opinion(resps: list, docs: list) -> list:
+    """A custom filter written for lm-eval 0.4.13's shape: every instance brings all its repeats."""
+    if any(len(inst) < 2 for inst in resps):
+        raise ValueError(f"second_opinion needs every repeat of an instance, got {[len(i) for i in resps]}")
+    return [inst[1:] for inst in resps]
+
+
+def test_a_custom_filter_of_all_repeats_runs_when_no_metric_reduces(runner: Runner, sampled: Path) -> None:
+    """Without a reduction, pipelines never run on single repeats (a filter that reads several
+    repeats is not called with one); with one, they do, and this filter's failure names it."""
+    step = "      - function: test_repeats_second_opinion\n"
+    sampled.write_text(sampled.read_text().replace("      - function: regex\n", step + "      - function: regex\n")
+                       .replace("    reduction: REDUCTIONS\n", ""))
+    results, _, folder = runner("toy_gen", model=ORACLE, limit=3)
+    rows = [json.loads(line) for line in (folder / "samples_toy_gen.jsonl").read_text().splitlines()]
+    second = [m[0] if (m := re.findall(r"#### (\-?[0-9\.\,]+)", r["resps"][0][1])) else "[invalid]" for r in rows]
+    assert [r["filtered_resps"][0] for r in rows] == second  # the second repeat's answer
+    assert all("filtered_samples" not in r for r in rows)
+    assert results["results"]["toy_gen"]["exact_match,get-answer"] == pytest.approx(
+        sum(float(a == r["target"]) for a, r in zip(second, rows)) / 3)
+    sampled.write_text(sampled.read_text().replace("higher_is_better: true\n", "higher_is_better: true\n"
+                                                   "    reduction: mean\n", 1))
+    with pytest.raises(Exception, match="second_opinion needs every repeat"):
+        runner("toy_gen", model=ORACLE, limit=3)
+    assert NoisyOracleModel.calls_total == 0  # the answers came from the cache
 
 
 GSM8K_SAMPLED = """\
