@@ -38,7 +38,7 @@ SUBCOMMANDS = {
     "decontaminate": Subcommand("evalflow.decontaminate:main",
                                 "task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
     "explain": Subcommand("evalflow.insight.explain:main", "RUN [RUN_B]  why each computed stage of a run re-ran"),
-    "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B [max_drop=X alpha=P] [--json]  per metric A, B, B - A, a paired test; a release gate"),
+    "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B [max_drop=X alpha=P] [kappa=M,N] [--json]  per metric A, B, B - A, a paired test; a release gate; Cohen's kappa"),
     "rescore": Subcommand("evalflow.insight.rescore:main", "SAMPLES... task=NAME  score saved answers again, no model"),
     "side-env": Subcommand("evalflow.taskspec.side_env_cli:main",
                            "list|provision [NAME...]  the private package folders some task code needs (provision once online)"),

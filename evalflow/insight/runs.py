@@ -43,7 +43,7 @@ class Run:
         subtasks: Mapping[str, list[str]] = self.results.get("group_subtasks", {})
 
         def leaves(name: str) -> list[str]:
-            return [leaf for m in subtasks.get(name, []) for leaf in (leaves(m) if m in subtasks else [m])]
+            return [leaf for m in subtasks.get(name, []) for leaf in (leaves(m) if subtasks.get(m) else [m])]
 
         return {g: leaves(g) for g in subtasks if subtasks[g]}
 
