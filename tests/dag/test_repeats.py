@@ -217,6 +217,29 @@ def test_gsm8k_sampled_repeats_8_against_a_hand_computation(runner: Runner, toy_
             assert numbers[f"exact_match_{name},{pipeline}"] == pytest.approx(sum(values) / len(values))
 
 
+@pytest.mark.skipif(not (SHARED_DATA / "gsm8k" / "test.jsonl").is_file(), reason="no ../shared/data/gsm8k")
+def test_the_built_in_repeats_example_runs_offline(runner: Runner) -> None:
+    """tasks/gsm8k/gsm8k_maj8.yaml (the README's example): 8 sampled answers per question, each its
+    own request, scored first / maj@8 / pass@8 / mean, which agree with the recorded samples."""
+    docs = [json.loads(line) for line in (SHARED_DATA / "gsm8k" / "test.jsonl").read_text().splitlines()[:2]]
+    NoisyOracleModel.ANSWERS = {d["question"].strip(): int(d["answer"].split("####")[-1].replace(",", "")) for d in docs}
+    results, manifest, folder = runner("gsm8k_maj8", model=ORACLE, limit=2, data_map="shared")
+    assert manifest["inference"]["computed"] == 2 * 8
+    assert sorted(r.repeat for r in NoisyOracleModel.requests_seen) == sorted(list(range(8)) * 2)
+    assert all(r.args[1].get("do_sample") for r in NoisyOracleModel.requests_seen)
+    numbers = results["results"]["gsm8k_maj8"]
+    rows = [json.loads(line) for line in (folder / "samples_gsm8k_maj8.jsonl").read_text().splitlines()]
+    for pipeline in ("strict-match", "flexible-extract"):
+        mine = [r for r in rows if r["filter"] == pipeline]
+        per_sample = [[s["exact_match"] for s in r["sample_metrics"]] for r in mine]
+        assert [r["exact_match"] for r in mine] == [v[0] for v in per_sample]  # first: lm-eval's number
+        assert [r["exact_match_mean@8"] for r in mine] == pytest.approx([sum(v) / 8 for v in per_sample])
+        assert [r["exact_match_pass@8"] for r in mine] == [float(any(v)) for v in per_sample]
+        for name in ("exact_match", "exact_match_maj@8", "exact_match_pass@8", "exact_match_mean@8"):
+            assert numbers[f"{name},{pipeline}"] == pytest.approx(sum(r[name] for r in mine) / 2)
+    assert any(0 < sum(v) < 8 for v in per_sample)  # the samples disagree
+
+
 def test_show_lists_every_sample_and_how_it_is_scored(
     sampled: Path, toy_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
 SHARED_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
-BUILTIN = ["gsm8k", "gsm8k_cot", "arc_easy", "arc_challenge", "hellaswag", "piqa", "winogrande", "boolq",
+BUILTIN = ["gsm8k", "gsm8k_cot", "gsm8k_maj8", "arc_easy", "arc_challenge", "hellaswag", "piqa", "winogrande", "boolq",
            "lambada_openai", "wikitext", "arith_mc", "humaneval", "humaneval_instruct", "humaneval_64", "mbpp",
            "mbpp_instruct"]
 
