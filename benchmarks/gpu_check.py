@@ -60,7 +60,8 @@ class Size:
     gen_tokens: int
 
 
-FULL = Size(hidden=2048, layers=22, intermediate=5632, heads=32, kv_heads=4,  # TinyLlama-1.1B's shape
+# TinyLlama-1.1B's shape: 1.17B parameters with SmolLM2's 49,152-token vocabulary
+FULL = Size(hidden=2048, layers=22, intermediate=5632, heads=32, kv_heads=4,
             arc_docs=500, mmlu_docs=100, gen_prompts=64, gen_tokens=128)
 TINY = Size(hidden=64, layers=2, intermediate=128, heads=4, kv_heads=2, arc_docs=6, mmlu_docs=4, gen_prompts=3,
             gen_tokens=8)
@@ -237,7 +238,8 @@ def compare_generations(ours: list[str], theirs: list[str]) -> dict[str, Any]:
             "first_difference_at_chars": [c for _, c in differ][:10]}
 
 
-def report(spec: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], tokens: dict[str, int]) -> dict[str, Any]:
+def report(spec: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
+           tokens: dict[str, int]) -> dict[str, Any]:
     out: dict[str, Any] = {"device": spec["device"], "dtype": spec["dtype"], "batch_size": spec["batch_size"],
                            "model": spec["model"], "workloads": {}}
     for name in spec["workloads"]:

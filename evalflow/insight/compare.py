@@ -31,7 +31,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from evalflow.cli_words import Usage, parse_words
 from evalflow.errors import ConfigError, RunFolderError
@@ -199,7 +199,7 @@ def metric_pair(value: str) -> tuple[str, str]:
     return (names[0], names[-1])
 
 
-_OPTIONS = {"bootstrap_iters": int, "seed": int, "max_drop": float, "alpha": float, "kappa": metric_pair}
+_OPTIONS: dict[str, Callable[[str], Any]] = {"bootstrap_iters": int, "seed": int, "max_drop": float, "alpha": float, "kappa": metric_pair}
 USAGE = Usage("compare", "RUN_A RUN_B", _OPTIONS, ("--json",), 2, 2)
 KAPPA_USAGE = Usage("compare", "RUN_A [RUN_B]", _OPTIONS, ("--json",), 1, 2,
                     note="(kappa= with one folder: two metrics of that run)")
