@@ -50,8 +50,10 @@ def recording_registrations(path: str) -> Iterator[None]:
     if registry is None:
         yield
         return
+    real = os.path.realpath(path)
+    _FILTERS[real] = {}  # an import (a new source version) registers the module's filters anew
     original = registry.register_filter
-    registry.register_filter = _recorder(os.path.realpath(path), registry)
+    registry.register_filter = _recorder(real, registry)
     try:
         yield
     finally:
