@@ -268,7 +268,7 @@ def task_code_filters(task: TaskConfig) -> Mapping[str, type]:
     task code) only when its ``filter_list`` names a filter evalflow's registry does not have."""
     if not any(isinstance(n, str) and n not in FILTERS for n in filter_names(task.filter_list)):
         return {}
-    from evalflow.taskspec.lmeval_registrations import task_code_filters as registered
+    from evalflow.taskspec.taskcode import task_code_filters as registered
 
     return registered(task)
 

@@ -5,7 +5,7 @@ and name it in its YAML (acpbench's ``ACP_grammar_filter``). evalflow's filter l
 own registry, so while such a module is imported, :func:`recording_registrations` replaces lm-eval's
 ``register_filter`` with one that records each class under the module's file (and still registers
 it in lm-eval's registry when the name is free there). A task's pipelines then resolve a name
-evalflow does not know to the class *its own* modules registered (:func:`task_code_filters`):
+evalflow does not know to the class *its own* modules registered (:func:`evalflow.taskspec.taskcode.task_code_filters`):
 acpbench ships two copies of one module (``gen_2shot`` and ``gen_2shot_with_pddl``) that register
 the same name, which lm-eval's registry refuses once both are imported in one process; recorded
 per module, each task gets its own copy's class and both families load together.
@@ -31,8 +31,9 @@ from types import MappingProxyType
 from typing import Any
 
 from evalflow.errors import TaskError
+from evalflow.registry import qualified
 
-__all__ = ["recording_registrations", "registered_filters", "task_code_filters"]
+__all__ = ["recording_registrations", "registered_filters"]
 
 _FILTERS: dict[str, dict[str, type]] = {}  # module file (real path) -> {name: class}
 
@@ -65,32 +66,14 @@ def registered_filters(path: str) -> Mapping[str, type]:
     return MappingProxyType(_FILTERS.get(os.path.realpath(path), {}))
 
 
-def task_code_filters(task: Any) -> dict[str, type]:
-    """The filters a task's own ``!function`` modules registered, importing them if needed (each
-    once per source version). Two of its modules registering one name differently is refused."""
-    from evalflow.taskspec.taskcode import function_refs, resolve_function
-
-    found: dict[str, type] = {}
-    for ref in function_refs(task):
-        resolve_function(ref)
-        for name, cls in registered_filters(ref.module_path).items():
-            if found.get(name, cls) is not cls:
-                raise TaskError(
-                    f"task '{task.task}' ({task.source}): its task code registers the filter '{name}' twice in lm-eval's "
-                    f"registry, as {_qualified(found[name])} and {_qualified(cls)}; keep one registration."
-                )
-            found[name] = cls
-    return found
-
-
 def _recorder(path: str, registry: Any) -> Callable[[str], Callable[[type], type]]:
     def register_filter(name: str) -> Callable[[type], type]:
         def decorate(cls: type) -> type:
             table = _FILTERS.setdefault(path, {})
             current = table.get(name)
-            if current is not None and _qualified(current) != _qualified(cls):
+            if current is not None and qualified(current) != qualified(cls):
                 raise TaskError(f"{path} registers two filters under the name '{name}' in lm-eval's registry "
-                                f"({_qualified(current)} and {_qualified(cls)}); give each its own name.")
+                                f"({qualified(current)} and {qualified(cls)}); give each its own name.")
             table[name] = cls
             if name not in registry.filter_registry:
                 registry.filter_registry.register(name)(cls)
@@ -118,7 +101,3 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
-
-
-def _qualified(cls: Any) -> str:
-    return f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls)}"

@@ -26,10 +26,11 @@ from typing import Any, Callable, Mapping
 import xxhash
 
 from evalflow.errors import TaskError, closest
+from evalflow.registry import qualified
 from evalflow.taskspec.downloads import strict_downloads
 from evalflow.taskspec.extras import install_hint
 from evalflow.taskspec.installed import code_fingerprint, package_module
-from evalflow.taskspec.lmeval_registrations import recording_registrations
+from evalflow.taskspec.lmeval_registrations import recording_registrations, registered_filters
 from evalflow.taskspec.local_modules import local_closure
 from evalflow.taskspec.side_env import side_env_for
 from evalflow.taskspec.side_worker import side_function
@@ -61,6 +62,22 @@ def _collect_refs(value: Any, key: str, found: list[tuple[str, FunctionRef]]) ->
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
             _collect_refs(getattr(value, f.name), f"{key}.{f.name}" if key else f.name, found)
+
+
+def task_code_filters(task: Any) -> dict[str, type]:
+    """The filters a task's own ``!function`` modules registered, importing them if needed (each
+    once per source version). Two of its modules registering one name differently is refused."""
+    found: dict[str, type] = {}
+    for ref in function_refs(task):
+        resolve_function(ref)
+        for name, cls in registered_filters(ref.module_path).items():
+            if found.get(name, cls) is not cls:
+                raise TaskError(
+                    f"task '{task.task}' ({task.source}): its task code registers the filter '{name}' twice in lm-eval's "
+                    f"registry, as {qualified(found[name])} and {qualified(cls)}; keep one registration."
+                )
+            found[name] = cls
+    return found
 
 
 _MODULES: dict[tuple[str, str], ModuleType] = {}
