@@ -185,6 +185,17 @@ def measure(index: TaskIndex, names: list[str], extras: dict[str, list[str]], tr
     return tally
 
 
+def registry_calls(library: Path) -> dict[str, int]:
+    """How many task-code modules call each of lm-eval's ``register_*`` decorators: evalflow bridges
+    ``register_filter`` (per module, :mod:`evalflow.taskspec.lmeval_registrations`) and counts the rest."""
+    counts = dict.fromkeys(("register_filter", "register_metric", "register_aggregation"), 0)
+    for path in library.rglob("*.py"):
+        text = path.read_text(errors="replace")
+        for name in counts:
+            counts[name] += bool(re.search(rf"^\s*@(?:\w+\.)*{name}\(", text, re.M))
+    return counts
+
+
 def report(kind: str, tally: Tally, examples: int) -> list[str]:
     lines = [f"{kind}: {tally.loaded} of {tally.total} load ({100 * tally.loaded / max(tally.total, 1):.1f}%)"]
     for cause, names in sorted(tally.causes.items(), key=lambda kv: (-len(kv[1]), kv[0])):
@@ -216,6 +227,8 @@ def main() -> None:
     print(f"lm-eval library: {library} ({len(index.problems)} YAML file(s) skipped by the index)")
     for kind, tally in by_kind.items():
         print("\n".join(report(kind, tally, args.examples)))
+    calls = ", ".join(f"{name} {n}" for name, n in registry_calls(Path(library)).items())
+    print(f"task modules registering in lm-eval's own registries: {calls} (filters are bridged)")
     print(f"seconds: {seconds:.1f} (index {indexed:.1f}); CPU {time.process_time():.1f}")
     if args.json:
         args.json.write_text(json.dumps({k: {"loaded": t.loaded, "causes": t.causes} for k, t in by_kind.items()}, indent=1))

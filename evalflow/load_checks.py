@@ -56,7 +56,7 @@ def check_selection(selection: Selection, num_fewshot: int | None) -> None:
 
 def check_task(task: TaskConfig) -> None:
     """Raise the first reason ``task`` cannot be scored, as one paragraph naming task, file and key."""
-    from evalflow.scoring import build_pipelines, task_metric_specs  # registers the built-in names
+    from evalflow.scoring import task_metric_specs, task_pipelines  # registers the built-in names
 
     where = f"task '{task.task}' ({task.source or 'no file'})"
     for key, ref in keyed_function_refs(task):  # first: a metric's own `!function` is named by its key
@@ -65,7 +65,7 @@ def check_task(task: TaskConfig) -> None:
             raise error
     try:
         specs = task_metric_specs(task)
-        pipelines = build_pipelines(task.filter_list)
+        pipelines = task_pipelines(task)
     except TaskError as exc:
         raise _located(exc, task) from exc
     _check_reductions(task, specs, pipelines, where)

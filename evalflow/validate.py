@@ -60,13 +60,13 @@ def main(argv: list[str]) -> int:
 
 def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -> str:
     """Raise the task's first problem as an EvalflowError; else a one-line summary."""
-    from evalflow.scoring import build_pipelines, task_metric_specs
+    from evalflow.scoring import task_metric_specs, task_pipelines
     from evalflow.taskspec.decontamination import decontamination_query
     from evalflow.taskspec.templates import doc_to_choice, doc_to_target
 
     load_checks.check_task(task)  # what a run checks at load time: registry names, every `!function` imports
     metrics = task_metric_specs(task)
-    pipelines = build_pipelines(task.filter_list)
+    pipelines = task_pipelines(task)
     outputs = prompt_outputs(task, settings, store)
     docs = outputs["load_docs"].docs
     shown = [ctx.doc_id for ctx in outputs["fewshot"][:n]]

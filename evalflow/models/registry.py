@@ -1,6 +1,6 @@
 """Model types by name: ``model.type`` in a config picks one; ``register_model`` adds your own.
 
-One registry holds every name. Built-in classes are registered by import path and imported on
+One registry (:class:`evalflow.registry.Registry`) holds every name. Built-in classes are registered by import path and imported on
 first use, so choosing ``dummy`` never imports torch, and a fully cached ``hf`` run imports only the
 torch-free ``hf.model`` module to compute the model's identity. A name is taken once: registering
 another class under ``hf`` (or under your own name twice) is refused, since it would silently
@@ -20,83 +20,57 @@ import importlib.util
 import inspect
 import os
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
 from evalflow.errors import ConfigError, ModelError, closest
+from evalflow.registry import Registry, qualified
 from evalflow.models.base import LanguageModel, default_identity, feature
 from evalflow.records import REQUEST_TYPES
 
 
-class ModelRegistry:
-    """Names to model classes: built-ins as lazy import paths, the user's as classes."""
-
-    def __init__(self, builtin: Mapping[str, str]) -> None:
-        self._paths = dict(builtin)
-        self._classes: dict[str, type] = {}
-
-    def register(self, name: str) -> Callable[[type], type]:
-        """Class decorator: ``@register_model("mine")`` makes ``model.type: mine`` build that class.
-
-        The class takes its model config's keys as keyword arguments (plus the run settings it
-        lists in ``RUN_SETTINGS``) and implements the three request types
-        (:class:`evalflow.models.base.LanguageModel`; subclassing it is optional)."""
-
-        def decorate(cls: type) -> type:
-            self.add(name, cls)
-            return cls
-
-        return decorate
-
-    def add(self, name: str, cls: type) -> None:
-        if not isinstance(name, str) or not name or ":" in name:
-            raise ModelError(f"a model type must be registered under a non-empty name without ':' (that form is "
-                             f"an import path, model.type=pkg.module:Class); got {name!r}")
-        check_model_class(cls, f"register_model({name!r})")
-        taken = self._classes.get(name)
-        if name in self._paths or (taken is not None and _qualified(taken) != _qualified(cls)):
-            current = self._paths.get(name) or _qualified(taken)
-            raise ModelError(
-                f"the model type '{name}' is already registered ({current}); registering {_qualified(cls)} under "
-                "it would silently change which model a config names and whose cached answers it reuses. "
-                "Pick another name for your model."
-            )
-        self._classes[name] = cls  # the same class again (a reloaded module) replaces itself
-
-    def names(self) -> list[str]:
-        return sorted(set(self._paths) | set(self._classes))
-
-    def get(self, name: str) -> type:
-        """The class for ``model.type``: a registered or built-in name, or ``package.module:Class``."""
-        if name in self._classes:
-            return self._classes[name]
-        if name in self._paths:
-            module, attr = self._paths[name].split(":")
-            return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
-        if ":" not in name:
-            raise ModelError(
-                f"unknown model type '{name}' (config key model.type); {closest(name, self.names())} "
-                "Pick a preset with model=<name> (see conf/model/), give a class as model.type=pkg.module:Class, "
-                "or register yours with evalflow.register_model(...) in a module the run imports (imports=[my_module])."
-            )
-        module, _, attr = name.partition(":")
-        try:
-            cls = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ModelError(f"model.type={name}: cannot import it ({exc}); check the module path and class name") from None
-        check_model_class(cls, f"model.type={name}")
-        return cls  # type: ignore[no-any-return]
+def _check_registered(name: str, cls: Any) -> None:
+    if ":" in name:
+        raise ModelError(f"a model type must be registered under a name without ':' (that form is an import path, "
+                         f"model.type=pkg.module:Class); got {name!r}")
+    check_model_class(cls, f"register_model({name!r})")
 
 
-MODELS = ModelRegistry({
-    "dummy": "evalflow.models.dummy:DummyModel",
-    "hf": "evalflow.models.hf.model:HFModel",
-    "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
-    "openai_chat": "evalflow.models.api.chat:OpenAIChat",
-})
+MODELS: Registry[type] = Registry(
+    "model type", error=ModelError, setting="config key model.type", noun="model", check=_check_registered,
+    consequence="change which model a config names and whose cached answers it reuses",
+    hint="Pick a preset with model=<name> (see conf/model/), give a class as model.type=pkg.module:Class, "
+         "or register yours with evalflow.register_model(...) in a module the run imports (imports=[my_module]).",
+    builtin={
+        "dummy": "evalflow.models.dummy:DummyModel",
+        "hf": "evalflow.models.hf.model:HFModel",
+        "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
+        "openai_chat": "evalflow.models.api.chat:OpenAIChat",
+    },
+)
 register_model = MODELS.register
-model_class = MODELS.get
-model_names = MODELS.names
+"""Class decorator: ``@register_model("mine")`` makes ``model.type: mine`` build that class.
+
+The class takes its model config's keys as keyword arguments (plus the run settings it lists in
+``RUN_SETTINGS``) and implements the three request types (:class:`evalflow.models.base.LanguageModel`;
+subclassing it is optional)."""
+
+
+def model_names() -> list[str]:
+    return list(MODELS.names())
+
+
+def model_class(name: str) -> type:
+    """The class for ``model.type``: a registered or built-in name, or ``package.module:Class``."""
+    if ":" not in name or name in MODELS:
+        return MODELS.get(name)
+    module, _, attr = name.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ModelError(f"model.type={name}: cannot import it ({exc}); check the module path and class name") from None
+    check_model_class(cls, f"model.type={name}")
+    return cls  # type: ignore[no-any-return]
 
 
 def check_model_class(cls: Any, where: str) -> None:
@@ -163,7 +137,7 @@ def _module_files(module: str, cls: type) -> list[str]:
     """The ``.py`` files of a module, or of every module of a package, found without importing it."""
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
-        raise ModelError(f"{_qualified(cls)}.CODE names '{module}', which is not an importable module")
+        raise ModelError(f"{qualified(cls)}.CODE names '{module}', which is not an importable module")
     if spec.submodule_search_locations:
         return [str(p) for folder in spec.submodule_search_locations for p in sorted(Path(folder).rglob("*.py"))]
     return [spec.origin]
@@ -184,7 +158,7 @@ def model_arguments(cls: type, config: Mapping[str, Any], run_values: Mapping[st
     wanted = feature(cls, "RUN_SETTINGS")
     unknown = [k for k in wanted if k not in run_values]
     if unknown:
-        raise ModelError(f"{_qualified(cls)}.RUN_SETTINGS names {unknown}, which are not run settings; "
+        raise ModelError(f"{qualified(cls)}.RUN_SETTINGS names {unknown}, which are not run settings; "
                          f"pick from: {', '.join(sorted(run_values))}")
     kwargs = {**{k: v for k, v in config.items() if k != "type"}, **{k: run_values[k] for k in wanted}}
     try:
@@ -198,7 +172,7 @@ def model_arguments(cls: type, config: Mapping[str, Any], run_values: Mapping[st
                 hint = closest(key, takes)
                 near = f" ({hint})" if hint.startswith("did you mean") else ""
                 raise ConfigError(
-                    f"model.{key}: the model class {_qualified(cls)} (model.type={name}) takes no key '{key}'{near}; "
+                    f"model.{key}: the model class {qualified(cls)} (model.type={name}) takes no key '{key}'{near}; "
                     f"its constructor takes {', '.join(takes) or 'no keys'}. Stop setting the key (a model= preset "
                     f"sets its own keys: give model.type={name} without one to pass only the keys you set) or add a "
                     f"'{key}' parameter to {cls.__name__}.__init__."
@@ -206,10 +180,6 @@ def model_arguments(cls: type, config: Mapping[str, Any], run_values: Mapping[st
     try:
         inspect.signature(cls).bind(**kwargs)
     except TypeError as exc:
-        raise ConfigError(f"model.type={name}: the model class {_qualified(cls)} cannot be built from the keys "
+        raise ConfigError(f"model.type={name}: the model class {qualified(cls)} cannot be built from the keys "
                           f"{sorted(kwargs)}: {exc}. Set the missing key with +model.KEY=VALUE.") from None
     return kwargs
-
-
-def _qualified(cls: Any) -> str:
-    return f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', cls)}"

@@ -2,7 +2,7 @@
 
 The pipeline after inference, for one task::
 
-    pipelines = build_pipelines(task.filter_list)                # filters
+    pipelines = task_pipelines(task)                             # filters
     filtered = pipeline.apply(resps, docs)                       # per lm-eval instance
     row = score_document(task, doc, results, target=..., choices=...)   # per document
     numbers, higher = aggregate_task(task, {"none": rows})      # per task
@@ -16,7 +16,7 @@ Importing this package registers every built-in component.
 
 from evalflow.scoring import code_exec  # noqa: F401  (registers pass_at_k, pass_at_1: sandboxed code execution)
 from evalflow.scoring import filters_tagging  # noqa: F401  (registers regex_pos, format_span)
-from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines
+from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines, task_pipelines
 from evalflow.scoring.groups import aggregate_group
 from evalflow.scoring.metrics import DEFAULT_METRICS, MetricSpec, task_metric_specs
 from evalflow.scoring.process import score_document
@@ -57,4 +57,5 @@ __all__ = [
     "register_reduction",
     "score_document",
     "task_metric_specs",
+    "task_pipelines",
 ]

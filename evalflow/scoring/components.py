@@ -16,30 +16,45 @@ reports it.
 
 from __future__ import annotations
 
+import inspect
+import os
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from evalflow.cache.code import code_hash
-from evalflow.scoring.filters import DEFAULT_PIPELINES
+from evalflow.taskspec.installed import code_fingerprint
+from evalflow.scoring.filters import DEFAULT_PIPELINES, filter_names, task_code_filters
 from evalflow.scoring.metrics import DEFAULT_METRICS  # (imports the reductions, which register themselves)
 from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS, REDUCTIONS
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
 
 
-def filter_components(task: TaskConfig) -> dict[str, str]:
-    """The registered filters (functions or lm-eval Filter classes) the task's pipelines run."""
+def filter_components(task: TaskConfig) -> dict[str, Any]:
+    """The registered filters (functions or lm-eval Filter classes) the task's pipelines run.
+
+    A filter class the task's code registered in lm-eval's registry (a name evalflow's registry
+    lacks) is keyed by its code and by its module's identity as task code (the file, and for an
+    installed package its distribution's version: what a ``!function`` there is keyed by); finding
+    it imports the task's code, which only such tasks need at planning time.
+    """
     if task.filter_list is None:
         return {f"filter '{s.function}'": code_hash(s.fn) for p in DEFAULT_PIPELINES for s in p.steps}
-    out: dict[str, str] = {}
-    for entry in task.filter_list if isinstance(task.filter_list, (list, tuple)) else ():
-        steps = entry.get("filter") if isinstance(entry, Mapping) else None
-        for step in steps if isinstance(steps, (list, tuple)) else ():
-            name = step.get("function") if isinstance(step, Mapping) else None
-            found = FILTERS.find(name) if isinstance(name, str) else None
-            if found is not None:
-                out[f"filter '{name}'"] = code_hash(found)
+    out: dict[str, Any] = {}
+    bridged = task_code_filters(task)
+    for name in filter_names(task.filter_list):
+        found = FILTERS.find(name) if isinstance(name, str) else None
+        if found is not None:
+            out[f"filter '{name}'"] = code_hash(found)
+        elif isinstance(name, str) and name in bridged:
+            out[f"filter '{name}'"] = _task_code_identity(bridged[name])
     return out
+
+
+def _task_code_identity(cls: type) -> dict[str, str]:
+    path = inspect.getsourcefile(cls)
+    module = code_fingerprint(path) if path and os.path.isfile(path) else None
+    return {"lm-eval registry": cls.__qualname__, "module": module or "", "code": code_hash(cls)}
 
 
 def metric_components(task: TaskConfig) -> dict[str, str]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from evalflow.errors import DataError, TaskError
 from evalflow.scoring.registry import FILTERS, register_filter
-from evalflow.taskspec.spec import FunctionRef
+from evalflow.taskspec.spec import FunctionRef, TaskConfig
 
 Resps = list[Any]
 
@@ -257,15 +257,44 @@ def per_sample(
 DEFAULT_PIPELINES = (FilterPipeline("none", (FilterStep("take_first", take_first),)),)
 
 
-def build_pipelines(filter_list: Sequence[Mapping[str, Any]] | None) -> tuple[FilterPipeline, ...]:
-    """A task's filter pipelines; ``None`` gives lm-eval's default ``"none"`` = take_first."""
+def task_pipelines(task: TaskConfig) -> tuple[FilterPipeline, ...]:
+    """The task's filter pipelines, where a name evalflow's registry lacks may be a filter class the
+    task's own code registered in lm-eval's registry (:func:`task_code_filters`)."""
+    return build_pipelines(task.filter_list, task_code_filters(task))
+
+
+def task_code_filters(task: TaskConfig) -> Mapping[str, type]:
+    """The filters the task's modules registered in lm-eval's registry, asked for (importing the
+    task code) only when its ``filter_list`` names a filter evalflow's registry does not have."""
+    if not any(isinstance(n, str) and n not in FILTERS for n in filter_names(task.filter_list)):
+        return {}
+    from evalflow.taskspec.taskcode import task_code_filters as registered
+
+    return registered(task)
+
+
+def filter_names(filter_list: Any) -> list[Any]:
+    """The ``function`` of every step of a (possibly malformed) ``filter_list``, in order."""
+    names = []
+    for entry in filter_list if isinstance(filter_list, (list, tuple)) else ():
+        steps = entry.get("filter") if isinstance(entry, Mapping) else None
+        for step in steps if isinstance(steps, (list, tuple)) else ():
+            names.append(step.get("function") if isinstance(step, Mapping) else None)
+    return names
+
+
+def build_pipelines(
+    filter_list: Sequence[Mapping[str, Any]] | None, task_filters: Mapping[str, type] | None = None
+) -> tuple[FilterPipeline, ...]:
+    """A task's filter pipelines; ``None`` gives lm-eval's default ``"none"`` = take_first.
+    ``task_filters`` holds the names its task code registered in lm-eval's registry."""
     if filter_list is None:
         return DEFAULT_PIPELINES
     if len(filter_list) == 0:
         raise TaskError(
             "filter_list is empty, so no response would be scored; remove the key or add a pipeline"
         )
-    pipelines = tuple(_pipeline(i, entry) for i, entry in enumerate(filter_list))
+    pipelines = tuple(_pipeline(i, entry, task_filters or {}) for i, entry in enumerate(filter_list))
     names = [p.name for p in pipelines]
     for name in names:
         if names.count(name) > 1:
@@ -273,7 +302,7 @@ def build_pipelines(filter_list: Sequence[Mapping[str, Any]] | None) -> tuple[Fi
     return pipelines
 
 
-def _pipeline(index: int, entry: Any) -> FilterPipeline:
+def _pipeline(index: int, entry: Any, task_filters: Mapping[str, type]) -> FilterPipeline:
     where = f"filter_list[{index}]"
     if not isinstance(entry, Mapping) or "name" not in entry or "filter" not in entry:
         raise TaskError(
@@ -283,11 +312,11 @@ def _pipeline(index: int, entry: Any) -> FilterPipeline:
     if isinstance(steps, (str, Mapping)) or not isinstance(steps, Sequence) or not steps:
         raise TaskError(f"{where} ('{entry['name']}'): 'filter' must be a non-empty list of steps")
     return FilterPipeline(
-        str(entry["name"]), tuple(_step(f"{where}.filter[{j}]", s) for j, s in enumerate(steps))
+        str(entry["name"]), tuple(_step(f"{where}.filter[{j}]", s, task_filters) for j, s in enumerate(steps))
     )
 
 
-def _step(where: str, step: Any) -> FilterStep:
+def _step(where: str, step: Any, task_filters: Mapping[str, type]) -> FilterStep:
     if not isinstance(step, Mapping) or "function" not in step:
         raise TaskError(f"{where} must be a mapping with a 'function' key (a filter name), got {step!r}")
     kwargs = {k: _resolve(v) for k, v in step.items() if k != "function"}
@@ -295,7 +324,7 @@ def _step(where: str, step: Any) -> FilterStep:
     target = (
         _resolve(function)
         if isinstance(function, FunctionRef) or callable(function)
-        else FILTERS.get(str(function), where=where)
+        else FILTERS.find(str(function)) or task_filters.get(str(function)) or FILTERS.get(str(function), where=where)
     )
     label = str(function) if isinstance(function, str) else getattr(target, "__name__", str(function))
     fn = _class_filter(target) if isinstance(target, type) else target

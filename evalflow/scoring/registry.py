@@ -19,17 +19,20 @@ value) looks up ``REDUCTIONS``. Users extend evalflow exactly as they extend lm-
     def strip_dots(resps, docs):
         return [[r.strip(".") for r in inst] for inst in resps]
 
-This module imports nothing from ``evalflow.scoring``; the built-in components register themselves
+The registry itself is evalflow's one generic :class:`evalflow.registry.Registry`. This module
+imports nothing from ``evalflow.scoring``; the built-in components register themselves
 when ``evalflow.scoring`` is imported (its ``__init__`` imports every module).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from evalflow.errors import TaskError, closest
+from evalflow.registry import Registry as GenericRegistry
+from evalflow.registry import qualified
 
 T = TypeVar("T")
 
@@ -41,76 +44,20 @@ OUTPUT_TYPES: tuple[str, ...] = (
 )
 
 
-class Registry(Generic[T]):
-    """A mapping from YAML names to components, with did-you-mean errors on a miss.
-
-    Registering a second, different object under a taken name is refused: silently replacing a
-    built-in metric would change every task's numbers. Re-registering the same function (same module
-    and qualified name, as when a module is reloaded) replaces it.
-    """
+class Registry(GenericRegistry[T]):
+    """A registry of scoring components (:class:`evalflow.registry.Registry`), whose errors are
+    :class:`~evalflow.errors.TaskError`: the name comes from a task's YAML."""
 
     def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self._objects: dict[str, T] = {}
-
-    def register(self, name: str) -> Callable[[T], T]:
-        """Decorator form of :meth:`add`."""
-
-        def decorate(obj: T) -> T:
-            self.add(name, obj)
-            return obj
-
-        return decorate
-
-    def add(self, name: str, obj: T) -> None:
-        if not isinstance(name, str) or not name:
-            raise TaskError(f"a {self.kind} must be registered under a non-empty string name, got {name!r}")
-        current = self._objects.get(name)
-        if current is not None and current is not obj and _identity(current) != _identity(obj):
-            raise TaskError(
-                f"the {self.kind} name '{name}' is already registered ({_describe(current)}); "
-                f"registering {_describe(obj)} under it would silently change results. "
-                "Pick another name for your component."
-            )
-        self._objects[name] = obj
-
-    def get(self, name: str, *, where: str = "") -> T:
-        """The component called ``name``; ``where`` (file and key) is named in the error."""
-        try:
-            return self._objects[name]
-        except (KeyError, TypeError):
-            place = f"{where}: " if where else ""
-            raise TaskError(
-                f"{place}unknown {self.kind} {name!r}; {closest(str(name), self._objects)} "
-                f"Use a registered {self.kind} name, or register yours with evalflow.register_{self.kind}(...) in "
-                "a module the run imports first (imports=[my_module] on the command line; from Python, import it)."
-            ) from None
-
-    def find(self, name: str) -> T | None:
-        """The component called ``name``, or None (for lookups where a miss is not an error)."""
-        return self._objects.get(name)
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(sorted(self._objects))
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._objects
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._objects)
-
-    def __len__(self) -> int:
-        return len(self._objects)
+        super().__init__(
+            kind, error=TaskError, noun="component", identity=_identity,
+            hint=f"Use a registered {kind} name, or register yours with evalflow.register_{kind}(...) in a module "
+                 "the run imports first (imports=[my_module] on the command line; from Python, import it).",
+        )
 
 
-def _identity(obj: Any) -> tuple[str, str]:
-    target = obj.fn if isinstance(obj, Metric) else obj
-    return (getattr(target, "__module__", ""), getattr(target, "__qualname__", repr(target)))
-
-
-def _describe(obj: Any) -> str:
-    module, name = _identity(obj)
-    return f"{module}.{name}" if module else name
+def _identity(obj: Any) -> str:
+    return qualified(obj.fn if isinstance(obj, Metric) else obj)
 
 
 @dataclass(frozen=True)

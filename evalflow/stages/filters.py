@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from evalflow.records import DocSet, Filtered, Instance, Responses
-from evalflow.scoring.filters import build_pipelines, combines_samples, per_sample
+from evalflow.scoring.filters import combines_samples, per_sample, task_pipelines
 from evalflow.taskspec.spec import TaskConfig
 
 
@@ -38,7 +38,7 @@ def filters(
     keys = tuple(sorted(grouped))
     resps = [grouped[k] for k in keys]
     rows = [docs.docs[doc_id] for doc_id, _ in keys]
-    pipelines = build_pipelines(task.filter_list)
+    pipelines = task_pipelines(task)
     by_filter = {p.name: tuple(p.apply(resps, rows)) for p in pipelines}
     # Every repeat through each pipeline on its own when some metric reduces repeats, whichever
     # reductions they are (the stage sees only that marker: switching reductions never re-runs it).

@@ -103,12 +103,25 @@ def package_module(path: str) -> PackageModule | None:
 
 def code_fingerprint(path: str) -> str:
     """The cache identity of a ``!function`` module's code: its file's hash, plus the distribution's
-    name and version for a module of an installed package (the package code it imports)."""
+    name and version for a module of an installed package (the package code it imports).
+
+    A loose module that imports task-code files of its own folder (``import helpers``, ``from
+    .helpers import x``: :func:`~evalflow.taskspec.local_modules.local_closure`) is identified by
+    each of those files' hashes too, named by their paths relative to the module's folder (never
+    absolute: a moved folder keeps its keys), so an edit to ``helpers.py`` re-scores. A module that
+    imports none keeps its file's hash alone, the identity it always had.
+    """
     from evalflow.cache.fingerprint import file_fingerprint, fingerprint
+    from evalflow.taskspec.local_modules import local_closure
 
     digest = file_fingerprint(path)
     module = package_module(path)
-    return digest if module is None else fingerprint(("package-module", digest, module.distribution, module.version))
+    if module is not None:
+        return fingerprint(("package-module", digest, module.distribution, module.version))
+    start, *imported = local_closure(path)
+    if not imported:
+        return digest
+    return fingerprint(("task-modules", digest, [(os.path.relpath(f, start.parent), file_fingerprint(str(f))) for f in imported]))
 
 
 @functools.lru_cache(maxsize=256)

@@ -20,14 +20,11 @@ environment's pins are part of the fingerprint of every ``!function`` that runs 
 
 from __future__ import annotations
 
-import ast
-import functools
 import os
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalflow.cache.code import all_statements
+from evalflow.taskspec.local_modules import imported_names, local_module
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,7 @@ _DECIDED: dict[tuple[Path, int, int, tuple[SideEnv, ...]], SideEnv | None] = {}
 
 def _side_env_for(path: str, source_hash: str, table: tuple[SideEnv, ...]) -> SideEnv | None:
     """The environment that ``path``'s imports, or those of the task modules it imports
-    (:func:`_local_module`: a sibling, a relative import, a module of the package it lives in, as
+    (:func:`~evalflow.taskspec.local_modules.local_module`: a sibling, a relative import, a module of the package it lives in, as
     ``lm_eval.tasks.score.math.math_grader`` is for ``lm_eval/tasks/score/math/utils_math.py``),
     trigger first. When none does, no file that was visited can reach a trigger either, so each
     is remembered as clean and later walks stop there."""
@@ -98,59 +95,9 @@ def _side_env_for(path: str, source_hash: str, table: tuple[SideEnv, ...]) -> Si
         if key in _DECIDED:
             found = _DECIDED[key]
             continue
-        names = _imports(current, stat.st_mtime_ns, stat.st_size)
+        names = imported_names(current, stat.st_mtime_ns, stat.st_size)
         found = next((env for env in table if any(env.needed_by(n) for n in names)), None)
-        todo.extend(m for m in (_local_module(current.parent, n) for n in names) if m is not None)
+        todo.extend(m for m in (local_module(current.parent, n) for n in names) if m is not None)
     for key in seen.values() if found is None else (seen[start],):
         _DECIDED[key] = found
     return found
-
-
-@functools.lru_cache(maxsize=8192)
-def _imports(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
-    """The module names one file imports (memoized by its stat: many task modules share helpers)."""
-    try:
-        with warnings.catch_warnings():  # invalid escapes in old task code: the import will warn
-            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
-            tree = ast.parse(path.read_bytes(), str(path))
-    except (OSError, SyntaxError, ValueError):  # the import itself will report it
-        return ()
-    names: list[str] = []
-    for node in all_statements(tree.body):
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            names.append(base)
-            names.extend(f"{base}.{a.name}" if base.strip(".") else base + a.name
-                         for a in node.names if a.name != "*")
-    return tuple(dict.fromkeys(names))
-
-
-@functools.lru_cache(maxsize=65536)
-def _local_module(folder: Path, name: str) -> Path | None:
-    """The task-code file ``name`` refers to from a module in ``folder``, if it is one."""
-    stripped = name.lstrip(".")
-    level = len(name) - len(stripped)
-    parts = [p for p in stripped.split(".") if p]
-    if not parts:
-        return None
-    if level:
-        base = folder.parents[level - 2] if level > 1 else folder
-        return _as_file(base, parts)
-    for parent in (folder, *folder.parents):  # a sibling, or a package the module lives in
-        if parent != folder and not folder.is_relative_to(parent / parts[0]):
-            continue  # another installed package (sympy, datasets): not task code
-        found = _as_file(parent, parts)
-        if found is not None:
-            return found
-    return None
-
-
-def _as_file(base: Path, parts: list[str]) -> Path | None:
-    if not parts:
-        return None
-    for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
-        if candidate.is_file():
-            return candidate.resolve()
-    return None

@@ -26,9 +26,12 @@ from typing import Any, Callable, Mapping
 import xxhash
 
 from evalflow.errors import TaskError, closest
+from evalflow.registry import qualified
 from evalflow.taskspec.downloads import strict_downloads
 from evalflow.taskspec.extras import install_hint
 from evalflow.taskspec.installed import code_fingerprint, package_module
+from evalflow.taskspec.lmeval_registrations import recording_registrations, registered_filters
+from evalflow.taskspec.local_modules import local_closure
 from evalflow.taskspec.side_env import side_env_for
 from evalflow.taskspec.side_worker import side_function
 from evalflow.taskspec.spec import FunctionRef
@@ -59,6 +62,22 @@ def _collect_refs(value: Any, key: str, found: list[tuple[str, FunctionRef]]) ->
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
             _collect_refs(getattr(value, f.name), f"{key}.{f.name}" if key else f.name, found)
+
+
+def task_code_filters(task: Any) -> dict[str, type]:
+    """The filters a task's own ``!function`` modules registered, importing them if needed (each
+    once per source version). Two of its modules registering one name differently is refused."""
+    found: dict[str, type] = {}
+    for ref in function_refs(task):
+        resolve_function(ref)
+        for name, cls in registered_filters(ref.module_path).items():
+            if found.get(name, cls) is not cls:
+                raise TaskError(
+                    f"task '{task.task}' ({task.source}): its task code registers the filter '{name}' twice in lm-eval's "
+                    f"registry, as {qualified(found[name])} and {qualified(cls)}; keep one registration."
+                )
+            found[name] = cls
+    return found
 
 
 _MODULES: dict[tuple[str, str], ModuleType] = {}
@@ -120,28 +139,56 @@ def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
 
 
 def _import_file(path: str, source_hash: str, attr: str) -> ModuleType:
-    """A loose task file, under a name unique to its path and source."""
-    name = f"_evalflow_task_code_{xxhash.xxh64_hexdigest(path.encode())}_{source_hash[:12]}"
+    """A loose task file, as a module of a package unique to its folder and source version.
+
+    The package's path is the file's folder, so the module's relative imports (``from .helpers
+    import x``) find its siblings, imported anew with each source version (``source_hash`` covers
+    the siblings it imports). Siblings imported by plain name from ``sys.path`` (``import
+    helpers``, run from the task folder) are dropped from ``sys.modules`` first, so an edited one
+    is not served from an earlier import in this process.
+    """
+    folder, filename = os.path.split(path)
+    package = f"_evalflow_task_code_{xxhash.xxh64_hexdigest(path.encode())}_{source_hash[:12]}"
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    name = f"{package}.{stem}" if stem.isidentifier() else package
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TaskError(f"{path} cannot be imported as a Python module (needed for `{attr}`).")
+    if package_module(path) is None:  # an installed package's siblings are its own modules: kept
+        _forget_siblings(path)
+    parent = ModuleType(package)
+    parent.__path__ = [folder]
+    added = [n for n in (package, name) if n not in sys.modules]
+    sys.modules.setdefault(package, parent)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with recording_registrations(path):
+            spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules[name]
+        for n in added:
+            sys.modules.pop(n, None)
         raise
     return module
+
+
+def _forget_siblings(path: str) -> None:
+    """Drop modules loaded from the task-code files ``path`` imports (not ``path`` itself)."""
+    siblings = {str(f) for f in local_closure(path)[1:]}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and os.path.realpath(file) in siblings:
+            del sys.modules[name]
 
 
 def _import_installed(name: str, path: str) -> ModuleType:
     """A module of an installed package, by its dotted name; reloaded if an earlier version of the
     file was imported in this process (the key names the new source)."""
     loaded = sys.modules.get(name)
-    if loaded is not None and any(p == path and m is loaded for (p, _), m in _MODULES.items()):
-        return importlib.reload(loaded)
-    return importlib.import_module(name)
+    with recording_registrations(path):
+        if loaded is not None and any(p == path and m is loaded for (p, _), m in _MODULES.items()):
+            return importlib.reload(loaded)
+        return importlib.import_module(name)
 
 
 def _missing(exc: ModuleNotFoundError) -> str:

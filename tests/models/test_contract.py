@@ -54,7 +54,7 @@ class Other(DummyModel):
 
 
 def test_the_registry_refuses_a_taken_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry.MODELS, "_classes", {})
+    monkeypatch.setattr(registry.MODELS, "_objects", {})
     registry.register_model("mine_for_test")(Mine)
     registry.register_model("mine_for_test")(Mine)  # the same class again (a reloaded module): fine
     assert registry.model_class("mine_for_test") is Mine

@@ -1,0 +1,116 @@
+"""One name -> object registry for every extension point: scoring components, models, sandboxes.
+
+A name is taken once. Registering a different object under a taken name is refused, since it would
+silently change what every config or task naming it computes; the same object again (same module
+and qualified name, as when a module is reloaded) replaces itself. Built-ins may be given as import
+paths (``"pkg.module:Class"``), imported on first use, so choosing ``dummy`` never imports torch.
+A miss names the closest registered names and how to add one.
+
+    >>> widgets: Registry[int] = Registry("widget", error=ValueError, hint="Register yours.")
+    >>> widgets.add("one", 1)
+    >>> widgets.get("one"), widgets.find("two"), widgets.names()
+    (1, None, ('one',))
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+from evalflow.errors import closest
+
+T = TypeVar("T")
+
+
+def qualified(obj: Any) -> str:
+    """``module:qualname`` of a function or class: how registered objects are told apart."""
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', obj)}"
+
+
+class Registry(Generic[T]):
+    """Names to objects: built-ins as lazy import paths, the rest as registered objects.
+
+    ``error`` is the error class raised (each extension point has its own); ``setting`` names the
+    config key that holds a name (``code_sandbox``), for a miss; ``hint`` says how to register
+    one; ``consequence`` what a silent overwrite would change; ``check(name, obj)`` refuses what
+    cannot be registered; ``identity`` tells two registrations of one object apart from two objects.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        error: type[Exception],
+        hint: str,
+        builtin: Mapping[str, str] | None = None,
+        setting: str = "",
+        noun: str = "",
+        consequence: str = "change results",
+        check: Callable[[str, Any], None] | None = None,
+        identity: Callable[[Any], str] = qualified,
+    ) -> None:
+        self.kind, self.error, self.hint, self.setting = kind, error, hint, setting
+        self.noun, self.consequence, self.check, self.identity = noun or kind, consequence, check, identity
+        self._paths: dict[str, str] = dict(builtin or {})
+        self._objects: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator form of :meth:`add`."""
+
+        def decorate(obj: T) -> T:
+            self.add(name, obj)
+            return obj
+
+        return decorate
+
+    def add(self, name: str, obj: T) -> None:
+        if not isinstance(name, str) or not name:
+            raise self.error(f"a {self.kind} must be registered under a non-empty string name, got {name!r}")
+        if self.check is not None:
+            self.check(name, obj)
+        current = self._objects.get(name, self._paths.get(name))
+        if current is not None and current is not obj and self._id(current) != self.identity(obj):
+            raise self.error(
+                f"the {self.kind} name '{name}' is already registered ({self._id(current)}); registering "
+                f"{self.identity(obj)} under it would silently {self.consequence}. "
+                f"Pick another name for your {self.noun}."
+            )
+        self._objects[name] = obj
+
+    def get(self, name: str, *, where: str = "") -> T:
+        """The object called ``name``; ``where`` (a file and key) is named in the error."""
+        found = self.find(name)
+        if found is None:
+            place = f"{where}: " if where else ""
+            setting = f" ({self.setting})" if self.setting else ""
+            raise self.error(f"{place}unknown {self.kind} {name!r}{setting}; {closest(str(name), self.names())} {self.hint}")
+        return found
+
+    def find(self, name: str) -> T | None:
+        """The object called ``name`` (a built-in path is imported now), or None."""
+        try:
+            if name in self._objects:
+                return self._objects[name]
+            path = self._paths.get(name)
+        except TypeError:  # an unhashable name from a malformed YAML
+            return None
+        if path is None:
+            return None
+        module, _, attr = path.partition(":")
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self._paths) | set(self._objects)))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self._objects or name in self._paths)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def _id(self, current: Any) -> str:
+        return current if isinstance(current, str) else self.identity(current)
