@@ -32,6 +32,7 @@ from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_sna
 from evalflow.sandbox.registry import require_sandbox
 from evalflow.scoring.code_exec import runs_code
 from evalflow.settings import RunSettings
+from evalflow.taskspec.data import check_data_files
 from evalflow.taskspec.index import Selection, TaskIndex
 from evalflow.taskspec.prompt import effective_num_fewshot
 from evalflow.taskspec.run_options import apply_run_options
@@ -84,8 +85,9 @@ def _print_explanation(output_dir: Path) -> None:
 
 
 def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
-    """The selected tasks; ``checked``: also every load-time check (evalflow.load_checks), so a
-    task that cannot be scored fails here, before any model call (``validate`` checks per task)."""
+    """The selected tasks; ``checked``: also every load-time check (evalflow.load_checks, and that
+    every local data file exists), so a task that cannot be scored fails here, before any model
+    call (``validate`` checks per task)."""
     import_user_modules(settings.imports)  # what they register must exist before the checks below
     index = TaskIndex.build(settings.include_path)
     try:
@@ -105,6 +107,7 @@ def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
             require_sandbox(settings.code_sandbox, f"task '{task.task}' ({task.source})")
     if checked:
         check_selection(selection, settings.num_fewshot)
+        check_data_files(selection.tasks, settings.data_map)
     return selection
 
 

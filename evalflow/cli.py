@@ -115,6 +115,7 @@ def hydra_main() -> None:
     @hydra.main(config_path=conf_dir, config_name="config", version_base="1.3")
     def main(cfg: DictConfig) -> None:
         from evalflow.app import run
+        from evalflow.output.code_execution import recorded_summary_lines
         from evalflow.output.table import print_results
         from evalflow.settings import settings_from_config
 
@@ -133,6 +134,8 @@ def hydra_main() -> None:
             print(_interrupted(settings.cache_dir if settings else None, output_dir), file=sys.stderr)
             raise SystemExit(130) from None
         print_results(results)
+        for line in recorded_summary_lines(output_dir):
+            print(line)
         print(f"run folder: {HydraConfig.get().runtime.output_dir}")
 
     with _one_paragraph_hydra_errors():

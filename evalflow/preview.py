@@ -92,13 +92,16 @@ def main(argv: list[str]) -> int:
     store = CacheStore(settings.cache_dir)
     try:
         for task in select_tasks(settings).tasks:
-            write_task(task, prompt_outputs(task, settings, store), n, sys.stdout)
+            write_task(task, prompt_outputs(task, settings, store), n, sys.stdout, settings.code_sandbox)
     finally:
         store.close()
     return 0
 
 
-def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO) -> None:
+def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO, code_sandbox: str | None = None) -> None:
+    """The task's documents, prompts and requests; with ``code_sandbox``, also what would run its
+    code (the sandbox for model-written programs, a side environment for task code)."""
+    from evalflow.output.code_execution import task_lines
     from evalflow.taskspec.templates import doc_to_choice, doc_to_target
 
     docs = outputs["load_docs"]
@@ -110,6 +113,8 @@ def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO
               f"{len(outputs['fewshot'])} of {len(docs.docs)} documents evaluated, showing {len(contexts)}\n")
     if task.repeats > 1:
         out.write(_repeats_line(task))
+    for line in task_lines(task, code_sandbox) if code_sandbox is not None else ():
+        out.write(line + "\n")
     for ctx in contexts:
         doc = docs.docs[ctx.doc_id]
         target = doc_to_target(task, doc, doc_id=ctx.doc_id)

@@ -75,7 +75,20 @@ def explain(run: Path, reference: Path | None = None, search: Path | None = None
         models = (base.data.get("model_identity"), target.data.get("model_identity"))
         for stage in computed:
             lines.append(f"{task} {stage['stage']} re-ran: {_why(stage, stages, old, models, base.folder)}")
+        lines.extend(_execution_change(task, base, target))
     return lines
+
+
+def _execution_change(task: str, old: Manifest, new: Manifest) -> list[str]:
+    """A line when what ran the task's code (sandbox, side environment) differs from the other run's."""
+    from evalflow.output.code_execution import task_execution
+
+    if "code_execution" not in old.data or "code_execution" not in new.data:  # older run folders
+        return []
+    a, b = task_execution(old.data["code_execution"], task), task_execution(new.data["code_execution"], task)
+    if a == b:
+        return []
+    return [f"{task} code ran differently than in {old.folder}: {'; '.join(_paths(a, b)) or 'changed'}"]
 
 
 def _earlier_runs(target: Manifest, search: Path | None) -> list[Manifest]:

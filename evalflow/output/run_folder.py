@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from evalflow.errors import ConfigError
+from evalflow.output.code_execution import code_execution
 from evalflow.output.inputs import plain
 from evalflow.output.results import RunRecord
 from evalflow.output.samples import sample_rows
@@ -64,6 +65,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
         "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
         "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},
         "data_map": _data_map_record(record.settings.data_map_file),
+        # the sandbox that ran model-written programs, the side environments that ran task code
+        "code_execution": code_execution(record.selection.tasks, record.settings.code_sandbox, record.selection.groups),
         "fewshot_split": {t: out["load_docs"].fewshot_split for t, out in record.outputs.items()},
         "packages": {name: _version(name) for name in PACKAGES},
         "cache_dir": str(record.settings.cache_dir),

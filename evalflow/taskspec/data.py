@@ -61,38 +61,66 @@ class DataSource:
     # local files per data_files key ("" for a local folder or file); empty for hub data
     files: Mapping[str, tuple[str, ...]]
     mapped_from: str | None = None  # the data-map key used, for messages
+    map_origin: str | None = None  # which map and root that key is in (DataMap.describe), for messages
 
     @property
     def is_local(self) -> bool:
         return bool(self.files)
 
 
-def read_data_map(data_map: DataMapLike = None) -> dict[str, dict[str, Any]]:
-    """The data map from an in-line mapping, a file path, or ``$EVALFLOW_DATA_MAP``; ``{}`` if none."""
+class DataMap(dict[str, dict[str, Any]]):
+    """A data map as read: its entries (``load_dataset`` arguments, local paths absolute), and
+    where it came from, so that an error about one of its files can name the map to fix. The run
+    settings hold this object (settings.py reads the map once); reading it again returns it."""
+
+    origin: str  # "the data map /abs/m.yaml", "the in-line data_map mapping", ...
+    root: str | None  # its ``root:``, absolute; None when it has none
+    base: str  # what its relative paths resolve against: the root, else the file's folder or cwd
+
+    def describe(self) -> str:
+        """The map and what its relative paths resolve against, as words for a message."""
+        where = (f"whose root is {self.root}" if self.root is not None
+                 else f"which has no `root:` (its relative paths resolve against {self.base})")
+        return f"{self.origin}, {where}"
+
+
+def read_data_map(data_map: DataMapLike = None) -> DataMap:
+    """The data map from an in-line mapping, a file path, or ``$EVALFLOW_DATA_MAP``; empty if none."""
+    if isinstance(data_map, DataMap):
+        return data_map
+    origin = "the in-line data_map mapping"
     if data_map is None:
         data_map = os.environ.get(DATA_MAP_ENV) or None
         if data_map is None:
-            return {}
+            return _data_map({}, "no data map", None, Path.cwd())
+        origin = f"${DATA_MAP_ENV}"
     if isinstance(data_map, (str, os.PathLike)):
         path = Path(data_map)
         raw = _read_map_file(path)
         base = path.resolve().parent
+        origin = f"the data map {path.resolve()}" + (f" (from {origin})" if origin.startswith("$") else "")
     else:
         raw, base = dict(data_map), Path.cwd()
     root = raw.pop("root", None)
     if root is not None:
         if not isinstance(root, str):
-            raise DataError(f"data map: 'root' must be a path string, got {root!r}")
+            raise DataError(f"{origin}: 'root' must be a path string, got {root!r}")
         base = (base / os.path.expanduser(root)).resolve()
     out = {}
     for key, entry in raw.items():
         if not isinstance(entry, Mapping) or not isinstance(entry.get("path"), str):
             raise DataError(
-                f"data map entry '{key}' must be a mapping with a 'path' (a datasets builder such as "
-                "json, or a folder) and load_dataset arguments such as data_files; got {entry!r}"
+                f"data map entry '{key}' ({origin}) must be a mapping with a 'path' (a datasets builder "
+                f"such as json, or a folder) and load_dataset arguments such as data_files; got {entry!r}"
             )
         out[str(key)] = _absolute_entry(dict(entry), base)
-    return out
+    return _data_map(out, origin, str(base) if root is not None else None, base)
+
+
+def _data_map(entries: dict[str, dict[str, Any]], origin: str, root: str | None, base: Path) -> DataMap:
+    made = DataMap(entries)
+    made.origin, made.root, made.base = origin, root, str(base)
+    return made
 
 
 def data_source(task: TaskConfig, data_map: DataMapLike = None) -> DataSource:
@@ -108,7 +136,11 @@ def data_source(task: TaskConfig, data_map: DataMapLike = None) -> DataSource:
         if key in entries:
             entry = dict(entries[key])
             path, name = entry.pop("path"), entry.pop("name", None)
-            return DataSource(path, name, entry, _local_files(path, entry), mapped_from=key)
+            where = f"entry '{key}' of {entries.describe()}"
+            fix = (f"Fix that entry's data_files (or the map's root), point data_map at another map, or "
+                   f"unset data_map to load '{task.dataset_path}' from the hub.")
+            files = _local_files(path, entry, f"task '{task.task}' ({task.source})", f"It comes from {where}. {fix}")
+            return DataSource(path, name, entry, files, mapped_from=key, map_origin=where)
     kwargs = dict(task.dataset_kwargs or {})
     kwargs.pop("trust_remote_code", None)  # as lm-eval does with datasets >= 4
     base = Path(task.source).parent if task.source and os.path.isfile(task.source) else None
@@ -117,7 +149,18 @@ def data_source(task: TaskConfig, data_map: DataMapLike = None) -> DataSource:
     path = task.dataset_path
     if base is not None and not os.path.isabs(path) and (base / path).exists():
         path = str((base / path).resolve())
-    return DataSource(path, task.dataset_name, kwargs, _local_files(path, kwargs))
+    fix = ("Fix the path in the task's dataset_kwargs (or map the dataset with a data map); relative paths "
+           "resolve against the task YAML's folder, else the working directory.")
+    return DataSource(path, task.dataset_name, kwargs, _local_files(path, kwargs, f"task '{task.task}' ({task.source})", fix))
+
+
+def check_data_files(tasks: Sequence[TaskConfig], data_map: DataMapLike = None) -> None:
+    """Every local data file of ``tasks`` exists (no file is read, ``datasets`` is not imported).
+    Checked when tasks are selected: the load_docs stage of a later task would otherwise find its
+    file missing only after the model answered every earlier task."""
+    for task in tasks:
+        if task.custom_dataset is None:
+            data_source(task, data_map)
 
 
 def data_fingerprint(task: TaskConfig, data_map: DataMapLike = None) -> str:
@@ -249,8 +292,9 @@ def _local_fingerprint(source: DataSource) -> str:
     return fingerprint({"builder": builder, "name": source.name, "kwargs": extra, "files": files})
 
 
-def _local_files(path: str, kwargs: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    """The local files data is read from (``{}`` for a hub dataset), globs expanded."""
+def _local_files(path: str, kwargs: Mapping[str, Any], task: str = "", fix: str = "") -> dict[str, tuple[str, ...]]:
+    """The local files data is read from (``{}`` for a hub dataset), globs expanded; a missing
+    one is a DataError naming ``task`` and ending in ``fix`` (where the path came from)."""
     if path not in PACKAGED_BUILDERS:
         if os.path.exists(path):
             return {"": (path,)}
@@ -268,11 +312,9 @@ def _local_files(path: str, kwargs: Mapping[str, Any]) -> dict[str, tuple[str, .
         for pattern in patterns:
             matches = sorted(glob.glob(str(pattern))) if glob.has_magic(str(pattern)) else [str(pattern)]
             if not matches or not all(os.path.exists(m) for m in matches):
-                raise DataError(
-                    f"data file {pattern!r} (data_files '{key or 'all'}') does not exist. Fix the path "
-                    "in the task's dataset_kwargs or the data map; relative paths resolve against "
-                    "the task YAML's folder or the data map's root."
-                )
+                what = "matches no file" if glob.has_magic(str(pattern)) else "does not exist"
+                raise DataError(f"{task + ': ' if task else ''}data file {str(pattern)!r} (data_files "
+                                f"'{key or 'all'}') {what}. {fix}".strip())
             found += matches
         out[str(key)] = tuple(found)
     return out
@@ -366,4 +408,4 @@ def _plain_row(row: Any, task: TaskConfig, split: str, index: int) -> dict[str, 
 
 def _describe(source: DataSource) -> str:
     what = f"'{source.path}'" + (f" (name '{source.name}')" if source.name else "")
-    return what + (f" via data map entry '{source.mapped_from}'" if source.mapped_from else "")
+    return what + (f" via {source.map_origin}" if source.map_origin else "")

@@ -9,7 +9,8 @@ the environment's private folder first; this process never imports its packages.
 An exception raised by task code is raised here as itself (same type and message) with the
 worker's traceback text attached as a note and as its ``__cause__``; one that cannot be pickled,
 or a worker that dies, raises :class:`SideEnvError` with the traceback or the exit status and the
-worker's last stderr lines. Nothing becomes a silent 0.
+worker's last stderr lines. Nothing becomes a silent 0. Task code's stderr is forwarded to this
+process's, each line prefixed ``[side env NAME] ``.
 
     fn = side_function(ref, SIDE_ENVS[0])   # provisions the folder, starts the worker, imports
     fn(doc, ["The final answer is $\\frac12$."])
@@ -18,6 +19,7 @@ worker's last stderr lines. Nothing becomes a silent 0.
 from __future__ import annotations
 
 import atexit
+import codecs
 import collections
 import inspect
 import os
@@ -38,6 +40,8 @@ from evalflow.taskspec.side_worker_main import dumps, read_frame, write_frame
 from evalflow.taskspec.spec import FunctionRef
 
 _MAIN = str(Path(__file__).with_name("side_worker_main.py"))
+_CHUNK = 8192  # bytes of stderr read at a time
+_READER_GRACE_S = 10.0  # how long stop() waits for stderr's end once the worker's group is dead
 
 
 class SideEnvError(TaskError):
@@ -69,12 +73,20 @@ class Worker:
         self.request({"sys_path": [str(folder)] + [p for p in sys.path if p != str(folder)]}, "start")
 
     def _forward(self, stream: IO[bytes]) -> None:
-        """Task code's prints and logs reach this process's stderr; the last lines are kept for
-        the message if the worker dies."""
-        for line in iter(stream.readline, b""):
-            text = line.decode(errors="replace")
+        """Task code's prints and logs reach this process's stderr, each line prefixed with the
+        environment's name (they would otherwise read as evalflow's own); the last lines are kept
+        for the message if the worker dies. The pipe is drained to its end whatever happens to a
+        line here: a reader that stopped would leave the worker blocked on a full pipe, and this
+        process waiting on its answer, forever. Lines are read in bounded chunks (one huge line
+        costs no more memory than a chunk)."""
+        prefix = f"[side env {self.env.name}] "
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        at_line_start = True
+        for chunk in iter(lambda: stream.readline(_CHUNK), b""):
+            text = decoder.decode(chunk)
             self.stderr_tail.append(text)
-            sys.stderr.write(text)
+            _write_stderr(prefix + text if at_line_start else text)
+            at_line_start = chunk.endswith(b"\n")
 
     def alive(self) -> bool:
         return self.proc.poll() is None and self.pid == os.getpid()
@@ -92,7 +104,7 @@ class Worker:
                 write_frame(self.stdin, body)
                 answer = read_frame(self.stdout)
             except (EOFError, OSError) as exc:
-                self.stop()
+                self.stop()  # before the message: the reader has then read all it wrote
                 raise self._died(what) from exc
             except BaseException:
                 self.stop()
@@ -108,8 +120,9 @@ class Worker:
         return payload
 
     def _died(self, what: str) -> SideEnvError:
+        """The error for a worker that stopped answering (called after :meth:`stop`, so every
+        line it wrote has been read)."""
         code = self.proc.wait()
-        self._reader.join(timeout=5)
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
         tail = "".join(self.stderr_tail).strip()[-1500:]
         return SideEnvError(
@@ -119,9 +132,40 @@ class Worker:
         )
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+        """Kill the worker with its process group (a child task code started there holds the
+        worker's stderr open and would keep the reader waiting), then let the reader read to the
+        end and close the pipes. A descendant that left the group (``setsid``) can still hold
+        stderr: the reader is then left to end with it, after a bounded wait."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session and group (start_new_session)
+        except (ProcessLookupError, PermissionError):  # the group is gone already
+            pass
         self.proc.wait()
+        self._reader.join(timeout=_READER_GRACE_S)
+        streams = (self.stdin, self.stdout) + (() if self._reader.is_alive() else (self.proc.stderr,))
+        for stream in streams:
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:  # stdin's buffered bytes cannot reach a dead worker
+                pass
+
+
+def _write_stderr(text: str) -> None:
+    """One forwarded piece of the worker's stderr, on this process's; never raises (see _forward)."""
+    out = sys.stderr
+    if out is None:  # no console (pythonw): nothing to print to
+        return
+    try:
+        out.write(text)
+    except UnicodeEncodeError:  # an ASCII console: escape what it cannot show rather than drop the line
+        encoding = getattr(out, "encoding", None) or "ascii"
+        try:
+            out.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        except Exception:  # noqa: BLE001 - see below
+            pass
+    except Exception:  # noqa: BLE001 - a closed or replaced stderr must not stop the draining
+        pass
 
 
 def _reraise(info: dict[str, Any], env: SideEnv, what: str) -> BaseException:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,3 +204,55 @@ def test_data_map_file_interpolations_resolve(data: Path, tmp_path: Path, monkey
     mapfile.write_text("root: ${nope:}\norg/set: {path: json, data_files: {test: t.jsonl}}\n")
     with pytest.raises(DataError, match="interpolation"):
         read_data_map(mapfile)
+
+
+def _mapped_hub_task(name: str = "hubby") -> TaskConfig:
+    return TaskConfig(task=name, source="/tasks/hubby.yaml", dataset_path="org/set", dataset_name="cfg",
+                      test_split="test", doc_to_text="{{q}}")
+
+
+def test_a_missing_file_of_a_map_names_the_map_its_root_the_entry_and_the_fix(data: Path, tmp_path: Path) -> None:
+    mapfile = tmp_path / "maps" / "m.yaml"
+    mapfile.parent.mkdir()
+    mapfile.write_text("root: ../data\norg/set/cfg:\n  path: json\n  data_files: {test: tset.jsonl}\n")
+    with pytest.raises(DataError) as caught:
+        data_fingerprint(_mapped_hub_task(), mapfile)
+    message = str(caught.value)
+    for part in ("task 'hubby' (/tasks/hubby.yaml)", f"data file {str(data / 'tset.jsonl')!r} (data_files 'test') does not exist",
+                 f"entry 'org/set/cfg' of the data map {mapfile}", f"whose root is {data}",
+                 "Fix that entry's data_files (or the map's root)", "unset data_map to load 'org/set' from the hub"):
+        assert part in message, (part, message)
+    mapfile.write_text("org/set:\n  path: json\n  data_files: {test: 'gone/*.jsonl'}\n")  # no root: the file's folder
+    with pytest.raises(DataError, match=rf"matches no file.*entry 'org/set' of the data map {mapfile}, which has no "
+                                        rf"`root:` \(its relative paths resolve against {mapfile.parent}\)"):
+        data_source(_mapped_hub_task(), mapfile)
+
+
+def test_a_missing_file_of_the_shared_map_or_the_env_map_says_which(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalflow.config.compose import compose_settings
+
+    settings = compose_settings(task="toy", preset="dummy", overrides=[], values={"data_map": "shared"})
+    gsm8k = TaskConfig(task="gsm8k_like", source="/t.yaml", dataset_path="openai/gsm8k", dataset_name="main",
+                       test_split="test", doc_to_text="q")
+    monkeypatch.setitem(settings.data_map["openai/gsm8k/main"]["data_files"], "test", str(tmp_path / "moved.jsonl"))
+    with pytest.raises(DataError, match=rf"entry 'openai/gsm8k/main' of the data map {SHARED_MAP}, whose root is "
+                                        rf"{SHARED_DATA}"):
+        data_source(gsm8k, settings.data_map)  # the run settings hold the map as read, with where it came from
+    mapfile = tmp_path / "env.yaml"
+    mapfile.write_text(f"root: {tmp_path}\nopenai/gsm8k/main: {{path: json, data_files: {{test: none.jsonl}}}}\n")
+    monkeypatch.setenv("EVALFLOW_DATA_MAP", str(mapfile))
+    with pytest.raises(DataError, match=rf"of the data map {mapfile} \(from \$EVALFLOW_DATA_MAP\), whose root is {tmp_path}"):
+        data_source(gsm8k)
+
+
+def test_a_missing_mapped_file_is_refused_before_any_model_call(runner: Any, toy_library: Path, tmp_path: Path) -> None:
+    from tests.support.models import CountingModel
+
+    (toy_library / "toy_mapped.yaml").write_text("task: toy_mapped\ndataset_path: org/set\ntest_split: test\n"
+                                                 "output_type: generate_until\ndoc_to_text: '{{question}}'\n"
+                                                 "doc_to_target: answer\nmetric_list: [{metric: exact_match}]\n")
+    mapfile = tmp_path / "m.yaml"
+    mapfile.write_text(f"root: {tmp_path}\norg/set: {{path: json, data_files: {{test: missing.jsonl}}}}\n")
+    with pytest.raises(DataError, match=rf"task 'toy_mapped' .*entry 'org/set' of the data map {mapfile}"):
+        runner(task=["toy_mc", "toy_mapped"], data_map=str(mapfile))
+    assert CountingModel.calls_total == 0  # toy_mc, first in the run, was not answered either
