@@ -37,7 +37,7 @@ def _reduces_repeats(task: TaskConfig) -> Any:
     reduction of several repeats. A marker, not the reductions themselves, so that switching one
     reduction for another re-runs no filter, while a task without reductions never runs its
     pipelines on single repeats (a custom filter may need all of them, and it costs k more calls)."""
-    reduced = task.repeats > 1 and any("reduction" in m for m in task.metric_list or ())
+    reduced = isinstance(task.repeats, int) and task.repeats > 1 and any("reduction" in m for m in task.metric_list or ())
     return ({"reduction": "per-sample answers"},) if reduced else ()
 
 
