@@ -145,6 +145,7 @@ def test_live_lm_eval_run_rescored(tmp_path: Path) -> None:
     why = missing()
     if why is not None:
         pytest.skip(why)
-    run_peer(Setting("arc_easy,gsm8k", 5, 2), tmp_path / "peer")
+    # generations capped: the rescore reads whatever lm-eval generated, and 256 tokens cost minutes
+    run_peer(Setting("arc_easy,gsm8k", 5, 2, max_gen_toks=32), tmp_path / "peer")
     assert_reproduces(tmp_path / "peer", "arc_easy", tmp_path)
     assert_reproduces(tmp_path / "peer", "gsm8k", tmp_path)
