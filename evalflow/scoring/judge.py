@@ -69,7 +69,7 @@ def is_judge_entry(entry: Any) -> bool:
 
 def parse_judge(metric: str, block: Any, where: str, source: str = "") -> JudgeSpec:
     """The judge of ``metric_list`` entry ``metric``, or one TaskError naming the key and the fix."""
-    where = f"{where} judge"
+    where = f"{where} (judge metric '{metric}'): judge"
     if not isinstance(block, Mapping):
         raise TaskError(f"{where}: the judge block must be a mapping with model, prompt (or prompt_file) and parser; got {block!r}")
     unknown = [k for k in block if k not in _KEYS]
