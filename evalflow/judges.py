@@ -46,7 +46,7 @@ def preset_config(name: str, where: str) -> dict[str, Any]:
             names = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
             raise ConfigError(f"{where}: unknown model preset '{preset}'; the presets are {', '.join(names)} (conf/model/). "
                               "Give a preset's name or a model config mapping with a type, e.g. {type: hf, pretrained: PATH}.")
-        cfg = OmegaConf.load(path)
+        cfg: Any = OmegaConf.load(path)
         defaults = list(cfg.pop("defaults", None) or ["_self_"])
         parts = [cfg if d == "_self_" else raw(str(d)) for d in defaults]
         return OmegaConf.merge(*parts) if parts else cfg

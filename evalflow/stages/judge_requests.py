@@ -23,7 +23,7 @@ from evalflow.taskspec.templates import doc_to_choice, doc_to_target
 def judge_requests(task: TaskConfig, docs: DocSet, filtered: Filtered) -> JudgeRequests:
     # task.metric_list is the node's projection: each judge's {metric, prompt, gen_kwargs}
     items: dict[tuple[str, int, str], JudgeItem] = {}
-    for judge in task.metric_list:
+    for judge in task.metric_list or ():
         for doc_id, response in answers(filtered):
             key = (judge["metric"], doc_id, response)
             if key in items:
