@@ -29,7 +29,7 @@ def judge_requests(task: TaskConfig, docs: DocSet, filtered: Filtered) -> JudgeR
             if key in items:
                 continue
             doc = docs.docs[doc_id]
-            prompt = render_judge_prompt(judge["prompt"], doc, response, *_gold(task, doc),
+            prompt = render_judge_prompt(judge["prompt"], doc, response, *gold(task, doc),
                                          where=f"task '{task.task}' ({task.source or 'no file'}) judge metric '{judge['metric']}'")
             items[key] = JudgeItem(judge["metric"], doc_id, response,
                                    Request("generate_until", (prompt, dict(judge["gen_kwargs"]))))
@@ -46,7 +46,7 @@ def answers(filtered: Filtered) -> Iterator[tuple[int, str]]:
                 yield from ((doc_id, first_text(answer)) for answer in samples[i])
 
 
-def _gold(task: TaskConfig, doc: Mapping[str, Any]) -> tuple[Any, Any]:
+def gold(task: TaskConfig, doc: Mapping[str, Any]) -> tuple[Any, Any]:
     """(target, choices) as a judge reads them: a choice task's target is the choice's text."""
     target = doc_to_target(task, doc)
     choices = doc_to_choice(task, doc) if task.doc_to_choice is not None else None

@@ -162,3 +162,15 @@ def test_rescore_reuses_the_answers_and_runs_only_the_judge(judged: Judged, tmp_
     again = rescore([folder / "samples_judged.jsonl"], [*overrides, f"judge_model={{type: '{JUDGE}', style: strict}}"],
                     tmp_path / "rescored2")["results"]["judged"]
     assert len(ScriptedJudge.prompts) == N and again["graded,none"] == first["graded,none"]
+
+
+def test_validate_checks_the_judge_and_renders_its_prompt(judged: Judged, capsys: pytest.CaptureFixture[str]) -> None:
+    from evalflow.validate import main
+
+    args = ["task=judged", f"include_path=[{judged.yaml.parent}]", f"cache_dir={judged.root / 'cache'}", "n=2"]
+    assert main(args) == 0
+    capsys.readouterr()
+    judged.write(prompt="{{ doc.no_such_field }}")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "judge metric 'graded', document 0" in err and "no_such_field" in err
