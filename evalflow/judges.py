@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from evalflow.cache.fingerprint import fingerprint
-from evalflow.cache.store import CacheStore
 from evalflow.config.messages import CONF_DIR, has_preset
 from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, EvalflowError, TaskError

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,7 +19,7 @@ from evalflow.insight.explain import explain
 from evalflow.insight.rescore import rescore
 from tests.conftest import stage_hits
 from tests.support.judge_models import ScriptedAnswerer, ScriptedJudge
-from tests.support.judged import JUDGE, N, PARSER, PROMPT, Judged, right
+from tests.support.judged import ANSWERER, JUDGE, N, PROMPT, Judged, right
 
 @pytest.fixture
 def judged(tmp_path: Path) -> Judged:
@@ -103,16 +102,37 @@ def test_unparsed_verdicts_are_counted_and_excluded_or_scored_by_the_policy(judg
     assert result["graded_unparsed,none"] == 10 and result["graded,none"] == pytest.approx(90 * 5 / N)
 
 
-def test_every_repeat_is_judged_and_reduced(judged: Judged) -> None:
+def test_every_sampled_repeat_is_judged_and_reduced(judged: Judged) -> None:
     judged.write(repeats="repeats: 3")
-    text = judged.yaml.read_text().replace("    aggregation: mean\n    higher_is_better: true\n", "", 1)
-    judged.yaml.write_text(text.replace("      gen_kwargs: {max_gen_toks: 8}\n", "      gen_kwargs: {max_gen_toks: 8}\n")
-                           .replace("  - metric: graded\n", "  - metric: graded\n    reduction: [mean, max]\n")
-                           .replace("  - metric: exact_match\n", "  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n", 1))
-    result, manifest, folder = judged()
-    # greedy repeats are equal: one distinct answer per document is judged once (the request cache dedups)
-    assert judge_calls(manifest) == N
-    assert result["graded_mean@3,none"] == pytest.approx((75 * 5 + 25) / N) and "graded_max@3,none" in result
+    text = judged.yaml.read_text().replace("  until: [\"\\n\"]\n", "  until: [\"\\n\"]\n  do_sample: true\n  temperature: 1.0\n")
+    judged.yaml.write_text(text.replace("  - metric: graded\n", "  - metric: graded\n    reduction: [mean, max]\n"))
+    ScriptedAnswerer.SAMPLED = {f"What is {i} plus 1?": [right(i), "wrong", "???" if i == 0 else right(i)] for i in range(N)}
+    try:
+        result, manifest, folder = judged()
+    finally:
+        ScriptedAnswerer.SAMPLED = {}
+    assert judge_calls(manifest) == 2 * N + 1  # each document's distinct answers: right and wrong (doc 0: also ???)
+    # per document: samples scored 5, 1, 5 (doc 0: 5, 1 and one unparsed, left out of its reduction)
+    assert result["graded_mean@3,none"] == pytest.approx(((N - 1) * 11 / 3 + 3) / N)
+    assert result["graded_max@3,none"] == 5.0 and result["graded_unparsed,none"] == 1
+    row = json.loads((folder / "samples_judged.jsonl").read_text().splitlines()[0])
+    assert [r["score"] for r in row["judge"]["graded"]] == [5.0, 1.0, None]
+
+
+def test_a_killed_judge_resumes_from_its_persisted_chunks(judged: Judged) -> None:
+    """The judge dies after 4 chunks of 10: those 40 verdicts are in the cache, and the same
+    command resumes with the other 60 (the scored model's edge, reused, persists chunk by chunk)."""
+    settings = compose_settings(task="judged", preset="dummy", overrides=[f"model.type={ANSWERER}"], values={
+        "include_path": [str(judged.yaml.parent)], "cache_dir": str(judged.root / "cache"), "bootstrap_iters": 0, "chunk_size": 10})
+    ScriptedJudge.reset()
+    ScriptedJudge.fail_after = 40
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(settings)
+    finally:
+        ScriptedJudge.fail_after = None
+    _, manifest, _ = judged(chunk_size=10)
+    assert manifest["judge"]["computed"] == N - 40 and manifest["judge"]["cached"] == 40
 
 
 @pytest.mark.parametrize("judge_block, message", [

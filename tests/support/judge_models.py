@@ -18,18 +18,20 @@ class ScriptedAnswerer(DummyModel):
     the table, so a test that edits answers re-runs inference (and only the edited ones differ)."""
 
     ANSWERS: dict[str, str] = {}
+    SAMPLED: dict[str, list[str]] = {}  # sampled requests: repeat r of a question answers SAMPLED[question][r]
     calls = 0
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
-        return {"type": "scripted-answerer", "answers": sorted(cls.ANSWERS.items())}
+        return {"type": "scripted-answerer", "answers": sorted(cls.ANSWERS.items()), "sampled": sorted(cls.SAMPLED.items())}
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
         ScriptedAnswerer.calls += len(requests)
         out = []
         for r in requests:
             question = r.args[0].rsplit("Question: ", 1)[-1].split("\n", 1)[0].strip()
-            out.append(self.ANSWERS[question])
+            sampled = self.SAMPLED.get(question) if r.seed is not None else None
+            out.append(sampled[r.repeat] if sampled else self.ANSWERS[question])
         return out
 
 
@@ -39,6 +41,7 @@ class ScriptedJudge(DummyModel):
     answer contains ``???``. ``prompts`` records every prompt it was sent, in order."""
 
     prompts: list[str] = []
+    fail_after: int | None = None  # raise once this many prompts were answered (a judge killed mid-run)
 
     def __init__(self, style: str = "plain", **config: Any) -> None:
         super().__init__(**config)
@@ -51,6 +54,8 @@ class ScriptedJudge(DummyModel):
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
         out = []
         for r in requests:
+            if self.fail_after is not None and len(ScriptedJudge.prompts) >= self.fail_after:
+                raise KeyboardInterrupt("the judge was killed")
             prompt = r.args[0]
             ScriptedJudge.prompts.append(prompt)
             answer = prompt.split("Answer: ", 1)[-1].split("\n", 1)[0].strip()
@@ -64,3 +69,4 @@ class ScriptedJudge(DummyModel):
     @classmethod
     def reset(cls) -> None:
         cls.prompts = []
+        cls.fail_after = None
