@@ -11,6 +11,8 @@ from evalflow.taskspec.spec import TaskConfig
 
 def aggregate(task: TaskConfig, scores: Scores, bootstrap_iters: int) -> TaskResult:
     values, higher_is_better = aggregate_task(task, scores.by_filter, bootstrap_iters=bootstrap_iters)
-    values.update(unparsed_counts(scores))  # judge metrics: `<metric>_unparsed,<filter>`, never hidden
+    unparsed = unparsed_counts(scores)  # judge metrics: `<metric>_unparsed,<filter>`, never hidden
+    values.update(unparsed)
+    higher_is_better.update({key.split(",", 1)[0]: False for key in unparsed})  # fewer is better
     n = {name: len(rows) for name, rows in scores.by_filter.items()}
     return TaskResult(task=task.task, metrics=values, higher_is_better=higher_is_better, n_samples=n)
