@@ -194,3 +194,27 @@ def test_validate_checks_the_judge_and_renders_its_prompt(judged: Judged, capsys
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "judge metric 'graded', document 0" in err and "no_such_field" in err
+
+
+def test_rescore_of_lm_evals_samples_with_a_judge_metric_runs_only_the_judge(tmp_path: Path) -> None:
+    """lm-eval 0.4.13's own gsm8k output (SmolLM2's answers), rescored under gsm8k plus a judge
+    metric: lm-eval's numbers stay, and the judge grades each distinct filtered answer once."""
+    from tests.conftest import ROOT
+    from tests.insight.test_rescore import FIXTURES, _lm_eval_files
+
+    theirs, samples = _lm_eval_files(FIXTURES / "lm_eval_gsm8k", "gsm8k")
+    library = tmp_path / "tasks"
+    library.mkdir()
+    judge = (f'  - metric: graded\n    judge:\n      model: {{type: "{JUDGE}"}}\n      prompt: "{PROMPT}"\n'
+             f'      parser: {{type: regex, pattern: "Score: (\\\\d+)"}}\n')
+    text = (ROOT / "tasks" / "gsm8k" / "gsm8k.yaml").read_text()
+    (library / "gsm8k.yaml").write_text(text.replace("metadata:\n", judge + "metadata:\n", 1))
+    ScriptedJudge.reset()
+    results = rescore([samples], ["task=gsm8k", f"include_path=[{library}]", f"cache_dir={tmp_path / 'cache'}"],
+                      tmp_path / "judged")["results"]["gsm8k"]
+    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    distinct = {(r["doc_id"], r["filtered_resps"][0]) for r in rows}
+    assert len(ScriptedJudge.prompts) == len(distinct)
+    for key in ("exact_match,strict-match", "exact_match,flexible-extract"):
+        assert results[key] == theirs["results"]["gsm8k"][key]
+    assert {"graded,strict-match", "graded,flexible-extract", "graded_unparsed,strict-match"} <= set(results)
