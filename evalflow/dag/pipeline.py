@@ -117,7 +117,7 @@ PIPELINE: tuple[Node, ...] = (
         "judge_requests",
         "evalflow.stages.judge_requests:judge_requests",
         "judge_requests",
-        task_fields=("doc_to_target", "doc_to_choice"),  # the target and choices a judge prompt shows
+        task_fields=_RENDERING,  # the target and choices a judge prompt shows (rendered as the metrics stage renders them)
         derive={"metric_list": _judge_prompts},
         upstream=("load_docs", "filters"),
         applies=has_judges,
