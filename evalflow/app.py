@@ -22,6 +22,7 @@ from evalflow.config.schema import stage_settings
 from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.runner import VOLATILE, StageEvent, execute
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
+from evalflow.judges import JudgeEdges, check_judges
 from evalflow.load_checks import check_selection
 from evalflow.user_modules import import_user_modules
 from evalflow.models.base import feature
@@ -57,13 +58,16 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     store = CacheStore(settings.cache_dir)
     try:
         edge = model_edge(settings, store, model)
+        judges = judge_edges(settings, store)
         try:
-            outputs, events = evaluate_tasks(selection, settings, store, edge)
+            outputs, events = evaluate_tasks(selection, settings, store, edge, judges)
         finally:
             edge.close()
-        count_cached_stages(outputs, events, edge)
+            judges.close()
+        count_cached_stages(outputs, events, edge, judges)
         ran = settings.model if model is None else object_model(model, edge.identity_data)
-        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data, ran)
+        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data, ran,
+                           judge=judges.counts if judges.edges else None, judge_identities=judges.identities)
         results = build_results(record)
         if output_dir is not None:
             write_run_folder(output_dir, record, results)
@@ -108,6 +112,7 @@ def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
     if checked:
         check_selection(selection, settings.num_fewshot)
         check_data_files(selection.tasks, settings.data_map)
+        check_judges(selection.tasks, settings.judge_model, lambda config: config_arguments(config, settings))
     return selection
 
 
@@ -127,16 +132,33 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
     """The caching front of the model; the model itself is loaded on the first miss only."""
     if model is not None:
         return _object_edge(settings, store, model)
-    config = dict(settings.model)
+    return config_edge(settings.model, settings, store)
+
+
+def config_edge(model: Mapping[str, Any], settings: RunSettings, store: CacheStore,
+                counts: InferenceCounts | None = None) -> CachedModel:
+    """The caching edge of a model config (the scored model's, or a judge's, which may share one
+    ``counts``): the model is built on its first cache miss."""
+    config = dict(model)
     data = model_identity(config)
-    # the constructor's arguments, checked now rather than at the first miss
-    load_args = {"type": config["type"], **model_arguments(model_class(str(config["type"])), config, run_values(settings))}
-    edge = CachedModel(store, fingerprint(data), lambda: build_model(load_args), chunk_size=settings.chunk_size, identity_data=data)
+    load_args = config_arguments(config, settings)  # checked now rather than at the first miss
+    edge = CachedModel(store, fingerprint(data), lambda: build_model(load_args), chunk_size=settings.chunk_size,
+                       identity_data=data, **({"counts": counts} if counts is not None else {}))
     if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
         from evalflow.scale.ray_workers import RayDispatch
 
         edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address)
     return edge
+
+
+def config_arguments(config: Mapping[str, Any], settings: RunSettings) -> dict[str, Any]:
+    """``type`` and the constructor's arguments of a model config, checked against its class."""
+    return {"type": config["type"], **model_arguments(model_class(str(config["type"])), config, run_values(settings))}
+
+
+def judge_edges(settings: RunSettings, store: CacheStore) -> JudgeEdges:
+    """The judges' edges, built per judge identity as the tasks ask for them (evalflow.judges)."""
+    return JudgeEdges(lambda config, counts: config_edge(config, settings, store, counts), settings.judge_model)
 
 
 def run_values(settings: RunSettings) -> dict[str, Any]:
@@ -170,12 +192,15 @@ def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> Cached
     return CachedModel(store, fingerprint(data), lambda: model, chunk_size=settings.chunk_size, identity_data=data)
 
 
-def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel) -> None:
-    """A task whose inference stage was served whole from the stage cache never asked the edge:
-    count its requests as cached, so the manifest says what the run reused."""
+def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel,
+                        judges: JudgeEdges | None = None) -> None:
+    """A task whose inference stage (or judge_inference stage) was served whole from the stage
+    cache never asked the edge: count its requests as cached, so the manifest says what the run reused."""
     for event in events:
         if event.stage == "inference" and event.hit:
             edge.counts.served_by_stage(len(outputs[event.task]["inference"].values))
+        if event.stage == "judge_inference" and event.hit and judges is not None:
+            judges.counts.served_by_stage(len(outputs[event.task]["judge_inference"].values))
 
 
 def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: str | None) -> dict[str, Any]:
@@ -187,6 +212,7 @@ def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: s
         "fewshot_seed": settings.seed,
         "samples": (settings.samples or {}).get(task.task),
         "model": VOLATILE if model_identity_key is None else model_identity_key,
+        "judges": {},  # tasks with judge metrics: per metric its judge's identity (evaluate_tasks sets it)
         "chat": chat_format(settings),
     }
 
@@ -211,27 +237,31 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 
 
 def evaluate_tasks(
-    selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel
+    selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel, judges: JudgeEdges | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[StageEvent]]:
+    judges = judges if judges is not None else judge_edges(settings, store)
     outputs: dict[str, dict[str, Any]] = {}
     events: list[StageEvent] = []
     for task in selection.tasks:
         stage_settings = task_settings(task, settings, edge.identity)
+        stage_settings["judges"], judge_resource = judges.for_task(task)
         if stage_settings["num_fewshot"] and task.output_type == "loglikelihood_rolling":
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
-        before = dataclasses.replace(edge.counts)
-        task_outputs, task_events = execute(task, stage_settings, store, {"model": edge})
+        before, judged = dataclasses.replace(edge.counts), dataclasses.replace(judges.counts)
+        task_outputs, task_events = execute(task, stage_settings, store, {"model": edge, "judges": judge_resource})
         for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
             log.warning(warning)
         outputs[task.task] = task_outputs
-        events.extend(_with_request_counts(e, before, edge.counts) for e in task_events)
+        for e in task_events:
+            e = _with_request_counts(e, before, edge.counts, "inference")
+            events.append(_with_request_counts(e, judged, judges.counts, "judge_inference"))
     return outputs, events
 
 
-def _with_request_counts(event: StageEvent, before: InferenceCounts, after: InferenceCounts) -> StageEvent:
-    """The inference event of one task, with how many of its requests the model answered."""
-    if event.stage != "inference" or event.hit:
+def _with_request_counts(event: StageEvent, before: InferenceCounts, after: InferenceCounts, stage: str) -> StageEvent:
+    """The inference (or judge_inference) event of one task, with how many of its requests the model answered."""
+    if event.stage != stage or event.hit:
         return event
     counts = {f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")}
     return dataclasses.replace(event, detail=counts)

@@ -8,6 +8,9 @@ store them as data, never as pickles.
     load_docs -> DocSet -> fewshot -> Contexts -> instances -> Instances -> inference -> Responses
     -> filters -> Filtered -> metrics -> Scores -> aggregate -> TaskResult
 
+Tasks with judge metrics add two stages between filters and metrics:
+``Filtered -> judge_requests -> JudgeRequests -> judge_inference -> JudgeResponses -> metrics``.
+
 This module imports nothing from evalflow.
 """
 
@@ -98,6 +101,29 @@ class Filtered:
 
 
 @dataclass(frozen=True)
+class JudgeItem:
+    """One answer to grade: judge metric ``metric``'s request for document ``doc_id``'s filtered
+    ``response`` (each distinct answer of a document once, every repeat's included)."""
+
+    metric: str
+    doc_id: int
+    response: str
+    request: Request
+
+
+@dataclass(frozen=True)
+class JudgeRequests:
+    items: tuple[JudgeItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgeResponses:
+    """The judge models' raw answers, aligned with ``JudgeRequests.items``."""
+
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Scores:
     """Per filter pipeline, per document: the metric values of that document."""
 
@@ -106,6 +132,9 @@ class Scores:
     targets: tuple[Any, ...] = ()  # doc_to_target of each document, as the samples file shows it
     # with reductions: per filter, per document, each sample's metric values (the samples file shows them)
     by_sample: Mapping[str, tuple[tuple[Mapping[str, Any], ...], ...]] = field(default_factory=dict)
+    # judge metrics: per filter, per document, {metric: ({"response", "judge_output", "score"}, ...)};
+    # "score" None: the judge's answer did not parse
+    judged: Mapping[str, tuple[Mapping[str, tuple[Mapping[str, Any], ...]], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -125,6 +154,9 @@ RECORD_TYPES: tuple[type, ...] = (
     Instance,
     Responses,
     Filtered,
+    JudgeItem,
+    JudgeRequests,
+    JudgeResponses,
     Scores,
     TaskResult,
 )

@@ -52,6 +52,7 @@ class RunSettings:
     confirm_unsafe_code: bool
     code_sandbox: str
     chunk_size: int
+    judge_model: Any  # a preset name or a model config mapping; None: each judge block's own model
     explain: bool
     workers: int
     worker_resources: Mapping[str, Any]
@@ -170,6 +171,7 @@ _PARSERS: dict[str, Parse] = {
     "confirm_unsafe_code": lambda data: bool(data["confirm_unsafe_code"]),
     "code_sandbox": lambda data: str(data["code_sandbox"]),  # checked at load, after imports=[...] register theirs
     "chunk_size": lambda data: max(1, int(data["chunk_size"])),
+    "judge_model": lambda data: _judge_model(data["judge_model"]),
     "explain": lambda data: bool(data["explain"]),
     "workers": lambda data: _workers(data["workers"]),
     "worker_resources": lambda data: _worker_resources(data["worker_resources"]),
@@ -195,6 +197,16 @@ def _imports(value: Any) -> tuple[str, ...]:
     if bad:
         raise ConfigError(f"imports={value!r}: give module names or .py files, e.g. imports=[my_metrics] or imports=lib/my_metrics.py")
     return names
+
+
+def _judge_model(value: Any) -> Any:
+    """``judge_model``: a preset's name or a config mapping with a type (resolved at task load)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) or (isinstance(value, Mapping) and value.get("type")):
+        return value
+    raise ConfigError(f"judge_model={value!r} is not allowed; give a model preset (judge_model=smollm2) or a model "
+                      "config mapping with a type (judge_model='{type: hf, pretrained: PATH}')")
 
 
 def _workers(workers: Any) -> int:

@@ -17,6 +17,7 @@ are a run's ``key=value`` overrides; no model is loaded.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from evalflow.errors import EvalflowError
 from evalflow import load_checks
@@ -75,9 +76,27 @@ def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -
         if task.doc_to_choice is not None:
             doc_to_choice(task, docs[doc_id], doc_id=doc_id)
         decontamination_query(task, docs[doc_id], doc_id=doc_id)
+    _check_judges(task, settings, docs, shown)
     requests = sum(1 for inst in outputs["instances"] if inst.doc_id in set(shown))
     return (f"{len(shown)} document(s) render ({requests} requests); metrics "
             f"{', '.join(m.name for m in metrics)}; filters {', '.join(p.name for p in pipelines)}")
+
+
+def _check_judges(task: TaskConfig, settings: RunSettings, docs: Any, shown: list[int]) -> None:
+    """A run's judge checks (each judge model resolves and can be built), and each judge prompt
+    rendered on the shown documents, with the target standing in for the model's answer."""
+    from evalflow.app import config_arguments
+    from evalflow.judges import check_judges
+    from evalflow.scoring.judge import render_judge_prompt
+    from evalflow.scoring.metrics import judge_specs
+    from evalflow.stages.judge_requests import gold
+
+    check_judges([task], settings.judge_model, lambda config: config_arguments(config, settings))
+    for spec in judge_specs(task):
+        for doc_id in shown:
+            target, choices = gold(task, docs[doc_id])
+            render_judge_prompt(spec.prompt, docs[doc_id], str(target), target, choices,
+                                where=f"task '{task.task}' ({task.source}) judge metric '{spec.metric}', document {doc_id}")
 
 
 def _located(exc: EvalflowError, task: TaskConfig) -> str:

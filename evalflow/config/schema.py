@@ -80,6 +80,11 @@ class RunConfig:
     code_sandbox: str = stage("bwrap")
     # Requests the inference edge sends to the model at once and persists together.
     chunk_size: int = 64
+    # The judge model of every judge metric (metric_list entries with a `judge:` block), replacing
+    # the one each names: a preset (judge_model=smollm2) or a model config mapping
+    # (judge_model='{type: hf, pretrained: PATH}'). None: each judge block's own model. Keys the
+    # judge calls by the judge's identity, as `model` keys the scored model's (README, Judges).
+    judge_model: Any = None
     # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).
     explain: bool = False
     # Scale-out (README "Scaling out"; never part of any cache key): model replicas answering one

@@ -91,6 +91,9 @@ class Node:
     derive: Mapping[str, Callable[[TaskConfig], Any]] = field(default_factory=dict)
     identity: Mapping[str, Callable[[TaskConfig, Mapping[str, Any]], Any]] = field(default_factory=dict)
     unhashed: tuple[str, ...] = ()
+    # None: every task runs the stage; else the tasks it applies to (the judge stages: tasks with a
+    # judge metric). A stage that does not apply is not planned, and is in no downstream key.
+    applies: Callable[[TaskConfig], bool] | None = None
 
     def key_inputs(self, task: TaskConfig, settings: Mapping[str, Any], upstream_keys: Mapping[str, str]) -> dict[str, Any]:
         """Everything the key is a hash of, as plain data (also what `explain` diffs).
@@ -105,7 +108,7 @@ class Node:
             "derived": {f: d(task) for f, d in self.derive.items()},
             "identity": {name: fn(task, settings) for name, fn in self.identity.items()},
             "settings": {s: settings[s] for s in self.run_settings if s not in self.unhashed},
-            "upstream": {u: upstream_keys[u] for u in self.upstream},
+            "upstream": {u: upstream_keys[u] for u in self.upstream if u in upstream_keys},
         }
 
     def fn(self) -> Callable[..., Any]:

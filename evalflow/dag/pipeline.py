@@ -2,6 +2,8 @@
 
     load_docs ─► fewshot ─► instances ─► inference ─► filters ─► metrics ─► aggregate
         └──────────┴────────────┴──────────────────────┴──────────┘ (documents feed every stage)
+                                   tasks with judge metrics: filters ─► judge_requests ─►
+                                   judge_inference ─► metrics (the judge's answers, parsed there)
 
 Reading a node tells you when its cached result is reused: a change to anything *not* listed
 leaves it a hit. Code is part of every key without being listed: each stage's own code (the
@@ -20,6 +22,7 @@ from evalflow.dag.node import Node
 from evalflow.sandbox.registry import sandbox_identity
 from evalflow.scoring.code_exec import runs_code
 from evalflow.scoring.components import aggregation_components, filter_components, metric_components
+from evalflow.scoring.judge import is_judge_entry
 from evalflow.taskspec.data import data_fingerprint
 from evalflow.taskspec.spec import TaskConfig
 
@@ -50,6 +53,19 @@ def _sandbox(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
     """The sandbox backend (name and code) of a task whose metrics run code; None for the others,
     so that choosing or editing a backend re-scores only the tasks it runs programs for."""
     return sandbox_identity(settings["code_sandbox"]) if runs_code(task) else None
+
+
+def has_judges(task: TaskConfig) -> bool:
+    """Whether the task has a judge metric (a ``metric_list`` entry with a ``judge:`` block)."""
+    return isinstance(task.metric_list, (list, tuple)) and any(is_judge_entry(m) for m in task.metric_list)
+
+
+def _judge_prompts(task: TaskConfig) -> Any:
+    """What judge requests are built from: each judge's rubric text (a prompt_file's contents,
+    never its path) and gen_kwargs; not its model, parser or policy (those key the later stages)."""
+    from evalflow.scoring.metrics import judge_specs
+
+    return tuple(judge.request_part() for judge in judge_specs(task))
 
 
 def _data_identity(task: TaskConfig, settings: Mapping[str, Any]) -> str:
@@ -108,6 +124,23 @@ PIPELINE: tuple[Node, ...] = (
         upstream=("load_docs", "instances", "inference"),
     ),
     Node(
+        "judge_requests",
+        "evalflow.stages.judge_requests:judge_requests",
+        "judge_requests",
+        task_fields=_RENDERING,  # the target and choices a judge prompt shows (rendered as the metrics stage renders them)
+        derive={"metric_list": _judge_prompts},
+        upstream=("load_docs", "filters"),
+        applies=has_judges,
+    ),
+    Node(
+        "judge_inference",
+        "evalflow.stages.judge_inference:judge_inference",
+        "judge_responses",
+        run_settings=("judges",),  # per judge metric, its model's identity (as the scored model's)
+        upstream=("judge_requests",),
+        applies=has_judges,
+    ),
+    Node(
         "metrics",
         "evalflow.stages.metrics:metrics",
         "scores",
@@ -115,7 +148,7 @@ PIPELINE: tuple[Node, ...] = (
         run_settings=("code_sandbox",),
         identity={"components": _calls(metric_components), "sandbox": _sandbox},
         unhashed=("code_sandbox",),  # keyed by the "sandbox" entry, for the tasks that run code only
-        upstream=("load_docs", "filters"),
+        upstream=("load_docs", "filters", "judge_requests", "judge_inference"),  # the judge stages: judge tasks only
     ),
     Node(
         "aggregate",

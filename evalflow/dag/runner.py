@@ -62,7 +62,9 @@ def plan(task: TaskConfig, settings: Mapping[str, Any], pipeline: tuple[Node, ..
     planned = []
     volatile = {name for name, value in settings.items() if value is VOLATILE}
     for node in pipeline:
-        if volatile & set(node.run_settings) or any(keys[u] is None for u in node.upstream):
+        if node.applies is not None and not node.applies(task):
+            continue
+        if volatile & set(node.run_settings) or any(u in keys and keys[u] is None for u in node.upstream):
             keys[node.name] = None
             planned.append(PlannedStage(node, None, {}))
             continue
@@ -132,10 +134,12 @@ def _call(
     by_name = {n.name: n for n in pipeline}
     available: dict[str, Any] = {"task": node.view(task)}
     for up in node.upstream:
-        available[by_name[up].output] = outputs[up]
+        if up in outputs:  # an upstream stage that does not apply to the task: the parameter's default
+            available[by_name[up].output] = outputs[up]
     for s in node.run_settings:
         available[s] = resources.get(s, settings[s])
-    missing = [p for p in params if p not in available]
+    signature = inspect.signature(fn).parameters
+    missing = [p for p in params if p not in available and signature[p].default is inspect.Parameter.empty]
     if missing:
         raise TypeError(f"stage {node.name} wants {missing}, which its node does not declare")
-    return fn(**{p: available[p] for p in params})
+    return fn(**{p: available[p] for p in params if p in available})

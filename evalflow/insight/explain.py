@@ -146,8 +146,9 @@ def _why(stage: Stage, new: Mapping[str, Stage], old: Mapping[str, Stage], model
         causes = [f"{up}: {c}" for up, c in _upstream_causes(stage, new, old, models)]
     text = "; ".join(dict.fromkeys(causes)) or "its key inputs differ"
     counts = stage.get("requests")
-    if stage["stage"] == "inference" and counts:
-        return f"{counts['computed']} of {counts['requests']} requests new ({text})"
+    if stage["stage"] in ("inference", "judge_inference") and counts:
+        kind = "judge requests" if stage["stage"] == "judge_inference" else "requests"
+        return f"{counts['computed']} of {counts['requests']} {kind} new ({text})"
     return text
 
 
@@ -172,7 +173,11 @@ def _own_changes(new: Mapping[str, Any], old: Mapping[str, Any], models: tuple[A
     for section in ("task", "derived"):
         a, b = old.get(section, {}), new.get(section, {})
         for name in sorted(set(a) | set(b)):
-            if a.get(name) != b.get(name):
+            if a.get(name) == b.get(name):
+                continue
+            if section == "derived" and new.get("stage") == "judge_requests":  # the judges' rubrics and gen_kwargs
+                out.extend(_judge_changes("judge prompt", a.get(name), b.get(name)))
+            else:
                 out.append(_field_change(name, a.get(name), b.get(name)))
     a, b = old.get("identity", {}), new.get("identity", {})
     for name in sorted(set(a) | set(b)):
@@ -195,11 +200,32 @@ def _own_changes(new: Mapping[str, Any], old: Mapping[str, Any], models: tuple[A
             out.append("model identity changed" + (f" ({'; '.join(diffs)})" if diffs else ""))
         elif name == "chat":
             out.extend(_paths(a.get(name), b.get(name), "chat"))
+        elif name == "judges":
+            out.extend(_judge_changes("judge model", a.get(name), b.get(name)))
         else:
             out.append(_field_change(name, a.get(name), b.get(name)))
     if not out:  # a component newly called (or no longer) with nothing else changed: a re-registration
         out.extend(_component_calls(old.get("identity", {}).get("components") or {},
                                     new.get("identity", {}).get("components") or {}))
+    return out
+
+
+def _judge_changes(what: str, old: Any, new: Any) -> list[str]:
+    """``judge prompt changed (graded: prompt: 'Rate…' → 'Grade…')``, per judge metric: the judge
+    stages' inputs are keyed per metric (judges: metric -> identity; prompts: a list of entries)."""
+    def by_metric(value: Any) -> dict[str, Any]:
+        if isinstance(value, Mapping):
+            return dict(value)
+        return {str(e.get("metric")): {k: v for k, v in e.items() if k != "metric"}
+                for e in value or [] if isinstance(e, Mapping)}
+
+    a, b = by_metric(old), by_metric(new)
+    out = []
+    for metric in sorted(set(a) | set(b)):
+        if metric not in a or metric not in b:
+            out.append(f"judge metric {'+ ' + metric if metric in b else '- ' + metric}")
+        elif a[metric] != b[metric]:
+            out.append(f"{what} changed ({metric}: {'; '.join(_paths(a[metric], b[metric]))})")
     return out
 
 
@@ -238,6 +264,8 @@ def _field_change(name: str, old: Any, new: Any) -> str:
             return f"metric_list: {added_removed}"
         # the same metrics: name the entry whose options changed (a reduction, an option)
         changed = [(a, b) for a, b in zip(old or [], new or []) if a != b]
+        if changed and all(isinstance(e, Mapping) and "judge" in e for e in changed[0]):
+            return f"judge metric {changed[0][1].get('metric')} changed ({'; '.join(_paths(*changed[0]))})"
         return (f"metric_list: metric {changed[0][1].get('metric')} changed ({'; '.join(_paths(*changed[0]))})"
                 if changed and all(isinstance(e, Mapping) for e in changed[0]) else "metric_list reordered")
     if name == "filter_list":

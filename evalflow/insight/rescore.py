@@ -12,6 +12,8 @@ the DAG runner and the cache; the result is a normal run folder (results.json, s
     python -m evalflow rescore peer-out/model/samples_mmlu_*.jsonl task=mmlu include_path=[my/tasks]
 
 A changed filter or metric in the task YAML gives the new score; the answers stay as they were.
+A judge metric is judged on the recorded answers: the judge model (the task's, or ``judge_model=``)
+is the only model that runs, through the same per-request cache as in a run.
 """
 
 from __future__ import annotations
@@ -101,8 +103,9 @@ RESCORE_PIPELINE: tuple[Node, ...] = (
     _source("fewshot", "contexts_from_samples", "contexts", upstream=("load_docs",)),
     _source("instances", "instances_from_samples", "instances", task_fields=("output_type",), upstream=("load_docs",)),
     _source("inference", "responses_from_samples", "responses", task_fields=("output_type",), upstream=("instances",)),
-) + tuple(node for node in PIPELINE if node.name in ("filters", "metrics", "aggregate"))
-"""The answers come from the samples; scoring is the evaluation pipeline's own nodes."""
+) + tuple(node for node in PIPELINE if node.name in ("filters", "judge_requests", "judge_inference", "metrics", "aggregate"))
+"""The answers come from the samples; scoring is the evaluation pipeline's own nodes (with the
+judge stages for tasks with judge metrics: only the judge model runs, on the recorded answers)."""
 
 
 def read_samples(paths: Sequence[Path]) -> Rows:
@@ -149,7 +152,7 @@ def _task_files(tasks: Sequence[TaskConfig], paths: Sequence[Path]) -> dict[str,
 
 def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -> dict[str, Any]:
     """Score the answers in ``paths`` under the task config ``overrides`` select; write the run folder."""
-    from evalflow.app import select_tasks
+    from evalflow.app import judge_edges, select_tasks
     from evalflow.cache.store import CacheStore
     from evalflow.config.compose import compose_config
     from evalflow.settings import settings_from_config
@@ -163,26 +166,39 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
     settings = dataclasses.replace(settings, model={"type": "rescore", "samples": [str(p) for p in paths]})
     selection = select_tasks(settings)
     store = CacheStore(settings.cache_dir)
+    judges = judge_edges(settings, store)
     outputs, events = {}, []
     try:
         for task, files in _task_files(selection.tasks, paths).items():
             config = next(t for t in selection.tasks if t.task == task)
+            judge_settings, judge_resource = judges.for_task(config)
             run_settings = {"recorded": read_samples(files), "think_end_token": settings.think_end_token,
-                            "bootstrap_iters": settings.bootstrap_iters, "code_sandbox": settings.code_sandbox}
-            outputs[task], task_events = execute(config, run_settings, store, {}, RESCORE_PIPELINE)
-            events.extend(task_events)
+                            "bootstrap_iters": settings.bootstrap_iters, "code_sandbox": settings.code_sandbox,
+                            "judges": judge_settings}
+            before = dataclasses.replace(judges.counts)
+            outputs[task], task_events = execute(config, run_settings, store, {"judges": judge_resource}, RESCORE_PIPELINE)
+            events.extend(_judge_counts(e, before, judges.counts) for e in task_events)
     finally:
+        judges.close()
         store.close()
-    record = RunRecord(settings, selection, outputs, events, InferenceCounts(), started, time.time(), settings.model)
+    record = RunRecord(settings, selection, outputs, events, InferenceCounts(), started, time.time(), settings.model,
+                       judge=judges.counts if judges.edges else None, judge_identities=judges.identities)
     results = build_results(record)
     write_run_folder(output_dir, record, results)
     return results
 
 
+def _judge_counts(event: Any, before: Any, after: Any) -> Any:
+    """The judge_inference event, with how many judge requests the judge answered."""
+    if event.stage != "judge_inference" or event.hit:
+        return event
+    return dataclasses.replace(event, detail={f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")})
+
+
 # The run settings rescore reads: the task config and where its cache is. The others (the model,
 # num_fewshot, limit, ...) decide the answers, which the samples files already hold: refused.
 RESCORE_SETTINGS = ("task", "include_path", "cache_dir", "trust_task_code", "confirm_unsafe_code", "code_sandbox",
-                    "think_end_token", "bootstrap_iters", "log_samples")
+                    "think_end_token", "bootstrap_iters", "log_samples", "judge_model")
 RESCORE_USAGE = Usage("rescore", "SAMPLES...", {"out": str, "hydra.run.dir": str}, min_positional=1,
                       passthrough=lambda key: key.lstrip("+~") in RESCORE_SETTINGS,
                       note="[" + " ".join(f"{k}=..." for k in RESCORE_SETTINGS) + "]; the model and prompt "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from evalflow.dag.inference import InferenceCounts
@@ -44,6 +44,8 @@ class RunRecord:
     finished: float
     model_identity: Any = None  # plain data the model's cache identity is a hash of
     model: Mapping[str, Any] | None = None  # the model that answered (run_info.object_model for objects); None: settings.model
+    judge: InferenceCounts | None = None  # the judge models' requests (tasks with judge metrics); None: no judge
+    judge_identities: Mapping[str, Any] = field(default_factory=dict)  # judge identity key -> its plain data
 
 
 def build_results(record: RunRecord) -> dict[str, Any]:

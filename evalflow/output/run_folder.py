@@ -61,6 +61,9 @@ def manifest(record: RunRecord) -> dict[str, Any]:
             # what a loaded model says of itself, e.g. what a server's /v1/models reported
             **({"model": record.inference.model} if record.inference.model is not None else {}),
         },
+        # judge metrics: the judge models' requests, as the scored model's above, and who the judges were
+        **({"judge": {"requests": record.judge.requests, "computed": record.judge.computed, "cached": record.judge.cached,
+                      "models": plain(dict(record.judge_identities))}} if record.judge is not None else {}),
         # which model replica computed how much (one "local@host:pid", or one per Ray worker)
         "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
         "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},

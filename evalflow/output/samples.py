@@ -9,6 +9,9 @@ With ``repeats > 1`` all k samples are shown: ``resps`` holds every answer (as i
 evalflow adds ``filtered_samples`` (per instance, each repeat through the pipeline on its own) and,
 when the task reduces repeats (pass@k, maj@k, ...), ``sample_metrics`` (each repeat's metric values,
 the inputs of the reductions whose results are the row's metric keys).
+
+Judge metrics add ``judge`` (per metric, each graded answer: response, judge_output, score, parsed)
+and ``judge_unparsed`` (per metric, the judge answers that did not parse).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
     samples_by_doc = {name: _group(filtered.keys, values) for name, values in filtered.by_sample.items()}
     for name, rows in scores.by_filter.items():
         per_sample = scores.by_sample.get(name)
+        judged = scores.judged.get(name)
         for row, (doc_id, target, metric_values) in enumerate(zip(scores.doc_ids, scores.targets, rows)):
             pairs = [by_doc[doc_id][idx] for idx in sorted(by_doc[doc_id])]
             target = _jsonable(target)
@@ -54,7 +58,16 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
                 **{k: _jsonable(v) for k, v in metric_values.items()},
                 **({"filtered_samples": _jsonable(samples_by_doc[name][doc_id])} if name in samples_by_doc else {}),
                 **({"sample_metrics": _jsonable(per_sample[row])} if per_sample else {}),
+                **(_judge_entries(judged[row]) if judged else {}),
             }
+
+
+def _judge_entries(judged: Mapping[str, Any]) -> dict[str, Any]:
+    """Judge metrics: each graded answer with the judge's text and score, and per metric how many
+    judge answers did not parse (the document's metric key is absent when none parsed and the
+    policy is exclude)."""
+    return {"judge": _jsonable(dict(judged)),
+            "judge_unparsed": {metric: sum(1 for r in rows if not r["parsed"]) for metric, rows in judged.items()}}
 
 
 def _group(keys: Any, values: Any) -> dict[int, list[Any]]:

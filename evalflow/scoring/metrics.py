@@ -27,6 +27,7 @@ import numpy as np
 
 from evalflow.errors import TaskError, closest
 import evalflow.scoring.aggregations  # noqa: F401  (registers the aggregations named below)
+from evalflow.scoring.judge import JudgeSpec, is_judge_entry, parse_judge
 from evalflow.scoring.reductions import Reduction, parse_reductions
 from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
@@ -39,7 +40,7 @@ DEFAULT_METRICS: dict[str, tuple[str, ...]] = {
 }
 """lm-eval's ``DEFAULT_METRIC_REGISTRY``: the metrics of a task without ``metric_list``."""
 
-_RESERVED = ("metric", "aggregation", "higher_is_better", "hf_evaluate", "reduction")
+_RESERVED = ("metric", "aggregation", "higher_is_better", "hf_evaluate", "reduction", "judge")
 
 
 def passthrough(items: Any) -> Any:
@@ -122,6 +123,7 @@ class MetricSpec:
     higher_is_better: bool | None = None
     keyword_call: bool = True  # fn(references=, predictions=, **kwargs), else fn([gold, result])
     reductions: tuple[Reduction, ...] = ()  # none: lm-eval 0.4.13's one value from the filtered answer
+    judge: JudgeSpec | None = None  # a judge metric: its value is the judge model's parsed answer
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -182,6 +184,8 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
             f"{where}: hf_evaluate metrics load from the Hugging Face hub, which evalflow does not "
             "use; register the metric with evalflow.scoring.register_metric or use !function"
         )
+    if is_judge_entry(entry):
+        return _judge_spec(task, entry, where)
     kwargs = {k: v for k, v in entry.items() if k not in _RESERVED}
     raw = entry["metric"]
     registered = None
@@ -207,6 +211,32 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
         reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction")
         if "reduction" in entry else (),
     )
+
+
+def _judge_spec(task: TaskConfig, entry: Mapping[str, Any], where: str) -> MetricSpec:
+    """A judge metric: no metric function (the judge stages compute its value), ``mean`` and
+    higher-is-better unless the entry says otherwise."""
+    name = entry["metric"]
+    if not isinstance(name, str) or not name:
+        raise TaskError(f"{where}: a judge metric's 'metric' is the name its value is reported under; got {name!r}")
+    if task.output_type != "generate_until" or task.process_results is not None:
+        raise TaskError(f"{where}: judge metric '{name}' grades generated text, so it needs output_type: generate_until "
+                        f"and no process_results (the task has output_type {task.output_type!r}"
+                        f"{' and process_results' if task.process_results is not None else ''})")
+    extra = [k for k in entry if k not in _RESERVED]
+    if extra:
+        raise TaskError(f"{where}: judge metric '{name}' takes no option '{extra[0]}'; its options go in the judge: block")
+    higher = entry.get("higher_is_better", True)
+    return MetricSpec(
+        name=name, fn=None, aggregation=_aggregation({"aggregation": "mean", **entry}, None, name, where),
+        higher_is_better=higher, keyword_call=False, judge=parse_judge(name, entry["judge"], where, task.source),
+        reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction") if "reduction" in entry else (),
+    )
+
+
+def judge_specs(task: TaskConfig) -> tuple[JudgeSpec, ...]:
+    """The task's judge metrics, in metric_list order."""
+    return tuple(s.judge for s in task_metric_specs(task) if s.judge is not None)
 
 
 def _hub_metric_unused(task: TaskConfig, metric: Any) -> bool:

@@ -193,6 +193,8 @@ def _generate(
         gold = type(result)(gold)
     out: dict[str, Any] = {}
     for spec in specs:
+        if spec.judge is not None:  # its value comes from the judge stages (evalflow.stages.judge_requests)
+            continue
         if many:
             if not isinstance(gold, list):
                 gold = [gold]

@@ -1,13 +1,18 @@
-"""Stage 7: one task's numbers: each metric aggregated over documents, with its standard error."""
+"""Stage 7: one task's numbers: each metric aggregated over documents, with its standard error;
+for judge metrics also how many judge answers did not parse (``helpful_unparsed,none``)."""
 
 from __future__ import annotations
 
 from evalflow.records import Scores, TaskResult
 from evalflow.scoring.task_aggregation import aggregate_task
+from evalflow.scoring.verdicts import unparsed_counts
 from evalflow.taskspec.spec import TaskConfig
 
 
 def aggregate(task: TaskConfig, scores: Scores, bootstrap_iters: int) -> TaskResult:
     values, higher_is_better = aggregate_task(task, scores.by_filter, bootstrap_iters=bootstrap_iters)
+    unparsed = unparsed_counts(scores)  # judge metrics: `<metric>_unparsed,<filter>`, never hidden
+    values.update(unparsed)
+    higher_is_better.update({key.split(",", 1)[0]: False for key in unparsed})  # fewer is better
     n = {name: len(rows) for name, rows in scores.by_filter.items()}
     return TaskResult(task=task.task, metrics=values, higher_is_better=higher_is_better, n_samples=n)

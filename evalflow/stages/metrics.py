@@ -5,6 +5,9 @@ first repeat's under ``take_first``). A metric with reductions is scored on ever
 answer (``Filtered.by_sample``), and each reduction turns those k values into one result
 (:mod:`evalflow.scoring.reductions`); the per-sample values are kept for the samples file.
 
+Judge metrics (``judge:`` in metric_list) take their value from the judge stages' answers, parsed
+here (:mod:`evalflow.scoring.verdicts`): each answer scored (every repeat's too) gets its verdict.
+
 Metrics that run model-written code (pass_at_k) run it through the sandbox backend the run names
 (``code_sandbox``); it is set here for the duration of the stage, since metrics see no settings.
 """
@@ -16,22 +19,31 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evalflow.errors import TaskError
-from evalflow.records import DocSet, Filtered, Scores
+from evalflow.records import DocSet, Filtered, JudgeRequests, JudgeResponses, Scores
 from evalflow.sandbox.current import using
-from evalflow.scoring.metrics import MetricSpec, task_metric_specs
+from evalflow.scoring.metrics import MetricSpec, judge_specs, task_metric_specs
 from evalflow.scoring.process import score_document
 from evalflow.scoring.reductions import RepeatSamples
+from evalflow.scoring.verdicts import Verdicts
 from evalflow.taskspec.prompt import is_multiple_input
 from evalflow.taskspec.spec import TaskConfig
 from evalflow.taskspec.templates import doc_to_choice, doc_to_target, doc_to_text
 
 
-def metrics(task: TaskConfig, docs: DocSet, filtered: Filtered, code_sandbox: str) -> Scores:
+def metrics(
+    task: TaskConfig,
+    docs: DocSet,
+    filtered: Filtered,
+    code_sandbox: str,
+    judge_requests: JudgeRequests | None = None,  # tasks with judge metrics only
+    judge_responses: JudgeResponses | None = None,
+) -> Scores:
+    verdicts = Verdicts.from_stages(judge_specs(task), judge_requests, judge_responses)
     with using(code_sandbox):
-        return _scores(task, docs, filtered)
+        return _scores(task, docs, filtered, verdicts)
 
 
-def _scores(task: TaskConfig, docs: DocSet, filtered: Filtered) -> Scores:
+def _scores(task: TaskConfig, docs: DocSet, filtered: Filtered, verdicts: Verdicts) -> Scores:
     doc_ids = tuple(sorted({doc_id for doc_id, _ in filtered.keys}))
     targets = tuple(doc_to_target(task, docs.docs[d]) for d in doc_ids)
     choices = tuple(doc_to_choice(task, docs.docs[d]) if task.doc_to_choice is not None else None for d in doc_ids)
@@ -43,23 +55,30 @@ def _scores(task: TaskConfig, docs: DocSet, filtered: Filtered) -> Scores:
     reduced = any(s.reductions for s in specs)
     by_filter: dict[str, tuple[dict[str, Any], ...]] = {}
     by_sample: dict[str, tuple[tuple[dict[str, Any], ...], ...]] = {}
+    judged: dict[str, tuple[dict[str, Any], ...]] = {}
     for name, values in filtered.by_filter.items():
         answers = _per_doc(filtered.keys, values)
         samples = _per_doc(filtered.keys, _sample_answers(task, filtered, name)) if reduced else {}
-        rows, sample_rows = [], []
+        rows, sample_rows, judged_rows = [], [], []
         for d, gold, choice in zip(doc_ids, golds, choices):
             def score(results: Sequence[Any], d: int = d, gold: Any = gold, choice: Any = choice) -> dict[str, Any]:
-                return score_document(task, docs.docs[d], list(results), target=gold, choices=choice,
-                                      multiple_target=multiple_target)
+                row = score_document(task, docs.docs[d], list(results), target=gold, choices=choice,
+                                     multiple_target=multiple_target)
+                return {**row, **verdicts.values(d, results)}
             row = score(answers[d])
             if reduced:
                 row, scored = reduce_document(specs, row, _by_repeat(samples[d]), score)
                 sample_rows.append(scored)
             rows.append(row)
+            if verdicts.specs:
+                graded = [answers[d][0], *(a[0] for a in _by_repeat(samples[d]))] if reduced else [answers[d][0]]
+                judged_rows.append(verdicts.details(d, graded))
         by_filter[name] = tuple(rows)
         if reduced:
             by_sample[name] = tuple(sample_rows)
-    return Scores(doc_ids=doc_ids, by_filter=by_filter, targets=targets, by_sample=by_sample)
+        if verdicts.specs:
+            judged[name] = tuple(judged_rows)
+    return Scores(doc_ids=doc_ids, by_filter=by_filter, targets=targets, by_sample=by_sample, judged=judged)
 
 
 def reduce_document(
@@ -77,8 +96,12 @@ def reduce_document(
     for spec in specs:
         if not spec.reductions:
             continue
-        values = tuple(_value(sample, spec.name) for sample in scored)
-        samples = RepeatSamples(answers=tuple(answers), values=values, score=_metric_of(score, spec.name))
+        # a judge metric's samples whose judge answer did not parse (on_unparsed: exclude) have no value
+        kept = [j for j, sample in enumerate(scored) if spec.judge is None or spec.name in sample]
+        if not kept:
+            continue  # no sample has a value: the document has none either
+        values = tuple(_value(scored[j], spec.name) for j in kept)
+        samples = RepeatSamples(answers=tuple(answers[j] for j in kept), values=values, score=_metric_of(score, spec.name))
         for reduction in spec.reductions:
             out[reduction.output_name(spec.name)] = reduction(samples)
     return out, scored

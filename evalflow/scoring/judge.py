@@ -1,0 +1,246 @@
+"""LLM-as-a-judge metrics: a ``metric_list`` entry whose value a judge model's answer gives.
+
+    metric_list:
+      - metric: helpful                 # any name; the ``judge:`` block makes it a judge metric
+        judge:
+          model: smollm2                # a preset (conf/model/) or a model config mapping
+          prompt: "Q: {{ doc.question }} A: {{ response }} Gold: {{ target }} Score 1-5:"  # or prompt_file
+          parser: {type: regex, pattern: "Score: (\\d+)"}   # regex | choice | number
+          gen_kwargs: {max_gen_toks: 16, until: ["\\n"]}
+          on_unparsed: exclude          # or a number: the score an unparseable judge answer gets
+        aggregation: mean
+        higher_is_better: true
+
+Everything here is checked when the task loads (:func:`parse_judge`), before any model call: the
+keys of the block, the template (it parses, and names only ``doc``, ``response``, ``target`` and
+``choices``), the parser and its options (a regex that compiles), the policy. The judge's model is
+resolved by :mod:`evalflow.judges` (the run's ``judge_model`` setting overrides it).
+
+Parsers are registered factories, ``factory(options, where) -> parse(text) -> float | None``: None
+means the judge's text did not parse. They are never silently 0: ``on_unparsed: exclude`` (the
+default) leaves the document out of the metric's aggregate, a number scores it explicitly, and
+either way the run reports how many judge answers did not parse (``<metric>_unparsed``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2 import meta
+
+from evalflow.errors import TaskError, closest
+from evalflow.scoring.registry import JUDGE_PARSERS, register_judge_parser
+
+Parse = Callable[[str], "float | None"]
+
+TEMPLATE_NAMES = ("doc", "response", "target", "choices")
+"""What a judge prompt may name: the document, the scored model's filtered answer, the gold."""
+
+_KEYS = ("model", "prompt", "prompt_file", "parser", "gen_kwargs", "on_unparsed")
+DEFAULT_GEN_KWARGS: Mapping[str, Any] = {"until": ["\n"], "max_gen_toks": 16, "do_sample": False, "temperature": 0.0}
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One judge metric, resolved from its ``judge:`` block (``prompt`` holds the template text,
+    read from ``prompt_file`` when given, so cache keys hash the rubric, never a path)."""
+
+    metric: str
+    model: Any  # None: the run's judge_model setting must name one
+    prompt: str
+    parser: Mapping[str, Any]
+    gen_kwargs: Mapping[str, Any]
+    on_unparsed: float | None  # None: exclude the document from the aggregate
+    parse: Parse = field(compare=False, repr=False, default=lambda text: None)
+
+    def request_part(self) -> dict[str, Any]:
+        """What judge requests are built from (the judge_requests stage's key): rubric and kwargs."""
+        return {"metric": self.metric, "prompt": self.prompt, "gen_kwargs": dict(self.gen_kwargs)}
+
+
+def is_judge_entry(entry: Any) -> bool:
+    return isinstance(entry, Mapping) and "judge" in entry
+
+
+def parse_judge(metric: str, block: Any, where: str, source: str = "") -> JudgeSpec:
+    """The judge of ``metric_list`` entry ``metric``, or one TaskError naming the key and the fix."""
+    where = f"{where} (judge metric '{metric}'): judge"
+    if not isinstance(block, Mapping):
+        raise TaskError(f"{where}: the judge block must be a mapping with model, prompt (or prompt_file) and parser; got {block!r}")
+    unknown = [k for k in block if k not in _KEYS]
+    if unknown:
+        raise TaskError(f"{where}: unknown key '{unknown[0]}'; {closest(str(unknown[0]), _KEYS)} The judge block takes {', '.join(_KEYS)}.")
+    prompt = _prompt(block, where, source)
+    parser = block.get("parser")
+    if not isinstance(parser, Mapping) or "type" not in parser:
+        raise TaskError(f"{where}.parser: give a mapping with a type ({', '.join(JUDGE_PARSERS.names())}), "
+                        "e.g. parser: {type: regex, pattern: \"Score: (\\\\d+)\"}")
+    factory = JUDGE_PARSERS.get(str(parser["type"]), where=f"{where}.parser.type")
+    options = {k: v for k, v in parser.items() if k != "type"}
+    parse = factory(options, f"{where}.parser")
+    gen_kwargs = block.get("gen_kwargs") or {}
+    if not isinstance(gen_kwargs, Mapping):
+        raise TaskError(f"{where}.gen_kwargs: give a mapping, e.g. gen_kwargs: {{max_gen_toks: 16, until: [\"\\n\"]}}; got {gen_kwargs!r}")
+    merged = {**DEFAULT_GEN_KWARGS, **gen_kwargs}
+    if isinstance(merged["until"], str):
+        merged["until"] = [merged["until"]]
+    return JudgeSpec(metric, block.get("model"), prompt, dict(parser), merged, _policy(block, where), parse)
+
+
+def _prompt(block: Mapping[str, Any], where: str, source: str) -> str:
+    if ("prompt" in block) == ("prompt_file" in block):
+        raise TaskError(f"{where}: give exactly one of prompt (a Jinja template) and prompt_file (a file next to the task YAML)")
+    if "prompt_file" in block:
+        path = Path(str(block["prompt_file"]))
+        if not path.is_absolute() and source:
+            path = Path(source).parent / path
+        if not path.is_file():
+            raise TaskError(f"{where}.prompt_file: {path} does not exist; give a path relative to the task YAML's folder")
+        text = path.read_text(encoding="utf-8")
+    else:
+        text = block["prompt"]
+    if not isinstance(text, str) or not text.strip():
+        raise TaskError(f"{where}.prompt: the judge prompt must be a non-empty Jinja template; got {text!r}")
+    check_template(text, where)
+    return text
+
+
+def check_template(text: str, where: str) -> None:
+    """The judge template parses and names only :data:`TEMPLATE_NAMES` (caught now, not after the
+    scored model answered every document)."""
+    from evalflow.taskspec.templates import ENV
+
+    try:
+        names = meta.find_undeclared_variables(ENV.parse(text))
+    except jinja2.TemplateSyntaxError as exc:
+        raise TaskError(f"{where}.prompt: the Jinja template does not parse ({exc.message}, line {exc.lineno}); fix it") from None
+    unknown = sorted(names - set(TEMPLATE_NAMES))
+    if unknown:
+        raise TaskError(
+            f"{where}.prompt: the template names {', '.join(unknown)}; a judge prompt sees {', '.join(TEMPLATE_NAMES)} "
+            f"(document fields as doc.FIELD, e.g. {{{{ doc.{unknown[0]} }}}})"
+        )
+
+
+def _policy(block: Mapping[str, Any], where: str) -> float | None:
+    value = block.get("on_unparsed", "exclude")
+    if value == "exclude":
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise TaskError(f"{where}.on_unparsed: {value!r} is not allowed; use exclude (leave the document out of the "
+                    "aggregate, the default) or a number (the score an unparseable judge answer gets)")
+
+
+def _options(options: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in options:
+        if key not in allowed:
+            raise TaskError(f"{where}: unknown option '{key}'; this parser takes {', '.join(allowed) or 'no options'}")
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+@register_judge_parser("regex")
+def regex_parser(options: Mapping[str, Any], where: str) -> Parse:
+    """The first match of ``pattern`` (its first group, else the whole match) read as a number,
+    or looked up in ``map`` when given (``map: {yes: 1, no: 0}``)."""
+    _options(options, ("pattern", "map", "ignore_case"), where)
+    pattern = options.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        raise TaskError(f"{where}.pattern: give the regular expression, e.g. pattern: \"Score: (\\\\d+)\"")
+    try:
+        compiled = re.compile(pattern, re.IGNORECASE if options.get("ignore_case") else 0)
+    except re.error as exc:
+        raise TaskError(f"{where}.pattern: {pattern!r} is not a valid regular expression ({exc}); fix it "
+                        "(in YAML, double quotes need \\\\d for \\d)") from None
+    mapping = _score_map(options.get("map"), f"{where}.map") if "map" in options else None
+
+    def parse(text: str) -> float | None:
+        found = compiled.search(text)
+        if found is None:
+            return None
+        value = found.group(1) if compiled.groups else found.group(0)
+        return mapping.get(value.strip()) if mapping is not None else _number(value)
+
+    return parse
+
+
+def _score_map(value: Any, where: str) -> dict[str, float]:
+    if not isinstance(value, Mapping) or not value or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+        raise TaskError(f"{where}: give a non-empty mapping of judge answers to scores, e.g. {{yes: 1, no: 0}}; got {value!r}")
+    return {str(k): float(v) for k, v in value.items()}
+
+
+@register_judge_parser("choice")
+def choice_parser(options: Mapping[str, Any], where: str) -> Parse:
+    """The score of the ``choices`` key the judge's answer starts with (after whitespace and
+    quotes; ``ignore_case`` by default): ``choices: {A: 1, B: 0}``."""
+    _options(options, ("choices", "ignore_case"), where)
+    choices = _score_map(options.get("choices"), f"{where}.choices")
+    fold = options.get("ignore_case", True)
+    by_length = sorted(choices, key=len, reverse=True)  # "yes!" before "y"
+
+    def parse(text: str) -> float | None:
+        head = text.strip().strip("\"'*`").strip()
+        for key in by_length:
+            a, b = (head.lower(), key.lower()) if fold else (head, key)
+            if a.startswith(b) and (len(a) == len(b) or not a[len(b)].isalnum()):
+                return choices[key]
+        return None
+
+    return parse
+
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+@register_judge_parser("number")
+def number_parser(options: Mapping[str, Any], where: str) -> Parse:
+    """The first number in the judge's answer, unparsed when outside ``[min, max]`` if given."""
+    _options(options, ("min", "max"), where)
+    low, high = options.get("min"), options.get("max")
+    for name, bound in (("min", low), ("max", high)):
+        if bound is not None and (not isinstance(bound, (int, float)) or isinstance(bound, bool)):
+            raise TaskError(f"{where}.{name}: give a number; got {bound!r}")
+
+    def parse(text: str) -> float | None:
+        found = _NUMBER.search(text)
+        value = float(found.group(0)) if found else None
+        if value is None or (low is not None and value < low) or (high is not None and value > high):
+            return None
+        return value
+
+    return parse
+
+
+def render_judge_prompt(template: str, doc: Mapping[str, Any], response: str, target: Any, choices: Any,
+                        *, where: str) -> str:
+    """The judge prompt for one answer (lm-eval's sandboxed Jinja environment, strict undefined)."""
+    from evalflow.errors import DataError
+    from evalflow.taskspec.templates import _compile
+
+    try:
+        return _compile(template).render(doc=doc, response=response, target=target, choices=choices)
+    except jinja2.UndefinedError as exc:
+        raise TaskError(f"{where}: the judge prompt uses {exc.message}; the document's fields are {sorted(doc)} "
+                        "(write doc.FIELD). Fix the prompt.") from None
+    except Exception as exc:  # noqa: BLE001 - any failure inside a user template is about the row
+        raise DataError(f"{where}: rendering the judge prompt failed with {type(exc).__name__}: {exc}") from None
+
+
+def judge_score(spec: JudgeSpec, text: str) -> tuple[float | None, bool]:
+    """(the score, whether the judge's text parsed): an unparsed text scores ``on_unparsed``
+    (None: no value, the document is left out of the aggregate)."""
+    value = spec.parse(text)
+    return (value, True) if value is not None else (spec.on_unparsed, False)

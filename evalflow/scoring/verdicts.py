@@ -1,0 +1,99 @@
+"""The judge's verdicts, as the metrics stage reads them: each graded answer's score.
+
+:class:`Verdicts` pairs the judge requests with the judge's answers and parses each once. The
+metrics stage then asks, for a document's answer (a pipeline's, or one sample's), the value of
+every judge metric: the parsed score, the ``on_unparsed`` score, or no value at all (``exclude``:
+the key is left out of the document's row, so the aggregate is over the parsed documents only, and
+a samples file shows no value rather than a made-up 0).
+
+    >>> from evalflow.scoring.judge import parse_judge
+    >>> spec = parse_judge("ok", {"prompt": "{{ response }}", "parser": {"type": "number"}}, "demo")
+    >>> v = Verdicts.of((spec,), ((("ok", 0, "4"), "Score: 5"), (("ok", 0, "5"), "no idea")))
+    >>> v.values(0, ["4"]), v.values(0, ["5"])
+    ({'ok': 5.0}, {})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalflow.records import JudgeRequests, JudgeResponses, Scores
+from evalflow.scoring.judge import JudgeSpec, judge_score
+
+Key = tuple[str, int, str]  # (metric, doc_id, response)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    judge_output: str
+    score: float | None  # None: no value (unparsed, on_unparsed: exclude)
+    parsed: bool
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    specs: tuple[JudgeSpec, ...] = ()
+    table: Mapping[Key, Verdict] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, specs: Sequence[JudgeSpec], answered: Iterable[tuple[Key, str]]) -> "Verdicts":
+        by_name = {s.metric: s for s in specs}
+        table = {}
+        for key, text in answered:
+            score, parsed = judge_score(by_name[key[0]], text)
+            table[key] = Verdict(text, score, parsed)
+        return cls(tuple(specs), table)
+
+    @classmethod
+    def from_stages(cls, specs: Sequence[JudgeSpec], requests: JudgeRequests | None,
+                    responses: JudgeResponses | None) -> "Verdicts":
+        if not specs or requests is None or responses is None:
+            return cls()
+        return cls.of(specs, (((i.metric, i.doc_id, i.response), text) for i, text in zip(requests.items, responses.values)))
+
+    def values(self, doc_id: int, results: Sequence[Any]) -> dict[str, float]:
+        """The judge metrics' values for one answer of document ``doc_id`` (``results``: one value
+        per instance, as score_document takes them)."""
+        if not self.specs or not results:
+            return {}
+        text = first_text(results[0])
+        out = {}
+        for spec in self.specs:
+            verdict = self.table[(spec.metric, doc_id, text)]
+            if verdict.score is not None:
+                out[spec.metric] = verdict.score
+        return out
+
+    def details(self, doc_id: int, answers: Iterable[Any]) -> dict[str, tuple[dict[str, Any], ...]]:
+        """Per judge metric, each distinct graded answer of the document with the judge's text and
+        score (the samples file's ``judge`` entry)."""
+        texts = list(dict.fromkeys(first_text(a) for a in answers))
+        out = {}
+        for spec in self.specs:
+            rows = []
+            for text in texts:
+                v = self.table[(spec.metric, doc_id, text)]
+                rows.append({"response": text, "judge_output": v.judge_output, "score": v.score, "parsed": v.parsed})
+            out[spec.metric] = tuple(rows)
+        return out
+
+
+def first_text(value: Any) -> str:
+    """The text graded for an answer: the answer itself, or the first of a list of answers (a
+    pipeline without take_first), as the judge_requests stage renders it."""
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return value if isinstance(value, str) else str(value)
+
+
+def unparsed_counts(scores: Scores) -> dict[str, int]:
+    """``{"<metric>_unparsed,<filter>": n}``: judge answers that did not parse, per metric and filter."""
+    out: dict[str, int] = {}
+    for name, docs in scores.judged.items():
+        for judged in docs:
+            for metric, rows in judged.items():
+                key = f"{metric}_unparsed,{name}"
+                out[key] = out.get(key, 0) + sum(1 for r in rows if not r["parsed"])
+    return out
