@@ -91,6 +91,10 @@ class Node:
     derive: Mapping[str, Callable[[TaskConfig], Any]] = field(default_factory=dict)
     identity: Mapping[str, Callable[[TaskConfig, Mapping[str, Any]], Any]] = field(default_factory=dict)
     unhashed: tuple[str, ...] = ()
+    # Objects the stage receives that are no input of its result, so no part of its key: the
+    # cache's content-addressed image table ("images"), which a stage writes pixels to and reads
+    # them from by the digests its keyed inputs already determine.
+    resources: tuple[str, ...] = ()
 
     def key_inputs(self, task: TaskConfig, settings: Mapping[str, Any], upstream_keys: Mapping[str, str]) -> dict[str, Any]:
         """Everything the key is a hash of, as plain data (also what `explain` diffs).

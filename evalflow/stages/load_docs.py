@@ -9,5 +9,5 @@ from evalflow.taskspec.data import load_docset
 from evalflow.taskspec.spec import TaskConfig
 
 
-def load_docs(task: TaskConfig, data_map: Mapping[str, Any] | None) -> DocSet:
-    return load_docset(task, data_map)
+def load_docs(task: TaskConfig, data_map: Mapping[str, Any] | None, images: Any = None) -> DocSet:
+    return load_docset(task, data_map, images)
