@@ -91,6 +91,7 @@ class ModelRegistry:
 MODELS = ModelRegistry({
     "dummy": "evalflow.models.dummy:DummyModel",
     "hf": "evalflow.models.hf.model:HFModel",
+    "hf_multimodal": "evalflow.models.hf.vlm:HFMultimodalModel",
     "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
     "openai_chat": "evalflow.models.api.chat:OpenAIChat",
 })
