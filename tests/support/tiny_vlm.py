@@ -18,6 +18,15 @@ from pathlib import Path
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 IMAGE_TOKEN = "<image>"
+# SmolLM2's chat template, with content given as parts (text, image) as VLM processors take it
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
+    "{% endif %}{{ '<|im_start|>' + message['role'] + '\n' }}{% if message['content'] is string %}"
+    "{{ message['content'] }}{% else %}{% for part in message['content'] %}{% if part['type'] == 'image' %}"
+    "{{ '<image>' }}{% else %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}{{ '<|im_end|>\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
 
 
 def smollm2_tokenizer() -> object:
@@ -72,7 +81,7 @@ def build_tiny_vlm(folder: Path, seed: int = 0) -> Path:
     model = LlavaForConditionalGeneration(config).eval()
     images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
     processor = LlavaProcessor(image_processor=images, tokenizer=tok, patch_size=8, vision_feature_select_strategy="default",
-                               num_additional_image_tokens=1, chat_template=tok.chat_template, image_token=IMAGE_TOKEN)
+                               num_additional_image_tokens=1, chat_template=CHAT_TEMPLATE, image_token=IMAGE_TOKEN)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
