@@ -40,7 +40,7 @@ def test_same_bodies_as_lm_eval_local_chat_completions(vqa_library: Path, tmp_pa
     with ChatRecorder(MODEL) as rec:
         peer = lm_eval.simple_evaluate(
             model="local-chat-completions", model_args=f"model={MODEL},base_url={rec.url}/chat/completions,num_concurrent=1",
-            tasks=["toy_vqa"], apply_chat_template=True, task_manager=TaskManager(include_path=str(vqa_library)),
+            tasks=["toy_vqa"], apply_chat_template=True, task_manager=TaskManager(include_path=str(vqa_library), include_defaults=False),
             bootstrap_iters=0)
     key = lambda b: b["messages"][-1]["content"][0]["image_url"]["url"]  # noqa: E731 - order: by image
     assert sorted(ours, key=key) == sorted(rec.bodies, key=key)
