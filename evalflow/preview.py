@@ -126,8 +126,9 @@ def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO
             label = f"prompt {i}" if len(prompts) > 1 else "prompt"
             out.write(f"[{label}]\n{prompt}\n[end of {label}]\n")
         instances = by_doc.get(ctx.doc_id, [])
-        if instances and _images(instances[0].request) is not None:
-            out.write(_images_line(_images(instances[0].request)))
+        refs = _images(instances[0].request) if instances else None
+        if refs is not None:
+            out.write(_images_line(refs))
         out.write(f"target: {target}\n")
         out.write(f"requests ({len(instances)}):\n")
         for inst in instances:

@@ -54,7 +54,8 @@ def is_image_value(value: Any) -> bool:
 
 def plain_image(value: Any, images: Any) -> ImageRef:
     """An image column's value as a reference, its pixels put in ``images``."""
-    return images.put(to_pil(value, where="a data column"))
+    ref: ImageRef = images.put(to_pil(value, where="a data column"))
+    return ref
 
 
 def doc_images(task: TaskConfig, doc: Mapping[str, Any], doc_id: int, images: Any) -> tuple[ImageRef, ...]:
@@ -104,7 +105,8 @@ def _as_ref(value: Any, task: TaskConfig, doc_id: int, images: Any) -> ImageRef:
     if isinstance(value, ImageRef):
         return value
     where = f"task '{task.task}' ({task.source}), doc_to_image, document {doc_id}"
-    return images.put(to_pil(value, where=where))
+    ref: ImageRef = images.put(to_pil(value, where=where))
+    return ref
 
 
 def to_pil(value: Any, *, where: str) -> Any:
