@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+import evalflow.cache.images  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
 from evalflow.records import Context, DocSet, Instance
 from evalflow.taskspec.images import doc_images, is_multimodal
 from evalflow.taskspec.requests import build_instances

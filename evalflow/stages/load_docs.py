@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import evalflow.cache.images  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
 from evalflow.records import DocSet
 from evalflow.taskspec.data import load_docset
 from evalflow.taskspec.spec import TaskConfig

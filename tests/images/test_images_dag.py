@@ -75,3 +75,16 @@ def test_a_text_only_model_is_refused_before_any_call(vrunner: Runner) -> None:
     assert "toy_vqa" in message and "toy_vqa.yaml" in message
     assert "hf_multimodal" in message and "openai_chat" in message
     assert CountingModel.calls_total == 0
+
+
+def test_image_log_likelihoods_are_refused_for_hf_multimodal_before_loading() -> None:
+    from evalflow.errors import ConfigError
+    from evalflow.models.hf.vlm import HFMultimodalModel
+    from evalflow.models.modality import refuse_unanswerable
+    from evalflow.taskspec.spec import TaskConfig
+
+    mc = TaskConfig(task="vqa_mc", output_type="multiple_choice", doc_to_image="image", source="vqa_mc.yaml")
+    with pytest.raises(ConfigError, match="vqa_mc.*loglikelihood requests with images"):
+        refuse_unanswerable([mc], HFMultimodalModel, "hf_multimodal")
+    text = TaskConfig(task="plain", output_type="multiple_choice")
+    refuse_unanswerable([text], CountingModel, "counting")  # text tasks are never refused
