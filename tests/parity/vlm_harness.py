@@ -65,7 +65,6 @@ def chartqa_rows(n: int, seed: int = 1) -> list[dict[str, Any]]:
 
 def mmmu_rows(n: int, seed: int = 2) -> list[dict[str, Any]]:
     """MMMU's schema: image_1..image_7 (unused ones None), options as a literal, a letter answer."""
-    rng = random.Random(seed)
     base = images.rows(3 * n, seed)
     out = []
     for i in range(n):
@@ -80,7 +79,6 @@ def mmmu_rows(n: int, seed: int = 2) -> list[dict[str, Any]]:
             row[f"image_{j + 1}"] = base[3 * i + j]["image"] if j < k else None
         if row["question_type"] == "open":
             row["answer"] = base[3 * i]["shape"]
-        rng.random()
         out.append(row)
     return out
 
