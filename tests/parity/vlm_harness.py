@@ -8,6 +8,13 @@ mmmu's documents carry one to three images, its ``doc_to_image`` is a ``!functio
 runs through ``../shared/parity/peer.sh --model hf-multimodal``; evalflow in-process. Compared per
 document: the prompt, the image count, the raw and filtered generations and every metric; and
 each task's aggregates.
+
+Known difference: lm-eval's mmmu scoring (``parse_multi_choice_response``) answers with
+``random.choice`` of the options when a response names none, from Python's *global* RNG (seeded
+42 when its utils module is imported, then drawn by whatever else the process runs). Its metric
+for such a document depends on that process's history, which evalflow does not reproduce: with
+random weights every multiple-choice response names no option, so those documents' ``acc`` agree
+only by chance.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ class Verdict:
     same_generations: int
     same_metrics: int
     aggregates: dict[str, tuple[Any, Any]]
+    metric_diffs: tuple[int, ...] = ()  # documents whose metrics differ
 
     @property
     def ok(self) -> bool:
@@ -45,7 +53,8 @@ class Verdict:
     def line(self) -> str:
         aggs = ", ".join(f"{k} {a} vs {b}" for k, (a, b) in sorted(self.aggregates.items()))
         return (f"{'PASS' if self.ok else 'FAIL'} {self.task}: {self.docs} docs, prompts {self.same_prompts}/{self.docs}, "
-                f"generations {self.same_generations}/{self.docs}, metrics {self.same_metrics}/{self.docs}; {aggs}")
+                f"generations {self.same_generations}/{self.docs}, metrics {self.same_metrics}/{self.docs}"
+                + (f" (differ: documents {list(self.metric_diffs)})" if self.metric_diffs else "") + f"; {aggs}")
 
 
 def lm_eval_tasks_dir() -> Path:
@@ -131,6 +140,7 @@ def compare(task: str, ours: Path, theirs: Path) -> Verdict:
     (peer_file,) = glob.glob(str(theirs / "*" / f"samples_{task}_*.jsonl"))
     peer = {r["doc_id"]: r for r in map(json.loads, Path(peer_file).read_text().splitlines())}
     prompts = gens = metrics = 0
+    diffs = []
     for doc_id, a in mine.items():
         b = peer.get(doc_id)
         if b is None:
@@ -138,9 +148,12 @@ def compare(task: str, ours: Path, theirs: Path) -> Verdict:
         ga, gb = a["arguments"]["gen_args_0"], b["arguments"]["gen_args_0"]
         prompts += ga["arg_0"] == gb["arg_0"] and len(ga["arg_2"]["visual"]) == len(gb["arg_2"]["visual"])
         gens += a["resps"] == b["resps"] and a["filtered_resps"] == b["filtered_resps"]
-        metrics += all(a[m] == b[m] for m in a["metrics"])
+        same = all(a[m] == b[m] for m in a["metrics"])
+        metrics += same
+        if not same:
+            diffs.append(doc_id)
     (results_file,) = glob.glob(str(theirs / "*" / "results_*.json"))
     theirs_res = json.loads(Path(results_file).read_text())["results"][task]
     ours_res = json.loads((ours / "results.json").read_text())["results"][task]
     aggs = {k: (ours_res.get(k), v) for k, v in theirs_res.items() if "," in k and "stderr" not in k}
-    return Verdict(task, len(mine), prompts, gens, metrics, aggs)
+    return Verdict(task, len(mine), prompts, gens, metrics, aggs, tuple(diffs))
