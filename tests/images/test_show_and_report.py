@@ -42,3 +42,20 @@ def test_report_embeds_each_documents_thumbnails(vqa_library: Path, tmp_path: Pa
     thumb = Image.open(io.BytesIO(base64.b64decode(first["src"].split(",", 1)[1])))
     assert thumb.size == (32, 32)  # never enlarged (at most 96 px)
     assert len({i[0]["src"] for i in images}) == 6
+
+
+def test_thumbnails_render_in_a_real_browser(vqa_library: Path, tmp_path: Path) -> None:
+    import re
+
+    from evalflow.insight.report import main
+    from tests.insight.test_report import browse
+
+    VisionCountingModel.reset()
+    _, _, folder = Runner(vqa_library, tmp_path / "cache", tmp_path / "out")("toy_vqa", model=VISION)
+    out = tmp_path / "report.html"
+    assert main([str(folder), f"out={out}"]) == 0
+    loaded = browse(out, "--dump-dom", fragment="docs-toy_vqa")  # opens the task's documents
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert [line for line in loaded.stderr.splitlines() if ":CONSOLE" in line] == []
+    assert len(re.findall(r'<img src="data:image/png;base64,', loaded.stdout)) == 6
+    assert len(re.findall(r"<figcaption>32x32 RGB xxh3:", loaded.stdout)) == 6
