@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from evalflow.cache.fingerprint import fingerprint
+from evalflow.cache.images import ImageStore
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
 from evalflow.dag.inference import CachedModel, InferenceCounts
@@ -26,6 +27,7 @@ from evalflow.judges import JudgeEdges, check_judges
 from evalflow.load_checks import check_selection
 from evalflow.user_modules import import_user_modules
 from evalflow.models.base import feature
+from evalflow.models.modality import refuse_unanswerable
 from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_info import object_model
@@ -55,6 +57,8 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     if model is None:  # import the model's class first: a model.type module may register metrics too
         model_class(str(settings.model["type"]))
     selection = select_tasks(settings)
+    refuse_unanswerable(selection.tasks, model if model is not None else model_class(str(settings.model["type"])),
+                        type(model).__name__ if model is not None else str(settings.model["type"]))
     store = CacheStore(settings.cache_dir)
     try:
         edge = model_edge(settings, store, model)
@@ -242,6 +246,7 @@ def evaluate_tasks(
     judges = judges if judges is not None else judge_edges(settings, store)
     outputs: dict[str, dict[str, Any]] = {}
     events: list[StageEvent] = []
+    edge.images = edge.images or ImageStore(store)  # one table: documents write it, the edge reads it
     for task in selection.tasks:
         stage_settings = task_settings(task, settings, edge.identity)
         stage_settings["judges"], judge_resource = judges.for_task(task)
@@ -249,7 +254,7 @@ def evaluate_tasks(
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
         before, judged = dataclasses.replace(edge.counts), dataclasses.replace(judges.counts)
-        task_outputs, task_events = execute(task, stage_settings, store, {"model": edge, "judges": judge_resource})
+        task_outputs, task_events = execute(task, stage_settings, store, {"model": edge, "judges": judge_resource, "images": edge.images})
         for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
             log.warning(warning)
         outputs[task.task] = task_outputs

@@ -10,7 +10,9 @@ its own text), its target, and every request the model would receive. The settin
 ``load_docs → fewshot → instances`` with the run's cache: what ``show`` prints is what a run with
 those settings sends, and a later run reuses what ``show`` computed. Without ``limit`` or
 ``samples``, ``limit`` is ``n`` (the first ``n`` documents' prompts do not depend on later ones).
-``model`` defaults to ``dummy`` here; it matters only with ``apply_chat_template``.
+``model`` defaults to ``dummy`` here; it matters only with ``apply_chat_template``. An image task's
+prompt keeps its ``<image>`` placeholders, followed by one line naming each image's size, mode and
+pixel hash (the key its requests are cached under).
 """
 
 from __future__ import annotations
@@ -128,8 +130,11 @@ def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO
         for i, prompt in enumerate(prompts):
             label = f"prompt {i}" if len(prompts) > 1 else "prompt"
             out.write(f"[{label}]\n{prompt}\n[end of {label}]\n")
-        out.write(f"target: {target}\n")
         instances = by_doc.get(ctx.doc_id, [])
+        refs = _images(instances[0].request) if instances else None
+        if refs is not None:
+            out.write(_images_line(refs))
+        out.write(f"target: {target}\n")
         out.write(f"requests ({len(instances)}):\n")
         for inst in instances:
             out.write(f"  {inst.idx}: {_request(inst.request)}\n")
@@ -158,3 +163,15 @@ def _request(request: Any) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in sorted(dict(request.args[1]).items()))
         return f"generate_until ({options})" + (f", repeat {request.repeat}" if request.repeat else "")
     return "loglikelihood_rolling of the whole text"
+
+
+def _images(request: Any) -> list[Any] | None:
+    """A multimodal request's image references (lm-eval's ``{"visual": [...]}`` last argument)."""
+    last = request.args[-1] if request.args else None
+    return list(last["visual"]) if len(request.args) > 2 and isinstance(last, dict) and "visual" in last else None
+
+
+def _images_line(refs: list[Any]) -> str:
+    """Each image the prompt's ``<image>`` placeholders stand for, by size, mode and pixel hash."""
+    shown = "; ".join(f"[{i + 1}] {r.width}x{r.height} {r.mode} xxh3:{r.digest}" for i, r in enumerate(refs))
+    return f"images ({len(refs)}, in <image> order): {shown or 'none'}\n"

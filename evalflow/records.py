@@ -74,6 +74,29 @@ class Instance:
     request: Request
 
 
+@dataclass(frozen=True)
+class ImageRef:
+    """One image, by the hash of its pixels: what documents and requests hold instead of the image.
+
+    The PNG bytes live once in the cache under ``image:<digest>`` (:mod:`evalflow.cache.images`),
+    however many documents or requests show the image; a request's key hashes ``digest``, so an
+    edited image changes exactly the keys of the requests that show it. ``digest`` is the xxhash
+    of the mode, size and raw pixel bytes, so a re-encoded but identical image keeps its key.
+    """
+
+    digest: str
+    width: int
+    height: int
+    mode: str
+
+    def __str__(self) -> str:
+        return f"<image {self.width}x{self.height} {self.mode} {self.digest[:12]}>"
+
+    def as_json(self) -> dict[str, Any]:
+        """How samples files show the image: ``__image__`` marks it (the report's thumbnails read it)."""
+        return {"__image__": self.digest, "width": self.width, "height": self.height, "mode": self.mode}
+
+
 Response = Any
 """A model's raw answer: ``(logprob, is_greedy)``, a float (rolling) or a str (generation)."""
 
@@ -152,6 +175,7 @@ RECORD_TYPES: tuple[type, ...] = (
     Context,
     Request,
     Instance,
+    ImageRef,
     Responses,
     Filtered,
     JudgeItem,

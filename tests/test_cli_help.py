@@ -20,5 +20,5 @@ def test_help_names_evalflow_and_every_subcommand() -> None:
     for name, sub in SUBCOMMANDS.items():
         assert sub.summary.strip(), f"subcommand {name} has no one-line summary"
         assert f"python -m evalflow {name} {sub.summary}" in done.stdout
-    assert "a model preset in conf/model/: dummy, hf, llama3" in done.stdout  # listed from conf/model/
+    assert "a model preset in conf/model/: dummy, hf, hf_multimodal, llama3" in done.stdout  # listed from conf/model/
     assert "conf/data_maps/ (shared)" in done.stdout

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from evalflow.cache.fingerprint import fingerprint
+from evalflow.cache.images import ImageStore, visual_refs, with_pixels
 from evalflow.cache.store import MISSING, CacheStore, Holder
 from evalflow.errors import ModelError
 from evalflow.models.base import feature
@@ -103,6 +104,7 @@ class CachedModel:
     holder: Holder = field(default_factory=Holder)
     identity_data: Any = None  # the plain data ``identity`` hashes (recorded in the manifest)
     dispatch: Dispatch | None = None  # None: the model in this process (LocalDispatch)
+    images: Any = None  # the ImageStore misses' image references are read from (None: this store's)
     _model: Any = None
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
@@ -157,7 +159,7 @@ class CachedModel:
 
     def _compute_alone(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
         done, by_key = 0, dict(ordered)
-        for finished in self.dispatcher.map(rtype, plan_chunks(ordered, self.chunk_size)):
+        for finished in self.dispatcher.map(rtype, map(self._with_pixels, plan_chunks(ordered, self.chunk_size))):
             answers.update(self._accept(rtype, finished, by_key))
             done += len(finished.keys)
             if self.on_chunk:
@@ -190,7 +192,7 @@ class CachedModel:
                         progress = progress or bool(claim.found or claim.claimed)
                         if claim.claimed:
                             outstanding.update(claim.claimed)
-                            yield [(k, by_key[k]) for k in claim.claimed]
+                            yield self._with_pixels([(k, by_key[k]) for k in claim.claimed])
 
                 try:
                     for finished in self.dispatcher.map(rtype, leased(pending)):
@@ -212,6 +214,15 @@ class CachedModel:
                 else:
                     wait = self.poll_seconds
         return mine
+
+    def _with_pixels(self, chunk: list[tuple[str, Request]]) -> list[tuple[str, Request]]:
+        """The chunk as the model receives it: image references replaced by the images (read from
+        the cache's image table), so a model sees PIL images as under lm-eval."""
+        if not any(visual_refs(r) for _, r in chunk):
+            return chunk
+        if self.images is None:
+            self.images = ImageStore(self.store)
+        return [(k, with_pixels(r, self.images)) for k, r in chunk]
 
     def _accept(self, rtype: str, finished: Done, requests: Mapping[str, Request]) -> dict[str, Any]:
         """A returned chunk's answers, every one's shape checked, counted, and only then persisted

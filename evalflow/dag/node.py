@@ -94,6 +94,10 @@ class Node:
     # None: every task runs the stage; else the tasks it applies to (the judge stages: tasks with a
     # judge metric). A stage that does not apply is not planned, and is in no downstream key.
     applies: Callable[[TaskConfig], bool] | None = None
+    # Objects the stage receives that are no input of its result, so no part of its key: the
+    # cache's content-addressed image table ("images"), which a stage writes pixels to and reads
+    # them from by the digests its keyed inputs already determine.
+    resources: tuple[str, ...] = ()
 
     def key_inputs(self, task: TaskConfig, settings: Mapping[str, Any], upstream_keys: Mapping[str, str]) -> dict[str, Any]:
         """Everything the key is a hash of, as plain data (also what `explain` diffs).

@@ -87,6 +87,7 @@ PIPELINE: tuple[Node, ...] = (
         run_settings=("data_map",),
         identity={"data": _data_identity, "dataset_options": _dataset_options},
         unhashed=("dataset_path", "dataset_kwargs", "custom_dataset", "data_map"),
+        resources=("images",),  # image columns' pixels, stored by digest; the data's bytes key them
     ),
     Node(
         "fewshot",
@@ -101,10 +102,12 @@ PIPELINE: tuple[Node, ...] = (
         "instances",
         "evalflow.stages.instances:instances",
         "instances",
-        task_fields=_RENDERING + ("generation_kwargs", "repeats", "fewshot_delimiter", "gen_prefix"),
+        task_fields=_RENDERING + ("generation_kwargs", "repeats", "fewshot_delimiter", "gen_prefix",
+                                  "doc_to_image", "doc_to_audio"),
         derive={"metric_list": _mutual_info_only},
         run_settings=("gen_kwargs", "seed", "apply_chat_template"),
         upstream=("load_docs", "fewshot"),
+        resources=("images",),  # doc_to_image's results, stored by digest (requests carry the digests)
     ),
     Node(
         "inference",

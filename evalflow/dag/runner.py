@@ -88,6 +88,10 @@ def execute(
     """
     outputs: dict[str, Any] = {}
     events: list[StageEvent] = []
+    if "images" not in resources:  # a view of this same store: images live beside the stages' results
+        from evalflow.cache.images import ImageStore
+
+        resources = {**resources, "images": ImageStore(store)}
     for step in plan(task, settings, pipeline):
         t0 = time.perf_counter()
         value = store.get(step.key) if step.key is not None else MISSING
@@ -138,6 +142,8 @@ def _call(
             available[by_name[up].output] = outputs[up]
     for s in node.run_settings:
         available[s] = resources.get(s, settings[s])
+    for r in node.resources:
+        available[r] = resources[r]
     signature = inspect.signature(fn).parameters
     missing = [p for p in params if p not in available and signature[p].default is inspect.Parameter.empty]
     if missing:

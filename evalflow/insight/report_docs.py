@@ -1,5 +1,5 @@
 """The report's per-document view: per task, each document's prompt, target, and per run its
-answers, filtered answer and scores, embedded as one gzip-compressed, base64-encoded JSON blob per
+answers, filtered answer and scores (and an image task's thumbnails), embedded as one gzip-compressed, base64-encoded JSON blob per
 task that the page decodes only when the task is opened.
 
 Rendering every document into the page made a 20-documents-per-subject mmlu pair 4.5 MB of HTML
@@ -20,6 +20,7 @@ import gzip
 import json
 from typing import Any, Sequence
 
+from evalflow.insight.report_images import Thumbnails
 from evalflow.insight.runs import Run
 
 
@@ -27,19 +28,29 @@ def document_view(runs: Sequence[Run], labels: Sequence[str], max_docs: int | No
     """Per task (in any run with samples for it): the documents every such run scored, the first
     ``max_docs`` of them when given."""
     views = []
-    for task in _tasks(runs):
-        having = [i for i, r in enumerate(runs) if task in r.samples_files]
-        per_run = [_by_doc(runs[i], task) for i in having]
-        all_ids = set.union(*(set(p) for p in per_run))
-        doc_ids = sorted(set.intersection(*(set(p) for p in per_run)))
-        shown = doc_ids if max_docs is None else doc_ids[:max_docs]
-        docs = [_doc(doc_id, [p[doc_id] for p in per_run], [labels[i] for i in having]) for doc_id in shown]
-        views.append({
-            "task": task, "runs": having, "columns": [labels[i] for i in having], "docs": docs,
-            "filter": runs[having[0]].filters(task)[0], "left_out": len(doc_ids) - len(shown),
-            "unpaired": len(all_ids) - len(doc_ids), "disagree": sum(d["disagree"] for d in docs),
-        })
+    thumbs = Thumbnails()
+    try:
+        for task in _tasks(runs):
+            views.append(_task_view(runs, labels, task, max_docs, thumbs))
+    finally:
+        thumbs.close()
     return views
+
+
+def _task_view(runs: Sequence[Run], labels: Sequence[str], task: str, max_docs: int | None, thumbs: Thumbnails) -> dict[str, Any]:
+    having = [i for i, r in enumerate(runs) if task in r.samples_files]
+    per_run = [_by_doc(runs[i], task) for i in having]
+    all_ids = set.union(*(set(p) for p in per_run))
+    doc_ids = sorted(set.intersection(*(set(p) for p in per_run)))
+    shown = doc_ids if max_docs is None else doc_ids[:max_docs]
+    first = runs[having[0]].manifest
+    docs = [_doc(doc_id, [p[doc_id] for p in per_run], [labels[i] for i in having], thumbs.of_row(first, per_run[0][doc_id]))
+            for doc_id in shown]
+    return {
+        "task": task, "runs": having, "columns": [labels[i] for i in having], "docs": docs,
+        "filter": runs[having[0]].filters(task)[0], "left_out": len(doc_ids) - len(shown),
+        "unpaired": len(all_ids) - len(doc_ids), "disagree": sum(d["disagree"] for d in docs),
+    }
 
 
 def _tasks(runs: Sequence[Run]) -> list[str]:
@@ -53,11 +64,12 @@ def _by_doc(run: Run, task: str) -> dict[int, dict[str, Any]]:
     return {int(r["doc_id"]): r for r in run.rows(task) if str(r.get("filter", "none")) == first}
 
 
-def _doc(doc_id: int, rows: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[str, Any]:
+def _doc(doc_id: int, rows: Sequence[dict[str, Any]], labels: Sequence[str], images: list[dict[str, str]]) -> dict[str, Any]:
     scores = [{m: r.get(m) for m in r.get("metrics", [])} for r in rows]
     args = list(rows[0].get("arguments", {}).values())
     return {
         "doc_id": doc_id, "prompt": str(args[0].get("arg_0", "")) if args else "",
+        **({"images": images} if images else {}),  # thumbnails of an image task (report_images)
         "target": str(rows[0].get("target", "")),
         "runs": [{"label": lb, "resps": _short(r.get("resps")), "filtered": _short(r.get("filtered_resps")),
                   "scores": ", ".join(f"{k}={_fmt(v)}" for k, v in s.items())}

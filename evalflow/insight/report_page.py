@@ -29,6 +29,7 @@ table.results th { background: #1f4e79; color: #fff; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.name { white-space: pre; }
 pre { white-space: pre-wrap; margin: 0; max-width: 60em; max-height: 12em; overflow: auto; }
+figure { display: inline-block; margin: 4px 6px 0 0; } figcaption { font-size: 75%; color: #555; }
 tr.disagree { background: #fff4e0; }
 table.results { table-layout: fixed; }
 table.results col.name { width: 22em; } table.results col.value { width: 10em; }
@@ -113,6 +114,16 @@ function addCell(row, text, pre) {
   block.textContent = text;
   td.append(block);
 }
+function addImages(td, images) {  // an image task's thumbnails under its prompt (data: URLs, no markup)
+  for (const im of images) {
+    const fig = document.createElement("figure");
+    if (im.src) { const img = document.createElement("img"); img.src = im.src; img.alt = im.label; fig.append(img); }
+    const cap = document.createElement("figcaption");
+    cap.textContent = im.label;
+    fig.append(cap);
+    td.append(fig);
+  }
+}
 async function showDocs(details) {
   if (details.dataset.shown) return;
   details.dataset.shown = "1";
@@ -129,7 +140,7 @@ async function showDocs(details) {
     const row = table.insertRow();
     row.className = doc.disagree ? "disagree" : "agree";
     row.dataset.doc = doc.doc_id;
-    addCell(row, doc.doc_id); addCell(row, doc.prompt, true); addCell(row, doc.target);
+    addCell(row, doc.doc_id); addCell(row, doc.prompt, true); addImages(row.cells[1], doc.images || []); addCell(row, doc.target);
     for (const r of doc.runs) { addCell(row, r.resps, true); addCell(row, r.filtered); addCell(row, r.scores); }
   }
   details.querySelector(".doc-table").replaceChildren(table);

@@ -65,6 +65,9 @@ class LanguageModel(abc.ABC):
     # define the class and its bases: their source is part of the model's identity, so a fix to
     # it never serves answers cached before it.
     CODE: ClassVar[tuple[str, ...]] = ()
+    # The request types this model answers with images (a task with doc_to_image); empty: a
+    # text-only model, which evalflow refuses such tasks for before any call, as lm-eval does.
+    MULTIMODAL: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]: ...
@@ -99,7 +102,7 @@ class LanguageModel(abc.ABC):
             on_answer(i, answer)
 
 
-FEATURES = ("RUN_SETTINGS", "CHAT_MESSAGES", "ANSWERS_EACH", "CODE", "identity", "chat_template_source",
+FEATURES = ("RUN_SETTINGS", "CHAT_MESSAGES", "ANSWERS_EACH", "CODE", "MULTIMODAL", "identity", "chat_template_source",
             "describe", "answer_each")
 
 

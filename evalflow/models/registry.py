@@ -44,6 +44,7 @@ MODELS: Registry[type] = Registry(
     builtin={
         "dummy": "evalflow.models.dummy:DummyModel",
         "hf": "evalflow.models.hf.model:HFModel",
+        "hf_multimodal": "evalflow.models.hf.vlm:HFMultimodalModel",
         "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
         "openai_chat": "evalflow.models.api.chat:OpenAIChat",
     },

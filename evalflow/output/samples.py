@@ -21,6 +21,7 @@ import json
 from collections import defaultdict
 from typing import Any, Iterator, Mapping
 
+from evalflow.records import ImageRef
 from evalflow.taskspec.spec import TaskConfig
 
 
@@ -44,7 +45,7 @@ def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[s
             target = _jsonable(target)
             yield {
                 "doc_id": doc_id,
-                "doc": docs[doc_id],
+                "doc": _jsonable(docs[doc_id]),
                 "target": target,
                 "arguments": {
                     f"gen_args_{i}": {f"arg_{j}": _jsonable(a) for j, a in enumerate(inst.request.args)}
@@ -91,6 +92,8 @@ def _sha256(text: str) -> str:
 
 
 def _jsonable(value: Any) -> Any:
+    if isinstance(value, ImageRef):
+        return value.as_json()
     if isinstance(value, tuple):
         return [_jsonable(v) for v in value]
     if isinstance(value, list):

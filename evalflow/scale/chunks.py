@@ -22,10 +22,15 @@ K = TypeVar("K")
 
 
 def family(request: Request) -> Any:
-    """What a request shares its prefix with: its context (a rolling request stands alone)."""
+    """What a request shares its prefix with: its context and its images, if any (one prompt
+    shown with different images is different input); a rolling request stands alone."""
     if request.type == "loglikelihood_rolling" or not request.args:
         return None
-    return request.args[0] if isinstance(request.args[0], str) else repr(request.args[0])
+    context = request.args[0] if isinstance(request.args[0], str) else repr(request.args[0])
+    last = request.args[-1]
+    if len(request.args) > 2 and isinstance(last, dict) and "visual" in last:
+        return (context, tuple(getattr(v, "digest", repr(v)) for v in last["visual"]))
+    return context
 
 
 def plan_chunks(ordered: Sequence[tuple[K, Request]], chunk_size: int) -> list[list[tuple[K, Request]]]:

@@ -2,6 +2,7 @@
 
 With a chat template, lm-eval drops the target delimiter before multiple-choice continuations
 (the assistant turn starts the answer) unless a ``gen_prefix`` without trailing space needs it.
+A multimodal task's requests end with ``{"visual": [ImageRef, ...]}``, lm-eval's layout.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+import evalflow.cache.images  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
 from evalflow.records import Context, DocSet, Instance
+from evalflow.taskspec.images import doc_images, is_multimodal
 from evalflow.taskspec.requests import build_instances
 from evalflow.taskspec.spec import TaskConfig
 
@@ -21,11 +24,15 @@ def instances(
     gen_kwargs: Mapping[str, Any] | None,
     seed: int,
     apply_chat_template: bool,
+    images: Any = None,
 ) -> tuple[Instance, ...]:
     if apply_chat_template and task.output_type == "multiple_choice":
         keep = bool(task.gen_prefix) and not task.gen_prefix[-1].isspace()
         task = dataclasses.replace(task, target_delimiter=task.target_delimiter if keep else "")
     out: list[Instance] = []
+    multimodal = is_multimodal(task)
     for ctx in contexts:
-        out.extend(build_instances(task, ctx.doc_id, docs.docs[ctx.doc_id], ctx, gen_kwargs=gen_kwargs, seed=seed))
+        doc = docs.docs[ctx.doc_id]
+        visual = doc_images(task, doc, ctx.doc_id, images) if multimodal else None
+        out.extend(build_instances(task, ctx.doc_id, doc, ctx, gen_kwargs=gen_kwargs, seed=seed, visual=visual))
     return tuple(out)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import evalflow.cache.images  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
 from evalflow.records import DocSet
 from evalflow.taskspec.data import load_docset
 from evalflow.taskspec.spec import TaskConfig
 
 
-def load_docs(task: TaskConfig, data_map: Mapping[str, Any] | None) -> DocSet:
-    return load_docset(task, data_map)
+def load_docs(task: TaskConfig, data_map: Mapping[str, Any] | None, images: Any = None) -> DocSet:
+    return load_docset(task, data_map, images)

@@ -38,6 +38,7 @@ from typing import Any, Mapping, Sequence
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
 from evalflow.errors import DataError, TaskError
 from evalflow.records import DocSet
+from evalflow.taskspec.images import is_image_value, plain_image
 from evalflow.taskspec.samplers import fewshot_options, fewshot_source
 from evalflow.taskspec.spec import TaskConfig
 from evalflow.taskspec.templates import call_function, call_task_function
@@ -173,8 +174,12 @@ def data_fingerprint(task: TaskConfig, data_map: DataMapLike = None) -> str:
     return _hub_fingerprint(_load(task, source))
 
 
-def load_docset(task: TaskConfig, data_map: DataMapLike = None) -> DocSet:
-    """The evaluated documents and the few-shot pool of ``task``, processed and as plain dicts."""
+def load_docset(task: TaskConfig, data_map: DataMapLike = None, images: Any = None) -> DocSet:
+    """The evaluated documents and the few-shot pool of ``task``, processed and as plain dicts.
+
+    ``images`` (an :class:`~evalflow.cache.images.ImageStore`) receives every image column's
+    pixels, the rows holding :class:`~evalflow.records.ImageRef` instead; without it an image in
+    the data is refused."""
     if task.custom_dataset is not None:  # lm-eval: a custom_dataset function wins over dataset_path
         dataset: Any = _custom_splits(task)
         source = DataSource("<custom_dataset>", None, {}, {})
@@ -184,14 +189,14 @@ def load_docset(task: TaskConfig, data_map: DataMapLike = None) -> DocSet:
         dataset = _load(task, source)
         fp = _local_fingerprint(source) if source.is_local else _hub_fingerprint(dataset)
     eval_split = task.eval_split
-    docs = _split_docs(task, dataset, eval_split, task.process_docs, source)
-    fs_split, fs_docs = _fewshot_docs(task, dataset, source, eval_split, docs)
+    docs = _split_docs(task, dataset, eval_split, task.process_docs, source, images)
+    fs_split, fs_docs = _fewshot_docs(task, dataset, source, eval_split, docs, images)
     return DocSet(eval_split, docs, fs_split, fs_docs, fp)
 
 
 def _fewshot_docs(
     task: TaskConfig, dataset: Any, source: DataSource, eval_split: str,
-    eval_docs: tuple[dict[str, Any], ...],
+    eval_docs: tuple[dict[str, Any], ...], images: Any = None,
 ) -> tuple[str | None, tuple[dict[str, Any], ...] | None]:
     """lm-eval's few-shot pool. A split the fallback chain names but the data lacks is skipped
     (lm-eval would fail), so a task evaluated on data without a train split still runs, drawing
@@ -203,21 +208,21 @@ def _fewshot_docs(
     kind, value = where
     if kind == "samples":
         rows = call_function(value)() if not isinstance(value, (list, tuple)) else value
-        return None, tuple(_plain_row(r, task, "fewshot_config.samples", i) for i, r in enumerate(rows))
+        return None, tuple(_plain_row(r, task, "fewshot_config.samples", i, images) for i, r in enumerate(rows))
     if opts.split is not None:
         if opts.split == eval_split and opts.process_docs == task.process_docs:
             return value, eval_docs
-        return value, _split_docs(task, dataset, value, opts.process_docs, source)
+        return value, _split_docs(task, dataset, value, opts.process_docs, source, images)
     for split in (task.training_split, task.validation_split, task.test_split):
         if split is not None and split in dataset:
             if split == eval_split:
                 return split, eval_docs
-            return split, _split_docs(task, dataset, split, task.process_docs, source)
+            return split, _split_docs(task, dataset, split, task.process_docs, source, images)
     return None, None
 
 
 def _split_docs(
-    task: TaskConfig, dataset: Any, split: str, process: Any, source: DataSource
+    task: TaskConfig, dataset: Any, split: str, process: Any, source: DataSource, images: Any = None
 ) -> tuple[dict[str, Any], ...]:
     if split not in dataset:
         raise DataError(
@@ -228,7 +233,7 @@ def _split_docs(
     rows = dataset[split]
     if process is not None:
         rows = call_task_function(process, rows, task=task, what=f"process_docs (split '{split}')")
-    return tuple(_plain_row(r, task, split, i) for i, r in enumerate(rows))
+    return tuple(_plain_row(r, task, split, i, images) for i, r in enumerate(rows))
 
 
 def _load(task: TaskConfig, source: DataSource) -> Any:
@@ -382,11 +387,14 @@ def _resolve_interpolations(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     return dict(resolved)  # type: ignore[arg-type]
 
 
-def _plain_row(row: Any, task: TaskConfig, split: str, index: int) -> dict[str, Any]:
-    """A row as JSON data, so documents hash canonically and cache as data, never as pickles."""
+def _plain_row(row: Any, task: TaskConfig, split: str, index: int, images: Any = None) -> dict[str, Any]:
+    """A row as JSON data, so documents hash canonically and cache as data, never as pickles;
+    an image (PIL, or datasets' undecoded ``{bytes, path}``) as a reference into ``images``."""
     def plain(v: Any, key: str) -> Any:
         if v is None or isinstance(v, (str, bool, int, float)):
             return v
+        if images is not None and is_image_value(v):
+            return plain_image(v, images)
         if isinstance(v, (list, tuple)):
             return [plain(x, key) for x in v]
         if isinstance(v, Mapping):
@@ -395,8 +403,8 @@ def _plain_row(row: Any, task: TaskConfig, split: str, index: int) -> dict[str, 
             return plain(v.tolist(), key)
         raise DataError(
             f"task '{task.task}', split '{split}', document {index}: field '{key}' holds a "
-            f"{type(v).__name__}, which evalflow cannot keep as JSON data (text tasks only); "
-            "convert it in process_docs."
+            f"{type(v).__name__}, which evalflow cannot keep as JSON data (images are kept as references "
+            "into the cache; other objects must be converted in process_docs)."
         )
     if not isinstance(row, Mapping):
         raise DataError(

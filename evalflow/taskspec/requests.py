@@ -26,7 +26,7 @@ import math
 from typing import Any, Mapping
 
 from evalflow.errors import ConfigError, TaskError
-from evalflow.records import Context, Instance, Request
+from evalflow.records import Context, ImageRef, Instance, Request
 from evalflow.taskspec.spec import TaskConfig
 from evalflow.taskspec.templates import doc_to_choice, doc_to_target
 
@@ -113,8 +113,12 @@ def request_args(
 def build_instances(
     task: TaskConfig, doc_id: int, doc: Mapping[str, Any], context: Context, *,
     gen_kwargs: Mapping[str, Any] | None = None, seed: int | None = None,
+    visual: tuple[ImageRef, ...] | None = None,
 ) -> tuple[Instance, ...]:
-    """Every request of one document, ``task.repeats`` times each (idx-major, then repeat)."""
+    """Every request of one document, ``task.repeats`` times each (idx-major, then repeat).
+
+    ``visual``: a multimodal task's images for this document; as in lm-eval, every request's args
+    then end with ``{"visual": [...]}`` (references here: their digests key the request)."""
     if not isinstance(task.repeats, int) or task.repeats < 1:
         raise TaskError(
             f"task '{task.task}' ({task.source}): repeats must be an int >= 1, got {task.repeats!r}"
@@ -122,6 +126,8 @@ def build_instances(
     rtype = "loglikelihood" if task.output_type == "multiple_choice" else task.output_type
     out = []
     for idx, args in enumerate(request_args(task, doc_id, doc, context, gen_kwargs)):
+        if visual is not None:
+            args = args + ({"visual": list(visual)},)
         sampled = rtype == "generate_until" and is_sampling(args[1])
         for r in range(task.repeats):
             request = Request(

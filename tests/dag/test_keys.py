@@ -53,6 +53,8 @@ CASES = [
     ("target_delimiter", {"target_delimiter": ""}, S[1:]),
     ("generation_kwargs", {"generation_kwargs": {"until": ["\n"]}}, S[2:]),
     ("repeats", {"repeats": 2}, S[2:]),
+    ("doc_to_image (which images each request shows)", {"doc_to_image": ["image"]}, S[2:]),
+    ("doc_to_audio", {"doc_to_audio": "audio"}, S[2:]),
     ("filter_list", {"filter_list": ({"name": "x", "filter": ({"function": "take_first"},)},)}, S[4:]),
     ("metric_list", {"metric_list": ({"metric": "acc_norm"},)}, S[5:]),
     ("metric_list adds acc_mutual_info", {"metric_list": ({"metric": "acc"}, {"metric": "acc_mutual_info"})}, S[2:]),

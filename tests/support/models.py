@@ -119,3 +119,30 @@ class NoisyOracleModel(CountingModel):
             answer = right if u < 0.5 else right + 1 if u < 0.8 else right + 2
             out.append(f"Let me think. {right} or {answer}?\n#### {answer}")
         return out
+
+
+class VisionCountingModel(CountingModel):
+    """A counting model that takes images: it answers with each image's size and mean pixel, so a
+    test sees that the pixels (not a path or a reference) reached the model."""
+
+    MULTIMODAL = ("generate_until",)
+    images_seen: list[Any] = []
+
+    @classmethod
+    def identity(cls, **config: Any) -> dict[str, Any]:
+        return {"type": "vision-counting", "salt": config.get("salt", "")}
+
+    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+        self._count(requests)
+        out = []
+        for r in requests:
+            visual = r.args[2]["visual"]
+            VisionCountingModel.images_seen.extend(visual)
+            out.append(" ".join(f"{im.width}x{im.height}:{sum(im.convert('L').tobytes()) // (im.width * im.height)}"
+                                for im in visual))
+        return out
+
+    @classmethod
+    def reset(cls) -> None:
+        super().reset()
+        cls.images_seen = []

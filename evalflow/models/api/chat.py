@@ -4,7 +4,9 @@ Generation only. Prompts must be chat messages: run with ``apply_chat_template=t
 few-shot stage sends the messages (system instruction, few-shot turns, the question) as JSON, as
 lm-eval's ``JsonChatStr`` does; the server applies its own chat template. One conversation per
 request (lm-eval forces ``batch_size=1`` for chat), at most four stop sequences, no client-side
-tokenizer (so no EOS stop and no truncation: the server decides).
+tokenizer (so no EOS stop and no truncation: the server decides). A task with ``doc_to_image``
+sends its images as lm-eval does: base64 PNG ``image_url`` parts before the last message's text
+(``max_images``, default 1 as in lm-eval), for vLLM/SGLang-served VLMs.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class OpenAIChat(ServedModel):
 
     KIND = "chat"
     CHAT_MESSAGES: ClassVar[bool] = True  # prompts are sent as message lists, not rendered text
+    MULTIMODAL: ClassVar[tuple[str, ...]] = ("generate_until",)  # images as base64 PNG image_url parts
 
     def _loglikelihood(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
         raise ModelError(REFUSAL.format(rtype="loglikelihood"))
@@ -43,7 +46,8 @@ class OpenAIChat(ServedModel):
         for group in grouped_by_kwargs(requests):
             gen_kwargs = payloads.plain(requests[group[0]].args[1] or {})
             bodies = [
-                payloads.chat_payload(s.model, messages(requests[i].args[0]), gen_kwargs, max_gen_toks=s.max_gen_toks, seed=s.seed)
+                payloads.chat_payload(s.model, with_images(messages(requests[i].args[0]), requests[i], s.max_images),
+                                      gen_kwargs, max_gen_toks=s.max_gen_toks, seed=s.seed)
                 for i in group
             ]
 
@@ -66,3 +70,28 @@ def messages(context: Any) -> list[dict[str, Any]]:
             "apply_chat_template=true (lm-eval's local-chat-completions needs --apply_chat_template too)."
         )
     return value
+
+
+def with_images(chat: list[dict[str, Any]], request: Request, max_images: int) -> list[dict[str, Any]]:
+    """lm-eval's ``create_image_prompt``: the request's first ``max_images`` images, each a base64
+    PNG ``image_url`` part (``detail: auto``), put before the last message's text, which keeps its
+    ``<image>`` placeholders; a text request's messages unchanged."""
+    if len(request.args) < 3:
+        return chat
+    parts = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png_base64(img)}", "detail": "auto"}}
+             for img in request.args[2]["visual"][:max_images]]
+    last = dict(chat[-1])
+    content = last["content"]
+    last["content"] = parts + (list(content) if isinstance(content, list) else [{"type": "text", "text": content}])
+    last.pop("type", None)
+    return chat[:-1] + [last]
+
+
+def png_base64(image: Any) -> str:
+    """The image as lm-eval encodes it: Pillow's PNG, base64."""
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode("utf-8")

@@ -49,6 +49,7 @@ class ApiSettings:
     identity_includes_url: bool = False
     check_logprobs: bool = True
     allow_unlisted: bool = False  # true: a model.model the server's /models does not list is still used
+    max_images: int = 1  # chat: images sent per request (lm-eval's default for API models)
 
     @property
     def root_url(self) -> str:
@@ -64,7 +65,7 @@ class ApiSettings:
         return os.environ.get(self.api_key_env) or None
 
 
-_INT_KEYS = ("max_length", "max_gen_toks", "seed", "batch_size", "num_concurrent", "max_retries")
+_INT_KEYS = ("max_length", "max_gen_toks", "seed", "batch_size", "num_concurrent", "max_retries", "max_images")
 _KNOWN = {f for f in ApiSettings.__dataclass_fields__ if f != "kind"} | {"max_batch_size", "type"}
 
 
@@ -139,7 +140,9 @@ def identity(settings: ApiSettings) -> dict[str, Any]:
         "url": settings.root_url if settings.identity_includes_url else None,
     }
     if settings.kind == "chat":  # lm-eval's chat model sends messages: no client-side tokenizer
-        return common
+        # max_images changes image requests only; at its default it is left out, so the answers
+        # cached before it existed (text requests, the same bodies) stay valid
+        return common if settings.max_images == 1 else {**common, "max_images": settings.max_images}
     return {
         **common,
         "tokenizer": tokenizer_identity(settings),

@@ -1,0 +1,163 @@
+"""The torch side of ``hf_multimodal``: loading a VLM and lm-eval's ``generate_until`` passes.
+
+Imported when the model is built, never by a cached run. See :mod:`evalflow.models.hf.vlm` for
+the semantics; each function names the lm-eval method it follows.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+import transformers
+
+from evalflow.errors import ConfigError
+from evalflow.models.hf.load import configure_pad_token, torch_device_of, torch_dtype_of
+from evalflow.models.hf.tokens import resolve_max_length, stop_sequences, strip_at_stops
+from evalflow.models.hf.torch_ops import StopOnSequence
+from evalflow.records import Request
+
+
+@dataclass(frozen=True)
+class VLMParts:
+    """A loaded VLM: weights, processor (and its tokenizer), device and context window."""
+
+    model: Any
+    processor: Any
+    tokenizer: Any
+    device: Any
+    max_length: int
+
+    def token_text(self, image_token_id: int | None) -> str:
+        """lm-eval's image token: ``image_token_id`` (or the config's) decoded without skipping specials."""
+        config = self.model.config
+        token_id = image_token_id or getattr(config, "image_token_id", None) or getattr(config, "image_token_index", None)
+        if token_id is None:
+            raise ConfigError("hf_multimodal: the model's config has no image_token_id/image_token_index; set "
+                              "model.image_token_id=N or model.image_string=TEXT (the token that marks an image).")
+        return str(self.tokenizer.decode([int(token_id)], skip_special_tokens=False))
+
+
+def load_vlm(pretrained: str, revision: str, dtype: str, device: str, trust_remote_code: bool,
+             pixels: dict[str, int], threads: int, max_length: int | None) -> VLMParts:
+    """HFMultimodalLM's loading: ``AutoModelForImageTextToText`` and ``AutoProcessor`` from one source."""
+    torch.set_num_threads(threads)
+    dev = torch_device_of(device)
+    dtype_arg = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+    model = transformers.AutoModelForImageTextToText.from_pretrained(
+        pretrained, revision=revision, trust_remote_code=trust_remote_code, **{dtype_arg: torch_dtype_of(dtype)}
+    ).to(dev).eval()
+    processor = transformers.AutoProcessor.from_pretrained(pretrained, revision=revision,
+                                                           trust_remote_code=trust_remote_code, **pixels)
+    tokenizer = processor.tokenizer
+    configure_pad_token(tokenizer)
+    window = int(max_length) if max_length else resolve_max_length(model.config, tokenizer)
+    return VLMParts(model, processor, tokenizer, dev, window)
+
+
+def generate_until(vlm: Any, requests: Sequence[Request]) -> list[str]:
+    """HFMultimodalLM.generate_until: group by kwargs, longest context first, batches of ``batch_size``."""
+    parts: VLMParts = vlm.parts
+    order = sorted(range(len(requests)), key=lambda i: (-len(parts.tokenizer.encode(requests[i].args[0], add_special_tokens=False)),
+                                                        requests[i].args[0]))
+    groups: dict[str, list[int]] = {}
+    for i in order:
+        groups.setdefault(repr(sorted(dict(requests[i].args[1]).items())), []).append(i)
+    out: list[str] = [""] * len(requests)
+    for members in groups.values():
+        for start in range(0, len(members), vlm.batch_size):
+            batch = members[start:start + vlm.batch_size]
+            for i, text in zip(batch, _generate_batch(vlm, [requests[i] for i in batch])):
+                out[i] = text
+    return out
+
+
+def _generate_batch(vlm: Any, batch: list[Request]) -> list[str]:
+    parts: VLMParts = vlm.parts
+    tok = parts.tokenizer
+    kwargs = copy.deepcopy(_plain(dict(batch[0].args[1])))
+    eos = tok.decode(tok.eos_token_id, skip_special_tokens=False) if tok.eos_token_id is not None else None
+    until = stop_sequences(kwargs.pop("until", None), eos)
+    max_gen_toks = int(kwargs.pop("max_gen_toks", vlm.max_gen_toks))
+    contexts = [vlm.prompt(r.args[0]) for r in batch]
+    images = [[resize(img, *vlm.resize) for img in r.args[2]["visual"]][: vlm.max_images] for r in batch]
+    if vlm.rgb:
+        images = [[img.convert("RGB") for img in row] for row in images]
+    inputs = _encode(parts, contexts, images, parts.max_length - max_gen_toks, vlm.truncation)
+    width = inputs["input_ids"].shape[1]
+    kwargs.setdefault("max_length", width + max_gen_toks)
+    generated = _model_generate(parts, inputs, until, kwargs)
+    texts = []
+    for row in generated.tolist():
+        texts.append(strip_at_stops(tok.decode(row[width:], skip_special_tokens=True), until))
+    return texts
+
+
+def _encode(parts: VLMParts, contexts: list[str], images: list[list[Any]], left_truncate: int, truncation: bool) -> Any:
+    """HFMultimodalLM.tok_batch_multimodal_encode: the processor's left-padded batch."""
+    tok = parts.tokenizer
+    before, tok.padding_side = tok.padding_side, "left"
+    try:
+        visual: Any = images
+        if getattr(parts.model.config, "model_type", "") == "llava":  # lm-eval: one flat list for llava
+            visual = [img for row in images for img in row]
+        enc = parts.processor(images=visual, text=contexts, truncation=truncation, padding="longest", return_tensors="pt")
+    finally:
+        tok.padding_side = before
+    enc = enc.to(parts.device, parts.model.dtype)
+    if left_truncate:
+        enc["input_ids"] = enc["input_ids"][:, -left_truncate:]
+        enc["attention_mask"] = enc["attention_mask"][:, -left_truncate:]
+    return enc
+
+
+def _model_generate(parts: VLMParts, inputs: Any, until: list[str], kwargs: dict[str, Any]) -> Any:
+    """HFMultimodalLM._model_multimodal_generate: greedy unless sampling is asked for."""
+    kwargs["temperature"] = kwargs.get("temperature", 0.0)
+    do_sample = kwargs.get("do_sample")
+    if kwargs.get("temperature") == 0.0 and do_sample is None:
+        kwargs["do_sample"] = do_sample = False
+    if do_sample is False and kwargs.get("temperature") == 0.0:
+        kwargs.pop("temperature")
+    rows, width = inputs["input_ids"].shape[0], inputs["input_ids"].shape[1]
+    criteria = transformers.StoppingCriteriaList([StopOnSequence(s, parts.tokenizer, width, rows) for s in until])
+    with torch.no_grad():
+        return parts.model.generate(**inputs, stopping_criteria=criteria, pad_token_id=parts.tokenizer.pad_token_id,
+                                    use_cache=True, **kwargs)
+
+
+def resize(image: Any, width: int | None, height: int | None, max_side: int | None) -> Any:
+    """lm-eval's ``resize_image`` (aspect ratio kept, never enlarged, bicubic)."""
+    from PIL import Image
+
+    w, h = image.size
+    if width is not None and height is not None:
+        if w <= width and h <= height:
+            return image
+        ratio = min(width / w, height / h)
+        size = (int(w * ratio), int(h * ratio))
+    elif width is not None:
+        if w <= width:
+            return image
+        size = (width, int((h / w) * width))
+    elif height is not None:
+        if h <= height:
+            return image
+        size = (int((w / h) * height), height)
+    elif max_side is not None:
+        if max(w, h) <= max_side:
+            return image
+        size = (max_side, int((h / w) * max_side)) if w > h else (int((w / h) * max_side), max_side)
+    else:
+        return image
+    return image.resize((max(1, size[0]), max(1, size[1])), Image.Resampling.BICUBIC)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

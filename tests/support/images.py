@@ -1,0 +1,98 @@
+"""Image tasks for tests, generated with Pillow at test time (never committed as binaries).
+
+Each document is a coloured shape with a digit on it, and three questions lm-eval's image tasks
+would ask (the digit, the shape, the colour). ``write_parquet`` stores the images as the hub does
+(a datasets ``Image`` column, read back as PIL by both evalflow and lm-eval); ``write_jsonl`` stores
+them as base64 text, another form ``doc_to_image`` accepts.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+COLOURS = {"red": (220, 30, 30), "green": (30, 180, 60), "blue": (40, 70, 220), "yellow": (230, 210, 40)}
+SHAPES = ("circle", "square", "triangle")
+
+
+def draw(digit: int, shape: str, colour: str, size: int = 32) -> Any:
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (size, size), (255, 255, 255))
+    d = ImageDraw.Draw(img)
+    fill, m = COLOURS[colour], size // 8
+    if shape == "circle":
+        d.ellipse([m, m, size - m, size - m], fill=fill)
+    elif shape == "square":
+        d.rectangle([m, m, size - m, size - m], fill=fill)
+    else:
+        d.polygon([(size // 2, m), (size - m, size - m), (m, size - m)], fill=fill)
+    d.text((size // 2 - 3, size // 2 - 5), str(digit), fill=(0, 0, 0))
+    return img
+
+
+def rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` documents: an image and its digit, shape and colour (fixed by ``seed``)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        digit, shape, colour = rng.randrange(10), rng.choice(SHAPES), rng.choice(sorted(COLOURS))
+        out.append({"id": i, "image": draw(digit, shape, colour), "digit": str(digit), "shape": shape,
+                    "colour": colour, "question": "What colour is the shape?", "answer": colour})
+    return out
+
+
+def png_b64(image: Any) -> str:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def write_jsonl(data: list[dict[str, Any]], path: Path) -> Path:
+    path.write_text("".join(json.dumps({**r, "image": png_b64(r["image"])}) + "\n" for r in data))
+    return path
+
+
+def write_parquet(data: list[dict[str, Any]], path: Path) -> Path:
+    """The rows as a parquet file with a datasets ``Image`` column, as hub image datasets are."""
+    import datasets
+
+    features = datasets.Features({k: datasets.Image() if k == "image" else datasets.Value("int64" if k == "id" else "string")
+                                  for k in data[0]})
+    datasets.Dataset.from_list(data, features=features).to_parquet(str(path))
+    return path
+
+
+VQA_YAML = """\
+task: {name}
+dataset_path: {builder}
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_image: {doc_to_image}
+doc_to_text: "<image>{{{{question}}}} Answer:"
+doc_to_target: answer
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 6
+  do_sample: false
+  temperature: 0.0
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+"""
+
+
+def write_task(folder: Path, name: str, data: Path, builder: str = "parquet", doc_to_image: str = "[image]") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.yaml").write_text(VQA_YAML.format(name=name, builder=builder, data=data, doc_to_image=doc_to_image))
+    return folder
