@@ -106,7 +106,7 @@ def _about(name: str) -> str:
     """The backend's own one-line description: the first line of its class docstring."""
     from evalflow.sandbox.registry import SANDBOXES
 
-    doc = inspect.getdoc(SANDBOXES.cls(name)) or name
+    doc = inspect.getdoc(SANDBOXES.get(name)) or name
     return doc.splitlines()[0].replace("``", "")
 
 
