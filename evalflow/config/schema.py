@@ -78,8 +78,10 @@ class RunConfig:
     # private /tmp, no network, own PID namespace) or subprocess, the opt-out for machines without
     # bubblewrap (the same CPU, memory, process and wall-clock limits, no isolation).
     code_sandbox: str = stage("bwrap")
-    # Requests the inference edge sends to the model at once and persists together.
-    chunk_size: int = 64
+    # The most requests the inference edge sends to a model replica at once and persists together;
+    # a chunk also closes at ~64k tokens of estimated work (evalflow/scale/chunks.py), so long
+    # prompts and generations travel in smaller chunks. A killed run loses at most one chunk.
+    chunk_size: int = 512
     # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).
     explain: bool = False
     # Scale-out (README "Scaling out"; never part of any cache key): model replicas answering one
