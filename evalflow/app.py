@@ -65,7 +65,7 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
         record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data, ran)
         results = build_results(record)
         if output_dir is not None:
-            write_run_folder(output_dir, record, results)
+            write_run_folder(output_dir, record, results, store)
             if settings.explain:
                 _print_explanation(output_dir)
         return results
@@ -209,8 +209,8 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 
 def evaluate_tasks(
     selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel
-) -> tuple[dict[str, dict[str, Any]], list[StageEvent]]:
-    outputs: dict[str, dict[str, Any]] = {}
+) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent]]:
+    outputs: dict[str, Mapping[str, Any]] = {}
     events: list[StageEvent] = []
     for task in selection.tasks:
         stage_settings = task_settings(task, settings, edge.identity)

@@ -63,15 +63,27 @@ def encode(value: Any) -> bytes:
 
 
 def decode(blob: bytes) -> Any:
+    return decode_verified(verified(blob))
+
+
+def verified(blob: bytes) -> bytes:
+    """``blob`` itself once its header and checksum are right (cheap: no parsing), so a reader can
+    tell a damaged entry from a good one now and pay for decoding only if it uses the value."""
     header, sep, payload = blob.partition(b"\n")
     parts = header.split(b" ")
     if not sep or len(parts) != 2 or parts[0] not in (SCHEMA, SHARED):
         raise CorruptEntry("unknown header (written by another evalflow version, or damaged)")
     if xxhash.xxh64_hexdigest(payload).encode() != parts[1]:
         raise CorruptEntry("checksum mismatch (truncated or modified)")
+    return blob
+
+
+def decode_verified(blob: bytes) -> Any:
+    """The value of a blob :func:`verified` accepted."""
+    header, _, payload = blob.partition(b"\n")
     try:
         data = _parse(payload)
-        if parts[0] == SHARED:
+        if header.startswith(SHARED):
             strings, data = data
             return _Rebuild(strings).walk(data)
         return _Rebuild([]).walk(data)

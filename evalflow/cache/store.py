@@ -39,7 +39,7 @@ import diskcache
 from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
 
 from evalflow.cache.batch import add_many, delete_many, fetch_many
-from evalflow.cache.codec import CorruptEntry, decode, encode
+from evalflow.cache.codec import CorruptEntry, decode, decode_verified, encode, verified
 from evalflow.cache.filesystem import refuse_network_filesystem
 from evalflow.errors import CacheError
 
@@ -208,6 +208,26 @@ class CacheStore:
             return MISSING
         try:
             return decode(blob)
+        except CorruptEntry as exc:
+            return self._drop(key, exc)
+
+    @_guarded
+    def get_deferred(self, key: str) -> Callable[[], Any] | Any:
+        """MISSING, or a function returning ``key``'s value: the entry is read and its checksum
+        checked now (a damaged entry is a miss now, not later), the value decoded on the first
+        call (MISSING then only if its verified payload still fails to parse)."""
+        try:
+            blob = self._cache.get(key, default=None, retry=True)
+            if blob is None:
+                return MISSING
+            blob = verified(blob)
+        except CorruptEntry as exc:
+            return self._drop(key, exc)
+        return functools.partial(self._decode_verified, key, blob)
+
+    def _decode_verified(self, key: str, blob: bytes) -> Any:
+        try:
+            return decode_verified(blob)
         except CorruptEntry as exc:
             return self._drop(key, exc)
 

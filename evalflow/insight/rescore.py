@@ -171,11 +171,12 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
                             "bootstrap_iters": settings.bootstrap_iters, "code_sandbox": settings.code_sandbox}
             outputs[task], task_events = execute(config, run_settings, store, {}, RESCORE_PIPELINE)
             events.extend(task_events)
+        # written while the cache is open: cached stage outputs are decoded when the writers use them
+        record = RunRecord(settings, selection, outputs, events, InferenceCounts(), started, time.time(), settings.model)
+        results = build_results(record)
+        write_run_folder(output_dir, record, results, store)
     finally:
         store.close()
-    record = RunRecord(settings, selection, outputs, events, InferenceCounts(), started, time.time(), settings.model)
-    results = build_results(record)
-    write_run_folder(output_dir, record, results)
     return results
 
 
