@@ -79,7 +79,7 @@ class RunConfig:
     # bubblewrap (the same CPU, memory, process and wall-clock limits, no isolation).
     code_sandbox: str = stage("bwrap")
     # The most requests the inference edge sends to a model replica at once and persists together;
-    # a chunk also closes at ~64k tokens of estimated work (evalflow/scale/chunks.py), so long
+    # a chunk also closes at 2^18 tokens of estimated work (evalflow/scale/chunks.py), so long
     # prompts and generations travel in smaller chunks. A killed run loses at most one chunk.
     chunk_size: int = 512
     # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).

@@ -10,18 +10,20 @@ together.
 **Chunks are sized by work, not by request count.** A chunk closes before it would hold more than
 ``chunk_size`` requests or more than ``budget`` tokens of work, whichever comes first. Work is
 estimated from the text alone (no tokenizer at the edge: ``len(text) / 4`` tokens, English's
-typical 4 characters per token), and a generated token costs ``GENERATED_WEIGHT`` prompt tokens,
-since each is a sequential forward step where prompt tokens share one batched pass:
+typical 4 characters per token), and a generated token costs ``GENERATED_WEIGHT`` prompt tokens:
+each is a sequential forward step, where prompt tokens share one batched pass (SmolLM2 on this
+repository's CPU: ~11,000 prompt tokens/s against 45 generated tokens/s at 8 rows; on a GPU the
+gap is smaller, hence 64 rather than 250). With the defaults (512 requests, 2^18 tokens):
 
-- arc_easy 0-shot (~30 tokens a request) fills 512-request chunks: large chunks let the model
-  sort by length and batch with little padding, and halve the per-chunk costs of 64 (the last
-  round measured arc_easy and mmlu 10–15% faster at 512 than at 64);
-- mmlu 5-shot (~600 tokens) gets ~100 requests a chunk;
-- gsm8k 5-shot generation (~900 prompt tokens + 256 new ones) gets ~34 requests a chunk.
+- arc_easy 0-shot (~40 tokens a request) fills 512-request chunks: large chunks let the model
+  sort by length and batch with little padding (the last round measured arc_easy and mmlu
+  10-15% faster at 512 requests a chunk than at 64);
+- mmlu 5-shot (~600 tokens) gets ~430 requests a chunk;
+- gsm8k generation (256 new tokens) gets ~15 requests a chunk, 0-shot or 5-shot.
 
-So a chunk is about the same amount of model time whatever the task, which is what bounds what a
-killed run loses (one chunk in flight per replica) and keeps replicas supplied: any task larger
-than one chunk's work gives every replica chunks to answer.
+So a chunk is about the same amount of model time whatever the task (~25 s of SmolLM2 on this
+CPU), which is what bounds what a killed run loses (one chunk in flight per replica); any task of
+more than one chunk's work gives several replicas chunks to answer.
 
 >>> from evalflow.records import Request
 >>> reqs = [Request("loglikelihood", ("Q1", c)) for c in "abc"] + [Request("loglikelihood", ("Q2", "d"))]
@@ -37,9 +39,9 @@ from evalflow.records import Request
 
 K = TypeVar("K")
 
-BUDGET_TOKENS = 65536  # estimated tokens of work per chunk (see the module docstring)
+BUDGET_TOKENS = 2**18  # estimated prompt tokens of work per chunk (see the module docstring)
 CHARS_PER_TOKEN = 4
-GENERATED_WEIGHT = 4  # a generated token's cost in prompt tokens
+GENERATED_WEIGHT = 64  # a generated token's cost in prompt tokens
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's default, for a generation request that does not set it
 
 

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from evalflow.dag.inference import _length_order
 from evalflow.records import Request
-from evalflow.scale.chunks import family, plan_chunks, work
+from evalflow.scale.chunks import GENERATED_WEIGHT, family, plan_chunks, work
 
 
 def _requests(shape: list[int]) -> list[tuple[int, Request]]:
@@ -48,9 +48,11 @@ def test_generation_counts_its_new_tokens() -> None:
     prompt = "y" * 400  # 100 tokens
     greedy = [(i, Request("generate_until", (f"{i}{prompt}", {"until": ["\n"]}))) for i in range(100)]
     few = [(i, Request("generate_until", (f"{i}{prompt}", {"max_gen_toks": 8}))) for i in range(100)]
-    assert work(greedy[0][1]) == 101 + 4 * 256 and work(few[0][1]) == 101 + 4 * 8
-    assert max(len(c) for c in plan_chunks(greedy, 512, budget=11_250)) == 10
-    assert [len(c) for c in plan_chunks(few, 512, budget=11_250)] == [84, 16]
+    assert work(greedy[0][1]) == 101 + GENERATED_WEIGHT * 256 and work(few[0][1]) == 101 + GENERATED_WEIGHT * 8
+    budget = 10 * work(greedy[0][1])
+    assert max(len(c) for c in plan_chunks(greedy, 512)) == 15  # the defaults: 256 new tokens, ~15 a chunk
+    assert {len(c) for c in plan_chunks(greedy, 512, budget=budget)} == {10}
+    assert len(plan_chunks(few, 512, budget=budget)) == 1  # 8 new tokens each: all 100 fit
 
 
 def test_a_family_over_the_budget_is_a_chunk_of_its_own() -> None:
