@@ -78,7 +78,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--wait-idle", type=float, default=60.0)
-    parser.add_argument("--before", help="also time evalflow at this git ref (before/after a change)")
+    parser.add_argument("--before", help="also time evalflow at this git ref, or in this folder (before/after a change)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="evalflow-engine-"))
     commands = {
@@ -89,7 +89,7 @@ def main() -> int:
         "lm-eval cached": lambda: lm_eval_command(tmp / "lm-warm", cached=True),
     }
     if args.before:
-        old = source_at(args.before, tmp / "before" / "evalflow")
+        old = Path(args.before) if Path(args.before).is_dir() else source_at(args.before, tmp / "before" / "evalflow")
         commands["before cold"] = lambda: (shutil.rmtree(tmp / "old-cold", ignore_errors=True),
                                            evalflow_command(tmp / "old-cold", tmp / "old-cold-run", old))[1]
         commands["before cached"] = lambda: evalflow_command(tmp / "old-warm", tmp / "old-warm-run", old)
