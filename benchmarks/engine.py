@@ -62,12 +62,14 @@ def lm_eval_command(work: Path, cached: bool) -> list[str]:
 
 def run_once(cmd: list[str]) -> dict:
     """Wall and CPU seconds of ``cmd`` and its descendants, and the CPU other processes used."""
-    b0, t0 = measure.busy_seconds(), time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.time() - t0
+    with tempfile.TemporaryFile("w+") as log:  # a file, not a pipe: lm-eval's logging would fill a pipe and block
+        b0, t0 = measure.busy_seconds(), time.time()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, text=True)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.time() - t0
+        log.seek(0)
+        err = log.read()
     cpu = ru.ru_utime + ru.ru_stime
-    err = proc.stderr.read() if proc.stderr else ""
     foreign = max(0.0, measure.busy_seconds() - b0 - cpu) / (wall * measure.NCPU)
     rc = os.waitstatus_to_exitcode(status)
     return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "foreign_frac": round(foreign, 3), "rc": rc,
