@@ -74,7 +74,7 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
                            judge=judges.counts if judges.edges else None, judge_identities=judges.identities)
         results = build_results(record)
         if output_dir is not None:
-            write_run_folder(output_dir, record, results)
+            write_run_folder(output_dir, record, results, store)
             if settings.explain:
                 _print_explanation(output_dir)
         return results
@@ -242,9 +242,9 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 
 def evaluate_tasks(
     selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel, judges: JudgeEdges | None = None,
-) -> tuple[dict[str, dict[str, Any]], list[StageEvent]]:
+) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent]]:
     judges = judges if judges is not None else judge_edges(settings, store)
-    outputs: dict[str, dict[str, Any]] = {}
+    outputs: dict[str, Mapping[str, Any]] = {}
     events: list[StageEvent] = []
     edge.images = edge.images or ImageStore(store)  # one table: documents write it, the edge reads it
     for task in selection.tasks:

@@ -5,27 +5,43 @@ Records (the frozen dataclasses of :mod:`evalflow.records`) are tagged with thei
 rebuilt on the way out, with their tuple fields turned back into tuples. Each value carries a
 checksum of its payload, so a torn or tampered entry is detected instead of being scored.
 
-Wire format: ``b"EVF1 <xxh64 hex of payload>\\n" + payload`` where payload is UTF-8 JSON. A
+Wire format: ``<schema> <xxh64 hex of payload>\n`` + payload, where payload is UTF-8 JSON. A
 record is ``{..fields.., "__record__": "TypeName"}``; a plain mapping that itself has a
 ``"__record__"`` key (a document field may be named anything) is wrapped as
 ``{"__record__": "__mapping__", "items": {...}}`` so it cannot be mistaken for a record.
+
+Schema ``EVF2`` (a value holding strings of ``SHARED_MIN`` characters or more) stores each such
+string once: the payload is ``[strings, tree]`` and the tree holds ``{"__record__": "__ref__",
+"i": n}`` for ``strings[n]``. A 5-shot prompt is the context of each of its 4 choices' requests
+and of its few-shot stage entry; stored once, an mmlu instances entry is a quarter of the bytes to
+encode, write, read and parse, and the decoded records share one string object. ``EVF1`` (no such
+string) is the plain tree, and is still read.
+
+JSON is written and parsed by orjson when it can be exact, else by the standard library: orjson
+would write NaN and infinities as ``null`` and refuses lone surrogates and integers beyond 64
+bits, so values holding those take ``json`` (which keeps them), and parsing falls back the same way.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import typing
 from typing import Any
 
+import orjson
 import xxhash
 
 from evalflow.records import RECORD_TYPES
 
 SCHEMA = b"EVF1"
+SHARED = b"EVF2"  # with a table of long strings (see the module docstring)
+SHARED_MIN = 128  # characters: shorter strings are cheaper inline than as a reference
 _RECORDS = {cls.__name__: cls for cls in RECORD_TYPES}
-_TAG, _MAPPING = "__record__", "__mapping__"
+_TAG, _MAPPING, _REF = "__record__", "__mapping__", "__ref__"
 _TUPLE_FIELDS: dict[type, frozenset[str]] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in RECORD_TYPES}
 
 
 class CorruptEntry(ValueError):
@@ -33,62 +49,141 @@ class CorruptEntry(ValueError):
 
 
 def encode(value: Any) -> bytes:
-    # surrogatepass: a lone surrogate (json.loads makes one from "\ud800" in a data file) round-trips
-    text = json.dumps(_to_json(value), ensure_ascii=False, separators=(",", ":"))
-    payload = text.encode("utf-8", "surrogatepass")
-    return SCHEMA + b" " + xxhash.xxh64_hexdigest(payload).encode() + b"\n" + payload
+    tree = _Tree()
+    data = tree.walk(value)
+    schema = SCHEMA
+    if tree.strings:
+        schema, data = SHARED, [list(tree.strings), data]
+    payload = None if tree.inexact else _orjson_dumps(data)
+    if payload is None:
+        # surrogatepass: a lone surrogate (json.loads makes one from "\ud800" in a data file) round-trips
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        payload = text.encode("utf-8", "surrogatepass")
+    return schema + b" " + xxhash.xxh64_hexdigest(payload).encode() + b"\n" + payload
 
 
 def decode(blob: bytes) -> Any:
+    return decode_verified(verified(blob))
+
+
+def verified(blob: bytes) -> bytes:
+    """``blob`` itself once its header and checksum are right (cheap: no parsing), so a reader can
+    tell a damaged entry from a good one now and pay for decoding only if it uses the value."""
     header, sep, payload = blob.partition(b"\n")
     parts = header.split(b" ")
-    if not sep or len(parts) != 2 or parts[0] != SCHEMA:
+    if not sep or len(parts) != 2 or parts[0] not in (SCHEMA, SHARED):
         raise CorruptEntry("unknown header (written by another evalflow version, or damaged)")
     if xxhash.xxh64_hexdigest(payload).encode() != parts[1]:
         raise CorruptEntry("checksum mismatch (truncated or modified)")
+    return blob
+
+
+def decode_verified(blob: bytes) -> Any:
+    """The value of a blob :func:`verified` accepted."""
+    header, _, payload = blob.partition(b"\n")
     try:
-        return _from_json(json.loads(payload.decode("utf-8", "surrogatepass")))
-    except (ValueError, TypeError, KeyError) as exc:
+        data = _parse(payload)
+        if header.startswith(SHARED):
+            strings, data = data
+            return _Rebuild(strings).walk(data)
+        return _Rebuild([]).walk(data)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise CorruptEntry(f"undecodable payload: {exc}") from exc
 
 
-def _to_json(v: Any) -> Any:
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        name = type(v).__name__
-        if _RECORDS.get(name) is not type(v):
-            raise TypeError(f"{name} is not a record type the cache can store")
-        out = {f.name: _to_json(getattr(v, f.name)) for f in dataclasses.fields(v)}
-        out[_TAG] = name
-        return out
-    if isinstance(v, (list, tuple)):
-        return [_to_json(x) for x in v]
-    if isinstance(v, dict) or (hasattr(v, "keys") and hasattr(v, "items")):
-        items = {str(k): _to_json(x) for k, x in v.items()}
+def _orjson_dumps(data: Any) -> bytes | None:
+    try:
+        return orjson.dumps(data)
+    except TypeError:  # a lone surrogate, an integer beyond 64 bits: json writes them exactly
+        return None
+
+
+def _parse(payload: bytes) -> Any:
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError:  # NaN, Infinity, a lone surrogate, a huge integer
+        return json.loads(payload.decode("utf-8", "surrogatepass"))
+
+
+class _Tree:
+    """One value as JSON data: records tagged, long strings numbered in ``strings``; ``inexact``
+    when it holds a float orjson cannot write (NaN, an infinity)."""
+
+    def __init__(self) -> None:
+        self.strings: dict[str, int] = {}
+        self.inexact = False
+
+    def walk(self, v: Any) -> Any:
+        t = type(v)
+        if t is str:
+            return self._string(v) if len(v) >= SHARED_MIN else v
+        if t is int or t is bool or v is None:
+            return v
+        if t is float:
+            if v != v or v in (math.inf, -math.inf):
+                self.inexact = True
+            return v
+        if t is tuple or t is list:
+            return [self.walk(x) for x in v]
+        if t is dict:
+            return self._mapping(v)
+        names = _FIELDS.get(t)
+        if names is not None:
+            out = {name: self.walk(getattr(v, name)) for name in names}
+            out[_TAG] = t.__name__
+            return out
+        return self._other(v)
+
+    def _string(self, v: str) -> Any:
+        index = self.strings.setdefault(v, len(self.strings))
+        return {_TAG: _REF, "i": index}
+
+    def _mapping(self, v: Any) -> Any:
+        items = {str(k): self.walk(x) for k, x in v.items()}
         return {_TAG: _MAPPING, "items": items} if _TAG in items else items
-    if v is None or isinstance(v, (str, int, float, bool)):
-        return v
-    raise TypeError(f"cannot store a value of type {type(v).__name__} in the cache")
+
+    def _other(self, v: Any) -> Any:
+        """Subclasses of the plain types (numpy floats, str enums), other mappings; else refused."""
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            raise TypeError(f"{type(v).__name__} is not a record type the cache can store")
+        if isinstance(v, (list, tuple)):
+            return [self.walk(x) for x in v]
+        if isinstance(v, dict) or (hasattr(v, "keys") and hasattr(v, "items")):
+            return self._mapping(v)
+        for base in (bool, int, float, str):
+            if isinstance(v, base):
+                return self.walk(base(v))
+        raise TypeError(f"cannot store a value of type {type(v).__name__} in the cache")
 
 
-def _from_json(v: Any) -> Any:
-    if isinstance(v, list):
-        return [_from_json(x) for x in v]
-    if isinstance(v, dict):
+class _Rebuild:
+    """JSON data back into records, references into their (shared) strings."""
+
+    def __init__(self, strings: list[str]) -> None:
+        self.strings = strings
+
+    def walk(self, v: Any) -> Any:
+        t = type(v)
+        if t is list:
+            return [self.walk(x) for x in v]
+        if t is not dict:
+            return v
         name = v.get(_TAG)
         if name is None:
-            return {k: _from_json(x) for k, x in v.items()}
+            return {k: self.walk(x) for k, x in v.items()}
+        if name == _REF:
+            return self.strings[v["i"]]
         if name == _MAPPING:
-            return {k: _from_json(x) for k, x in v["items"].items()}
+            return {k: self.walk(x) for k, x in v["items"].items()}
         cls = _RECORDS[name]
         tuples = _tuple_fields(cls)
         kwargs = {}
         for k, x in v.items():
             if k == _TAG:
                 continue
-            x = _from_json(x)
-            kwargs[k] = tuple(x) if k in tuples and isinstance(x, list) else x
+            x = self.walk(x)
+            kwargs[k] = tuple(x) if k in tuples and type(x) is list else x
         return cls(**kwargs)
-    return v
 
 
 def _tuple_fields(cls: type) -> frozenset[str]:

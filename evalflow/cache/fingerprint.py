@@ -32,6 +32,22 @@ def canonical(value: Any) -> bytes:
 
 
 def _write(v: Any, out: bytearray) -> None:
+    t = type(v)  # the plain types first, by exact type (none has __fingerprint__): same bytes, fewer checks
+    if t is str:
+        data = v.encode("utf-8", "surrogatepass")
+        out += b"s%d:" % len(data) + data
+    elif t is tuple or t is list:
+        out += b"l%d[" % len(v)
+        for item in v:
+            _write(item, out)
+        out += b"]"
+    elif t is int:
+        out += b"i%d;" % v
+    else:
+        _write_other(v, out)
+
+
+def _write_other(v: Any, out: bytearray) -> None:
     if hasattr(type(v), "__fingerprint__"):
         out += b"X"
         _write(v.__fingerprint__(), out)

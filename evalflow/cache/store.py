@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import logging
 import os
 import re
@@ -37,7 +38,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 import diskcache
 from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
 
-from evalflow.cache.codec import CorruptEntry, decode, encode
+from evalflow.cache.batch import add_many, delete_many, fetch_many
+from evalflow.cache.codec import CorruptEntry, decode, decode_verified, encode, verified
 from evalflow.cache.filesystem import refuse_network_filesystem
 from evalflow.errors import CacheError
 
@@ -209,14 +211,42 @@ class CacheStore:
         except CorruptEntry as exc:
             return self._drop(key, exc)
 
+    @_guarded
+    def get_deferred(self, key: str) -> Callable[[], Any] | Any:
+        """MISSING, or a function returning ``key``'s value: the entry is read and its checksum
+        checked now (a damaged entry is a miss now, not later), the value decoded on the first
+        call (MISSING then only if its verified payload still fails to parse)."""
+        try:
+            blob = self._cache.get(key, default=None, retry=True)
+            if blob is None:
+                return MISSING
+            blob = verified(blob)
+        except CorruptEntry as exc:
+            return self._drop(key, exc)
+        return functools.partial(self._decode_verified, key, blob)
+
+    def _decode_verified(self, key: str, blob: bytes) -> Any:
+        try:
+            return decode_verified(blob)
+        except CorruptEntry as exc:
+            return self._drop(key, exc)
+
+    @_guarded
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
-        """The values present among ``keys`` (missing and corrupt ones are left out)."""
+        """The values present among ``keys`` (missing and corrupt ones are left out), read with
+        one SQLite statement per 900 keys rather than one lookup per key."""
         found = {}
-        for key in keys:
-            value = self.get(key)
+        for key, blob in fetch_many(self._cache, keys).items():
+            value = self._drop(key, blob) if isinstance(blob, CorruptEntry) else self._decoded(key, blob)
             if value is not MISSING:
                 found[key] = value
         return found
+
+    def _decoded(self, key: str, blob: bytes) -> Any:
+        try:
+            return decode(blob)
+        except CorruptEntry as exc:
+            return self._drop(key, exc)
 
     @_guarded
     def put(self, key: str, value: Any, tag: str) -> None:
@@ -234,34 +264,49 @@ class CacheStore:
         the caller's leases on them."""
         encoded = {k: encode(v) for k, v in items.items()}
         with self._cache.transact(retry=True):
-            for key, blob in encoded.items():
-                self._cache.add(key, blob, tag=tag, retry=True)
-                self._cache.delete(LEASE + key, retry=True)
+            add_many(self._cache, encoded, tag)
+            delete_many(self._cache, [LEASE + k for k in encoded])
 
     @_guarded
     def claim(self, keys: Iterable[str], holder: Holder, limit: int, ttl: float) -> Claim:
         """Take keys from ``keys`` in order, in one transaction, until ``limit`` of them are leased
         to ``holder`` (those with neither a value nor a live lease); the others are reported as
-        found or busy. An iterator is left at the first key not looked at."""
+        found or busy. An iterator is left at the first key not looked at. Keys are looked at in
+        batches of at most the leases still wanted, each with a few statements (not a few per key)."""
         found: dict[str, Any] = {}
         claimed: list[str] = []
         busy: list[str] = []
         scanned = 0
         lease = encode(holder.as_data())
+        remaining = iter(keys)
         with self._cache.transact(retry=True):
-            for key in keys:
-                scanned += 1
-                value = self.get(key)
-                if value is not MISSING:
-                    found[key] = value
-                elif lease_alive(self.get(LEASE + key), self.beating):
-                    busy.append(key)
-                else:
-                    self._cache.set(LEASE + key, lease, expire=ttl, tag="lease", retry=True)
-                    claimed.append(key)
-                    if len(claimed) >= limit:
-                        break
+            while len(claimed) < limit:
+                batch = list(dict.fromkeys(itertools.islice(remaining, limit - len(claimed))))
+                if not batch:
+                    break
+                scanned += len(batch)
+                found.update(self.get_many(batch))
+                missing = [k for k in batch if k not in found]
+                leases = fetch_many(self._cache, [LEASE + k for k in missing])
+                free = []
+                for key in missing:
+                    held = leases.get(LEASE + key)
+                    if held is not None and lease_alive(self._lease_data(held), self.beating):
+                        busy.append(key)
+                    else:
+                        free.append(key)
+                delete_many(self._cache, [LEASE + k for k in free])  # expired, dead or damaged leases
+                add_many(self._cache, {LEASE + k: lease for k in free}, tag="lease", expire=ttl)
+                claimed.extend(free)
         return Claim(found, claimed, busy, scanned)
+
+    @staticmethod
+    def _lease_data(blob: bytes | CorruptEntry) -> Any:
+        """A stored lease's holder, or None when it cannot be read (then it is taken over)."""
+        try:
+            return None if isinstance(blob, CorruptEntry) else decode(blob)
+        except CorruptEntry:
+            return None
 
     def beating(self, token: str) -> bool:
         """Whether the holder ``token`` beat within the last ``HEARTBEAT_TTL`` seconds."""
@@ -296,8 +341,7 @@ class CacheStore:
     def release(self, keys: Iterable[str]) -> None:
         """End leases without a value (the computation failed): others may take the keys."""
         with self._cache.transact(retry=True):
-            for key in keys:
-                self._cache.delete(LEASE + key, retry=True)
+            delete_many(self._cache, [LEASE + k for k in keys])
 
     @_guarded
     def check(self, key: str) -> str | None:

@@ -78,8 +78,10 @@ class RunConfig:
     # private /tmp, no network, own PID namespace) or subprocess, the opt-out for machines without
     # bubblewrap (the same CPU, memory, process and wall-clock limits, no isolation).
     code_sandbox: str = stage("bwrap")
-    # Requests the inference edge sends to the model at once and persists together.
-    chunk_size: int = 64
+    # The most requests the inference edge sends to a model replica at once and persists together;
+    # a chunk also closes at 2^18 tokens of estimated work (evalflow/scale/chunks.py), so long
+    # prompts and generations travel in smaller chunks. A killed run loses at most one chunk.
+    chunk_size: int = 512
     # The judge model of every judge metric (metric_list entries with a `judge:` block), replacing
     # the one each names: a preset (judge_model=smollm2) or a model config mapping
     # (judge_model='{type: hf, pretrained: PATH}'). None: each judge block's own model. Keys the

@@ -141,10 +141,7 @@ class CachedModel:
             keys = [request_key(self.identity, r) for r in requests]
         answers: dict[str, Any] = {}
         if self.identity is not None:
-            for key in dict.fromkeys(keys):
-                value = self.store.get(key)
-                if value is not MISSING:
-                    answers[key] = value
+            answers.update(self.store.get_many(keys))
         todo = {k: r for k, r in zip(keys, requests) if k not in answers}  # deduplicated misses
         ordered = sorted(todo.items(), key=lambda kv: _length_order(kv[1]))
         if self.identity is None:

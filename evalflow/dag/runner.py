@@ -6,11 +6,12 @@ stage re-run" explanation) is known before anything is loaded or computed.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore
@@ -74,19 +75,60 @@ def plan(task: TaskConfig, settings: Mapping[str, Any], pipeline: tuple[Node, ..
     return planned
 
 
+class StageOutputs(Mapping[str, Any]):
+    """One task's stage outputs by stage name. A stage served from the cache is decoded when it is
+    first used, not when it is found: a fully cached mmlu run needs its aggregates and its cached
+    samples text, not the 45 MB of prompts its instances stage holds. A value whose entry was
+    verified but fails to decode is computed then from its upstream stages (and stored again)."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+        self._deferred: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
+
+    def set(self, name: str, value: Any) -> None:
+        self._values[name] = value
+
+    def defer(self, name: str, load: Callable[[], Any], compute: Callable[[], Any]) -> None:
+        self._deferred[name] = (load, compute)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._values:
+            if name not in self._deferred:
+                raise KeyError(name)
+            load, compute = self._deferred.pop(name)
+            value = load()
+            self._values[name] = compute() if value is MISSING else value
+        return self._values[name]
+
+    @property
+    def waiting(self) -> tuple[str, ...]:
+        """The stages served from the cache and not used (so not decoded) so far."""
+        return tuple(self._deferred)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._values, *self._deferred])
+
+    def __len__(self) -> int:
+        return len(self._values) + len(self._deferred)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._values or name in self._deferred
+
+
 def execute(
     task: TaskConfig,
     settings: Mapping[str, Any],
     store: CacheStore,
     resources: Mapping[str, Any],
     pipeline: tuple[Node, ...] = PIPELINE,
-) -> tuple[dict[str, Any], list[StageEvent]]:
+) -> tuple[StageOutputs, list[StageEvent]]:
     """Every stage's output for ``task`` and the hit/miss events, reusing cached outputs.
 
     ``resources`` are values a stage receives that are not data (the model edge); their identity
-    is already in ``settings``.
+    is already in ``settings``. Cached outputs are checked now and decoded on first use
+    (:class:`StageOutputs`).
     """
-    outputs: dict[str, Any] = {}
+    outputs = StageOutputs()
     events: list[StageEvent] = []
     if "images" not in resources:  # a view of this same store: images live beside the stages' results
         from evalflow.cache.images import ImageStore
@@ -94,23 +136,31 @@ def execute(
         resources = {**resources, "images": ImageStore(store)}
     for step in plan(task, settings, pipeline):
         t0 = time.perf_counter()
-        value = store.get(step.key) if step.key is not None else MISSING
-        hit = value is not MISSING
-        if not hit:
-            try:
-                value = _call(step.node, task, settings, outputs, resources, pipeline)
-            except EvalflowError as exc:
-                located = _in_task(exc, task, step.node.name)
-                if located is exc:
-                    raise
-                raise located from exc
-            if step.key is not None:
-                store.put(step.key, value, tag=step.node.name)
-        outputs[step.node.name] = value
+        load = store.get_deferred(step.key) if step.key is not None else MISSING
+        hit = load is not MISSING
+        if hit:
+            outputs.defer(step.node.name, load, functools.partial(_compute, step, task, settings, outputs, store, resources, pipeline))
+        else:
+            outputs.set(step.node.name, _compute(step, task, settings, outputs, store, resources, pipeline))
         seconds = time.perf_counter() - t0
         events.append(StageEvent(task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
         log.debug("%s/%s %s in %.3fs", task.task, step.node.name, "hit" if hit else "computed", seconds)
     return outputs, events
+
+
+def _compute(step: PlannedStage, task: TaskConfig, settings: Mapping[str, Any], outputs: Mapping[str, Any],
+             store: CacheStore, resources: Mapping[str, Any], pipeline: tuple[Node, ...]) -> Any:
+    """Run one stage on its upstream outputs, and store what it returns (when it has a key)."""
+    try:
+        value = _call(step.node, task, settings, outputs, resources, pipeline)
+    except EvalflowError as exc:
+        located = _in_task(exc, task, step.node.name)
+        if located is exc:
+            raise
+        raise located from exc
+    if step.key is not None:
+        store.put(step.key, value, tag=step.node.name)
+    return value
 
 
 def _in_task(exc: EvalflowError, task: TaskConfig, stage: str) -> EvalflowError:

@@ -178,13 +178,14 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
             before = dataclasses.replace(judges.counts)
             outputs[task], task_events = execute(config, run_settings, store, {"judges": judge_resource}, RESCORE_PIPELINE)
             events.extend(_judge_counts(e, before, judges.counts) for e in task_events)
+        # written while the cache is open: cached stage outputs are decoded when the writers use them
+        record = RunRecord(settings, selection, outputs, events, InferenceCounts(), started, time.time(), settings.model,
+                           judge=judges.counts if judges.edges else None, judge_identities=judges.identities)
+        results = build_results(record)
+        write_run_folder(output_dir, record, results, store)
     finally:
         judges.close()
         store.close()
-    record = RunRecord(settings, selection, outputs, events, InferenceCounts(), started, time.time(), settings.model,
-                       judge=judges.counts if judges.edges else None, judge_identities=judges.identities)
-    results = build_results(record)
-    write_run_folder(output_dir, record, results)
     return results
 
 

@@ -19,8 +19,10 @@ from evalflow.errors import ConfigError
 from evalflow.output.code_execution import code_execution
 from evalflow.output.inputs import plain
 from evalflow.output.results import RunRecord
-from evalflow.output.samples import sample_rows
+from evalflow.cache.store import CacheStore
+from evalflow.output.samples import samples_key, samples_text
 from evalflow.taskspec.installed import TASK_LIBRARIES
+from evalflow.taskspec.spec import TaskConfig
 
 PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy", "lm-eval")
 
@@ -142,14 +144,27 @@ def write_snapshot(folder: Path, config: Any, model_object: Any = None, map_file
     atomic_write(hydra / "overrides.yaml", ["# written by evalflow.evaluate(): config.yaml holds every setting\n[]\n"])
 
 
-def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any]) -> None:
+def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], store: CacheStore | None = None) -> None:
+    """Samples files, then the manifest, then results.json (last: its presence means done).
+    With ``store``, each task's samples text is read from (or added to) the cache."""
     folder.mkdir(parents=True, exist_ok=True)
     if record.settings.log_samples:
         for task in record.selection.tasks:
-            rows = sample_rows(task, record.outputs[task.task])
-            atomic_write(folder / f"samples_{task.task}.jsonl", (json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+            atomic_write(folder / f"samples_{task.task}.jsonl", [_samples(task, record, store)])
     write_json(folder / "manifest.json", manifest(record))
     write_json(folder / "results.json", results)
+
+
+def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> str:
+    key = samples_key({e.stage: e.key for e in record.events if e.task == task.task}) if store is not None else None
+    if key is not None:
+        cached = store.get(key)  # type: ignore[union-attr]
+        if isinstance(cached, str):
+            return cached
+    text = samples_text(task, record.outputs[task.task])
+    if key is not None:
+        store.put(key, text, tag="samples")  # type: ignore[union-attr]
+    return text
 
 
 def _data_map_record(path: str | None) -> dict[str, str] | None:

@@ -169,6 +169,8 @@ def build_contexts(
     multiple_input = is_multiple_input(task, docs)
     sampler = _sampler(task, docs, opts, num_fewshot, fewshot_seed)
     exclude = excludes_eval_doc(task)
+    # an example's turns, rendered once: 5-shot mmlu draws its 5 dev documents for each of 14,042 prompts
+    examples: dict[int, list[Turn]] = {}
     out = []
     for doc_id in doc_ids:
         doc = docs.docs[doc_id]
@@ -181,7 +183,9 @@ def build_contexts(
         if sampler is not None:
             ids = sampler.sample(num_fewshot, eval_doc=doc if exclude else None)
             for i in ids:
-                prefix += example_turns(task, opts, sampler.pool[i], multiple_input)
+                if i not in examples:
+                    examples[i] = example_turns(task, opts, sampler.pool[i], multiple_input)
+                prefix += examples[i]
         prompts = [render(turns) for turns in doc_turns(task, doc, doc_id, prefix, multiple_input)]
         out.append(Context(doc_id, tuple(prompts) if multiple_input else prompts[0], ids))
     return tuple(out)

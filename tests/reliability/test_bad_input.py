@@ -106,7 +106,7 @@ CASES: dict[str, Case] = {
                                 cache_files={"cache.db": "this is not SQLite\n" * 300}),
     "cache_dir_is_a_file": Case({}, ["task=toy_mc"], ["cannot be used", "FileExistsError", "cache_dir="],
                                 cache_files={"": "a file\n"}),
-    "model_too_few_responses": Case({}, ["task=toy_mc", "model.type=tests.support.models:WrongCountModel"],
+    "model_too_few_responses": Case({}, ["task=toy_mc", "model.type=tests.support.models:WrongCountModel", "chunk_size=64"],
                                     ["WrongCountModel.loglikelihood", "returned 63 responses for 64 requests"]),
     "model_too_many_responses": Case({}, ["task=toy_gen", "model.type=tests.support.faulty:WrongGenerateCountModel",
                                           "chunk_size=8"], ["generate_until", "returned 9 responses for 8 requests"]),

@@ -63,7 +63,7 @@ def test_damaged_entries_are_reported_once_and_recomputed(
 ) -> None:
     cache, first = filled
     entries = rows(cache)
-    (big_key, big_file), = [(key, name) for key, name, _ in entries if name]  # toy_mc's instances
+    (big_key, big_file), = [(key, name) for key, name, _ in entries if name and key.startswith("instances:")]  # toy_mc's
     inline = [key for key, name, _ in entries if not name]
     # toy_mc's inference stage: the one with (logprob, is_greedy) answers; re-running it reads the
     # per-request entries, among them a damaged one of toy_mc's
@@ -88,7 +88,7 @@ def test_damaged_entries_are_reported_once_and_recomputed(
     assert calls(log) == 1  # the damaged response, and nothing else, went back to the model
     assert missed_stages(tmp_path / "again") == {("toy_mc", "instances"), ("toy_mc", "inference")}
 
-    (new_file,) = [name for key, name, _ in rows(cache) if name]
+    (new_file,) = [name for key, name, _ in rows(cache) if name and key.startswith("instances:")]
     (cache / new_file).unlink()  # a value file lost on its own
     assert cache_main(["verify", f"cache_dir={cache}"]) == 1 and big_key in capsys.readouterr().err
     third = cli(toy_args(toy_library, cache, tmp_path / "third", SHOTS), {"EVALFLOW_TEST_CALL_LOG": str(log)})
@@ -114,7 +114,7 @@ def test_stats_and_gc_on_a_real_cache(tmp_path: Path, filled) -> None:
     assert int(lines["request"][1]) == 200 and int(lines["total"][1]) == len(rows(cache))
     assert float(lines["instances"][3]) > float(lines["aggregate"][3])
 
-    (kept,) = [name for _, name, _ in rows(cache) if name]
+    (kept,) = [name for key, name, _ in rows(cache) if name and key.startswith("instances:")]
     orphan, fresh = cache / "ab" / "cd" / ("0" * 28 + ".val"), cache / "ab" / "cd" / ("1" * 28 + ".val")
     orphan.parent.mkdir(parents=True)
     orphan.write_bytes(b"left by a killed run")

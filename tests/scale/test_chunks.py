@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from evalflow.dag.inference import _length_order
 from evalflow.records import Request
-from evalflow.scale.chunks import family, plan_chunks
+from evalflow.scale.chunks import GENERATED_WEIGHT, family, plan_chunks, work
 
 
 def _requests(shape: list[int]) -> list[tuple[int, Request]]:
@@ -33,3 +33,29 @@ def test_a_family_is_never_split_and_order_is_kept(shape: list[int], chunk_size:
 def test_rolling_requests_stand_alone_and_fill_chunks() -> None:
     ordered = [(i, Request("loglikelihood_rolling", ("same text",))) for i in range(5)]
     assert [len(c) for c in plan_chunks(ordered, 2)] == [2, 2, 1]
+
+
+def test_chunks_close_at_the_token_budget_before_the_request_cap() -> None:
+    long_context = "x" * 4000  # ~1,000 tokens a request
+    ordered = [(i, Request("loglikelihood", (f"{i} {long_context}", " a"))) for i in range(40)]
+    chunks = plan_chunks(ordered, 512, budget=10_000)
+    assert [len(c) for c in chunks] == [9, 9, 9, 9, 4]  # 9 * 1,002 tokens fit in 10,000, 10 do not
+    short = [(i, Request("loglikelihood", (f"Q{i}:", " a"))) for i in range(1200)]
+    assert [len(c) for c in plan_chunks(short, 512)] == [512, 512, 176]  # short requests: the cap decides
+
+
+def test_generation_counts_its_new_tokens() -> None:
+    prompt = "y" * 400  # 100 tokens
+    greedy = [(i, Request("generate_until", (f"{i}{prompt}", {"until": ["\n"]}))) for i in range(100)]
+    few = [(i, Request("generate_until", (f"{i}{prompt}", {"max_gen_toks": 8}))) for i in range(100)]
+    assert work(greedy[0][1]) == 101 + GENERATED_WEIGHT * 256 and work(few[0][1]) == 101 + GENERATED_WEIGHT * 8
+    budget = 10 * work(greedy[0][1])
+    assert max(len(c) for c in plan_chunks(greedy, 512)) == 15  # the defaults: 256 new tokens, ~15 a chunk
+    assert {len(c) for c in plan_chunks(greedy, 512, budget=budget)} == {10}
+    assert len(plan_chunks(few, 512, budget=budget)) == 1  # 8 new tokens each: all 100 fit
+
+
+def test_a_family_over_the_budget_is_a_chunk_of_its_own() -> None:
+    big = [(i, Request("loglikelihood", ("z" * 40_000, f" {i}"))) for i in range(3)]
+    small = [(9, Request("loglikelihood", ("q", " a")))]
+    assert [len(c) for c in plan_chunks(small + big + small, 512, budget=1_000)] == [1, 3, 1]

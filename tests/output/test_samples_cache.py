@@ -1,0 +1,75 @@
+"""A fully cached run copies its samples files from the cache and decodes only what its writers use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalflow.cache.store import CacheStore
+from evalflow.dag.pipeline import STAGE_NAMES
+from evalflow.dag.runner import StageOutputs
+from evalflow.output.samples import SAMPLE_STAGES, samples_key
+from tests.conftest import Runner, stage_hits
+
+
+def _samples_entries(cache: Path) -> list[str]:
+    store = CacheStore(cache)
+    try:
+        return [k for (k,) in store.raw._sql("SELECT key FROM Cache WHERE tag = 'samples'").fetchall()]
+    finally:
+        store.close()
+
+
+def test_a_cached_run_writes_the_same_samples_from_the_cache(runner: Runner) -> None:
+    _, _, first = runner(limit=6)
+    (key,) = _samples_entries(runner.cache)
+    _, manifest, second = runner(limit=6)
+    assert all(stage_hits(manifest).values())
+    assert (second / "samples_toy_mc.jsonl").read_bytes() == (first / "samples_toy_mc.jsonl").read_bytes()
+    assert _samples_entries(runner.cache) == [key]
+    store = CacheStore(runner.cache)
+    store.raw.delete(key)  # lost: rebuilt from the stages, byte for byte
+    store.close()
+    _, _, third = runner(limit=6)
+    assert (third / "samples_toy_mc.jsonl").read_bytes() == (first / "samples_toy_mc.jsonl").read_bytes()
+    _, _, fourth = runner(limit=7)  # more documents: other stage keys, another samples entry
+    assert len((fourth / "samples_toy_mc.jsonl").read_text().splitlines()) == 7
+    assert len(_samples_entries(runner.cache)) == 2
+
+
+def test_the_samples_key_is_its_stages_keys_and_nothing_else() -> None:
+    keys = {name: f"{name}:k" for name in STAGE_NAMES}
+    base = samples_key(keys)
+    assert base is not None and base.startswith("samples:")
+    for name in STAGE_NAMES:
+        changed = samples_key({**keys, name: f"{name}:other"})
+        assert (changed != base) == (name in SAMPLE_STAGES), name
+    assert samples_key({**keys, "inference": None}) is None  # a volatile model: never cached
+
+
+def test_cached_stages_are_decoded_on_first_use_only(toy_library: Path, tmp_path: Path) -> None:
+    from evalflow.app import task_settings
+    from evalflow.config.compose import compose_settings
+    from evalflow.dag.runner import execute
+    from evalflow.taskspec.index import TaskIndex
+
+    settings = compose_settings(task="toy_mc", preset="dummy", overrides=[], values={"include_path": [str(toy_library)],
+                                                                        "cache_dir": str(tmp_path / "c"), "limit": 4})
+    task = TaskIndex.build(settings.include_path).resolve(["toy_mc"]).tasks[0]
+    prompt_stages = ("load_docs", "fewshot", "instances")
+    from evalflow.dag.pipeline import PIPELINE
+
+    pipeline = tuple(n for n in PIPELINE if n.name in prompt_stages)
+    store = CacheStore(settings.cache_dir)
+    try:
+        first, _ = execute(task, task_settings(task, settings, "m"), store, {}, pipeline)
+        assert isinstance(first, StageOutputs) and first.waiting == ()
+        again, events = execute(task, task_settings(task, settings, "m"), store, {}, pipeline)
+        assert all(e.hit for e in events) and again.waiting == prompt_stages
+        assert list(again["fewshot"]) == list(first["fewshot"])
+        assert again.waiting == ("load_docs", "instances")
+        with pytest.raises(KeyError):
+            again["metrics"]
+    finally:
+        store.close()
