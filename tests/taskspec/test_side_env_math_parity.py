@@ -7,7 +7,7 @@ a plain interpreter of evalflow's environment (antlr 4.9, no mechanism). The fir
 on every pair; the third shows what the mechanism prevents (minerva cannot even be imported, and
 leaderboard's bare ``except: 0`` turns parse_latex's refusal into "not equivalent").
 
-The default scope is 100 pairs (about a minute); ``EVALFLOW_FULL_PARITY=1`` (the parity suite's
+The default scope is 50 pairs (half a minute); ``EVALFLOW_FULL_PARITY=1`` (the parity suite's
 switch) scores 300. Pairs: Level-5 rows of ../shared/data's MATH test split and MATH-500, each with five candidates:
 its own solution, its answer in ``\\boxed{}`` with minerva's final-answer line, another row's
 solution, an equivalent answer written differently (``0.5`` for ``\\frac{1}{2}``, ``\\frac12``,
@@ -36,8 +36,8 @@ DATA = ROOT.parent / "shared" / "data"
 PEER_PYTHON = Path(os.environ.get("PEER_VENV", Path.home() / ".cache" / "evalflow-peer" / "venv")) / "bin" / "python"
 SCORER = Path(__file__).with_name("score_math_pairs.py")
 MODULES = {"minerva_math": "minerva_math", "leaderboard_math_hard": "leaderboard/math"}
-# rows per MATH subject (7) and from MATH-500; five candidates each: 300 pairs, or 100
-PER_SUBJECT, MATH500 = (6, 18) if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else (2, 6)
+# rows per MATH subject (7) and from MATH-500; five candidates each: 300 pairs, or 50
+PER_SUBJECT, MATH500 = (6, 18) if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else (1, 3)
 
 pytestmark = [
     pytest.mark.slow,
