@@ -15,12 +15,14 @@ Values are categories: 0/1 scores, booleans, whole numbers (a judge's 1-5 grade,
 unweighted kappa gives no credit for a near miss), or strings (a judge's choice). A value with a
 fraction (0.37) is refused rather than binned: where its bins lie is a choice the task should make
 in its metric, not one this command can guess. Documents where either value is missing or NaN
-(an unparseable judge output) are left out and counted.
+(an unparseable judge output) are left out and counted. ``METRIC@FILTER`` picks the metric's
+filter (:func:`split_filter`): a judge of the raw answer against exact_match of the extracted one.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -78,21 +80,30 @@ class Agreement:
     observed: float
     expected: float
     categories: tuple[Category, ...]
-    left_out: int = 0  # documents where either value is missing or NaN
+    left_out: int = 0  # documents where either value is missing or NaN (a judge's unparsed verdict)
     group: bool = False
     note: str = ""
+    filter_b: str = ""  # metric B's filter: ``filter`` unless they differ (kappa=judge@raw,exact_match@strict)
 
 
 def agreement(run_a: Run, run_b: Run, metric_a: str, metric_b: str, tasks: Sequence[str]) -> list[Agreement]:
     """Kappa per task and filter that report both metrics per document, then per group (pooled
-    over its leaf tasks' documents, as compare pools them); an error when none does."""
+    over its leaf tasks' documents, as compare pools them); an error when none does.
+
+    ``METRIC@FILTER`` takes the metric under that filter only (:func:`split_filter`); a metric
+    without one pairs, by default, with the other under each filter they share, or when they
+    share none (a judge under its own pipeline, exact_match under another), under each pair of
+    the filters they are reported under."""
     rows = [row for task in tasks for row in _rows(run_a, run_b, metric_a, metric_b, [task], task, False)]
     if not rows:
         raise RunFolderError(
             f"compare kappa={metric_a},{metric_b}: no task reports '{metric_a}' per document in {run_a.folder} "
             f"under a filter where {run_b.folder} reports '{metric_b}' (A's metrics: "
-            f"{', '.join(_metrics(run_a, tasks)) or 'none'}; B's: {', '.join(_metrics(run_b, tasks)) or 'none'}); "
-            "name metrics of the samples files, as results.json spells them before the comma"
+            f"{', '.join(_metrics(run_a, tasks)) or 'none'}; B's: {', '.join(_metrics(run_b, tasks)) or 'none'}; "
+            f"filters: {', '.join(dict.fromkeys(f for t in tasks for f in run_a.filters(t))) or 'none'}); "
+            "name metrics of the samples files, as results.json spells them before the comma, and a filter "
+            "after @ (kappa=judge@none,exact_match@strict-match). A judge metric none of whose verdicts parsed "
+            "has no per-document value to agree on"
         )
     groups_b = run_b.groups()
     for group, leaves in run_a.groups().items():
@@ -101,27 +112,59 @@ def agreement(run_a: Run, run_b: Run, metric_a: str, metric_b: str, tasks: Seque
     return rows
 
 
+_FILTER = re.compile(r"^(?P<metric>.+)@(?P<filter>[^@]+)$")
+
+
+def split_filter(name: str) -> tuple[str, str | None]:
+    """``exact_match@strict-match`` -> (exact_match, strict-match); a trailing ``@4`` or ``@k`` is
+    a reduction's label, part of the metric's name (``exact_match_pass@4``, ``..._pass@4@none``).
+
+    >>> split_filter("judge@none"), split_filter("exact_match_pass@4"), split_filter("em_maj@8@flexible-extract")
+    (('judge', 'none'), ('exact_match_pass@4', None), ('em_maj@8', 'flexible-extract'))
+    """
+    found = _FILTER.match(name)
+    if found is None or found["filter"].isdigit() or found["filter"] == "k":
+        return name, None
+    return found["metric"], found["filter"]
+
+
+def _filter_pairs(run_a: Run, run_b: Run, metric_a: str, metric_b: str, leaves: Sequence[str]) -> list[tuple[str, str]]:
+    (name_a, given_a), (name_b, given_b) = split_filter(metric_a), split_filter(metric_b)
+    reported_a = [f for f in _filters(run_a, leaves) if _values(run_a, leaves, name_a, f)]
+    reported_b = [f for f in _filters(run_b, leaves) if _values(run_b, leaves, name_b, f)]
+    if given_a or given_b:
+        return [(fa, fb) for fa in ([given_a] if given_a else reported_a) for fb in ([given_b] if given_b else reported_b)]
+    shared = [(f, f) for f in reported_a if f in reported_b]
+    return shared or [(fa, fb) for fa in reported_a for fb in reported_b]
+
+
 def _rows(run_a: Run, run_b: Run, metric_a: str, metric_b: str, leaves: Sequence[str], name: str,
           group: bool) -> list[Agreement]:
     out = []
-    filters = [f for f in _filters(run_a, leaves) if f in _filters(run_b, leaves)]
-    for filt in filters:
-        va, vb = _values(run_a, leaves, metric_a, filt), _values(run_b, leaves, metric_b, filt)
-        docs = sorted(set(va) & set(vb))
-        if not docs or (group and not all(any(d[0] == t for d in docs) for t in leaves)):
+    name_a, name_b = split_filter(metric_a)[0], split_filter(metric_b)[0]
+    for fa, fb in _filter_pairs(run_a, run_b, metric_a, metric_b, leaves):
+        va, vb = _values(run_a, leaves, name_a, fa), _values(run_b, leaves, name_b, fb)
+        if not va or not vb or (group and not all(any(d[0] == t for d in va) for t in leaves)):
             continue  # a filter reporting one metric only (or a group some leaf of which lacks it)
-        pairs = [(_category(va[d], run_a, metric_a, filt, d), _category(vb[d], run_b, metric_b, filt, d)) for d in docs]
+        scored = _scored(run_a, leaves, fa) | _scored(run_b, leaves, fb) | set(va) | set(vb)
+        pairs = [(_category(va.get(d), run_a, name_a, fa, d), _category(vb.get(d), run_b, name_b, fb, d)) for d in sorted(scored)]
         kept = [(x, y) for x, y in pairs if x is not None and y is not None]
+        where = f"filter {fa}" if fa == fb else f"filters {fa} and {fb}"
         if not kept:
             raise RunFolderError(
-                f"compare kappa={metric_a},{metric_b}: task '{name}' (filter {filt}): every one of its {len(docs)} "
-                "documents lacks a value of one of the metrics (missing or NaN), so there is nothing to agree on"
+                f"compare kappa={metric_a},{metric_b}: task '{name}' ({where}): every one of its {len(scored)} "
+                "documents lacks a value of one of the metrics (missing or NaN: a judge verdict left out as "
+                "unparsed), so there is nothing to agree on"
             )
         k = cohen_kappa([x for x, _ in kept], [y for _, y in kept])
         note = "" if k.kappa is not None else f"undefined: both metrics put every document in {k.categories[0]!r}"
-        out.append(Agreement(name, filt, metric_a, metric_b, len(kept), k.kappa, k.observed, k.expected,
-                             k.categories, len(docs) - len(kept), group, note))
+        out.append(Agreement(name, fa, name_a, name_b, len(kept), k.kappa, k.observed, k.expected,
+                             k.categories, len(scored) - len(kept), group, note, fb))
     return out
+
+
+def _scored(run: Run, leaves: Sequence[str], filt: str) -> set[tuple[str, int]]:
+    return {(task, d) for task in leaves for d in run.doc_ids(task, filt)}
 
 
 def _filters(run: Run, leaves: Sequence[str]) -> list[str]:
@@ -159,9 +202,9 @@ def _category(value: Any, run: Run, metric: str, filt: str, doc: tuple[str, int]
 
 def as_table_rows(rows: Sequence[Agreement]) -> list[list[str]]:
     return [[
-        f"{r.task} (group)" if r.group else r.task, r.filter, r.metric_a, r.metric_b, str(r.n),
+        f"{r.task} (group)" if r.group else r.task, r.filter if r.filter_b in ("", r.filter) else f"{r.filter} / {r.filter_b}", r.metric_a, r.metric_b, str(r.n),
         f"{r.observed:.4f}", f"{r.expected:.4f}", "" if r.kappa is None else f"{r.kappa:+.4f}",
-        "; ".join(x for x in (r.note, f"{r.left_out} documents without both values" if r.left_out else "") if x),
+        "; ".join(x for x in (r.note, f"{r.left_out} documents without both values (left out)" if r.left_out else "") if x),
     ] for r in rows]
 
 

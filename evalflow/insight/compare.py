@@ -16,6 +16,11 @@ folder, between two metrics of that run (a judge and exact_match)::
 
     python -m evalflow compare outputs/run kappa=judge_correct,exact_match
     python -m evalflow compare outputs/judge_a outputs/judge_b kappa=judge_correct   # one metric, two runs
+    python -m evalflow compare outputs/run kappa=judge@raw,exact_match@flexible-extract   # named filters
+
+Documents with a value in one run only (a judge verdict left out as unparsed) are left out of
+the pairing and counted (``left_out``); a metric with no value at all gets a row that says so,
+and in the gate fails when the candidate lacks it (not gated when the baseline does).
 
 With ``max_drop=`` or ``alpha=`` it is a release gate (:mod:`evalflow.insight.gate`): exit 1 when
 any metric got worse by more than ``max_drop`` with the paired test's ``p < alpha`` (the failing
@@ -40,6 +45,7 @@ from evalflow.insight.runs import Run, load_run, metric_keys
 from evalflow.insight.stats import discordant, is_binary, mcnemar_exact, paired_bootstrap
 
 DEFAULT_ITERS = 10000
+Doc = tuple[str, int]  # (leaf task, doc_id)
 
 
 @dataclass(frozen=True)
@@ -49,10 +55,10 @@ class Comparison:
     task: str
     metric: str
     filter: str
-    a: float
-    b: float
-    n: int  # documents paired
-    diff: float
+    a: float | None  # None: reported without a value (a judge metric none of whose verdicts parsed)
+    b: float | None
+    n: int  # documents paired: those with a value in both runs
+    diff: float | None
     low: float | None = None
     high: float | None = None
     p_value: float | None = None
@@ -61,6 +67,7 @@ class Comparison:
     group: bool = False
     higher_is_better: bool | None = None  # from A's results.json (B's where A's does not say)
     detectable: float | None = None  # the smallest |B - A| the paired documents can show at alpha
+    left_out: int = 0  # documents scored in both runs without a value in both (the note says why)
 
 
 def compare(run_a: Run, run_b: Run, iters: int = DEFAULT_ITERS, seed: int = 1234,
@@ -113,20 +120,54 @@ def _rows(run_a: Run, run_b: Run, leaves: Sequence[str], name: str, iters: int, 
     entry_a = run_a.results["results"].get(name, {})
     entry_b = run_b.results["results"].get(name, {})
     out = []
-    for metric, filt in metric_keys(entry_a):
-        if f"{metric},{filt}" not in entry_b:
+    for metric, filt in metric_keys(entry_a, with_null=True):
+        key = f"{metric},{filt}"
+        if key not in entry_b or not (entry_b[key] is None or _number(entry_b[key])):
             continue
-        a, b = float(entry_a[f"{metric},{filt}"]), float(entry_b[f"{metric},{filt}"])
-        base = Comparison(name, metric, filt, a, b, 0, b - a, group=group,
+        a, b = entry_a[key], entry_b[key]
+        base = Comparison(name, metric, filt, a, b, 0, None if a is None or b is None else b - a, group=group,
                           higher_is_better=_higher_is_better(run_a, run_b, name, metric))
+        if a is None or b is None:
+            lacking = " and ".join(x for x, v in (("A", a), ("B", b)) if v is None)
+            out.append(dataclasses.replace(base, note=f"no value in {lacking}{_why_missing(entry_a, entry_b, metric, filt)}"))
+            continue
         va, vb = _pooled(run_a, leaves, metric, filt), _pooled(run_b, leaves, metric, filt)
         if va is None or vb is None:
             out.append(dataclasses.replace(base, note="no per-document values in the samples"))
         elif not (_is_mean(va, a) and _is_mean(vb, b)):
             out.append(dataclasses.replace(base, n=len(va), note="not a mean of per-document values; no paired test"))
         else:
-            out.append(_test(base, [va[k] for k in sorted(va)], [vb[k] for k in sorted(va)], iters, seed, alpha))
+            out.append(_paired(base, va, vb, _scored(run_a, leaves, filt), _why_missing(entry_a, entry_b, metric, filt),
+                               iters, seed, alpha))
     return out
+
+
+def _paired(base: Comparison, va: Mapping[Doc, float], vb: Mapping[Doc, float], scored: set[Doc], why: str,
+            iters: int, seed: int, alpha: float) -> Comparison:
+    """The paired test over the documents with a value in both runs; the others are counted, and
+    the note says how many each run lacks (a judge's unparsed verdicts, ``on_unparsed: exclude``)."""
+    paired = sorted(set(va) & set(vb))
+    left_out = len(scored | set(va) | set(vb)) - len(paired)
+    note = ""
+    if left_out:
+        lack_a, lack_b = len(scored - set(va)), len(scored - set(vb))
+        note = (f"{left_out} of {len(scored | set(va) | set(vb))} documents without a value in both "
+                f"(A lacks {lack_a}, B lacks {lack_b}{why}); paired on the other {len(paired)}")
+    if not paired:
+        return dataclasses.replace(base, left_out=left_out, note=note + ": no paired test")
+    row = _test(base, [va[d] for d in paired], [vb[d] for d in paired], iters, seed, alpha)
+    return dataclasses.replace(row, left_out=left_out, note=note)
+
+
+def _why_missing(entry_a: Mapping[str, Any], entry_b: Mapping[str, Any], metric: str, filt: str) -> str:
+    """Why a judge metric's documents lack values, when the runs' results say it is one."""
+    judged = any(k.endswith(f"_unparsed,{filt}") and metric.startswith(k.split("_unparsed,", 1)[0])
+                 for k in (*entry_a, *entry_b))
+    return ": judge verdicts unparsed, left out by on_unparsed: exclude" if judged else ""
+
+
+def _scored(run: Run, leaves: Sequence[str], filt: str) -> set[Doc]:
+    return {(task, d) for task in leaves for d in run.doc_ids(task, filt)}
 
 
 def _higher_is_better(run_a: Run, run_b: Run, name: str, metric: str) -> bool | None:
@@ -138,15 +179,20 @@ def _higher_is_better(run_a: Run, run_b: Run, name: str, metric: str) -> bool | 
     return None
 
 
-def _pooled(run: Run, leaves: Sequence[str], metric: str, filt: str) -> dict[tuple[str, int], float] | None:
-    """Per-document values over the leaves that report the metric (as the group aggregates them)."""
-    values: dict[tuple[str, int], float] = {}
+def _pooled(run: Run, leaves: Sequence[str], metric: str, filt: str) -> dict[Doc, float] | None:
+    """Per-document values over the leaves that report the metric (as the group aggregates them);
+    a null or NaN value is no value (left out of the pairing), any other non-number: None."""
+    values: dict[Doc, float] = {}
     for task in leaves:
-        per_doc = run.per_doc(task, metric, filt)
+        per_doc = {d: v for d, v in run.per_doc(task, metric, filt).items() if not _missing(v)}
         if not all(_number(v) for v in per_doc.values()):
             return None
         values.update({(task, d): float(v) for d, v in per_doc.items()})
     return values or None
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _number(value: Any) -> bool:
@@ -246,8 +292,18 @@ def _check_kappa(folders: Sequence[str], options: Mapping[str, Any]) -> None:
 
 
 def verdicts(rows: Sequence[Comparison], gate: GateSettings) -> list[Verdict]:
-    return [judge(f"{r.task}{' (group)' if r.group else ''} {r.metric},{r.filter}", r.diff, r.higher_is_better,
-                  r.p_value, gate) for r in rows]
+    """Each row judged. A metric with no value in B fails: nothing shows the candidate did not
+    regress (its judge parsed no verdict); one with no value in A has no baseline: not gated."""
+    out = []
+    for r in rows:
+        name = f"{r.task}{' (group)' if r.group else ''} {r.metric},{r.filter}"
+        if r.b is None:
+            out.append(Verdict(name, True, f"{r.note}: the candidate has no value to gate"))
+        elif r.a is None or r.diff is None:
+            out.append(Verdict(name, False, f"not gated: {r.note}, so there is no baseline"))
+        else:
+            out.append(judge(name, r.diff, r.higher_is_better, r.p_value, gate))
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -276,6 +332,9 @@ def main(argv: list[str]) -> int:
         print_table(f"A: {run_a.folder}  B: {run_b.folder}", COLUMNS, as_table_rows(rows),
                     right=("A", "B", "B - A", "p", "Docs", "Detectable"))
         print(f"Detectable: the smallest |B - A| these paired documents can show at alpha={alpha:g}")
+        for r in rows:
+            if r.test and r.note:  # the Test column shows the test; documents left out of it are said here
+                print(f"PAIRED: {r.task}{' (group)' if r.group else ''} {r.metric},{r.filter}: {r.note}")
         for verdict in judged:
             if verdict.failed or verdict.reason.startswith("not gated"):
                 print(f"{'REGRESSION' if verdict.failed else 'NOT GATED'}: {verdict.name}: {verdict.reason}")

@@ -83,6 +83,10 @@ class Run:
         return {int(r["doc_id"]): r[metric] for r in self.rows(task)
                 if str(r.get("filter", "none")) == filter_name and metric in r}
 
+    def doc_ids(self, task: str, filter_name: str) -> set[int]:
+        """The documents scored under ``filter_name``, with or without a value of any one metric."""
+        return {int(r["doc_id"]) for r in self.rows(task) if str(r.get("filter", "none")) == filter_name}
+
     def doc_fingerprints(self, task: str) -> dict[int, str]:
         return {int(r["doc_id"]): fingerprint(r.get("doc")) for r in self.rows(task)}
 
@@ -124,9 +128,11 @@ def _json(path: Path) -> Any:
         raise RunFolderError(f"{path}: not valid JSON ({exc})") from None
 
 
-def metric_keys(entry: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(metric, filter) of each value in a results entry (``"acc,none"``), stderr keys skipped."""
+def metric_keys(entry: Mapping[str, Any], with_null: bool = False) -> Iterator[tuple[str, str]]:
+    """(metric, filter) of each value in a results entry (``"acc,none"``), stderr keys skipped;
+    ``with_null``: also results reported without a value (a judge metric none of whose verdicts parsed)."""
     for key, value in entry.items():
-        if "," in key and "_stderr," not in key and isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if "," in key and "_stderr," not in key and (number or (with_null and value is None)):
             metric, filt = key.split(",", 1)
             yield metric, filt

@@ -68,6 +68,30 @@ def print_results(results: Mapping[str, Any], out: TextIO | None = None) -> None
         if groups:
             print("", file=out)
             print_table("groups", ("Groups",) + COLUMNS[1:], groups, RIGHT, out)
+    for line in no_value_lines(results):
+        print(line, file=out)
+
+
+def no_value_lines(results: Mapping[str, Any]) -> list[str]:
+    """One plain line per result that has no value (``null`` in results.json): a judge metric
+    none of whose documents got a parsed verdict, which the table alone would show as a gap.
+
+    >>> no_value_lines({"results": {"t": {"ok,none": None, "ok_unparsed,none": 5}}, "n-samples": {"t": {"effective": 5}}})
+    ['NO VALUE: t ok,none: none of its 5 documents has one; the judge answered 5 times unparsed (ok_unparsed,none) and on_unparsed: exclude left each out; see the judge_output entries in samples_t.jsonl, or score them with on_unparsed: NUMBER']
+    """
+    lines = []
+    for task, entry in results.get("results", {}).items():
+        docs = results.get("n-samples", {}).get(task, {}).get("effective")
+        for key, value in entry.items():
+            if value is not None or "," not in key or "_stderr," in key:
+                continue
+            metric, filt = key.split(",", 1)
+            counts = [(k, v) for k, v in entry.items() if k.endswith(f"_unparsed,{filt}") and metric.startswith(k.split("_unparsed,")[0])]
+            why = (f"the judge answered {counts[0][1]} times unparsed ({counts[0][0]}) and on_unparsed: exclude left "
+                   "each out" if counts else "no document has a value")
+            lines.append(f"NO VALUE: {task} {key}: none of its {docs if docs is not None else 'scored'} documents has one; "
+                         f"{why}; see the judge_output entries in samples_{task}.jsonl, or score them with on_unparsed: NUMBER")
+    return lines
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[str] = (),
@@ -102,4 +126,6 @@ def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]], right:
 
 
 def _fmt(value: Any) -> str:
+    if value is None:
+        return "no value"  # a judge result whose every verdict was unparsed (no_value_lines says so)
     return f"{value:.4f}" if isinstance(value, float) else str(value)

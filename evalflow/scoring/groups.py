@@ -98,16 +98,18 @@ def _aggregate_one(
     sizes: list[int] = []
     stderrs: list[Any] = []
     for metrics, size in members:
-        if key in metrics:
+        if metrics.get(key) is not None:  # None: a judge result no document has a value for
             values.append(metrics[key])
             sizes.append(size)
             if metrics.get(stderr_key) is not None:
                 stderrs.append(metrics[stderr_key])
     if not values:
+        if any(key in metrics for metrics, _ in members):  # reported, without a value: so is the group's
+            return {key: None, stderr_key: "N/A"}
         log.warning("group '%s': no member reports metric '%s'", group_name, key)
         return {}
     if len(values) < len(members):
-        lacking = [names[i] for i, (metrics, _) in enumerate(members) if key not in metrics] if names else []
+        lacking = [names[i] for i, (metrics, _) in enumerate(members) if metrics.get(key) is None] if names else []
         shown = f": {', '.join(lacking[:5])}" + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
         log.warning(
             "group '%s': metric '%s' is missing in %d of %d tasks%s; the group score averages the others only",

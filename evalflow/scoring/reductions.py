@@ -65,6 +65,15 @@ class Reduction:
     k: int  # the samples it reads (pass@k: the k of the estimator)
     label: str  # "pass@8": the suffix of its result's name
 
+    @property
+    def needs(self) -> int:
+        """The valued samples a document needs for a result: ``k`` for a reduction that reads k
+        of them (``pass@k``, ``maj@k``: a registered name ending ``@k``), else 1. Fewer happen only
+        when a judge's unparsed verdicts were left out (``on_unparsed: exclude``); the unbiased
+        pass@k estimator is undefined for n < k, and a vote over fewer than k answers is not maj@k,
+        so such a document gets no value rather than a different statistic under the same name."""
+        return self.k if self.name.endswith("@k") else 1
+
     def output_name(self, metric: str) -> str:
         """The result's name: the metric's own for ``first``, else ``<metric>_<label>``."""
         return metric if self.name == "first" else f"{metric}_{self.label}"
@@ -117,6 +126,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     >>> pass_at_k(8, 2, 1), pass_at_k(8, 0, 8), pass_at_k(8, 7, 2)
     (0.25, 0.0, 1.0)
     """
+    if not 0 <= c <= n or k > n:
+        raise ValueError(f"pass@k is estimated from n >= k samples, c of them correct; got n={n}, c={c}, k={k}")
     if n - c < k:
         return 1.0
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalflow.records import JudgeRequests, JudgeResponses, Scores
 from evalflow.scoring.judge import JudgeSpec, judge_score
+
+if TYPE_CHECKING:
+    from evalflow.scoring.metrics import MetricSpec
 
 Key = tuple[str, int, str]  # (metric, doc_id, response)
 
@@ -96,4 +99,27 @@ def unparsed_counts(scores: Scores) -> dict[str, int]:
             for metric, rows in judged.items():
                 key = f"{metric}_unparsed,{name}"
                 out[key] = out.get(key, 0) + sum(1 for r in rows if not r["parsed"])
+    return out
+
+
+def judge_gaps(specs: Sequence["MetricSpec"], scores: Scores) -> dict[str, Any]:
+    """What the aggregate of judge metrics lacks, made explicit (``on_unparsed: exclude`` leaves a
+    document without a value, and an aggregate over no document is not computed at all):
+
+    - a result no document has a value for (every verdict unparsed) is still reported, as
+      ``None`` (null in results.json) with stderr ``N/A``, so it cannot vanish from a run;
+    - a reduction's result gets ``<result>_excluded,<filter>``: the documents left out of it
+      (every sample unparsed, or fewer than k parsed for pass@k / maj@k).
+    """
+    out: dict[str, Any] = {}
+    for spec in specs:
+        if spec.judge is None or spec.judge.on_unparsed is not None:
+            continue
+        for name, rows in scores.by_filter.items():
+            for result in spec.output_names:
+                lacking = sum(1 for row in rows if result not in row)
+                if rows and lacking == len(rows):
+                    out[f"{result},{name}"], out[f"{result}_stderr,{name}"] = None, "N/A"
+                if spec.reductions:
+                    out[f"{result}_excluded,{name}"] = lacking
     return out

@@ -98,12 +98,11 @@ def reduce_document(
             continue
         # a judge metric's samples whose judge answer did not parse (on_unparsed: exclude) have no value
         kept = [j for j, sample in enumerate(scored) if spec.judge is None or spec.name in sample]
-        if not kept:
-            continue  # no sample has a value: the document has none either
         values = tuple(_value(scored[j], spec.name) for j in kept)
         samples = RepeatSamples(answers=tuple(answers[j] for j in kept), values=values, score=_metric_of(score, spec.name))
         for reduction in spec.reductions:
-            out[reduction.output_name(spec.name)] = reduction(samples)
+            if len(kept) >= reduction.needs:  # else the document has no value for it (counted: `_excluded`)
+                out[reduction.output_name(spec.name)] = reduction(samples)
     return out, scored
 
 

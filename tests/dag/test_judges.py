@@ -102,10 +102,15 @@ def test_unparsed_verdicts_are_counted_and_excluded_or_scored_by_the_policy(judg
     assert result["graded_unparsed,none"] == 10 and result["graded,none"] == pytest.approx(90 * 5 / N)
 
 
-def test_every_sampled_repeat_is_judged_and_reduced(judged: Judged) -> None:
-    judged.write(repeats="repeats: 3")
+def sampled(judged: Judged, reduction: str, parser: str | None = None) -> None:
+    """The task with 3 sampled repeats and ``reduction`` on the judge metric."""
+    judged.write(repeats="repeats: 3", **({"parser": parser} if parser else {}))
     text = judged.yaml.read_text().replace("  until: [\"\\n\"]\n", "  until: [\"\\n\"]\n  do_sample: true\n  temperature: 1.0\n")
-    judged.yaml.write_text(text.replace("  - metric: graded\n", "  - metric: graded\n    reduction: [mean, max]\n"))
+    judged.yaml.write_text(text.replace("  - metric: graded\n", f"  - metric: graded\n    reduction: {reduction}\n"))
+
+
+def test_every_sampled_repeat_is_judged_and_reduced(judged: Judged) -> None:
+    sampled(judged, "[mean, max]")
     ScriptedAnswerer.SAMPLED = {f"What is {i} plus 1?": [right(i), "wrong", "???" if i == 0 else right(i)] for i in range(N)}
     try:
         result, manifest, folder = judged()
@@ -117,6 +122,46 @@ def test_every_sampled_repeat_is_judged_and_reduced(judged: Judged) -> None:
     assert result["graded_max@3,none"] == 5.0 and result["graded_unparsed,none"] == 1
     row = json.loads((folder / "samples_judged.jsonl").read_text().splitlines()[0])
     assert [r["score"] for r in row["judge"]["graded"]] == [5.0, 1.0, None]
+
+
+def test_a_judge_metric_with_every_verdict_unparsed_is_reported_null_not_dropped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evalflow.output.table import print_results
+
+    judged = Judged(tmp_path, n=10)
+    judged.answers({i: "???" for i in range(10)})
+    result, manifest, folder = judged()
+    assert result["graded,none"] is None and result["graded_stderr,none"] == "N/A"
+    assert result["graded_unparsed,none"] == 10 and result["exact_match,none"] == 0.0
+    written = json.loads((folder / "results.json").read_text())
+    assert written["results"]["judged"]["graded,none"] is None and written["higher_is_better"]["judged"]["graded"] is True
+    print_results(written)
+    out = capsys.readouterr().out
+    assert "no value" in out
+    assert ("NO VALUE: judged graded,none: none of its 10 documents has one; the judge answered 10 times unparsed "
+            "(graded_unparsed,none)") in out
+
+
+def test_a_reduction_needs_k_parsed_samples_else_the_document_is_left_out_and_counted(tmp_path: Path) -> None:
+    """pass@k's unbiased estimator needs n >= k samples and maj@k votes over k: a document with
+    fewer parsed verdicts gets no value (before: pass@3 of two wrong samples was 1.0)."""
+    judged = Judged(tmp_path, n=10)
+    sampled(judged, "[pass@3, pass@2, maj@3, mean]", parser='{type: regex, pattern: "Score: (\\\\d+)", map: {"5": 1, "1": 0}}')
+    ScriptedAnswerer.SAMPLED = {f"What is {i} plus 1?": [right(i), "wrong", right(i)] for i in range(10)}
+    ScriptedAnswerer.SAMPLED.update({"What is 0 plus 1?": ["wrong", "wrong", "???"], "What is 1 plus 1?": [right(1), "???", "???"],
+                                     "What is 2 plus 1?": ["???"] * 3})
+    try:
+        result, _, folder = judged()
+    finally:
+        ScriptedAnswerer.SAMPLED = {}
+    assert (result["graded_pass@3,none"], result["graded_pass@3_excluded,none"]) == (1.0, 3)  # docs 0, 1, 2
+    assert (result["graded_pass@2,none"], result["graded_pass@2_excluded,none"]) == (pytest.approx(7 / 8), 2)  # doc 0: 0
+    assert (result["graded_maj@3,none"], result["graded_maj@3_excluded,none"]) == (1.0, 3)
+    assert result["graded_mean@3,none"] == pytest.approx((0 + 1 + 7 * 2 / 3) / 9) and result["graded_mean@3_excluded,none"] == 1
+    rows = [json.loads(line) for line in (folder / "samples_judged.jsonl").read_text().splitlines()]
+    assert "graded_pass@3" not in rows[0] and rows[0]["graded_pass@2"] == 0.0 and "graded_mean@3" not in rows[2]
+    written = json.loads((folder / "results.json").read_text())["higher_is_better"]["judged"]
+    assert written["graded_pass@3_excluded"] is False and written["graded_pass@3"] is True
 
 
 def test_a_killed_judge_resumes_from_its_persisted_chunks(judged: Judged) -> None:

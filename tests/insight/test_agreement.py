@@ -111,6 +111,25 @@ def test_perfect_agreement_on_one_category_is_reported_undefined(tmp_path: Path,
     assert row["kappa"] is None and row["observed"] == 1.0 and "every document in 1" in row["note"]
 
 
+def test_metrics_under_no_shared_filter_pair_across_their_filters(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A judge reported only under pipeline "raw", exact_match only under "strict": by default
+    each pair of their filters, with @filter the one named (a filter naming nothing is no row)."""
+    judge, em = from_table([[20, 5], [10, 15]])
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [{"doc_id": i, "doc": {"q": i}, "filter": f, **m} for i in range(50)
+            for f, m in (("raw", {"judge": judge[i]}), ("strict", {"exact_match": em[i]}))]
+    (run / "samples_t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "results.json").write_text(json.dumps({"results": {"t": {"judge,raw": 0.5, "exact_match,strict": 0.5}}}))
+    (row,) = run_json(capsys, str(run), "kappa=judge,exact_match")
+    assert (row["filter"], row["filter_b"], row["n"], row["kappa"]) == ("raw", "strict", 50, pytest.approx(0.4))
+    (named,) = run_json(capsys, str(run), "kappa=judge@raw,exact_match@strict")
+    assert named == row
+    with pytest.raises(RunFolderError, match=r"filters: raw, strict\).*exact_match@strict-match"):
+        main([str(run), "kappa=judge@strict,exact_match"])
+
+
 def test_refusals(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run", {"t": {"score": [0.37, 1.0], "exact_match": [0, 1], "judge": [None, None]}})
     with pytest.raises(RunFolderError, match=r"value 0\.37 on document 0, which is not a category"):
@@ -138,3 +157,13 @@ def test_command_line_spelling() -> None:
     assert one.kappa == ("judge", "exact_match") and one.folders == (Path("run"), Path("run")) and one.as_json
     assert parse_args(["a", "b", "kappa=judge"]).kappa == ("judge", "judge")
     assert parse_args(["a", "b"]).kappa is None
+
+
+def test_docstring_examples() -> None:
+    """cohen_kappa's and split_filter's examples (kappa=metric@filter) give what they show."""
+    import doctest
+
+    from evalflow.insight import agreement
+
+    result = doctest.testmod(agreement)
+    assert result.attempted >= 2 and result.failed == 0

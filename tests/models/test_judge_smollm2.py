@@ -1,8 +1,10 @@
 """A real judge: SmolLM2 grading a scripted model's answers on a 5-document generation task, through
-the HF backend (``model: smollm2``) and through the llama.cpp server (``openai_completions``),
-with the judge's cache behaviour shown by the request counts the judge edge reports.
+the HF backend and through the llama.cpp server (``openai_completions``), with the judge's cache
+behaviour shown by the request counts the judge edge reports.
 
-Generations stay at 8 tokens or fewer and 5 documents, so each run costs seconds.
+Kept cheap (CI's time is tight): 5 documents, a one-line rubric, 3 judge tokens (a rating is one
+or two), and the HF judge loaded once for its four runs (tests.support.judge_models.SharedHF: the
+HF backend, built once per config in this process), so almost all the CPU is the 11 judge calls.
 """
 
 from __future__ import annotations
@@ -24,32 +26,37 @@ pytestmark = [
 ]
 
 DOCS = 5
-RUBRIC = "Question: {{ doc.question }}\\nAnswer: {{ response }}\\nGold: {{ target }}\\nRate the answer from 1 to 5. Rating:"
+RUBRIC = "Q: {{ doc.question }}\\nA: {{ response }}\\nGold: {{ target }}\\nScore 1-5:"
 NUMBER = "{type: number, min: 1, max: 5}"
+TOKENS = 3
 
 
 def cache_behaviour(judged: Judged) -> None:
     """First run: one judge call per answer; a re-run: none; 1 changed answer: 1; a rubric edit: 5
     judge calls and no scored-model call. Whatever SmolLM2 says, each verdict is a score in [1, 5]
     or counted as unparsed."""
-    judged.write(prompt=RUBRIC, parser=NUMBER)
+    judged.write(prompt=RUBRIC, parser=NUMBER, tokens=TOKENS)
     result, manifest, folder = judged(limit=DOCS)
     assert manifest["judge"]["computed"] == DOCS
     parsed = DOCS - result["graded_unparsed,none"]
-    assert parsed == 0 or 1.0 <= result["graded,none"] <= 5.0
+    assert (parsed == 0 and result["graded,none"] is None) or 1.0 <= result["graded,none"] <= 5.0
     _, manifest, _ = judged(limit=DOCS)
     assert manifest["judge"] == {**manifest["judge"], "computed": 0, "cached": DOCS} and stage_hits(manifest)["judge_inference"]
     judged.answers({i: "a different answer" if i == 2 else (right(i) if i % 4 else "wrong") for i in range(DOCS)})
     _, manifest, _ = judged(limit=DOCS)
     assert manifest["judge"]["computed"] == 1 and manifest["judge"]["cached"] == DOCS - 1
-    judged.write(prompt="Be strict. " + RUBRIC, parser=NUMBER)
+    judged.write(prompt="Be strict. " + RUBRIC, parser=NUMBER, tokens=TOKENS)
     _, manifest, _ = judged(limit=DOCS)
     assert ScriptedAnswerer.calls == 0 and manifest["judge"]["computed"] == DOCS
     assert manifest["stages"][3]["stage"] == "inference" and manifest["stages"][3]["hit"]
 
 
 def test_smollm2_judges_through_the_hf_backend(tmp_path: Path) -> None:
-    cache_behaviour(Judged(tmp_path, n=DOCS, model="smollm2"))
+    from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
+
+    model = (f'{{type: "tests.support.judge_models:SharedHF", pretrained: "{smollm2_dir()}", '
+             f'gguf_file: {SMOLLM2_GGUF}, dtype: float32}}')  # the smollm2 preset's settings
+    cache_behaviour(Judged(tmp_path, n=DOCS, model=model))
 
 
 def test_smollm2_judges_through_the_llama_cpp_server(tmp_path: Path) -> None:

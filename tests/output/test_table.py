@@ -51,3 +51,14 @@ def test_redirected_stdout_is_the_markdown_table_alone(toy_library: Path, tmp_pa
 def test_markdown_escapes_pipes_and_aligns() -> None:
     text = markdown_table(("Task", "Value"), [["a|b", "1.0"]], right=("Value",))
     assert text.splitlines() == ["|Task|Value|", "|----|----:|", "|a\\|b|  1.0|"]
+
+
+def test_a_result_without_value_is_said_plainly() -> None:
+    """A judge metric none of whose verdicts parsed: "no value" in the table, and one NO VALUE line."""
+    import doctest
+
+    from evalflow.output import table
+
+    result = doctest.testmod(table)
+    assert result.attempted >= 1 and result.failed == 0
+    assert table.results_rows({"results": {"t": {"ok,none": None, "ok_stderr,none": "N/A"}}})[0][6] == "no value"

@@ -40,6 +40,14 @@ def test_na_stderr_and_missing_members() -> None:
     assert aggregate_group("g", [{"metric": "f1", "filter_list": ["none"]}], members) == {}
 
 
+def test_a_member_judge_result_without_value_is_skipped_and_all_without_value_is_null() -> None:
+    """A judge metric none of whose verdicts parsed is reported ``None`` by its task (not absent)."""
+    some = [({"j,none": None, "j_stderr,none": "N/A"}, 10), ({"j,none": 4.0, "j_stderr,none": 0.1}, 10)]
+    assert aggregate_group("g", [{"metric": "j"}], some)["j,none"] == 4.0
+    none = [({"j,none": None, "j_stderr,none": "N/A"}, 10), ({"j,none": None, "j_stderr,none": "N/A"}, 5)]
+    assert aggregate_group("g", [{"metric": "j"}], none) == {"j,none": None, "j_stderr,none": "N/A"}
+
+
 def test_filters_are_discovered_sorted_when_not_listed() -> None:
     members = [({"em,strict": 1.0, "em_stderr,strict": 0.0, "em,flex": 0.5, "em_stderr,flex": 0.1}, 4)]
     assert list(aggregate_group("g", [{"metric": "em"}], members)) == [

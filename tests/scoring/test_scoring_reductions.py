@@ -19,6 +19,12 @@ def test_pass_at_k_is_the_unbiased_estimator_for_every_k_up_to_n(n: int) -> None
             assert pass_at_k(n, c, k) == pytest.approx(1 - comb(n - c, k) / comb(n, k), abs=1e-12)
 
 
+def test_pass_at_k_refuses_fewer_samples_than_k() -> None:
+    """Undefined for n < k (the product form would say 1.0 for two wrong samples at k=3)."""
+    with pytest.raises(ValueError, match="n=2, c=0, k=3"):
+        pass_at_k(2, 0, 3)
+
+
 def test_pass_at_k_is_the_chance_that_k_of_the_n_samples_hold_a_correct_one() -> None:
     """The definition: over every k-subset of the samples, the share that contains a pass."""
     values = (0, 1, 0, 0, 1, 0)

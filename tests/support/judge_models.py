@@ -7,9 +7,10 @@ whose verdicts follow from the prompt, both counting the requests they answer.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from evalflow.models.dummy import DummyModel
+from evalflow.models.hf import HFModel
 from evalflow.records import Request
 
 
@@ -70,3 +71,23 @@ class ScriptedJudge(DummyModel):
     def reset(cls) -> None:
         cls.prompts = []
         cls.fail_after = None
+
+
+class SharedHF(HFModel):
+    """evalflow's HF backend, built once per test process for each config: a run builds its judge
+    model anew, and loading SmolLM2 (the GGUF memo, the key/value self-check) costs far more CPU
+    than judging 5 answers, so a test of several runs pays for one load. Answers, and the cache
+    identity (the HF backend's, plus this file's code), are the plain HFModel's."""
+
+    _built: ClassVar[dict[str, "SharedHF"]] = {}
+
+    def __new__(cls, *args: Any, **config: Any) -> "SharedHF":
+        key = repr((args, sorted(config.items())))
+        if key not in cls._built:
+            cls._built[key] = super().__new__(cls)
+        return cls._built[key]
+
+    def __init__(self, *args: Any, **config: Any) -> None:
+        if not getattr(self, "_loaded", False):
+            super().__init__(*args, **config)
+            self._loaded = True

@@ -41,7 +41,7 @@ metric_list:
       model: {model}
       prompt: "{prompt}"
       parser: PARSER
-      gen_kwargs: {{max_gen_toks: 8}}
+      gen_kwargs: {{max_gen_toks: {tokens}}}
       POLICY
     aggregation: mean
     higher_is_better: true
@@ -66,8 +66,8 @@ class Judged:
         self.answers({i: right(i) if i % 4 else "wrong" for i in range(n)})
         self.n = 0
 
-    def write(self, prompt: str = PROMPT, parser: str = PARSER, policy: str = "", repeats: str = "") -> None:
-        text = TASK_YAML.format(data=self.root / "test.jsonl", model=self.model, prompt=prompt)
+    def write(self, prompt: str = PROMPT, parser: str = PARSER, policy: str = "", repeats: str = "", tokens: int = 8) -> None:
+        text = TASK_YAML.format(data=self.root / "test.jsonl", model=self.model, prompt=prompt, tokens=tokens)
         self.yaml.write_text(text.replace("PARSER", parser).replace("POLICY", policy).replace("REPEATS", repeats))
 
     def answers(self, by_doc: dict[int, str]) -> None:
