@@ -178,8 +178,12 @@ def regex_parser(options: Mapping[str, Any], where: str) -> Parse:
 def _score_map(value: Any, where: str) -> dict[str, float]:
     if not isinstance(value, Mapping) or not value or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
-        raise TaskError(f"{where}: give a non-empty mapping of judge answers to scores, e.g. {{yes: 1, no: 0}}; got {value!r}")
-    return {str(k): float(v) for k, v in value.items()}
+        raise TaskError(f"{where}: give a non-empty mapping of judge answers to scores, e.g. {{'yes': 1, 'no': 0}}; got {value!r}")
+    unquoted = [k for k in value if not isinstance(k, str)]
+    if unquoted:
+        raise TaskError(f"{where}: the judge answers {unquoted!r} are not strings: YAML reads unquoted yes/no, on/off, "
+                        "true/false and numbers as other types. Quote each answer: {\"yes\": 1, \"no\": 0}")
+    return {k: float(v) for k, v in value.items()}
 
 
 @register_judge_parser("choice")

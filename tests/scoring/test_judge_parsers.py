@@ -40,6 +40,9 @@ def test_parser_cases(parser: dict[str, Any], text: str, score: float | None) ->
     ({"type": "regex", "pattern": "x", "flags": 1}, "unknown option 'flags'"),
     ({"type": "choice", "choices": {}}, "non-empty mapping"),
     ({"type": "choice", "choices": {"A": "high"}}, "non-empty mapping"),
+    # YAML's `map: {yes: 1, no: 0}` has boolean keys: a paragraph saying to quote them, not a traceback
+    ({"type": "regex", "pattern": "(yes|no)", "map": {True: 1, False: 0}}, "Quote each answer"),
+    ({"type": "choice", "choices": {1: 1.0}}, "Quote each answer"),
     ({"type": "number", "max": "five"}, "max: give a number"),
     ({"pattern": "x"}, "give a mapping with a type"),
 ])
