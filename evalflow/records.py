@@ -184,3 +184,9 @@ RECORD_TYPES: tuple[type, ...] = (
     Scores,
     TaskResult,
 )
+
+
+# The fields of a samples row that are not metrics (evalflow/output/samples.py): no metric may take them.
+SAMPLE_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
+                           "doc_hash", "prompt_hash", "target_hash", "filtered_samples", "sample_metrics", "judge",
+                           "judge_unparsed"})

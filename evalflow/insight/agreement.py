@@ -30,6 +30,7 @@ import numpy as np
 
 from evalflow.errors import RunFolderError
 from evalflow.insight.runs import Run
+from evalflow.records import SAMPLE_FIELDS
 
 Category = int | str
 
@@ -94,6 +95,14 @@ def agreement(run_a: Run, run_b: Run, metric_a: str, metric_b: str, tasks: Seque
     without one pairs, by default, with the other under each filter they share, or when they
     share none (a judge under its own pipeline, exact_match under another), under each pair of
     the filters they are reported under."""
+    for run, metric in ((run_a, metric_a), (run_b, metric_b)):
+        name, known = split_filter(metric)[0], _metrics(run, tasks)
+        if name not in known:
+            raise RunFolderError(
+                f"compare kappa={metric_a},{metric_b}: {run.folder} has no per-document metric '{name}' in "
+                f"{', '.join(tasks)}; its metrics are {', '.join(known) or 'none'}. Name two of them, as results.json "
+                "spells them before the comma"
+            )
     rows = [row for task in tasks for row in _rows(run_a, run_b, metric_a, metric_b, [task], task, False)]
     if not rows:
         raise RunFolderError(
@@ -102,7 +111,7 @@ def agreement(run_a: Run, run_b: Run, metric_a: str, metric_b: str, tasks: Seque
             f"{', '.join(_metrics(run_a, tasks)) or 'none'}; B's: {', '.join(_metrics(run_b, tasks)) or 'none'}; "
             f"filters: {', '.join(dict.fromkeys(f for t in tasks for f in run_a.filters(t))) or 'none'}); "
             "name metrics of the samples files, as results.json spells them before the comma, and a filter "
-            "after @ (kappa=judge@none,exact_match@strict-match). A judge metric none of whose verdicts parsed "
+            "after @ (kappa=judge_correct@none,exact_match@strict-match). A judge metric none of whose verdicts parsed "
             "has no per-document value to agree on"
         )
     groups_b = run_b.groups()
@@ -176,9 +185,7 @@ def _values(run: Run, leaves: Sequence[str], metric: str, filt: str) -> dict[tup
 
 
 def _metrics(run: Run, tasks: Sequence[str]) -> list[str]:
-    skip = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics", "doc_hash",
-            "prompt_hash", "target_hash", "filtered_samples", "sample_metrics"}
-    return sorted({k for task in tasks for row in run.rows(task) for k in row if k not in skip})
+    return sorted({k for task in tasks for row in run.rows(task) for k in row if k not in SAMPLE_FIELDS})
 
 
 def _category(value: Any, run: Run, metric: str, filt: str, doc: tuple[str, int]) -> Category | None:

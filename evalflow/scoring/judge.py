@@ -34,6 +34,7 @@ import jinja2
 from jinja2 import meta
 
 from evalflow.errors import TaskError, closest
+from evalflow.records import SAMPLE_FIELDS
 from evalflow.scoring.registry import JUDGE_PARSERS, register_judge_parser
 
 Parse = Callable[[str], "float | None"]
@@ -69,6 +70,10 @@ def is_judge_entry(entry: Any) -> bool:
 
 def parse_judge(metric: str, block: Any, where: str, source: str = "") -> JudgeSpec:
     """The judge of ``metric_list`` entry ``metric``, or one TaskError naming the key and the fix."""
+    if metric in SAMPLE_FIELDS:
+        raise TaskError(f"{where}: the judge metric is named '{metric}', a field every samples row already has "
+                        f"({', '.join(sorted(SAMPLE_FIELDS))}), so its values would be lost; give it another name "
+                        "(metric: judge_correct)")
     where = f"{where} (judge metric '{metric}'): judge"
     if not isinstance(block, Mapping):
         raise TaskError(f"{where}: the judge block must be a mapping with model, prompt (or prompt_file) and parser; got {block!r}")

@@ -202,6 +202,15 @@ def test_a_bad_judge_is_refused_at_load_before_any_model_call(judged: Judged, ju
     assert ScriptedAnswerer.calls == 0 and "graded" in str(caught.value) and "judged" in str(caught.value)
 
 
+def test_a_judge_metric_may_not_take_a_samples_row_field_name(judged: Judged) -> None:
+    """`judge` is each samples row's record of verdicts: a metric of that name would be overwritten."""
+    judged.yaml.write_text(judged.yaml.read_text().replace("- metric: graded", "- metric: judge"))
+    ScriptedAnswerer.calls = 0
+    with pytest.raises(TaskError, match="named 'judge', a field every samples row already has"):
+        judged()
+    assert ScriptedAnswerer.calls == 0
+
+
 def test_judge_metrics_need_a_generation_task(judged: Judged) -> None:
     judged.yaml.write_text(judged.yaml.read_text().replace("output_type: generate_until", "output_type: multiple_choice\ndoc_to_choice: [a, b]"))
     with pytest.raises(TaskError, match="needs output_type: generate_until"):

@@ -80,16 +80,16 @@ def test_a_judge_against_exact_match_within_one_run(tmp_path: Path, capsys: pyte
     judge, em = from_table([[20, 5], [10, 15]])
     judge2, em2 = from_table([[3, 1], [0, 4]])
     run = write_run(tmp_path / "run", {
-        "t1": {"judge": [*judge, None, float("nan")], "exact_match": [float(x) for x in em] + [1.0, 0.0]},
-        "t2": {"judge": [bool(x) for x in judge2], "exact_match": em2},
+        "t1": {"judge_correct": [*judge, None, float("nan")], "exact_match": [float(x) for x in em] + [1.0, 0.0]},
+        "t2": {"judge_correct": [bool(x) for x in judge2], "exact_match": em2},
     }, groups={"g": ["t1", "t2"]})
-    rows = {r["task"]: r for r in run_json(capsys, str(run), "kappa=judge,exact_match")}
+    rows = {r["task"]: r for r in run_json(capsys, str(run), "kappa=judge_correct,exact_match")}
     assert rows["t1"]["kappa"] == pytest.approx(0.4) and rows["t1"]["n"] == 50 and rows["t1"]["left_out"] == 2
     # t2: p_o = 7/8, p_e = (4*3 + 4*5)/64 = 1/2
-    assert rows["t2"]["kappa"] == pytest.approx(0.75) and rows["t2"]["metric_a"] == "judge"
+    assert rows["t2"]["kappa"] == pytest.approx(0.75) and rows["t2"]["metric_a"] == "judge_correct"
     pooled = cohen_kappa(judge + judge2, em + em2).kappa  # the group pools its subtasks' documents
     assert rows["g"]["group"] and rows["g"]["n"] == 58 and rows["g"]["kappa"] == pytest.approx(pooled)
-    assert main([str(run), "kappa=judge,exact_match"]) == 0
+    assert main([str(run), "kappa=judge_correct,exact_match"]) == 0
     assert "|+0.4000|" in capsys.readouterr().out.replace(" ", "")  # t1's row of the table
 
 
@@ -106,8 +106,8 @@ def test_one_metric_across_two_runs_pairs_their_documents(tmp_path: Path, capsys
 
 def test_perfect_agreement_on_one_category_is_reported_undefined(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    run = write_run(tmp_path / "run", {"t": {"judge": [1, 1, 1], "exact_match": [1.0, 1.0, 1.0]}})
-    (row,) = run_json(capsys, str(run), "kappa=judge,exact_match")
+    run = write_run(tmp_path / "run", {"t": {"judge_correct": [1, 1, 1], "exact_match": [1.0, 1.0, 1.0]}})
+    (row,) = run_json(capsys, str(run), "kappa=judge_correct,exact_match")
     assert row["kappa"] is None and row["observed"] == 1.0 and "every document in 1" in row["note"]
 
 
@@ -119,25 +119,27 @@ def test_metrics_under_no_shared_filter_pair_across_their_filters(tmp_path: Path
     run = tmp_path / "run"
     run.mkdir()
     rows = [{"doc_id": i, "doc": {"q": i}, "filter": f, **m} for i in range(50)
-            for f, m in (("raw", {"judge": judge[i]}), ("strict", {"exact_match": em[i]}))]
+            for f, m in (("raw", {"judge_correct": judge[i]}), ("strict", {"exact_match": em[i]}))]
     (run / "samples_t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (run / "results.json").write_text(json.dumps({"results": {"t": {"judge,raw": 0.5, "exact_match,strict": 0.5}}}))
-    (row,) = run_json(capsys, str(run), "kappa=judge,exact_match")
+    (row,) = run_json(capsys, str(run), "kappa=judge_correct,exact_match")
     assert (row["filter"], row["filter_b"], row["n"], row["kappa"]) == ("raw", "strict", 50, pytest.approx(0.4))
-    (named,) = run_json(capsys, str(run), "kappa=judge@raw,exact_match@strict")
+    (named,) = run_json(capsys, str(run), "kappa=judge_correct@raw,exact_match@strict")
     assert named == row
     with pytest.raises(RunFolderError, match=r"filters: raw, strict\).*exact_match@strict-match"):
-        main([str(run), "kappa=judge@strict,exact_match"])
+        main([str(run), "kappa=judge_correct@strict,exact_match"])
 
 
 def test_refusals(tmp_path: Path) -> None:
-    run = write_run(tmp_path / "run", {"t": {"score": [0.37, 1.0], "exact_match": [0, 1], "judge": [None, None]}})
+    run = write_run(tmp_path / "run", {"t": {"score": [0.37, 1.0], "exact_match": [0, 1], "graded": [None, None],
+                                             "judge": [{"graded": []}, {"graded": []}]}})
     with pytest.raises(RunFolderError, match=r"value 0\.37 on document 0, which is not a category"):
         main([str(run), "kappa=score,exact_match"])
-    with pytest.raises(RunFolderError, match="no task reports 'judge_correct'.*A's metrics: exact_match, judge, score"):
-        main([str(run), "kappa=judge_correct,exact_match"])
-    with pytest.raises(RunFolderError, match="lacks a value of one of the metrics"):
+    # `judge` is the samples row's record of verdicts, not a metric: the message lists the real ones
+    with pytest.raises(RunFolderError, match="no per-document metric 'judge' in t; its metrics are exact_match, graded, score"):
         main([str(run), "kappa=judge,exact_match"])
+    with pytest.raises(RunFolderError, match="lacks a value of one of the metrics"):
+        main([str(run), "kappa=graded,exact_match"])
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -153,9 +155,9 @@ def test_command_line_refusals(argv: list[str], message: str) -> None:
 
 
 def test_command_line_spelling() -> None:
-    one = parse_args(["run", "kappa=judge,exact_match", "--json"])
-    assert one.kappa == ("judge", "exact_match") and one.folders == (Path("run"), Path("run")) and one.as_json
-    assert parse_args(["a", "b", "kappa=judge"]).kappa == ("judge", "judge")
+    one = parse_args(["run", "kappa=judge_correct,exact_match", "--json"])
+    assert one.kappa == ("judge_correct", "exact_match") and one.folders == (Path("run"), Path("run")) and one.as_json
+    assert parse_args(["a", "b", "kappa=judge_correct"]).kappa == ("judge_correct", "judge_correct")
     assert parse_args(["a", "b"]).kappa is None
 
 
