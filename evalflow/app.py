@@ -20,7 +20,7 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
 from evalflow.dag.inference import CachedModel, InferenceCounts
-from evalflow.dag.runner import VOLATILE, StageEvent, execute
+from evalflow.dag.runner import VOLATILE, StageEvent, TaskRun
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.load_checks import check_selection
 from evalflow.user_modules import import_user_modules
@@ -210,20 +210,39 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 def evaluate_tasks(
     selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel
 ) -> tuple[dict[str, dict[str, Any]], list[StageEvent]]:
-    outputs: dict[str, dict[str, Any]] = {}
-    events: list[StageEvent] = []
+    """Every task through the DAG, the model's work pooled across tasks: each task's stages run
+    up to inference; the requests of every task whose inference is a cache miss go to the model
+    as one pool (``edge.prefetch``: the model is never idle at a task boundary); then each task
+    runs on to its end, its inference stage served from the pool. Keys and cache entries are
+    per task, as if each ran alone."""
+    runs: list[TaskRun] = []
     for task in selection.tasks:
         stage_settings = task_settings(task, settings, edge.identity)
         if stage_settings["num_fewshot"] and task.output_type == "loglikelihood_rolling":
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
+        run = TaskRun(task, stage_settings)
+        run.advance(store, {"model": edge}, stop_before="inference")
+        runs.append(run)
+    waiting = [r for r in runs if not r.finished]
+    if len(waiting) > 1:
+        edge.prefetch([inst.request for r in waiting for inst in r.outputs["instances"]])
+    outputs: dict[str, dict[str, Any]] = {}
+    events: list[StageEvent] = []
+    for run in runs:
         before = dataclasses.replace(edge.counts)
-        task_outputs, task_events = execute(task, stage_settings, store, {"model": edge})
-        for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
-            log.warning(warning)
-        outputs[task.task] = task_outputs
-        events.extend(_with_request_counts(e, before, edge.counts) for e in task_events)
+        run.advance(store, {"model": edge})
+        _finish(run, edge, before)
+        outputs[run.task.task] = run.outputs
+        events.extend(run.events)
     return outputs, events
+
+
+def _finish(run: TaskRun, edge: CachedModel, before: InferenceCounts) -> None:
+    """A finished task's few-shot warnings, and its inference event with its request counts."""
+    for warning in fewshot_warnings(run.task, run.outputs["load_docs"].fewshot_split, run.settings["num_fewshot"]):
+        log.warning(warning)
+    run.events[:] = [_with_request_counts(e, before, edge.counts) for e in run.events]
 
 
 def _with_request_counts(event: StageEvent, before: InferenceCounts, after: InferenceCounts) -> StageEvent:

@@ -34,7 +34,7 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore, Holder
 from evalflow.errors import ModelError
 from evalflow.models.base import feature
-from evalflow.records import Request
+from evalflow.records import REQUEST_TYPES, Request
 from evalflow.scale.chunks import plan_chunks
 from evalflow.scale.dispatch import Dispatch, Done, LocalDispatch, WorkerCounts
 
@@ -52,6 +52,7 @@ class InferenceCounts:
     model: Any = None  # what a loaded model says about itself (``describe()``, e.g. a server's /models)
     workers: dict[str, WorkerCounts] = field(default_factory=dict)
     answering: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each answered chunk
+    servers: dict[str, int] = field(default_factory=dict)  # served models: HTTP requests each server answered
 
     @property
     def answering_seconds(self) -> float:
@@ -104,6 +105,7 @@ class CachedModel:
     identity_data: Any = None  # the plain data ``identity`` hashes (recorded in the manifest)
     dispatch: Dispatch | None = None  # None: the model in this process (LocalDispatch)
     _model: Any = None
+    _pooled: dict[str, tuple[Any, bool]] = field(default_factory=dict)  # prefetched: key -> (answer, computed here)
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
         return self._answer("loglikelihood", requests)
@@ -128,15 +130,59 @@ class CachedModel:
         return self.dispatch
 
     def close(self) -> None:
-        """End the model replicas (Ray actors) of this run, if any were started."""
+        """End the model replicas (Ray actors) of this run, if any were started, first noting
+        how many requests each server answered."""
+        servers = dict(self.dispatch.served_counts()) if self.dispatch is not None else {}
+        if self._model is not None:
+            servers.update(feature(self._model, "served_counts")() or {})
+        self.counts.servers = {url: n for url, n in sorted(servers.items())}
         if self.dispatch is not None:
             self.dispatch.close()
+        self._pooled.clear()
+
+    def prefetch(self, requests: Sequence[Request]) -> None:
+        """Answer the requests of several tasks as one pool, before each task's inference stage
+        asks for its own: the model sees one list per request type (sorted and chunked across
+        task boundaries, so a server's slots stay full and a local batch may mix tasks), each
+        chunk persisted as it returns, as ever. The answers are held here until a task's
+        ``_answer`` takes them, which counts them for that task (computed or cached) as if it had
+        asked alone; answers are the same, as a request's answer depends on the request only."""
+        if self.identity is None:  # no identity: nothing persisted, so no pool to share
+            return
+        for rtype in REQUEST_TYPES:
+            of_type = [r for r in requests if r.type == rtype]
+            if of_type:
+                keys = [request_key(self.identity, r) for r in of_type]
+                answers, mine = self._resolve(rtype, keys, of_type)
+                self._pooled.update((k, (answers[k], k in mine)) for k in keys)
 
     def _answer(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
         if self.identity is None:
             keys = [f"volatile:{i}" for i in range(len(requests))]
         else:
             keys = [request_key(self.identity, r) for r in requests]
+        answers: dict[str, Any] = {}
+        mine: set[str] = set()
+        for key in dict.fromkeys(keys) if self._pooled else ():
+            held = self._pooled.pop(key, None)
+            if held is not None:
+                answers[key] = held[0]
+                if held[1]:
+                    mine.add(key)
+        rest = [(k, r) for k, r in zip(keys, requests) if k not in answers]
+        if rest:
+            found, computed = self._resolve(rtype, [k for k, _ in rest], [r for _, r in rest])
+            answers.update(found)
+            mine |= computed
+        computed_here = sum(1 for k in keys if k in mine)
+        self.counts.requests += len(requests)
+        self.counts.computed += computed_here
+        self.counts.cached += len(requests) - computed_here
+        return [answers[k] for k in keys]
+
+    def _resolve(self, rtype: str, keys: Sequence[str], requests: Sequence[Request]) -> tuple[dict[str, Any], set[str]]:
+        """Every key's answer, from the cache or the model (the misses, deduplicated, longest
+        first); and the keys computed here."""
         answers: dict[str, Any] = {}
         if self.identity is not None:
             for key in dict.fromkeys(keys):
@@ -149,11 +195,7 @@ class CachedModel:
             mine = self._compute_alone(rtype, ordered, answers)
         else:
             mine = self._compute_shared(rtype, ordered, answers)
-        computed = sum(1 for k in keys if k in mine)
-        self.counts.requests += len(requests)
-        self.counts.computed += computed
-        self.counts.cached += len(requests) - computed
-        return [answers[k] for k in keys]
+        return answers, mine
 
     def _compute_alone(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
         done, by_key = 0, dict(ordered)

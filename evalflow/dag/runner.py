@@ -84,27 +84,78 @@ def execute(
     ``resources`` are values a stage receives that are not data (the model edge); their identity
     is already in ``settings``.
     """
-    outputs: dict[str, Any] = {}
-    events: list[StageEvent] = []
-    for step in plan(task, settings, pipeline):
-        t0 = time.perf_counter()
-        value = store.get(step.key) if step.key is not None else MISSING
-        hit = value is not MISSING
-        if not hit:
-            try:
-                value = _call(step.node, task, settings, outputs, resources, pipeline)
-            except EvalflowError as exc:
-                located = _in_task(exc, task, step.node.name)
-                if located is exc:
-                    raise
-                raise located from exc
-            if step.key is not None:
-                store.put(step.key, value, tag=step.node.name)
-        outputs[step.node.name] = value
-        seconds = time.perf_counter() - t0
-        events.append(StageEvent(task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
-        log.debug("%s/%s %s in %.3fs", task.task, step.node.name, "hit" if hit else "computed", seconds)
-    return outputs, events
+    run = TaskRun(task, settings, pipeline)
+    run.advance(store, resources)
+    return run.outputs, run.events
+
+
+@dataclass
+class TaskRun:
+    """One task's way through the pipeline, in steps a scheduler may interleave with other tasks'.
+
+    ``advance(..., stop_before="inference")`` runs the stages before inference and stops there if
+    inference is a cache miss; the scheduler can then pool several tasks' requests
+    (:meth:`evalflow.dag.inference.CachedModel.prefetch`) and ``advance`` each task to its end. Keys,
+    cache entries and events are those of :func:`execute`: where a stage runs, never what it is.
+    """
+
+    task: TaskConfig
+    settings: Mapping[str, Any]
+    pipeline: tuple[Node, ...] = PIPELINE
+    outputs: dict[str, Any] = field(default_factory=dict)
+    events: list[StageEvent] = field(default_factory=list)
+    steps: list[PlannedStage] = field(default_factory=list)
+    done: int = 0  # steps finished
+    _looked_up: Any = MISSING  # the next step's cached value, when a stop already read it
+
+    def __post_init__(self) -> None:
+        self.steps = plan(self.task, self.settings, self.pipeline)
+
+    @property
+    def finished(self) -> bool:
+        return self.done == len(self.steps)
+
+    def advance(self, store: CacheStore, resources: Mapping[str, Any], stop_before: str | None = None) -> bool:
+        """Run steps until the end, or until the step ``stop_before`` if its output must be
+        computed (a cache hit does not stop). True: stopped there."""
+        while not self.finished:
+            step = self.steps[self.done]
+            t0 = time.perf_counter()
+            if self._looked_up is not MISSING:
+                value, self._looked_up = self._looked_up, MISSING
+            else:
+                value = store.get(step.key) if step.key is not None else MISSING
+            if value is MISSING and step.node.name == stop_before:
+                self._looked_up = _MISS
+                return True
+            hit = value is not MISSING and value is not _MISS
+            if not hit:
+                value = self._compute(step, store, resources)
+            self.outputs[step.node.name] = value
+            seconds = time.perf_counter() - t0
+            self.events.append(StageEvent(self.task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
+            log.debug("%s/%s %s in %.3fs", self.task.task, step.node.name, "hit" if hit else "computed", seconds)
+            self.done += 1
+        return False
+
+    def _compute(self, step: PlannedStage, store: CacheStore, resources: Mapping[str, Any]) -> Any:
+        try:
+            value = _call(step.node, self.task, self.settings, self.outputs, resources, self.pipeline)
+        except EvalflowError as exc:
+            located = _in_task(exc, self.task, step.node.name)
+            if located is exc:
+                raise
+            raise located from exc
+        if step.key is not None:
+            store.put(step.key, value, tag=step.node.name)
+        return value
+
+
+class _Miss:
+    """A lookup already made and missed (not MISSING, which means not looked up yet)."""
+
+
+_MISS = _Miss()
 
 
 def _in_task(exc: EvalflowError, task: TaskConfig, stage: str) -> EvalflowError:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -65,6 +66,7 @@ class ApiTokens:
 
     def __init__(self, tokenizer: Any, *, max_length: int, add_bos_token: bool) -> None:
         self.tok = tokenizer
+        self._lock = threading.Lock()  # a fast tokenizer's call mutates its settings: chunks tokenize in several threads
         self.window = max_length - 1  # lm-eval: "max_length - 1 as we always have 1 token for generation"
         self.add_bos_token = add_bos_token
 
@@ -79,10 +81,12 @@ class ApiTokens:
 
     def encode(self, text: str, *, special: bool | None = None) -> list[int]:
         add = self.add_bos_token if special is None else special
-        return list(self.tok(text, add_special_tokens=add, return_attention_mask=False).input_ids)
+        with self._lock:
+            return list(self.tok(text, add_special_tokens=add, return_attention_mask=False).input_ids)
 
     def decode(self, tokens: Sequence[int]) -> str:
-        return self.tok.decode(list(tokens))
+        with self._lock:
+            return self.tok.decode(list(tokens))
 
     def score_input(self, context: str, continuation: str, request: Any) -> ScoreInput:
         """lm-eval's ``loglikelihood`` + ``batch_loglikelihood_requests`` for one pair."""
