@@ -132,7 +132,9 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
     if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
         from evalflow.scale.ray_workers import RayDispatch
 
-        edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address)
+        replicas = tuple(feature(model_class(str(config["type"])), "replica_configs")(load_args, settings.workers))
+        edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address,
+                                    replica_args=replicas)
     return edge
 
 

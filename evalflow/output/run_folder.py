@@ -59,6 +59,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
             "cached": record.inference.cached,
             # what a loaded model says of itself, e.g. what a server's /v1/models reported
             **({"model": record.inference.model} if record.inference.model is not None else {}),
+            # a served model: HTTP requests each server (base_url) answered
+            **({"servers": dict(record.inference.servers)} if record.inference.servers else {}),
         },
         # which model replica computed how much (one "local@host:pid", or one per Ray worker)
         "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
