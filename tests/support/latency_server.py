@@ -62,6 +62,8 @@ class LatencyServer:
         self.starve_seconds, self.die_after = starve_seconds, die_after
         self.answered = self.in_flight = self.max_in_flight = self.starved = 0
         self.dead = False
+        self.first: float | None = None  # loop time of the first completion request, and of the last answer
+        self.last: float | None = None
         self.died = threading.Event()  # set when the server has died (die_after)
         self._held: list[asyncio.Future[None]] = []
         self._loop = asyncio.new_event_loop()
@@ -83,6 +85,8 @@ class LatencyServer:
         app = web.Application()
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/completions", self._completions)
+        app.router.add_get("/stats", self._stats)  # the benchmark's window: first request to last answer
+        app.router.add_post("/reset", self._reset)
         self._runner = web.AppRunner(app, access_log=None)
         self._loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -91,6 +95,15 @@ class LatencyServer:
         ready.set()
         self._loop.run_forever()
 
+    async def _stats(self, request: web.Request) -> web.Response:
+        return web.json_response({"answered": self.answered, "first": self.first, "last": self.last,
+                                  "max_in_flight": self.max_in_flight})
+
+    async def _reset(self, request: web.Request) -> web.Response:
+        self.answered = self.max_in_flight = 0
+        self.first = self.last = None
+        return web.json_response({})
+
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
 
@@ -98,6 +111,8 @@ class LatencyServer:
         body = await request.json()
         if self.dead:
             return self._drop(request)
+        if self.first is None:
+            self.first = self._loop.time()
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -114,6 +129,7 @@ class LatencyServer:
         await response.prepare(request)
         await response.write_eof()
         self.answered += 1
+        self.last = self._loop.time()
         if self.die_after is not None and self.answered >= self.die_after:
             await self._die()
         return response

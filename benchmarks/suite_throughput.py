@@ -1,0 +1,126 @@
+"""Requests/s of a served model over a whole suite: mmlu's 57 subtasks at ``limit=20`` (4,560
+log-likelihood requests) against loopback servers with a fixed latency and no compute
+(``tests/support/latency_server.py``, each in its own process), ``num_concurrent=32``.
+
+    python benchmarks/suite_throughput.py                  # evalflow (1 and 2 servers) and lm-eval
+    python benchmarks/suite_throughput.py --no-peer --rounds 1
+
+Throughput is measured at the server: answered requests / (last answer - first request), so
+process start, task loading and scoring are outside the window for both sides. Prints:
+
+- evalflow, one server: requests/s and its fraction of the ideal ``num_concurrent / latency``
+  (640/s; the goal: >= 0.9);
+- lm-eval 0.4.13 ``local-completions`` on the same server, same ``num_concurrent`` (through
+  ``../shared/parity/peer.sh``): requests/s, and evalflow / lm-eval;
+- evalflow, two servers (``model.base_url=[URL1,URL2]``): requests/s and the ratio to one server
+  (the goal: >= 1.8).
+
+Each side runs from an empty cache; the best of ``--rounds`` rounds is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.latency_server import build_tokenizer  # noqa: E402
+
+PEER = ROOT.parent / "shared" / "parity" / "peer.sh"
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "latency_server.py"), "--latency", str(latency)],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def server_call(url: str, path: str, post: bool = False) -> dict:
+    root = url.removesuffix("/v1")
+    req = urllib.request.Request(root + path, data=b"{}" if post else None, method="POST" if post else "GET")
+    with urllib.request.urlopen(req, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def window(urls: list[str]) -> tuple[int, float]:
+    """Requests answered by all servers, and the seconds from the first request to the last answer."""
+    stats = [server_call(u, "/stats") for u in urls]
+    answered = sum(s["answered"] for s in stats)
+    seconds = max(s["last"] for s in stats) - min(s["first"] for s in stats)
+    return answered, seconds
+
+
+def evalflow(urls: list[str], tok: str, args: argparse.Namespace, cache: str) -> list[str]:
+    base = urls[0] if len(urls) == 1 else "[" + ",".join(urls) + "]"
+    return [sys.executable, "-m", "evalflow", "model=openai_completions", f"model.base_url={base}", "model.model=loopback",
+            f"model.tokenizer={tok}", "model.check_logprobs=false", "model.revision=loopback",
+            f"model.num_concurrent={args.num_concurrent}", "task=mmlu", f"limit={args.limit}", "data_map=shared",
+            f"cache_dir={cache}", "bootstrap_iters=0", f"hydra.run.dir={cache}/run"]
+
+
+def peer(url: str, tok: str, args: argparse.Namespace, out: str) -> list[str]:
+    model_args = (f"model=loopback,base_url={url}/completions,num_concurrent={args.num_concurrent},"
+                  f"tokenizer_backend=huggingface,tokenizer={tok},max_retries=1")
+    return ["bash", str(PEER), "mmlu_local", "--limit", str(args.limit), "--model", "local-completions",
+            "--model_args", model_args]
+
+
+def measure(cmd: list[str], urls: list[str], env: dict[str, str]) -> tuple[int, float]:
+    for u in urls:
+        server_call(u, "/reset", post=True)
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])}... failed:\n{done.stderr[-3000:]}")
+    return window(urls)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument("--num-concurrent", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--no-peer", action="store_true", help="skip lm-eval")
+    args = parser.parse_args()
+    ideal = args.num_concurrent / args.latency
+    servers = [start_server(args.latency) for _ in range(2)]
+    urls = [url for _, url in servers]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    best: dict[str, float] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            tok = build_tokenizer(Path(tmp) / "tok")
+            for r in range(args.rounds):
+                runs = {"evalflow_1": (evalflow(urls[:1], tok, args, f"{tmp}/c1-{r}"), urls[:1]),
+                        "evalflow_2": (evalflow(urls, tok, args, f"{tmp}/c2-{r}"), urls)}
+                if not args.no_peer:
+                    runs["lm_eval_1"] = (peer(urls[0], tok, args, f"{tmp}/peer-{r}"), urls[:1])
+                for name, (cmd, used) in runs.items():
+                    n, seconds = measure(cmd, used, {**env, "PEER_OUT": f"{tmp}/peer-{r}"})
+                    rate = n / seconds
+                    print(f"round {r + 1} {name}: {n} requests in {seconds:.2f} s = {rate:.1f} requests/s", flush=True)
+                    best[name] = max(best.get(name, 0.0), rate)
+    finally:
+        for proc, _ in servers:
+            proc.terminate()
+            proc.wait()
+    one = best["evalflow_1"]
+    print(f"evalflow, one server: {one:.1f} requests/s = {one / ideal:.3f} of the ideal {ideal:.0f}/s (goal >= 0.9)")
+    if "lm_eval_1" in best:
+        print(f"lm-eval local-completions, one server: {best['lm_eval_1']:.1f} requests/s; "
+              f"evalflow / lm-eval = {one / best['lm_eval_1']:.2f}")
+    print(f"evalflow, two servers: {best['evalflow_2']:.1f} requests/s = {best['evalflow_2'] / one:.2f}x one server (goal >= 1.8)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
