@@ -84,9 +84,11 @@ class WorkerCounts:
 
 
 def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
-    """A one-request :class:`Done` per answer, as a model declaring ``answer_each(rtype, requests,
-    on_answer(index, answer))`` hands them over (a served model with requests in flight): the edge
-    then persists each the moment it arrives, so a kill or a failed request loses nothing answered.
+    """The answers of a model declaring ``answer_each(rtype, requests, on_answer(index, answer))``
+    (a served model with requests in flight), as they arrive: each :class:`Done` holds every
+    answer that arrived since the last one, so the edge persists them in one transaction (a
+    kill or a failed request loses nothing answered), and under load the batches grow instead of
+    the edge falling behind with one transaction per answer.
 
     Chunks overlap: each is answered in a helper thread, and the next chunk is pulled (and so
     leased) as soon as fewer than twice ``model.in_flight()`` requests are unanswered, so a server
@@ -122,25 +124,46 @@ def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) 
             started += 1
         if not running:
             break
-        kind, n, what, answer = inbox.get()
-        chunk, answered = running[n]
-        if kind == "answer":
+        keys: list[str] = []
+        answers: list[Any] = []
+        for kind, n, what, answer in _drain(inbox):
+            chunk, answered = running[n]
+            if kind == "answer":
+                answered.add(what)
+                unanswered -= 1
+                keys.append(chunk[what][0])
+                answers.append(answer)
+                continue
+            del running[n]
+            unanswered -= len(chunk) - len(answered)
+            if kind == "error":
+                error = error or what
+            elif len(answered) != len(chunk) and error is None:
+                error = _unanswered(model, rtype, len(chunk) - len(answered), len(chunk))
+        if keys:
             now = time.perf_counter()
-            answered.add(what)
-            unanswered -= 1
-            yield Done((chunk[what][0],), [answer], worker, now - last, type(model).__name__)
+            yield Done(tuple(keys), answers, worker, now - last, type(model).__name__)
             last = now
-            continue
-        del running[n]
-        unanswered -= len(chunk) - len(answered)
-        if kind == "error":
-            error = error or what
-        elif len(answered) != len(chunk) and error is None:
-            from evalflow.errors import ModelError
-
-            error = ModelError(
-                f"model {type(model).__name__}.answer_each left {len(chunk) - len(answered)} of {len(chunk)} {rtype} "
-                "requests unanswered; it must answer each one"
-            )
     if error is not None:
         raise error
+
+
+def _drain(inbox: Any) -> list[Any]:
+    """The next item of a queue (waiting for it) and every item already behind it."""
+    import queue
+
+    items = [inbox.get()]
+    while True:
+        try:
+            items.append(inbox.get_nowait())
+        except queue.Empty:
+            return items
+
+
+def _unanswered(model: Any, rtype: str, missing: int, total: int) -> Exception:
+    from evalflow.errors import ModelError
+
+    return ModelError(
+        f"model {type(model).__name__}.answer_each left {missing} of {total} {rtype} requests unanswered; "
+        "it must answer each one"
+    )

@@ -90,7 +90,7 @@ class OpenAICompletions(ServedModel):
         self.client.post_all(PATH, bodies, arrived)
 
     def _loglikelihood(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
-        self._score([self.tokens.score_input(*r.args, request=r) for r in requests], on_answer)
+        self._score(self.tokens.score_inputs([(r.args[0], r.args[1]) for r in requests], requests), on_answer)
 
     def _loglikelihood_rolling(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
         """Each text's disjoint windows scored as log-likelihood prompts; a text is answered (its
