@@ -4,6 +4,11 @@ log-likelihood requests) against loopback servers with a fixed latency and no co
 
     python benchmarks/suite_throughput.py                  # evalflow (1 and 2 servers) and lm-eval
     python benchmarks/suite_throughput.py --no-peer --rounds 1
+    python benchmarks/suite_throughput.py --subjects 10     # the first 10 subjects only
+
+The servers and runs die with it: each server exits when its stdin (a pipe from this process)
+closes, which happens however this process ends (SIGKILL included); a run is its own process
+group, ended on SIGINT/SIGTERM/any error here.
 
 Throughput is measured at the server: answered requests / (last answer - first request), so
 process start, task loading and scoring are outside the window for both sides. Prints:
@@ -21,13 +26,16 @@ Each side runs from an empty cache; the best of ``--rounds`` rounds is reported.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -37,11 +45,22 @@ from tests.support.latency_server import build_tokenizer  # noqa: E402
 PEER = ROOT.parent / "shared" / "parity" / "peer.sh"
 
 
-def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "latency_server.py"), "--latency", str(latency)],
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert proc.stdout is not None
-    return proc, proc.stdout.readline().strip()
+@contextlib.contextmanager
+def latency_servers(n: int, latency: float) -> Iterator[list[str]]:
+    """``n`` loopback servers in their own processes, their URLs; ended on leaving, and in any case
+    when this process ends (a server runs until its stdin pipe closes)."""
+    procs: list[subprocess.Popen] = []
+    try:
+        for _ in range(n):
+            procs.append(subprocess.Popen(
+                [sys.executable, str(ROOT / "tests" / "support" / "latency_server.py"), "--latency", str(latency)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}))
+        yield [p.stdout.readline().strip() for p in procs if p.stdout is not None]
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
 
 
 def server_call(url: str, path: str, post: bool = False) -> dict:
@@ -59,28 +78,50 @@ def window(urls: list[str]) -> tuple[int, float]:
     return answered, seconds
 
 
+def subjects(n: int | None) -> list[str] | None:
+    """The first ``n`` mmlu subjects (alphabetical, as tasks/mmlu names them); None: the whole group."""
+    if n is None:
+        return None
+    return sorted(p.stem for p in (ROOT / "tasks" / "mmlu").glob("mmlu_*.yaml"))[:n]
+
+
 def evalflow(urls: list[str], tok: str, args: argparse.Namespace, cache: str) -> list[str]:
     base = urls[0] if len(urls) == 1 else "[" + ",".join(urls) + "]"
+    names = subjects(args.subjects)
+    task = "mmlu" if names is None else "[" + ",".join(names) + "]"
     return [sys.executable, "-m", "evalflow", "model=openai_completions", f"model.base_url={base}", "model.model=loopback",
-            f"model.tokenizer={tok}", "model.check_logprobs=false", "model.revision=loopback",
-            f"model.num_concurrent={args.num_concurrent}", "task=mmlu", f"limit={args.limit}", "data_map=shared",
+            f"model.tokenizer={tok}", "model.check_logprobs=false", "model.revision=loopback", "model.max_retries=1",
+            f"model.num_concurrent={args.num_concurrent}", f"task={task}", f"limit={args.limit}", "data_map=shared",
             f"cache_dir={cache}", "bootstrap_iters=0", f"hydra.run.dir={cache}/run"]
 
 
 def peer(url: str, tok: str, args: argparse.Namespace, out: str) -> list[str]:
     model_args = (f"model=loopback,base_url={url}/completions,num_concurrent={args.num_concurrent},"
                   f"tokenizer_backend=huggingface,tokenizer={tok},max_retries=1")
-    return ["bash", str(PEER), "mmlu_local", "--limit", str(args.limit), "--model", "local-completions",
-            "--model_args", model_args]
+    names = subjects(args.subjects)
+    return ["bash", str(PEER), "mmlu_local" if names is None else ",".join(names), "--limit", str(args.limit),
+            "--model", "local-completions", "--model_args", model_args]
 
 
 def measure(cmd: list[str], urls: list[str], env: dict[str, str]) -> tuple[int, float]:
+    """One run (its own process group, ended with this process's end or error) and its window."""
     for u in urls:
         server_call(u, "/reset", post=True)
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd[:4])}... failed:\n{done.stderr[-3000:]}")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _, err = proc.communicate()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])}... failed:\n{err[-3000:]}")
     return window(urls)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the finally blocks that end the runs and servers
 
 
 def main() -> int:
@@ -90,29 +131,24 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--no-peer", action="store_true", help="skip lm-eval")
+    parser.add_argument("--subjects", type=int, default=None, help="the first N mmlu subjects (default: all 57)")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     ideal = args.num_concurrent / args.latency
-    servers = [start_server(args.latency) for _ in range(2)]
-    urls = [url for _, url in servers]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     best: dict[str, float] = {}
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            tok = build_tokenizer(Path(tmp) / "tok")
-            for r in range(args.rounds):
-                runs = {"evalflow_1": (evalflow(urls[:1], tok, args, f"{tmp}/c1-{r}"), urls[:1]),
-                        "evalflow_2": (evalflow(urls, tok, args, f"{tmp}/c2-{r}"), urls)}
-                if not args.no_peer:
-                    runs["lm_eval_1"] = (peer(urls[0], tok, args, f"{tmp}/peer-{r}"), urls[:1])
-                for name, (cmd, used) in runs.items():
-                    n, seconds = measure(cmd, used, {**env, "PEER_OUT": f"{tmp}/peer-{r}"})
-                    rate = n / seconds
-                    print(f"round {r + 1} {name}: {n} requests in {seconds:.2f} s = {rate:.1f} requests/s", flush=True)
-                    best[name] = max(best.get(name, 0.0), rate)
-    finally:
-        for proc, _ in servers:
-            proc.terminate()
-            proc.wait()
+    with latency_servers(2, args.latency) as urls, tempfile.TemporaryDirectory() as tmp:
+        tok = build_tokenizer(Path(tmp) / "tok")
+        for r in range(args.rounds):
+            runs = {"evalflow_1": (evalflow(urls[:1], tok, args, f"{tmp}/c1-{r}"), urls[:1]),
+                    "evalflow_2": (evalflow(urls, tok, args, f"{tmp}/c2-{r}"), urls)}
+            if not args.no_peer:
+                runs["lm_eval_1"] = (peer(urls[0], tok, args, f"{tmp}/peer-{r}"), urls[:1])
+            for name, (cmd, used) in runs.items():
+                n, seconds = measure(cmd, used, {**env, "PEER_OUT": f"{tmp}/peer-{r}"})
+                rate = n / seconds
+                print(f"round {r + 1} {name}: {n} requests in {seconds:.2f} s = {rate:.1f} requests/s", flush=True)
+                best[name] = max(best.get(name, 0.0), rate)
     one = best["evalflow_1"]
     print(f"evalflow, one server: {one:.1f} requests/s = {one / ideal:.3f} of the ideal {ideal:.0f}/s (goal >= 0.9)")
     if "lm_eval_1" in best:

@@ -190,9 +190,8 @@ def build_tokenizer(folder: Any) -> str:
     return str(folder)
 
 
-if __name__ == "__main__":  # a server in its own process, for the benchmark: prints its URL, runs until killed
+if __name__ == "__main__":  # a server in its own process, for the benchmark: prints its URL
     import argparse
-    import signal
     import sys
 
     parser = argparse.ArgumentParser()
@@ -201,5 +200,7 @@ if __name__ == "__main__":  # a server in its own process, for the benchmark: pr
     args = parser.parse_args()
     server = LatencyServer(args.latency, model=args.model).start()
     print(server.url, flush=True)
-    signal.sigwait({signal.SIGTERM, signal.SIGINT}) if hasattr(signal, "sigwait") else None
+    # runs until its stdin closes: the parent's end of the pipe closes when the parent exits, however
+    # it ends (killed with SIGKILL too), so a server never outlives the benchmark that started it
+    sys.stdin.read()
     sys.exit(0)
