@@ -300,7 +300,15 @@ class ApiClient:
 
     async def _with_retries(self, send: Callable[[], Any], path: str, url: str, fail_over: bool = False) -> Any:
         """``send()`` with retries; ``fail_over``: a connection failure, or a final failure, is
-        :class:`_Down` (another server takes the request) rather than retried or an error."""
+        :class:`_Down` (another server takes the request) rather than retried or an error.
+
+        The first attempt runs outside tenacity, whose set-up costs about as much CPU as the
+        request itself; only a retryable failure builds the retry loop, which then counts that
+        failure as its first attempt (same waits, log lines and attempt total)."""
+        try:
+            return await self._attempt(send, path, url, fail_over)
+        except _Retryable as exc:
+            first: _Retryable | None = exc
         s = self.settings
         backoff = tenacity.wait_exponential_jitter(multiplier=s.retry_wait, max=MAX_BACKOFF, jitter=s.retry_wait)
 
@@ -324,6 +332,9 @@ class ApiClient:
         try:
             async for attempt in retrying:
                 with attempt:
+                    if first is not None:  # the attempt made above
+                        failed, first = first, None
+                        raise failed
                     return await self._attempt(send, path, url, fail_over)
         except _Retryable as exc:
             if fail_over:
