@@ -21,7 +21,6 @@ import re
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from evalflow.errors import ModelError
@@ -36,6 +35,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         f"the openai_completions / openai_chat models need the 'api' extra ({exc.name} is missing): "
         "pip install 'evalflow[api]'"
     ) from None
+
+from evalflow.models.api.transport import Reply, read_reply, shut_down
 
 log = logging.getLogger(__name__)
 
@@ -67,29 +68,6 @@ def _retry_after(value: str | None) -> float | None:
     except ValueError:
         when = email.utils.parsedate_to_datetime(value)
         return max(0.0, when.timestamp() - time.time()) if when else None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One HTTP answer, read whole (so the connection is free again before it is parsed)."""
-
-    status_code: int
-    reason_phrase: str
-    headers: Mapping[str, str]
-    body: bytes
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", "replace")
-
-    def json(self) -> Any:
-        """orjson: an echoed prompt's log-probabilities make answers of several kB, and parsing them
-        is the largest share of the client's CPU time per request (half of it with orjson)."""
-        return orjson.loads(self.body)
-
-
-async def _read(response: Any) -> Reply:
-    return Reply(response.status, response.reason or "", response.headers, await response.read())
 
 
 def _server_message(response: Reply) -> str:
@@ -157,7 +135,7 @@ class ApiClient:
                 thread.start()
                 self._loop = loop
                 # the sessions are closed (and the loop stopped) when the client goes, or at exit
-                weakref.finalize(self, _shut_down, loop, thread, self._http)
+                weakref.finalize(self, shut_down, loop, thread, self._http)
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
             return future.result()
@@ -182,9 +160,9 @@ class ApiClient:
             session = self._client(server)
             if body is None:
                 async with session.get(url, headers=self._headers()) as response:
-                    return await _read(response)
+                    return await read_reply(response)
             async with session.post(url, data=data, headers=self._headers()) as response:
-                return await _read(response)
+                return await read_reply(response)
 
         return send
 
@@ -387,20 +365,3 @@ class ApiClient:
         url = self.urls[server]
         return self._run(self._with_retries(self._send(server, path, body), path, url))
 
-
-def _shut_down(loop: asyncio.AbstractEventLoop, thread: threading.Thread, sessions: dict[int, Any]) -> None:
-    """Close a client's sessions on its loop, then stop the loop (aiohttp reports a session
-    garbage-collected open as an error)."""
-    async def close() -> None:
-        for session in list(sessions.values()):
-            await session.close()
-
-    if not loop.is_running():
-        return
-    future = asyncio.run_coroutine_threadsafe(close(), loop)
-    if threading.current_thread() is not thread:  # collected on the loop's own thread: cannot wait
-        try:
-            future.result(timeout=5)
-        except Exception:  # noqa: BLE001 - a client going away must not raise
-            pass
-    loop.call_soon_threadsafe(loop.stop)
