@@ -96,10 +96,9 @@ def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) 
     whatever the chunk and task boundaries. Answers and ends come back through one queue. After a
     chunk fails no new chunk is started; the others settle (their answers still yielded) and the
     first error is raised."""
-    import queue
     import threading
 
-    inbox: queue.Queue[tuple[str, int, Any, Any]] = queue.Queue()
+    inbox = _Inbox()
     backlog = 2 * max(1, int(feature(model, "in_flight")()))
     source = iter(chunks)
     running: dict[int, tuple[Chunk, set[int]]] = {}
@@ -148,16 +147,33 @@ def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) 
         raise error
 
 
-def _drain(inbox: Any) -> list[Any]:
-    """The next item of a queue (waiting for it) and every item already behind it."""
-    import queue
+class _Inbox:
+    """Answers handed from the client's thread to the edge: ``put`` appends to a deque and wakes
+    the reader only if it is not already due to wake (``queue.Queue`` takes a lock and notifies on
+    every put: a thread hop per answer, on the thread that keeps the server's slots full)."""
 
-    items = [inbox.get()]
-    while True:
-        try:
-            items.append(inbox.get_nowait())
-        except queue.Empty:
-            return items
+    def __init__(self) -> None:
+        import collections
+        import threading
+
+        self.items: collections.deque[Any] = collections.deque()
+        self.ready = threading.Event()
+
+    def put(self, item: Any) -> None:
+        self.items.append(item)
+        if not self.ready.is_set():  # set: the reader has not cleared it yet, so it will see the item
+            self.ready.set()
+
+
+def _drain(inbox: _Inbox) -> list[Any]:
+    """Every item put so far, waiting for the first one."""
+    items: list[Any] = []
+    while not items:
+        inbox.ready.wait()
+        inbox.ready.clear()  # before reading: an item put from here on sets it again
+        while inbox.items:
+            items.append(inbox.items.popleft())
+    return items
 
 
 def _unanswered(model: Any, rtype: str, missing: int, total: int) -> Exception:
