@@ -21,7 +21,7 @@ from evalflow.cache.images import ImageStore
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
 from evalflow.dag.inference import CachedModel, InferenceCounts
-from evalflow.dag.runner import VOLATILE, StageEvent, execute
+from evalflow.dag.runner import VOLATILE, StageEvent, TaskRun
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.judges import JudgeEdges, check_judges
 from evalflow.load_checks import check_selection
@@ -151,7 +151,9 @@ def config_edge(model: Mapping[str, Any], settings: RunSettings, store: CacheSto
     if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
         from evalflow.scale.ray_workers import RayDispatch
 
-        edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address)
+        replicas = tuple(feature(model_class(str(config["type"])), "replica_configs")(load_args, settings.workers))
+        edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address,
+                                    replica_args=replicas)
     return edge
 
 
@@ -243,22 +245,38 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 def evaluate_tasks(
     selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel, judges: JudgeEdges | None = None,
 ) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent]]:
+    """Every task through the DAG, the model's work pooled across tasks: each task's stages run
+    up to inference; the requests of every task whose inference is a cache miss go to the model
+    as one pool (``edge.prefetch``: the model is never idle at a task boundary); then each task
+    runs on to its end, its inference stage served from the pool (judge calls after it, per task).
+    Keys and cache entries are per task, as if each ran alone."""
     judges = judges if judges is not None else judge_edges(settings, store)
-    outputs: dict[str, Mapping[str, Any]] = {}
-    events: list[StageEvent] = []
     edge.images = edge.images or ImageStore(store)  # one table: documents write it, the edge reads it
+    runs: list[tuple[TaskRun, dict[str, Any]]] = []
     for task in selection.tasks:
         stage_settings = task_settings(task, settings, edge.identity)
         stage_settings["judges"], judge_resource = judges.for_task(task)
         if stage_settings["num_fewshot"] and task.output_type == "loglikelihood_rolling":
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
+        resources = {"model": edge, "judges": judge_resource, "images": edge.images}
+        run = TaskRun(task, stage_settings)
+        # the first stage that calls a model, when it must: the scored model's requests are pooled
+        # below, and a judge's are counted for this task when it advances again
+        run.advance(store, resources, stop_before=("inference", "judge_inference"))
+        runs.append((run, resources))
+    waiting = [r for r, _ in runs if r.waiting_at == "inference"]
+    if len(waiting) > 1:
+        edge.prefetch([inst.request for r in waiting for inst in r.outputs["instances"]])
+    outputs: dict[str, Mapping[str, Any]] = {}
+    events: list[StageEvent] = []
+    for run, resources in runs:
         before, judged = dataclasses.replace(edge.counts), dataclasses.replace(judges.counts)
-        task_outputs, task_events = execute(task, stage_settings, store, {"model": edge, "judges": judge_resource, "images": edge.images})
-        for warning in fewshot_warnings(task, task_outputs["load_docs"].fewshot_split, stage_settings["num_fewshot"]):
+        run.advance(store, resources)
+        for warning in fewshot_warnings(run.task, run.outputs["load_docs"].fewshot_split, run.settings["num_fewshot"]):
             log.warning(warning)
-        outputs[task.task] = task_outputs
-        for e in task_events:
+        outputs[run.task.task] = run.outputs
+        for e in run.events:
             e = _with_request_counts(e, before, edge.counts, "inference")
             events.append(_with_request_counts(e, judged, judges.counts, "judge_inference"))
     return outputs, events

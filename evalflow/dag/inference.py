@@ -35,11 +35,14 @@ from evalflow.cache.images import ImageStore, visual_refs, with_pixels
 from evalflow.cache.store import MISSING, CacheStore, Holder
 from evalflow.errors import ModelError
 from evalflow.models.base import feature
-from evalflow.records import Request
+from evalflow.records import REQUEST_TYPES, Request
+from evalflow.dag.progress import RequestProgress
 from evalflow.scale.chunks import plan_chunks
 from evalflow.scale.dispatch import Dispatch, Done, LocalDispatch, WorkerCounts
 
 log = logging.getLogger(__name__)
+
+__all__ = ["CachedModel", "InferenceCounts", "RequestProgress", "checked_answer", "request_key", "union_length"]
 
 
 @dataclass
@@ -53,6 +56,7 @@ class InferenceCounts:
     model: Any = None  # what a loaded model says about itself (``describe()``, e.g. a server's /models)
     workers: dict[str, WorkerCounts] = field(default_factory=dict)
     answering: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each answered chunk
+    servers: dict[str, int] = field(default_factory=dict)  # served models: HTTP requests each server answered
 
     @property
     def answering_seconds(self) -> float:
@@ -106,6 +110,7 @@ class CachedModel:
     dispatch: Dispatch | None = None  # None: the model in this process (LocalDispatch)
     images: Any = None  # the ImageStore misses' image references are read from (None: this store's)
     _model: Any = None
+    _pooled: dict[str, tuple[Any, bool]] = field(default_factory=dict)  # prefetched: key -> (answer, computed here)
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
         return self._answer("loglikelihood", requests)
@@ -130,15 +135,59 @@ class CachedModel:
         return self.dispatch
 
     def close(self) -> None:
-        """End the model replicas (Ray actors) of this run, if any were started."""
+        """End the model replicas (Ray actors) of this run, if any were started, first noting
+        how many requests each server answered."""
+        servers = dict(self.dispatch.served_counts()) if self.dispatch is not None else {}
+        if self._model is not None:
+            servers.update(feature(self._model, "served_counts")() or {})
+        self.counts.servers = {url: n for url, n in sorted(servers.items())}
         if self.dispatch is not None:
             self.dispatch.close()
+        self._pooled.clear()
+
+    def prefetch(self, requests: Sequence[Request]) -> None:
+        """Answer the requests of several tasks as one pool, before each task's inference stage
+        asks for its own: the model sees one list per request type (sorted and chunked across
+        task boundaries, so a server's slots stay full and a local batch may mix tasks), each
+        chunk persisted as it returns, as ever. The answers are held here until a task's
+        ``_answer`` takes them, which counts them for that task (computed or cached) as if it had
+        asked alone; answers are the same, as a request's answer depends on the request only."""
+        if self.identity is None:  # no identity: nothing persisted, so no pool to share
+            return
+        for rtype in REQUEST_TYPES:
+            of_type = [r for r in requests if r.type == rtype]
+            if of_type:
+                keys = [request_key(self.identity, r) for r in of_type]
+                answers, mine = self._resolve(rtype, keys, of_type)
+                self._pooled.update((k, (answers[k], k in mine)) for k in keys)
 
     def _answer(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
         if self.identity is None:
             keys = [f"volatile:{i}" for i in range(len(requests))]
         else:
             keys = [request_key(self.identity, r) for r in requests]
+        answers: dict[str, Any] = {}
+        mine: set[str] = set()
+        for key in dict.fromkeys(keys) if self._pooled else ():
+            held = self._pooled.pop(key, None)
+            if held is not None:
+                answers[key] = held[0]
+                if held[1]:
+                    mine.add(key)
+        rest = [(k, r) for k, r in zip(keys, requests) if k not in answers]
+        if rest:
+            found, computed = self._resolve(rtype, [k for k, _ in rest], [r for _, r in rest])
+            answers.update(found)
+            mine |= computed
+        computed_here = sum(1 for k in keys if k in mine)
+        self.counts.requests += len(requests)
+        self.counts.computed += computed_here
+        self.counts.cached += len(requests) - computed_here
+        return [answers[k] for k in keys]
+
+    def _resolve(self, rtype: str, keys: Sequence[str], requests: Sequence[Request]) -> tuple[dict[str, Any], set[str]]:
+        """Every key's answer, from the cache or the model (the misses, deduplicated, longest
+        first); and the keys computed here."""
         answers: dict[str, Any] = {}
         if self.identity is not None:
             answers.update(self.store.get_many(keys))
@@ -148,11 +197,7 @@ class CachedModel:
             mine = self._compute_alone(rtype, ordered, answers)
         else:
             mine = self._compute_shared(rtype, ordered, answers)
-        computed = sum(1 for k in keys if k in mine)
-        self.counts.requests += len(requests)
-        self.counts.computed += computed
-        self.counts.cached += len(requests) - computed
-        return [answers[k] for k in keys]
+        return answers, mine
 
     def _compute_alone(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
         done, by_key = 0, dict(ordered)
@@ -291,94 +336,3 @@ def _plain(answer: Any) -> Any:
     if hasattr(answer, "item"):
         return answer.item()
     return answer
-
-
-class RequestProgress:
-    """The default ``on_chunk``: the model's progress through the run's misses, with requests/s and
-    ETA, as a rich progress bar on a terminal, else a log line at most every ``log_every`` s.
-
-    One instance serves the whole run: the edge reports each list of misses (one per task and
-    request type) as ``(done, total, seconds)``, and the counts add up over the lists, so the bar
-    and the rate carry on from one task to the next instead of starting again at 0.0 requests/s.
-    ``seconds`` is how long the reported chunk took on its replica (model loading excluded): the
-    rate counts from when the run's first chunk *started*, so it shows from the first answered
-    chunk, even when every request fits in one chunk. With several replicas the driver reports
-    every chunk here, so the rate and ETA are those of all workers together. The ETA covers the
-    requests known so far (the tasks still to come are not counted).
-    """
-
-    def __init__(self, log_every: float = 30.0, stream: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
-        import sys
-
-        self.log_every, self.stream = log_every, stream or sys.stderr
-        self.clock = clock  # a test passes its own, rather than patching time.monotonic for everyone
-        self.total, self.done = 0, 0  # the current list of misses
-        self.earlier_done = self.earlier_total = 0  # the lists before it
-        self.start: float | None = None  # when the run's first chunk started
-        self.uncounted = 0  # requests answered before `start` (a first chunk without a duration)
-        self.logged = 0.0
-        self.bar: Any = None
-
-    @property
-    def run_done(self) -> int:
-        return self.earlier_done + self.done
-
-    @property
-    def run_total(self) -> int:
-        return self.earlier_total + self.total
-
-    def __call__(self, done: int, total: int, seconds: float = 0.0) -> None:
-        now = self.clock()
-        if total != self.total or done < self.done or self.done >= self.total > 0:  # a new list of requests
-            self.close()
-            self.earlier_done, self.earlier_total = self.run_done, self.run_total
-            self.total, self.done = total, 0
-        self.done = done
-        if self.start is None:
-            self.start = now - seconds if seconds > 0 else now
-            self.uncounted = 0 if seconds > 0 else self.run_done
-            self.logged = now
-        if self.bar is None and getattr(self.stream, "isatty", lambda: False)():
-            self.bar = _rich_bar(self.stream, self)
-        if self.bar is not None:
-            self.bar.update(self.bar.task_ids[0], completed=self.run_done, total=self.run_total)
-        elif now - self.logged >= self.log_every or done >= total:
-            log.info("inference: %s", self.status(now))
-            self.logged = now
-        if done >= total:
-            self.close()
-
-    def rate(self, now: float) -> float:
-        if self.start is None or now <= self.start:
-            return 0.0
-        return (self.run_done - self.uncounted) / (now - self.start)
-
-    def status(self, now: float) -> str:
-        rate = self.rate(now)
-        left = self.run_total - self.run_done
-        eta = f", ETA {int(left / rate)} s" if rate > 0 and left > 0 else ""
-        return f"{self.run_done}/{self.run_total} requests, {rate:.1f} requests/s{eta}"
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-            self.bar = None
-
-
-def _rich_bar(stream: Any, progress: RequestProgress) -> Any:
-    """A transient rich bar showing ``progress``'s own rate and ETA (rich's estimate needs updates
-    seconds apart, so a run reporting whole chunks would read 0.0 req/s until its end)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn
-    from rich.text import Text
-
-    class RateAndEta(ProgressColumn):
-        def render(self, task: Any) -> Text:
-            rate_and_eta = progress.status(progress.clock()).split(" requests, ", 1)[-1]
-            return Text(rate_and_eta.replace("requests/s", "req/s"))
-
-    bar = Progress(TextColumn("inference"), BarColumn(), MofNCompleteColumn(), RateAndEta(),
-                   console=Console(file=stream), transient=True)
-    bar.add_task("requests", total=progress.run_total, completed=progress.run_done)
-    bar.start()
-    return bar

@@ -11,7 +11,7 @@ import inspect
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterator, Mapping
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore
@@ -128,24 +128,77 @@ def execute(
     is already in ``settings``. Cached outputs are checked now and decoded on first use
     (:class:`StageOutputs`).
     """
-    outputs = StageOutputs()
-    events: list[StageEvent] = []
-    if "images" not in resources:  # a view of this same store: images live beside the stages' results
-        from evalflow.cache.images import ImageStore
+    run = TaskRun(task, settings, pipeline)
+    run.advance(store, resources)
+    return run.outputs, run.events
 
-        resources = {**resources, "images": ImageStore(store)}
-    for step in plan(task, settings, pipeline):
-        t0 = time.perf_counter()
-        load = store.get_deferred(step.key) if step.key is not None else MISSING
-        hit = load is not MISSING
-        if hit:
-            outputs.defer(step.node.name, load, functools.partial(_compute, step, task, settings, outputs, store, resources, pipeline))
-        else:
-            outputs.set(step.node.name, _compute(step, task, settings, outputs, store, resources, pipeline))
-        seconds = time.perf_counter() - t0
-        events.append(StageEvent(task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
-        log.debug("%s/%s %s in %.3fs", task.task, step.node.name, "hit" if hit else "computed", seconds)
-    return outputs, events
+
+@dataclass
+class TaskRun:
+    """One task's way through the pipeline, in steps a scheduler may interleave with other tasks'.
+
+    ``advance(..., stop_before=("inference",))`` runs the stages before inference and stops there if
+    inference is a cache miss; the scheduler can then pool several tasks' requests
+    (:meth:`evalflow.dag.inference.CachedModel.prefetch`) and ``advance`` each task to its end. Keys,
+    cache entries and events are those of :func:`execute`: where a stage runs, never what it is.
+    """
+
+    task: TaskConfig
+    settings: Mapping[str, Any]
+    pipeline: tuple[Node, ...] = PIPELINE
+    outputs: StageOutputs = field(default_factory=StageOutputs)
+    events: list[StageEvent] = field(default_factory=list)
+    steps: list[PlannedStage] = field(default_factory=list)
+    done: int = 0  # steps finished
+    _looked_up: Any = MISSING  # the next step's deferred cached value, when a stop already read it
+
+    def __post_init__(self) -> None:
+        self.steps = plan(self.task, self.settings, self.pipeline)
+
+    @property
+    def finished(self) -> bool:
+        return self.done == len(self.steps)
+
+    @property
+    def waiting_at(self) -> str | None:
+        """The stage this run stopped before (its output to be computed), or None."""
+        return self.steps[self.done].node.name if self._looked_up is _MISS else None
+
+    def advance(self, store: CacheStore, resources: Mapping[str, Any], stop_before: Collection[str] = ()) -> bool:
+        """Run steps until the end, or until a step named in ``stop_before`` whose output must be
+        computed (a cache hit does not stop). True: stopped there."""
+        if "images" not in resources:  # a view of this same store: images live beside the stages' results
+            from evalflow.cache.images import ImageStore
+
+            resources = {**resources, "images": ImageStore(store)}
+        while not self.finished:
+            step = self.steps[self.done]
+            t0 = time.perf_counter()
+            if self._looked_up is not MISSING:
+                load, self._looked_up = self._looked_up, MISSING
+            else:
+                load = store.get_deferred(step.key) if step.key is not None else MISSING
+            if load is MISSING and step.node.name in stop_before:
+                self._looked_up = _MISS
+                return True
+            hit = load is not MISSING and load is not _MISS
+            compute = functools.partial(_compute, step, self.task, self.settings, self.outputs, store, resources, self.pipeline)
+            if hit:
+                self.outputs.defer(step.node.name, load, compute)
+            else:
+                self.outputs.set(step.node.name, compute())
+            seconds = time.perf_counter() - t0
+            self.events.append(StageEvent(self.task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
+            log.debug("%s/%s %s in %.3fs", self.task.task, step.node.name, "hit" if hit else "computed", seconds)
+            self.done += 1
+        return False
+
+
+class _Miss:
+    """A lookup already made and missed (not MISSING, which means not looked up yet)."""
+
+
+_MISS = _Miss()
 
 
 def _compute(step: PlannedStage, task: TaskConfig, settings: Mapping[str, Any], outputs: Mapping[str, Any],

@@ -101,9 +101,25 @@ class LanguageModel(abc.ABC):
         for i, answer in enumerate(getattr(self, rtype)(requests)):
             on_answer(i, answer)
 
+    def in_flight(self) -> int:
+        """With ``ANSWERS_EACH``: how many requests the model answers at once (a server's
+        ``num_concurrent``); the edge keeps about twice that many handed to it, across chunks and
+        tasks, so it never waits for the next chunk."""
+        return 1
+
+    def served_counts(self) -> Mapping[str, int] | None:
+        """Requests each server answered (the manifest's ``inference.servers``); None: no servers."""
+        return None
+
+    @classmethod
+    def replica_configs(cls, config: Mapping[str, Any], workers: int) -> list[dict[str, Any]]:
+        """Each of ``workers`` Ray replicas' model config (the same one, unless the config names
+        one resource per replica, e.g. several servers)."""
+        return [dict(config) for _ in range(workers)]
+
 
 FEATURES = ("RUN_SETTINGS", "CHAT_MESSAGES", "ANSWERS_EACH", "CODE", "MULTIMODAL", "identity", "chat_template_source",
-            "describe", "answer_each")
+            "describe", "answer_each", "in_flight", "served_counts", "replica_configs")
 
 
 def feature(model: Any, name: str) -> Any:

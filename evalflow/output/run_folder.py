@@ -62,6 +62,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
             "cached": record.inference.cached,
             # what a loaded model says of itself, e.g. what a server's /v1/models reported
             **({"model": record.inference.model} if record.inference.model is not None else {}),
+            # a served model: HTTP requests each server (base_url) answered
+            **({"servers": dict(record.inference.servers)} if record.inference.servers else {}),
         },
         # judge metrics: the judge models' requests, as the scored model's above, and who the judges were
         **({"judge": {"requests": record.judge.requests, "computed": record.judge.computed, "cached": record.judge.cached,

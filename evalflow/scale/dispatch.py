@@ -8,6 +8,7 @@ order they finish. :class:`LocalDispatch` is ``workers=1``: one chunk at a time,
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import time
@@ -38,6 +39,9 @@ class Dispatch(Protocol):
     def close(self) -> None:
         """Release the replicas (end actors); a later ``map`` starts them again."""
 
+    def served_counts(self) -> dict[str, int]:
+        """Requests each server answered, summed over the replicas (empty: no served model)."""
+
 
 @dataclass
 class LocalDispatch:
@@ -48,17 +52,21 @@ class LocalDispatch:
     name: str = field(default_factory=lambda: f"local@{socket.gethostname()}:{os.getpid()}")
 
     def map(self, rtype: str, chunks: Iterable[Chunk]) -> Iterator[Done]:
-        for chunk in chunks:
+        source = iter(chunks)
+        for chunk in source:
             model = self.model()
-            if feature(model, "ANSWERS_EACH"):  # e.g. a served model
-                yield from answered_each(model, rtype, chunk, self.name)
-                continue
+            if feature(model, "ANSWERS_EACH"):  # e.g. a served model: chunks overlap, answers one by one
+                yield from answered_each(model, rtype, itertools.chain([chunk], source), self.name)
+                return
             t0 = time.perf_counter()
             answers = list(getattr(model, rtype)([r for _, r in chunk]))
             yield Done(tuple(k for k, _ in chunk), answers, self.name, time.perf_counter() - t0, type(model).__name__)
 
     def close(self) -> None:
         pass
+
+    def served_counts(self) -> dict[str, int]:
+        return {}  # the edge asks its own loaded model
 
 
 @dataclass
@@ -75,43 +83,103 @@ class WorkerCounts:
         self.seconds = round(self.seconds + done.seconds, 6)
 
 
-def answered_each(model: Any, rtype: str, chunk: Chunk, worker: str) -> Iterator[Done]:
-    """A one-request :class:`Done` per answer, as a model declaring ``answer_each(rtype, requests,
-    on_answer(index, answer))`` hands them over (a served model with requests in flight): the edge
-    then persists each the moment it arrives, so a kill or a failed request loses nothing answered.
-    The model runs in a helper thread; its answers and its end come back through a queue."""
-    import queue
+def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
+    """The answers of a model declaring ``answer_each(rtype, requests, on_answer(index, answer))``
+    (a served model with requests in flight), as they arrive: each :class:`Done` holds every
+    answer that arrived since the last one, so the edge persists them in one transaction (a
+    kill or a failed request loses nothing answered), and under load the batches grow instead of
+    the edge falling behind with one transaction per answer.
+
+    Chunks overlap: each is answered in a helper thread, and the next chunk is pulled (and so
+    leased) as soon as fewer than twice ``model.in_flight()`` requests are unanswered, so a server
+    always has requests waiting for its free slots, from the run's first request to its last,
+    whatever the chunk and task boundaries. Answers and ends come back through one queue. After a
+    chunk fails no new chunk is started; the others settle (their answers still yielded) and the
+    first error is raised."""
     import threading
 
-    inbox: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
+    inbox = _Inbox()
+    backlog = 2 * max(1, int(feature(model, "in_flight")()))
+    source = iter(chunks)
+    running: dict[int, tuple[Chunk, set[int]]] = {}
+    unanswered, started, error = 0, 0, None
+    last = time.perf_counter()
 
-    def run() -> None:
+    def run(n: int, chunk: Chunk) -> None:
         try:
-            model.answer_each(rtype, [r for _, r in chunk], lambda i, a: inbox.put(("answer", i, a)))
-            inbox.put(("end", None, None))
+            model.answer_each(rtype, [r for _, r in chunk], lambda i, a: inbox.put(("answer", n, i, a)))
+            inbox.put(("end", n, None, None))
         except BaseException as exc:  # handed to the consuming thread
-            inbox.put(("error", exc, None))
+            inbox.put(("error", n, exc, None))
 
-    thread = threading.Thread(target=run, name=f"{rtype}-answers", daemon=True)
-    t0 = last = time.perf_counter()
-    thread.start()
-    answered: set[int] = set()
     while True:
-        kind, what, answer = inbox.get()
-        if kind == "error":
-            raise what
-        if kind == "end":
+        while error is None and unanswered < backlog:
+            chunk = next(source, None)
+            if chunk is None:
+                break
+            running[started] = (chunk, set())
+            unanswered += len(chunk)
+            threading.Thread(target=run, args=(started, chunk), name=f"{rtype}-answers-{started}", daemon=True).start()
+            started += 1
+        if not running:
             break
-        now = time.perf_counter()
-        answered.add(what)
-        yield Done((chunk[what][0],), [answer], worker, now - last, type(model).__name__)
-        last = now
-    thread.join()
-    if len(answered) != len(chunk):
-        from evalflow.errors import ModelError
+        keys: list[str] = []
+        answers: list[Any] = []
+        for kind, n, what, answer in _drain(inbox):
+            chunk, answered = running[n]
+            if kind == "answer":
+                answered.add(what)
+                unanswered -= 1
+                keys.append(chunk[what][0])
+                answers.append(answer)
+                continue
+            del running[n]
+            unanswered -= len(chunk) - len(answered)
+            if kind == "error":
+                error = error or what
+            elif len(answered) != len(chunk) and error is None:
+                error = _unanswered(model, rtype, len(chunk) - len(answered), len(chunk))
+        if keys:
+            now = time.perf_counter()
+            yield Done(tuple(keys), answers, worker, now - last, type(model).__name__)
+            last = now
+    if error is not None:
+        raise error
 
-        raise ModelError(
-            f"model {type(model).__name__}.answer_each left {len(chunk) - len(answered)} of {len(chunk)} {rtype} "
-            f"requests unanswered; it must answer each one (took {time.perf_counter() - t0:.1f} s)"
-        )
 
+class _Inbox:
+    """Answers handed from the client's thread to the edge: ``put`` appends to a deque and wakes
+    the reader only if it is not already due to wake (``queue.Queue`` takes a lock and notifies on
+    every put: a thread hop per answer, on the thread that keeps the server's slots full)."""
+
+    def __init__(self) -> None:
+        import collections
+        import threading
+
+        self.items: collections.deque[Any] = collections.deque()
+        self.ready = threading.Event()
+
+    def put(self, item: Any) -> None:
+        self.items.append(item)
+        if not self.ready.is_set():  # set: the reader has not cleared it yet, so it will see the item
+            self.ready.set()
+
+
+def _drain(inbox: _Inbox) -> list[Any]:
+    """Every item put so far, waiting for the first one."""
+    items: list[Any] = []
+    while not items:
+        inbox.ready.wait()
+        inbox.ready.clear()  # before reading: an item put from here on sets it again
+        while inbox.items:
+            items.append(inbox.items.popleft())
+    return items
+
+
+def _unanswered(model: Any, rtype: str, missing: int, total: int) -> Exception:
+    from evalflow.errors import ModelError
+
+    return ModelError(
+        f"model {type(model).__name__}.answer_each left {missing} of {total} {rtype} requests unanswered; "
+        "it must answer each one"
+    )

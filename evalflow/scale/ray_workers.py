@@ -59,6 +59,11 @@ class ModelReplica:
     def ready(self) -> tuple[str, float]:
         return self.name, self.load_seconds
 
+    def served_counts(self) -> dict[str, int]:
+        from evalflow.models.base import feature
+
+        return dict(feature(self.model, "served_counts")() or {})
+
     def answer(self, rtype: str, requests: list[Request]) -> tuple[list[Any], float, str, str]:
         t0 = time.perf_counter()
         answers = list(getattr(self.model, rtype)(requests))
@@ -114,7 +119,9 @@ def actor_options(resources: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class RayDispatch:
-    """Deals chunks to ``workers`` Ray actors; started on the first ``map``, ended by ``close``."""
+    """Deals chunks to ``workers`` Ray actors; started on the first ``map``, ended by ``close``.
+    ``replica_args[i]``, when given, is replica i's model config instead of ``load_args`` (one
+    server each, for a served model with a list of base URLs)."""
 
     load_args: Mapping[str, Any]
     workers: int
@@ -123,6 +130,8 @@ class RayDispatch:
     max_replacements: int | None = None  # actor deaths tolerated per run (default 2 x workers)
     startup_seconds: float = 0.0  # Ray start (if started here) plus the slowest actor's model load
     replaced: int = 0
+    replica_args: tuple[Mapping[str, Any], ...] = ()
+    _served: dict[str, int] = field(default_factory=dict)  # requests per server, of actors already ended
     _actors: dict[int, tuple[int, Any]] = field(default_factory=dict)  # index -> (generation, handle)
     _started_ray: bool = False
     _token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
@@ -199,7 +208,8 @@ class RayDispatch:
     def _spawn(self, ray: Any, index: int) -> Any:
         name = f"evalflow-{self._token}-w{index}-{self.replaced}"
         remote = ray.remote(ModelReplica).options(name=name, **actor_options(self.resources))
-        return remote.remote(dict(self.load_args), index)
+        args = self.replica_args[index] if self.replica_args else self.load_args
+        return remote.remote(dict(args), index)
 
     def _wait_ready(self, ray: Any, actors: list[Any]) -> None:
         try:
@@ -224,10 +234,28 @@ class RayDispatch:
         self._actors[index] = (gen + 1, actor)
         self._wait_ready(ray, [actor])
 
+    def served_counts(self) -> dict[str, int]:
+        """Requests each server answered, summed over the live actors (an actor that died takes
+        its counts with it: its chunks were answered again by its replacement)."""
+        if not self._actors:
+            return dict(self._served)
+        ray = import_ray()
+        total = dict(self._served)
+        for _, actor in self._actors.values():
+            try:
+                counts = ray.get(actor.served_counts.remote())
+            except ray.exceptions.RayError:
+                continue
+            for url, n in counts.items():
+                total[url] = total.get(url, 0) + n
+        return total
+
     def close(self) -> None:
         if not self._actors and not self._started_ray:
             return
         ray = import_ray()
+        if self._actors:
+            self._served = self.served_counts()
         for _, actor in self._actors.values():
             try:
                 ray.kill(actor)

@@ -4,10 +4,12 @@ the cache is shared with any worker count, and a dying actor or driver loses not
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,3 +146,34 @@ def test_smollm2_gives_the_same_numbers_with_any_worker_count(ray_cluster: str, 
         assert len(manifest["workers"]) == workers
         seen[workers] = outcome(folder)
     assert seen[2] == seen[1] and seen[3] == seen[1]
+
+
+def test_one_replica_per_server_counted_in_the_manifest(ray_cluster: str, toy_library: Path, tmp_path: Path) -> None:
+    """workers=2 with two base URLs: each Ray replica sends to its own server (the other is only
+    its failover), so both servers answer; the manifest's per-server counts, summed over the
+    replicas, are what each server saw, and the numbers are those of one server alone."""
+    pytest.importorskip("aiohttp")
+    from evalflow import evaluate
+    from tests.support.latency_server import LatencyServer, build_tokenizer
+
+    servers = [LatencyServer(latency=0.0).start() for _ in range(3)]
+    try:
+        tok = build_tokenizer(tmp_path / "tok")
+
+        def served(urls: Any, name: str, **values: Any) -> tuple[dict, dict]:
+            config = {"type": "openai_completions", "model": "loopback", "base_url": urls, "tokenizer": tok,
+                      "revision": "loopback-1", "check_logprobs": False, "num_concurrent": 2, "max_retries": 1}
+            results = evaluate("toy_mc", config, output_dir=tmp_path / name, include_path=[str(toy_library)],
+                               cache_dir=str(tmp_path / f"cache-{name}"), bootstrap_iters=0, **values)
+            return results, json.loads((tmp_path / name / "manifest.json").read_text())
+
+        results, manifest = served([s.url for s in servers[:2]], "two", workers=2, ray_address=ray_cluster, chunk_size=8)
+        counts = manifest["inference"]["servers"]
+        assert counts == {s.url: s.answered for s in servers[:2]}
+        assert all(n > 0 for n in counts.values()) and sum(counts.values()) == manifest["inference"]["computed"]
+        assert sorted(name.split("@")[0] for name in manifest["workers"]) == ["w0", "w1"]
+        reference, _ = served(servers[2].url, "one")
+        assert json.dumps(results["results"], sort_keys=True) == json.dumps(reference["results"], sort_keys=True)
+    finally:
+        for server in servers:
+            server.stop()

@@ -4,7 +4,7 @@
 - ``settings``: the config, validated, and the cache identity (torch- and HTTP-free);
 - ``payloads``: request bodies and response parsing, pure;
 - ``tokens``: the client-side tokenizer (context length, truncation, rolling windows);
-- ``client``: httpx + tenacity: concurrency, retries, answers handed over as they arrive;
+- ``client``: aiohttp + tenacity: concurrency, retries, answers handed over as they arrive;
 - ``alignment``: the check that refuses servers whose echoed log-probabilities are misplaced;
 - ``served`` (shared), ``completions``, ``chat``: the two model classes.
 """

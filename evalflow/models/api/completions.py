@@ -19,6 +19,7 @@ Deviations from lm-eval, none changing an answer a correct server gives:
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -40,6 +41,7 @@ class OpenAICompletions(ServedModel):
         s = self.settings
         self.tokens = ApiTokens(load_tokenizer(s.tokenizer or s.model), max_length=s.max_length, add_bos_token=s.add_bos_token)
         self.aligned = not s.check_logprobs
+        self._aligning = threading.Lock()
 
     @classmethod
     def chat_template_source(cls, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,14 +53,18 @@ class OpenAICompletions(ServedModel):
         return {"pretrained": name}
 
     def check_alignment(self) -> None:
-        """Refuse the server if its echoed log-probabilities are misplaced (once per model object)."""
+        """Refuse a server whose echoed log-probabilities are misplaced (each server once per model
+        object; chunks answered in several threads wait for the one check)."""
         if self.aligned:
             return
-        first, second = alignment.probe_bodies(self.settings.model, self.settings.seed)
-        url = self.settings.root_url
-        token, expected = alignment.generated_token(self.client.post_one(PATH, first), url)
-        alignment.check_echo(self.client.post_one(PATH, second(token)), token, expected, url)
-        self.aligned = True
+        with self._aligning:
+            if self.aligned:
+                return
+            first, second = alignment.probe_bodies(self.settings.model, self.settings.seed)
+            for server, url in enumerate(self.client.urls):
+                token, expected = alignment.generated_token(self.client.post_one(PATH, first, server), url)
+                alignment.check_echo(self.client.post_one(PATH, second(token), server), token, expected, url)
+            self.aligned = True
 
     def _prompt(self, tokens: Sequence[int]) -> Any:
         return list(tokens) if self.settings.tokenized_requests else self.tokens.decode(tokens)
@@ -84,7 +90,7 @@ class OpenAICompletions(ServedModel):
         self.client.post_all(PATH, bodies, arrived)
 
     def _loglikelihood(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
-        self._score([self.tokens.score_input(*r.args, request=r) for r in requests], on_answer)
+        self._score(self.tokens.score_inputs([(r.args[0], r.args[1]) for r in requests], requests), on_answer)
 
     def _loglikelihood_rolling(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
         """Each text's disjoint windows scored as log-likelihood prompts; a text is answered (its

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import abc
 import logging
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from evalflow.errors import ConfigError, ModelError
-from evalflow.models.api.settings import ApiSettings, identity, parse_settings
+from evalflow.models.api.settings import ApiSettings, identity, parse_settings, replica_configs
 from evalflow.models.base import LanguageModel, OnAnswer
 from evalflow.records import Request
 
@@ -43,33 +43,52 @@ class ServedModel(LanguageModel):
         """Torch- and HTTP-free: the API kind, ``model``, tokenizer, ``revision`` (see ``settings``)."""
         return identity(parse_settings(cls.KIND, config))
 
-    def _describe_server(self) -> dict[str, Any]:
-        """What ``/models`` reports (recorded in the run's manifest), and the first contact with the
-        server: a wrong URL fails here, before any request is sent."""
+    @classmethod
+    def replica_configs(cls, config: Mapping[str, Any], workers: int) -> list[dict[str, Any]]:
+        """One Ray replica per server of a ``base_url`` list (``settings.replica_configs``)."""
+        return replica_configs(config, workers)
+
+    def _describe_server(self) -> Any:
+        """What each server's ``/models`` reports (recorded in the run's manifest: one mapping, or
+        a list for several servers), and the first contact: a wrong URL fails here, before any
+        request is sent."""
+        described = [self._describe_one(i) for i in range(len(self.client.urls))]
+        return described[0] if len(described) == 1 else described
+
+    def _describe_one(self, server: int) -> dict[str, Any]:
         from evalflow.models.api.client import RefusedError
 
+        url = self.client.urls[server]
         try:
-            listed = self.client.get_json("/models")
+            listed = self.client.get_json("/models", server)
         except RefusedError as exc:  # some hosted APIs have no /models; an unreachable server still fails here
             log.warning("%s", exc)
-            return {"url": self.settings.root_url, "models": None, "error": str(exc)}
+            return {"url": url, "models": None, "error": str(exc)}
         names = [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)] if isinstance(listed, dict) else []
         if names and self.settings.model not in names:
-            unlisted = (f"model.model '{self.settings.model}' is not among the models {self.settings.root_url} serves "
+            unlisted = (f"model.model '{self.settings.model}' is not among the models {url} serves "
                         f"({', '.join(map(str, names))})")
             if not self.settings.allow_unlisted:  # its answers would be cached under a name no server has
                 raise ConfigError(f"{unlisted}. Use one of those names; if the server's /models listing is "
                                   "incomplete, set model.allow_unlisted=true.")
             log.warning("%s; used anyway (model.allow_unlisted=true)", unlisted)
-        if self.settings.revision is None:
+        if self.settings.revision is None and server == 0:
             log.warning("model.revision is not set: this server's answers are cached under model.model '%s' alone, "
                         "so if the weights behind that name change, old answers would be reused. Set "
                         "model.revision=<the checkpoint's hash or tag> and change it with the weights.", self.settings.model)
-        return {"url": self.settings.root_url, "models": listed}
+        return {"url": url, "models": listed}
 
     def describe(self) -> dict[str, Any]:
         """For the manifest: the server's model list and the settings that are not secret."""
         return {"type": f"openai_{self.KIND}", "model": self.settings.model, "revision": self.settings.revision, "server": self.server}
+
+    def in_flight(self) -> int:
+        """Requests the servers answer at once: ``num_concurrent`` x ``batch_size`` per serving one."""
+        return self.settings.num_concurrent * max(1, getattr(self.settings, "batch_size", 1)) * len(self.client.serving())
+
+    def served_counts(self) -> dict[str, int]:
+        """HTTP requests each server answered so far (the manifest's ``inference.servers``)."""
+        return dict(self.client.answered_by)
 
     def answer_each(self, rtype: str, requests: Sequence[Request], on_answer: OnAnswer) -> None:
         getattr(self, f"_{rtype}")(requests, on_answer)

@@ -8,7 +8,8 @@ served checkpoint is) + the settings that change what is asked of the server (``
 ``add_bos_token``, ``max_length``, ``max_gen_toks``, ``seed``). Not the URL, unless
 ``identity_includes_url`` is set: the same checkpoint moved to another host keeps its cache. Never
 the speed settings (``num_concurrent``, ``batch_size``, ``max_retries``, ``timeout``,
-``check_logprobs``) nor ``headers`` or the API key.
+``check_logprobs``, ``failover_only``) nor ``headers`` or the API key. ``base_url`` may list several
+servers of one model: with ``identity_includes_url`` their sorted set is the URL identity.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.errors import ConfigError
@@ -31,7 +32,7 @@ class ApiSettings:
 
     kind: str  # "completions" or "chat"
     model: str
-    base_url: str
+    base_url: str | tuple[str, ...]  # one server, or several serving the same model (requests spread over them)
     tokenizer: str | None = None
     revision: str | None = None
     tokenized_requests: bool = True
@@ -50,15 +51,17 @@ class ApiSettings:
     check_logprobs: bool = True
     allow_unlisted: bool = False  # true: a model.model the server's /models does not list is still used
     max_images: int = 1  # chat: images sent per request (lm-eval's default for API models)
+    failover_only: bool = False  # true: only the first live base_url takes requests, the next when it dies
+
+    @property
+    def root_urls(self) -> tuple[str, ...]:
+        """Each base URL without a trailing slash or endpoint (users paste either form)."""
+        return tuple(_root(url) for url in ((self.base_url,) if isinstance(self.base_url, str) else self.base_url))
 
     @property
     def root_url(self) -> str:
-        """The base URL without a trailing slash or endpoint (users paste either form)."""
-        url = self.base_url.rstrip("/")
-        for suffix in ("/completions", "/chat"):
-            if url.endswith(suffix):
-                url = url[: -len(suffix)]
-        return url.rstrip("/")
+        """The first server's root URL (the one server's, usually)."""
+        return self.root_urls[0]
 
     def api_key(self) -> str | None:
         """Read at request time from the environment; never stored on the object or written."""
@@ -67,6 +70,26 @@ class ApiSettings:
 
 _INT_KEYS = ("max_length", "max_gen_toks", "seed", "batch_size", "num_concurrent", "max_retries", "max_images")
 _KNOWN = {f for f in ApiSettings.__dataclass_fields__ if f != "kind"} | {"max_batch_size", "type"}
+
+
+def _root(url: str) -> str:
+    url = url.rstrip("/")
+    for suffix in ("/completions", "/chat"):
+        if url.endswith(suffix):
+            url = url[: -len(suffix)]
+    return url.rstrip("/")
+
+
+def _base_urls(value: Any) -> str | tuple[str, ...]:
+    """``model.base_url``: one URL, or a non-empty list of distinct http(s) URLs."""
+    urls = [value] if isinstance(value, str) else list(value) if isinstance(value, Sequence) else [value]
+    for url in urls:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"model.base_url '{url}' is not an http(s) URL; write e.g. http://127.0.0.1:8000/v1 "
+                              "(or a list of them, [http://HOST1:8000/v1,http://HOST2:8000/v1], for several servers).")
+    if not urls or len({_root(u) for u in urls}) != len(urls):
+        raise ConfigError(f"model.base_url={urls}: give each server once (a list of distinct URLs, at least one).")
+    return value if isinstance(value, str) else tuple(urls)
 
 
 def parse_settings(kind: str, config: Mapping[str, Any]) -> ApiSettings:
@@ -80,7 +103,7 @@ def parse_settings(kind: str, config: Mapping[str, Any]) -> ApiSettings:
             "itself is read from the environment variable named by model.api_key_env."
         )
     for key in ("model", "base_url"):
-        if not isinstance(config.get(key), str) or not config.get(key):
+        if not config.get(key) or (key == "model" and not isinstance(config.get(key), str)):
             raise ConfigError(
                 f"model.{key} is not set: give the served model's name and the server's URL, e.g. "
                 "model=openai_completions model.base_url=http://127.0.0.1:8000/v1 model.model=NAME."
@@ -96,8 +119,7 @@ def parse_settings(kind: str, config: Mapping[str, Any]) -> ApiSettings:
     if not isinstance(headers, Mapping):
         raise ConfigError(f"model.headers must be a mapping of header names to values, got {headers!r}.")
     values["headers"] = {str(k): str(v) for k, v in headers.items()}
-    if not str(values["base_url"]).startswith(("http://", "https://")):
-        raise ConfigError(f"model.base_url '{values['base_url']}' is not an http(s) URL; write e.g. http://127.0.0.1:8000/v1.")
+    values["base_url"] = _base_urls(values["base_url"])
     return ApiSettings(kind=kind, **values)
 
 
@@ -111,6 +133,33 @@ def _positive_float(key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise ConfigError(f"model.{key}={value!r} must be a number of seconds > 0.")
     return float(value)
+
+
+def _url_identity(settings: ApiSettings) -> Any:
+    """The one root URL, or the sorted set of several (their order only spreads the load)."""
+    urls = settings.root_urls
+    return urls[0] if len(urls) == 1 else sorted(urls)
+
+
+def replica_configs(config: Mapping[str, Any], workers: int) -> list[dict[str, Any]]:
+    """Each Ray replica's model config when ``base_url`` lists servers: replica i sends to server
+    ``i mod N`` only (``failover_only``), the others taking over if it dies. ``workers`` below the
+    number of servers would leave some idle, so it is refused."""
+    urls = config.get("base_url")
+    if isinstance(urls, str) or not isinstance(urls, Sequence) or len(urls) < 2:
+        return [dict(config) for _ in range(workers)]
+    urls = list(urls)
+    if workers < len(urls):
+        raise ConfigError(
+            f"workers={workers} with {len(urls)} servers in model.base_url would leave "
+            f"{len(urls) - workers} of them idle: run one replica per server (workers={len(urls)}), or "
+            "workers=1 (one process spreads the requests over every server)."
+        )
+    out = []
+    for i in range(workers):
+        k = i % len(urls)
+        out.append({**config, "base_url": urls[k:] + urls[:k], "failover_only": True})
+    return out
 
 
 def tokenizer_identity(settings: ApiSettings) -> Any:
@@ -137,7 +186,7 @@ def identity(settings: ApiSettings) -> dict[str, Any]:
         "revision": settings.revision,
         "max_gen_toks": settings.max_gen_toks,
         "seed": settings.seed,
-        "url": settings.root_url if settings.identity_includes_url else None,
+        "url": _url_identity(settings) if settings.identity_includes_url else None,
     }
     if settings.kind == "chat":  # lm-eval's chat model sends messages: no client-side tokenizer
         # max_images changes image requests only; at its default it is left out, so the answers

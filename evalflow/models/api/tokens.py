@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -22,7 +23,7 @@ from typing import Any, Sequence
 from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.cache.store import default_cache_dir
 from evalflow.errors import ModelError
-from evalflow.models.hf.tokens import check_pair, encode_pair, rolling_windows
+from evalflow.models.hf.tokens import check_pair, encode_pair, rolling_windows, split_trailing_space
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class ApiTokens:
 
     def __init__(self, tokenizer: Any, *, max_length: int, add_bos_token: bool) -> None:
         self.tok = tokenizer
+        self._lock = threading.Lock()  # a fast tokenizer's call mutates its settings: chunks tokenize in several threads
         self.window = max_length - 1  # lm-eval: "max_length - 1 as we always have 1 token for generation"
         self.add_bos_token = add_bos_token
 
@@ -79,16 +81,48 @@ class ApiTokens:
 
     def encode(self, text: str, *, special: bool | None = None) -> list[int]:
         add = self.add_bos_token if special is None else special
-        return list(self.tok(text, add_special_tokens=add, return_attention_mask=False).input_ids)
+        with self._lock:
+            return list(self.tok(text, add_special_tokens=add, return_attention_mask=False).input_ids)
+
+    def encode_many(self, texts: Sequence[str], *, special: bool | None = None) -> dict[str, list[int]]:
+        """Each distinct text's tokens, in one tokenizer call: the same tokens as ``encode`` text
+        by text, without its per-call overhead (a served model's client tokenizes every request
+        of a chunk at once, and a context shared by several choices once)."""
+        add = self.add_bos_token if special is None else special
+        distinct = list(dict.fromkeys(texts))
+        if not distinct:
+            return {}
+        with self._lock:
+            ids = self.tok(distinct, add_special_tokens=add, return_attention_mask=False).input_ids
+        return {text: list(tokens) for text, tokens in zip(distinct, ids)}
 
     def decode(self, tokens: Sequence[int]) -> str:
-        return self.tok.decode(list(tokens))
+        with self._lock:
+            return self.tok.decode(list(tokens))
 
     def score_input(self, context: str, continuation: str, request: Any) -> ScoreInput:
         """lm-eval's ``loglikelihood`` + ``batch_loglikelihood_requests`` for one pair."""
         ctx, cont = encode_pair(self.encode, lambda s: self.encode(s, special=False), self.prefix_token_id, context, continuation)
         check_pair(ctx, cont, self.window, request)
         return self._truncate(ctx, cont)
+
+    def score_inputs(self, pairs: Sequence[tuple[str, str]], requests: Sequence[Any]) -> list[ScoreInput]:
+        """``score_input`` of each (context, continuation) pair, the texts encoded in two batches."""
+        special: list[str] = []
+        plain: list[str] = []
+        for context, continuation in pairs:
+            if context == "":
+                plain.append(continuation)
+            else:
+                ctx, cont = split_trailing_space(context, continuation)
+                special += [ctx + cont, ctx]
+        encoded, encoded_plain = self.encode_many(special), self.encode_many(plain, special=False)
+        out = []
+        for (context, continuation), request in zip(pairs, requests):
+            ctx, cont = encode_pair(encoded.__getitem__, encoded_plain.__getitem__, self.prefix_token_id, context, continuation)
+            check_pair(ctx, cont, self.window, request)
+            out.append(self._truncate(ctx, cont))
+        return out
 
     def rolling_inputs(self, text: str) -> list[ScoreInput]:
         """lm-eval's ``loglikelihood_rolling``: disjoint windows of ``window - 1`` tokens."""

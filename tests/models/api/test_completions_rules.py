@@ -57,6 +57,17 @@ def test_scores_are_the_continuation_tokens_only(tiny_nobos_dir: Path):
     assert [len(b["prompt"]) for b in m.client.bodies] == [2, 1]  # batch_size prompts per request
 
 
+@pytest.mark.parametrize("add_bos", [False, True])
+def test_a_chunk_tokenized_at_once_matches_pair_by_pair(tiny_nobos_dir: Path, add_bos: bool):
+    """score_inputs batches a chunk's texts (a shared context once): the same tokens and ctxlen as
+    score_input request by request, trailing spaces and an empty context included."""
+    tokens = ApiTokens(load_tokenizer(str(tiny_nobos_dir)), max_length=8, add_bos_token=add_bos)
+    pairs = [*PAIRS, ("Question: 2+2= ", "4"), ("Question: 2+2= ", "5"), ("", "alone")]
+    batched = tokens.score_inputs(pairs, [None] * len(pairs))
+    assert batched == [tokens.score_input(c, x, None) for c, x in pairs]
+    assert any(len(s.tokens) == 7 for s in batched)  # the truncation path is exercised
+
+
 def test_left_truncation_keeps_the_continuation_whole(tiny_nobos_dir: Path):
     m = model(tiny_nobos_dir, max_length=6)
     ctx, cont = PAIRS[2]
