@@ -243,14 +243,13 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 
 
 def evaluate_tasks(
-    selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel, judges: JudgeEdges | None = None,
+    selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel, judges: JudgeEdges,
 ) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent]]:
     """Every task through the DAG, the model's work pooled across tasks: each task's stages run
     up to inference; the requests of every task whose inference is a cache miss go to the model
     as one pool (``edge.prefetch``: the model is never idle at a task boundary); then each task
     runs on to its end, its inference stage served from the pool (judge calls after it, per task).
     Keys and cache entries are per task, as if each ran alone."""
-    judges = judges if judges is not None else judge_edges(settings, store)
     edge.images = edge.images or ImageStore(store)  # one table: documents write it, the edge reads it
     runs: list[tuple[TaskRun, dict[str, Any]]] = []
     for task in selection.tasks:

@@ -223,13 +223,7 @@ class CacheStore:
             blob = verified(blob)
         except CorruptEntry as exc:
             return self._drop(key, exc)
-        return functools.partial(self._decode_verified, key, blob)
-
-    def _decode_verified(self, key: str, blob: bytes) -> Any:
-        try:
-            return decode_verified(blob)
-        except CorruptEntry as exc:
-            return self._drop(key, exc)
+        return functools.partial(self._decoded, key, blob, decode_verified)
 
     @_guarded
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
@@ -242,9 +236,10 @@ class CacheStore:
                 found[key] = value
         return found
 
-    def _decoded(self, key: str, blob: bytes) -> Any:
+    def _decoded(self, key: str, blob: bytes, decoder: Callable[[bytes], Any] = decode) -> Any:
+        """The entry's value, or MISSING after dropping it when it does not decode."""
         try:
-            return decode(blob)
+            return decoder(blob)
         except CorruptEntry as exc:
             return self._drop(key, exc)
 
