@@ -8,6 +8,12 @@ answer (``Filtered.by_sample``), and each reduction turns those k values into on
 Judge metrics (``judge:`` in metric_list) take their value from the judge stages' answers, parsed
 here (:mod:`evalflow.scoring.verdicts`): each answer scored (every repeat's too) gets its verdict.
 
+Task code that draws from the global RNGs while scoring (mmmu's ``random.choice`` when an answer
+names no option) finds them as lm-eval's run of this task alone would (:mod:`evalflow.taskspec.rng`):
+seeded as lm-eval seeds them, then its modules' import effects and lm-eval's task-loading draws,
+documents scored in lm-eval's order (filter pipelines outer, documents inner); the states are put
+back afterwards, so a task's scores never depend on which other tasks ran.
+
 Metrics that run model-written code (pass_at_k) run it through the sandbox backend the run names
 (``code_sandbox``); it is set here for the duration of the stage, since metrics see no settings.
 """
@@ -26,7 +32,9 @@ from evalflow.scoring.process import score_document
 from evalflow.scoring.reductions import RepeatSamples
 from evalflow.scoring.verdicts import Verdicts
 from evalflow.taskspec.prompt import is_multiple_input
+from evalflow.taskspec.rng import scoring_rng
 from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.taskcode import rng_effects
 from evalflow.taskspec.templates import doc_to_choice, doc_to_target, doc_to_text
 
 
@@ -39,7 +47,7 @@ def metrics(
     judge_responses: JudgeResponses | None = None,
 ) -> Scores:
     verdicts = Verdicts.from_stages(judge_specs(task), judge_requests, judge_responses)
-    with using(code_sandbox):
+    with using(code_sandbox), scoring_rng(rng_effects(task)):
         return _scores(task, docs, filtered, verdicts)
 
 

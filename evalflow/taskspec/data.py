@@ -22,7 +22,9 @@ Relative ``data_files`` in a task YAML resolve against the YAML's folder when th
 
 ``data_fingerprint`` is the identity of the data, not of its path: the xxhash of local files'
 bytes (without importing ``datasets``, so a cached re-run stays fast), or the ``datasets``
-library's fingerprint of every split of a hub dataset.
+library's fingerprint of every split of a hub dataset; for an image task (``doc_to_image``), also
+the bytes of the files its rows name by path (:mod:`evalflow.taskspec.image_files`, which reads the
+rows to find them).
 
     docs = load_docset(task, "conf/data_maps/shared.yaml")
 """
@@ -38,6 +40,7 @@ from typing import Any, Mapping, Sequence
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
 from evalflow.errors import DataError, TaskError
 from evalflow.records import DocSet
+from evalflow.taskspec.image_files import files_identity, named_files
 from evalflow.taskspec.images import is_image_value, plain_image
 from evalflow.taskspec.samplers import fewshot_options, fewshot_source
 from evalflow.taskspec.spec import TaskConfig
@@ -169,9 +172,14 @@ def data_fingerprint(task: TaskConfig, data_map: DataMapLike = None) -> str:
     if task.custom_dataset is not None:
         return fingerprint({"custom_dataset": _custom_splits(task)})
     source = data_source(task, data_map)
-    if source.is_local:
+    if source.is_local and task.doc_to_image is None:
         return _local_fingerprint(source)
-    return _hub_fingerprint(_load(task, source))
+    dataset = _load(task, source)
+    fp = _local_fingerprint(source) if source.is_local else _hub_fingerprint(dataset)
+    if task.doc_to_image is None:
+        return fp
+    files = named_files(dataset, fp)  # image tasks: the files rows name by path (taskspec.image_files)
+    return fingerprint({"data": fp, "image_files": files_identity(files)}) if files else fp
 
 
 def load_docset(task: TaskConfig, data_map: DataMapLike = None, images: Any = None) -> DocSet:

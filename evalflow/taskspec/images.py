@@ -14,10 +14,9 @@ Documents are JSON data in evalflow, so an image column is turned into an ``Imag
 rows are read (:func:`plain_image`); a ``!function`` ``doc_to_image`` (lm-eval's mmmu) still
 receives PIL images, decoded back from the store, as it would under lm-eval.
 
-Limit: an image named by a file *path* is read when the instances stage runs; the stage is keyed by
-the dataset's bytes, not the file's, so edit such a file and the cached instances keep the old
-digest until ``cache clear``. Images held in the data (hub datasets, parquet, base64 columns) have
-no such gap.
+An image named by a file *path* is read when the instances stage runs; the file's bytes are part
+of the data's identity (:mod:`evalflow.taskspec.image_files`), so editing it re-runs exactly the
+requests of the documents that show it.
 """
 
 from __future__ import annotations

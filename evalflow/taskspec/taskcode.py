@@ -32,6 +32,7 @@ from evalflow.taskspec.extras import install_hint
 from evalflow.taskspec.installed import code_fingerprint, package_module
 from evalflow.taskspec.lmeval_registrations import recording_registrations, registered_filters
 from evalflow.taskspec.local_modules import local_closure
+from evalflow.taskspec.rng import RngStates, import_under_lm_eval_seeds
 from evalflow.taskspec.side_env import side_env_for
 from evalflow.taskspec.side_worker import side_function
 from evalflow.taskspec.spec import FunctionRef
@@ -81,6 +82,26 @@ def task_code_filters(task: Any) -> dict[str, type]:
 
 
 _MODULES: dict[tuple[str, str], ModuleType] = {}
+# what each module's import did to the global RNGs, run under lm-eval's start seeds (taskspec.rng)
+_RNG_EFFECTS: dict[tuple[str, str], RngStates] = {}
+
+
+def rng_effects(task: Any) -> tuple[RngStates, ...]:
+    """The import effects on the global RNGs of ``task``'s ``!function`` modules, in the order
+    lm-eval imports them (the YAML's), importing any not yet imported. Modules run in a side
+    environment are left out: their code draws from its worker's generators, not this process's."""
+    effects: list[RngStates] = []
+    seen: set[str] = set()
+    for ref in function_refs(task):
+        if ref.module_path in seen or not os.path.isfile(ref.module_path):
+            continue
+        seen.add(ref.module_path)
+        current = code_fingerprint(ref.module_path)
+        if side_env_for(ref.module_path, current) is not None:
+            continue
+        resolve_function(ref)
+        effects.append(_RNG_EFFECTS.get((ref.module_path, current), RngStates()))
+    return tuple(effects)
 
 
 def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
@@ -124,7 +145,9 @@ def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
     installed = package_module(path)
     try:
         with strict_downloads():
-            module = _import_installed(installed.name, path) if installed and installed.name else _import_file(path, source_hash, attr)
+            module, effect = import_under_lm_eval_seeds(
+                lambda: _import_installed(installed.name, path) if installed and installed.name
+                else _import_file(path, source_hash, attr))
     except ModuleNotFoundError as exc:
         raise TaskError(f"importing {path} (for `!function ...{attr}`) failed: {_missing(exc)}") from exc
     except TaskError as exc:
@@ -135,6 +158,7 @@ def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
             "Fix the task module; run with EVALFLOW_DEBUG=1 for the traceback."
         ) from exc
     _MODULES[(path, source_hash)] = module
+    _RNG_EFFECTS[(path, source_hash)] = effect
     return module
 
 

@@ -86,3 +86,32 @@ def test_image_log_likelihoods_are_refused_for_hf_multimodal_before_loading() ->
         refuse_unanswerable([mc], HFMultimodalModel, "hf_multimodal")
     text = TaskConfig(task="plain", output_type="multiple_choice")
     refuse_unanswerable([text], CountingModel, "counting")  # text tasks are never refused
+
+
+def test_an_edited_image_file_reruns_exactly_its_document(tmp_path: Path) -> None:
+    """Rows name their images by file path: the files' bytes key the data, so editing one file
+    re-runs exactly that document's request, and editing an unrelated file re-runs nothing."""
+    import json
+
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    rows = images.rows(6)
+    for r in rows:
+        r["image"].save(pictures / f"{r['id']}.png")
+    (tmp_path / "unrelated.png").write_bytes(b"not named by any row")
+    data = tmp_path / "test.jsonl"
+    data.write_text("".join(json.dumps({**{k: v for k, v in r.items() if k != "image"},
+                                        "image_path": str(pictures / f"{r['id']}.png")}) + "\n" for r in rows))
+    library = images.write_task(tmp_path / "tasks", "toy_paths", data, builder="json", doc_to_image="image_path")
+    VisionCountingModel.reset()
+    run = Runner(library, tmp_path / "cache", tmp_path / "outputs")
+    _, m1, _ = run("toy_paths", model=VISION)
+    assert m1["inference"] == {"requests": 6, "computed": 6, "cached": 0}
+    (tmp_path / "unrelated.png").write_bytes(b"changed, and still named by no row")
+    _, m2, _ = run("toy_paths", model=VISION)
+    assert all(stage_hits(m2).values()) and CountingModel.calls_total == 0
+    images.draw(9, "square", "blue").save(pictures / "3.png")  # one document's image file, nothing else
+    _, m3, _ = run("toy_paths", model=VISION)
+    assert not stage_hits(m3)["load_docs"]
+    assert m3["inference"] == {"requests": 6, "computed": 1, "cached": 5}
+    assert [im.tobytes() for im in VisionCountingModel.images_seen[-1:]] == [images.draw(9, "square", "blue").tobytes()]

@@ -1,0 +1,124 @@
+"""The global random state a task's code scores in: lm-eval's, for that task run alone.
+
+Some task code draws from the *global* RNGs while scoring: lm-eval's mmmu answers with
+``random.choice`` of the options when a response names none. Under lm-eval 0.4.13 the state those
+draws start from is fixed by what its process did before, which for one task run alone is:
+
+1. ``simple_evaluate`` seeds ``random.seed(0)``, ``np.random.seed(1234)``, ``torch.manual_seed(1234)``
+   (its defaults, the CLI's ``--seed 0,1234,1234,1234``);
+2. loading the task imports its ``!function`` modules (mmmu's ``utils.py`` runs ``random.seed(42)``);
+3. ``TaskManager.load`` reads the task's ``task_name`` three times, and each read evaluates
+   ``random_task_id()`` (``random.choices`` of 36 characters, k=8) as a ``getattr`` default;
+4. nothing else draws until ``process_results`` runs, filter pipelines outer, documents inner.
+
+evalflow's metrics stage reproduces exactly that per task (:func:`scoring_rng`) and puts the
+caller's states back afterwards, so a task's scores equal lm-eval's run of that task alone and are
+a pure function of the task: the same whichever other tasks ran before or beside it. With several
+tasks in one lm-eval process the draws carry from task to task (and group loading reads task
+names more often); evalflow deliberately does not reproduce that, since a task's score would then
+depend on the others. The seeds are constants, so the metrics stage's code hash covers them.
+
+Step 2 is learned when evalflow imports a task module (:func:`import_under_lm_eval_seeds`): the
+import runs under step 1's states and whatever it leaves changed is the module's effect. Not
+seen: a module this process imported before evalflow did, and task code run in a side environment
+(its worker has its own RNGs).
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+RANDOM_SEED = 0  # lm-eval's DEFAULT_RANDOM_SEED
+NUMPY_SEED = 1234  # lm-eval's DEFAULT_OTHER_SEED, for numpy and torch
+TORCH_SEED = 1234
+TASK_NAME_READS = 3  # lm-eval 0.4.13 TaskManager.load: collect() once, _check_duplicates() twice
+_TASK_ID_CHARS = string.ascii_lowercase + string.digits
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RngStates:
+    """The three global generators' states; ``None`` where a module's import left one unchanged."""
+
+    python: Any = None
+    numpy: Any = None
+    torch: Any = None
+
+
+def capture() -> RngStates:
+    import numpy as np
+    import torch
+
+    return RngStates(random.getstate(), np.random.get_state(), torch.random.get_rng_state())
+
+
+def restore(states: RngStates) -> None:
+    """Set each generator ``states`` names (the others are left as they are)."""
+    import numpy as np
+    import torch
+
+    if states.python is not None:
+        random.setstate(states.python)
+    if states.numpy is not None:
+        np.random.set_state(states.numpy)
+    if states.torch is not None:
+        torch.random.set_rng_state(states.torch)
+
+
+def seed_like_lm_eval() -> None:
+    """Step 1. Only torch's CPU generator: scoring runs on the CPU, and seeding CUDA's would
+    initialise CUDA in a process that may not use it."""
+    import numpy as np
+    import torch
+
+    random.seed(RANDOM_SEED)
+    np.random.seed(NUMPY_SEED)
+    torch.random.default_generator.manual_seed(TORCH_SEED)
+
+
+def import_under_lm_eval_seeds(load: Callable[[], T]) -> tuple[T, RngStates]:
+    """``load()`` (a task module's import) run under lm-eval's start seeds, and the generators it
+    changed, as the states it left them in; the caller's states are restored either way."""
+    saved = capture()
+    try:
+        seed_like_lm_eval()
+        start = capture()
+        result = load()
+        after = capture()
+    finally:
+        restore(saved)
+    return result, _changed(start, after)
+
+
+def _changed(start: RngStates, after: RngStates) -> RngStates:
+    import numpy as np
+    import torch
+
+    same_numpy = start.numpy[0] == after.numpy[0] and np.array_equal(start.numpy[1], after.numpy[1]) \
+        and start.numpy[2:] == after.numpy[2:]
+    return RngStates(
+        python=None if start.python == after.python else after.python,
+        numpy=None if same_numpy else after.numpy,
+        torch=None if torch.equal(start.torch, after.torch) else after.torch,
+    )
+
+
+@contextmanager
+def scoring_rng(module_effects: Sequence[RngStates]) -> Iterator[None]:
+    """The global RNGs as lm-eval's process_results finds them for a task run alone (steps 1-3),
+    given the task's modules' import effects in import order; the caller's states come back after."""
+    saved = capture()
+    try:
+        seed_like_lm_eval()
+        for effect in module_effects:
+            restore(effect)
+        for _ in range(TASK_NAME_READS):
+            random.choices(_TASK_ID_CHARS, k=8)
+        yield
+    finally:
+        restore(saved)
