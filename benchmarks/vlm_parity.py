@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.parity import vlm_harness as h  # noqa: E402
-from tests.support.tiny_vlm import build_tiny_vlm  # noqa: E402
+from evalflow.models.hf.tiny_vlm import build_tiny_vlm, smollm2_tokenizer  # noqa: E402
 
 
 def main() -> int:
@@ -35,7 +35,7 @@ def main() -> int:
         return 2
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
-    model = build_tiny_vlm(work / "vlm")
+    model = build_tiny_vlm(work / "vlm", tokenizer=smollm2_tokenizer())
     tasks = h.write_tasks(work, args.docs)
     ok = True
     for task in ("toy_vqa", "chartqa_local", "mmmu_local"):

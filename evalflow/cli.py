@@ -11,6 +11,7 @@ which hydra-ray-launcher pins). Defined in an importable module, it travels by r
     python -m evalflow --config-dir outputs/<run>/.hydra --config-name config   # reproduce
     python -m evalflow ls [--json] [include_path=[dir]]       # tasks, groups, tags
     python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR]
+    python -m evalflow make-tiny-vlm /tmp/tiny-vlm            # then model=hf_multimodal model.pretrained=/tmp/tiny-vlm task=shapes_vqa
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ SUBCOMMANDS = {
     "side-env": Subcommand("evalflow.taskspec.side_env_cli:main",
                            "list|provision [NAME...]  the private package folders some task code needs (provision once online)"),
     "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
+    "make-tiny-vlm": Subcommand("evalflow.models.hf.tiny_vlm:main",
+                                "DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"),
 }
 
 

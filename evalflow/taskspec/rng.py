@@ -16,7 +16,9 @@ caller's states back afterwards, so a task's scores equal lm-eval's run of that 
 a pure function of the task: the same whichever other tasks ran before or beside it. With several
 tasks in one lm-eval process the draws carry from task to task (and group loading reads task
 names more often); evalflow deliberately does not reproduce that, since a task's score would then
-depend on the others. The seeds are constants, so the metrics stage's code hash covers them.
+depend on the others. The seeds are constants, so the metrics stage's code hash covers them;
+evalflow's ``seed`` setting is another slot (lm-eval's ``fewshot_random_seed``: few-shot sampling
+and sampled generation) and plays no part here.
 
 Step 2 is learned when evalflow imports a task module (:func:`import_under_lm_eval_seeds`): the
 import runs under step 1's states and whatever it leaves changed is the module's effect. Not

