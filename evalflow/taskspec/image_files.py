@@ -23,13 +23,15 @@ from typing import Any
 from evalflow.cache.fingerprint import file_fingerprint
 
 _MAX_PATH = 4096  # what doc_to_image takes for a path (longer strings are base64 data)
-_NAMED: dict[str, tuple[str, ...]] = {}  # data fingerprint -> files its rows name (rows never change under it)
+# (data fingerprint, working directory) -> the files its rows name (relative paths resolve against the latter)
+_NAMED: dict[tuple[str, str], tuple[str, ...]] = {}
 
 
 def named_files(dataset: Any, data_identity: str) -> tuple[str, ...]:
     """The existing files ``dataset``'s rows name in string values, sorted (memoized by the
     data's own fingerprint, which changes with any row)."""
-    if data_identity not in _NAMED:
+    memo = (data_identity, os.getcwd())
+    if memo not in _NAMED:
         found: set[str] = set()
         for split in dataset:
             table = dataset[split]
@@ -37,8 +39,8 @@ def named_files(dataset: Any, data_identity: str) -> tuple[str, ...]:
                 if _holds_strings(feature):
                     for value in table[column]:
                         _collect(value, found)
-        _NAMED[data_identity] = tuple(sorted(found))
-    return _NAMED[data_identity]
+        _NAMED[memo] = tuple(sorted(found))
+    return _NAMED[memo]
 
 
 def files_identity(files: tuple[str, ...]) -> dict[str, str]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import random
 import string
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, TypeVar
@@ -53,34 +54,37 @@ class RngStates:
 
 
 def capture() -> RngStates:
+    """The states now; torch's only if torch is imported (importing it would cost seconds in runs
+    that never use it, and code that draws from torch has imported it)."""
     import numpy as np
-    import torch
 
-    return RngStates(random.getstate(), np.random.get_state(), torch.random.get_rng_state())
+    torch = sys.modules.get("torch")
+    return RngStates(random.getstate(), np.random.get_state(), torch.random.get_rng_state() if torch else None)
 
 
 def restore(states: RngStates) -> None:
     """Set each generator ``states`` names (the others are left as they are)."""
     import numpy as np
-    import torch
 
     if states.python is not None:
         random.setstate(states.python)
     if states.numpy is not None:
         np.random.set_state(states.numpy)
     if states.torch is not None:
-        torch.random.set_rng_state(states.torch)
+        sys.modules["torch"].random.set_rng_state(states.torch)
 
 
 def seed_like_lm_eval() -> None:
-    """Step 1. Only torch's CPU generator: scoring runs on the CPU, and seeding CUDA's would
-    initialise CUDA in a process that may not use it."""
+    """Step 1. Only torch's CPU generator, and only if torch is imported: scoring runs on the CPU,
+    and seeding CUDA's would initialise CUDA in a process that may not use it. (Task code that
+    first imports torch while scoring finds torch's own fixed default seed: still deterministic.)"""
     import numpy as np
-    import torch
 
     random.seed(RANDOM_SEED)
     np.random.seed(NUMPY_SEED)
-    torch.random.default_generator.manual_seed(TORCH_SEED)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.random.default_generator.manual_seed(TORCH_SEED)
 
 
 def import_under_lm_eval_seeds(load: Callable[[], T]) -> tuple[T, RngStates]:
@@ -99,14 +103,15 @@ def import_under_lm_eval_seeds(load: Callable[[], T]) -> tuple[T, RngStates]:
 
 def _changed(start: RngStates, after: RngStates) -> RngStates:
     import numpy as np
-    import torch
 
     same_numpy = start.numpy[0] == after.numpy[0] and np.array_equal(start.numpy[1], after.numpy[1]) \
         and start.numpy[2:] == after.numpy[2:]
+    # torch imported by the module itself: it was not seeded before, so its state is no effect to keep
+    same_torch = start.torch is None or after.torch is None or bool(sys.modules["torch"].equal(start.torch, after.torch))
     return RngStates(
         python=None if start.python == after.python else after.python,
         numpy=None if same_numpy else after.numpy,
-        torch=None if torch.equal(start.torch, after.torch) else after.torch,
+        torch=None if same_torch else after.torch,
     )
 
 

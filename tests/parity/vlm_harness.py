@@ -15,7 +15,7 @@ response names no option (every random-weights answer), and evalflow's metrics s
 the state lm-eval's run of that one task starts from (:mod:`evalflow.taskspec.rng`), so those
 documents agree exactly too. Several mmmu subtasks in one lm-eval process would carry its draws
 from subtask to subtask, which evalflow deliberately does not reproduce.
-
+"""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
 SHARED_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
 BUILTIN = ["gsm8k", "gsm8k_cot", "gsm8k_maj8", "arc_easy", "arc_challenge", "hellaswag", "piqa", "winogrande", "boolq",
            "lambada_openai", "wikitext", "arith_mc", "humaneval", "humaneval_instruct", "humaneval_64", "mbpp",
-           "mbpp_instruct"]
+           "mbpp_instruct", "shapes_vqa"]
 
 
 def all_yaml_tasks() -> dict[str, TaskConfig]:
@@ -167,8 +167,15 @@ def test_demo_data_is_what_its_script_writes(tmp_path: Path, monkeypatch: pytest
     assert not test_q & train_q
 
 
+def test_shapes_vqa_data_is_what_its_script_writes() -> None:
+    gen = module(TASKS / "vision" / "_make_data.py")
+    written = "".join(json.dumps(r) + "\n" for r in gen.rows())
+    assert written == (TASKS / "vision" / "shapes_vqa.jsonl").read_text()
+    assert {r["question"] for r in gen.rows()} == {q for q, _ in gen.QUESTIONS}
+
+
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="shared benchmark data (../shared/data) is absent")
-@pytest.mark.parametrize("name", [n for n in BUILTIN if n not in ("hellaswag", "arith_mc")] + ["mmlu_anatomy"])
+@pytest.mark.parametrize("name", [n for n in BUILTIN if n not in ("hellaswag", "arith_mc", "shapes_vqa")] + ["mmlu_anatomy"])
 def test_builtin_task_runs_on_shared_data(name: str) -> None:
     t = all_yaml_tasks()[name]
     docs = load_docset(t, SHARED_MAP)

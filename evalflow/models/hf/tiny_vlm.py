@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
     if name not in TOKENIZERS:
         raise ConfigError(f"make-tiny-vlm: tokenizer={name} is not one of {', '.join(TOKENIZERS)}. {USAGE.line()}")
     require_pillow("make-tiny-vlm")
-    folder = build_tiny_vlm(Path(words.positional[0]), words.options.get("seed", 0), TOKENIZERS[name]())
+    folder = build_tiny_vlm(Path(words.positional[0]).absolute(), words.options.get("seed", 0), TOKENIZERS[name]())
     print(f"a tiny random LLaVA (tokenizer={name}) is in {folder}; try it on the built-in image task:\n"
           f"  python -m evalflow model=hf_multimodal model.pretrained={folder} task=shapes_vqa")
     return 0
