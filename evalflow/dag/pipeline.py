@@ -23,7 +23,7 @@ from evalflow.sandbox.registry import sandbox_identity
 from evalflow.scoring.code_exec import runs_code
 from evalflow.scoring.components import aggregation_components, filter_components, metric_components
 from evalflow.scoring.judge import is_judge_entry
-from evalflow.taskspec.data import data_fingerprint
+from evalflow.taskspec.data import data_identity
 from evalflow.taskspec.spec import TaskConfig
 
 # Fields that decide how a document is rendered into text: shared by the prompt-building stages.
@@ -68,8 +68,8 @@ def _judge_prompts(task: TaskConfig) -> Any:
     return tuple(judge.request_part() for judge in judge_specs(task))
 
 
-def _data_identity(task: TaskConfig, settings: Mapping[str, Any]) -> str:
-    return data_fingerprint(task, settings["data_map"])
+def _data_identity(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
+    return data_identity(task, settings["data_map"])
 
 
 def _dataset_options(task: TaskConfig, settings: Mapping[str, Any]) -> Any:

@@ -98,7 +98,8 @@ def check_paired(run_a: Run, run_b: Run, task: str) -> int:
             f"task '{task}': {run_a.folder} and {run_b.folder} read different data (data fingerprints "
             f"{fa[:8]} and {fb[:8]} in their manifest.json); a paired test needs the same documents"
         )
-    docs_a, docs_b = run_a.doc_fingerprints(task), run_b.doc_fingerprints(task)
+    images = run_a.hashes_images and run_b.hashes_images  # a document is its row and its images' pixels
+    docs_a, docs_b = run_a.doc_fingerprints(task, images), run_b.doc_fingerprints(task, images)
     if set(docs_a) != set(docs_b):
         common = len(set(docs_a) & set(docs_b))
         raise RunFolderError(
@@ -108,9 +109,12 @@ def check_paired(run_a: Run, run_b: Run, task: str) -> int:
         )
     differing = sorted(d for d in docs_a if docs_a[d] != docs_b[d])
     if differing:
+        rows_a, rows_b = run_a.doc_fingerprints(task, False), run_b.doc_fingerprints(task, False)
+        what = "in its row" if rows_a[differing[0]] != rows_b[differing[0]] else "in its images' pixels"
         raise RunFolderError(
-            f"task '{task}': document {differing[0]} (and {len(differing) - 1} more) differs between "
-            f"{run_a.folder} and {run_b.folder}: the runs read different data; a paired test needs the same documents"
+            f"task '{task}': document {differing[0]} (and {len(differing) - 1} more) differs {what} "
+            f"between {run_a.folder} and {run_b.folder}: the runs read different data; a paired test needs "
+            "the same documents"
         )
     return len(docs_a)
 

@@ -183,10 +183,7 @@ def _own_changes(new: Mapping[str, Any], old: Mapping[str, Any], models: tuple[A
     for name in sorted(set(a) | set(b)):
         if a.get(name) != b.get(name):
             if name == "data":
-                task = new.get("task", {})
-                split = task.get("test_split") or task.get("validation_split") or "evaluated"
-                out.append(f"data file bytes changed ({split} split; data fingerprint {_short(a.get(name))} → "
-                           f"{_short(b.get(name))})")
+                out.extend(_data_changes(a.get(name), b.get(name), new.get("task", {})))
             elif name == "components":
                 out.extend(_component_changes(a.get(name) or {}, b.get(name) or {}))
             else:
@@ -207,6 +204,27 @@ def _own_changes(new: Mapping[str, Any], old: Mapping[str, Any], models: tuple[A
     if not out:  # a component newly called (or no longer) with nothing else changed: a re-registration
         out.extend(_component_calls(old.get("identity", {}).get("components") or {},
                                     new.get("identity", {}).get("components") or {}))
+    return out
+
+
+def _data_changes(old: Any, new: Any, task: Mapping[str, Any]) -> list[str]:
+    """What changed in load_docs' data identity: the data files' bytes (a hash), and for an image
+    task whose rows name files, each file by path (``{"data": hash, "image_files": {path: hash}}``)."""
+    def parts(identity: Any) -> tuple[Any, Mapping[str, Any]]:
+        if isinstance(identity, Mapping):
+            return identity.get("data"), identity.get("image_files") or {}
+        return identity, {}
+
+    (data_a, files_a), (data_b, files_b) = parts(old), parts(new)
+    out = []
+    if data_a != data_b:
+        split = task.get("test_split") or task.get("validation_split") or "evaluated"
+        out.append(f"data file bytes changed ({split} split; data fingerprint {_short(data_a)} → {_short(data_b)})")
+    for path in sorted(set(files_a) | set(files_b)):
+        if path not in files_a or path not in files_b:
+            out.append(f"image file {path} {'newly named by the data' if path in files_b else 'no longer named by the data'}")
+        elif files_a[path] != files_b[path]:
+            out.append(f"image file {path} {'deleted' if files_b[path] == '<missing>' else 'changed'}")
     return out
 
 

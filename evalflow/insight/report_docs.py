@@ -1,5 +1,6 @@
 """The report's per-document view: per task, each document's prompt, target, and per run its
-answers, filtered answer and scores (and an image task's thumbnails), embedded as one gzip-compressed, base64-encoded JSON blob per
+answers, filtered answer and scores (and an image task's thumbnails: each run's, labelled, where
+the runs' pixels differ), embedded as one gzip-compressed, base64-encoded JSON blob per
 task that the page decodes only when the task is opened.
 
 Rendering every document into the page made a 20-documents-per-subject mmlu pair 4.5 MB of HTML
@@ -18,10 +19,10 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from evalflow.insight.report_images import Thumbnails
-from evalflow.insight.runs import Run
+from evalflow.insight.runs import Run, image_digests
 
 
 def document_view(runs: Sequence[Run], labels: Sequence[str], max_docs: int | None = None) -> list[dict[str, Any]]:
@@ -43,11 +44,15 @@ def _task_view(runs: Sequence[Run], labels: Sequence[str], task: str, max_docs: 
     all_ids = set.union(*(set(p) for p in per_run))
     doc_ids = sorted(set.intersection(*(set(p) for p in per_run)))
     shown = doc_ids if max_docs is None else doc_ids[:max_docs]
-    first = runs[having[0]].manifest
-    docs = [_doc(doc_id, [p[doc_id] for p in per_run], [labels[i] for i in having], thumbs.of_row(first, per_run[0][doc_id]))
-            for doc_id in shown]
+    columns = [labels[i] for i in having]
+    hashed = all(runs[i].hashes_images for i in having)  # lm-eval's samples name no pixels to compare
+    manifests = [runs[i].manifest for i in having]
+    docs = []
+    for doc_id in shown:
+        rows = [p[doc_id] for p in per_run]
+        docs.append(_doc(doc_id, rows, columns, *_images(manifests, rows, columns, thumbs, hashed)))
     return {
-        "task": task, "runs": having, "columns": [labels[i] for i in having], "docs": docs,
+        "task": task, "runs": having, "columns": columns, "docs": docs,
         "filter": runs[having[0]].filters(task)[0], "left_out": len(doc_ids) - len(shown),
         "unpaired": len(all_ids) - len(doc_ids), "disagree": sum(d["disagree"] for d in docs),
     }
@@ -64,7 +69,18 @@ def _by_doc(run: Run, task: str) -> dict[int, dict[str, Any]]:
     return {int(r["doc_id"]): r for r in run.rows(task) if str(r.get("filter", "none")) == first}
 
 
-def _doc(doc_id: int, rows: Sequence[dict[str, Any]], labels: Sequence[str], images: list[dict[str, str]]) -> dict[str, Any]:
+def _images(manifests: Sequence[Mapping[str, Any]], rows: Sequence[dict[str, Any]], labels: Sequence[str],
+            thumbs: Thumbnails, hashed: bool) -> tuple[list[dict[str, str]], bool]:
+    """The document's thumbnails, and whether the runs' pixels differ: once when every run showed
+    the same, else each run's, labelled with the run (an edited image file)."""
+    if not hashed or len({tuple(image_digests(r.get("arguments"))) for r in rows}) <= 1:
+        return thumbs.of_row(manifests[0], rows[0]), False
+    return [{**im, "label": f"{label}: {im['label']}"}
+            for manifest, row, label in zip(manifests, rows, labels) for im in thumbs.of_row(manifest, row)], True
+
+
+def _doc(doc_id: int, rows: Sequence[dict[str, Any]], labels: Sequence[str], images: list[dict[str, str]],
+         images_differ: bool) -> dict[str, Any]:
     scores = [{m: r.get(m) for m in r.get("metrics", [])} for r in rows]
     args = list(rows[0].get("arguments", {}).values())
     return {
@@ -74,7 +90,7 @@ def _doc(doc_id: int, rows: Sequence[dict[str, Any]], labels: Sequence[str], ima
         "runs": [{"label": lb, "resps": _short(r.get("resps")), "filtered": _short(r.get("filtered_resps")),
                   "scores": ", ".join(f"{k}={_fmt(v)}" for k, v in s.items())}
                  for lb, r, s in zip(labels, rows, scores)],
-        "disagree": len(rows) > 1 and any(s != scores[0] for s in scores[1:]),
+        "disagree": images_differ or (len(rows) > 1 and any(s != scores[0] for s in scores[1:])),
     }
 
 

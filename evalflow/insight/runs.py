@@ -87,8 +87,31 @@ class Run:
         """The documents scored under ``filter_name``, with or without a value of any one metric."""
         return {int(r["doc_id"]) for r in self.rows(task) if str(r.get("filter", "none")) == filter_name}
 
-    def doc_fingerprints(self, task: str) -> dict[int, str]:
-        return {int(r["doc_id"]): fingerprint(r.get("doc")) for r in self.rows(task)}
+    @property
+    def hashes_images(self) -> bool:
+        """Whether its samples name images by pixel hash (evalflow's); lm-eval's show a PIL repr."""
+        return self.kind == "evalflow"
+
+    def doc_fingerprints(self, task: str, images: bool = True) -> dict[int, str]:
+        """doc_id -> the identity of what the run read for the document: its row and (``images``)
+        the pixel hashes of the images its requests showed. A row that names its image by file
+        path stays the same when the file is edited; the hashes do not."""
+        def identity(row: Mapping[str, Any]) -> str:
+            digests = image_digests(row.get("arguments")) if images else []
+            return fingerprint({"doc": row.get("doc"), "images": digests}) if digests else fingerprint(row.get("doc"))
+
+        return {int(r["doc_id"]): identity(r) for r in self.rows(task)}
+
+
+def image_digests(value: Any) -> list[str]:
+    """The pixel hashes of the images (``{"__image__": digest, ...}``) in a samples value, in order."""
+    if isinstance(value, Mapping):
+        if "__image__" in value:
+            return [str(value["__image__"])]
+        return [d for v in value.values() for d in image_digests(v)]
+    if isinstance(value, list):
+        return [d for v in value for d in image_digests(v)]
+    return []
 
 
 def load_run(folder: Path) -> Run:

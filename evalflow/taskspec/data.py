@@ -168,7 +168,15 @@ def check_data_files(tasks: Sequence[TaskConfig], data_map: DataMapLike = None) 
 
 
 def data_fingerprint(task: TaskConfig, data_map: DataMapLike = None) -> str:
-    """The identity of the task's data: file contents for local data, split fingerprints for the hub."""
+    """The identity of the task's data, hashed: file contents for local data, split fingerprints for the hub."""
+    identity = data_identity(task, data_map)
+    return identity if isinstance(identity, str) else fingerprint(identity)
+
+
+def data_identity(task: TaskConfig, data_map: DataMapLike = None) -> str | dict[str, Any]:
+    """What keys the load_docs stage: :func:`data_fingerprint`'s hash, or for an image task whose
+    rows name files, ``{"data": hash, "image_files": {path: hash of its bytes}}``, recorded as it is
+    in the manifest so that ``explain`` names the image files that changed."""
     if task.custom_dataset is not None:
         return fingerprint({"custom_dataset": _custom_splits(task)})
     source = data_source(task, data_map)
@@ -179,7 +187,7 @@ def data_fingerprint(task: TaskConfig, data_map: DataMapLike = None) -> str:
     if task.doc_to_image is None:
         return fp
     files = named_files(dataset, fp)  # image tasks: the files rows name by path (taskspec.image_files)
-    return fingerprint({"data": fp, "image_files": files_identity(files)}) if files else fp
+    return {"data": fp, "image_files": files_identity(files)} if files else fp
 
 
 def load_docset(task: TaskConfig, data_map: DataMapLike = None, images: Any = None) -> DocSet:

@@ -3,10 +3,11 @@
 An image task's rows may hold a file path instead of the image (``doc_to_image: image_path``).
 The file is read when requests are built, so the bytes that decide the requests live outside the
 data files whose bytes key the load_docs stage. For a task that sets ``doc_to_image``, the data's
-identity (:func:`evalflow.taskspec.data.data_fingerprint`) therefore also covers the bytes of every
-file its rows name: edit one image and the stages from load_docs on are planned anew, and the
-requests of exactly the documents showing it get new keys (their digests hash the new pixels);
-every other request is served from the cache.
+identity (:func:`evalflow.taskspec.data.data_identity`) therefore also covers the bytes of every
+file its rows name, path by path (the manifest records them, so ``explain`` names the edited file):
+edit one image and the stages from load_docs on are planned anew, and the requests of exactly the
+documents showing it get new keys (their digests hash the new pixels); every other request is
+served from the cache.
 
 Which strings are files is decided on the rows as read (every split, string columns and lists of
 strings, before ``process_docs``), resolved as ``doc_to_image`` resolves them: against the working

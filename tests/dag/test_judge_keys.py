@@ -26,7 +26,7 @@ STAGES = ["load_docs", "fewshot", "instances", "inference", "filters", "judge_re
 def fixed_data_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     import evalflow.dag.pipeline as pipeline
 
-    monkeypatch.setattr(pipeline, "data_fingerprint", lambda task, data_map: "data")
+    monkeypatch.setattr(pipeline, "data_identity", lambda task, data_map: "data")
 
 
 def keys(task: Any, settings: Any = SETTINGS) -> dict[str, str]:

@@ -35,7 +35,7 @@ S = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "ag
 def fixed_data_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     import evalflow.dag.pipeline as pipeline
 
-    monkeypatch.setattr(pipeline, "data_fingerprint", lambda task, data_map: f"data-of-{task.dataset_name}")
+    monkeypatch.setattr(pipeline, "data_identity", lambda task, data_map: f"data-of-{task.dataset_name}")
 
 
 def changed(task: TaskConfig = BASE_TASK, **settings: Any) -> list[str]:

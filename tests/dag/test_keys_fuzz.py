@@ -23,7 +23,7 @@ json_values = st.recursive(json_scalars, lambda c: st.one_of(st.lists(c, max_siz
 def fixed_data_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     import evalflow.dag.pipeline as pipeline
 
-    monkeypatch.setattr(pipeline, "data_fingerprint", lambda task, data_map: "data")
+    monkeypatch.setattr(pipeline, "data_identity", lambda task, data_map: "data")
 
 
 def expected_changed(field: str) -> list[str]:

@@ -25,7 +25,7 @@ def fresh_stage_code() -> Iterator[None]:
 def fixed_data_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     import evalflow.dag.pipeline as pipeline
 
-    monkeypatch.setattr(pipeline, "data_fingerprint", lambda task, data_map: "data")
+    monkeypatch.setattr(pipeline, "data_identity", lambda task, data_map: "data")
 
 
 EDITS = [
