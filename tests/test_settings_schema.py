@@ -8,10 +8,11 @@ import dataclasses
 import pytest
 
 from evalflow.app import task_settings
-from evalflow.config.schema import RunConfig, defaults, stage_settings
+from evalflow.config.schema import RunConfig, defaults, inert_settings, stage_settings
 from evalflow.errors import ConfigError
 from evalflow.settings import RunSettings, settings_from_config
 from evalflow.taskspec.spec import TaskConfig
+from tests.conftest import Runner, stage_hits
 
 TASK = TaskConfig(task="t", dataset_path="json", test_split="test", output_type="generate_until", doc_to_text="{{q}}")
 
@@ -41,3 +42,15 @@ def test_the_stages_see_every_stage_setting_under_its_name() -> None:
 def test_an_unknown_setting_in_a_mapping_is_refused_with_did_you_mean() -> None:
     with pytest.raises(ConfigError, match="did you mean 'num_fewshot'"):
         settings_from_config({"task": "t", "num_fewshots": 3})
+
+
+def test_inert_settings_are_in_no_cache_key(runner: Runner) -> None:
+    """The settings the schema marks inert (the report does not name runs by them) change no key:
+    changed together, every stage is served from the cache. (cache_dir is where the keys live;
+    workers, worker_resources and ray_address need Ray: tests/scale checks their run folders.)"""
+    assert {"batch_size", "workers", "explain", "cache_dir"} <= set(inert_settings())
+    assert not set(inert_settings()) & set(stage_settings())
+    _, first, _ = runner(limit=5)
+    _, again, _ = runner(limit=5, batch_size=3, max_batch_size=4, chunk_size=2, explain=True, log_samples=False)
+    assert all(stage_hits(again).values())
+    assert [s["key"] for s in again["stages"]] == [s["key"] for s in first["stages"]]

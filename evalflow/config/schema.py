@@ -20,9 +20,18 @@ from hydra.core.config_store import ConfigStore
 STAGE = "stage"  # field metadata: the setting is an input of the task's stages, as it is named here
 
 
+INERT = "inert"  # field metadata: the setting cannot change a run's results, so no cache key holds it
+
+
 def stage(default: Any) -> Any:
     """A setting the task's stages read (hence in their cache keys) under its own name."""
     return field(default=default, metadata={STAGE: True})
+
+
+def inert(default: Any) -> Any:
+    """A setting of where, how fast or how verbosely a run runs, never of what it computes: in no
+    cache key, and not a name for a run (the report labels runs by the settings that differ)."""
+    return field(default=default, metadata={INERT: True})
 
 
 @dataclass
@@ -43,8 +52,8 @@ class RunConfig:
     # Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.
     seed: int = stage(1234)
     # Requests per model batch (an int, or "auto"); never part of any cache key.
-    batch_size: Any = 1
-    max_batch_size: int = 64
+    batch_size: Any = inert(1)
+    max_batch_size: int = inert(64)
     # Overrides the generation_kwargs of generate_until tasks (lm-eval's --gen_kwargs).
     gen_kwargs: Any = stage(None)  # a mapping (or 'k=v,k2=v2'); typed Any so an override replaces it whole
     # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path): a list, or
@@ -62,14 +71,14 @@ class RunConfig:
     # think_end_token). The raw generation, thinking included, stays cached and in the samples.
     think_end_token: Optional[str] = stage(None)
     # Where cached stage outputs and model responses live; default $EVALFLOW_CACHE or ~/.cache/evalflow.
-    cache_dir: Optional[str] = None
+    cache_dir: Optional[str] = inert(None)
     bootstrap_iters: int = stage(100000)
     # Python modules imported before the tasks are loaded: the ones that register your metrics,
     # aggregations, filters or models (imports=[my_metrics] or a .py file's path). Trusted code, as
     # the command line is; in no cache key (what they register is keyed by its own code).
     imports: Any = field(default_factory=list)
     # Write samples_<task>.jsonl (lm-eval's --log_samples).
-    log_samples: bool = True
+    log_samples: bool = inert(True)
     # Run !function code from task folders outside the built-in tasks/.
     trust_task_code: bool = False
     # Run tasks marked unsafe_code: true (their metrics execute model-written code).
@@ -81,21 +90,21 @@ class RunConfig:
     # The most requests the inference edge sends to a model replica at once and persists together;
     # a chunk also closes at 2^18 tokens of estimated work (evalflow/scale/chunks.py), so long
     # prompts and generations travel in smaller chunks. A killed run loses at most one chunk.
-    chunk_size: int = 512
+    chunk_size: int = inert(512)
     # The judge model of every judge metric (metric_list entries with a `judge:` block), replacing
     # the one each names: a preset (judge_model=smollm2) or a model config mapping
     # (judge_model='{type: hf, pretrained: PATH}'). None: each judge block's own model. Keys the
     # judge calls by the judge's identity, as `model` keys the scored model's (README, Judges).
     judge_model: Any = None
     # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).
-    explain: bool = False
+    explain: bool = inert(False)
     # Scale-out (README "Scaling out"; never part of any cache key): model replicas answering one
     # run's cache misses as Ray actors (1: in this process, Ray never imported), the Ray resources
     # each replica reserves (e.g. {num_gpus: 1, num_cpus: 4}), and the Ray cluster to join (None:
     # start a local one; "auto" or an address: an existing cluster).
-    workers: int = 1
-    worker_resources: Any = None  # a mapping; typed Any so an override ('{num_gpus: 1}') replaces it whole
-    ray_address: Optional[str] = None
+    workers: int = inert(1)
+    worker_resources: Any = inert(None)  # a mapping; typed Any so an override ('{num_gpus: 1}') replaces it whole
+    ray_address: Optional[str] = inert(None)
 
 
 def defaults() -> dict[str, Any]:
@@ -106,6 +115,11 @@ def defaults() -> dict[str, Any]:
 def stage_settings() -> tuple[str, ...]:
     """The settings :func:`stage` marks: the run-level inputs of every task's stages."""
     return tuple(f.name for f in dataclasses.fields(RunConfig) if f.metadata.get(STAGE))
+
+
+def inert_settings() -> tuple[str, ...]:
+    """The settings :func:`inert` marks: none can change a run's results."""
+    return tuple(f.name for f in dataclasses.fields(RunConfig) if f.metadata.get(INERT))
 
 
 def register_configs() -> None:

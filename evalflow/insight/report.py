@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from evalflow.cli_words import Usage, parse_words
+from evalflow.config.schema import defaults, inert_settings
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.compare import Comparison, compare
 from evalflow.insight.report_charts import charts
@@ -38,7 +39,13 @@ from evalflow.insight.runs import Run, load_run
 __all__ = ["build_report", "document_view", "expand", "main", "run_labels", "varying_setting", "varying_settings"]
 
 SWEEP_ORDER = ("num_fewshot", "limit", "seed", "model", "apply_chat_template", "gen_kwargs")
-NOT_SETTINGS = ("hydra.run.dir", "hydra.sweep.dir", "cache_dir", "batch_size")  # where, not what, a run ran
+_UNSET = object()
+
+
+def names_a_run(key: str) -> bool:
+    """Whether a setting can tell runs' results apart: not Hydra's own (where a run was written,
+    its callbacks), nor one the schema marks inert (batch_size, workers, explain, ...)."""
+    return not key.startswith(("hydra.", "hydra/")) and key not in inert_settings()
 
 
 def expand(folders: Sequence[Path]) -> list[Run]:
@@ -77,8 +84,36 @@ def varying_settings(runs: Sequence[Run]) -> dict[str, list[Any]]:
     if len(runs) < 2 or any(r.kind != "evalflow" for r in runs):
         return {}
     settings = [run_settings(r) for r in runs]
-    keys = [k for k in dict.fromkeys(k for s in settings for k in s) if len({str(s.get(k)) for s in settings}) > 1]
-    return {k: [_number(s.get(k)) for s in settings] for k in keys if k not in NOT_SETTINGS}
+    keys = [k for k in dict.fromkeys(k for s in settings for k in s) if names_a_run(k)]
+    values = {k: [s[k] if k in s else _configured(r, k) for r, s in zip(runs, settings)] for k in keys}
+    return {k: [_number(v) for v in vs] for k, vs in values.items() if len({str(v) for v in vs}) > 1}
+
+
+def _configured(run: Run, key: str) -> str:
+    """A setting a run was not given on its command line, as it ran: a config group's choice from
+    ``.hydra/hydra.yaml`` (``model`` → ``dummy``), a value from ``.hydra/config.yaml`` (the composed
+    config, the model preset's keys included), else the schema's default."""
+    choices = _yaml(run.folder / ".hydra" / "hydra.yaml").get("hydra", {}).get("runtime", {}).get("choices", {})
+    if key in choices:
+        return str(choices[key])
+    node: Any = _yaml(run.folder / ".hydra" / "config.yaml")
+    for part in key.split("."):
+        node = node.get(part, _UNSET) if isinstance(node, dict) else _UNSET
+    if node is _UNSET:
+        node = defaults().get(key, "unset")
+    return _as_override(node)
+
+
+def _yaml(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text()) if path.is_file() else None
+    return data if isinstance(data, dict) else {}
+
+
+def _as_override(value: Any) -> str:
+    """A value spelled as on the command line (``true``, ``null``), as overrides.yaml spells it."""
+    if isinstance(value, (bool, type(None))):
+        return {True: "true", False: "false", None: "null"}[value]
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
 
 
 def varying_setting(runs: Sequence[Run]) -> tuple[str | None, list[Any]]:

@@ -275,3 +275,37 @@ def test_docs_option_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"unknown option 'limit='\. usage: python -m evalflow report RUN\.\.\. "
                                           r"\[out=\.\.\.\] \[docs=\.\.\.\]"):
         main([str(tmp_path), "limit=3"])
+
+
+def _with_overrides(runner: Runner, tmp_path: Path, name: str, overrides: list[str], config: str = "") -> Path:
+    """A run folder as the command line leaves it: its overrides (and, given, its composed config)."""
+    _, _, run = runner(limit=5)
+    folder = tmp_path / name
+    shutil.copytree(run, folder)
+    (folder / ".hydra").mkdir()
+    (folder / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    if config:
+        (folder / ".hydra" / "config.yaml").write_text(config)
+    return folder
+
+
+def test_runs_are_not_named_by_settings_that_cannot_change_results(runner: Runner, tmp_path: Path) -> None:
+    """explain, batch_size, workers... (the schema's inert settings) and Hydra's own keys differ
+    between these runs, and nothing else: the runs are named by their folders."""
+    a = _with_overrides(runner, tmp_path, "a", ["task=toy_mc"])
+    b = _with_overrides(runner, tmp_path, "b", ["task=toy_mc", "explain=true", "batch_size=8", "workers=2",
+                                                 "chunk_size=3", "hydra/callbacks=wandb", "hydra.job.chdir=true"])
+    runs = expand([a, b])
+    assert varying_settings(runs) == {}
+    assert run_labels(runs, {}) == ["a", "b"]
+
+
+def test_a_setting_one_run_left_unset_reads_as_its_value(runner: Runner, tmp_path: Path) -> None:
+    """Unset on a command line: as B's composed config has it (model.salt), else the schema's default
+    (seed) or, for a key the schema does not declare either, "unset" (C: no config.yaml)."""
+    a = _with_overrides(runner, tmp_path, "a", ["seed=7", "model.salt=x"])
+    b = _with_overrides(runner, tmp_path, "b", [], config="model:\n  type: dummy\n  salt: y\nseed: 1234\n")
+    c = _with_overrides(runner, tmp_path, "c", [])
+    varying = varying_settings(expand([a, b, c]))
+    assert varying == {"seed": [7, 1234, 1234], "model.salt": ["x", "y", "unset"]}
+    assert run_labels(expand([a, b]), varying_settings(expand([a, b]))) == ["seed=7 model.salt=x", "seed=1234 model.salt=y"]
