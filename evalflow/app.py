@@ -45,11 +45,13 @@ from evalflow.taskspec.spec import TaskConfig
 log = logging.getLogger(__name__)
 
 
-def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None) -> dict[str, Any]:
+def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None,
+        preset: str | None = None) -> dict[str, Any]:
     """Evaluate ``settings`` and return lm-eval's results dict; write the run folder if given.
 
     ``model`` is an already-built model object (for embedding); else ``settings.model`` is built
-    lazily on the first cache miss.
+    lazily on the first cache miss. ``preset``: the ``model=`` preset the user named, which a
+    refusal names (``smollm2``, not its type ``hf``).
     """
     started = time.time()
     if output_dir is not None:
@@ -58,7 +60,7 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
         model_class(str(settings.model["type"]))
     selection = select_tasks(settings)
     refuse_unanswerable(selection.tasks, model if model is not None else model_class(str(settings.model["type"])),
-                        type(model).__name__ if model is not None else str(settings.model["type"]))
+                        type(model).__name__ if model is not None else preset or str(settings.model["type"]))
     store = CacheStore(settings.cache_dir)
     try:
         edge = model_edge(settings, store, model)
@@ -314,7 +316,7 @@ def evaluate(
     reproduces it; a model object is recorded by its class and identity, which a snapshot cannot
     re-create (reproducing it says so).
     """
-    from evalflow.config.compose import compose_run_config
+    from evalflow.config.compose import compose_run_config, typed_preset
     from evalflow.settings import settings_from_config
 
     preset = model if isinstance(model, str) else None
@@ -327,4 +329,5 @@ def evaluate(
     if folder is not None:
         ensure_fresh(folder, "output_dir")
         write_snapshot(folder, cfg, model_object, settings_obj.data_map_file)
-    return run(settings_obj, folder, model=model_object)
+    typed = typed_preset([f"model={preset}", *(overrides or [])]) if preset else None
+    return run(settings_obj, folder, model=model_object, preset=typed)

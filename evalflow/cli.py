@@ -118,6 +118,7 @@ def hydra_main() -> None:
     @hydra.main(config_path=conf_dir, config_name="config", version_base="1.3")
     def main(cfg: DictConfig) -> None:
         from evalflow.app import run
+        from evalflow.config.compose import typed_preset
         from evalflow.output.code_execution import recorded_summary_lines
         from evalflow.output.table import print_results
         from evalflow.settings import settings_from_config
@@ -128,7 +129,7 @@ def hydra_main() -> None:
         try:
             settings = settings_from_config(cfg)
             _pin_data_map(output_dir, cfg.get("data_map"), settings.data_map_file)
-            results = run(settings, output_dir)
+            results = run(settings, output_dir, preset=typed_preset(list(HydraConfig.get().overrides.task)))
         except EvalflowError as exc:
             raise SystemExit(_report(exc)) from None
         except KeyboardInterrupt:

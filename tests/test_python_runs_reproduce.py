@@ -46,7 +46,7 @@ def test_evaluate_defaults_to_the_command_line_default_model(monkeypatch) -> Non
     import evalflow.app as app
 
     seen = {}
-    monkeypatch.setattr(app, "run", lambda settings, output_dir=None, model=None: seen.setdefault("model", settings.model))
+    monkeypatch.setattr(app, "run", lambda settings, output_dir=None, model=None, preset=None: seen.setdefault("model", settings.model))
     evaluate("arith_mc")
     composed = cli(["--cfg", "job", "--resolve"])
     assert composed.returncode == 0, composed.stderr

@@ -52,6 +52,15 @@ def without_unused_preset(overrides: list[str]) -> list[str]:
     return [*overrides, "~model"]
 
 
+def typed_preset(overrides: list[str]) -> str | None:
+    """The ``model=`` preset the overrides name, which messages name (``smollm2``, not its type
+    ``hf``); None when there is none, or ``model.type=`` replaced its type."""
+    if any(o.lstrip("+~").startswith("model.type=") for o in overrides):
+        return None
+    named = [o.split("=", 1)[1] for o in overrides if o.startswith("model=")]
+    return named[-1] if named else None
+
+
 def compose_settings(
     task: Any, preset: str | None, overrides: list[str], values: Mapping[str, Any],
     model: Mapping[str, Any] | None = None, has_model_object: bool = False,

@@ -5,6 +5,7 @@ task=shapes_vqa`` runs the built-in image task on it (pictures drawn from its ro
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -20,7 +21,15 @@ def test_make_tiny_vlm_then_run_shapes_vqa(tmp_path: Path, capsys: pytest.Captur
     from evalflow.config.compose import compose_settings
 
     folder = tmp_path / "tiny-vlm"
-    assert tiny_vlm.main([str(folder)]) == 0
+    warned: list[logging.LogRecord] = []
+    catch = logging.Handler(logging.WARNING)
+    catch.emit = warned.append  # type: ignore[method-assign]
+    logging.getLogger("transformers").addHandler(catch)
+    try:
+        assert tiny_vlm.main([str(folder)]) == 0
+    finally:
+        logging.getLogger("transformers").removeHandler(catch)
+    assert not [r.getMessage() for r in warned if "torchvision" in r.getMessage()]  # Pillow's processor, built directly
     printed = capsys.readouterr().out
     assert f"model=hf_multimodal model.pretrained={folder} task=shapes_vqa" in printed
     assert (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()
@@ -69,3 +78,15 @@ def test_without_pillow_the_extra_is_named(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setitem(__import__("sys").modules, "PIL", None)  # `from PIL import ...` fails as if missing
     with pytest.raises(TaskError, match=r"'PIL'.*evalflow\[vision\]"):
         resolve_function(FunctionRef(str(copy), "doc_to_image", code_fingerprint(str(copy))))
+
+
+def test_a_text_model_refused_by_the_preset_name_typed(tmp_path: Path) -> None:
+    """``model=smollm2 task=shapes_vqa`` names smollm2 (the preset typed), not its type hf."""
+    from evalflow.app import evaluate
+    from evalflow.config.compose import typed_preset
+
+    with pytest.raises(ConfigError, match="model 'smollm2' takes text only"):
+        evaluate(task="shapes_vqa", model="smollm2", cache_dir=str(tmp_path / "cache"))
+    assert typed_preset(["model=smollm2", "task=shapes_vqa"]) == "smollm2"
+    assert typed_preset(["model=smollm2", "model.type=pkg.mod:Class"]) is None  # no longer that preset's model
+    assert typed_preset(["task=shapes_vqa"]) is None

@@ -93,8 +93,7 @@ def build_tiny_vlm(folder: Path, seed: int = 0, tokenizer: Any = None) -> Path:
     """Build and save the model and its processor in ``folder`` (``tokenizer``: a tokenizer
     object, or None for :func:`byte_tokenizer`); returns ``folder``."""
     import torch
-    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor)
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
 
     tok = tokenizer if tokenizer is not None else byte_tokenizer()
     tok.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
@@ -109,13 +108,24 @@ def build_tiny_vlm(folder: Path, seed: int = 0, tokenizer: Any = None) -> Path:
                          initializer_range=0.3)
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config).eval()
-    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    images = _clip_image_processor()(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
     processor = LlavaProcessor(image_processor=images, tokenizer=tok, patch_size=8, vision_feature_select_strategy="default",
                                num_additional_image_tokens=1, chat_template=CHAT_TEMPLATE, image_token=IMAGE_TOKEN)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
+
+
+def _clip_image_processor() -> Any:
+    """CLIP's Pillow image processor: transformers 5's ``CLIPImageProcessor`` needs torchvision and
+    otherwise warns and falls back to it. Either saves as ``CLIPImageProcessor``, so the folder
+    loads the same way (``AutoProcessor``) in evalflow and lm-eval; 4.x has only the one class."""
+    try:
+        from transformers import CLIPImageProcessorPil
+    except ImportError:
+        from transformers import CLIPImageProcessor as CLIPImageProcessorPil
+    return CLIPImageProcessorPil
 
 
 USAGE = Usage("make-tiny-vlm", "DIR", {"tokenizer": str, "seed": int}, min_positional=1, max_positional=1,
