@@ -39,7 +39,7 @@ import diskcache
 from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
 
 from evalflow.cache.batch import add_many, delete_many, fetch_many
-from evalflow.cache.codec import CorruptEntry, decode, decode_verified, encode, verified
+from evalflow.cache.codec import CorruptEntry, decode, decode_verified, encode, encode_text, text_payload, verified
 from evalflow.cache.filesystem import refuse_network_filesystem
 from evalflow.errors import CacheError
 
@@ -246,6 +246,27 @@ class CacheStore:
     @_guarded
     def put(self, key: str, value: Any, tag: str) -> None:
         self._cache.add(key, encode(value), tag=tag, retry=True)
+
+    @_guarded
+    def get_text_bytes(self, key: str) -> bytes | Any:
+        """A stored string as UTF-8 bytes, for a file (an ``EVFT`` entry's bytes as stored, no
+        decoding); MISSING when absent, corrupt or not a string."""
+        try:
+            blob = self._cache.get(key, default=None, retry=True)
+            if blob is None:
+                return MISSING
+            payload = text_payload(verified(blob))
+            if payload is None:  # a string an older evalflow stored as JSON
+                value = decode_verified(blob)
+                return value.encode("utf-8") if isinstance(value, str) else MISSING
+        except (CorruptEntry, UnicodeEncodeError) as exc:
+            return self._drop(key, exc)
+        return payload
+
+    @_guarded
+    def put_text(self, key: str, data: bytes, tag: str) -> None:
+        """Store a string given as its UTF-8 bytes, as they are (an ``EVFT`` entry: no JSON escaping)."""
+        self._cache.add(key, encode_text(data), tag=tag, retry=True)
 
     @_guarded
     def put_encoded(self, key: str, blob: bytes, tag: str | None) -> bool:

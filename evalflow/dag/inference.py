@@ -25,6 +25,7 @@ alone writes the cache, one chunk at a time as it returns.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -88,7 +89,7 @@ def union_length(intervals: Sequence[tuple[float, float]]) -> float:
 
 
 def request_key(model_identity: str, request: Request) -> str:
-    if request.seed is None:
+    if request.seed is None and request.repeat:
         request = dataclasses.replace(request, repeat=0)
     return "request:" + fingerprint((model_identity, request))
 
@@ -192,7 +193,7 @@ class CachedModel:
         if self.identity is not None:
             answers.update(self.store.get_many(keys))
         todo = {k: r for k, r in zip(keys, requests) if k not in answers}  # deduplicated misses
-        ordered = sorted(todo.items(), key=lambda kv: _length_order(kv[1]))
+        ordered = _length_ordered(list(todo.items()))
         if self.identity is None:
             mine = self._compute_alone(rtype, ordered, answers)
         else:
@@ -327,6 +328,24 @@ def _length_order(request: Request) -> tuple[Any, ...]:
     model share a context across its continuations)."""
     text = request.args[0] if request.args else ""
     return (-len(text) if isinstance(text, str) else 0, str(request.args[:1]), str(request.args[1:]))
+
+
+def _length_ordered(items: list[tuple[str, Request]]) -> list[tuple[str, Request]]:
+    """``items`` sorted by :func:`_length_order`, in the same order, but writing out each distinct
+    long context once rather than once per continuation (a 5-shot context is several kB)."""
+    heads: dict[str, str] = {}
+
+    def key(kv: tuple[str, Request]) -> tuple[Any, ...]:
+        args = kv[1].args
+        text = args[0] if args else ""
+        if type(text) is not str:
+            return _length_order(kv[1])
+        head = heads.get(text)
+        if head is None:
+            head = heads[text] = str(args[:1])
+        return (-len(text), head, str(args[1:]))
+
+    return sorted(items, key=key)
 
 
 def _plain(answer: Any) -> Any:
