@@ -311,7 +311,8 @@ class CacheStore:
                         busy.append(key)
                     else:
                         free.append(key)
-                delete_many(self._cache, [LEASE + k for k in free])  # expired, dead or damaged leases
+                # dead or damaged leases (unexpired rows); add_many replaces expired ones itself
+                delete_many(self._cache, [LEASE + k for k in free if LEASE + k in leases])
                 add_many(self._cache, {LEASE + k: lease for k in free}, tag="lease", expire=ttl)
                 claimed.extend(free)
         return Claim(found, claimed, busy, scanned)
