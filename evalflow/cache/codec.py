@@ -72,10 +72,16 @@ def encode_text(payload: bytes) -> bytes:
     return TEXT + b" " + xxhash.xxh64_hexdigest(payload).encode() + b"\n" + payload
 
 
-def text_payload(blob: bytes) -> bytes | None:
-    """The UTF-8 bytes of a verified ``EVFT`` entry's string; None for an entry of another schema."""
-    header, _, payload = blob.partition(b"\n")
-    return payload if header.startswith(TEXT) else None
+def verified_text(blob: bytes) -> memoryview | None:
+    """The UTF-8 bytes of an ``EVFT`` entry's string once its checksum is right, as a view into
+    ``blob`` (a samples text is megabytes: not copied); None for an entry of another schema."""
+    end = blob.find(b"\n", 0, 64)
+    if end < 0 or not blob.startswith(TEXT + b" "):
+        return None
+    payload = memoryview(blob)[end + 1:]
+    if xxhash.xxh64_hexdigest(payload).encode() != blob[len(TEXT) + 1:end]:
+        raise CorruptEntry("checksum mismatch (truncated or modified)")
+    return payload
 
 
 def decode(blob: bytes) -> Any:

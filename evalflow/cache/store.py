@@ -39,7 +39,7 @@ import diskcache
 from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
 
 from evalflow.cache.batch import add_many, delete_many, fetch_many
-from evalflow.cache.codec import CorruptEntry, decode, decode_verified, encode, encode_text, text_payload, verified
+from evalflow.cache.codec import CorruptEntry, decode, decode_verified, encode, encode_text, verified, verified_text
 from evalflow.cache.filesystem import refuse_network_filesystem
 from evalflow.errors import CacheError
 
@@ -248,16 +248,16 @@ class CacheStore:
         self._cache.add(key, encode(value), tag=tag, retry=True)
 
     @_guarded
-    def get_text_bytes(self, key: str) -> bytes | Any:
+    def get_text_bytes(self, key: str) -> bytes | memoryview | Any:
         """A stored string as UTF-8 bytes, for a file (an ``EVFT`` entry's bytes as stored, no
-        decoding); MISSING when absent, corrupt or not a string."""
+        decoding or copying); MISSING when absent, corrupt or not a string."""
         try:
             blob = self._cache.get(key, default=None, retry=True)
             if blob is None:
                 return MISSING
-            payload = text_payload(verified(blob))
+            payload = verified_text(blob)
             if payload is None:  # a string an older evalflow stored as JSON
-                value = decode_verified(blob)
+                value = decode(blob)
                 return value.encode("utf-8") if isinstance(value, str) else MISSING
         except (CorruptEntry, UnicodeEncodeError) as exc:
             return self._drop(key, exc)

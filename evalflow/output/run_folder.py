@@ -27,14 +27,14 @@ from evalflow.taskspec.spec import TaskConfig
 PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy", "lm-eval")
 
 
-def atomic_write(path: Path, chunks: Iterable[str | bytes]) -> None:
+def atomic_write(path: Path, chunks: Iterable[str | bytes | memoryview]) -> None:
     """Write ``chunks`` (text, or UTF-8 bytes as they are) to a temporary name, then rename it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             for chunk in chunks:
-                fh.write(chunk if isinstance(chunk, bytes) else chunk.encode("utf-8"))
+                fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -158,12 +158,12 @@ def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], s
     write_json(folder / "results.json", results)
 
 
-def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> bytes:
+def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> bytes | memoryview:
     """The task's samples file as UTF-8 bytes: from the cache as stored, else built and stored."""
     key = samples_key({e.stage: e.key for e in record.events if e.task == task.task}) if store is not None else None
     if key is not None:
         cached = store.get_text_bytes(key)  # type: ignore[union-attr]
-        if isinstance(cached, bytes):
+        if isinstance(cached, (bytes, memoryview)):
             return cached
     data = samples_text(task, record.outputs[task.task]).encode("utf-8")
     if key is not None:

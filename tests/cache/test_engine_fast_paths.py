@@ -54,7 +54,7 @@ def test_text_entries_round_trip_and_older_json_strings_still_read(tmp_path) -> 
     store = CacheStore(tmp_path)
     try:
         store.put_text("samples:new", text.encode("utf-8"), tag="samples")
-        assert store.get_text_bytes("samples:new") == text.encode("utf-8")
+        assert bytes(store.get_text_bytes("samples:new")) == text.encode("utf-8")
         store.put("samples:old", text, tag="samples")  # how earlier versions stored it (JSON)
         assert store.get_text_bytes("samples:old") == text.encode("utf-8")
         store.put("samples:not-text", {"a": 1}, tag="samples")
