@@ -14,6 +14,7 @@ strings). Anything else returns None, and the caller loads with ``datasets`` as 
 
 from __future__ import annotations
 
+import glob
 import re
 from typing import Any, Mapping
 
@@ -30,8 +31,8 @@ def read_jsonl_splits(path: str, name: str | None, kwargs: Mapping[str, Any],
     data_files = kwargs.get("data_files")
     if path != "json" or name is not None or set(kwargs) != {"data_files"} or not isinstance(data_files, Mapping):
         return None
-    if not files or set(files) != {str(k) for k in data_files}:
-        return None
+    if not files or set(files) != {str(k) for k in data_files} or glob.has_magic(repr(data_files)):
+        return None  # a pattern: datasets' own file order decides, not ours
     splits: dict[str, list[dict[str, Any]]] = {}
     layout = None
     for split, paths in files.items():

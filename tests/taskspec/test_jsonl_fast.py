@@ -84,3 +84,10 @@ def test_declines_other_builders_and_arguments(tmp_path: Path) -> None:
     assert read_jsonl_splits("json", "cfg", {"data_files": data_files}, files) is None
     assert read_jsonl_splits("json", None, {"data_files": data_files, "field": "rows"}, files) is None
     assert read_jsonl_splits("json", None, {"data_files": data_files}, files) == {"test": [{"a": "x"}]}
+
+
+def test_declines_file_patterns(tmp_path: Path) -> None:
+    """Files found by a pattern are in datasets' order, which is datasets' business."""
+    files = _write(tmp_path, {"test": [{"a": "x"}]})
+    pattern = {"test": str(tmp_path / "te*.jsonl")}
+    assert read_jsonl_splits("json", None, {"data_files": pattern}, files) is None
