@@ -75,13 +75,20 @@ def encode_text(payload: bytes) -> bytes:
 def verified_text(blob: bytes) -> memoryview | None:
     """The UTF-8 bytes of an ``EVFT`` entry's string once its checksum is right, as a view into
     ``blob`` (a samples text is megabytes: not copied); None for an entry of another schema."""
+    start = text_start(blob)
+    return None if start is None else memoryview(blob)[start:]
+
+
+def text_start(blob: Any) -> int | None:
+    """Where an ``EVFT`` entry's text starts in ``blob`` (bytes, or an mmap of its value file),
+    once its checksum over the rest is right; None for an entry of another schema."""
     end = blob.find(b"\n", 0, 64)
-    if end < 0 or not blob.startswith(TEXT + b" "):
+    if end < 0 or blob[:len(TEXT) + 1] != TEXT + b" ":
         return None
-    payload = memoryview(blob)[end + 1:]
-    if xxhash.xxh64_hexdigest(payload).encode() != blob[len(TEXT) + 1:end]:
-        raise CorruptEntry("checksum mismatch (truncated or modified)")
-    return payload
+    with memoryview(blob) as whole, whole[end + 1:] as payload:
+        if xxhash.xxh64_hexdigest(payload).encode() != blob[len(TEXT) + 1:end]:
+            raise CorruptEntry("checksum mismatch (truncated or modified)")
+    return end + 1
 
 
 def decode(blob: bytes) -> Any:

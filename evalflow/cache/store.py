@@ -372,6 +372,10 @@ class CacheStore:
             return str(exc)
         return None
 
+    def drop_corrupt(self, key: str, exc: Exception) -> Any:
+        """Report ``key``'s entry as corrupt (once), delete it and return MISSING: it is recomputed."""
+        return self._drop(key, exc)
+
     def _drop(self, key: str, exc: Exception) -> Any:
         if key not in self.corrupt:
             log.warning("cache entry %s in %s is corrupt (%s); recomputing it", key, self.directory, exc)

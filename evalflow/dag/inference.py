@@ -112,6 +112,7 @@ class CachedModel:
     images: Any = None  # the ImageStore misses' image references are read from (None: this store's)
     _model: Any = None
     _pooled: dict[str, tuple[Any, bool]] = field(default_factory=dict)  # prefetched: key -> (answer, computed here)
+    _pool_keys: dict[int, tuple[Request, str]] = field(default_factory=dict)  # prefetched: id(request) -> (request, key)
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
         return self._answer("loglikelihood", requests)
@@ -145,6 +146,7 @@ class CachedModel:
         if self.dispatch is not None:
             self.dispatch.close()
         self._pooled.clear()
+        self._pool_keys.clear()
 
     def prefetch(self, requests: Sequence[Request]) -> None:
         """Answer the requests of several tasks as one pool, before each task's inference stage
@@ -159,6 +161,7 @@ class CachedModel:
             of_type = [r for r in requests if r.type == rtype]
             if of_type:
                 keys = [request_key(self.identity, r) for r in of_type]
+                self._pool_keys.update((id(r), (r, k)) for r, k in zip(of_type, keys))  # the stage asks with these objects
                 answers, mine = self._resolve(rtype, keys, of_type)
                 self._pooled.update((k, (answers[k], k in mine)) for k in keys)
 
@@ -166,7 +169,7 @@ class CachedModel:
         if self.identity is None:
             keys = [f"volatile:{i}" for i in range(len(requests))]
         else:
-            keys = [request_key(self.identity, r) for r in requests]
+            keys = [self._key(r) for r in requests]
         answers: dict[str, Any] = {}
         mine: set[str] = set()
         for key in dict.fromkeys(keys) if self._pooled else ():
@@ -185,6 +188,11 @@ class CachedModel:
         self.counts.computed += computed_here
         self.counts.cached += len(requests) - computed_here
         return [answers[k] for k in keys]
+
+    def _key(self, request: Request) -> str:
+        """``request``'s key: as the pool computed it when it is the very object pooled."""
+        held = self._pool_keys.get(id(request))
+        return held[1] if held is not None and held[0] is request else request_key(self.identity, request)  # type: ignore[arg-type]
 
     def _resolve(self, rtype: str, keys: Sequence[str], requests: Sequence[Request]) -> tuple[dict[str, Any], set[str]]:
         """Every key's answer, from the cache or the model (the misses, deduplicated, longest
@@ -331,21 +339,30 @@ def _length_order(request: Request) -> tuple[Any, ...]:
 
 
 def _length_ordered(items: list[tuple[str, Request]]) -> list[tuple[str, Request]]:
-    """``items`` sorted by :func:`_length_order`, in the same order, but writing out each distinct
-    long context once rather than once per continuation (a 5-shot context is several kB)."""
-    heads: dict[str, str] = {}
-
-    def key(kv: tuple[str, Request]) -> tuple[Any, ...]:
+    """``items`` sorted by :func:`_length_order`, in the same order, but writing out a long
+    context only to break a tie of length between two different contexts (a 5-shot context is
+    several kB, shared by its continuations): requests grouped by context, contexts ordered by
+    length then by their written form, each context's requests by the rest of their arguments."""
+    groups: dict[str, list[tuple[str, Request]]] = {}
+    for kv in items:
         args = kv[1].args
-        text = args[0] if args else ""
-        if type(text) is not str:
-            return _length_order(kv[1])
-        head = heads.get(text)
-        if head is None:
-            head = heads[text] = str(args[:1])
-        return (-len(text), head, str(args[1:]))
-
-    return sorted(items, key=key)
+        if not args or type(args[0]) is not str:  # no context text: the full key, for all
+            return sorted(items, key=lambda kv: _length_order(kv[1]))
+        groups.setdefault(args[0], []).append(kv)
+    by_length: dict[int, list[str]] = {}
+    for text in groups:
+        by_length.setdefault(len(text), []).append(text)
+    out: list[tuple[str, Request]] = []
+    for length in sorted(by_length, reverse=True):
+        texts = by_length[length]
+        if len(texts) > 1:
+            texts.sort(key=lambda text: str((text,)))
+        for text in texts:
+            group = groups[text]
+            if len(group) > 1:
+                group.sort(key=lambda kv: str(kv[1].args[1:]))
+            out.extend(group)
+    return out
 
 
 def _plain(answer: Any) -> Any:

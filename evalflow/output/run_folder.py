@@ -19,7 +19,8 @@ from evalflow.errors import ConfigError
 from evalflow.output.code_execution import code_execution
 from evalflow.output.inputs import plain
 from evalflow.output.results import RunRecord
-from evalflow.cache.store import CacheStore
+from evalflow.cache.store import MISSING, CacheStore
+from evalflow.cache.text import TextFile, text_source
 from evalflow.output.samples import samples_key, samples_text
 from evalflow.taskspec.installed import TASK_LIBRARIES
 from evalflow.taskspec.spec import TaskConfig
@@ -27,14 +28,18 @@ from evalflow.taskspec.spec import TaskConfig
 PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy", "lm-eval")
 
 
-def atomic_write(path: Path, chunks: Iterable[str | bytes | memoryview]) -> None:
-    """Write ``chunks`` (text, or UTF-8 bytes as they are) to a temporary name, then rename it."""
+def atomic_write(path: Path, chunks: Iterable[str | bytes | memoryview | TextFile]) -> None:
+    """Write ``chunks`` (text, UTF-8 bytes as they are, or a cached text's value file, which the
+    kernel copies) to a temporary name, then rename it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             for chunk in chunks:
-                fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+                if isinstance(chunk, TextFile):
+                    chunk.copy_to(fh)
+                else:
+                    fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -158,12 +163,13 @@ def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], s
     write_json(folder / "results.json", results)
 
 
-def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> bytes | memoryview:
-    """The task's samples file as UTF-8 bytes: from the cache as stored, else built and stored."""
+def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> bytes | memoryview | TextFile:
+    """The task's samples file as UTF-8 bytes: from the cache as stored (its value file, copied
+    by the kernel), else built and stored."""
     key = samples_key({e.stage: e.key for e in record.events if e.task == task.task}) if store is not None else None
     if key is not None:
-        cached = store.get_text_bytes(key)  # type: ignore[union-attr]
-        if isinstance(cached, (bytes, memoryview)):
+        cached = text_source(store, key)  # type: ignore[arg-type]
+        if cached is not MISSING:
             return cached
     data = samples_text(task, record.outputs[task.task]).encode("utf-8")
     if key is not None:

@@ -117,7 +117,12 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
+    if type(value) in _LEAVES:  # most values: returned as they are, without the checks below
+        return value
     if isinstance(value, ImageRef):
         return value.as_json()
     if isinstance(value, tuple):

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
+
+import pytest
 
 from evalflow.cache.codec import decode, encode, encode_text
 from evalflow.cache.fingerprint import canonical
 from evalflow.cache.store import MISSING, CacheStore
+from evalflow.cache.text import TextFile, text_source
 from evalflow.dag.inference import _length_order, _length_ordered, request_key
 from evalflow.records import Instance, Request
 
@@ -42,10 +46,11 @@ def test_length_order_is_the_full_keys_order() -> None:
         for cont in (" A", " B", " 'C'", ' "D"'):
             items.append((f"k{i}{cont}", Request("loglikelihood", (ctx, cont))))
     items.append(("g", Request("generate_until", ("x" * 6, {"until": ["\n"]}))))
-    items.append(("empty", Request("loglikelihood_rolling", ())))
-    rng.shuffle(items)
-    expected = sorted(items, key=lambda kv: _length_order(kv[1]))
-    assert [k for k, _ in _length_ordered(items)] == [k for k, _ in expected]
+    for extra in ([], [("empty", Request("loglikelihood_rolling", ()))]):  # grouped by context; the full key
+        shuffled = items + extra
+        rng.shuffle(shuffled)
+        expected = sorted(shuffled, key=lambda kv: _length_order(kv[1]))
+        assert [k for k, _ in _length_ordered(shuffled)] == [k for k, _ in expected]
 
 
 def test_text_entries_round_trip_and_older_json_strings_still_read(tmp_path) -> None:
@@ -72,5 +77,49 @@ def test_a_damaged_text_entry_is_a_miss(tmp_path) -> None:
         assert store.get_text_bytes("samples:bad") is MISSING
         assert "samples:bad" in store.corrupt
         assert encode("x") != encode_text(b"x")  # two schemas, one meaning
+    finally:
+        store.close()
+
+
+def _value_file(store: CacheStore, key: str) -> Path:
+    (name,) = store.raw._sql("SELECT filename FROM Cache WHERE key = ?", (key,)).fetchone()
+    return Path(store.directory) / name
+
+
+def test_a_big_cached_text_is_copied_from_its_value_file(tmp_path: Path) -> None:
+    text = ("{\"doc\": \"é ✓\"}\n" * 20000).encode("utf-8")  # beyond diskcache's inline size: a value file
+    store = CacheStore(tmp_path / "c")
+    try:
+        store.put_text("samples:big", text, tag="samples")
+        source = text_source(store, "samples:big")
+        assert isinstance(source, TextFile) and source.size == len(text)
+        out = tmp_path / "out.jsonl"
+        with open(out, "wb") as fh:
+            fh.write(b"")
+            source.copy_to(fh)
+        assert out.read_bytes() == text and source.source.closed
+        assert text_source(store, "samples:small") is MISSING
+        store.put_text("samples:small", b"short\n", tag="samples")  # kept inline in the index
+        assert bytes(text_source(store, "samples:small")) == b"short\n"
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "remove"])
+def test_a_damaged_value_file_is_a_miss_reported_once(tmp_path: Path, damage: str) -> None:
+    text = b"x" * 100_000
+    store = CacheStore(tmp_path / "c")
+    try:
+        store.put_text("samples:big", text, tag="samples")
+        path = _value_file(store, "samples:big")
+        data = path.read_bytes()
+        if damage == "flip":
+            path.write_bytes(data[:-10] + b"y" + data[-9:])
+        elif damage == "truncate":
+            path.write_bytes(data[: len(data) // 2])
+        else:
+            path.unlink()
+        assert text_source(store, "samples:big") is MISSING
+        assert store.corrupt == ["samples:big"] and text_source(store, "samples:big") is MISSING
     finally:
         store.close()
