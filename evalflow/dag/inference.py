@@ -25,7 +25,6 @@ alone writes the cache, one chunk at a time as it returns.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import time
 from dataclasses import dataclass, field
