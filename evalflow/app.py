@@ -32,6 +32,7 @@ from evalflow.models.registry import build_model, model_arguments, model_class, 
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
+from evalflow.output.summary import TaskSummary, cached_summary
 from evalflow.sandbox.registry import require_sandbox
 from evalflow.scoring.code_exec import runs_code
 from evalflow.settings import RunSettings
@@ -66,14 +67,15 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
         edge = model_edge(settings, store, model)
         judges = judge_edges(settings, store)
         try:
-            outputs, events = evaluate_tasks(selection, settings, store, edge, judges)
+            outputs, events, summaries = evaluate_tasks(selection, settings, store, edge, judges)
         finally:
             edge.close()
             judges.close()
-        count_cached_stages(outputs, events, edge, judges)
+        count_cached_stages(outputs, events, edge, judges, summaries)
         ran = settings.model if model is None else object_model(model, edge.identity_data)
         record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data, ran,
-                           judge=judges.counts if judges.edges else None, judge_identities=judges.identities)
+                           judge=judges.counts if judges.edges else None, judge_identities=judges.identities,
+                           summaries=summaries)
         results = build_results(record)
         if output_dir is not None:
             write_run_folder(output_dir, record, results, store)
@@ -201,12 +203,15 @@ def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> Cached
 
 
 def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel,
-                        judges: JudgeEdges | None = None) -> None:
+                        judges: JudgeEdges | None = None, summaries: Mapping[str, TaskSummary] | None = None) -> None:
     """A task whose inference stage (or judge_inference stage) was served whole from the stage
-    cache never asked the edge: count its requests as cached, so the manifest says what the run reused."""
+    cache never asked the edge: count its requests as cached, so the manifest says what the run
+    reused (from the task's summary when there is one: the answers are then not decoded)."""
     for event in events:
         if event.stage == "inference" and event.hit:
-            edge.counts.served_by_stage(len(outputs[event.task]["inference"].values))
+            summary = (summaries or {}).get(event.task)
+            edge.counts.served_by_stage(summary.requests if summary is not None
+                                        else len(outputs[event.task]["inference"].values))
         if event.stage == "judge_inference" and event.hit and judges is not None:
             judges.counts.served_by_stage(len(outputs[event.task]["judge_inference"].values))
 
@@ -246,12 +251,13 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 
 def evaluate_tasks(
     selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel, judges: JudgeEdges,
-) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent]]:
+) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent], dict[str, TaskSummary]]:
     """Every task through the DAG, the model's work pooled across tasks: each task's stages run
     up to inference; the requests of every task whose inference is a cache miss go to the model
     as one pool (``edge.prefetch``: the model is never idle at a task boundary); then each task
     runs on to its end, its inference stage served from the pool (judge calls after it, per task).
-    Keys and cache entries are per task, as if each ran alone."""
+    Keys and cache entries are per task, as if each ran alone. Also returns each task's summary
+    (output/summary.py: its sizes, memoized, so a cached run need not decode its documents)."""
     edge.images = edge.images or ImageStore(store)  # one table: documents write it, the edge reads it
     runs: list[tuple[TaskRun, dict[str, Any]]] = []
     for task in selection.tasks:
@@ -271,16 +277,18 @@ def evaluate_tasks(
         edge.prefetch([inst.request for r in waiting for inst in r.outputs["instances"]])
     outputs: dict[str, Mapping[str, Any]] = {}
     events: list[StageEvent] = []
+    summaries: dict[str, TaskSummary] = {}
     for run, resources in runs:
         before, judged = dataclasses.replace(edge.counts), dataclasses.replace(judges.counts)
         run.advance(store, resources)
-        for warning in fewshot_warnings(run.task, run.outputs["load_docs"].fewshot_split, run.settings["num_fewshot"]):
+        summary = summaries[run.task.task] = cached_summary(run.outputs, {e.stage: e.key for e in run.events}, store)
+        for warning in fewshot_warnings(run.task, summary.fewshot_split, run.settings["num_fewshot"]):
             log.warning(warning)
         outputs[run.task.task] = run.outputs
         for e in run.events:
             e = _with_request_counts(e, before, edge.counts, "inference")
             events.append(_with_request_counts(e, judged, judges.counts, "judge_inference"))
-    return outputs, events
+    return outputs, events, summaries
 
 
 def _with_request_counts(event: StageEvent, before: InferenceCounts, after: InferenceCounts, stage: str) -> StageEvent:

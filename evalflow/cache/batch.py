@@ -60,9 +60,9 @@ def add_many(cache: diskcache.Cache, items: Mapping[str, bytes], tag: str | None
     if not items:
         return 0
     now = time.time()
-    present = _present(cache, list(items), now)
+    present, expired = _present(cache, list(items), now)
     fresh = [(k, v) for k, v in items.items() if k not in present]
-    delete_many(cache, [k for k in items if k not in present])  # expired rows of these keys, if any
+    delete_many(cache, expired)  # expired rows of these keys, if any (usually none: no statement then)
     disk = cache.disk
     rows = []
     for key, blob in fresh:
@@ -86,14 +86,19 @@ def delete_many(cache: diskcache.Cache, keys: Sequence[str]) -> None:
             cache.disk.remove(filename)
 
 
-def _present(cache: diskcache.Cache, keys: Sequence[str], now: float) -> set[str]:
+def _present(cache: diskcache.Cache, keys: Sequence[str], now: float) -> tuple[set[str], list[str]]:
+    """The keys among ``keys`` with an unexpired row, and those with an expired one."""
     present: set[str] = set()
+    expired: list[str] = []
     for batch in _batches(keys):
         marks = ",".join("?" * len(batch))
-        present.update(k for (k,) in cache._sql(  # noqa: SLF001
-            f"SELECT key FROM Cache WHERE raw = 1 AND key IN ({marks})"
-            " AND (expire_time IS NULL OR expire_time > ?)", (*batch, now)).fetchall())
-    return present
+        for key, expire_time in cache._sql(  # noqa: SLF001
+                f"SELECT key, expire_time FROM Cache WHERE raw = 1 AND key IN ({marks})", batch).fetchall():
+            if expire_time is None or expire_time > now:
+                present.add(key)
+            else:
+                expired.append(key)
+    return present, expired
 
 
 __all__ = ["BATCH", "add_many", "delete_many", "fetch_many"]

@@ -17,6 +17,10 @@ and of its few-shot stage entry; stored once, an mmlu instances entry is a quart
 encode, write, read and parse, and the decoded records share one string object. ``EVF1`` (no such
 string) is the plain tree, and is still read.
 
+Schema ``EVFT`` is one ``str`` stored as its UTF-8 bytes, not as JSON (:func:`encode_text`): a
+samples file's text (megabytes) is then written and copied out without escaping or parsing it, and
+:func:`text_payload` hands its bytes back for a file as they are.
+
 JSON is written and parsed by orjson when it can be exact, else by the standard library: orjson
 would write NaN and infinities as ``null`` and refuses lone surrogates and integers beyond 64
 bits, so values holding those take ``json`` (which keeps them), and parsing falls back the same way.
@@ -37,6 +41,7 @@ from evalflow.records import RECORD_TYPES
 
 SCHEMA = b"EVF1"
 SHARED = b"EVF2"  # with a table of long strings (see the module docstring)
+TEXT = b"EVFT"  # one str as its UTF-8 bytes (see the module docstring)
 SHARED_MIN = 128  # characters: shorter strings are cheaper inline than as a reference
 _RECORDS = {cls.__name__: cls for cls in RECORD_TYPES}
 _TAG, _MAPPING, _REF = "__record__", "__mapping__", "__ref__"
@@ -62,6 +67,30 @@ def encode(value: Any) -> bytes:
     return schema + b" " + xxhash.xxh64_hexdigest(payload).encode() + b"\n" + payload
 
 
+def encode_text(payload: bytes) -> bytes:
+    """A string's UTF-8 bytes as an ``EVFT`` entry (read back by :func:`decode` as the ``str``)."""
+    return TEXT + b" " + xxhash.xxh64_hexdigest(payload).encode() + b"\n" + payload
+
+
+def verified_text(blob: bytes) -> memoryview | None:
+    """The UTF-8 bytes of an ``EVFT`` entry's string once its checksum is right, as a view into
+    ``blob`` (a samples text is megabytes: not copied); None for an entry of another schema."""
+    start = text_start(blob)
+    return None if start is None else memoryview(blob)[start:]
+
+
+def text_start(blob: Any) -> int | None:
+    """Where an ``EVFT`` entry's text starts in ``blob`` (bytes, or an mmap of its value file),
+    once its checksum over the rest is right; None for an entry of another schema."""
+    end = blob.find(b"\n", 0, 64)
+    if end < 0 or blob[:len(TEXT) + 1] != TEXT + b" ":
+        return None
+    with memoryview(blob) as whole, whole[end + 1:] as payload:
+        if xxhash.xxh64_hexdigest(payload).encode() != blob[len(TEXT) + 1:end]:
+            raise CorruptEntry("checksum mismatch (truncated or modified)")
+    return end + 1
+
+
 def decode(blob: bytes) -> Any:
     return decode_verified(verified(blob))
 
@@ -71,7 +100,7 @@ def verified(blob: bytes) -> bytes:
     tell a damaged entry from a good one now and pay for decoding only if it uses the value."""
     header, sep, payload = blob.partition(b"\n")
     parts = header.split(b" ")
-    if not sep or len(parts) != 2 or parts[0] not in (SCHEMA, SHARED):
+    if not sep or len(parts) != 2 or parts[0] not in (SCHEMA, SHARED, TEXT):
         raise CorruptEntry("unknown header (written by another evalflow version, or damaged)")
     if xxhash.xxh64_hexdigest(payload).encode() != parts[1]:
         raise CorruptEntry("checksum mismatch (truncated or modified)")
@@ -81,6 +110,11 @@ def verified(blob: bytes) -> bytes:
 def decode_verified(blob: bytes) -> Any:
     """The value of a blob :func:`verified` accepted."""
     header, _, payload = blob.partition(b"\n")
+    if header.startswith(TEXT):
+        try:
+            return payload.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as exc:
+            raise CorruptEntry(f"undecodable text: {exc}") from exc
     try:
         data = _parse(payload)
         if header.startswith(SHARED):

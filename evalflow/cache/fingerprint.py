@@ -43,8 +43,40 @@ def _write(v: Any, out: bytearray) -> None:
         out += b"]"
     elif t is int:
         out += b"i%d;" % v
+    elif t in _DATACLASS_FIELDS:  # a dataclass seen before: its field names' bytes are kept (request keys)
+        _write_dataclass(v, _DATACLASS_FIELDS[t], out)
     else:
         _write_other(v, out)
+
+
+# per dataclass type: its header (``D<qualname>(``) and each field's name with that name's bytes
+_DATACLASS_FIELDS: dict[type, tuple[bytes, tuple[tuple[str, bytes], ...]]] = {}
+
+
+def _write_dataclass(v: Any, layout: tuple[bytes, tuple[tuple[str, bytes], ...]], out: bytearray) -> None:
+    """A dataclass as ``_write_other`` writes it (same bytes), without looking its fields up again."""
+    out += layout[0]
+    for name, encoded in layout[1]:
+        out += encoded
+        _write(getattr(v, name), out)
+    out += b")"
+
+
+def _dataclass_layout(t: type) -> tuple[bytes, tuple[tuple[str, bytes], ...]]:
+    """The bytes ``_write_other`` writes for ``t``'s header and field names, remembered for ``_write``
+    when nothing about an instance can send it down another branch (no ``__getitem__``: the
+    mapping branch comes first)."""
+    layout = _DATACLASS_FIELDS.get(t)
+    if layout is None:
+        fields = []
+        for f in dataclasses.fields(t):
+            name = bytearray()
+            _write(f.name, name)
+            fields.append((f.name, bytes(name)))
+        layout = (b"D" + t.__qualname__.encode() + b"(", tuple(fields))
+        if not hasattr(t, "__getitem__"):
+            _DATACLASS_FIELDS[t] = layout
+    return layout
 
 
 def _write_other(v: Any, out: bytearray) -> None:
@@ -80,11 +112,7 @@ def _write_other(v: Any, out: bytearray) -> None:
             _write(v[k], out)
         out += b"}"
     elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-        out += b"D" + type(v).__qualname__.encode() + b"("
-        for f in dataclasses.fields(v):
-            _write(f.name, out)
-            _write(getattr(v, f.name), out)
-        out += b")"
+        _write_dataclass(v, _dataclass_layout(type(v)), out)
     else:
         raise UnhashableError(
             f"cannot fingerprint a value of type {type(v).__name__}: give it a __fingerprint__() "

@@ -39,7 +39,7 @@ import diskcache
 from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
 
 from evalflow.cache.batch import add_many, delete_many, fetch_many
-from evalflow.cache.codec import CorruptEntry, decode, decode_verified, encode, verified
+from evalflow.cache.codec import CorruptEntry, decode, decode_verified, encode, encode_text, verified, verified_text
 from evalflow.cache.filesystem import refuse_network_filesystem
 from evalflow.errors import CacheError
 
@@ -248,6 +248,27 @@ class CacheStore:
         self._cache.add(key, encode(value), tag=tag, retry=True)
 
     @_guarded
+    def get_text_bytes(self, key: str) -> bytes | memoryview | Any:
+        """A stored string as UTF-8 bytes, for a file (an ``EVFT`` entry's bytes as stored, no
+        decoding or copying); MISSING when absent, corrupt or not a string."""
+        try:
+            blob = self._cache.get(key, default=None, retry=True)
+            if blob is None:
+                return MISSING
+            payload = verified_text(blob)
+            if payload is None:  # a string an older evalflow stored as JSON
+                value = decode(blob)
+                return value.encode("utf-8") if isinstance(value, str) else MISSING
+        except (CorruptEntry, UnicodeEncodeError) as exc:
+            return self._drop(key, exc)
+        return payload
+
+    @_guarded
+    def put_text(self, key: str, data: bytes, tag: str) -> None:
+        """Store a string given as its UTF-8 bytes, as they are (an ``EVFT`` entry: no JSON escaping)."""
+        self._cache.add(key, encode_text(data), tag=tag, retry=True)
+
+    @_guarded
     def put_encoded(self, key: str, blob: bytes, tag: str | None) -> bool:
         """Add an already encoded (and verified) value, as ``cache merge`` copies it; False if
         the key was present (entries are immutable, so nothing is replaced)."""
@@ -290,7 +311,8 @@ class CacheStore:
                         busy.append(key)
                     else:
                         free.append(key)
-                delete_many(self._cache, [LEASE + k for k in free])  # expired, dead or damaged leases
+                # dead or damaged leases (unexpired rows); add_many replaces expired ones itself
+                delete_many(self._cache, [LEASE + k for k in free if LEASE + k in leases])
                 add_many(self._cache, {LEASE + k: lease for k in free}, tag="lease", expire=ttl)
                 claimed.extend(free)
         return Claim(found, claimed, busy, scanned)
@@ -349,6 +371,10 @@ class CacheStore:
         except CorruptEntry as exc:
             return str(exc)
         return None
+
+    def drop_corrupt(self, key: str, exc: Exception) -> Any:
+        """Report ``key``'s entry as corrupt (once), delete it and return MISSING: it is recomputed."""
+        return self._drop(key, exc)
 
     def _drop(self, key: str, exc: Exception) -> Any:
         if key not in self.corrupt:

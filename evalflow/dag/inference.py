@@ -88,7 +88,7 @@ def union_length(intervals: Sequence[tuple[float, float]]) -> float:
 
 
 def request_key(model_identity: str, request: Request) -> str:
-    if request.seed is None:
+    if request.seed is None and request.repeat:
         request = dataclasses.replace(request, repeat=0)
     return "request:" + fingerprint((model_identity, request))
 
@@ -111,6 +111,7 @@ class CachedModel:
     images: Any = None  # the ImageStore misses' image references are read from (None: this store's)
     _model: Any = None
     _pooled: dict[str, tuple[Any, bool]] = field(default_factory=dict)  # prefetched: key -> (answer, computed here)
+    _pool_keys: dict[int, tuple[Request, str]] = field(default_factory=dict)  # prefetched: id(request) -> (request, key)
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
         return self._answer("loglikelihood", requests)
@@ -144,6 +145,7 @@ class CachedModel:
         if self.dispatch is not None:
             self.dispatch.close()
         self._pooled.clear()
+        self._pool_keys.clear()
 
     def prefetch(self, requests: Sequence[Request]) -> None:
         """Answer the requests of several tasks as one pool, before each task's inference stage
@@ -158,6 +160,7 @@ class CachedModel:
             of_type = [r for r in requests if r.type == rtype]
             if of_type:
                 keys = [request_key(self.identity, r) for r in of_type]
+                self._pool_keys.update((id(r), (r, k)) for r, k in zip(of_type, keys))  # the stage asks with these objects
                 answers, mine = self._resolve(rtype, keys, of_type)
                 self._pooled.update((k, (answers[k], k in mine)) for k in keys)
 
@@ -165,7 +168,7 @@ class CachedModel:
         if self.identity is None:
             keys = [f"volatile:{i}" for i in range(len(requests))]
         else:
-            keys = [request_key(self.identity, r) for r in requests]
+            keys = [self._key(r) for r in requests]
         answers: dict[str, Any] = {}
         mine: set[str] = set()
         for key in dict.fromkeys(keys) if self._pooled else ():
@@ -185,6 +188,11 @@ class CachedModel:
         self.counts.cached += len(requests) - computed_here
         return [answers[k] for k in keys]
 
+    def _key(self, request: Request) -> str:
+        """``request``'s key: as the pool computed it when it is the very object pooled."""
+        held = self._pool_keys.get(id(request))
+        return held[1] if held is not None and held[0] is request else request_key(self.identity, request)  # type: ignore[arg-type]
+
     def _resolve(self, rtype: str, keys: Sequence[str], requests: Sequence[Request]) -> tuple[dict[str, Any], set[str]]:
         """Every key's answer, from the cache or the model (the misses, deduplicated, longest
         first); and the keys computed here."""
@@ -192,7 +200,7 @@ class CachedModel:
         if self.identity is not None:
             answers.update(self.store.get_many(keys))
         todo = {k: r for k, r in zip(keys, requests) if k not in answers}  # deduplicated misses
-        ordered = sorted(todo.items(), key=lambda kv: _length_order(kv[1]))
+        ordered = _length_ordered(list(todo.items()))
         if self.identity is None:
             mine = self._compute_alone(rtype, ordered, answers)
         else:
@@ -327,6 +335,33 @@ def _length_order(request: Request) -> tuple[Any, ...]:
     model share a context across its continuations)."""
     text = request.args[0] if request.args else ""
     return (-len(text) if isinstance(text, str) else 0, str(request.args[:1]), str(request.args[1:]))
+
+
+def _length_ordered(items: list[tuple[str, Request]]) -> list[tuple[str, Request]]:
+    """``items`` sorted by :func:`_length_order`, in the same order, but writing out a long
+    context only to break a tie of length between two different contexts (a 5-shot context is
+    several kB, shared by its continuations): requests grouped by context, contexts ordered by
+    length then by their written form, each context's requests by the rest of their arguments."""
+    groups: dict[str, list[tuple[str, Request]]] = {}
+    for kv in items:
+        args = kv[1].args
+        if not args or type(args[0]) is not str:  # no context text: the full key, for all
+            return sorted(items, key=lambda kv: _length_order(kv[1]))
+        groups.setdefault(args[0], []).append(kv)
+    by_length: dict[int, list[str]] = {}
+    for text in groups:
+        by_length.setdefault(len(text), []).append(text)
+    out: list[tuple[str, Request]] = []
+    for length in sorted(by_length, reverse=True):
+        texts = by_length[length]
+        if len(texts) > 1:
+            texts.sort(key=lambda text: str((text,)))
+        for text in texts:
+            group = groups[text]
+            if len(group) > 1:
+                group.sort(key=lambda kv: str(kv[1].args[1:]))
+            out.extend(group)
+    return out
 
 
 def _plain(answer: Any) -> Any:

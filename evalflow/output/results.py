@@ -24,6 +24,7 @@ from typing import Any, Mapping
 from evalflow.dag.inference import InferenceCounts
 from evalflow.dag.runner import StageEvent
 from evalflow.output.run_info import run_info
+from evalflow.output.summary import TaskSummary, task_summary
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection
 from evalflow.taskspec.prompt import effective_num_fewshot
@@ -46,6 +47,12 @@ class RunRecord:
     model: Mapping[str, Any] | None = None  # the model that answered (run_info.object_model for objects); None: settings.model
     judge: InferenceCounts | None = None  # the judge models' requests (tasks with judge metrics); None: no judge
     judge_identities: Mapping[str, Any] = field(default_factory=dict)  # judge identity key -> its plain data
+    summaries: Mapping[str, TaskSummary] = field(default_factory=dict)  # task -> its summary (else read off outputs)
+
+    def summary(self, task: str) -> TaskSummary:
+        """The task's document counts, few-shot split and data fingerprint (output/summary.py)."""
+        found = self.summaries.get(task)
+        return found if found is not None else task_summary(self.outputs[task])
 
 
 def build_results(record: RunRecord) -> dict[str, Any]:
@@ -54,20 +61,21 @@ def build_results(record: RunRecord) -> dict[str, Any]:
     configs, versions, n_shot, hib, n_samples = {}, {}, {}, {}, {}
     for task in record.selection.tasks:
         out = record.outputs[task.task]
+        summary = record.summary(task.task)
         result = out["aggregate"]
         results[task.task] = {
             "name": task.task,
             "alias": task.task_alias or task.task,
-            "sample_len": len(out["fewshot"]),
+            "sample_len": summary.evaluated,
             **dict(result.metrics),
         }
         n_shot[task.task] = effective_num_fewshot(task, s.num_fewshot)  # lm-eval's rule, as the run used
         # as run: the overridden num_fewshot, and the few-shot split actually drawn from
         configs[task.task] = {**task.to_dict(), "num_fewshot": n_shot[task.task],
-                              "fewshot_split": out["load_docs"].fewshot_split}
+                              "fewshot_split": summary.fewshot_split}
         versions[task.task] = task.version
         hib[task.task] = dict(result.higher_is_better)
-        n_samples[task.task] = {"original": len(out["load_docs"].docs), "effective": len(out["fewshot"])}
+        n_samples[task.task] = {"original": summary.docs, "effective": summary.evaluated}
     groups = _group_results(record, results, n_samples)
     for group in record.selection.groups:
         versions[group.name] = str((group.metadata or {}).get("version", "N/A"))

@@ -19,7 +19,8 @@ from evalflow.errors import ConfigError
 from evalflow.output.code_execution import code_execution
 from evalflow.output.inputs import plain
 from evalflow.output.results import RunRecord
-from evalflow.cache.store import CacheStore
+from evalflow.cache.store import MISSING, CacheStore
+from evalflow.cache.text import TextFile, text_source
 from evalflow.output.samples import samples_key, samples_text
 from evalflow.taskspec.installed import TASK_LIBRARIES
 from evalflow.taskspec.spec import TaskConfig
@@ -27,13 +28,18 @@ from evalflow.taskspec.spec import TaskConfig
 PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy", "lm-eval")
 
 
-def atomic_write(path: Path, chunks: Iterable[str]) -> None:
+def atomic_write(path: Path, chunks: Iterable[str | bytes | memoryview | TextFile]) -> None:
+    """Write ``chunks`` (text, UTF-8 bytes as they are, or a cached text's value file, which the
+    kernel copies) to a temporary name, then rename it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "wb") as fh:
             for chunk in chunks:
-                fh.write(chunk)
+                if isinstance(chunk, TextFile):
+                    chunk.copy_to(fh)
+                else:
+                    fh.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -70,11 +76,11 @@ def manifest(record: RunRecord) -> dict[str, Any]:
                       "models": plain(dict(record.judge_identities))}} if record.judge is not None else {}),
         # which model replica computed how much (one "local@host:pid", or one per Ray worker)
         "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
-        "data": {t: out["load_docs"].fingerprint for t, out in record.outputs.items()},
+        "data": {t: record.summary(t).data for t in record.outputs},
         "data_map": _data_map_record(record.settings.data_map_file),
         # the sandbox that ran model-written programs, the side environments that ran task code
         "code_execution": code_execution(record.selection.tasks, record.settings.code_sandbox, record.selection.groups),
-        "fewshot_split": {t: out["load_docs"].fewshot_split for t, out in record.outputs.items()},
+        "fewshot_split": {t: record.summary(t).fewshot_split for t in record.outputs},
         "packages": {name: _version(name) for name in PACKAGES},
         "cache_dir": str(record.settings.cache_dir),
         "seconds": round(record.finished - record.started, 3),
@@ -157,16 +163,18 @@ def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], s
     write_json(folder / "results.json", results)
 
 
-def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> str:
+def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> bytes | memoryview | TextFile:
+    """The task's samples file as UTF-8 bytes: from the cache as stored (its value file, copied
+    by the kernel), else built and stored."""
     key = samples_key({e.stage: e.key for e in record.events if e.task == task.task}) if store is not None else None
     if key is not None:
-        cached = store.get(key)  # type: ignore[union-attr]
-        if isinstance(cached, str):
+        cached = text_source(store, key)  # type: ignore[arg-type]
+        if cached is not MISSING:
             return cached
-    text = samples_text(task, record.outputs[task.task])
+    data = samples_text(task, record.outputs[task.task]).encode("utf-8")
     if key is not None:
-        store.put(key, text, tag="samples")  # type: ignore[union-attr]
-    return text
+        store.put_text(key, data, tag="samples")  # type: ignore[union-attr]
+    return data
 
 
 def _data_map_record(path: str | None) -> dict[str, str] | None:

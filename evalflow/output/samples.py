@@ -22,10 +22,10 @@ every document again (on 5-shot mmlu, most of a fully cached run).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
 from typing import Any, Iterator, Mapping
 
+from evalflow.output.samples_json import indented_doc_json, row_json
 from evalflow.records import ImageRef
 from evalflow.taskspec.spec import TaskConfig
 
@@ -48,7 +48,7 @@ def samples_key(stage_keys: Mapping[str, str | None]) -> str | None:
 
 def samples_text(task: TaskConfig, outputs: Mapping[str, Any]) -> str:
     """The samples file of one task: one JSON line per document and filter pipeline."""
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in sample_rows(task, outputs))
+    return "".join(row_json(row) + "\n" for row in sample_rows(task, outputs))
 
 
 def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
@@ -109,7 +109,7 @@ def lm_eval_hashes(doc: Mapping[str, Any], prompt: str, target: Any) -> dict[str
     """lm-eval 0.4.13's hashes (``evaluator.evaluate``): sha256 of the document as JSON with
     ``indent=2``, of the first request's context, and of ``str(target)`` (a list target prints as
     Python's list repr, as in lm-eval)."""
-    doc_text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
+    doc_text = indented_doc_json(doc)
     return {"doc_hash": _sha256(doc_text), "prompt_hash": _sha256(prompt), "target_hash": _sha256(str(target))}
 
 
@@ -117,7 +117,12 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
+    if type(value) in _LEAVES:  # most values: returned as they are, without the checks below
+        return value
     if isinstance(value, ImageRef):
         return value.as_json()
     if isinstance(value, tuple):

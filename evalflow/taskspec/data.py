@@ -42,6 +42,7 @@ from evalflow.errors import DataError, TaskError
 from evalflow.records import DocSet
 from evalflow.taskspec.image_files import files_identity, named_files
 from evalflow.taskspec.images import is_image_value, plain_image
+from evalflow.taskspec.jsonl import read_jsonl_splits
 from evalflow.taskspec.samplers import fewshot_options, fewshot_source
 from evalflow.taskspec.spec import TaskConfig
 from evalflow.taskspec.templates import call_function, call_task_function
@@ -202,7 +203,7 @@ def load_docset(task: TaskConfig, data_map: DataMapLike = None, images: Any = No
         fp = fingerprint({"custom_dataset": dataset})
     else:
         source = data_source(task, data_map)
-        dataset = _load(task, source)
+        dataset = _plain_jsonl(task, source) or _load(task, source)
         fp = _local_fingerprint(source) if source.is_local else _hub_fingerprint(dataset)
     eval_split = task.eval_split
     docs = _split_docs(task, dataset, eval_split, task.process_docs, source, images)
@@ -250,6 +251,14 @@ def _split_docs(
     if process is not None:
         rows = call_task_function(process, rows, task=task, what=f"process_docs (split '{split}')")
     return tuple(_plain_row(r, task, split, i, images) for i, r in enumerate(rows))
+
+
+def _plain_jsonl(task: TaskConfig, source: DataSource) -> dict[str, list[dict[str, Any]]] | None:
+    """Local JSON Lines rows read without ``datasets`` (taskspec/jsonl.py says when that gives the
+    same rows), for a task with no process_docs (it may expect a ``datasets.Dataset``)."""
+    if task.process_docs is not None or fewshot_options(task).process_docs is not None:
+        return None
+    return read_jsonl_splits(source.path, source.name, source.kwargs, source.files)
 
 
 def _load(task: TaskConfig, source: DataSource) -> Any:

@@ -73,3 +73,42 @@ def test_cached_stages_are_decoded_on_first_use_only(toy_library: Path, tmp_path
             again["metrics"]
     finally:
         store.close()
+
+
+def test_a_cached_run_decodes_no_documents_prompts_or_answers(toy_library: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Their sizes, few-shot split and data fingerprint come from the task's memoized summary."""
+    import json
+
+    from evalflow import evaluate
+
+    settings = {"include_path": [str(toy_library)], "cache_dir": str(tmp_path / "c"), "limit": 6, "num_fewshot": 2}
+    first = evaluate("toy_mc", "dummy", output_dir=tmp_path / "r1", **settings)
+    decoded: list[str] = []
+    original = StageOutputs.__getitem__
+
+    def spy(self: StageOutputs, name: str) -> object:
+        if name in self.waiting:
+            decoded.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(StageOutputs, "__getitem__", spy)
+    second = evaluate("toy_mc", "dummy", output_dir=tmp_path / "r2", **settings)
+    assert decoded and not {"load_docs", "fewshot", "instances", "inference"} & set(decoded), decoded
+    for key in ("results", "n-samples", "configs"):
+        assert second[key] == first[key], key
+    manifests = [json.loads((tmp_path / r / "manifest.json").read_text()) for r in ("r1", "r2")]
+    for key in ("data", "fewshot_split"):
+        assert manifests[1][key] == manifests[0][key], key
+    assert manifests[1]["inference"]["cached"] == manifests[0]["inference"]["requests"] == 6 * 4
+
+
+def test_the_summary_key_is_its_stages_keys_and_nothing_else() -> None:
+    from evalflow.output.summary import SUMMARY_STAGES, summary_key
+
+    keys = {name: f"{name}:k" for name in STAGE_NAMES}
+    base = summary_key(keys)
+    assert base is not None and base.startswith("summary:")
+    for name in STAGE_NAMES:
+        assert (summary_key({**keys, name: f"{name}:other"}) != base) == (name in SUMMARY_STAGES), name
+    assert summary_key({**keys, "inference": None}) is None
