@@ -111,6 +111,7 @@ class CachedModel:
     images: Any = None  # the ImageStore misses' image references are read from (None: this store's)
     _model: Any = None
     _pooled: dict[str, tuple[Any, bool]] = field(default_factory=dict)  # prefetched: key -> (answer, computed here)
+    _pool_keys: dict[int, tuple[Request, str]] = field(default_factory=dict)  # id(request) -> (request, its key)
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
         return self._answer("loglikelihood", requests)
@@ -144,6 +145,7 @@ class CachedModel:
         if self.dispatch is not None:
             self.dispatch.close()
         self._pooled.clear()
+        self._pool_keys.clear()
 
     def prefetch(self, requests: Sequence[Request]) -> None:
         """Answer the requests of several tasks as one pool, before each task's inference stage
@@ -158,14 +160,24 @@ class CachedModel:
             of_type = [r for r in requests if r.type == rtype]
             if of_type:
                 keys = [request_key(self.identity, r) for r in of_type]
+                # the tasks' inference stages ask for these same request objects: their keys are
+                # handed over rather than computed again (the request is held, so its id stays its own)
+                self._pool_keys.update((id(r), (r, k)) for r, k in zip(of_type, keys))
                 answers, mine = self._resolve(rtype, keys, of_type)
                 self._pooled.update((k, (answers[k], k in mine)) for k in keys)
+
+    def _key(self, identity: str, request: Request) -> str:
+        """The request's cache key: the pool's when the pool computed it for this very object."""
+        held = self._pool_keys.get(id(request))
+        if held is not None and held[0] is request:
+            return held[1]
+        return request_key(identity, request)
 
     def _answer(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
         if self.identity is None:
             keys = [f"volatile:{i}" for i in range(len(requests))]
         else:
-            keys = [request_key(self.identity, r) for r in requests]
+            keys = [self._key(self.identity, r) for r in requests]
         answers: dict[str, Any] = {}
         mine: set[str] = set()
         for key in dict.fromkeys(keys) if self._pooled else ():
