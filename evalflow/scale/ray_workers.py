@@ -131,6 +131,11 @@ class RayDispatch:
     startup_seconds: float = 0.0  # Ray start (if started here) plus the slowest actor's model load
     replaced: int = 0
     replica_args: tuple[Mapping[str, Any], ...] = ()
+    # the model answers requests as they arrive, several chunks at once (a served model): each
+    # actor then runs its queued chunks concurrently (threads), so the next chunk is tokenized and
+    # its requests wait for the server's free slots while the one before it is answered, instead
+    # of the server draining at every chunk boundary; a model of weights answers one at a time
+    overlap: bool = False
     _served: dict[str, int] = field(default_factory=dict)  # requests per server, of actors already ended
     _actors: dict[int, tuple[int, Any]] = field(default_factory=dict)  # index -> (generation, handle)
     _started_ray: bool = False
@@ -207,7 +212,10 @@ class RayDispatch:
 
     def _spawn(self, ray: Any, index: int) -> Any:
         name = f"evalflow-{self._token}-w{index}-{self.replaced}"
-        remote = ray.remote(ModelReplica).options(name=name, **actor_options(self.resources))
+        options = actor_options(self.resources)
+        if self.overlap:
+            options["max_concurrency"] = QUEUED_PER_WORKER
+        remote = ray.remote(ModelReplica).options(name=name, **options)
         args = self.replica_args[index] if self.replica_args else self.load_args
         return remote.remote(dict(args), index)
 
