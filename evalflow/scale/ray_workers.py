@@ -178,7 +178,10 @@ class RayDispatch:
         if not ray.is_initialized():
             check_reachable(self.address)
             try:
-                ray.init(address=self.address, include_dashboard=False, namespace="evalflow", log_to_driver=True)
+                # unset: a Ray of this run's own ("local"); Ray's default (None) would join any cluster
+                # this machine runs (RAY_ADDRESS, /tmp/ray/ray_current_cluster), another job's included
+                ray.init(address=self.address or "local", include_dashboard=False, namespace="evalflow",
+                         log_to_driver=True)
             except ConnectionError as exc:  # ray_address=auto with no cluster on this machine
                 raise ConfigError(
                     f"ray_address={self.address}: {exc} Start a cluster with `ray start --head`, or leave "
