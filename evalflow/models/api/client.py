@@ -214,15 +214,19 @@ class ApiClient:
         return await self._with_retries(self._send(server, path), path, url)
 
     def post_all(
-        self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None]
+        self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None],
+        read: Callable[[int, bytes], Any] | None = None,
     ) -> None:
         """POST every body to a server's ``root_url + path``, in the servers' shared slots;
-        ``on_answer(i, json)`` for each as it arrives. Raises :class:`ServerError` once the others
-        have settled. Safe to call from several threads at once."""
+        ``on_answer(i, answer)`` for each as it arrives, ``answer`` being ``read(i, body)`` (on the
+        client's loop; default: the JSON, parsed whole; a body that is not JSON is retried).
+        Raises :class:`ServerError` once the others have settled. Safe to call from several
+        threads at once."""
         if bodies:
-            self._run(self._post_all(path, bodies, on_answer))
+            self._run(self._post_all(path, bodies, on_answer, read))
 
-    async def _post_all(self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None]) -> None:
+    async def _post_all(self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None],
+                        read: Callable[[int, bytes], Any] | None = None) -> None:
         if self._active == 0:
             self._halted = False
         self._active += 1
@@ -238,7 +242,8 @@ class ApiClient:
                 url = self.urls[server]
                 try:
                     answer = await self._with_retries(self._send(server, path, bodies[i]), path, url,
-                                                      fail_over=len(self.live()) > 1)
+                                                      fail_over=len(self.live()) > 1,
+                                                      read=None if read is None else (lambda body: read(i, body)))
                 except _Down as exc:
                     if len(self.live()) > 1:
                         self._mark_dead(server, exc)
@@ -276,7 +281,8 @@ class ApiClient:
                 f"answered and are saved in the cache. {fix} and run again: it resumes where this run stopped."
             )
 
-    async def _with_retries(self, send: Callable[[], Any], path: str, url: str, fail_over: bool = False) -> Any:
+    async def _with_retries(self, send: Callable[[], Any], path: str, url: str, fail_over: bool = False,
+                            read: Callable[[bytes], Any] | None = None) -> Any:
         """``send()`` with retries; ``fail_over``: a connection failure, or a final failure, is
         :class:`_Down` (another server takes the request) rather than retried or an error.
 
@@ -284,7 +290,7 @@ class ApiClient:
         request itself; only a retryable failure builds the retry loop, which then counts that
         failure as its first attempt (same waits, log lines and attempt total)."""
         try:
-            return await self._attempt(send, path, url, fail_over)
+            return await self._attempt(send, path, url, fail_over, read)
         except _Retryable as exc:
             first: _Retryable | None = exc
         s = self.settings
@@ -313,7 +319,7 @@ class ApiClient:
                     if first is not None:  # the attempt made above
                         failed, first = first, None
                         raise failed
-                    return await self._attempt(send, path, url, fail_over)
+                    return await self._attempt(send, path, url, fail_over, read)
         except _Retryable as exc:
             if fail_over:
                 raise _Down(f"failed {s.max_retries + 1} time(s), the last with: {exc}") from None
@@ -322,7 +328,8 @@ class ApiClient:
             ) from None
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
-    async def _attempt(self, send: Callable[[], Any], path: str, url: str, fail_over: bool) -> Any:
+    async def _attempt(self, send: Callable[[], Any], path: str, url: str, fail_over: bool,
+                       read: Callable[[bytes], Any] | None = None) -> Any:
         try:
             response = await send()
         except asyncio.TimeoutError:  # aiohttp's timeouts subclass it
@@ -349,7 +356,7 @@ class ApiClient:
                 "Check model.model, model.base_url and the API key variable (model.api_key_env)."
             )
         try:
-            return response.json()
+            return response.json() if read is None else read(response.body)
         except orjson.JSONDecodeError:
             raise _Retryable(f"the answer is not JSON: {response.text[:200]!r}") from None
 

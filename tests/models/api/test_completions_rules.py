@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from evalflow.errors import ModelError
@@ -23,7 +24,7 @@ class FakeClient:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
 
-    def post_all(self, path: str, bodies, on_answer) -> None:
+    def post_all(self, path: str, bodies, on_answer, read=None) -> None:
         for i, body in enumerate(bodies):
             self.bodies.append(body)
             prompts = body["prompt"]
@@ -32,7 +33,8 @@ class FakeClient:
                 n = len(prompt) + 1  # prompt tokens and the generated one
                 choices.append({"index": k, "text": "x", "logprobs": {
                     "token_logprobs": [None] + [-1.0] * (n - 1), "top_logprobs": [None] + [{"t": -1.0}] * (n - 1)}})
-            on_answer(i, {"choices": choices})
+            answer = {"choices": choices}
+            on_answer(i, answer if read is None else read(i, orjson.dumps(answer)))  # as the real client reads it
 
 
 def model(tok_dir: Path, **config: Any) -> OpenAICompletions:
@@ -81,7 +83,7 @@ def test_left_truncation_keeps_the_continuation_whole(tiny_nobos_dir: Path):
 
 def test_text_prompts_are_the_decoded_tokens(tiny_nobos_dir: Path):
     m = model(tiny_nobos_dir, tokenized_requests=False)
-    m.client.post_all = lambda path, bodies, on_answer: m.client.bodies.extend(bodies)  # only record
+    m.client.post_all = lambda path, bodies, on_answer, read=None: m.client.bodies.extend(bodies)  # only record
     with pytest.raises(ModelError, match="unanswered"):
         m.loglikelihood([Request("loglikelihood", PAIRS[1])])
     assert m.client.bodies[0]["prompt"] == "A cat sat on the mat"
