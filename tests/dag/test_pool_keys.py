@@ -75,3 +75,24 @@ def test_pooled_cache_entries_equal_unpooled_ones(tmp_path: Path) -> None:
     alone.loglikelihood(a), alone.loglikelihood(b)
     keys = [request_key("m", r) for r in a + b]
     assert pooled.store.get_many(keys) == alone.store.get_many(keys) and len(alone.store.get_many(keys)) == 30
+
+
+def test_the_run_heap_is_left_out_of_gc_while_the_model_answers(toy_library: Path, tmp_path: Path) -> None:
+    """``app.frozen_heap``: while the model answers, what the run held before is frozen (a full
+    collection would walk it all, pausing a served client's event loop); afterwards it is not."""
+    import gc
+
+    from evalflow import evaluate
+
+    class Recording(Lengths):
+        frozen: list[int] = []
+
+        def loglikelihood(self, requests):
+            self.frozen.append(gc.get_freeze_count())
+            return super().loglikelihood(requests)
+
+    model = Recording()
+    evaluate("toy_mc", model, output_dir=tmp_path / "run",
+             include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), bootstrap_iters=0, limit=4)
+    assert model.frozen and all(n > 1000 for n in model.frozen)
+    assert gc.get_freeze_count() == 0
