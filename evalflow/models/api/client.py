@@ -36,6 +36,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'evalflow[api]'"
     ) from None
 
+from evalflow.models.api.slots import Slots
 from evalflow.models.api.transport import Reply, read_reply, shut_down
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ class ApiClient:
         self.dead: set[int] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._start_lock = threading.Lock()
-        self._slots: asyncio.Queue[int] | None = None
+        self._slots: Slots | None = None
         self._http: dict[int, aiohttp.ClientSession] = {}
         self._halted = False  # a request failed for good: no batch starts another until all settle
         self._active = 0  # batches in progress
@@ -174,9 +175,9 @@ class ApiClient:
         live = self.live()
         return live[:1] if self.settings.failover_only else live
 
-    def _queue(self) -> asyncio.Queue[int]:
+    def _queue(self) -> Slots:
         if self._slots is None:
-            self._slots = asyncio.Queue()
+            self._slots = Slots()
             for server in self.serving():
                 self._open(server)
         return self._slots
@@ -184,7 +185,7 @@ class ApiClient:
     def _open(self, server: int) -> None:
         assert self._slots is not None
         for _ in range(self.settings.num_concurrent):
-            self._slots.put_nowait(server)
+            self._slots.put(server)
 
     async def _take(self) -> int:
         queue = self._queue()
@@ -195,7 +196,7 @@ class ApiClient:
 
     def _give(self, server: int) -> None:
         if server not in self.dead:
-            self._queue().put_nowait(server)
+            self._queue().put(server)
 
     def _mark_dead(self, server: int, why: BaseException) -> None:
         was_serving = server in self.serving()
