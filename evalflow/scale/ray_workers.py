@@ -131,6 +131,11 @@ class RayDispatch:
     startup_seconds: float = 0.0  # Ray start (if started here) plus the slowest actor's model load
     replaced: int = 0
     replica_args: tuple[Mapping[str, Any], ...] = ()
+    # the model answers requests as they arrive, several chunks at once (a served model): each
+    # actor then runs its queued chunks concurrently (threads), so the next chunk is tokenized and
+    # its requests wait for the server's free slots while the one before it is answered, instead
+    # of the server draining at every chunk boundary; a model of weights answers one at a time
+    overlap: bool = False
     _served: dict[str, int] = field(default_factory=dict)  # requests per server, of actors already ended
     _actors: dict[int, tuple[int, Any]] = field(default_factory=dict)  # index -> (generation, handle)
     _started_ray: bool = False
@@ -173,7 +178,10 @@ class RayDispatch:
         if not ray.is_initialized():
             check_reachable(self.address)
             try:
-                ray.init(address=self.address, include_dashboard=False, namespace="evalflow", log_to_driver=True)
+                # unset: a Ray of this run's own ("local"); Ray's default (None) would join any cluster
+                # this machine runs (RAY_ADDRESS, /tmp/ray/ray_current_cluster), another job's included
+                ray.init(address=self.address or "local", include_dashboard=False, namespace="evalflow",
+                         log_to_driver=True)
             except ConnectionError as exc:  # ray_address=auto with no cluster on this machine
                 raise ConfigError(
                     f"ray_address={self.address}: {exc} Start a cluster with `ray start --head`, or leave "
@@ -207,7 +215,10 @@ class RayDispatch:
 
     def _spawn(self, ray: Any, index: int) -> Any:
         name = f"evalflow-{self._token}-w{index}-{self.replaced}"
-        remote = ray.remote(ModelReplica).options(name=name, **actor_options(self.resources))
+        options = actor_options(self.resources)
+        if self.overlap:
+            options["max_concurrency"] = QUEUED_PER_WORKER
+        remote = ray.remote(ModelReplica).options(name=name, **options)
         args = self.replica_args[index] if self.replica_args else self.load_args
         return remote.remote(dict(args), index)
 

@@ -17,7 +17,9 @@ oldest first), so a client that lets its requests drain below K before sending m
 server wait; after ``starve_seconds`` it answers what it holds and counts each as starved. A
 client that keeps K in flight until its last requests leaves at most K-1 starved (the run's tail).
 ``die_after=N``: after its N-th answer the server stops listening and drops every request in
-flight or arriving later without an answer, as a killed server does.
+flight or arriving later without an answer, as a killed server does. ``record=True`` keeps each
+completion request's body (``GET /recorded``: the JSON list of them since the last ``/reset``), so
+the benchmark can replay a run's exact requests from a bare client.
 """
 
 from __future__ import annotations
@@ -58,11 +60,12 @@ def choice(index: int, prompt: Any, echo: bool) -> dict[str, Any]:
 
 class LatencyServer:
     def __init__(self, latency: float = 0.05, *, model: str = "loopback", hold_until: int = 0,
-                 starve_seconds: float = 1.0, die_after: int | None = None) -> None:
+                 starve_seconds: float = 1.0, die_after: int | None = None, record: bool = False) -> None:
         self.latency, self.model, self.hold_until = latency, model, hold_until
         self.starve_seconds, self.die_after = starve_seconds, die_after
         self.answered = self.in_flight = self.max_in_flight = self.starved = 0
         self.dead = False
+        self.recorded: list[bytes] | None = [] if record else None
         self.first: float | None = None  # loop time of the first completion request, and of the last answer
         self.last: float | None = None
         self.died = threading.Event()  # set when the server has died (die_after)
@@ -88,6 +91,7 @@ class LatencyServer:
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_get("/stats", self._stats)  # the benchmark's window: first request to last answer
         app.router.add_post("/reset", self._reset)
+        app.router.add_get("/recorded", self._recorded)
         self._runner = web.AppRunner(app, access_log=None)
         self._loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -103,13 +107,21 @@ class LatencyServer:
     async def _reset(self, request: web.Request) -> web.Response:
         self.answered = self.max_in_flight = 0
         self.first = self.last = None
+        if self.recorded is not None:
+            self.recorded.clear()
         return web.json_response({})
+
+    async def _recorded(self, request: web.Request) -> web.Response:
+        return web.Response(body=b"[" + b",".join(self.recorded or []) + b"]", content_type="application/json")
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
-        body = orjson.loads(await request.read())
+        raw = await request.read()
+        body = orjson.loads(raw)
+        if self.recorded is not None:
+            self.recorded.append(raw)
         if self.dead:
             return self._drop(request)
         if self.first is None:
@@ -200,8 +212,9 @@ if __name__ == "__main__":  # a server in its own process, for the benchmark: pr
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--model", default="loopback")
+    parser.add_argument("--record", action="store_true", help="keep request bodies for GET /recorded")
     args = parser.parse_args()
-    server = LatencyServer(args.latency, model=args.model).start()
+    server = LatencyServer(args.latency, model=args.model, record=args.record).start()
     print(server.url, flush=True)
     # with a pipe for stdin (the benchmark's), it runs until the pipe closes: the parent's end closes
     # when the parent exits, however it ends (SIGKILL too), so it never outlives the benchmark; else

@@ -36,6 +36,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'evalflow[api]'"
     ) from None
 
+from evalflow.models.api.slots import Slots
 from evalflow.models.api.transport import Reply, read_reply, shut_down
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ class ApiClient:
         self.dead: set[int] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._start_lock = threading.Lock()
-        self._slots: asyncio.Queue[int] | None = None
+        self._slots: Slots | None = None
         self._http: dict[int, aiohttp.ClientSession] = {}
         self._halted = False  # a request failed for good: no batch starts another until all settle
         self._active = 0  # batches in progress
@@ -174,9 +175,9 @@ class ApiClient:
         live = self.live()
         return live[:1] if self.settings.failover_only else live
 
-    def _queue(self) -> asyncio.Queue[int]:
+    def _queue(self) -> Slots:
         if self._slots is None:
-            self._slots = asyncio.Queue()
+            self._slots = Slots()
             for server in self.serving():
                 self._open(server)
         return self._slots
@@ -184,7 +185,7 @@ class ApiClient:
     def _open(self, server: int) -> None:
         assert self._slots is not None
         for _ in range(self.settings.num_concurrent):
-            self._slots.put_nowait(server)
+            self._slots.put(server)
 
     async def _take(self) -> int:
         queue = self._queue()
@@ -195,7 +196,7 @@ class ApiClient:
 
     def _give(self, server: int) -> None:
         if server not in self.dead:
-            self._queue().put_nowait(server)
+            self._queue().put(server)
 
     def _mark_dead(self, server: int, why: BaseException) -> None:
         was_serving = server in self.serving()
@@ -214,15 +215,19 @@ class ApiClient:
         return await self._with_retries(self._send(server, path), path, url)
 
     def post_all(
-        self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None]
+        self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None],
+        read: Callable[[int, bytes], Any] | None = None,
     ) -> None:
         """POST every body to a server's ``root_url + path``, in the servers' shared slots;
-        ``on_answer(i, json)`` for each as it arrives. Raises :class:`ServerError` once the others
-        have settled. Safe to call from several threads at once."""
+        ``on_answer(i, answer)`` for each as it arrives, ``answer`` being ``read(i, body)`` (on the
+        client's loop; default: the JSON, parsed whole; a body that is not JSON is retried).
+        Raises :class:`ServerError` once the others have settled. Safe to call from several
+        threads at once."""
         if bodies:
-            self._run(self._post_all(path, bodies, on_answer))
+            self._run(self._post_all(path, bodies, on_answer, read))
 
-    async def _post_all(self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None]) -> None:
+    async def _post_all(self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None],
+                        read: Callable[[int, bytes], Any] | None = None) -> None:
         if self._active == 0:
             self._halted = False
         self._active += 1
@@ -238,7 +243,8 @@ class ApiClient:
                 url = self.urls[server]
                 try:
                     answer = await self._with_retries(self._send(server, path, bodies[i]), path, url,
-                                                      fail_over=len(self.live()) > 1)
+                                                      fail_over=len(self.live()) > 1,
+                                                      read=None if read is None else (lambda body: read(i, body)))
                 except _Down as exc:
                     if len(self.live()) > 1:
                         self._mark_dead(server, exc)
@@ -276,7 +282,8 @@ class ApiClient:
                 f"answered and are saved in the cache. {fix} and run again: it resumes where this run stopped."
             )
 
-    async def _with_retries(self, send: Callable[[], Any], path: str, url: str, fail_over: bool = False) -> Any:
+    async def _with_retries(self, send: Callable[[], Any], path: str, url: str, fail_over: bool = False,
+                            read: Callable[[bytes], Any] | None = None) -> Any:
         """``send()`` with retries; ``fail_over``: a connection failure, or a final failure, is
         :class:`_Down` (another server takes the request) rather than retried or an error.
 
@@ -284,7 +291,7 @@ class ApiClient:
         request itself; only a retryable failure builds the retry loop, which then counts that
         failure as its first attempt (same waits, log lines and attempt total)."""
         try:
-            return await self._attempt(send, path, url, fail_over)
+            return await self._attempt(send, path, url, fail_over, read)
         except _Retryable as exc:
             first: _Retryable | None = exc
         s = self.settings
@@ -313,7 +320,7 @@ class ApiClient:
                     if first is not None:  # the attempt made above
                         failed, first = first, None
                         raise failed
-                    return await self._attempt(send, path, url, fail_over)
+                    return await self._attempt(send, path, url, fail_over, read)
         except _Retryable as exc:
             if fail_over:
                 raise _Down(f"failed {s.max_retries + 1} time(s), the last with: {exc}") from None
@@ -322,7 +329,8 @@ class ApiClient:
             ) from None
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
-    async def _attempt(self, send: Callable[[], Any], path: str, url: str, fail_over: bool) -> Any:
+    async def _attempt(self, send: Callable[[], Any], path: str, url: str, fail_over: bool,
+                       read: Callable[[bytes], Any] | None = None) -> Any:
         try:
             response = await send()
         except asyncio.TimeoutError:  # aiohttp's timeouts subclass it
@@ -349,7 +357,7 @@ class ApiClient:
                 "Check model.model, model.base_url and the API key variable (model.api_key_env)."
             )
         try:
-            return response.json()
+            return response.json() if read is None else read(response.body)
         except orjson.JSONDecodeError:
             raise _Retryable(f"the answer is not JSON: {response.text[:200]!r}") from None
 

@@ -20,15 +20,25 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from evalflow.models.api import alignment, payloads
+import orjson
+
+from evalflow.models.api import alignment, echo, payloads
 from evalflow.models.api.served import OnAnswer, ServedModel, grouped_by_kwargs
 from evalflow.models.api.tokens import ApiTokens, ScoreInput, load_tokenizer
 from evalflow.records import Request
 
 PATH = "/completions"
+
+
+@dataclass(frozen=True)
+class Scored:
+    """An echo answer already read down to its scores (``echo.scores``), one per prompt."""
+
+    scores: list[tuple[float, bool]]
 
 
 class OpenAICompletions(ServedModel):
@@ -82,12 +92,21 @@ class OpenAICompletions(ServedModel):
             for b in batches
         ]
 
+        def read(j: int, body: bytes) -> Any:
+            """Only the continuations' entries parsed (``echo``), else the whole answer."""
+            got = echo.scores(body, [inputs[i].ctxlen for i in batches[j]])
+            return Scored(got) if got is not None else orjson.loads(body)
+
         def arrived(j: int, answer: Any) -> None:
             batch = batches[j]
+            if isinstance(answer, Scored):
+                for i, score in zip(batch, answer.scores):
+                    on_score(i, score)
+                return
             for i, choice in zip(batch, payloads.choices(answer, len(batch), s.root_url)):
                 on_score(i, payloads.score_choice(choice, inputs[i].ctxlen))
 
-        self.client.post_all(PATH, bodies, arrived)
+        self.client.post_all(PATH, bodies, arrived, read)
 
     def _loglikelihood(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
         self._score(self.tokens.score_inputs([(r.args[0], r.args[1]) for r in requests], requests), on_answer)

@@ -53,6 +53,25 @@ def load_tokenizer(name: str) -> Any:
         ) from None
 
 
+_UNSET = object()
+
+
+def rust_backend(tok: Any) -> Any:
+    """The ``tokenizers.Tokenizer`` behind a transformers fast tokenizer, when calling it directly
+    gives the same ids as calling ``tok``: after a first call through transformers (which switches
+    the backend's truncation and padding off and sets ``encode_special_tokens``), transformers'
+    ``_batch_encode_plus`` is ``encode_batch`` plus Python bookkeeping per text, about 3/4 of its
+    time and all of it holding the GIL, which the served client's event loop needs to keep
+    requests in flight. ``encode_batch_fast`` runs without the GIL. None (stay with transformers)
+    for a slow tokenizer, one that truncates or pads, or an older ``tokenizers``."""
+    backend = getattr(tok, "_tokenizer", None)
+    if not getattr(tok, "is_fast", False) or backend is None or not hasattr(backend, "encode_batch_fast"):
+        return None
+    if getattr(backend, "truncation", None) is not None or getattr(backend, "padding", None) is not None:
+        return None
+    return backend
+
+
 @dataclass(frozen=True)
 class ScoreInput:
     """One prompt of an echo request: its tokens (truncated) and how many of them are context."""
@@ -69,15 +88,14 @@ class ApiTokens:
         self._lock = threading.Lock()  # a fast tokenizer's call mutates its settings: chunks tokenize in several threads
         self.window = max_length - 1  # lm-eval: "max_length - 1 as we always have 1 token for generation"
         self.add_bos_token = add_bos_token
+        # BOS, else EOS: read once (a transformers attribute lookup costs microseconds, and it is
+        # asked for every request)
+        self.prefix_token_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        self._backend: Any = _UNSET  # the Rust tokenizer once a call through transformers set it up (None: unusable)
 
     @property
     def eos_string(self) -> str | None:
         return self.tok.eos_token
-
-    @property
-    def prefix_token_id(self) -> int:
-        """BOS, else EOS: the context of an empty-context request and of the first rolling window."""
-        return self.tok.bos_token_id if self.tok.bos_token_id is not None else self.tok.eos_token_id
 
     def encode(self, text: str, *, special: bool | None = None) -> list[int]:
         add = self.add_bos_token if special is None else special
@@ -93,8 +111,13 @@ class ApiTokens:
         if not distinct:
             return {}
         with self._lock:
-            ids = self.tok(distinct, add_special_tokens=add, return_attention_mask=False).input_ids
-        return {text: list(tokens) for text, tokens in zip(distinct, ids)}
+            backend = self._backend
+            if backend is None or backend is _UNSET:  # through transformers (the first call also sets the backend up)
+                ids = self.tok(distinct, add_special_tokens=add, return_attention_mask=False).input_ids
+                self._backend = rust_backend(self.tok)
+                return {text: list(tokens) for text, tokens in zip(distinct, ids)}
+            encodings = backend.encode_batch_fast(distinct, add_special_tokens=add)  # runs without the GIL
+        return {text: e.ids for text, e in zip(distinct, encodings)}
 
     def decode(self, tokens: Sequence[int]) -> str:
         with self._lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from evalflow.errors import ModelError
@@ -23,7 +24,7 @@ class FakeClient:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
 
-    def post_all(self, path: str, bodies, on_answer) -> None:
+    def post_all(self, path: str, bodies, on_answer, read=None) -> None:
         for i, body in enumerate(bodies):
             self.bodies.append(body)
             prompts = body["prompt"]
@@ -32,7 +33,8 @@ class FakeClient:
                 n = len(prompt) + 1  # prompt tokens and the generated one
                 choices.append({"index": k, "text": "x", "logprobs": {
                     "token_logprobs": [None] + [-1.0] * (n - 1), "top_logprobs": [None] + [{"t": -1.0}] * (n - 1)}})
-            on_answer(i, {"choices": choices})
+            answer = {"choices": choices}
+            on_answer(i, answer if read is None else read(i, orjson.dumps(answer)))  # as the real client reads it
 
 
 def model(tok_dir: Path, **config: Any) -> OpenAICompletions:
@@ -81,7 +83,7 @@ def test_left_truncation_keeps_the_continuation_whole(tiny_nobos_dir: Path):
 
 def test_text_prompts_are_the_decoded_tokens(tiny_nobos_dir: Path):
     m = model(tiny_nobos_dir, tokenized_requests=False)
-    m.client.post_all = lambda path, bodies, on_answer: m.client.bodies.extend(bodies)  # only record
+    m.client.post_all = lambda path, bodies, on_answer, read=None: m.client.bodies.extend(bodies)  # only record
     with pytest.raises(ModelError, match="unanswered"):
         m.loglikelihood([Request("loglikelihood", PAIRS[1])])
     assert m.client.bodies[0]["prompt"] == "A cat sat on the mat"
@@ -101,3 +103,39 @@ def test_rolling_windows_cover_every_token_once(tiny_nobos_dir: Path):
     n = len(m.tokens.encode(text))
     assert m.loglikelihood_rolling([Request("loglikelihood_rolling", (text,))]) == [-float(n)]
     assert len(m.client.bodies) > 1
+
+
+@pytest.fixture(scope="module")
+def toy_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The benchmark's byte-level BPE (``tests.support.latency_server.build_tokenizer``)."""
+    from tests.support.latency_server import build_tokenizer
+
+    return Path(build_tokenizer(tmp_path_factory.mktemp("toy_tok")))
+
+
+TEXTS = ["The quick brown fox", "  leading and trailing  ", "", "élan café — 東京 🙂", "Question: 2+2=\n\nAnswer:",
+         "</s> an EOS text, and <s> a BOS text", "tab\tand\nnewline", "a" * 300]
+
+
+@pytest.mark.parametrize("add_bos", [False, True])
+def test_the_rust_backend_gives_the_tokens_transformers_gives(
+    tiny_nobos_dir: Path, tiny_model_dir: Path, toy_tokenizer_dir: Path, add_bos: bool
+):
+    """After the first call (through transformers, which sets the backend up) encode_many calls the
+    Rust tokenizer directly: the same ids as ``tok(text)`` text by text, special tokens or not."""
+    for folder in (tiny_nobos_dir, tiny_model_dir, toy_tokenizer_dir):
+        tokens = ApiTokens(load_tokenizer(str(folder)), max_length=4096, add_bos_token=add_bos)
+        first = tokens.encode_many(TEXTS[:2])
+        assert tokens._backend is not None and tokens._backend is tokens.tok._tokenizer  # the direct path is on
+        for special in (None, False, True):
+            assert tokens.encode_many(TEXTS, special=special) == {t: tokens.encode(t, special=special) for t in TEXTS}
+        assert first == {t: tokens.encode(t) for t in TEXTS[:2]}
+
+
+def test_a_backend_that_truncates_is_not_called_directly(toy_tokenizer_dir: Path):
+    from evalflow.models.api.tokens import rust_backend
+
+    tok = load_tokenizer(str(toy_tokenizer_dir))
+    assert rust_backend(tok) is tok._tokenizer
+    tok._tokenizer.enable_truncation(4)
+    assert rust_backend(tok) is None

@@ -105,7 +105,7 @@ def test_server_killed_mid_run_gives_a_clean_error_and_the_rerun_resumes(fixed_s
     doomed = served.LlamaServer.start(fixed=True)
     post_all = client.ApiClient.post_all
 
-    def stop_after_five_answers(self, path, bodies, on_answer):  # in the client's loop, before the next request
+    def stop_after_five_answers(self, path, bodies, on_answer, read=None):  # in the client's loop, before the next request
         answered = []
 
         def counted(i, answer):
@@ -114,7 +114,7 @@ def test_server_killed_mid_run_gives_a_clean_error_and_the_rerun_resumes(fixed_s
             if len(bodies) > 1 and len(answered) == 5:
                 doomed.stop()
 
-        return post_all(self, path, bodies, counted)
+        return post_all(self, path, bodies, counted, read)
 
     monkeypatch.setattr(client.ApiClient, "post_all", stop_after_five_answers)
     try:

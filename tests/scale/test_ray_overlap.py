@@ -1,0 +1,72 @@
+"""A served model's Ray replica answers its queued chunks concurrently (``max_concurrency``), so
+its server does not drain at chunk boundaries; a model of weights still answers one at a time.
+Checked on the actor options handed to Ray (no cluster needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evalflow.scale.ray_workers import QUEUED_PER_WORKER, RayDispatch
+
+
+class FakeRay:
+    """``ray.remote(cls).options(**options).remote(*args)``, keeping the options."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, Any] = {}
+
+    def remote(self, *args: Any) -> "FakeRay":
+        return self
+
+    def options(self, **options: Any) -> "FakeRay":
+        self.seen = options
+        return self
+
+    # what RayDispatch._start needs besides: a cluster, and actors that are ready at once
+    ready = property(lambda self: self)
+    init_args: dict[str, Any] = {}
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **args: Any) -> None:
+        self.init_args = args
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {"CPU": 8.0}
+
+    def get(self, refs: Any) -> Any:
+        return refs
+
+
+@pytest.mark.parametrize(("overlap", "expected"), [(True, QUEUED_PER_WORKER), (False, None)])
+def test_actor_concurrency(overlap: bool, expected: int | None) -> None:
+    ray = FakeRay()
+    RayDispatch({"type": "dummy"}, 2, overlap=overlap)._spawn(ray, 0)
+    assert ray.seen.get("max_concurrency") == expected
+    assert ray.seen["num_cpus"] == 1
+
+
+def test_only_models_answering_each_request_overlap() -> None:
+    """The app sets ``overlap`` from ``ANSWERS_EACH``: served models have it, HF models do not."""
+    from evalflow.models.base import feature
+    from evalflow.models.registry import model_class
+
+    assert feature(model_class("openai_completions"), "ANSWERS_EACH") and feature(model_class("openai_chat"), "ANSWERS_EACH")
+    assert not feature(model_class("hf"), "ANSWERS_EACH") and not feature(model_class("dummy"), "ANSWERS_EACH")
+
+
+def test_unset_ray_address_starts_a_ray_of_the_runs_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray's own default would join any cluster this machine runs (another job's too)."""
+    from evalflow.scale import ray_workers
+
+    ray = FakeRay()
+    monkeypatch.setattr(ray_workers, "import_ray", lambda: ray)
+    RayDispatch({"type": "dummy"}, 2)._start()
+    assert ray.init_args["address"] == "local"
+    ray = FakeRay()
+    monkeypatch.setattr(ray_workers, "import_ray", lambda: ray)
+    RayDispatch({"type": "dummy"}, 2, address="auto")._start()
+    assert ray.init_args["address"] == "auto"
