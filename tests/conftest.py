@@ -125,3 +125,33 @@ def runner(toy_library: Path, tmp_path: Path) -> Runner:
 
 def stage_hits(manifest: dict, task: str | None = None) -> dict[str, bool]:
     return {e["stage"]: e["hit"] for e in manifest["stages"] if task is None or e["task"] == task}
+
+
+# With pytest-xdist (README "Tests": `-n 2 --dist loadgroup`), a whole test file is one unit of work, so a
+# module fixture (one SmolLM2 load, one lm-eval run) is built once. Two files' tests must not overlap:
+# the Ray tests share one session cluster per worker and start local ones (tests/scale), and the
+# sandbox's fork bomb fills the process cap of the user that every concurrent sandbox also runs as.
+SERIAL_GROUPS = {"tests/scale/": "ray", "tests/sandbox/": "sandbox"}
+
+
+def xdist_group(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return next((name for prefix, name in SERIAL_GROUPS.items() if path.startswith(prefix)), path)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``--dist loadgroup`` xdist would deal the groups with the most tests first (its
+    ``loadscopereorder``); the order below (long groups first) is the one wanted."""
+    if getattr(config.option, "dist", None) == "loadgroup":
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test's xdist group (its file's, or its folder's serial group; only ``--dist loadgroup``
+    reads the mark), and the groups holding a ``slow`` test first: xdist hands out groups in
+    collection order, and a long one dealt last would leave the other worker idle at the end."""
+    slow = {xdist_group(item.nodeid) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: xdist_group(item.nodeid) not in slow)  # stable: file order otherwise kept
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item.nodeid)))

