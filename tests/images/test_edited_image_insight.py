@@ -4,7 +4,6 @@ report shows both runs' pictures of it, and explain names the edited file."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,8 @@ VISION = "tests.support.models:VisionCountingModel"
 @pytest.fixture
 def edited(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
     """(run A, run B: document 3's image file edited, run C: as A, the pictures folder)."""
-    pictures = tmp_path / "pictures"
-    pictures.mkdir()
+    library, pictures = images.path_image_task(tmp_path)
     rows = images.rows(6)
-    for r in rows:
-        r["image"].save(pictures / f"{r['id']}.png")
-    data = tmp_path / "test.jsonl"
-    data.write_text("".join(json.dumps({**{k: v for k, v in r.items() if k != "image"},
-                                        "image_path": str(pictures / f"{r['id']}.png")}) + "\n" for r in rows))
-    library = images.write_task(tmp_path / "tasks", "toy_paths", data, builder="json", doc_to_image="image_path")
     VisionCountingModel.reset()
     run = Runner(library, tmp_path / "cache", tmp_path / "outputs")
     _, _, a = run("toy_paths", model=VISION)

@@ -91,18 +91,8 @@ def test_image_log_likelihoods_are_refused_for_hf_multimodal_before_loading() ->
 def test_an_edited_image_file_reruns_exactly_its_document(tmp_path: Path) -> None:
     """Rows name their images by file path: the files' bytes key the data, so editing one file
     re-runs exactly that document's request, and editing an unrelated file re-runs nothing."""
-    import json
-
-    pictures = tmp_path / "pictures"
-    pictures.mkdir()
-    rows = images.rows(6)
-    for r in rows:
-        r["image"].save(pictures / f"{r['id']}.png")
+    library, pictures = images.path_image_task(tmp_path)
     (tmp_path / "unrelated.png").write_bytes(b"not named by any row")
-    data = tmp_path / "test.jsonl"
-    data.write_text("".join(json.dumps({**{k: v for k, v in r.items() if k != "image"},
-                                        "image_path": str(pictures / f"{r['id']}.png")}) + "\n" for r in rows))
-    library = images.write_task(tmp_path / "tasks", "toy_paths", data, builder="json", doc_to_image="image_path")
     VisionCountingModel.reset()
     run = Runner(library, tmp_path / "cache", tmp_path / "outputs")
     _, m1, _ = run("toy_paths", model=VISION)

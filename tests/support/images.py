@@ -96,3 +96,17 @@ def write_task(folder: Path, name: str, data: Path, builder: str = "parquet", do
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.yaml").write_text(VQA_YAML.format(name=name, builder=builder, data=data, doc_to_image=doc_to_image))
     return folder
+
+
+def path_image_task(tmp_path: Path, n: int = 6) -> tuple[Path, Path]:
+    """A task ``toy_paths`` whose ``n`` rows name their images by file path (``pictures/<id>.png``,
+    written here): (the task library, the pictures folder)."""
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    data = rows(n)
+    for r in data:
+        r["image"].save(pictures / f"{r['id']}.png")
+    path = tmp_path / "test.jsonl"
+    path.write_text("".join(json.dumps({**{k: v for k, v in r.items() if k != "image"},
+                                        "image_path": str(pictures / f"{r['id']}.png")}) + "\n" for r in data))
+    return write_task(tmp_path / "tasks", "toy_paths", path, builder="json", doc_to_image="image_path"), pictures
