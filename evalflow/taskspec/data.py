@@ -183,7 +183,7 @@ def data_identity(task: TaskConfig, data_map: DataMapLike = None) -> str | dict[
     source = data_source(task, data_map)
     if source.is_local and task.doc_to_image is None:
         return _local_fingerprint(source)
-    dataset = _load(task, source)
+    dataset = _read_splits(task, source)
     fp = _local_fingerprint(source) if source.is_local else _hub_fingerprint(dataset)
     if task.doc_to_image is None:
         return fp
@@ -203,7 +203,7 @@ def load_docset(task: TaskConfig, data_map: DataMapLike = None, images: Any = No
         fp = fingerprint({"custom_dataset": dataset})
     else:
         source = data_source(task, data_map)
-        dataset = _plain_jsonl(task, source) or _load(task, source)
+        dataset = _read_splits(task, source)
         fp = _local_fingerprint(source) if source.is_local else _hub_fingerprint(dataset)
     eval_split = task.eval_split
     docs = _split_docs(task, dataset, eval_split, task.process_docs, source, images)
@@ -251,6 +251,13 @@ def _split_docs(
     if process is not None:
         rows = call_task_function(process, rows, task=task, what=f"process_docs (split '{split}')")
     return tuple(_plain_row(r, task, split, i, images) for i, r in enumerate(rows))
+
+
+def _read_splits(task: TaskConfig, source: DataSource) -> Any:
+    """The task's splits as read, before ``process_docs``: plain rows when ``datasets`` would
+    certainly give the same ones (:func:`_plain_jsonl`), else the ``datasets`` dataset. The one
+    way rows are read, so the identity of the data and the documents see the same rows."""
+    return _plain_jsonl(task, source) or _load(task, source)
 
 
 def _plain_jsonl(task: TaskConfig, source: DataSource) -> dict[str, list[dict[str, Any]]] | None:

@@ -30,12 +30,18 @@ _NAMED: dict[tuple[str, str], tuple[str, ...]] = {}
 
 def named_files(dataset: Any, data_identity: str) -> tuple[str, ...]:
     """The existing files ``dataset``'s rows name in string values, sorted (memoized by the
-    data's own fingerprint, which changes with any row)."""
+    data's own fingerprint, which changes with any row). ``dataset`` maps each split to a
+    ``datasets`` table, or to plain rows (read without ``datasets``, whose columns then each hold
+    one kind of value: taskspec/jsonl.py), whose every value is looked at."""
     memo = (data_identity, os.getcwd())
     if memo not in _NAMED:
         found: set[str] = set()
         for split in dataset:
             table = dataset[split]
+            if isinstance(table, list):
+                for row in table:
+                    _collect(list(row.values()), found)
+                continue
             for column, feature in table.features.items():
                 if _holds_strings(feature):
                     for value in table[column]:
