@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from evalflow.errors import RunFolderError
 
@@ -220,12 +220,10 @@ def _data_changes(old: Any, new: Any, task: Mapping[str, Any]) -> list[str]:
     if data_a != data_b:
         split = task.get("test_split") or task.get("validation_split") or "evaluated"
         out.append(f"data file bytes changed ({split} split; data fingerprint {_short(data_a)} → {_short(data_b)})")
-    for path in sorted(set(files_a) | set(files_b)):
-        if path not in files_a or path not in files_b:
-            out.append(f"image file {path} {'newly named by the data' if path in files_b else 'no longer named by the data'}")
-        elif files_a[path] != files_b[path]:
-            out.append(f"image file {path} {'deleted' if files_b[path] == '<missing>' else 'changed'}")
-    return out
+    return out + _entry_changes(
+        files_a, files_b,
+        lambda path, added: f"image file {path} {'newly named by the data' if added else 'no longer named by the data'}",
+        lambda path, _, b: f"image file {path} {'deleted' if b == '<missing>' else 'changed'}")
 
 
 def _judge_changes(what: str, old: Any, new: Any) -> list[str]:
@@ -237,13 +235,23 @@ def _judge_changes(what: str, old: Any, new: Any) -> list[str]:
         return {str(e.get("metric")): {k: v for k, v in e.items() if k != "metric"}
                 for e in value or [] if isinstance(e, Mapping)}
 
-    a, b = by_metric(old), by_metric(new)
+    return _entry_changes(
+        by_metric(old), by_metric(new),
+        lambda metric, added: f"judge metric {'+ ' if added else '- '}{metric}",
+        lambda metric, a, b: f"{what} changed ({metric}: {'; '.join(_paths(a, b))})")
+
+
+def _entry_changes(old: Mapping[str, Any], new: Mapping[str, Any], gone_or_new: Callable[[str, bool], str],
+                   changed: Callable[[str, Any, Any], str]) -> list[str]:
+    """One line per key, sorted, of an entry added or removed (``gone_or_new(key, added)``) or
+    whose value differs (``changed(key, old value, new value)``): keyed identities (image files by
+    path, judges by metric) name what changed by its key, not by a position in a list."""
     out = []
-    for metric in sorted(set(a) | set(b)):
-        if metric not in a or metric not in b:
-            out.append(f"judge metric {'+ ' + metric if metric in b else '- ' + metric}")
-        elif a[metric] != b[metric]:
-            out.append(f"{what} changed ({metric}: {'; '.join(_paths(a[metric], b[metric]))})")
+    for key in sorted(set(old) | set(new)):
+        if key not in old or key not in new:
+            out.append(gone_or_new(key, key in new))
+        elif old[key] != new[key]:
+            out.append(changed(key, old[key], new[key]))
     return out
 
 
