@@ -9,30 +9,34 @@ them as base64 text, another form ``doc_to_image`` accepts.
 from __future__ import annotations
 
 import base64
+import functools
+import importlib.util
 import io
 import json
 import random
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-COLOURS = {"red": (220, 30, 30), "green": (30, 180, 60), "blue": (40, 70, 220), "yellow": (230, 210, 40)}
+ROOT = Path(__file__).resolve().parents[2]
 SHAPES = ("circle", "square", "triangle")
 
 
-def draw(digit: int, shape: str, colour: str, size: int = 32) -> Any:
-    from PIL import Image, ImageDraw
+@functools.cache
+def _shapes_images() -> ModuleType:
+    """tasks/vision/shapes_images.py (a task's ``!function`` module, not a package): the one
+    drawing of a shape with its digit, which the test images reuse. Loaded on first use (it
+    imports Pillow), and not kept in sys.modules, so evalflow's own import of it is untouched."""
+    spec = importlib.util.spec_from_file_location("_test_shapes_images", ROOT / "tasks" / "vision" / "shapes_images.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    img = Image.new("RGB", (size, size), (255, 255, 255))
-    d = ImageDraw.Draw(img)
-    fill, m = COLOURS[colour], size // 8
-    if shape == "circle":
-        d.ellipse([m, m, size - m, size - m], fill=fill)
-    elif shape == "square":
-        d.rectangle([m, m, size - m, size - m], fill=fill)
-    else:
-        d.polygon([(size // 2, m), (size - m, size - m), (m, size - m)], fill=fill)
-    d.text((size // 2 - 3, size // 2 - 5), str(digit), fill=(0, 0, 0))
-    return img
+
+def draw(digit: int, shape: str, colour: str, size: int = 32) -> Any:
+    """shapes_vqa's picture (its seven-segment digit: the same pixels on every Pillow version), 32 pixels wide."""
+    return _shapes_images().draw(digit, shape, colour, size)
 
 
 def rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -40,7 +44,7 @@ def rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        digit, shape, colour = rng.randrange(10), rng.choice(SHAPES), rng.choice(sorted(COLOURS))
+        digit, shape, colour = rng.randrange(10), rng.choice(SHAPES), rng.choice(sorted(_shapes_images().COLOURS))
         out.append({"id": i, "image": draw(digit, shape, colour), "digit": str(digit), "shape": shape,
                     "colour": colour, "question": "What colour is the shape?", "answer": colour})
     return out
