@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pytest
 
@@ -102,14 +102,16 @@ class Runner:
     def __init__(self, library: Path, cache: Path, out: Path) -> None:
         self.library, self.cache, self.out, self.n = library, cache, out, 0
 
-    def __call__(self, task: Any = "toy_mc", model: str = COUNTING, **values: Any) -> tuple[dict, dict, Path]:
+    def __call__(self, task: Any = "toy_mc", model: str = COUNTING, overrides: Sequence[str] = (),
+                 **values: Any) -> tuple[dict, dict, Path]:
+        """(results, manifest, run folder); ``overrides`` are more Hydra overrides (``model.salt=x``)."""
         from evalflow.app import run
         from evalflow.config.compose import compose_settings
 
         self.n += 1
         folder = self.out / f"run{self.n}"
         settings = compose_settings(
-            task=task, preset="dummy", overrides=[f"model.type={model}"],
+            task=task, preset="dummy", overrides=[f"model.type={model}", *overrides],
             values={"include_path": [str(self.library)], "cache_dir": str(self.cache), "bootstrap_iters": 0, **values},
         )
         CountingModel.reset()
@@ -121,6 +123,12 @@ class Runner:
 @pytest.fixture
 def runner(toy_library: Path, tmp_path: Path) -> Runner:
     return Runner(toy_library, tmp_path / "cache", tmp_path / "outputs")
+
+
+def with_acc_norm(yaml_text: str) -> str:
+    """A task YAML (toy_mc's) that also scores acc_norm: a metric edit, which rescores without inference."""
+    return yaml_text.replace(
+        "metric_list:\n", "metric_list:\n  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n")
 
 
 def stage_hits(manifest: dict, task: str | None = None) -> dict[str, bool]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import Runner, stage_hits
+from tests.conftest import Runner, stage_hits, with_acc_norm
 from tests.support.models import CountingModel
 
 ALL_STAGES = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
@@ -29,8 +29,7 @@ def test_identical_rerun_hits_every_stage_and_calls_nothing(runner: Runner) -> N
 def test_metric_change_rescores_without_inference(runner: Runner, toy_library: Path) -> None:
     runner()
     yaml_file = toy_library / "toy_mc.yaml"
-    yaml_file.write_text(yaml_file.read_text().replace(
-        "metric_list:\n", "metric_list:\n  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n"))
+    yaml_file.write_text(with_acc_norm(yaml_file.read_text()))
     results, manifest, folder = runner()
     hits = stage_hits(manifest)
     assert all(hits[s] for s in ["load_docs", "fewshot", "instances", "inference", "filters"])

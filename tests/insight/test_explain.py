@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import COUNTING, Runner
-from tests.support.models import CountingModel
+from tests.conftest import Runner, with_acc_norm
 
 TEMPLATE = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}" + "{# a real template is long #}" * 8
 
@@ -27,26 +26,14 @@ def lines_by_stage(folder: Path, reference: Path | None = None) -> dict[str, str
 
 
 def run_with(runner: Runner, overrides: list[str], **values: Any) -> Path:
-    """A run like ``runner()`` with extra model overrides (``model.salt=x``)."""
-    from evalflow.app import run
-    from evalflow.config.compose import compose_settings
-
-    runner.n += 1
-    folder = runner.out / f"run{runner.n}"
-    settings = compose_settings(
-        task=values.pop("task", "toy_mc"), preset="dummy", overrides=[f"model.type={COUNTING}", *overrides],
-        values={"include_path": [str(runner.library)], "cache_dir": str(runner.cache), "bootstrap_iters": 0, **values},
-    )
-    CountingModel.reset()
-    run(settings, folder)
-    return folder
+    """A run like ``runner()`` with extra model overrides (``model.salt=x``): its folder."""
+    return runner(overrides=overrides, **values)[2]
 
 
 def test_metric_change(runner: Runner, toy_library: Path) -> None:
     runner()
     yaml_file = toy_library / "toy_mc.yaml"
-    yaml_file.write_text(yaml_file.read_text().replace(
-        "metric_list:\n", "metric_list:\n  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n"))
+    yaml_file.write_text(with_acc_norm(yaml_file.read_text()))
     _, _, folder = runner()
     shutil.rmtree(runner.cache)  # explain reads run folders only
     why = lines_by_stage(folder)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from evalflow import evaluate
+from tests.conftest import with_acc_norm
 from tests.parity.harness import PEER_SH, PEER_VENV, SHARED, missing
 from tests.test_cli import cli
 
@@ -38,8 +39,7 @@ def group_library(toy_library: Path) -> Path:
     """toy_a (acc) and toy_b (acc, acc_norm) in a group that aggregates both metrics."""
     base = (toy_library / "toy_mc.yaml").read_text()
     (toy_library / "toy_a.yaml").write_text(base.replace("task: toy_mc", "task: toy_a"))
-    b = base.replace("task: toy_mc", "task: toy_b").replace(
-        "metric_list:\n", "metric_list:\n  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n")
+    b = with_acc_norm(base.replace("task: toy_mc", "task: toy_b"))
     (toy_library / "toy_b.yaml").write_text(b)
     (toy_library / "toy_group.yaml").write_text(GROUP_YAML)
     return toy_library
