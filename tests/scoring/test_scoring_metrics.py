@@ -34,6 +34,12 @@ MC_ALL = _task(
 )
 
 
+def _function(module: Path, attr: str, source: str) -> FunctionRef:
+    """A task's ``!function`` reference to ``attr`` of ``module``, written with ``source``."""
+    module.write_text(source)
+    return FunctionRef(module_path=str(module), attr=attr, source_hash="")
+
+
 def test_multiple_choice_hand_values() -> None:
     # choice lengths 1 and 10 chars: per-char normalisation flips the prediction to choice 1
     row = score_document(MC_ALL, {}, [(-2.0, True), (-3.0, False)], target=1, choices=["a", "bbbbbbbbbb"])
@@ -153,11 +159,8 @@ def test_generate_until_passthrough_metrics_keep_gold_and_prediction() -> None:
 
 
 def test_process_results_function_ref_is_called_with_doc_and_results(tmp_path: Path) -> None:
-    module = tmp_path / "utils.py"
-    module.write_text(
-        "def score(doc, results):\n    return {'hit': float(results[0] == doc['answer']), 'n': len(results)}\n"
-    )
-    ref = FunctionRef(module_path=str(module), attr="score", source_hash="")
+    ref = _function(tmp_path / "utils.py", "score",
+                    "def score(doc, results):\n    return {'hit': float(results[0] == doc['answer']), 'n': len(results)}\n")
     task = _task(
         "generate_until",
         [{"metric": "hit", "aggregation": "mean", "higher_is_better": True}],
@@ -244,11 +247,8 @@ def test_registered_metric_aggregation_and_filter_used_from_task_config() -> Non
 
 
 def test_dict_returning_metric_keys_inherit_its_aggregation(tmp_path: Path) -> None:
-    module = tmp_path / "passk.py"
-    module.write_text(
-        "def pass_at_k(references, predictions, k=None):\n    return {f'pass@{k[0]}': float(predictions[0][0] == 'ok')}\n"
-    )
-    ref = FunctionRef(module_path=str(module), attr="pass_at_k", source_hash="")
+    ref = _function(tmp_path / "passk.py", "pass_at_k",
+                    "def pass_at_k(references, predictions, k=None):\n    return {f'pass@{k[0]}': float(predictions[0][0] == 'ok')}\n")
     task = _task(
         "generate_until",
         [{"metric": ref, "aggregation": "median", "higher_is_better": True, "k": [1]}],
