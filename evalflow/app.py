@@ -38,7 +38,7 @@ from evalflow.output.summary import TaskSummary, cached_summary
 from evalflow.sandbox.registry import require_sandbox
 from evalflow.scoring.code_exec import runs_code
 from evalflow.settings import RunSettings
-from evalflow.taskspec.data import check_data_files
+from evalflow.taskspec.datamap import check_data_files
 from evalflow.taskspec.index import Selection, TaskIndex
 from evalflow.taskspec.prompt import effective_num_fewshot
 from evalflow.taskspec.run_options import apply_run_options

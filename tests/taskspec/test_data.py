@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from evalflow.errors import DataError, TaskError
-from evalflow.taskspec.data import data_fingerprint, data_source, load_docset, read_data_map
+from evalflow.taskspec.data import data_fingerprint, load_docset
+from evalflow.taskspec.datamap import data_source, read_data_map
 from evalflow.taskspec.spec import TaskConfig
 
 ROOT = Path(__file__).resolve().parents[2]
