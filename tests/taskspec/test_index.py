@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import TaskError, UnsafeCodeError
-from evalflow.taskspec import index as index_module
+from evalflow.taskspec import index_scan
 from evalflow.taskspec.index import TaskIndex
 
 TASK = """\
@@ -277,13 +277,13 @@ def test_include_path_must_be_a_folder(tmp_path: Path) -> None:
 
 def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     scanned: list[str] = []
-    real = index_module._scan_file
+    real = index_scan._scan_file
 
     def counting(path: str, *args: object) -> list:
         scanned.append(os.path.basename(path))
         return real(path, *args)
 
-    monkeypatch.setattr(index_module, "_scan_file", counting)
+    monkeypatch.setattr(index_scan, "_scan_file", counting)
     return scanned
 
 
