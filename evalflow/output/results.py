@@ -56,6 +56,7 @@ class RunRecord:
 
 
 def build_results(record: RunRecord) -> dict[str, Any]:
+    """The run's results.json, in lm-eval 0.4.13's layout and key order (its tools read it)."""
     s = record.settings
     results: dict[str, Any] = {}
     configs, versions, n_shot, hib, n_samples = {}, {}, {}, {}, {}
@@ -91,21 +92,7 @@ def build_results(record: RunRecord) -> dict[str, Any]:
         "n-shot": n_shot,
         "higher_is_better": hib,
         "n-samples": n_samples,
-        "config": {
-            "model": str(model.get("type")),
-            "model_args": {k: v for k, v in model.items() if k != "type"},
-            "batch_size": s.batch_size,
-            "batch_sizes": [],
-            "device": model.get("device"),
-            "use_cache": str(s.cache_dir),
-            "limit": s.limit,
-            "bootstrap_iters": s.bootstrap_iters,
-            "gen_kwargs": s.gen_kwargs,
-            "random_seed": s.seed,
-            "numpy_seed": s.seed,
-            "torch_seed": s.seed,
-            "fewshot_seed": s.seed,
-        },
+        "config": _config(s, model),
         "git_hash": info.pop("git_hash"),
         "date": record.started,
         **info,
@@ -116,6 +103,25 @@ def build_results(record: RunRecord) -> dict[str, Any]:
             "seed": s.seed,
             "platform": platform.platform(),
         },
+    }
+
+
+def _config(s: RunSettings, model: Mapping[str, Any]) -> dict[str, Any]:
+    """results.json's ``config``: the run's settings under lm-eval's names (one seed for all four)."""
+    return {
+        "model": str(model.get("type")),
+        "model_args": {k: v for k, v in model.items() if k != "type"},
+        "batch_size": s.batch_size,
+        "batch_sizes": [],
+        "device": model.get("device"),
+        "use_cache": str(s.cache_dir),
+        "limit": s.limit,
+        "bootstrap_iters": s.bootstrap_iters,
+        "gen_kwargs": s.gen_kwargs,
+        "random_seed": s.seed,
+        "numpy_seed": s.seed,
+        "torch_seed": s.seed,
+        "fewshot_seed": s.seed,
     }
 
 
