@@ -302,6 +302,7 @@ class CacheStore:
         with self._cache.transact(retry=True):
             held = holders(live_rows(self._cache, self._lease_rows), lambda h: lease_alive(h, self.beating))
             dead: set[str] = set()
+            mine: set[str] = set()
             while len(claimed) < limit:
                 batch = list(dict.fromkeys(itertools.islice(remaining, limit - len(claimed))))
                 if not batch:
@@ -310,10 +311,13 @@ class CacheStore:
                 found.update(self.get_many(batch))
                 for key in (k for k in batch if k not in found):
                     row, live = held.get(key, (None, False))
+                    if key in mine:  # named twice: leased once
+                        continue
                     if live:
                         busy.append(key)
                         continue
                     claimed.append(key)
+                    mine.add(key)
                     if row is not None:  # a dead or damaged lease: taken over
                         dead.add(row.key)
             delete_rows(self._cache, dead)

@@ -8,7 +8,6 @@ fails leaves whatever it wrote before (the ``.hydra`` snapshot, samples) but nev
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +18,7 @@ from typing import Any, Iterable
 from evalflow.errors import ConfigError
 from evalflow.output.code_execution import code_execution
 from evalflow.output.inputs import plain
+from evalflow.output.json_text import indented_json
 from evalflow.output.results import RunRecord
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.cache.text import TextFile, text_source
@@ -51,7 +51,9 @@ def atomic_write(path: Path, chunks: Iterable[str | bytes | memoryview | TextFil
 
 
 def write_json(path: Path, value: Any) -> None:
-    atomic_write(path, [json.dumps(value, indent=2, ensure_ascii=False, default=str), "\n"])
+    """``json.dumps(value, indent=2, ensure_ascii=False, default=str)`` and a newline (written by
+    orjson when its text is the same: :mod:`evalflow.output.json_text`)."""
+    atomic_write(path, [indented_json(value), "\n"])
 
 
 def manifest(record: RunRecord) -> dict[str, Any]:
