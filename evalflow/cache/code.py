@@ -32,6 +32,8 @@ from types import CodeType, MappingProxyType, ModuleType
 from typing import Any, Iterator, Mapping
 
 from evalflow.cache.fingerprint import UnhashableError, canonical, file_fingerprint, fingerprint
+from evalflow.cache.import_memo import remembered_imports
+from evalflow.cache.import_memo import save as save_imports
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
@@ -231,6 +233,7 @@ def module_closure(module: str, package_dir: Path, exclude: tuple[str, ...] = ()
         found[name] = digest
         todo.extend(m for m in _imports(str(path), digest, name, path.name == "__init__.py")
                     if m.split(".")[0] == package)
+    save_imports()
     return MappingProxyType(dict(sorted(found.items())))
 
 
@@ -249,8 +252,14 @@ def _module_file(name: str, package_dir: Path) -> Path | None:
 @functools.lru_cache(maxsize=1024)
 def _imports(path: str, digest: str, module: str, is_package: bool) -> tuple[str, ...]:
     """The absolute names of the modules a file imports. ``from m import a`` names ``m.a`` or,
-    when that is no module, ``m`` (the two are told apart by :func:`module_closure`)."""
-    tree = ast.parse(Path(path).read_bytes(), path)
+    when that is no module, ``m`` (the two are told apart by :func:`module_closure`). Remembered
+    across runs by the file's content hash (:mod:`evalflow.cache.import_memo`)."""
+    return remembered_imports(path, digest, module, is_package,
+                              lambda data: _parsed_imports(data, path, module, is_package))
+
+
+def _parsed_imports(data: bytes, path: str, module: str, is_package: bool) -> tuple[str, ...]:
+    tree = ast.parse(data, path)
     here = module if is_package else module.rpartition(".")[0]
     names: list[str] = []
     for node in all_statements(tree.body):

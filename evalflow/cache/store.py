@@ -38,15 +38,15 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 import diskcache
 from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
 
-from evalflow.cache.batch import add_many, delete_many, fetch_many
+from evalflow.cache.batch import add_many, fetch_many
 from evalflow.cache.codec import CorruptEntry, decode, decode_verified, encode, encode_text, verified, verified_text
 from evalflow.cache.filesystem import refuse_network_filesystem
+from evalflow.cache.leases import LEASE, Mine, Row, delete_rows, holders, live_rows
 from evalflow.errors import CacheError
 
 log = logging.getLogger(__name__)
 
 MISSING: Any = object()
-LEASE = "lease:"
 ALIVE = "alive:"  # + holder token: the heartbeat of a process holding leases
 HEARTBEAT_TTL = 30.0  # a holder on another host is dead this long after its last beat
 # diskcache's own value-file names (Disk.filename): two hex folder levels, 28 hex digits, .val
@@ -197,6 +197,8 @@ class CacheStore:
         except (OSError, sqlite3.Error) as exc:
             raise unusable(self.directory, exc) from exc
         self.corrupt: list[str] = []
+        self._mine = Mine()  # the lease rows this process wrote, and their open requests
+        self._lease_rows: dict[str, Row] = {}  # lease rows read, decoded (see leases.live_rows)
 
     @_guarded
     def get(self, key: str) -> Any:
@@ -277,53 +279,57 @@ class CacheStore:
     @_guarded
     def put_many(self, items: Mapping[str, Any], tag: str) -> None:
         """Write ``items`` in one transaction (all of a batch is persisted, or none of it), and end
-        the caller's leases on them."""
+        this process's leases whose every request is now persisted (in the same transaction)."""
         encoded = {k: encode(v) for k, v in items.items()}
+        done, forget = self._mine.finished(encoded)
         with self._cache.transact(retry=True):
             add_many(self._cache, encoded, tag)
-            delete_many(self._cache, [LEASE + k for k in encoded])
+            delete_rows(self._cache, done)
+        forget()
 
     @_guarded
     def claim(self, keys: Iterable[str], holder: Holder, limit: int, ttl: float) -> Claim:
         """Take keys from ``keys`` in order, in one transaction, until ``limit`` of them are leased
-        to ``holder`` (those with neither a value nor a live lease); the others are reported as
-        found or busy. An iterator is left at the first key not looked at. Keys are looked at in
-        batches of at most the leases still wanted, each with a few statements (not a few per key)."""
+        to ``holder`` (those with neither a value nor a live lease), with one lease row for all of
+        them (:mod:`evalflow.cache.leases`); the others are reported as found or busy. An
+        iterator is left at the first key not looked at. Keys are looked at in batches of at most
+        the leases still wanted, each with a few statements (not a few per key)."""
         found: dict[str, Any] = {}
         claimed: list[str] = []
         busy: list[str] = []
         scanned = 0
-        lease = encode(holder.as_data())
         remaining = iter(keys)
         with self._cache.transact(retry=True):
+            held = holders(live_rows(self._cache, self._lease_rows), lambda h: lease_alive(h, self.beating))
+            dead: set[str] = set()
+            mine: set[str] = set()
             while len(claimed) < limit:
                 batch = list(dict.fromkeys(itertools.islice(remaining, limit - len(claimed))))
                 if not batch:
                     break
                 scanned += len(batch)
                 found.update(self.get_many(batch))
-                missing = [k for k in batch if k not in found]
-                leases = fetch_many(self._cache, [LEASE + k for k in missing])
-                free = []
-                for key in missing:
-                    held = leases.get(LEASE + key)
-                    if held is not None and lease_alive(self._lease_data(held), self.beating):
+                for key in (k for k in batch if k not in found):
+                    row, live = held.get(key, (None, False))
+                    if key in mine:  # named twice: leased once
+                        continue
+                    if live:
                         busy.append(key)
-                    else:
-                        free.append(key)
-                # dead or damaged leases (unexpired rows); add_many replaces expired ones itself
-                delete_many(self._cache, [LEASE + k for k in free if LEASE + k in leases])
-                add_many(self._cache, {LEASE + k: lease for k in free}, tag="lease", expire=ttl)
-                claimed.extend(free)
+                        continue
+                    claimed.append(key)
+                    mine.add(key)
+                    if row is not None:  # a dead or damaged lease: taken over
+                        dead.add(row.key)
+            delete_rows(self._cache, dead)
+            if claimed:
+                self._mine.write(self._cache, holder.as_data(), claimed, ttl)
+        self._mine.drop(dead)
         return Claim(found, claimed, busy, scanned)
 
-    @staticmethod
-    def _lease_data(blob: bytes | CorruptEntry) -> Any:
-        """A stored lease's holder, or None when it cannot be read (then it is taken over)."""
-        try:
-            return None if isinstance(blob, CorruptEntry) else decode(blob)
-        except CorruptEntry:
-            return None
+    @_guarded
+    def leased(self) -> dict[str, Row]:
+        """Each request under an unexpired lease, with its lease row (holder and requests)."""
+        return {key: row for row in live_rows(self._cache, {}) for key in row.keys}
 
     def beating(self, token: str) -> bool:
         """Whether the holder ``token`` beat within the last ``HEARTBEAT_TTL`` seconds."""
@@ -356,9 +362,14 @@ class CacheStore:
 
     @_guarded
     def release(self, keys: Iterable[str]) -> None:
-        """End leases without a value (the computation failed): others may take the keys."""
+        """End leases without a value (the computation failed): others may take the keys. This
+        process's rows covering any of them go whole (their other requests were persisted, or
+        are released too); a per-request row of an older evalflow goes too."""
+        keys = list(keys)
+        rows = self._mine.covering(keys)
         with self._cache.transact(retry=True):
-            delete_many(self._cache, [LEASE + k for k in keys])
+            delete_rows(self._cache, rows + [LEASE + k for k in keys])
+        self._mine.drop(rows)
 
     @_guarded
     def check(self, key: str) -> str | None:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
+from evalflow import lazy_numpy as np
 
 from evalflow.errors import TaskError
 from evalflow.scoring import bootstrap

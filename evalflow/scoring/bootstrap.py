@@ -16,11 +16,11 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
+from evalflow import lazy_numpy as np
 
 from evalflow.errors import ConfigError
 
-Batch = Callable[[np.ndarray], list[float]]
+Batch = Callable[["np.ndarray"], list[float]]
 """Computes the statistic for each row of an index matrix (rows = resamples)."""
 
 BATCHED: dict[Callable[..., Any], Callable[[list[Any]], Batch | None]] = {}

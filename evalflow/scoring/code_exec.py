@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
+from evalflow import lazy_numpy as np
 
 import evalflow.scoring.aggregations  # noqa: F401  (registers 'mean', named below)
 from evalflow.errors import TaskError

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from evalflow import lazy_numpy as np
 
 from evalflow.errors import TaskError, closest
 import evalflow.scoring.aggregations  # noqa: F401  (registers the aggregations named below)

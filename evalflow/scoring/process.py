@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
+from evalflow import lazy_numpy as np
 
 from evalflow.errors import DataError, EvalflowError, TaskError
 from evalflow.scoring.metrics import MetricSpec, task_metric_specs

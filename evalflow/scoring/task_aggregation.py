@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
+from evalflow import lazy_numpy as np
 
 from evalflow.errors import DataError
 from evalflow.scoring.aggregations import SLOW_METRICS, stderr_fn

@@ -69,7 +69,11 @@ def test_claim_reports_found_busy_and_leases_the_rest(tmp_path):
     claim = store.claim(keys, Holder(), limit=2, ttl=60)
     assert (claim.found, claim.busy, claim.claimed, claim.scanned) == ({"done": 1}, ["held"], ["a", "b"], 4)
     assert list(keys) == ["c"]  # the iterator stops at the first key not looked at
-    store.put_many({"a": 2}, tag="request")  # ends the lease on a
-    assert fetch_many(store.raw, ["lease:a", "lease:b"]).keys() == {"lease:b"}
-    store.release(["b"])
-    assert store.claim(iter(["a", "b"]), other, 5, ttl=60).claimed == ["b"]
+    assert len({store.leased()[k].key for k in ("a", "b")}) == 1  # one lease row for the claim
+    store.put_many({"a": 2}, tag="request")  # b still open: the row stays (a is found now)
+    assert set(store.leased()) == {"held", "a", "b"}
+    store.put_many({"b": 3}, tag="request")  # every request of the claim persisted: the row goes
+    assert set(store.leased()) == {"held"}
+    assert store.claim(iter(["c"]), Holder(), 1, ttl=60).claimed == ["c"]
+    store.release(["c"])
+    assert store.claim(iter(["a", "b", "c"]), other, 5, ttl=60).claimed == ["c"]

@@ -109,7 +109,7 @@ def test_a_live_holder_on_another_host_keeps_its_leases_until_its_heartbeat_stop
         assert store.claim(iter(["k"]), me, 1, ttl=3600).busy == ["k"]
     # node b stopped beating (it ended, or died and its heartbeat expired)
     assert store.claim(iter(["k"]), me, 1, ttl=3600).claimed == ["k"]
-    assert store.get(LEASE + "k")["token"] == me.token
+    assert store.leased()["k"].holder["token"] == me.token
     store.close()
 
 
