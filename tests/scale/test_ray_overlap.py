@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evalflow.scale.ray_workers import QUEUED_PER_WORKER, RayDispatch
+from evalflow.scale.ray_workers import QUEUED_OVERLAPPING, RayDispatch
 
 
 class FakeRay:
@@ -41,7 +41,7 @@ class FakeRay:
         return refs
 
 
-@pytest.mark.parametrize(("overlap", "expected"), [(True, QUEUED_PER_WORKER), (False, None)])
+@pytest.mark.parametrize(("overlap", "expected"), [(True, QUEUED_OVERLAPPING), (False, None)])
 def test_actor_concurrency(overlap: bool, expected: int | None) -> None:
     ray = FakeRay()
     RayDispatch({"type": "dummy"}, 2, overlap=overlap)._spawn(ray, 0)
