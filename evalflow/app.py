@@ -36,6 +36,7 @@ from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
 from evalflow.output.summary import TaskSummary, cached_summary
 from evalflow.sandbox.registry import require_sandbox
+from evalflow.scale import chunks
 from evalflow.scoring.code_exec import runs_code
 from evalflow.settings import RunSettings
 from evalflow.taskspec.data import check_data_files
@@ -206,8 +207,8 @@ def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> Cached
 
 
 def chunk_size(settings: RunSettings, model: Any) -> int:
-    """The run's ``chunk_size``, else the model's (a class or an object) ``CHUNK_SIZE``."""
-    return settings.chunk_size if settings.chunk_size is not None else max(1, int(feature(model, "CHUNK_SIZE")))
+    """The run's ``chunk_size``, else the default for the model's (a class or an object) kind."""
+    return chunks.chunk_size(settings.chunk_size, bool(feature(model, "ANSWERS_EACH")))
 
 
 def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel,

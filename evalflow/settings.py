@@ -51,7 +51,7 @@ class RunSettings:
     trust_task_code: bool
     confirm_unsafe_code: bool
     code_sandbox: str
-    chunk_size: int | None  # None: the model class's CHUNK_SIZE
+    chunk_size: int | None  # None: the default for the model's kind (scale.chunks.chunk_size)
     judge_model: Any  # a preset name or a model config mapping; None: each judge block's own model
     explain: bool
     workers: int

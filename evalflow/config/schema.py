@@ -90,7 +90,7 @@ class RunConfig:
     # The most requests the inference edge sends to a model replica at once and persists together;
     # a chunk also closes at 2^18 tokens of estimated work (evalflow/scale/chunks.py), so long
     # prompts and generations travel in smaller chunks. A killed run loses at most one chunk.
-    # None: the model's own (its class's CHUNK_SIZE: 512 for a model of weights, 64 for a server).
+    # None: 512, or 64 for a served model (evalflow/scale/chunks.py).
     chunk_size: Optional[int] = inert(None)
     # The judge model of every judge metric (metric_list entries with a `judge:` block), replacing
     # the one each names: a preset (judge_model=smollm2) or a model config mapping

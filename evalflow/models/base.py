@@ -68,9 +68,6 @@ class LanguageModel(abc.ABC):
     # The request types this model answers with images (a task with doc_to_image); empty: a
     # text-only model, which evalflow refuses such tasks for before any call, as lm-eval does.
     MULTIMODAL: ClassVar[tuple[str, ...]] = ()
-    # The most requests of a chunk (the unit the edge hands a replica and persists) when the run
-    # does not set ``chunk_size``: large for a model of weights, whose batches are cut from a chunk.
-    CHUNK_SIZE: ClassVar[int] = 512
 
     @abc.abstractmethod
     def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]: ...
@@ -121,7 +118,7 @@ class LanguageModel(abc.ABC):
         return [dict(config) for _ in range(workers)]
 
 
-FEATURES = ("RUN_SETTINGS", "CHAT_MESSAGES", "ANSWERS_EACH", "CODE", "MULTIMODAL", "CHUNK_SIZE", "identity", "chat_template_source",
+FEATURES = ("RUN_SETTINGS", "CHAT_MESSAGES", "ANSWERS_EACH", "CODE", "MULTIMODAL", "identity", "chat_template_source",
             "describe", "answer_each", "in_flight", "served_counts", "replica_configs")
 
 

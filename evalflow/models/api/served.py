@@ -29,11 +29,6 @@ class ServedModel(LanguageModel):
 
     KIND: ClassVar[str]
     ANSWERS_EACH: ClassVar[bool] = True  # answers are handed over as their HTTP responses arrive
-    # the server batches concurrent requests itself, so a chunk is only what is leased and saved
-    # together: small ones start the first request sooner (its tokenizing is shorter) and keep Ray
-    # replicas (one per server, each dealt whole chunks) busy until the run's last requests, where
-    # 512-request chunks left one replica a chunk behind the other (1.79x one server, not ~2x)
-    CHUNK_SIZE: ClassVar[int] = 64
     CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.api",)  # payloads, tokens, alignment, client
 
     def __init__(self, **config: Any) -> None:
