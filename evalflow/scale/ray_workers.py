@@ -153,14 +153,17 @@ class RayDispatch:
         retry: deque[Chunk] = deque()
         inflight: dict[Any, tuple[int, int, Chunk]] = {}  # ref -> (actor index, generation, chunk)
         exhausted = False
+
+        def take() -> Chunk | None:
+            nonlocal exhausted
+            if retry:
+                return retry.popleft()
+            chunk = None if exhausted else next(source, None)
+            exhausted = chunk is None
+            return chunk
+
         while True:
-            for index, (gen, actor) in list(self._actors.items()):
-                while sum(1 for i, g, _ in inflight.values() if (i, g) == (index, gen)) < self.queued:
-                    chunk = retry.popleft() if retry else (None if exhausted else next(source, None))
-                    if chunk is None:
-                        exhausted = True
-                        break
-                    inflight[actor.answer.remote(rtype, [r for _, r in chunk])] = (index, gen, chunk)
+            self._deal(rtype, inflight, take)
             if not inflight:
                 return
             [ref], _ = ray.wait(list(inflight), num_returns=1)
@@ -175,6 +178,21 @@ class RayDispatch:
             except ray.exceptions.RayTaskError as exc:  # the model raised: the same error here
                 raise exc.as_instanceof_cause() from None
             yield Done(tuple(k for k, _ in chunk), answers, name, seconds, model)
+
+    def _deal(self, rtype: str, inflight: dict[Any, tuple[int, int, Chunk]], take: Any) -> None:
+        """Top every actor up to ``queued`` chunks, one chunk to each in turn: at the start every
+        actor gets its first chunk before any gets its second (leasing a chunk takes a few ms)."""
+        dealing = True
+        while dealing:
+            dealing = False
+            for index, (gen, actor) in list(self._actors.items()):
+                if sum(1 for i, g, _ in inflight.values() if (i, g) == (index, gen)) >= self.queued:
+                    continue
+                chunk = take()
+                if chunk is None:
+                    return
+                inflight[actor.answer.remote(rtype, [r for _, r in chunk])] = (index, gen, chunk)
+                dealing = True
 
     @property
     def queued(self) -> int:
