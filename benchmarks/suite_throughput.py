@@ -19,7 +19,10 @@ closes, which happens however this process ends (SIGKILL included); a run is its
 group, ended on SIGINT/SIGTERM/any error here.
 
 Throughput is measured at the server: answered requests / (last answer - first request), so
-process start, task loading and scoring are outside the window for both sides. Prints:
+process start, task loading and scoring are outside the window for both sides. Each round's line
+also gives the CPU milliseconds per request the client (the run's process group) and the servers
+spent inside that window (``benchmarks/cpu_window.py``): on a loaded machine the wall figures move
+with the other jobs, those barely do. Prints:
 
 - evalflow, one server: requests/s and its fraction of the ideal ``num_concurrent / latency``
   (640/s; the goal: >= 0.9);
@@ -47,15 +50,18 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.cpu_window import Sampler  # noqa: E402
 from tests.support.latency_server import build_tokenizer  # noqa: E402
 
 PEER = ROOT.parent / "shared" / "parity" / "peer.sh"
+SERVER_PIDS: dict[str, int] = {}  # url -> the server's process, for its CPU time
 
 
 @contextlib.contextmanager
@@ -68,7 +74,9 @@ def latency_servers(n: int, latency: float) -> Iterator[list[str]]:
             procs.append(subprocess.Popen(
                 [sys.executable, str(ROOT / "tests" / "support" / "latency_server.py"), "--latency", str(latency), "--record"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}))
-        yield [p.stdout.readline().strip() for p in procs if p.stdout is not None]
+        urls = [p.stdout.readline().strip() for p in procs if p.stdout is not None]
+        SERVER_PIDS.update(zip(urls, (p.pid for p in procs)))
+        yield urls
     finally:
         for p in procs:
             p.terminate()
@@ -83,12 +91,36 @@ def server_call(url: str, path: str, post: bool = False) -> dict:
         return json.loads(answer.read())
 
 
-def window(urls: list[str]) -> tuple[int, float]:
-    """Requests answered by all servers, and the seconds from the first request to the last answer."""
+@dataclass(frozen=True)
+class Window:
+    """Requests answered by all servers, from the first request to the last answer (monotonic
+    clock), and the CPU milliseconds per request the run's process group and the servers spent
+    in that time (None: not sampled)."""
+
+    answered: int
+    first: float
+    last: float
+    client_ms: float | None = None
+    server_ms: float | None = None
+
+    @property
+    def seconds(self) -> float:
+        return self.last - self.first
+
+    def cpu(self) -> str:
+        if self.client_ms is None or self.server_ms is None:
+            return ""
+        return f"; CPU per request in the window: client {self.client_ms:.3f} ms, servers {self.server_ms:.3f} ms"
+
+
+def window(urls: list[str], sampler: Sampler | None = None) -> Window:
     stats = [server_call(u, "/stats") for u in urls]
     answered = sum(s["answered"] for s in stats)
-    seconds = max(s["last"] for s in stats) - min(s["first"] for s in stats)
-    return answered, seconds
+    first, last = min(s["first"] for s in stats), max(s["last"] for s in stats)
+    cpu = sampler.within(first, last) if sampler is not None else None
+    if cpu is None or not answered:
+        return Window(answered, first, last)
+    return Window(answered, first, last, 1000 * cpu[0] / answered, 1000 * cpu[1] / answered)
 
 
 def subjects(n: int | None) -> list[str] | None:
@@ -116,21 +148,24 @@ def peer(url: str, tok: str, args: argparse.Namespace, out: str) -> list[str]:
             "--model", "local-completions", "--model_args", model_args]
 
 
-def measure(cmd: list[str], urls: list[str], env: dict[str, str]) -> tuple[int, float]:
-    """One run (its own process group, ended with this process's end or error) and its window."""
+def measure(cmd: list[str], urls: list[str], env: dict[str, str]) -> Window:
+    """One run (its own process group, ended with this process's end or error) and its window,
+    with the CPU time the run and the servers spent in it (see ``cpu_window``)."""
     for u in urls:
         server_call(u, "/reset", post=True)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
+    sampler = Sampler(proc.pid, [SERVER_PIDS[u] for u in urls if u in SERVER_PIDS]).start()
     try:
         _, err = proc.communicate()
     finally:
+        sampler.stop()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])}... failed:\n{err[-3000:]}")
-    return window(urls)
+    return window(urls, sampler)
 
 
 def recorded(url: str, path: str) -> str:
@@ -180,16 +215,19 @@ def main() -> int:
             if not args.no_peer:
                 runs["lm_eval_1"] = (peer(urls[0], tok, args, f"{tmp}/peer-{r}"), urls[:1])
             for name, (cmd, used) in runs.items():
-                n, seconds = measure(cmd, used, {**env, "PEER_OUT": f"{tmp}/peer-{r}"})
+                got = measure(cmd, used, {**env, "PEER_OUT": f"{tmp}/peer-{r}"})
                 if name == "evalflow_1":  # what replaying its exact requests from a bare client gets
                     bodies = recorded(urls[0], f"{tmp}/bodies-{r}.json")
                     runs_bare = [sys.executable, str(ROOT / "benchmarks" / "bare_client.py"), urls[0], bodies,
                                  str(args.num_concurrent)]
-                    bn, bs = measure(runs_bare, urls[:1], env)
-                    print(f"round {r + 1} bare_client_1: {bn} requests in {bs:.2f} s = {bn / bs:.1f} requests/s", flush=True)
-                    best["bare_client_1"] = max(best.get("bare_client_1", 0.0), bn / bs)
-                rate = n / seconds
-                print(f"round {r + 1} {name}: {n} requests in {seconds:.2f} s = {rate:.1f} requests/s", flush=True)
+                    bare = measure(runs_bare, urls[:1], env)
+                    print(f"round {r + 1} bare_client_1: {bare.answered} requests in {bare.seconds:.2f} s = "
+                          f"{bare.answered / bare.seconds:.1f} requests/s{bare.cpu()}", flush=True)
+                    best["bare_client_1"] = max(best.get("bare_client_1", 0.0), bare.answered / bare.seconds)
+                rate = got.answered / got.seconds
+                client = " (the driver only: Ray's actors are not in its process group)" if name.endswith("_ray") else ""
+                print(f"round {r + 1} {name}: {got.answered} requests in {got.seconds:.2f} s = {rate:.1f} requests/s"
+                      f"{got.cpu()}{client if got.cpu() else ''}", flush=True)
                 best[name] = max(best.get(name, 0.0), rate)
     one = best["evalflow_1"]
     print(f"evalflow, one server: {one:.1f} requests/s = {one / ideal:.3f} of the ideal {ideal:.0f}/s (goal >= 0.9)")

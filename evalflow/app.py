@@ -36,6 +36,7 @@ from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
 from evalflow.output.summary import TaskSummary, cached_summary
 from evalflow.sandbox.registry import require_sandbox
+from evalflow.scale import chunks
 from evalflow.scoring.code_exec import runs_code
 from evalflow.settings import RunSettings
 from evalflow.taskspec.datamap import check_data_files
@@ -152,12 +153,12 @@ def config_edge(model: Mapping[str, Any], settings: RunSettings, store: CacheSto
     config = dict(model)
     data = model_identity(config)
     load_args = config_arguments(config, settings)  # checked now rather than at the first miss
-    edge = CachedModel(store, fingerprint(data), lambda: build_model(load_args), chunk_size=settings.chunk_size,
+    cls = model_class(str(config["type"]))
+    edge = CachedModel(store, fingerprint(data), lambda: build_model(load_args), chunk_size=chunk_size(settings, cls),
                        identity_data=data, **({"counts": counts} if counts is not None else {}))
     if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
         from evalflow.scale.ray_workers import RayDispatch
 
-        cls = model_class(str(config["type"]))
         replicas = tuple(feature(cls, "replica_configs")(load_args, settings.workers))
         edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address,
                                     replica_args=replicas, overlap=bool(feature(cls, "ANSWERS_EACH")))
@@ -201,8 +202,13 @@ def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> Cached
             "aggregate) are computed on every run and never cached; give it an identity() method returning plain "
             "data (e.g. its name and weights' hash) to cache them", type(model).__name__, why,
         )
-        return CachedModel(store, None, lambda: model, chunk_size=settings.chunk_size)
-    return CachedModel(store, fingerprint(data), lambda: model, chunk_size=settings.chunk_size, identity_data=data)
+        return CachedModel(store, None, lambda: model, chunk_size=chunk_size(settings, model))
+    return CachedModel(store, fingerprint(data), lambda: model, chunk_size=chunk_size(settings, model), identity_data=data)
+
+
+def chunk_size(settings: RunSettings, model: Any) -> int:
+    """The run's ``chunk_size``, else the default for the model's (a class or an object) kind."""
+    return chunks.chunk_size(settings.chunk_size, bool(feature(model, "ANSWERS_EACH")))
 
 
 def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel,

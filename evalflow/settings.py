@@ -51,7 +51,7 @@ class RunSettings:
     trust_task_code: bool
     confirm_unsafe_code: bool
     code_sandbox: str
-    chunk_size: int
+    chunk_size: int | None  # None: the default for the model's kind (scale.chunks.chunk_size)
     judge_model: Any  # a preset name or a model config mapping; None: each judge block's own model
     explain: bool
     workers: int
@@ -170,7 +170,7 @@ _PARSERS: dict[str, Parse] = {
     "trust_task_code": lambda data: bool(data["trust_task_code"]),
     "confirm_unsafe_code": lambda data: bool(data["confirm_unsafe_code"]),
     "code_sandbox": lambda data: str(data["code_sandbox"]),  # checked at load, after imports=[...] register theirs
-    "chunk_size": lambda data: max(1, int(data["chunk_size"])),
+    "chunk_size": lambda data: None if data["chunk_size"] is None else max(1, int(data["chunk_size"])),
     "judge_model": lambda data: _judge_model(data["judge_model"]),
     "explain": lambda data: bool(data["explain"]),
     "workers": lambda data: _workers(data["workers"]),

@@ -90,7 +90,8 @@ class RunConfig:
     # The most requests the inference edge sends to a model replica at once and persists together;
     # a chunk also closes at 2^18 tokens of estimated work (evalflow/scale/chunks.py), so long
     # prompts and generations travel in smaller chunks. A killed run loses at most one chunk.
-    chunk_size: int = inert(512)
+    # None: 512, or 64 for a served model (evalflow/scale/chunks.py).
+    chunk_size: Optional[int] = inert(None)
     # The judge model of every judge metric (metric_list entries with a `judge:` block), replacing
     # the one each names: a preset (judge_model=smollm2) or a model config mapping
     # (judge_model='{type: hf, pretrained: PATH}'). None: each judge block's own model. Keys the

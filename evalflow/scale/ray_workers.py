@@ -6,8 +6,8 @@
 The driver (the DAG process) keeps planning, leasing and persisting exactly as with one worker;
 :class:`RayDispatch` only replaces *where* a chunk is answered. Each actor builds the model once,
 at its start, and keeps it (and the model's prefix memo) for the whole run. Every actor has up to
-two chunks queued, so it never waits for the driver. An actor that dies (killed, node lost, out
-of memory) fails its queued chunks: they are dealt again, to a replacement actor; the cache never
+two chunks queued (a served model's: four), so it never waits for the driver. An actor that dies
+(killed, node lost, out of memory) fails its queued chunks: they are dealt again, to a replacement actor; the cache never
 sees a half-answered chunk, because only the driver writes it. Ray is imported here only, on the
 first cache miss of a run with ``workers>1``.
 """
@@ -30,6 +30,12 @@ from evalflow.scale.dispatch import Chunk, Done
 log = logging.getLogger(__name__)
 
 QUEUED_PER_WORKER = 2  # one chunk computing, one waiting: an actor never idles on the driver
+# a served model's replica answers its queued chunks at once, oldest requests first: its small
+# chunks (models.api.served: 64 requests) need a deeper queue, so that while the driver saves a
+# finished chunk and the replica tokenizes the next (~10-70 ms on a loaded machine) the server
+# still has ~3 chunks of requests waiting; the replicas still end within about one chunk of each
+# other, as a chunk is dealt to whichever replica finished one
+QUEUED_OVERLAPPING = 4
 # Ray's own actor options, and the cluster resource each draws on; other keys are custom resources
 ACTOR_OPTIONS = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 
@@ -147,14 +153,17 @@ class RayDispatch:
         retry: deque[Chunk] = deque()
         inflight: dict[Any, tuple[int, int, Chunk]] = {}  # ref -> (actor index, generation, chunk)
         exhausted = False
+
+        def take() -> Chunk | None:
+            nonlocal exhausted
+            if retry:
+                return retry.popleft()
+            chunk = None if exhausted else next(source, None)
+            exhausted = chunk is None
+            return chunk
+
         while True:
-            for index, (gen, actor) in list(self._actors.items()):
-                while sum(1 for i, g, _ in inflight.values() if (i, g) == (index, gen)) < QUEUED_PER_WORKER:
-                    chunk = retry.popleft() if retry else (None if exhausted else next(source, None))
-                    if chunk is None:
-                        exhausted = True
-                        break
-                    inflight[actor.answer.remote(rtype, [r for _, r in chunk])] = (index, gen, chunk)
+            self._deal(rtype, inflight, take)
             if not inflight:
                 return
             [ref], _ = ray.wait(list(inflight), num_returns=1)
@@ -169,6 +178,26 @@ class RayDispatch:
             except ray.exceptions.RayTaskError as exc:  # the model raised: the same error here
                 raise exc.as_instanceof_cause() from None
             yield Done(tuple(k for k, _ in chunk), answers, name, seconds, model)
+
+    def _deal(self, rtype: str, inflight: dict[Any, tuple[int, int, Chunk]], take: Any) -> None:
+        """Top every actor up to ``queued`` chunks, one chunk to each in turn: at the start every
+        actor gets its first chunk before any gets its second (leasing a chunk takes a few ms)."""
+        dealing = True
+        while dealing:
+            dealing = False
+            for index, (gen, actor) in list(self._actors.items()):
+                if sum(1 for i, g, _ in inflight.values() if (i, g) == (index, gen)) >= self.queued:
+                    continue
+                chunk = take()
+                if chunk is None:
+                    return
+                inflight[actor.answer.remote(rtype, [r for _, r in chunk])] = (index, gen, chunk)
+                dealing = True
+
+    @property
+    def queued(self) -> int:
+        """Chunks dealt to one actor at a time."""
+        return QUEUED_OVERLAPPING if self.overlap else QUEUED_PER_WORKER
 
     def _start(self) -> Any:
         ray = import_ray()
@@ -217,7 +246,7 @@ class RayDispatch:
         name = f"evalflow-{self._token}-w{index}-{self.replaced}"
         options = actor_options(self.resources)
         if self.overlap:
-            options["max_concurrency"] = QUEUED_PER_WORKER
+            options["max_concurrency"] = self.queued
         remote = ray.remote(ModelReplica).options(name=name, **options)
         args = self.replica_args[index] if self.replica_args else self.load_args
         return remote.remote(dict(args), index)

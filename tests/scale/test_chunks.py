@@ -59,3 +59,16 @@ def test_a_family_over_the_budget_is_a_chunk_of_its_own() -> None:
     big = [(i, Request("loglikelihood", ("z" * 40_000, f" {i}"))) for i in range(3)]
     small = [(9, Request("loglikelihood", ("q", " a")))]
     assert [len(c) for c in plan_chunks(small + big + small, 512, budget=1_000)] == [1, 3, 1]
+
+
+def test_a_served_model_gets_small_chunks_unless_the_run_sets_them() -> None:
+    """Chunk size defaults by the model's kind, read from its class (never built): a served model
+    (answering each request as it arrives) 64, any other 512; a set ``chunk_size`` wins for both."""
+    from types import SimpleNamespace
+
+    from evalflow.app import chunk_size
+    from evalflow.models.registry import model_class
+
+    unset, eight = SimpleNamespace(chunk_size=None), SimpleNamespace(chunk_size=8)
+    assert [chunk_size(unset, model_class(t)) for t in ("openai_completions", "openai_chat", "dummy", "hf")] == [64, 64, 512, 512]
+    assert chunk_size(eight, model_class("openai_completions")) == chunk_size(eight, model_class("dummy")) == 8

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evalflow.scale.ray_workers import QUEUED_PER_WORKER, RayDispatch
+from evalflow.scale.ray_workers import QUEUED_OVERLAPPING, RayDispatch
 
 
 class FakeRay:
@@ -41,7 +41,7 @@ class FakeRay:
         return refs
 
 
-@pytest.mark.parametrize(("overlap", "expected"), [(True, QUEUED_PER_WORKER), (False, None)])
+@pytest.mark.parametrize(("overlap", "expected"), [(True, QUEUED_OVERLAPPING), (False, None)])
 def test_actor_concurrency(overlap: bool, expected: int | None) -> None:
     ray = FakeRay()
     RayDispatch({"type": "dummy"}, 2, overlap=overlap)._spawn(ray, 0)
@@ -70,3 +70,30 @@ def test_unset_ray_address_starts_a_ray_of_the_runs_own(monkeypatch: pytest.Monk
     monkeypatch.setattr(ray_workers, "import_ray", lambda: ray)
     RayDispatch({"type": "dummy"}, 2, address="auto")._start()
     assert ray.init_args["address"] == "auto"
+
+
+def test_chunks_are_dealt_to_each_actor_in_turn() -> None:
+    """Every actor gets its first chunk before any gets its second (each chunk is leased as it is
+    dealt, which takes a few ms), and none gets more than ``queued``; then dealing stops when the
+    chunks run out."""
+    dealt: list[int] = []
+
+    class Actor:
+        def __init__(self, index: int) -> None:
+            self.answer = self
+            self.index = index
+
+        def remote(self, rtype: str, requests: list[Any]) -> object:
+            dealt.append(self.index)
+            return object()
+
+    dispatch = RayDispatch({"type": "openai_completions"}, 2, overlap=True)
+    dispatch._actors = {0: (0, Actor(0)), 1: (0, Actor(1))}
+    chunks = iter([[("k", None)]] * (2 * QUEUED_OVERLAPPING + 1))
+    inflight: dict[Any, Any] = {}
+    dispatch._deal("loglikelihood", inflight, lambda: next(chunks, None))
+    assert dealt == [0, 1] * QUEUED_OVERLAPPING
+    del inflight[next(k for k, v in inflight.items() if v[0] == 1)]  # actor 1 finished a chunk
+    dispatch._deal("loglikelihood", inflight, lambda: next(chunks, None))
+    dispatch._deal("loglikelihood", inflight, lambda: next(chunks, None))
+    assert dealt[2 * QUEUED_OVERLAPPING:] == [1]
