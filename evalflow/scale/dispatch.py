@@ -2,7 +2,9 @@
 
 A dispatcher takes an iterator of chunks, pulled lazily (the edge leases each chunk in the cache
 only when a replica is ready for it), and yields each chunk's answers as it finishes, in whatever
-order they finish. :class:`LocalDispatch` is ``workers=1``: one chunk at a time, in this process;
+order they finish. :class:`LocalDispatch` is ``workers=1``: chunks in this process, through the
+model's ``answer_chunks`` (one at a time, unless the model pulls the next one early to keep its
+batch full);
 :class:`evalflow.scale.ray_workers.RayDispatch` keeps every Ray actor busy.
 """
 
@@ -66,9 +68,8 @@ class LocalDispatch:
             if feature(model, "ANSWERS_EACH"):  # e.g. a served model: chunks overlap, answers one by one
                 yield from answered_each(model, rtype, itertools.chain([chunk], source), self.name)
                 return
-            t0 = time.perf_counter()
-            answers = list(getattr(model, rtype)([r for _, r in chunk]))
-            yield Done(tuple(k for k, _ in chunk), answers, self.name, time.perf_counter() - t0, type(model).__name__)
+            yield from answered_chunks(model, rtype, itertools.chain([chunk], source), self.name)
+            return
 
     def close(self) -> None:
         pass
@@ -89,6 +90,25 @@ class WorkerCounts:
         self.chunks += 1
         self.requests += len(done.keys)
         self.seconds = round(self.seconds + done.seconds, 6)
+
+
+def answered_chunks(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
+    """Each chunk's answers from the model's ``answer_chunks``, as it hands them back (a model
+    may pull the next chunk before the current one is done; see ``LanguageModel.answer_chunks``).
+    A chunk's ``seconds`` is the model's time since it last handed answers back (the edge's time
+    saving them excluded), so with one chunk at a time it is that chunk's time, as before."""
+    pulled: dict[int, Chunk] = {}
+
+    def requests() -> Iterator[list[Request]]:
+        for n, chunk in enumerate(chunks):
+            pulled[n] = chunk
+            yield [r for _, r in chunk]
+
+    last = time.perf_counter()
+    for n, answers in feature(model, "answer_chunks")(rtype, requests()):
+        chunk = pulled.pop(n)
+        yield Done(tuple(k for k, _ in chunk), list(answers), worker, time.perf_counter() - last, type(model).__name__)
+        last = time.perf_counter()
 
 
 def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
