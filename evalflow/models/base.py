@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import abc
 import inspect
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
 
 from evalflow.records import Request
 
@@ -101,16 +101,6 @@ class LanguageModel(abc.ABC):
         for i, answer in enumerate(getattr(self, rtype)(requests)):
             on_answer(i, answer)
 
-    def answer_chunks(self, rtype: str, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, list[Any]]]:
-        """``(n, answers)`` for the ``n``-th chunk of requests (in the order pulled) once all of it
-        is answered; used when ``ANSWERS_EACH`` is false. The default answers one chunk at a time;
-        a model may pull the next chunk before the current one is done (to keep its batch full
-        across chunk boundaries: the HF model's greedy decode loop), and may hand chunks back in
-        any order, but should pull no further than it has room to work on: pulling a chunk
-        leases it, and a killed run loses the chunks pulled and not yet handed back."""
-        for n, requests in enumerate(chunks):
-            yield n, list(getattr(self, rtype)(requests))
-
     def in_flight(self) -> int:
         """With ``ANSWERS_EACH``: how many requests the model answers at once (a server's
         ``num_concurrent``); the edge keeps about twice that many handed to it, across chunks and
@@ -129,7 +119,7 @@ class LanguageModel(abc.ABC):
 
 
 FEATURES = ("RUN_SETTINGS", "CHAT_MESSAGES", "ANSWERS_EACH", "CODE", "MULTIMODAL", "identity", "chat_template_source",
-            "describe", "answer_each", "answer_chunks", "in_flight", "served_counts", "replica_configs")
+            "describe", "answer_each", "in_flight", "served_counts", "replica_configs")
 
 
 def feature(model: Any, name: str) -> Any:

@@ -2,8 +2,8 @@
 
 A dispatcher takes an iterator of chunks, pulled lazily (the edge leases each chunk in the cache
 only when a replica is ready for it), and yields each chunk's answers as it finishes, in whatever
-order they finish. :class:`LocalDispatch` is ``workers=1``: chunks in this process, through the
-model's ``answer_chunks`` (one at a time, unless the model pulls the next one early to keep its
+order they finish. :class:`LocalDispatch` is ``workers=1``: chunks in this process, through
+:func:`chunk_answers` (one at a time, unless the model pulls the next one early to keep its
 batch full);
 :class:`evalflow.scale.ray_workers.RayDispatch` keeps every Ray actor busy.
 """
@@ -93,8 +93,8 @@ class WorkerCounts:
 
 
 def answered_chunks(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
-    """Each chunk's answers from the model's ``answer_chunks``, as it hands them back (a model
-    may pull the next chunk before the current one is done; see ``LanguageModel.answer_chunks``).
+    """Each chunk's answers from :func:`chunk_answers`, as the model hands them back (it may pull
+    the next chunk before the current one is done).
     A chunk's ``seconds`` is the model's time since it last handed answers back (the edge's time
     saving them excluded), so with one chunk at a time it is that chunk's time, as before."""
     pulled: dict[int, Chunk] = {}
@@ -105,10 +105,26 @@ def answered_chunks(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str
             yield [r for _, r in chunk]
 
     last = time.perf_counter()
-    for n, answers in feature(model, "answer_chunks")(rtype, requests()):
+    for n, answers in chunk_answers(model, rtype, requests()):
         chunk = pulled.pop(n)
         yield Done(tuple(k for k, _ in chunk), list(answers), worker, time.perf_counter() - last, type(model).__name__)
         last = time.perf_counter()
+
+
+def chunk_answers(model: Any, rtype: str, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, list[Any]]]:
+    """``(n, answers)`` for the ``n``-th chunk of requests (in the order pulled) once all of it is
+    answered: the model's own ``answer_chunks(rtype, chunks)`` if it has one, else one chunk at a
+    time. A model's own may pull the next chunk before the current one is done (to keep its batch
+    full across chunk boundaries: the HF model's greedy decode loop) and hand chunks back in any
+    order, but should pull no further than it has room to work on: pulling a chunk leases it, and
+    a killed run loses the chunks pulled and not yet handed back.
+
+    (An optional method looked up here rather than a feature of the model contract, whose file is
+    part of every model's code identity: declaring it there would change every cache key.)"""
+    own = getattr(type(model), "answer_chunks", None)
+    if own is not None:
+        return own(model, rtype, chunks)  # type: ignore[no-any-return]
+    return ((n, list(getattr(model, rtype)(requests))) for n, requests in enumerate(chunks))
 
 
 def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:

@@ -284,11 +284,13 @@ class HFModel(LanguageModel):
         return generate.generate_until(self._generation_setup(), requests)
 
     def answer_chunks(self, rtype: str, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, list[Any]]]:
-        """Generation keeps one greedy decode loop running across chunks (``stream``): the next
+        """``(n, answers)`` per chunk as it completes (``evalflow.scale.dispatch.chunk_answers``).
+        Generation keeps one greedy decode loop running across chunks (``stream``): the next
         chunk's requests take the rows the current one frees, rather than each chunk draining its
         batch to one row. The other request types answer chunk by chunk."""
         if rtype != "generate_until":
-            yield from super().answer_chunks(rtype, chunks)
+            for n, requests in enumerate(chunks):
+                yield n, list(getattr(self, rtype)(requests))
             return
         from evalflow.models.hf import stream
 
