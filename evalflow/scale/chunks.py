@@ -24,8 +24,8 @@ gap is smaller, hence 64 rather than 250). With the defaults (512 requests, 2^18
 So a chunk is about the same amount of model time whatever the task (~25 s of SmolLM2 on this
 CPU), which is what bounds what a killed run loses (the chunks in flight: one per replica, or
 where a local decode loop fills the rows its current chunk frees with the next chunk's requests,
-``evalflow.models.hf.stream``, each chunk with a row still running: usually two); any task of more than one chunk's work gives several replicas
-chunks to answer.
+``evalflow.models.hf.stream``, each chunk with a row still running: usually two); any task of
+more than one chunk's work gives several replicas chunks to answer.
 
 >>> from evalflow.records import Request
 >>> reqs = [Request("loglikelihood", ("Q1", c)) for c in "abc"] + [Request("loglikelihood", ("Q2", "d"))]
