@@ -100,3 +100,20 @@ def test_local_dispatch_hands_back_each_chunk_with_its_keys(model, contexts, sto
     got = {k: a for d in done for k, a in zip(d.keys, d.answers)}
     assert sorted(len(d.keys) for d in done) == [3, 3]
     assert got == {k: a for chunk in chunks for k, a in zip([k for k, _ in chunk], model.generate_until([r for _, r in chunk]))}
+
+
+def test_a_loop_with_fewer_requests_than_slots_allocates_only_their_rows(model, contexts, stops, monkeypatch):
+    allocated: list[int] = []
+    real = decode.SlotLayer._buffers
+
+    def spy(self, like):
+        fresh = self.key_buffer is None
+        out = real(self, like)
+        if fresh:
+            allocated.append(out[0].shape[0])
+        return out
+
+    monkeypatch.setattr(decode.SlotLayer, "_buffers", spy)
+    chunk = [gen(c, until=stops, max_gen_toks=24) for c in contexts[:2]]
+    assert dict(model.answer_chunks("generate_until", iter([chunk]))) == {0: model.generate_until(chunk)}
+    assert set(allocated) == {2}  # batch_size 3, two requests, no further chunk: two rows, as without the stream

@@ -167,6 +167,8 @@ def greedy_stream(
         with torch.inference_mode(), shared_attention.active(model) if loop.shared is not None else nullcontext():
             if more is not None and not loop.fill(more):
                 more = None
+                if not loop.rows:  # no buffer yet: size it for the jobs there are, as without ``more``
+                    loop.resize(min(loop.slots, len(loop.waiting)))
             loop.fill(None)
             if more is None:
                 loop.compact()
@@ -203,6 +205,12 @@ class _Loop:
             return True
         return (job.prefix is not None and job.prefix.lengths[0] >= self.skip and len(job.context) - 1 >= self.skip
                 and common_prefix_len(self.jobs[0].context, job.context) >= self.skip)
+
+    def resize(self, slots: int) -> None:
+        """Run at most ``slots`` rows (before the first row joins: the buffers do not exist yet)."""
+        self.slots = max(1, slots)
+        for layer in self.layers:
+            layer.slots = self.slots
 
     def free_rows(self) -> list[int]:
         return [r for r, j in enumerate(self.rows) if j < 0] + list(range(len(self.rows), self.slots))
