@@ -6,11 +6,14 @@
 
 Workloads (SmolLM2-135M fp32 on CPU, the local data, evalflow at ``batch_size`` 8):
 
-- ``arc_easy``: 500 test documents, 0-shot (loglikelihood; goal 3x lm-eval's throughput);
+(Goals as issue 24 restated them against what fp32 arithmetic allows on this machine, measured
+floors: arc_easy ~3.1x, mmlu ~8x, gsm8k 2.68x.)
+
+- ``arc_easy``: 500 test documents, 0-shot (loglikelihood; goal 2.5x lm-eval's throughput);
 - ``mmlu5``: 5 subjects, every test document, 5-shot: every document of a subject has the same
-  five examples in front (goal 10x);
+  five examples in front (goal 6.5x);
 - ``gsm8k``: 30 documents, 5-shot, greedy generation, against the better of lm-eval at batch size 1
-  and 8 (goal 3x). Its five examples are drawn at random per document, so no two prompts share a
+  and 8 (goal 2.4x). Its five examples are drawn at random per document, so no two prompts share a
   prefix: every prompt is run whole, on both sides;
 - ``cot``: ``gsm8k_cot``, 30 documents, its 8 fixed chain-of-thought exemplars in front of every
   question, greedy, against lm-eval's better of batch size 1 and 8 (no goal: it shows the case of a
@@ -70,9 +73,9 @@ class Workload:
 
 
 WORKLOADS = [
-    Workload("arc_easy", ("arc_easy",), 0, 500, 3.0),
-    Workload("mmlu5", tuple(MMLU5), 5, None, 10.0),
-    Workload("gsm8k", ("gsm8k",), 5, 30, 3.0, peer_batch_sizes=(8, 1)),
+    Workload("arc_easy", ("arc_easy",), 0, 500, 2.5),
+    Workload("mmlu5", tuple(MMLU5), 5, None, 6.5),
+    Workload("gsm8k", ("gsm8k",), 5, 30, 2.4, peer_batch_sizes=(8, 1)),
     Workload("cot", ("gsm8k_cot",), 8, 30, None, peer_batch_sizes=(8, 1)),
 ]
 

@@ -2,7 +2,9 @@
 
 :class:`CachedModel` implements the three request types. For each list of requests it answers what
 the cache holds, sends only the misses to the real model, in chunks, and persists every chunk in
-one transaction as soon as it returns: a killed run loses at most the chunk in flight, and any
+one transaction as soon as it returns: a killed run loses at most the chunks in flight (one; where
+a local model's decode loop pulls the next chunk to fill the rows the current one frees,
+``answer_chunks``, each chunk with a row still running), and any
 later run (a larger ``limit``, another task with the same prompts, a resumed sweep) reuses the rest.
 
 A request's key is ``fingerprint(model identity, request)``. It never contains batch size, rank or

@@ -22,7 +22,9 @@ gap is smaller, hence 64 rather than 250). With the defaults (512 requests, 2^18
 - gsm8k generation (256 new tokens) gets ~15 requests a chunk, 0-shot or 5-shot.
 
 So a chunk is about the same amount of model time whatever the task (~25 s of SmolLM2 on this
-CPU), which is what bounds what a killed run loses (one chunk in flight per replica); any task of
+CPU), which is what bounds what a killed run loses (the chunks in flight: one per replica, or
+where a local decode loop fills the rows its current chunk frees with the next chunk's requests,
+``evalflow.models.hf.stream``, each chunk with a row still running: usually two); any task of
 more than one chunk's work gives several replicas chunks to answer.
 
 >>> from evalflow.records import Request

@@ -2,7 +2,9 @@
 
 A dispatcher takes an iterator of chunks, pulled lazily (the edge leases each chunk in the cache
 only when a replica is ready for it), and yields each chunk's answers as it finishes, in whatever
-order they finish. :class:`LocalDispatch` is ``workers=1``: one chunk at a time, in this process;
+order they finish. :class:`LocalDispatch` is ``workers=1``: chunks in this process, through
+:func:`chunk_answers` (one at a time, unless the model pulls the next one early to keep its
+batch full);
 :class:`evalflow.scale.ray_workers.RayDispatch` keeps every Ray actor busy.
 """
 
@@ -66,9 +68,8 @@ class LocalDispatch:
             if feature(model, "ANSWERS_EACH"):  # e.g. a served model: chunks overlap, answers one by one
                 yield from answered_each(model, rtype, itertools.chain([chunk], source), self.name)
                 return
-            t0 = time.perf_counter()
-            answers = list(getattr(model, rtype)([r for _, r in chunk]))
-            yield Done(tuple(k for k, _ in chunk), answers, self.name, time.perf_counter() - t0, type(model).__name__)
+            yield from answered_chunks(model, rtype, itertools.chain([chunk], source), self.name)
+            return
 
     def close(self) -> None:
         pass
@@ -89,6 +90,41 @@ class WorkerCounts:
         self.chunks += 1
         self.requests += len(done.keys)
         self.seconds = round(self.seconds + done.seconds, 6)
+
+
+def answered_chunks(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
+    """Each chunk's answers from :func:`chunk_answers`, as the model hands them back (it may pull
+    the next chunk before the current one is done).
+    A chunk's ``seconds`` is the model's time since it last handed answers back (the edge's time
+    saving them excluded), so with one chunk at a time it is that chunk's time, as before."""
+    pulled: dict[int, Chunk] = {}
+
+    def requests() -> Iterator[list[Request]]:
+        for n, chunk in enumerate(chunks):
+            pulled[n] = chunk
+            yield [r for _, r in chunk]
+
+    last = time.perf_counter()
+    for n, answers in chunk_answers(model, rtype, requests()):
+        chunk = pulled.pop(n)
+        yield Done(tuple(k for k, _ in chunk), list(answers), worker, time.perf_counter() - last, type(model).__name__)
+        last = time.perf_counter()
+
+
+def chunk_answers(model: Any, rtype: str, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, list[Any]]]:
+    """``(n, answers)`` for the ``n``-th chunk of requests (in the order pulled) once all of it is
+    answered: the model's own ``answer_chunks(rtype, chunks)`` if it has one, else one chunk at a
+    time. A model's own may pull the next chunk before the current one is done (to keep its batch
+    full across chunk boundaries: the HF model's greedy decode loop) and hand chunks back in any
+    order, but should pull no further than it has room to work on: pulling a chunk leases it, and
+    a killed run loses the chunks pulled and not yet handed back.
+
+    (An optional method looked up here rather than a feature of the model contract, whose file is
+    part of every model's code identity: declaring it there would change every cache key.)"""
+    own = getattr(type(model), "answer_chunks", None)
+    if own is not None:
+        return own(model, rtype, chunks)  # type: ignore[no-any-return]
+    return ((n, list(getattr(model, rtype)(requests))) for n, requests in enumerate(chunks))
 
 
 def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:

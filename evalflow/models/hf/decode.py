@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import deque
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
@@ -134,59 +134,151 @@ def greedy_until(
     Jobs enter in the given order as slots free up; at most ``slots`` rows run per step and each
     row generates at most ``max_new`` tokens.
     """
-    slots = max(1, min(slots, len(jobs)))
-    shared = _shared_prefix(jobs) if shared_attention.applies(model) else None
-    skip = shared.lengths[0] if shared is not None else 0  # columns held once, outside the slots
-    capacity = max(len(j.context) for j in jobs) - skip + max_new
-    layers = [SlotLayer(slots, capacity) for _ in range(kv.num_layers(model))]
-    cache = Cache(layers=layers)
-    waiting = deque(range(len(jobs)))
-    rows: list[int] = []  # the job in each buffer row, -1 once it has finished
-    lengths: list[int] = []  # tokens each row has run = position of the token it feeds next
-    feed: list[int] = []  # the token each row feeds next
     out: list[list[int]] = [[] for _ in jobs]
-    step_kwargs: dict[str, Any] = {str(cache_argument(model)): cache, "use_cache": True, "logits_to_keep": 1}
-    if shared is not None:
-        step_kwargs["shared_prefix"] = shared
-    dtype = model.dtype if model.dtype.is_floating_point else torch.float32
-    with shared_attention.active(model) if shared is not None else nullcontext():
-        while waiting or any(j >= 0 for j in rows):
-            for r in [r for r, j in enumerate(rows) if j < 0] + list(range(len(rows), slots)):
-                if not waiting:
-                    break
-                j = waiting.popleft()
-                _join(model, layers, r, jobs[j], skip, device)
-                if r == len(rows):  # the first fill
-                    for values in (rows, lengths, feed):
-                        values.append(0)
-                rows[r], lengths[r], feed[r] = j, len(jobs[j].context) - 1, jobs[j].context[-1]
-            while -1 in rows:  # nothing left to take the free rows: stop computing them
-                r = rows.index(-1)
-                for layer in layers:
-                    layer.drop(r, lengths[-1] - skip)
-                for values in (rows, lengths, feed):
-                    values[r] = values[-1]
-                    values.pop()
-            positions = torch.tensor(lengths, dtype=torch.long)
-            columns = positions - skip
-            width = int(columns.max()) + 1
-            for layer in layers:
-                layer.write_at, layer.width = columns.to(device), width
-            filled = torch.arange(width)[None, :] <= columns[:, None]
-            mask = torch.zeros(filled.shape, dtype=dtype).masked_fill_(~filled, torch.finfo(dtype).min)
-            ids = torch.tensor(feed, dtype=torch.long)[:, None]
-            logits = model(
-                ids.to(device), attention_mask=mask[:, None, None].to(device), position_ids=positions[:, None].to(device),
-                **step_kwargs,
-            ).logits
-            for r, token in enumerate(logits[:, -1].argmax(dim=-1).tolist()):
-                generated = out[rows[r]]
-                generated.append(token)
-                lengths[r] += 1
-                feed[r] = token
-                if token in eos_ids or len(generated) >= max_new or stop.hit(generated):
-                    rows[r] = -1
+    for j, tokens in greedy_stream(model, jobs, slots, max_new, stop, eos_ids, device):
+        out[j] = tokens
     return out
+
+
+More = Callable[[Callable[[Job], bool]], Sequence[Job]]
+"""``more(fits)``: further jobs for a running loop, each one ``fits`` accepts (empty: none now)."""
+
+
+def greedy_stream(
+    model: Any,
+    jobs: Sequence[Job],
+    slots: int,
+    max_new: int,
+    stop: StopWatch,
+    eos_ids: set[int],
+    device: Any,
+    more: More | None = None,
+) -> Iterator[tuple[int, list[int]]]:
+    """:func:`greedy_until` as a stream: ``(job index, its tokens)`` as each row stops.
+
+    With ``more``, the batch stays full past the given jobs: whenever a row is free and no job
+    waits, ``more(fits)`` is asked for further jobs (numbered after the ones before), which must
+    fit this loop's buffers and shared prefix (``fits``); the first empty answer ends the asking,
+    and the rows drain. So a caller can feed the requests of its next chunk of work into the slots
+    its current chunk frees, rather than running each chunk down to one row."""
+    loop = _Loop(model, list(jobs), max(1, slots if more is not None else min(slots, len(jobs))), max_new, device)
+    dtype = model.dtype if model.dtype.is_floating_point else torch.float32
+    while loop.waiting or any(j >= 0 for j in loop.rows):
+        with torch.inference_mode(), shared_attention.active(model) if loop.shared is not None else nullcontext():
+            if more is not None and not loop.fill(more):
+                more = None
+                if not loop.rows:  # no buffer yet: size it for the jobs there are, as without ``more``
+                    loop.resize(min(loop.slots, len(loop.waiting)))
+            loop.fill(None)
+            if more is None:
+                loop.compact()
+            finished = loop.step(dtype, stop, eos_ids)
+        for j in finished:
+            yield j, loop.out[j]
+
+
+class _Loop:
+    """The state of one continuous-batching run: the slot buffers, which job each row holds, and
+    what each row feeds next."""
+
+    def __init__(self, model: Any, jobs: list[Job], slots: int, max_new: int, device: Any) -> None:
+        self.model, self.jobs, self.slots, self.max_new, self.device = model, jobs, slots, max_new, device
+        self.shared = _shared_prefix(jobs) if shared_attention.applies(model) else None
+        self.skip = self.shared.lengths[0] if self.shared is not None else 0  # columns held once, outside the slots
+        self.capacity = max(len(j.context) for j in jobs) - self.skip + max_new
+        self.layers = [SlotLayer(slots, self.capacity) for _ in range(kv.num_layers(model))]
+        self.step_kwargs: dict[str, Any] = {str(cache_argument(model)): Cache(layers=self.layers), "use_cache": True, "logits_to_keep": 1}
+        if self.shared is not None:
+            self.step_kwargs["shared_prefix"] = self.shared
+        self.waiting = deque(range(len(jobs)))
+        self.rows: list[int] = []  # the job in each buffer row, -1 once it has finished
+        self.lengths: list[int] = []  # tokens each row has run = position of the token it feeds next
+        self.feed: list[int] = []  # the token each row feeds next
+        self.out: list[list[int]] = [[] for _ in jobs]
+
+    def fits(self, job: Job) -> bool:
+        """Whether ``job`` can join this loop: room in the buffers and, when the rows read one
+        shared prefix, the same prefix (memoized as far as the shared part) and a token after it."""
+        if len(job.context) - self.skip + self.max_new > self.capacity:
+            return False
+        if self.shared is None:
+            return True
+        return (job.prefix is not None and job.prefix.lengths[0] >= self.skip and len(job.context) - 1 >= self.skip
+                and common_prefix_len(self.jobs[0].context, job.context) >= self.skip)
+
+    def resize(self, slots: int) -> None:
+        """Run at most ``slots`` rows (before the first row joins: the buffers do not exist yet)."""
+        self.slots = max(1, slots)
+        for layer in self.layers:
+            layer.slots = self.slots
+
+    def free_rows(self) -> list[int]:
+        return [r for r, j in enumerate(self.rows) if j < 0] + list(range(len(self.rows), self.slots))
+
+    def fill(self, more: More | None) -> bool:
+        """With ``more``: ask it for jobs until as many wait as rows are free; False once it has
+        none. Without: put waiting jobs into the free rows."""
+        if more is not None:
+            while len(self.waiting) < len(self.free_rows()):
+                extra = list(more(self.fits))
+                if not extra:
+                    return False
+                if not all(self.fits(job) for job in extra):
+                    raise RuntimeError("a job that does not fit joined a decode loop; please report this bug")
+                self.waiting.extend(range(len(self.jobs), len(self.jobs) + len(extra)))
+                self.jobs.extend(extra)
+                self.out.extend([] for _ in extra)
+            return True
+        for r in self.free_rows():
+            if not self.waiting:
+                break
+            j = self.waiting.popleft()
+            _join(self.model, self.layers, r, self.jobs[j], self.skip, self.device)
+            if r == len(self.rows):  # the first fill
+                for values in (self.rows, self.lengths, self.feed):
+                    values.append(0)
+            self.rows[r], self.lengths[r], self.feed[r] = j, len(self.jobs[j].context) - 1, self.jobs[j].context[-1]
+        return True
+
+    def compact(self) -> None:
+        """Nothing left to take the free rows: stop computing them (and the rows never filled)."""
+        while self.slots > len(self.rows):
+            for layer in self.layers:
+                layer.drop(self.slots - 1, 0)
+            self.slots -= 1
+        while -1 in self.rows:
+            r = self.rows.index(-1)
+            for layer in self.layers:
+                layer.drop(r, self.lengths[-1] - self.skip)
+            for values in (self.rows, self.lengths, self.feed):
+                values[r] = values[-1]
+                values.pop()
+            self.slots -= 1
+
+    def step(self, dtype: Any, stop: StopWatch, eos_ids: set[int]) -> list[int]:
+        """One token for every row; returns the jobs that stopped."""
+        positions = torch.tensor(self.lengths, dtype=torch.long)
+        columns = positions - self.skip
+        width = int(columns.max()) + 1
+        for layer in self.layers:
+            layer.write_at, layer.width = columns.to(self.device), width
+        filled = torch.arange(width)[None, :] <= columns[:, None]
+        mask = torch.zeros(filled.shape, dtype=dtype).masked_fill_(~filled, torch.finfo(dtype).min)
+        ids = torch.tensor(self.feed, dtype=torch.long)[:, None]
+        logits = self.model(
+            ids.to(self.device), attention_mask=mask[:, None, None].to(self.device),
+            position_ids=positions[:, None].to(self.device), **self.step_kwargs,
+        ).logits
+        finished = []
+        for r, token in enumerate(logits[:, -1].argmax(dim=-1).tolist()):
+            generated = self.out[self.rows[r]]
+            generated.append(token)
+            self.lengths[r] += 1
+            self.feed[r] = token
+            if token in eos_ids or len(generated) >= self.max_new or stop.hit(generated):
+                finished.append(self.rows[r])
+                self.rows[r] = -1
+        return finished
 
 
 def _shared_prefix(jobs: Sequence[Job]) -> kv.PrefixStates | None:

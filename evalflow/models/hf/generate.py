@@ -48,20 +48,9 @@ class GenerationSetup:
 
 def generate_until(setup: GenerationSetup, requests: Sequence[Request]) -> list[str]:
     """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
-    contexts = [str(r.args[0]) for r in requests]
-    raw_kwargs = [dict(r.args[1]) if len(r.args) > 1 and r.args[1] else {} for r in requests]
-    eos_id = setup.tokenizer.eos_token_id
-    eos = setup.tokenizer.decode(eos_id, skip_special_tokens=False) if eos_id is not None else None
-    encoded_len: dict[str, int] = {}
-
-    def n_tokens(text: str) -> int:
-        if text not in encoded_len:
-            encoded_len[text] = len(setup.tok_encode(text))
-        return encoded_len[text]
-
+    eos = eos_text(setup)
     out: list[str | None] = [None] * len(requests)
-    for indices in plan_generation(contexts, raw_kwargs, n_tokens):
-        kwargs = normalize_gen_kwargs(raw_kwargs[indices[0]], setup.max_gen_toks)
+    for indices, kwargs in kwargs_groups(setup, requests):
         for i, text in generate_group(setup, [requests[i] for i in indices], kwargs, eos):
             out[indices[i]] = text
     if any(o is None for o in out):
@@ -69,12 +58,47 @@ def generate_until(setup: GenerationSetup, requests: Sequence[Request]) -> list[
     return out  # type: ignore[return-value]
 
 
-def generate_group(setup: GenerationSetup, requests: list[Request], kwargs: dict[str, Any], eos: str | None) -> list[tuple[int, str]]:
-    """Generate for requests sharing generation kwargs: (position in ``requests``, text) pairs."""
-    import torch
+def eos_text(setup: GenerationSetup) -> str | None:
+    """The EOS token as text: a stop sequence of every request (lm-eval's)."""
+    eos_id = setup.tokenizer.eos_token_id
+    return setup.tokenizer.decode(eos_id, skip_special_tokens=False) if eos_id is not None else None
 
-    from evalflow.models.hf import kv, torch_ops
 
+def kwargs_groups(setup: GenerationSetup, requests: Sequence[Request]) -> list[tuple[list[int], dict[str, Any]]]:
+    """lm-eval's groups of requests by generation kwargs (each sorted longest context first), with
+    the group's normalized kwargs."""
+    contexts = [str(r.args[0]) for r in requests]
+    raw_kwargs = [dict(r.args[1]) if len(r.args) > 1 and r.args[1] else {} for r in requests]
+    encoded_len: dict[str, int] = {}
+
+    def n_tokens(text: str) -> int:
+        if text not in encoded_len:
+            encoded_len[text] = len(setup.tok_encode(text))
+        return encoded_len[text]
+
+    return [(indices, normalize_gen_kwargs(raw_kwargs[indices[0]], setup.max_gen_toks))
+            for indices in plan_generation(contexts, raw_kwargs, n_tokens)]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Requests of one generation-kwargs group, ready to generate: stops, token budget, the
+    left-truncated contexts and the shared-prefix length of each (``_family_prefixes``)."""
+
+    until: tuple[str, ...]
+    max_gen_toks: int
+    encoded: list[list[int]]
+    family_prefix: list[int]
+    kwargs: dict[str, Any]  # the rest, for transformers' generate
+
+    def continuous(self, setup: GenerationSetup) -> bool:
+        """Whether the greedy continuous-batching loop (``decode``) answers this group."""
+        return setup.batching == "continuous" and setup.kv_works and hf_generate_kwargs(self.kwargs) == {"do_sample": False}
+
+
+def prepare_group(setup: GenerationSetup, requests: Sequence[Request], kwargs: dict[str, Any], eos: str | None) -> Group:
+    """The requests' contexts encoded and truncated as lm-eval does, refusing what cannot run."""
+    kwargs = dict(kwargs)
     until = stop_sequences(kwargs.pop("until", None), eos)
     max_gen_toks = int(kwargs.pop("max_gen_toks"))
     max_ctx_len = setup.max_length - max_gen_toks
@@ -90,8 +114,18 @@ def generate_group(setup: GenerationSetup, requests: list[Request], kwargs: dict
                 f"the context of generate_until request {r.args[0]!r} encodes to no tokens and "
                 "this tokenizer adds no BOS, so there is nothing to continue; give it a prompt."
             )
-    family_prefix = _family_prefixes(setup, encoded)
-    if setup.batching == "continuous" and setup.kv_works and hf_generate_kwargs(kwargs) == {"do_sample": False}:
+    return Group(tuple(until), max_gen_toks, encoded, _family_prefixes(setup, encoded), kwargs)
+
+
+def generate_group(setup: GenerationSetup, requests: list[Request], kwargs: dict[str, Any], eos: str | None) -> list[tuple[int, str]]:
+    """Generate for requests sharing generation kwargs: (position in ``requests``, text) pairs."""
+    import torch
+
+    from evalflow.models.hf import kv, torch_ops
+
+    group = prepare_group(setup, requests, kwargs, eos)
+    until, max_gen_toks, encoded, family_prefix, kwargs = list(group.until), group.max_gen_toks, group.encoded, group.family_prefix, group.kwargs
+    if group.continuous(setup):
         return _generate_continuous(setup, encoded, family_prefix, until, max_gen_toks)
     sampled = bool(kwargs.get("do_sample"))
     size_for = (lambda i: 1) if sampled else (lambda i: setup.batch_size_for(len(encoded[i]) + max_gen_toks))
@@ -125,14 +159,29 @@ def _generate_continuous(
     from evalflow.models.hf import decode
 
     slots = setup.decode_slots_for(max(len(c) for c in encoded) + max_gen_toks)
-    eos = setup.model.generation_config.eos_token_id
-    eos_ids = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
     stop = decode.StopWatch(until, setup.tokenizer)
     with torch.inference_mode():
-        jobs = [decode.Job(tuple(ctx), _batch_prefix(setup, [ctx], [n])) for ctx, n in zip(encoded, family_prefix)]
-        new_tokens = decode.greedy_until(setup.model, jobs, slots, max_gen_toks, stop, eos_ids, setup.device)
-    texts = [setup.tokenizer.decode(toks, skip_special_tokens=True) for toks in new_tokens]
-    return [(i, strip_at_stops(text, until)) for i, text in enumerate(texts)]
+        jobs = decode_jobs(setup, encoded, family_prefix)
+        new_tokens = decode.greedy_until(setup.model, jobs, slots, max_gen_toks, stop, eos_ids(setup), setup.device)
+    return [(i, final_text(setup, toks, until)) for i, toks in enumerate(new_tokens)]
+
+
+def decode_jobs(setup: GenerationSetup, encoded: list[list[int]], family_prefix: list[int]) -> list[Any]:
+    """A ``decode.Job`` per context: its tokens and the memoized key/values of its family's prefix."""
+    from evalflow.models.hf import decode
+
+    return [decode.Job(tuple(ctx), _batch_prefix(setup, [ctx], [n])) for ctx, n in zip(encoded, family_prefix)]
+
+
+def eos_ids(setup: GenerationSetup) -> set[int]:
+    """The token ids that end a greedy row (the model's generation config)."""
+    eos = setup.model.generation_config.eos_token_id
+    return set(eos if isinstance(eos, list) else [] if eos is None else [eos])
+
+
+def final_text(setup: GenerationSetup, tokens: Sequence[int], until: Sequence[str]) -> str:
+    """A row's generated tokens as the answer: decoded, cut at the first stop sequence."""
+    return strip_at_stops(setup.tokenizer.decode(list(tokens), skip_special_tokens=True), list(until))
 
 
 def _one_sequence_per_row(gen_kwargs: dict[str, Any]) -> bool:

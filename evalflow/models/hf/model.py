@@ -56,7 +56,7 @@ cores this process may use), ``prefix_sharing`` and ``batching``.
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterable, Iterator, Sequence
 
 from evalflow.errors import ConfigError
 from evalflow.models.base import LanguageModel
@@ -281,10 +281,27 @@ class HFModel(LanguageModel):
         """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
         from evalflow.models.hf import generate
 
-        setup = generate.GenerationSetup(
+        return generate.generate_until(self._generation_setup(), requests)
+
+    def answer_chunks(self, rtype: str, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, list[Any]]]:
+        """``(n, answers)`` per chunk as it completes (``evalflow.scale.dispatch.chunk_answers``).
+        Generation keeps one greedy decode loop running across chunks (``stream``): the next
+        chunk's requests take the rows the current one frees, rather than each chunk draining its
+        batch to one row. The other request types answer chunk by chunk."""
+        if rtype != "generate_until":
+            for n, requests in enumerate(chunks):
+                yield n, list(getattr(self, rtype)(requests))
+            return
+        from evalflow.models.hf import stream
+
+        yield from stream.generate_chunks(self._generation_setup(), chunks)
+
+    def _generation_setup(self) -> Any:
+        from evalflow.models.hf import generate
+
+        return generate.GenerationSetup(
             self.model, self.tokenizer, self.device, self.max_length, self.max_gen_toks, self.batch_size_for,
             self.decode_slots_for,
             self.tok_encode, self.encode_generation_context, self.share_prefixes, self.kv_works, self.batching,
             self.min_prefix, self.prefix_memo,
         )
-        return generate.generate_until(setup, requests)

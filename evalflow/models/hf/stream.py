@@ -1,0 +1,131 @@
+"""Greedy generation across chunks of requests: one continuous-batching loop fed chunk after chunk.
+
+The inference edge hands a local model its misses in chunks (``evalflow.scale.chunks``), and saves
+each chunk's answers when the chunk is answered, so a killed run loses at most the chunks in
+flight. Generation chunks are small (a chunk is sized by estimated work: ~15 gsm8k requests), and
+a decode loop confined to one chunk runs its last rows alone: 30 gsm8k documents at 8 slots ran as
+two loops each draining from 8 rows to 1. Here the loop asks for the next chunk as soon as a row
+frees and no request waits (:func:`evalflow.models.hf.decode.greedy_stream`), so the slots stay
+full from the run's first request to its last, and each chunk's answers are handed back the
+moment its last row stops (possibly before an earlier chunk's), as ``(chunk number, answers)``.
+
+Each chunk is prepared exactly as :func:`generate.generate_until` prepares it alone (lm-eval's
+order and truncation, its family prefixes planned over the chunk, their memoized key/values), so a
+request's answer is the same function of its own context: only which rows share a decode step
+changes, as it does with any other batch composition (float summation order, see ``decode``). A
+chunk that cannot join the running loop (other generation kwargs, several kwargs groups, sampled
+generation, a context longer than the loop's buffers, another shared prefix) waits until that loop
+has drained, then runs on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from evalflow.models.hf import generate
+from evalflow.records import Request
+
+Source = Iterator[tuple[int, Sequence[Request]]]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One chunk ready for the decode loop: its requests form one greedy kwargs group."""
+
+    n: int  # the chunk's number (pull order)
+    size: int  # its requests
+    order: list[int]  # the request each job answers, in join order
+    jobs: list[Any]  # decode.Job, in join order
+    until: tuple[str, ...]
+    max_gen_toks: int
+    slots: int
+
+    def joins(self, other: "Lane", fits: Callable[[Any], bool]) -> bool:
+        return self.until == other.until and self.max_gen_toks == other.max_gen_toks and all(map(fits, other.jobs))
+
+
+def generate_chunks(setup: generate.GenerationSetup, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, list[str]]]:
+    """``(n, texts)`` for the ``n``-th list of ``chunks``, as soon as all its requests are answered."""
+    source: Source = enumerate(chunks)
+    pending = _pull(setup, source)
+    while pending is not None:
+        if isinstance(pending, Lane):
+            run = _Run(setup, pending, source)
+            yield from run.answers()
+            pending = run.held
+        else:
+            n, requests = pending
+            yield n, generate.generate_until(setup, requests)
+            pending = _pull(setup, source)
+
+
+def _pull(setup: generate.GenerationSetup, source: Source) -> Lane | tuple[int, Sequence[Request]] | None:
+    """The next chunk, as a :class:`Lane` when the decode loop can answer it, else as it came."""
+    import torch
+
+    pulled = next(source, None)
+    if pulled is None:
+        return None
+    n, requests = pulled
+    groups = generate.kwargs_groups(setup, requests)
+    if len(groups) != 1:
+        return pulled
+    indices, kwargs = groups[0]
+    with torch.inference_mode():
+        group = generate.prepare_group(setup, [requests[i] for i in indices], kwargs, generate.eos_text(setup))
+        if not group.continuous(setup):
+            return pulled
+        jobs = generate.decode_jobs(setup, group.encoded, group.family_prefix)
+    slots = setup.decode_slots_for(max(len(c) for c in group.encoded) + group.max_gen_toks)
+    return Lane(n, len(requests), indices, jobs, group.until, group.max_gen_toks, slots)
+
+
+class _Run:
+    """One decode loop over the first lane and every later one that joins it; ``held`` is the
+    chunk pulled that could not join (None: the source is exhausted)."""
+
+    def __init__(self, setup: generate.GenerationSetup, first: Lane, source: Source) -> None:
+        self.setup, self.first, self.source = setup, first, source
+        self.held: Lane | tuple[int, Sequence[Request]] | None = None
+        self.owner: list[tuple[int, int]] = []  # per job: (chunk number, request index)
+        self.texts: dict[int, list[str | None]] = {}
+        self.left: dict[int, int] = {}
+        self.exhausted = False
+
+    def answers(self) -> Iterator[tuple[int, list[str]]]:
+        from evalflow.models.hf import decode
+
+        setup, first = self.setup, self.first
+        self._add(first)
+        stop = decode.StopWatch(list(first.until), setup.tokenizer)
+        rows = decode.greedy_stream(setup.model, first.jobs, first.slots, first.max_gen_toks, stop,
+                                    generate.eos_ids(setup), setup.device, self._more)
+        for j, tokens in rows:
+            n, i = self.owner[j]
+            self.texts[n][i] = generate.final_text(setup, tokens, first.until)
+            self.left[n] -= 1
+            if not self.left[n]:
+                del self.left[n]
+                yield n, self.texts.pop(n)  # type: ignore[misc]
+        if self.left:
+            raise RuntimeError("HFModel lost a request while batching; please report this bug")
+
+    def _add(self, lane: Lane) -> None:
+        self.owner.extend((lane.n, i) for i in lane.order)
+        self.texts[lane.n] = [None] * lane.size
+        self.left[lane.n] = lane.size
+
+    def _more(self, fits: Callable[[Any], bool]) -> list[Any]:
+        """The decode loop's refill: the next chunk's jobs if it joins, else nothing (for good)."""
+        if self.held is not None or self.exhausted:
+            return []
+        pulled = _pull(self.setup, self.source)
+        if pulled is None:
+            self.exhausted = True
+            return []
+        if isinstance(pulled, Lane) and self.first.joins(pulled, fits):
+            self._add(pulled)
+            return pulled.jobs
+        self.held = pulled
+        return []
