@@ -22,7 +22,8 @@ Throughput is measured at the server: answered requests / (last answer - first r
 process start, task loading and scoring are outside the window for both sides. Each round's line
 also gives the CPU milliseconds per request the client (the run's process group) and the servers
 spent inside that window (``benchmarks/cpu_window.py``): on a loaded machine the wall figures move
-with the other jobs, those barely do. Prints:
+with the other jobs, those barely do; and how late, on average, the servers' answers left after
+their 50 ms (the server's own queueing: a burst of answers due together goes out one by one). Prints:
 
 - evalflow, one server: requests/s and its fraction of the ideal ``num_concurrent / latency``
   (640/s; the goal: >= 0.9);
@@ -100,6 +101,7 @@ class Window:
     answered: int
     first: float
     last: float
+    late_ms: float = 0.0  # how late the servers' answers left (after the latency), on average
     client_ms: float | None = None
     server_ms: float | None = None
 
@@ -108,19 +110,21 @@ class Window:
         return self.last - self.first
 
     def cpu(self) -> str:
+        late = f"; answers {self.late_ms:.2f} ms late at the servers on average"
         if self.client_ms is None or self.server_ms is None:
-            return ""
-        return f"; CPU per request in the window: client {self.client_ms:.3f} ms, servers {self.server_ms:.3f} ms"
+            return late
+        return f"{late}; CPU per request in the window: client {self.client_ms:.3f} ms, servers {self.server_ms:.3f} ms"
 
 
 def window(urls: list[str], sampler: Sampler | None = None) -> Window:
     stats = [server_call(u, "/stats") for u in urls]
     answered = sum(s["answered"] for s in stats)
     first, last = min(s["first"] for s in stats), max(s["last"] for s in stats)
+    late = 1000 * sum(s["late"] for s in stats) / max(answered, 1)
     cpu = sampler.within(first, last) if sampler is not None else None
     if cpu is None or not answered:
-        return Window(answered, first, last)
-    return Window(answered, first, last, 1000 * cpu[0] / answered, 1000 * cpu[1] / answered)
+        return Window(answered, first, last, late)
+    return Window(answered, first, last, late, 1000 * cpu[0] / answered, 1000 * cpu[1] / answered)
 
 
 def subjects(n: int | None) -> list[str] | None:
@@ -227,7 +231,7 @@ def main() -> int:
                 rate = got.answered / got.seconds
                 client = " (the driver only: Ray's actors are not in its process group)" if name.endswith("_ray") else ""
                 print(f"round {r + 1} {name}: {got.answered} requests in {got.seconds:.2f} s = {rate:.1f} requests/s"
-                      f"{got.cpu()}{client if got.cpu() else ''}", flush=True)
+                      f"{got.cpu()}{client if got.client_ms is not None else ''}", flush=True)
                 best[name] = max(best.get(name, 0.0), rate)
     one = best["evalflow_1"]
     print(f"evalflow, one server: {one:.1f} requests/s = {one / ideal:.3f} of the ideal {ideal:.0f}/s (goal >= 0.9)")
