@@ -6,6 +6,7 @@ log-likelihood requests) against loopback servers with a fixed latency and no co
     python benchmarks/suite_throughput.py --no-peer --rounds 1
     python benchmarks/suite_throughput.py --subjects 10     # the first 10 subjects only
     python benchmarks/suite_throughput.py --tokenizer smollm2   # SmolLM2's own tokenizer (49k tokens)
+    python benchmarks/suite_throughput.py --chunk-size 256  # evalflow with 256-request chunks
 
 ``--tokenizer``: ``toy`` (default) is a 300-token byte-level BPE, so a prompt is about one token
 per character and each echoed answer carries ~4x the log-probabilities a real tokenizer's would;
@@ -141,7 +142,8 @@ def evalflow(urls: list[str], tok: str, args: argparse.Namespace, cache: str, *e
     return [sys.executable, "-m", "evalflow", "model=openai_completions", f"model.base_url={base}", "model.model=loopback",
             f"model.tokenizer={tok}", "model.check_logprobs=false", "model.revision=loopback", "model.max_retries=1",
             f"model.num_concurrent={args.num_concurrent}", f"task={task}", f"limit={args.limit}", "data_map=shared",
-            f"cache_dir={cache}", "bootstrap_iters=0", f"hydra.run.dir={cache}/run", *extra]
+            f"cache_dir={cache}", "bootstrap_iters=0", f"hydra.run.dir={cache}/run",
+            *([f"chunk_size={args.chunk_size}"] if args.chunk_size is not None else []), *extra]
 
 
 def peer(url: str, tok: str, args: argparse.Namespace, out: str) -> list[str]:
@@ -204,6 +206,8 @@ def main() -> int:
     parser.add_argument("--ray", action="store_true", help="also two servers from two Ray replicas (workers=2)")
     parser.add_argument("--tokenizer", default="toy", help="toy, smollm2, or a tokenizer folder (client side)")
     parser.add_argument("--subjects", type=int, default=None, help="the first N mmlu subjects (default: all 57)")
+    parser.add_argument("--chunk-size", type=int, default=None,
+                        help="evalflow's chunk_size (default: unset, the served-model default)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit_on_signal)
     ideal = args.num_concurrent / args.latency

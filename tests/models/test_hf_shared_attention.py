@@ -1,4 +1,5 @@
-"""The decode step's split attention: a prefix every row shares, read once, merged by log-sum-exp."""
+"""The decode step's attention: grouped queries read each key/value head once; a prefix every row
+shares is read once and merged by log-sum-exp."""
 
 from __future__ import annotations
 
@@ -35,6 +36,42 @@ def test_split_attention_equals_attention_over_the_concatenation():
         values = torch.cat([prefix_v[0], own_v[r, :, : filled[r]]], dim=1).repeat_interleave(heads // kv_heads, dim=0)
         weights = torch.softmax(query[r] @ keys.transpose(-1, -2) * 0.3, dim=-1)
         assert torch.allclose(got[r, 0], (weights @ values)[:, 0], atol=1e-6)
+
+
+def test_grouped_queries_equal_attention_over_repeated_key_value_heads():
+    """Without a shared prefix: each query head against its own kv head (h // group), masked per row."""
+    torch.manual_seed(2)
+    rows, heads, kv_heads, dim, own = 3, 6, 2, 8, 7
+    query = torch.randn(rows, heads, 1, dim)
+    keys, values = torch.randn(rows, kv_heads, own, dim), torch.randn(rows, kv_heads, own, dim)
+    filled = torch.tensor([7, 3, 5])
+    visible = torch.arange(own)[None, :] < filled[:, None]
+    mask = torch.zeros(rows, 1, 1, own).masked_fill_(~visible[:, None, None], torch.finfo(torch.float32).min)
+    got, _ = shared_attention.attention(SimpleNamespace(layer_idx=0), query, keys, values, mask, scaling=0.4, decode_step=True)
+    assert got.shape == (rows, 1, heads, dim)
+    for r in range(rows):
+        k = keys[r, :, : filled[r]].repeat_interleave(heads // kv_heads, dim=0)
+        v = values[r, :, : filled[r]].repeat_interleave(heads // kv_heads, dim=0)
+        weights = torch.softmax(query[r] @ k.transpose(-1, -2) * 0.4, dim=-1)
+        assert torch.allclose(got[r, 0], (weights @ v)[:, 0], atol=1e-6)
+
+
+def test_decode_steps_without_a_shared_prefix_use_grouped_queries_and_generate_the_same_tokens(tiny_model_dir: Path, monkeypatch):
+    requests = [gen(q, until=[], max_gen_toks=10) for q in QUESTIONS]
+    expected = HFModel(str(tiny_model_dir), batch_size=2, batching="lmeval").generate_until(requests)
+    grouped: list[int] = []
+    real = shared_attention.attention
+
+    def spy(module, query, key, value, mask, shared_prefix=None, **kwargs):
+        if kwargs.get("decode_step") and shared_prefix is None:
+            grouped.append(query.shape[0])
+        return real(module, query, key, value, mask, shared_prefix=shared_prefix, **kwargs)
+
+    model = HFModel(str(tiny_model_dir), batch_size=2, prefix_sharing=False)
+    monkeypatch.setattr(shared_attention, "attention", spy)
+    assert model.generate_until(requests) == expected
+    assert grouped and max(grouped) == 2, "the decode steps did not run the grouped attention"
+    assert model.model.config._attn_implementation == "sdpa"  # restored after the run
 
 
 def test_split_attention_refuses_attention_variants_it_does_not_reproduce():

@@ -13,7 +13,8 @@ memo, then its own tokens, run once when it joins: ``kv.generation_cache``) and 
 generated so far. Rows have different lengths, so every step passes each row's position and a mask
 of its filled columns, and writes each row's new key/values at its own column. When every job
 starts with the same memoized prefix, the slots hold only what follows it, and the step's
-attention reads that prefix once for all rows (``shared_attention``).
+attention reads that prefix once for all rows; with grouped-query attention, each key/value head
+is read once for its group of query heads, not copied per query head (``shared_attention``).
 
 The step does no work that grows with the generated length apart from attention itself: greedy is
 an argmax of one logit row (no softmax, no logits processors), and stop sequences are checked on a
@@ -33,6 +34,7 @@ import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
 from evalflow.models.hf import kv, shared_attention
+from evalflow.models.hf.lookup import NgramIndex
 from evalflow.models.hf.prefix import common_prefix_len
 from evalflow.models.hf.torch_ops import cache_argument
 
@@ -46,7 +48,8 @@ class Job:
 
 
 class SlotLayer(DynamicLayer):
-    """One layer's key/values for every slot; row ``r`` writes its next position at ``write_at[r]``.
+    """One layer's key/values for every slot; row ``r`` writes the step's ``j``-th token at column
+    ``write_at[r, j]``.
 
     ``update`` returns the buffer's first ``width`` columns (a view, no copy); columns a row has not
     filled hold stale or zero values, which the step's mask hides.
@@ -57,7 +60,7 @@ class SlotLayer(DynamicLayer):
         self.slots, self.capacity = slots, capacity
         self.key_buffer: torch.Tensor | None = None
         self.value_buffer: torch.Tensor | None = None
-        self.write_at = torch.zeros(slots, dtype=torch.long)
+        self.write_at = torch.zeros((slots, 1), dtype=torch.long)
         self.width = 0
         self.is_initialized = True
 
@@ -87,9 +90,9 @@ class SlotLayer(DynamicLayer):
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         key_buffer, value_buffer = self._buffers(key_states)
-        rows = torch.arange(key_states.shape[0])
-        key_buffer[rows, :, self.write_at] = key_states[:, :, 0]
-        value_buffer[rows, :, self.write_at] = value_states[:, :, 0]
+        rows = torch.arange(key_states.shape[0], device=self.write_at.device)[:, None]
+        key_buffer[rows, :, self.write_at] = key_states.transpose(1, 2)  # [rows, tokens, kv_heads, dim]
+        value_buffer[rows, :, self.write_at] = value_states.transpose(1, 2)
         self.keys, self.values = key_buffer[:, :, : self.width], value_buffer[:, :, : self.width]
         return self.keys, self.values
 
@@ -128,14 +131,16 @@ def greedy_until(
     stop: StopWatch,
     eos_ids: set[int],
     device: Any,
+    draft: int = 0,
 ) -> list[list[int]]:
     """The greedy continuation of each job (stop sequence or EOS token included), in job order.
 
     Jobs enter in the given order as slots free up; at most ``slots`` rows run per step and each
-    row generates at most ``max_new`` tokens.
+    row generates at most ``max_new`` tokens; with ``draft``, each step also checks up to that many
+    tokens per row copied from the row's own text (``lookup``).
     """
     out: list[list[int]] = [[] for _ in jobs]
-    for j, tokens in greedy_stream(model, jobs, slots, max_new, stop, eos_ids, device):
+    for j, tokens in greedy_stream(model, jobs, slots, max_new, stop, eos_ids, device, draft=draft):
         out[j] = tokens
     return out
 
@@ -153,6 +158,7 @@ def greedy_stream(
     eos_ids: set[int],
     device: Any,
     more: More | None = None,
+    draft: int = 0,
 ) -> Iterator[tuple[int, list[int]]]:
     """:func:`greedy_until` as a stream: ``(job index, its tokens)`` as each row stops.
 
@@ -161,10 +167,10 @@ def greedy_stream(
     fit this loop's buffers and shared prefix (``fits``); the first empty answer ends the asking,
     and the rows drain. So a caller can feed the requests of its next chunk of work into the slots
     its current chunk frees, rather than running each chunk down to one row."""
-    loop = _Loop(model, list(jobs), max(1, slots if more is not None else min(slots, len(jobs))), max_new, device)
+    loop = _Loop(model, list(jobs), max(1, slots if more is not None else min(slots, len(jobs))), max_new, device, draft)
     dtype = model.dtype if model.dtype.is_floating_point else torch.float32
     while loop.waiting or any(j >= 0 for j in loop.rows):
-        with torch.inference_mode(), shared_attention.active(model) if loop.shared is not None else nullcontext():
+        with torch.inference_mode(), shared_attention.active(model) if loop.own_attention else nullcontext():
             if more is not None and not loop.fill(more):
                 more = None
                 if not loop.rows:  # no buffer yet: size it for the jobs there are, as without ``more``
@@ -181,25 +187,30 @@ class _Loop:
     """The state of one continuous-batching run: the slot buffers, which job each row holds, and
     what each row feeds next."""
 
-    def __init__(self, model: Any, jobs: list[Job], slots: int, max_new: int, device: Any) -> None:
+    def __init__(self, model: Any, jobs: list[Job], slots: int, max_new: int, device: Any, draft: int = 0) -> None:
         self.model, self.jobs, self.slots, self.max_new, self.device = model, jobs, slots, max_new, device
-        self.shared = _shared_prefix(jobs) if shared_attention.applies(model) else None
+        self.draft = max(0, draft)  # draft tokens a row may propose per step (lookup); they need room too
+        self.own_attention = shared_attention.applies(model)  # grouped queries, and a shared prefix if any
+        self.shared = _shared_prefix(jobs) if self.own_attention else None
         self.skip = self.shared.lengths[0] if self.shared is not None else 0  # columns held once, outside the slots
-        self.capacity = max(len(j.context) for j in jobs) - self.skip + max_new
+        self.capacity = max(len(j.context) for j in jobs) - self.skip + max_new + self.draft
         self.layers = [SlotLayer(slots, self.capacity) for _ in range(kv.num_layers(model))]
-        self.step_kwargs: dict[str, Any] = {str(cache_argument(model)): Cache(layers=self.layers), "use_cache": True, "logits_to_keep": 1}
+        self.step_kwargs: dict[str, Any] = {str(cache_argument(model)): Cache(layers=self.layers), "use_cache": True}
+        if self.own_attention:
+            self.step_kwargs["decode_step"] = True
         if self.shared is not None:
             self.step_kwargs["shared_prefix"] = self.shared
         self.waiting = deque(range(len(jobs)))
         self.rows: list[int] = []  # the job in each buffer row, -1 once it has finished
         self.lengths: list[int] = []  # tokens each row has run = position of the token it feeds next
         self.feed: list[int] = []  # the token each row feeds next
+        self.index: list[NgramIndex | None] = []  # each row's text, for its draft tokens (with ``draft``)
         self.out: list[list[int]] = [[] for _ in jobs]
 
     def fits(self, job: Job) -> bool:
         """Whether ``job`` can join this loop: room in the buffers and, when the rows read one
         shared prefix, the same prefix (memoized as far as the shared part) and a token after it."""
-        if len(job.context) - self.skip + self.max_new > self.capacity:
+        if len(job.context) - self.skip + self.max_new + self.draft > self.capacity:
             return False
         if self.shared is None:
             return True
@@ -235,9 +246,11 @@ class _Loop:
             j = self.waiting.popleft()
             _join(self.model, self.layers, r, self.jobs[j], self.skip, self.device)
             if r == len(self.rows):  # the first fill
-                for values in (self.rows, self.lengths, self.feed):
-                    values.append(0)
-            self.rows[r], self.lengths[r], self.feed[r] = j, len(self.jobs[j].context) - 1, self.jobs[j].context[-1]
+                for values in (self.rows, self.lengths, self.feed, self.index):
+                    values.append(0)  # type: ignore[arg-type]
+            context = self.jobs[j].context
+            self.rows[r], self.lengths[r], self.feed[r] = j, len(context) - 1, context[-1]
+            self.index[r] = NgramIndex(context) if self.draft else None
         return True
 
     def compact(self) -> None:
@@ -250,35 +263,59 @@ class _Loop:
             r = self.rows.index(-1)
             for layer in self.layers:
                 layer.drop(r, self.lengths[-1] - self.skip)
-            for values in (self.rows, self.lengths, self.feed):
-                values[r] = values[-1]
+            for values in (self.rows, self.lengths, self.feed, self.index):
+                values[r] = values[-1]  # type: ignore[index]
                 values.pop()
             self.slots -= 1
 
     def step(self, dtype: Any, stop: StopWatch, eos_ids: set[int]) -> list[int]:
-        """One token for every row; returns the jobs that stopped."""
-        positions = torch.tensor(self.lengths, dtype=torch.long)
+        """One pass: every row's next token and its draft tokens; returns the jobs that stopped."""
+        drafts = [self._draft(r) for r in range(len(self.rows))]
+        span = 1 + max(map(len, drafts))
+        positions = torch.tensor(self.lengths, dtype=torch.long)[:, None] + torch.arange(span)
         columns = positions - self.skip
-        width = int(columns.max()) + 1
+        width = int(columns[:, -1].max()) + 1
         for layer in self.layers:
             layer.write_at, layer.width = columns.to(self.device), width
-        filled = torch.arange(width)[None, :] <= columns[:, None]
+        filled = torch.arange(width)[None, None, :] <= columns[:, :, None]  # [rows, span, width]
         mask = torch.zeros(filled.shape, dtype=dtype).masked_fill_(~filled, torch.finfo(dtype).min)
-        ids = torch.tensor(self.feed, dtype=torch.long)[:, None]
+        ids = torch.tensor([[self.feed[r], *d, *[0] * (span - 1 - len(d))] for r, d in enumerate(drafts)], dtype=torch.long)
         logits = self.model(
-            ids.to(self.device), attention_mask=mask[:, None, None].to(self.device),
-            position_ids=positions[:, None].to(self.device), **self.step_kwargs,
+            ids.to(self.device), attention_mask=mask[:, None].to(self.device),
+            position_ids=positions.to(self.device), logits_to_keep=1 if span == 1 else 0, **self.step_kwargs,
         ).logits
         finished = []
-        for r, token in enumerate(logits[:, -1].argmax(dim=-1).tolist()):
-            generated = self.out[self.rows[r]]
-            generated.append(token)
-            self.lengths[r] += 1
-            self.feed[r] = token
-            if token in eos_ids or len(generated) >= self.max_new or stop.hit(generated):
+        for r, (draft, choices) in enumerate(zip(drafts, logits[:, -span:].argmax(dim=-1).tolist())):
+            if self._accept(r, draft, choices, stop, eos_ids):
                 finished.append(self.rows[r])
                 self.rows[r] = -1
         return finished
+
+    def _draft(self, r: int) -> list[int]:
+        """Row ``r``'s draft tokens for this step, within its remaining ``max_new`` budget."""
+        index = self.index[r]
+        if index is None or self.rows[r] < 0:
+            return []
+        return index.propose(min(self.draft, self.max_new - len(self.out[self.rows[r]]) - 1))
+
+    def _accept(self, r: int, draft: list[int], choices: list[int], stop: StopWatch, eos_ids: set[int]) -> bool:
+        """Append row ``r``'s greedy tokens of this step: the model's choice after the fed token,
+        then after each draft token for as long as the drafts equal those choices (a draft equal to
+        the choice before it was fed the very token the one-token loop would feed). Stop rules are
+        checked after every token, as one token a step would; True if the row stopped."""
+        generated = self.out[self.rows[r]]
+        index = self.index[r]
+        for j, token in enumerate(choices[: len(draft) + 1]):
+            generated.append(token)
+            self.lengths[r] += 1
+            self.feed[r] = token
+            if index is not None:
+                index.append(token)
+            if token in eos_ids or len(generated) >= self.max_new or stop.hit(generated):
+                return True
+            if j == len(draft) or draft[j] != token:
+                return False
+        return False
 
 
 def _shared_prefix(jobs: Sequence[Job]) -> kv.PrefixStates | None:

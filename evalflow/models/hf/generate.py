@@ -44,6 +44,7 @@ class GenerationSetup:
     batching: str  # "continuous" (greedy rows leave the batch once they stop) or "lmeval" (lm-eval's batches)
     min_prefix: int  # shorter shared prefixes are run with their documents
     prefix_memo: Any  # PrefixMemo of kv.PrefixStates, shared with scoring
+    draft_tokens: int = 0  # per row and decode step, copied from the row's own text (``lookup``); 0: none
 
 
 def generate_until(setup: GenerationSetup, requests: Sequence[Request]) -> list[str]:
@@ -162,7 +163,8 @@ def _generate_continuous(
     stop = decode.StopWatch(until, setup.tokenizer)
     with torch.inference_mode():
         jobs = decode_jobs(setup, encoded, family_prefix)
-        new_tokens = decode.greedy_until(setup.model, jobs, slots, max_gen_toks, stop, eos_ids(setup), setup.device)
+        new_tokens = decode.greedy_until(setup.model, jobs, slots, max_gen_toks, stop, eos_ids(setup), setup.device,
+                                         setup.draft_tokens)
     return [(i, final_text(setup, toks, until)) for i, toks in enumerate(new_tokens)]
 
 

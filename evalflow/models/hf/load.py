@@ -47,6 +47,16 @@ def parse_batching(batching: str) -> str:
     return batching
 
 
+def parse_draft_tokens(draft_tokens: int) -> int:
+    """Draft tokens a greedy decode row checks per step (``lookup``): a whole number, 0 turns it off."""
+    if isinstance(draft_tokens, bool) or not isinstance(draft_tokens, int) or draft_tokens < 0:
+        raise ConfigError(
+            f"model.draft_tokens {draft_tokens!r} is not a whole number >= 0; set e.g. model.draft_tokens=4 "
+            "(each greedy decode step also checks up to 4 tokens copied from the row's own text) or 0 (off)."
+        )
+    return draft_tokens
+
+
 def parse_batch_size(batch_size: int | str) -> int | None:
     """An int batch size, or None for ``auto``/``auto:N`` (the N schedule of lm-eval is not used)."""
     if isinstance(batch_size, str) and batch_size.startswith("auto"):

@@ -100,6 +100,7 @@ class HFModel(LanguageModel):
         offload_folder: str = "./offload",
         memo_gguf: bool = True,
         batching: str = "continuous",
+        draft_tokens: int = 4,
         **unused: Any,
     ) -> None:
         if unused:
@@ -108,6 +109,7 @@ class HFModel(LanguageModel):
         self.fixed_batch_size = load.parse_batch_size(batch_size)
         self.max_batch_size = int(max_batch_size)
         self.batching = load.parse_batching(batching)
+        self.draft_tokens = load.parse_draft_tokens(draft_tokens)
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
@@ -135,7 +137,8 @@ class HFModel(LanguageModel):
         Excluded, because they do not change answers (beyond float noise of batch shapes, within
         1e-5): ``batch_size``, ``max_batch_size``, ``prefix_sharing`` and ``batching`` (how requests
         are grouped and which key/values are reused), ``device``, ``threads`` and the accelerate placement
-        settings (where the same weights run). ``trust_remote_code`` only permits loading; the
+        settings (where the same weights run), ``draft_tokens`` (draft tokens checked per decode step:
+        a kept draft is the model's own greedy choice). ``trust_remote_code`` only permits loading; the
         code it runs is in the folder fingerprint (``*.py``) or fixed by the hub commit.
         """
         pretrained = config.get("pretrained")
@@ -303,5 +306,5 @@ class HFModel(LanguageModel):
             self.model, self.tokenizer, self.device, self.max_length, self.max_gen_toks, self.batch_size_for,
             self.decode_slots_for,
             self.tok_encode, self.encode_generation_context, self.share_prefixes, self.kv_works, self.batching,
-            self.min_prefix, self.prefix_memo,
+            self.min_prefix, self.prefix_memo, self.draft_tokens,
         )

@@ -1,20 +1,29 @@
-"""Decode-step attention that reads a prefix shared by every row once per step, not once per row.
+"""Decode-step attention: each key/value head read once per row, a shared prefix once per step.
 
-When every generation request of a run starts with the same few-shot examples (fixed exemplars
-such as gsm8k-CoT's, any ``first_n`` sampler), the rows of a decode step all begin with the same
-key/values. Plain attention over ``[prefix | own tokens]`` needs them copied into every row and
-reads them once per row and step; at eight rows behind a 700-token prefix that is most of the
-bytes a memory-bound step moves. Here the step's attention is split in two: every row's query
-against the one shared prefix (a single pass over it), and each row's query against its own
-columns (the decode slots, masked per row). Each part returns its softmax-weighted values and
-log-sum-exp; merging them by those weights is the softmax over the concatenation, up to float
-rounding. (Scoring passes are compute-bound: there the same split saves nothing, measured on
-mmlu 5-shot, since every token still attends to the whole prefix.)
+A decode step is memory-bound: its cost is the bytes it moves. Two savings over transformers'
+``sdpa`` attention:
 
-Transformers picks a model's attention function by name (``config._attn_implementation``), so
-:func:`active` registers :data:`NAME` (mask creation as ``sdpa``'s) and switches a model using
-``sdpa`` to it for the duration of a generation run. Called without ``shared_prefix`` — every
-prefill pass, any other model call — the function is transformers' own ``sdpa`` attention.
+- **Grouped queries.** With grouped-query attention (SmolLM2: 9 query heads over 3 key/value
+  heads) and a mask (decode rows have different lengths), ``sdpa`` first copies every key/value
+  head once per query head of its group (``repeat_kv``), so each step writes and reads the whole
+  cache three times over. Here the group's queries are laid side by side as the query positions
+  of their key/value head (``[rows, kv_heads, group, dim]``), so the kernel reads each head once.
+- **A shared prefix.** When every generation request of a run starts with the same few-shot
+  examples (fixed exemplars such as gsm8k-CoT's, any ``first_n`` sampler), the rows of a decode
+  step all begin with the same key/values. Plain attention over ``[prefix | own tokens]`` needs
+  them copied into every row and reads them once per row and step. Here the step's attention is
+  split in two: every row's query against the one shared prefix (a single pass over it), and each
+  row's query against its own columns (the decode slots, masked per row). Each part returns its
+  softmax-weighted values and log-sum-exp; merging them by those weights is the softmax over the
+  concatenation, up to float rounding. (Scoring passes are compute-bound: there the same split
+  saves nothing, measured on mmlu 5-shot, since every token still attends to the whole prefix.)
+
+Both are the same softmax as ``sdpa``'s up to float summation order. Transformers picks a model's
+attention function by name (``config._attn_implementation``), so :func:`active` registers
+:data:`NAME` (mask creation as ``sdpa``'s) and switches a model using ``sdpa`` to it for the
+duration of a generation run; the decode loop marks its steps (``decode_step``), which may feed
+a row several tokens (its draft tokens, ``lookup``). Any other pass (a prefill in the decode
+loop) runs transformers' own ``sdpa`` attention.
 """
 
 from __future__ import annotations
@@ -60,34 +69,41 @@ def attention(
     dropout: float = 0.0,
     scaling: float | None = None,
     shared_prefix: Any = None,
+    decode_step: bool = False,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
-    """Transformers' attention-function signature; ``shared_prefix`` (``kv.PrefixStates`` of one
-    prefix) holds the key/values every row attends to before ``key``/``value``, which are the
-    rows' own columns, masked by ``attention_mask`` ``[rows, 1, 1, columns]``. Query ``[rows,
-    heads, 1, dim]``; returns ``[rows, 1, heads, dim]``."""
+    """Transformers' attention-function signature. In a decode step (``decode_step``), the query
+    ``[rows, heads, tokens, dim]`` (a row's next token and its draft tokens) attends to
+    ``key``/``value`` (the rows' own columns, masked by ``attention_mask`` ``[rows, 1, tokens,
+    columns]``), after ``shared_prefix`` (``kv.PrefixStates`` of one prefix, the key/values every
+    row attends to first) if given; returns ``[rows, tokens, heads, dim]``. Any other pass (a
+    prefill in the decode loop) is transformers' ``sdpa`` attention."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    if shared_prefix is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     used = [k for k in UNSUPPORTED if kwargs.get(k) is not None]
-    if used or query.shape[2] != 1:
-        raise RuntimeError(f"shared-prefix attention got {used or 'a multi-token query'}; please report this model")
-    rows, heads, _, dim = query.shape
+    if not (decode_step or shared_prefix is not None) or used or dropout:
+        if shared_prefix is not None:
+            raise RuntimeError(f"shared-prefix attention got {used or 'dropout'}; please report this model")
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+    rows, heads, tokens, dim = query.shape
     kv_heads = key.shape[1]
     group = heads // kv_heads  # head h reads kv head h // group, as transformers' repeat_kv lays them out
     scale = scaling if scaling is not None else dim**-0.5
-    grouped = query.reshape(rows, kv_heads, group, dim)  # a kv head's queries side by side
-    layer = module.layer_idx
-    prefix_keys, prefix_values = shared_prefix.keys[layer], shared_prefix.values[layer]  # [1, kv_heads, P, dim]
-    every_row = grouped.transpose(0, 1).reshape(1, kv_heads, rows * group, dim)
-    shared_out, shared_lse = _softmax_part(every_row, prefix_keys, prefix_values, None, scale)
-    shared_out = shared_out.reshape(kv_heads, rows, group, dim).transpose(0, 1)
-    shared_lse = shared_lse.reshape(kv_heads, rows, group, 1).transpose(0, 1)
+    grouped = query.reshape(rows, kv_heads, group * tokens, dim)  # a kv head's queries side by side
+    if attention_mask is not None:  # query g * tokens + t is token t of head g in the group
+        attention_mask = attention_mask[..., : key.shape[-2]]
+        attention_mask = attention_mask.repeat(1, 1, group, 1) if tokens > 1 else attention_mask
     own_out, own_lse = _softmax_part(grouped, key, value, attention_mask, scale)
-    total = torch.logaddexp(shared_lse, own_lse)
-    out = shared_out * torch.exp(shared_lse - total) + own_out * torch.exp(own_lse - total)
-    return out.reshape(rows, heads, 1, dim).transpose(1, 2).contiguous(), None
+    if shared_prefix is not None:
+        layer = module.layer_idx
+        prefix_keys, prefix_values = shared_prefix.keys[layer], shared_prefix.values[layer]  # [1, kv_heads, P, dim]
+        every_row = grouped.transpose(0, 1).reshape(1, kv_heads, rows * group * tokens, dim)
+        shared_out, shared_lse = _softmax_part(every_row, prefix_keys, prefix_values, None, scale)
+        shared_out = shared_out.reshape(kv_heads, rows, group * tokens, dim).transpose(0, 1)
+        shared_lse = shared_lse.reshape(kv_heads, rows, group * tokens, 1).transpose(0, 1)
+        total = torch.logaddexp(shared_lse, own_lse)
+        own_out = shared_out * torch.exp(shared_lse - total) + own_out * torch.exp(own_lse - total)
+    return own_out.reshape(rows, heads, tokens, dim).transpose(1, 2).contiguous(), None
 
 
 def _softmax_part(

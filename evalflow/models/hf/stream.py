@@ -100,7 +100,7 @@ class _Run:
         self._add(first)
         stop = decode.StopWatch(list(first.until), setup.tokenizer)
         rows = decode.greedy_stream(setup.model, first.jobs, first.slots, first.max_gen_toks, stop,
-                                    generate.eos_ids(setup), setup.device, self._more)
+                                    generate.eos_ids(setup), setup.device, self._more, setup.draft_tokens)
         for j, tokens in rows:
             n, i = self.owner[j]
             self.texts[n][i] = generate.final_text(setup, tokens, first.until)
