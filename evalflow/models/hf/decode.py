@@ -285,7 +285,7 @@ class _Loop:
             position_ids=positions.to(self.device), logits_to_keep=1 if span == 1 else 0, **self.step_kwargs,
         ).logits
         finished = []
-        for r, (draft, choices) in enumerate(zip(drafts, logits[:, -span:].argmax(dim=-1).tolist())):
+        for r, (draft, choices) in enumerate(zip(drafts, logits.argmax(dim=-1).tolist())):  # [rows, span]
             if self._accept(r, draft, choices, stop, eos_ids):
                 finished.append(self.rows[r])
                 self.rows[r] = -1
@@ -294,7 +294,7 @@ class _Loop:
     def _draft(self, r: int) -> list[int]:
         """Row ``r``'s draft tokens for this step, within its remaining ``max_new`` budget."""
         index = self.index[r]
-        if index is None or self.rows[r] < 0:
+        if index is None:
             return []
         return index.propose(min(self.draft, self.max_new - len(self.out[self.rows[r]]) - 1))
 
