@@ -3,6 +3,7 @@
     python benchmarks/hf_speed.py                          # all workloads, 2 rounds each
     python benchmarks/hf_speed.py --only arc --rounds 3    # workloads whose name contains "arc"
     python benchmarks/hf_speed.py --only decode            # the decode loop alone, in this process
+    python benchmarks/hf_speed.py --only gsm8k --ablate model.draft_tokens=0  # one setting's worth
 
 Workloads (SmolLM2-135M fp32 on CPU, the local data, evalflow at ``batch_size`` 8):
 
@@ -93,13 +94,15 @@ def peer_command(w: Workload, limit: int | None, batch_size: int, work: Path) ->
     return shell(f"PEER_OUT={work / 'out'} bash {PEER_SH} {','.join(w.tasks)} {' '.join(args)}", work)
 
 
-def evalflow_command(w: Workload, limit: int | None, batch_size: int, work: Path) -> list[str]:
-    """Delete evalflow's cache folder, then run evalflow into it: a cold run every round."""
+def evalflow_command(w: Workload, limit: int | None, batch_size: int, work: Path, extra: tuple[str, ...] = ()) -> list[str]:
+    """Delete evalflow's cache folder, then run evalflow into it (with the ``extra`` overrides):
+    a cold run every round."""
     cache, run = work / "cache", work / "run"
     tasks = w.tasks[0] if len(w.tasks) == 1 else "[" + ",".join(w.tasks) + "]"
     args = [f"task={tasks}", "model=smollm2", "data_map=shared", f"num_fewshot={w.num_fewshot}",
             f"batch_size={batch_size}", f"cache_dir={cache}", f"hydra.run.dir={run}", "bootstrap_iters=0"]
     args += [f"limit={limit}"] if limit else []
+    args += list(extra)
     python = f"cd {ROOT} && rm -rf {cache} {run} && PYTHONPATH={ROOT} {sys.executable} -m evalflow"
     return shell(" ".join([python, *(f"'{a}'" for a in args)]), work)
 
@@ -135,6 +138,23 @@ def run_workload(w: Workload, batch_size: int, rounds: int, work: Path) -> str:
     )
 
 
+def ablate_workload(w: Workload, override: str, batch_size: int, rounds: int, work: Path) -> str:
+    """evalflow as it is against evalflow with ``override``, interleaved in the same rounds: how
+    much one setting is worth, free of the machine's drift between separate runs."""
+    ratios = []
+    for limit in (w.limit, 1):
+        print(f"{w.name}: evalflow vs evalflow {override}, limit={limit}", flush=True)
+        ratios.append(measure(evalflow_command(w, limit, batch_size, work / f"a{limit}"),
+                              evalflow_command(w, limit, batch_size, work / f"b{limit}", (override,)),
+                              rounds, f"{w.name} {override} limit={limit}")["summary"])
+    (full, one) = ratios
+    as_is = full["A"]["min_wall_s"] - one["A"]["min_wall_s"]
+    changed = full["B"]["min_wall_s"] - one["B"]["min_wall_s"]
+    foreign = max(x[k]["max_foreign_frac"] for x in ratios for k in ("A", "B"))
+    return (f"{w.name}: inference work evalflow {as_is:.1f} s, with {override} {changed:.1f} s: "
+            f"{changed / as_is:.2f}x the time; worst foreign CPU {foreign:.2f}")
+
+
 def measure_one(a: list[str], rounds: int, label: str) -> dict:
     """measure.py's summary of one command alone."""
     return measure(a, None, rounds, label)["summary"]["A"]
@@ -145,13 +165,18 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run the workloads whose name contains this text")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--ablate", metavar="OVERRIDE", help="instead of lm-eval, time evalflow against itself "
+                        "with this Hydra override (e.g. model.draft_tokens=0), interleaved in the same rounds")
     args = parser.parse_args()
     lines = []
     with tempfile.TemporaryDirectory(prefix="hf_speed_") as tmp:
         for w in [w for w in WORKLOADS if args.only in w.name]:
-            lines.append(run_workload(w, args.batch_size, args.rounds, Path(tmp) / w.name))
+            if args.ablate:
+                lines.append(ablate_workload(w, args.ablate, args.batch_size, args.rounds, Path(tmp) / w.name))
+            else:
+                lines.append(run_workload(w, args.batch_size, args.rounds, Path(tmp) / w.name))
             print(lines[-1], flush=True)
-    if args.only in "decode":
+    if args.only in "decode" and not args.ablate:
         sys.path.insert(0, str(ROOT))  # this checkout's evalflow, as the commands above run it
         from decode_speed import decode_report  # benchmarks/ is on sys.path when run as a script
 
