@@ -130,7 +130,7 @@ def run_workload(w: Workload, batch_size: int, rounds: int, work: Path) -> str:
     foreign = max(x["max_foreign_frac"] for x in (ours, ours1, *(q for p in peers for q in p[1:])))
     verdict = "no goal" if w.goal is None else f"goal {w.goal}x: {'met' if ratio >= w.goal else 'NOT met'}"
     return (
-        f"{w.name}: throughput {ratio:.2f}x lm-eval's ({verdict}); "
+        f"{w.name}: throughput {ratio:.3f}x lm-eval's ({verdict}); "
         f"inference work lm-eval {work_theirs:.1f} s (batch size {size}), evalflow {work_ours:.1f} s; start-up+load "
         f"lm-eval {theirs1['min_wall_s']:.1f} s, evalflow {ours1['min_wall_s']:.1f} s; total wall "
         f"{theirs['min_wall_s'] / ours['min_wall_s']:.2f}x; peak RSS evalflow {ours['max_rss_mib']:.0f} MiB, "

@@ -147,9 +147,8 @@ def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) 
     inbox = _Inbox()
     backlog = 2 * max(1, int(feature(model, "in_flight")()))
     source = iter(chunks)
-    running: dict[int, tuple[Chunk, set[int]]] = {}
-    unanswered, started, error = 0, 0, None
-    last = time.perf_counter()
+    state = _Running(model, rtype)
+    started, last = 0, time.perf_counter()
 
     def run(n: int, chunk: Chunk) -> None:
         try:
@@ -159,38 +158,56 @@ def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) 
             inbox.put(("error", n, exc, None))
 
     while True:
-        while error is None and (unanswered < backlog or len(running) < LOOKAHEAD):
+        while state.error is None and (state.unanswered < backlog or len(state.running) < LOOKAHEAD):
             chunk = next(source, None)
             if chunk is None:
                 break
-            running[started] = (chunk, set())
-            unanswered += len(chunk)
+            state.running[started] = (chunk, set())
+            state.unanswered += len(chunk)
             threading.Thread(target=run, args=(started, chunk), name=f"{rtype}-answers-{started}", daemon=True).start()
             started += 1
-        if not running:
+        if not state.running:
             break
-        keys: list[str] = []
-        answers: list[Any] = []
-        for kind, n, what, answer in _drain(inbox, SETTLE):
-            chunk, answered = running[n]
-            if kind == "answer":
-                answered.add(what)
-                unanswered -= 1
-                keys.append(chunk[what][0])
-                answers.append(answer)
-                continue
-            del running[n]
-            unanswered -= len(chunk) - len(answered)
-            if kind == "error":
-                error = error or what
-            elif len(answered) != len(chunk) and error is None:
-                error = _unanswered(model, rtype, len(chunk) - len(answered), len(chunk))
+        keys, answers = state.settle(_drain(inbox, SETTLE))
         if keys:
             now = time.perf_counter()
             yield Done(tuple(keys), answers, worker, now - last, type(model).__name__)
             last = now
-    if error is not None:
-        raise error
+    if state.error is not None:
+        raise state.error
+
+
+@dataclass
+class _Running:
+    """:func:`answered_each`'s chunks in flight (each with the indices answered so far), the
+    requests still owed, and the first error."""
+
+    model: Any
+    rtype: str
+    running: dict[int, tuple[Chunk, set[int]]] = field(default_factory=dict)
+    unanswered: int = 0
+    error: BaseException | None = None
+
+    def settle(self, events: Iterable[tuple[str, int, Any, Any]]) -> tuple[list[str], list[Any]]:
+        """Take ``(kind, chunk, index or error, answer)`` events: the keys and answers that
+        arrived; a chunk that ended (or failed) leaves ``running``, short answers become the error."""
+        keys: list[str] = []
+        answers: list[Any] = []
+        for kind, n, what, answer in events:
+            chunk, answered = self.running[n]
+            if kind == "answer":
+                answered.add(what)
+                self.unanswered -= 1
+                keys.append(chunk[what][0])
+                answers.append(answer)
+                continue
+            del self.running[n]
+            self.unanswered -= len(chunk) - len(answered)
+            if kind == "error":
+                self.error = self.error or what
+            elif len(answered) != len(chunk) and self.error is None:
+                self.error = _unanswered(self.model, self.rtype, len(chunk) - len(answered), len(chunk))
+        return keys, answers
 
 
 class _Inbox:

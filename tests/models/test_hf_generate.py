@@ -11,6 +11,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf import HFModel
 from evalflow.records import Request
+from tests.support.generation import gen
 
 CONTEXTS = [
     "The cat",
@@ -20,10 +21,6 @@ CONTEXTS = [
     "Once upon a time there was a small model",
     "A",
 ]
-
-
-def gen(context: str, **kwargs) -> Request:
-    return Request("generate_until", (context, kwargs))
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,9 @@ import pytest
 from evalflow.errors import ConfigError
 from evalflow.models.hf import HFModel, decode
 from evalflow.models.hf.lookup import NgramIndex
-from evalflow.records import Request
+from tests.support.generation import FEW_SHOT, gen
 
-FEW_SHOT = "Question: What is two plus two?\nAnswer: four\n\nQuestion: What is 1 + 1?\nAnswer: 2\n\n"
 PROMPTS = ["the cat sat on the mat and the cat", "Question: Paris is the capital of", "a b a b a b a", "Once upon a time"]
-
-
-def gen(context: str, **kwargs) -> Request:
-    return Request("generate_until", (context, kwargs))
 
 
 def test_the_longest_earlier_ngram_proposes_what_followed_it():

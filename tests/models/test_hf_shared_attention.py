@@ -10,14 +10,9 @@ import pytest
 import torch
 
 from evalflow.models.hf import HFModel, decode, kv, shared_attention
-from evalflow.records import Request
+from tests.support.generation import FEW_SHOT, gen
 
-FEW_SHOT = "Question: What is two plus two?\nAnswer: four\n\nQuestion: What is 1 + 1?\nAnswer: 2\n\n"
 QUESTIONS = ["Question: The cat", "Question: Paris is the capital of", "Question: 3 + 3 =", "Question: Once upon"]
-
-
-def gen(context: str, **kwargs) -> Request:
-    return Request("generate_until", (context, kwargs))
 
 
 def test_split_attention_equals_attention_over_the_concatenation():

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.models.hf import HFModel, decode
-from evalflow.records import Request
 from evalflow.scale.dispatch import LocalDispatch
+from tests.support.generation import gen
 
 TEXTS = [
     "Once upon a time there was a small model",
@@ -19,10 +19,6 @@ TEXTS = [
     "The cat",
     "A",
 ]
-
-
-def gen(context: str, **kwargs) -> Request:
-    return Request("generate_until", (context, kwargs))
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from evalflow.errors import ConfigError, ModelError, closest
 
@@ -92,30 +92,11 @@ def load(
     A local GGUF file is converted once and then read from its memo (``gguf_memo``): the same
     tensors and tokenizer, in a second instead of a GGUF parse and dequantization."""
     import torch
-    import transformers
-    from packaging.version import Version
     from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
 
     torch.set_num_threads(threads)
-    common = {"revision": revision, "trust_remote_code": trust_remote_code}
     torch_dtype_of(dtype), torch_device_of(device)  # refuse bad values before the slow load
-    # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
-    dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
-
-    def from_files(source: str, gguf: str | None) -> tuple[Any, Any]:
-        tok_kwargs: dict[str, Any] = dict(common)
-        if not tokenizer and gguf is not None:
-            tok_kwargs["gguf_file"] = gguf  # the tokenizer is embedded in the GGUF file
-        else:
-            tok_kwargs["use_fast"] = True
-        if add_bos_token is not None:
-            tok_kwargs["add_bos_token"] = add_bos_token
-        tok = transformers.AutoTokenizer.from_pretrained(tokenizer or source, **tok_kwargs)
-        weights = transformers.AutoModelForCausalLM.from_pretrained(
-            source, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf, **placement, **common
-        )
-        return tok, weights
-
+    from_files = _file_loader(revision, trust_remote_code, tokenizer, add_bos_token, dtype, placement)
     try:
         gguf_path = Path(pretrained).expanduser() / gguf_file if gguf_file else None
         if memo_gguf and gguf_path is not None and gguf_path.is_file() and not tokenizer:
@@ -149,6 +130,36 @@ def load(
     model.tie_weights()
     configure_pad_token(tok)
     return tok, model, where
+
+
+def _file_loader(
+    revision: str, trust_remote_code: bool, tokenizer: str | None, add_bos_token: bool | None, dtype: str,
+    placement: dict[str, Any],
+) -> Callable[[str, str | None], tuple[Any, Any]]:
+    """``from_files(source, gguf)``: the tokenizer and model from a folder or hub id (and GGUF
+    file), with HFLM's arguments: the tokenizer from the GGUF file unless one is named."""
+    import transformers
+    from packaging.version import Version
+
+    common = {"revision": revision, "trust_remote_code": trust_remote_code}
+    # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
+    dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
+
+    def from_files(source: str, gguf: str | None) -> tuple[Any, Any]:
+        tok_kwargs: dict[str, Any] = dict(common)
+        if not tokenizer and gguf is not None:
+            tok_kwargs["gguf_file"] = gguf  # the tokenizer is embedded in the GGUF file
+        else:
+            tok_kwargs["use_fast"] = True
+        if add_bos_token is not None:
+            tok_kwargs["add_bos_token"] = add_bos_token
+        tok = transformers.AutoTokenizer.from_pretrained(tokenizer or source, **tok_kwargs)
+        weights = transformers.AutoModelForCausalLM.from_pretrained(
+            source, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf, **placement, **common
+        )
+        return tok, weights
+
+    return from_files
 
 
 def accelerate_args(

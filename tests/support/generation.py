@@ -1,0 +1,13 @@
+"""Generation requests as the tests of the HF backend's decode loop build them."""
+
+from __future__ import annotations
+
+from evalflow.records import Request
+
+FEW_SHOT = "Question: What is two plus two?\nAnswer: four\n\nQuestion: What is 1 + 1?\nAnswer: 2\n\n"
+"""Two worked examples in front of several questions: a prefix the rows of a decode step share."""
+
+
+def gen(context: str, **kwargs) -> Request:
+    """A ``generate_until`` request for ``context`` with these generation kwargs."""
+    return Request("generate_until", (context, kwargs))
