@@ -191,6 +191,7 @@ class _Loop:
         self.model, self.jobs, self.slots, self.max_new, self.device = model, jobs, slots, max_new, device
         self.draft = max(0, draft)  # draft tokens a row may propose per step (lookup); they need room too
         self.own_attention = shared_attention.applies(model)  # grouped queries, and a shared prefix if any
+        self.group = shared_attention.query_group(model) if self.own_attention else 1
         self.shared = _shared_prefix(jobs) if self.own_attention else None
         self.skip = self.shared.lengths[0] if self.shared is not None else 0  # columns held once, outside the slots
         self.capacity = max(len(j.context) for j in jobs) - self.skip + max_new + self.draft
@@ -279,9 +280,10 @@ class _Loop:
             layer.write_at, layer.width = columns.to(self.device), width
         filled = torch.arange(width)[None, None, :] <= columns[:, :, None]  # [rows, span, width]
         mask = torch.zeros(filled.shape, dtype=dtype).masked_fill_(~filled, torch.finfo(dtype).min)
+        mask = shared_attention.grouped_mask(mask, self.group) if self.own_attention else mask[:, None]
         ids = torch.tensor([[self.feed[r], *d, *[0] * (span - 1 - len(d))] for r, d in enumerate(drafts)], dtype=torch.long)
         logits = self.model(
-            ids.to(self.device), attention_mask=mask[:, None].to(self.device),
+            ids.to(self.device), attention_mask=mask.to(self.device),
             position_ids=positions.to(self.device), logits_to_keep=1 if span == 1 else 0, **self.step_kwargs,
         ).logits
         finished = []

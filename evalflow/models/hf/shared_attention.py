@@ -60,6 +60,21 @@ def active(model: Any) -> Iterator[None]:
             config._attn_implementation = "sdpa"
 
 
+def query_group(model: Any) -> int:
+    """Query heads per key/value head (grouped-query attention; 1 without it)."""
+    config = getattr(model.config, "text_config", None) or model.config
+    heads = int(config.num_attention_heads)
+    return heads // int(getattr(config, "num_key_value_heads", None) or heads)
+
+
+def grouped_mask(mask: torch.Tensor, group: int) -> torch.Tensor:
+    """A decode step's mask ``[rows, tokens, columns]`` in :func:`attention`'s grouped query
+    order, ``[rows, 1, group * tokens, columns]`` (query ``g * tokens + t`` is token ``t`` of the
+    group's head ``g``), built once per step rather than once per layer; one token a row needs no
+    copy (it broadcasts over the group)."""
+    return (mask.repeat(1, group, 1) if mask.shape[1] > 1 else mask)[:, None]
+
+
 def attention(
     module: Any,
     query: torch.Tensor,
@@ -74,8 +89,8 @@ def attention(
 ) -> tuple[torch.Tensor, None]:
     """Transformers' attention-function signature. In a decode step (``decode_step``), the query
     ``[rows, heads, tokens, dim]`` (a row's next token and its draft tokens) attends to
-    ``key``/``value`` (the rows' own columns, masked by ``attention_mask`` ``[rows, 1, tokens,
-    columns]``), after ``shared_prefix`` (``kv.PrefixStates`` of one prefix, the key/values every
+    ``key``/``value`` (the rows' own columns, masked by ``attention_mask`` in grouped query order,
+    :func:`grouped_mask`), after ``shared_prefix`` (``kv.PrefixStates`` of one prefix, the key/values every
     row attends to first) if given; returns ``[rows, tokens, heads, dim]``. Any other pass (a
     prefill in the decode loop) is transformers' ``sdpa`` attention."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -90,9 +105,9 @@ def attention(
     group = heads // kv_heads  # head h reads kv head h // group, as transformers' repeat_kv lays them out
     scale = scaling if scaling is not None else dim**-0.5
     grouped = query.reshape(rows, kv_heads, group * tokens, dim)  # a kv head's queries side by side
-    if attention_mask is not None:  # query g * tokens + t is token t of head g in the group
-        attention_mask = attention_mask[..., : key.shape[-2]]
-        attention_mask = attention_mask.repeat(1, 1, group, 1) if tokens > 1 else attention_mask
+    if attention_mask is not None and attention_mask.shape[-2] not in (1, group * tokens):
+        raise RuntimeError(f"a decode step's mask has {attention_mask.shape[-2]} query rows, not {group} x {tokens} "
+                           "(grouped_mask); please report this bug")
     own_out, own_lse = _softmax_part(grouped, key, value, attention_mask, scale)
     if shared_prefix is not None:
         layer = module.layer_idx
