@@ -50,7 +50,8 @@ Speed settings that never change answers, hence are not part of the model's iden
 ``batch_size``, ``max_batch_size``, ``device``, ``parallelize``/``device_map``/``max_memory_per_gpu``/
 ``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
-cores this process may use), ``prefix_sharing`` and ``batching``.
+cores this process may use), ``keep_freed_memory`` (on a CPU, freed tensor memory stays in the
+process for the next op, ``host_memory``), ``prefix_sharing`` and ``batching``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from typing import Any, ClassVar, Iterable, Iterator, Sequence
 
 from evalflow.errors import ConfigError
 from evalflow.models.base import LanguageModel
-from evalflow.models.hf import load
+from evalflow.models.hf import host_memory, load
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.prefix import PrefixMemo
@@ -101,6 +102,7 @@ class HFModel(LanguageModel):
         memo_gguf: bool = True,
         batching: str = "continuous",
         draft_tokens: int = 4,
+        keep_freed_memory: bool = True,
         **unused: Any,
     ) -> None:
         if unused:
@@ -114,6 +116,8 @@ class HFModel(LanguageModel):
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
         weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
+        if host_memory.parse_keep_freed_memory(keep_freed_memory) and load.torch_device_of(device).type == "cpu":
+            host_memory.keep_freed_memory()
         placement = load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
         self.tokenizer, self.model, self.device = load.load(
             pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer,
@@ -138,7 +142,8 @@ class HFModel(LanguageModel):
         1e-5): ``batch_size``, ``max_batch_size``, ``prefix_sharing`` and ``batching`` (how requests
         are grouped and which key/values are reused), ``device``, ``threads`` and the accelerate placement
         settings (where the same weights run), ``draft_tokens`` (draft tokens checked per decode step:
-        a kept draft is the model's own greedy choice). ``trust_remote_code`` only permits loading; the
+        a kept draft is the model's own greedy choice), ``keep_freed_memory`` (where freed memory goes).
+        ``trust_remote_code`` only permits loading; the
         code it runs is in the folder fingerprint (``*.py``) or fixed by the hub commit.
         """
         pretrained = config.get("pretrained")

@@ -1,0 +1,60 @@
+"""Keep freed tensor memory in the process, so a CPU forward pass does not page-fault every op.
+
+glibc's allocator hands big freed blocks back to the kernel: it trims the top of a heap once more
+than a threshold is free (the threshold follows the largest block freed so far), and the heaps
+of torch's worker threads shrink the same way. The next op that allocates there gets fresh pages,
+and the kernel zero-fills each 4 KiB page on its first touch. Measured on SmolLM2-135M, fp32, two
+cores: one ``F.linear`` of a 1078-token prompt's gate projection faulted 36 pages per call, and
+30 gsm8k requests (5-shot) faulted 1.7-2.0 million pages in total; with the settings below they
+fault 0.18 million (the decode loop's key/value buffers, once) and the prompts run ~3% faster.
+
+:func:`keep_freed_memory` sets glibc's two thresholds (``mallopt``) for the whole process: blocks up
+to :data:`OWN_MAPPING_ABOVE` come from the heaps (bigger ones still get a mapping of their own and
+go back when freed), and up to :data:`KEEP_FREE_UP_TO` of freed memory stays mapped for reuse. The
+process's peak memory is unchanged (what it keeps, it held before); its resident size no longer
+drops between passes. Nothing here changes what is computed. Other C libraries (musl, macOS) have
+no such switch: there it is a no-op.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import platform
+
+from evalflow.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters, from glibc's malloc.h
+OWN_MAPPING_ABOVE = 32 * 2**20  # glibc's own ceiling for its adaptive mmap threshold (64-bit)
+KEEP_FREE_UP_TO = 2**30
+
+_applied = False
+
+
+def parse_keep_freed_memory(value: object) -> bool:
+    """``model.keep_freed_memory``: a boolean."""
+    if not isinstance(value, bool):
+        raise ConfigError(
+            f"model.keep_freed_memory {value!r} is not true or false; set model.keep_freed_memory=true (freed "
+            "tensor memory stays in the process: fewer page faults on CPU) or false (the C library's defaults)."
+        )
+    return value
+
+
+def keep_freed_memory() -> bool:
+    """Set glibc's allocator to keep freed memory for reuse (once per process); False where the C
+    library is not glibc or refuses the setting."""
+    global _applied
+    if _applied:
+        return True
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    ok = libc.mallopt(M_MMAP_THRESHOLD, OWN_MAPPING_ABOVE) == 1 and libc.mallopt(M_TRIM_THRESHOLD, KEEP_FREE_UP_TO) == 1
+    if not ok:
+        log.warning("glibc refused mallopt; freed tensor memory goes back to the kernel as by default")
+    _applied = ok
+    return ok
