@@ -13,8 +13,8 @@ alone on gsm8k's 30 prompts, ~3%).
 to :data:`OWN_MAPPING_ABOVE` come from the heaps (bigger ones still get a mapping of their own and
 go back when freed), and up to :data:`KEEP_FREE_UP_TO` of freed memory stays mapped for reuse. Peak
 memory stays about the same (what it keeps, it held before; gsm8k 1726 against 1709 MiB), but the
-resident size no longer drops between passes. Nothing here changes what is computed. Other C libraries (musl, macOS) have
-no such switch: there it is a no-op.
+resident size no longer drops between passes. Nothing here changes what is computed. Other C
+libraries (musl, macOS) have no such switch: there it is a no-op.
 """
 
 from __future__ import annotations
