@@ -143,8 +143,8 @@ class HFModel(LanguageModel):
         are grouped and which key/values are reused), ``device``, ``threads`` and the accelerate placement
         settings (where the same weights run), ``draft_tokens`` (draft tokens checked per decode step:
         a kept draft is the model's own greedy choice), ``keep_freed_memory`` (where freed memory goes).
-        ``trust_remote_code`` only permits loading; the
-        code it runs is in the folder fingerprint (``*.py``) or fixed by the hub commit.
+        ``trust_remote_code`` only permits loading; the code it runs is in the folder fingerprint
+        (``*.py``) or fixed by the hub commit.
         """
         pretrained = config.get("pretrained")
         if not isinstance(pretrained, str) or not pretrained:
