@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
-from evalflow.models.hf import kv, shared_attention
+from evalflow.models.hf import kv, native_attention, shared_attention
 from evalflow.models.hf.lookup import NgramIndex
 from evalflow.models.hf.prefix import common_prefix_len
 from evalflow.models.hf.torch_ops import cache_argument
@@ -132,15 +132,17 @@ def greedy_until(
     eos_ids: set[int],
     device: Any,
     draft: int = 0,
+    native: bool = False,
 ) -> list[list[int]]:
     """The greedy continuation of each job (stop sequence or EOS token included), in job order.
 
     Jobs enter in the given order as slots free up; at most ``slots`` rows run per step and each
     row generates at most ``max_new`` tokens; with ``draft``, each step also checks up to that many
-    tokens per row copied from the row's own text (``lookup``).
+    tokens per row copied from the row's own text (``lookup``); with ``native``, the steps'
+    attention runs the compiled kernel where it applies (``native_attention``).
     """
     out: list[list[int]] = [[] for _ in jobs]
-    for j, tokens in greedy_stream(model, jobs, slots, max_new, stop, eos_ids, device, draft=draft):
+    for j, tokens in greedy_stream(model, jobs, slots, max_new, stop, eos_ids, device, draft=draft, native=native):
         out[j] = tokens
     return out
 
@@ -159,6 +161,7 @@ def greedy_stream(
     device: Any,
     more: More | None = None,
     draft: int = 0,
+    native: bool = False,
 ) -> Iterator[tuple[int, list[int]]]:
     """:func:`greedy_until` as a stream: ``(job index, its tokens)`` as each row stops.
 
@@ -167,7 +170,8 @@ def greedy_stream(
     fit this loop's buffers and shared prefix (``fits``); the first empty answer ends the asking,
     and the rows drain. So a caller can feed the requests of its next chunk of work into the slots
     its current chunk frees, rather than running each chunk down to one row."""
-    loop = _Loop(model, list(jobs), max(1, slots if more is not None else min(slots, len(jobs))), max_new, device, draft)
+    loop = _Loop(model, list(jobs), max(1, slots if more is not None else min(slots, len(jobs))), max_new, device, draft,
+                 native)
     dtype = model.dtype if model.dtype.is_floating_point else torch.float32
     while loop.waiting or any(j >= 0 for j in loop.rows):
         with torch.inference_mode(), shared_attention.active(model) if loop.own_attention else nullcontext():
@@ -187,7 +191,8 @@ class _Loop:
     """The state of one continuous-batching run: the slot buffers, which job each row holds, and
     what each row feeds next."""
 
-    def __init__(self, model: Any, jobs: list[Job], slots: int, max_new: int, device: Any, draft: int = 0) -> None:
+    def __init__(self, model: Any, jobs: list[Job], slots: int, max_new: int, device: Any, draft: int = 0,
+                 native: bool = False) -> None:
         self.model, self.jobs, self.slots, self.max_new, self.device = model, jobs, slots, max_new, device
         self.draft = max(0, draft)  # draft tokens a row may propose per step (lookup); they need room too
         self.own_attention = shared_attention.applies(model)  # grouped queries, and a shared prefix if any
@@ -201,6 +206,9 @@ class _Loop:
             self.step_kwargs["decode_step"] = True
         if self.shared is not None:
             self.step_kwargs["shared_prefix"] = self.shared
+        self.native = _native_kernel(model) if native and self.own_attention else None
+        if self.native is not None:
+            self.step_kwargs["native"] = self.native
         self.waiting = deque(range(len(jobs)))
         self.rows: list[int] = []  # the job in each buffer row, -1 once it has finished
         self.lengths: list[int] = []  # tokens each row has run = position of the token it feeds next
@@ -281,6 +289,8 @@ class _Loop:
         filled = torch.arange(width)[None, None, :] <= columns[:, :, None]  # [rows, span, width]
         mask = torch.zeros(filled.shape, dtype=dtype).masked_fill_(~filled, torch.finfo(dtype).min)
         mask = shared_attention.grouped_mask(mask, self.group) if self.own_attention else mask[:, None]
+        if self.native is not None:  # the mask's visibility as counts: grouped query g * span + t sees columns[:, t] + 1
+            self.step_kwargs["visible"] = (columns + 1).repeat(1, self.group).to(self.device)
         ids = torch.tensor([[self.feed[r], *d, *[0] * (span - 1 - len(d))] for r, d in enumerate(drafts)], dtype=torch.long)
         logits = self.model(
             ids.to(self.device), attention_mask=mask.to(self.device),
@@ -318,6 +328,15 @@ class _Loop:
             if j == len(draft) or draft[j] != token:
                 return False
         return False
+
+
+def _native_kernel(model: Any) -> native_attention.Kernel | None:
+    """The compiled decode attention for this model's head size, if it runs here: fp32 on a CPU."""
+    if model.dtype != torch.float32 or getattr(model, "device", torch.device("cpu")).type != "cpu":
+        return None
+    config = getattr(model.config, "text_config", None) or model.config
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    return native_attention.kernel(int(head_dim))
 
 
 def _shared_prefix(jobs: Sequence[Job]) -> kv.PrefixStates | None:

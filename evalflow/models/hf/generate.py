@@ -45,6 +45,7 @@ class GenerationSetup:
     min_prefix: int  # shorter shared prefixes are run with their documents
     prefix_memo: Any  # PrefixMemo of kv.PrefixStates, shared with scoring
     draft_tokens: int = 0  # per row and decode step, copied from the row's own text (``lookup``); 0: none
+    native_attention: bool = False  # decode steps' attention in the compiled kernel where it applies
 
 
 def generate_until(setup: GenerationSetup, requests: Sequence[Request]) -> list[str]:
@@ -164,7 +165,7 @@ def _generate_continuous(
     with torch.inference_mode():
         jobs = decode_jobs(setup, encoded, family_prefix)
         new_tokens = decode.greedy_until(setup.model, jobs, slots, max_gen_toks, stop, eos_ids(setup), setup.device,
-                                         setup.draft_tokens)
+                                         setup.draft_tokens, setup.native_attention)
     return [(i, final_text(setup, toks, until)) for i, toks in enumerate(new_tokens)]
 
 

@@ -57,6 +57,16 @@ def parse_draft_tokens(draft_tokens: int) -> int:
     return draft_tokens
 
 
+def parse_native_attention(native_attention: bool) -> bool:
+    """``model.native_attention``, refused unless a boolean."""
+    if not isinstance(native_attention, bool):
+        raise ConfigError(
+            f"model.native_attention {native_attention!r} is not true or false; set model.native_attention=false "
+            "to decode with torch's attention kernel, or leave it out (default true)."
+        )
+    return native_attention
+
+
 def parse_batch_size(batch_size: int | str) -> int | None:
     """An int batch size, or None for ``auto``/``auto:N`` (the N schedule of lm-eval is not used)."""
     if isinstance(batch_size, str) and batch_size.startswith("auto"):

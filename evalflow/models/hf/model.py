@@ -51,7 +51,8 @@ Speed settings that never change answers, hence are not part of the model's iden
 ``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
 cores this process may use), ``keep_freed_memory`` (on a CPU, freed tensor memory stays in the
-process for the next op, ``host_memory``), ``prefix_sharing`` and ``batching``.
+process for the next op, ``host_memory``), ``native_attention`` (decode steps' attention in a compiled
+kernel on x86 CPUs, ``native_attention``), ``prefix_sharing`` and ``batching``.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ class HFModel(LanguageModel):
         batching: str = "continuous",
         draft_tokens: int = 4,
         keep_freed_memory: bool = True,
+        native_attention: bool = True,
         **unused: Any,
     ) -> None:
         if unused:
@@ -112,6 +114,7 @@ class HFModel(LanguageModel):
         self.max_batch_size = int(max_batch_size)
         self.batching = load.parse_batching(batching)
         self.draft_tokens = load.parse_draft_tokens(draft_tokens)
+        self.native_attention = load.parse_native_attention(native_attention)
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
@@ -142,7 +145,8 @@ class HFModel(LanguageModel):
         1e-5): ``batch_size``, ``max_batch_size``, ``prefix_sharing`` and ``batching`` (how requests
         are grouped and which key/values are reused), ``device``, ``threads`` and the accelerate placement
         settings (where the same weights run), ``draft_tokens`` (draft tokens checked per decode step:
-        a kept draft is the model's own greedy choice), ``keep_freed_memory`` (where freed memory goes).
+        a kept draft is the model's own greedy choice), ``keep_freed_memory`` (where freed memory goes),
+        ``native_attention`` (which kernel computes the same decode-step softmax).
         ``trust_remote_code`` only permits loading; the code it runs is in the folder fingerprint
         (``*.py``) or fixed by the hub commit.
         """
@@ -311,5 +315,5 @@ class HFModel(LanguageModel):
             self.model, self.tokenizer, self.device, self.max_length, self.max_gen_toks, self.batch_size_for,
             self.decode_slots_for,
             self.tok_encode, self.encode_generation_context, self.share_prefixes, self.kv_works, self.batching,
-            self.min_prefix, self.prefix_memo, self.draft_tokens,
+            self.min_prefix, self.prefix_memo, self.draft_tokens, self.native_attention,
         )

@@ -85,14 +85,18 @@ def attention(
     scaling: float | None = None,
     shared_prefix: Any = None,
     decode_step: bool = False,
+    native: Any = None,
+    visible: torch.Tensor | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """Transformers' attention-function signature. In a decode step (``decode_step``), the query
     ``[rows, heads, tokens, dim]`` (a row's next token and its draft tokens) attends to
     ``key``/``value`` (the rows' own columns, masked by ``attention_mask`` in grouped query order,
     :func:`grouped_mask`), after ``shared_prefix`` (``kv.PrefixStates`` of one prefix, the key/values every
-    row attends to first) if given; returns ``[rows, tokens, heads, dim]``. Any other pass (a
-    prefill in the decode loop) is transformers' ``sdpa`` attention."""
+    row attends to first) if given; returns ``[rows, tokens, heads, dim]``. With ``native`` (the
+    compiled kernel, ``native_attention``) and ``visible`` (``[rows, group * tokens]``: the columns
+    each grouped query sees, the same visibility as the mask), the rows' own columns go through
+    that kernel. Any other pass (a prefill in the decode loop) is transformers' ``sdpa`` attention."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     used = [k for k in UNSUPPORTED if kwargs.get(k) is not None]
@@ -108,7 +112,8 @@ def attention(
     if attention_mask is not None and attention_mask.shape[-2] not in (1, group * tokens):
         raise RuntimeError(f"a decode step's mask has {attention_mask.shape[-2]} query rows, not {group} x {tokens} "
                            "(grouped_mask); please report this bug")
-    own_out, own_lse = _softmax_part(grouped, key, value, attention_mask, scale)
+    own = native(grouped, key, value, visible, scale) if native is not None and visible is not None else None
+    own_out, own_lse = own if own is not None else _softmax_part(grouped, key, value, attention_mask, scale)
     if shared_prefix is not None:
         layer = module.layer_idx
         prefix_keys, prefix_values = shared_prefix.keys[layer], shared_prefix.values[layer]  # [1, kv_heads, P, dim]

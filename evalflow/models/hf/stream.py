@@ -100,7 +100,8 @@ class _Run:
         self._add(first)
         stop = decode.StopWatch(list(first.until), setup.tokenizer)
         rows = decode.greedy_stream(setup.model, first.jobs, first.slots, first.max_gen_toks, stop,
-                                    generate.eos_ids(setup), setup.device, self._more, setup.draft_tokens)
+                                    generate.eos_ids(setup), setup.device, self._more, setup.draft_tokens,
+                                    setup.native_attention)
         for j, tokens in rows:
             n, i = self.owner[j]
             self.texts[n][i] = generate.final_text(setup, tokens, first.until)
