@@ -1,0 +1,89 @@
+"""One gsm8k decode step's attention: the compiled kernel (``native_attention``) against torch's CPU
+flash kernel on the same inputs, interleaved in the same run.
+
+    python benchmarks/decode_attention.py --rounds 5 [--rows 8] [--tokens 5]
+
+Shapes of SmolLM2-135M (30 layers, 3 key/value heads of 64 under 9 query heads) in evalflow's decode
+loop: ``rows`` slots with their own lengths (900 to 1,300 columns, buffers of 1,500 columns, one
+per layer so the step streams its key/values from memory as a real one does), each row fed
+``tokens`` tokens (its next token and draft tokens). torch's kernel gets the step's mask (the
+padding of shorter rows included, as the decode loop passes it); the native kernel gets each
+query's visible column count. Prints ms per step (min of rounds), the ratio, the largest
+difference between the two outputs, and the foreign CPU load (``../shared/bench/measure.py``;
+above ~0.05 the figures are disturbed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from decode_speed import _busy_seconds  # noqa: E402
+
+from evalflow.models.hf import native_attention, shared_attention  # noqa: E402
+
+LAYERS, KV_HEADS, GROUP, HEAD_DIM, CAPACITY = 30, 3, 3, 64, 1500
+
+
+def step_inputs(rows: int, tokens: int) -> dict:
+    torch.manual_seed(0)
+    lengths = torch.randint(900, 1300 - tokens, (rows,))
+    columns = lengths[:, None] + torch.arange(tokens)  # the column each fed token writes
+    width = int(columns.max()) + 1
+    filled = torch.arange(width)[None, None, :] <= columns[:, :, None]
+    mask = torch.zeros(filled.shape).masked_fill_(~filled, torch.finfo(torch.float32).min)
+    buffers = [(torch.randn(rows, KV_HEADS, CAPACITY, HEAD_DIM), torch.randn(rows, KV_HEADS, CAPACITY, HEAD_DIM))
+               for _ in range(LAYERS)]
+    return {
+        "query": torch.randn(rows, KV_HEADS, GROUP * tokens, HEAD_DIM),
+        "layers": [(k[:, :, :width], v[:, :, :width]) for k, v in buffers],
+        "mask": shared_attention.grouped_mask(mask, GROUP),
+        "visible": (columns + 1).repeat(1, GROUP),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=5)
+    args = parser.parse_args()
+    attend = native_attention.kernel(HEAD_DIM)
+    if attend is None:
+        sys.exit("the native kernel does not run on this machine (see the log line above)")
+    x = step_inputs(args.rows, args.tokens)
+    scale = HEAD_DIM**-0.5
+
+    def torch_step() -> list:
+        return [shared_attention._softmax_part(x["query"], k, v, x["mask"], scale) for k, v in x["layers"]]
+
+    def native_step() -> list:
+        return [attend(x["query"], k, v, x["visible"], scale) for k, v in x["layers"]]
+
+    diff = max(float((a[0] - b[0]).abs().max()) for a, b in zip(torch_step(), native_step()))
+    busy = _busy_seconds()
+    best = {"torch": float("inf"), "native": float("inf")}
+    foreign = 0.0
+    for _ in range(args.rounds):
+        for name, fn in (("torch", torch_step), ("native", native_step)):
+            b0, w0, c0 = busy(), time.perf_counter(), time.process_time()
+            fn()
+            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+            foreign = max(foreign, max(0.0, busy() - b0 - cpu) / (wall * (os.cpu_count() or 1)))
+            best[name] = min(best[name], wall)
+    print(f"decode step attention ({args.rows} rows x {args.tokens} tokens, {LAYERS} layers, {torch.get_num_threads()} threads): "
+          f"torch flash {best['torch'] * 1e3:.1f} ms, native {best['native'] * 1e3:.1f} ms: "
+          f"{best['torch'] / best['native']:.2f}x; max |difference| {diff:.1e}; worst foreign CPU {foreign:.2f}")
+
+
+if __name__ == "__main__":
+    main()

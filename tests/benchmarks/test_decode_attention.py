@@ -1,0 +1,26 @@
+"""benchmarks/decode_attention.py runs end to end (a small step) and its two kernels agree."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalflow.models.hf import native_attention
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "decode_attention.py"
+
+
+@pytest.mark.skipif(not native_attention.cpu_supports() or native_attention._compiler() is None,
+                    reason="the kernel needs x86-64 with AVX2/FMA and a C compiler")
+def test_the_benchmark_times_both_kernels_on_the_same_step():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--rounds", "1", "--rows", "2", "--tokens", "2"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    line = re.search(r"torch flash ([\d.]+) ms, native ([\d.]+) ms: ([\d.]+)x; max \|difference\| ([\d.e+-]+)", done.stdout)
+    assert line, done.stdout
+    assert float(line.group(1)) > 0 and float(line.group(2)) > 0
+    assert float(line.group(4)) < 1e-5
