@@ -14,7 +14,9 @@ generated so far. Rows have different lengths, so every step passes each row's p
 of its filled columns, and writes each row's new key/values at its own column. When every job
 starts with the same memoized prefix, the slots hold only what follows it, and the step's
 attention reads that prefix once for all rows; with grouped-query attention, each key/value head
-is read once for its group of query heads, not copied per query head (``shared_attention``).
+is read once for its group of query heads, not copied per query head (``shared_attention``); on an
+x86 CPU the rows' own columns go through a compiled kernel that reads each row's filled columns
+only (``native_attention``; the step passes their counts, ``visible``, next to the mask).
 
 The step does no work that grows with the generated length apart from attention itself: greedy is
 an argmax of one logit row (no softmax, no logits processors), and stop sequences are checked on a
