@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from evalflow.errors import ConfigError
-from evalflow.models.hf import HFModel, host_memory
+from evalflow.models.hf import HFModel, host_memory, load
 
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 
@@ -59,7 +59,7 @@ def test_kept_memory_cuts_the_decode_loops_page_faults():
 
 
 def test_the_setting_is_a_boolean(tiny_model_dir):
-    assert host_memory.parse_keep_freed_memory(False) is False
+    assert load.parse_switch("keep_freed_memory", False, "") is False
     for bad in ("yes", 1, None):
         with pytest.raises(ConfigError, match="model.keep_freed_memory"):
             HFModel(str(tiny_model_dir), keep_freed_memory=bad)

@@ -24,8 +24,6 @@ import ctypes.util
 import logging
 import platform
 
-from evalflow.errors import ConfigError
-
 log = logging.getLogger(__name__)
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters, from glibc's malloc.h
@@ -33,16 +31,6 @@ OWN_MAPPING_ABOVE = 32 * 2**20  # glibc's own ceiling for its adaptive mmap thre
 KEEP_FREE_UP_TO = 2**30
 
 _applied = False
-
-
-def parse_keep_freed_memory(value: object) -> bool:
-    """``model.keep_freed_memory``: a boolean."""
-    if not isinstance(value, bool):
-        raise ConfigError(
-            f"model.keep_freed_memory {value!r} is not true or false; set model.keep_freed_memory=true (freed "
-            "tensor memory stays in the process: fewer page faults on CPU) or false (the C library's defaults)."
-        )
-    return value
 
 
 def keep_freed_memory() -> bool:

@@ -57,14 +57,12 @@ def parse_draft_tokens(draft_tokens: int) -> int:
     return draft_tokens
 
 
-def parse_native_attention(native_attention: bool) -> bool:
-    """``model.native_attention``, refused unless a boolean."""
-    if not isinstance(native_attention, bool):
-        raise ConfigError(
-            f"model.native_attention {native_attention!r} is not true or false; set model.native_attention=false "
-            "to decode with torch's attention kernel, or leave it out (default true)."
-        )
-    return native_attention
+def parse_switch(name: str, value: object, meaning: str) -> bool:
+    """A boolean model setting ``model.<name>``, refused otherwise; ``meaning`` tells the user what
+    each value does."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"model.{name} {value!r} is not true or false; {meaning}")
+    return value
 
 
 def parse_batch_size(batch_size: int | str) -> int | None:

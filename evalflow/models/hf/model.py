@@ -114,12 +114,16 @@ class HFModel(LanguageModel):
         self.max_batch_size = int(max_batch_size)
         self.batching = load.parse_batching(batching)
         self.draft_tokens = load.parse_draft_tokens(draft_tokens)
-        self.native_attention = load.parse_native_attention(native_attention)
+        self.native_attention = load.parse_switch(
+            "native_attention", native_attention, "set model.native_attention=false to decode with torch's attention "
+            "kernel, or leave it out (default true: a compiled kernel on x86 CPUs with AVX2).")
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
         weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
-        if host_memory.parse_keep_freed_memory(keep_freed_memory) and load.torch_device_of(device).type == "cpu":
+        keep = load.parse_switch("keep_freed_memory", keep_freed_memory, "set model.keep_freed_memory=true (freed tensor "
+                                 "memory stays in the process: fewer page faults on CPU) or false (the C library's defaults).")
+        if keep and load.torch_device_of(device).type == "cpu":
             host_memory.keep_freed_memory()
         placement = load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
         self.tokenizer, self.model, self.device = load.load(
