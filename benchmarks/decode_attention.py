@@ -16,9 +16,7 @@ above ~0.05 the figures are disturbed).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -27,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from decode_speed import _busy_seconds  # noqa: E402
+from decode_speed import _busy_seconds, timed  # noqa: E402
 
 from evalflow.models.hf import native_attention, shared_attention  # noqa: E402
 
@@ -73,13 +71,10 @@ def main() -> None:
     busy = _busy_seconds()
     best = {"torch": float("inf"), "native": float("inf")}
     foreign = 0.0
-    for _ in range(args.rounds):
+    for _ in range(args.rounds):  # interleaved, so drift hits both alike
         for name, fn in (("torch", torch_step), ("native", native_step)):
-            b0, w0, c0 = busy(), time.perf_counter(), time.process_time()
-            fn()
-            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-            foreign = max(foreign, max(0.0, busy() - b0 - cpu) / (wall * (os.cpu_count() or 1)))
-            best[name] = min(best[name], wall)
+            wall, _, disturbed = timed(fn, 1, busy)
+            best[name], foreign = min(best[name], wall), max(foreign, disturbed)
     print(f"decode step attention ({args.rows} rows x {args.tokens} tokens, {LAYERS} layers, {torch.get_num_threads()} threads): "
           f"torch flash {best['torch'] * 1e3:.1f} ms, native {best['native'] * 1e3:.1f} ms: "
           f"{best['torch'] / best['native']:.2f}x; max |difference| {diff:.1e}; worst foreign CPU {foreign:.2f}")

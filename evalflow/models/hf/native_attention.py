@@ -37,8 +37,8 @@ from evalflow.cache.store import user_cache_dir
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("native") / "decode_attention.c"
-FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC")
-MAX_QUERIES = 64  # the kernel's MAX_Q: queries per row and head
+MAX_QUERIES = 64  # queries per row and head the kernel holds (its MAX_Q); more: torch's kernel
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", f"-DMAX_Q={MAX_QUERIES}")
 Kernel = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float], "tuple[torch.Tensor, torch.Tensor] | None"]
 
 
@@ -133,10 +133,9 @@ def _bind(lib: ctypes.CDLL) -> Kernel:
         visible = visible.to(torch.int64).contiguous()
         out = torch.empty((rows, heads, n, dim), dtype=torch.float32)
         lse = torch.empty((rows, heads, n, 1), dtype=torch.float32)
-        strides = [torch.tensor(t.stride()[:3], dtype=torch.int64) for t in tensors]
-        fn(query.data_ptr(), strides[0].data_ptr(), key.data_ptr(), strides[1].data_ptr(), value.data_ptr(),
-           strides[2].data_ptr(), visible.data_ptr(), rows, heads, n, scale, out.data_ptr(), lse.data_ptr(),
-           torch.get_num_threads())
-        return out, lse
+        q_strides, k_strides, v_strides = ((ctypes.c_int64 * 3)(*t.stride()[:3]) for t in tensors)
+        failed = fn(query.data_ptr(), q_strides, key.data_ptr(), k_strides, value.data_ptr(), v_strides,
+                    visible.data_ptr(), rows, heads, n, scale, out.data_ptr(), lse.data_ptr(), torch.get_num_threads())
+        return None if failed else (out, lse)
 
     return attend

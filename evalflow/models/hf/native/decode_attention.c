@@ -18,7 +18,9 @@
 #endif
 #define NV (HEAD_DIM / 8) /* 8-float vectors per head vector */
 #define BLOCK 64          /* columns per softmax block: its scores and values stay in L1 */
-#define MAX_Q 64          /* queries per (row, head); more: the caller uses torch's kernel */
+#ifndef MAX_Q
+#define MAX_Q 64 /* queries per (row, head), set by the build; more: the caller uses torch's kernel */
+#endif
 #define UNROLL _Pragma("GCC unroll 32")
 
 static inline float hsum(__m256 v) {
