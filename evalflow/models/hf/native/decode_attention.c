@@ -3,34 +3,40 @@
  * For every (row, key/value head): softmax(q k^T * scale) v over the columns each query may see,
  * with the log-sum-exp of the scores, in one pass over the keys and values (online softmax over
  * blocks of BLOCK columns). A query sees the columns [0, visible) of its row: a decode row's
- * filled columns, and for a draft token the ones up to its own. Columns past a row's own length
- * are never read, so short rows cost what they hold, not what the longest row holds.
+ * filled columns, and for a draft token the ones up to its own. Columns past the row's longest
+ * query are never read, so short rows cost what they hold, not what the longest row holds.
  *
- * Built per head size (HEAD_DIM, a multiple of 8) for x86-64 with AVX2 and FMA; the caller
- * checks both. fp32 throughout; equal to the plain computation up to summation order and the
- * 1e-7 relative error of exp8. */
+ * Both products are register-tiled like a GEMM micro-kernel, so each load feeds several FMAs:
+ * - scores: the head's queries transposed once (lanes = queries, 8 per vector), so a key column's
+ *   element is broadcast against two query vectors: tiles of 4 columns x 16 queries, and the
+ *   softmax (max, exp, sums) runs across queries in vector lanes, with no horizontal sums;
+ * - values: tiles of 6 queries x 16 head dimensions, a probability broadcast per query against
+ *   two value vectors.
+ * Built per head size (HEAD_DIM, a multiple of 8) for x86-64 with AVX2 and FMA; the caller checks
+ * both. fp32 throughout; equal to the plain computation up to summation order and the 1e-7
+ * relative error of exp8. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifndef HEAD_DIM
 #define HEAD_DIM 64
 #endif
-#define NV (HEAD_DIM / 8) /* 8-float vectors per head vector */
-#define BLOCK 64          /* columns per softmax block: its scores and values stay in L1 */
 #ifndef MAX_Q
 #define MAX_Q 64 /* queries per (row, head), set by the build; more: the caller uses torch's kernel */
 #endif
-#define UNROLL _Pragma("GCC unroll 32")
+#define W 8                          /* floats per vector */
+#define NV (HEAD_DIM / W)            /* vectors per head vector */
+#define MAX_QV ((MAX_Q + W - 1) / W) /* query vectors per (row, head) */
+#define BLOCK 32                     /* columns per softmax block (measured best of 16-128): its keys, values and scores stay in L1 */
+#define SCORE_COLS 4                 /* score tile: columns x (2 vectors of) queries */
+#define VALUE_QUERIES 6              /* value tile: queries x (2 vectors of) head dimensions */
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 16")
 
-static inline float hsum(__m256 v) {
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
-}
-
-/* exp(x) for x <= 0 (scores minus their running max); below -87 it is 0. */
-static inline __m256 exp8(__m256 x) {
+/* exp(x) for x <= 0 (scores minus their running max); below -87 (and at -inf) it is 0. */
+INLINE __m256 exp8(__m256 x) {
     __m256 alive = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
     __m256 t = _mm256_and_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), alive); /* exp(x) = 2^t */
     __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -46,73 +52,152 @@ static inline __m256 exp8(__m256 x) {
     return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), alive);
 }
 
-/* Scores of query qi against the block's columns [0, n), four columns per pass over q. */
-static void block_scores(const __m256 *qi, const float *k, int64_t k_col, int64_t n, float scale, float *s) {
-    int64_t c = 0;
-    for (; c + 4 <= n; c += 4) {
-        const float *k0 = k + c * k_col;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        UNROLL for (int d = 0; d < NV; d++) {
-            a0 = _mm256_fmadd_ps(qi[d], _mm256_loadu_ps(k0 + 8 * d), a0);
-            a1 = _mm256_fmadd_ps(qi[d], _mm256_loadu_ps(k0 + k_col + 8 * d), a1);
-            a2 = _mm256_fmadd_ps(qi[d], _mm256_loadu_ps(k0 + 2 * k_col + 8 * d), a2);
-            a3 = _mm256_fmadd_ps(qi[d], _mm256_loadu_ps(k0 + 3 * k_col + 8 * d), a3);
+/* Scores of columns [c, c + COLS) against query vectors [j, j + QVS) into s (s[col * nqv + j]: the
+ * vector of queries 8j..8j+7), each lane -inf where its query does not see the column; the block's
+ * running max per query vector in top. qt: the scaled queries transposed (qt[d * nqv + j]). */
+INLINE void score_tile(const __m256 *qt, int64_t nqv, const float *k, int64_t k_col, int64_t c, int64_t c0, int64_t j,
+                       const __m256 *vis, __m256 *s, __m256 *top, int COLS, int QVS) {
+    __m256 acc[SCORE_COLS * 2];
+    UNROLL for (int x = 0; x < COLS * QVS; x++) acc[x] = _mm256_setzero_ps();
+    const float *kc = k + c * k_col;
+    for (int d = 0; d < HEAD_DIM; d++) {
+        __m256 q0 = qt[d * nqv + j], q1 = QVS > 1 ? qt[d * nqv + j + 1] : q0;
+        __asm__("" : "+x"(q0), "+x"(q1)); /* in registers: one load each, not one per FMA (GCC folds them) */
+        UNROLL for (int x = 0; x < COLS; x++) {
+            __m256 key = _mm256_broadcast_ss(kc + x * k_col + d);
+            acc[x * QVS] = _mm256_fmadd_ps(key, q0, acc[x * QVS]);
+            if (QVS > 1) acc[x * QVS + 1] = _mm256_fmadd_ps(key, q1, acc[x * QVS + 1]);
         }
-        __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-        __m128 four = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-        _mm_storeu_ps(s + c, _mm_mul_ps(four, _mm_set1_ps(scale)));
     }
-    for (; c < n; c++) {
-        __m256 a = _mm256_setzero_ps();
-        UNROLL for (int d = 0; d < NV; d++) a = _mm256_fmadd_ps(qi[d], _mm256_loadu_ps(k + c * k_col + 8 * d), a);
-        s[c] = hsum(a) * scale;
+    const __m256 hidden = _mm256_set1_ps(-INFINITY);
+    UNROLL for (int x = 0; x < COLS; x++) {
+        __m256 column = _mm256_set1_ps((float)(c0 + c + x));
+        UNROLL for (int y = 0; y < QVS; y++) {
+            __m256 seen = _mm256_cmp_ps(column, vis[j + y], _CMP_LT_OQ);
+            __m256 score = _mm256_blendv_ps(hidden, acc[x * QVS + y], seen);
+            s[(c + x) * nqv + j + y] = score;
+            top[j + y] = _mm256_max_ps(top[j + y], score);
+        }
     }
 }
 
-/* One (row, head): queries q[i * q_tok], keys/values at column stride k_col/v_col. */
-static void one_head(const float *q, int64_t q_tok, const float *k, int64_t k_col, const float *v, int64_t v_col,
-                     const int64_t *visible, int64_t nq, float scale, float *out, float *lse) {
-    float m[MAX_Q], l[MAX_Q], s[BLOCK] __attribute__((aligned(32)));
-    __m256 acc[MAX_Q][NV];
-    int64_t width = 0;
-    for (int64_t i = 0; i < nq; i++) {
-        m[i] = -INFINITY, l[i] = 0.f;
-        UNROLL for (int d = 0; d < NV; d++) acc[i][d] = _mm256_setzero_ps();
-        width = visible[i] > width ? visible[i] : width;
+/* Ask for columns' cache lines ahead of use: the keys and values stream from memory (a decode
+ * step reads every row's whole cache), and the tiles' strided passes defeat the hardware prefetcher. */
+INLINE void prefetch_columns(const float *x, int64_t stride, int columns) {
+    for (int c = 0; c < columns; c++)
+        for (int d = 0; d < HEAD_DIM; d += 16) _mm_prefetch((const char *)(x + c * stride + d), _MM_HINT_T1);
+}
+
+/* Scores of the block's columns [0, n) (absolute columns c0 + ...) for every query. */
+static void block_scores(const __m256 *qt, int64_t nqv, const float *k, int64_t k_col, const float *v, int64_t v_col,
+                         int64_t c0, int64_t n, const __m256 *vis, __m256 *s, __m256 *top) {
+    for (int64_t j = 0; j < nqv; j++) top[j] = _mm256_set1_ps(-INFINITY);
+    int64_t c = 0;
+    for (; c + SCORE_COLS <= n; c += SCORE_COLS) {
+        prefetch_columns(v + c * v_col, v_col, SCORE_COLS);           /* this block's values, used next */
+        prefetch_columns(k + (c + BLOCK) * k_col, k_col, SCORE_COLS); /* the next block's keys */
+        int64_t j = 0;
+        for (; j + 2 <= nqv; j += 2) score_tile(qt, nqv, k, k_col, c, c0, j, vis, s, top, SCORE_COLS, 2);
+        if (j < nqv) score_tile(qt, nqv, k, k_col, c, c0, j, vis, s, top, SCORE_COLS, 1);
     }
-    for (int64_t c0 = 0; c0 < width; c0 += BLOCK) {
-        for (int64_t i = 0; i < nq; i++) {
-            int64_t seen = visible[i] - c0; /* columns of this block query i sees */
-            if (seen <= 0) continue;
-            seen = seen < BLOCK ? seen : BLOCK;
-            __m256 qi[NV];
-            UNROLL for (int d = 0; d < NV; d++) qi[d] = _mm256_loadu_ps(q + i * q_tok + 8 * d);
-            block_scores(qi, k + c0 * k_col, k_col, seen, scale, s);
-            float top = m[i];
-            for (int64_t c = 0; c < seen; c++) top = s[c] > top ? s[c] : top;
-            float rescale = m[i] == -INFINITY ? 0.f : expf(m[i] - top), sum = 0.f;
-            int64_t c = 0;
-            for (; c + 8 <= seen; c += 8) {
-                __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + c), _mm256_set1_ps(top)));
-                _mm256_storeu_ps(s + c, e);
-                sum += hsum(e);
-            }
-            for (; c < seen; c++) sum += (s[c] = expf(s[c] - top));
-            l[i] = l[i] * rescale + sum, m[i] = top;
-            __m256 a[NV];
-            UNROLL for (int d = 0; d < NV; d++) a[d] = _mm256_mul_ps(acc[i][d], _mm256_set1_ps(rescale));
-            for (c = 0; c < seen; c++) {
-                __m256 p = _mm256_set1_ps(s[c]);
-                const float *vc = v + (c0 + c) * v_col;
-                UNROLL for (int d = 0; d < NV; d++) a[d] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vc + 8 * d), a[d]);
-            }
-            UNROLL for (int d = 0; d < NV; d++) acc[i][d] = a[d];
+    for (; c < n; c++) {
+        int64_t j = 0;
+        for (; j + 2 <= nqv; j += 2) score_tile(qt, nqv, k, k_col, c, c0, j, vis, s, top, 1, 2);
+        if (j < nqv) score_tile(qt, nqv, k, k_col, c, c0, j, vis, s, top, 1, 1);
+    }
+}
+
+/* Online softmax step: scores s become probabilities (in place) against the new running max m; l
+ * the running sums; rescale (per query) what earlier blocks' sums and outputs are worth now. */
+static void block_softmax(int64_t nqv, int64_t n, const __m256 *top, __m256 *s, __m256 *m, __m256 *l, float *rescale) {
+    for (int64_t j = 0; j < nqv; j++) {
+        __m256 peak = _mm256_max_ps(m[j], top[j]);
+        /* a lane that has seen nothing yet stays at -inf; subtract 0 there, not -inf (NaN) */
+        __m256 shift = _mm256_blendv_ps(peak, _mm256_setzero_ps(), _mm256_cmp_ps(peak, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ));
+        __m256 scaled = exp8(_mm256_sub_ps(m[j], shift)), sum = _mm256_setzero_ps();
+        for (int64_t c = 0; c < n; c++) {
+            __m256 p = exp8(_mm256_sub_ps(s[c * nqv + j], shift));
+            s[c * nqv + j] = p;
+            sum = _mm256_add_ps(sum, p);
+        }
+        l[j] = _mm256_fmadd_ps(l[j], scaled, sum);
+        m[j] = peak;
+        _mm256_storeu_ps(rescale + j * W, scaled);
+    }
+}
+
+/* out[i, d-vectors [dv, dv + VS)] = out * rescale[i] + sum over the block's columns of p[c, i] v[c],
+ * for queries [i0, i0 + QS). */
+INLINE void value_tile(const float *p, int64_t nqp, const float *v, int64_t v_col, int64_t n, const float *rescale,
+                       float *out, int64_t i0, int dv, int QS, int VS) {
+    __m256 acc[VALUE_QUERIES * 2];
+    UNROLL for (int r = 0; r < QS; r++) {
+        __m256 scaled = _mm256_broadcast_ss(rescale + i0 + r);
+        UNROLL for (int x = 0; x < VS; x++)
+            acc[r * VS + x] = _mm256_mul_ps(_mm256_loadu_ps(out + (i0 + r) * HEAD_DIM + (dv + x) * W), scaled);
+    }
+    for (int64_t c = 0; c < n; c++) {
+        const float *vc = v + c * v_col + dv * W;
+        __m256 v0 = _mm256_loadu_ps(vc), v1 = VS > 1 ? _mm256_loadu_ps(vc + W) : v0;
+        UNROLL for (int r = 0; r < QS; r++) {
+            __m256 pc = _mm256_broadcast_ss(p + c * nqp + i0 + r);
+            acc[r * VS] = _mm256_fmadd_ps(pc, v0, acc[r * VS]);
+            if (VS > 1) acc[r * VS + 1] = _mm256_fmadd_ps(pc, v1, acc[r * VS + 1]);
         }
     }
+    UNROLL for (int r = 0; r < QS; r++)
+        UNROLL for (int x = 0; x < VS; x++) _mm256_storeu_ps(out + (i0 + r) * HEAD_DIM + (dv + x) * W, acc[r * VS + x]);
+}
+
+#define VALUE_TILE(QS, VS) value_tile(p, nqp, v, v_col, n, rescale, out, i0, dv, QS, VS)
+#define VALUE_TILES(VS)                                                                  \
+    switch (nq - i0 < VALUE_QUERIES ? nq - i0 : VALUE_QUERIES) {                         \
+        case 6: VALUE_TILE(6, VS); break;                                                \
+        case 5: VALUE_TILE(5, VS); break;                                                \
+        case 4: VALUE_TILE(4, VS); break;                                                \
+        case 3: VALUE_TILE(3, VS); break;                                                \
+        case 2: VALUE_TILE(2, VS); break;                                                \
+        default: VALUE_TILE(1, VS); break;                                               \
+    }
+
+static void block_values(const float *p, int64_t nqp, const float *v, int64_t v_col, int64_t n, int64_t nq,
+                         const float *rescale, float *out) {
+    int dv = 0;
+    for (; dv + 2 <= NV; dv += 2)
+        for (int64_t i0 = 0; i0 < nq; i0 += VALUE_QUERIES) VALUE_TILES(2)
+    if (dv < NV)
+        for (int64_t i0 = 0; i0 < nq; i0 += VALUE_QUERIES) VALUE_TILES(1)
+}
+
+/* One (row, head): queries q[i * q_tok], keys/values at column stride k_col/v_col; out [nq, HEAD_DIM]. */
+static void one_head(const float *q, int64_t q_tok, const float *k, int64_t k_col, const float *v, int64_t v_col,
+                     const int64_t *visible, int64_t nq, float scale, float *out, float *lse) {
+    __m256 qt[HEAD_DIM * MAX_QV], s[BLOCK * MAX_QV], vis[MAX_QV], top[MAX_QV], m[MAX_QV], l[MAX_QV];
+    float lanes[MAX_QV * W] __attribute__((aligned(32))), rescale[MAX_QV * W];
+    int64_t nqv = (nq + W - 1) / W, width = 0;
+    for (int64_t i = 0; i < nqv * W; i++) {
+        int64_t seen = i < nq ? visible[i] : 0; /* a padding lane sees nothing */
+        lanes[i] = (float)seen;
+        width = seen > width ? seen : width;
+        for (int d = 0; d < HEAD_DIM; d++) ((float *)qt)[(d * nqv + i / W) * W + i % W] = i < nq ? q[i * q_tok + d] * scale : 0.f;
+    }
+    for (int64_t j = 0; j < nqv; j++) {
+        vis[j] = _mm256_load_ps(lanes + j * W);
+        m[j] = _mm256_set1_ps(-INFINITY), l[j] = _mm256_setzero_ps();
+    }
+    memset(out, 0, sizeof(float) * nq * HEAD_DIM);
+    for (int64_t c0 = 0; c0 < width; c0 += BLOCK) {
+        int64_t n = width - c0 < BLOCK ? width - c0 : BLOCK;
+        block_scores(qt, nqv, k + c0 * k_col, k_col, v + c0 * v_col, v_col, c0, n, vis, s, top);
+        block_softmax(nqv, n, top, s, m, l, rescale);
+        block_values((const float *)s, nqv * W, v + c0 * v_col, v_col, n, nq, rescale, out);
+    }
+    float peak[MAX_QV * W], sums[MAX_QV * W];
+    for (int64_t j = 0; j < nqv; j++) _mm256_storeu_ps(peak + j * W, m[j]), _mm256_storeu_ps(sums + j * W, l[j]);
     for (int64_t i = 0; i < nq; i++) {
-        __m256 inv = _mm256_set1_ps(l[i] > 0.f ? 1.f / l[i] : 0.f);
-        UNROLL for (int d = 0; d < NV; d++) _mm256_storeu_ps(out + i * HEAD_DIM + 8 * d, _mm256_mul_ps(acc[i][d], inv));
-        lse[i] = l[i] > 0.f ? m[i] + logf(l[i]) : -INFINITY;
+        float inv = sums[i] > 0.f ? 1.f / sums[i] : 0.f;
+        for (int d = 0; d < HEAD_DIM; d++) out[i * HEAD_DIM + d] *= inv;
+        lse[i] = sums[i] > 0.f ? peak[i] + logf(sums[i]) : -INFINITY;
     }
 }
 
