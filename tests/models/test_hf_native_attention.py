@@ -33,7 +33,7 @@ def _reference(query, key, value, visible, scale):
 
 
 @needs_kernel
-@pytest.mark.parametrize(("head_dim", "n"), [(8, 15), (64, 15), (128, 15), (64, 3), (64, 41), (16, 64)])
+@pytest.mark.parametrize(("head_dim", "n"), [(8, 15), (64, 15), (128, 15), (64, 3), (64, 41), (16, 64), (64, 150)])
 def test_the_kernel_equals_float64_attention_over_each_querys_own_columns(head_dim: int, n: int):
     """Query counts that fill the score tiles (two vectors of 8), leave one vector or a partial one,
     and every value-tile height; head sizes of one, two and several value vectors."""
@@ -57,10 +57,26 @@ def test_the_kernel_equals_float64_attention_over_each_querys_own_columns(head_d
 @needs_kernel
 def test_the_kernel_declines_what_it_does_not_take_so_the_caller_uses_torchs():
     attend = native_attention.kernel(8)
-    q, k = torch.zeros(1, 1, 65, 8), torch.zeros(1, 1, 4, 8)
-    assert attend(q, k, k, torch.ones(1, 65, dtype=torch.long), 1.0) is None  # more queries than MAX_Q
-    small = torch.zeros(1, 1, 2, 8)
-    assert attend(small.double(), k.double(), k.double(), torch.ones(1, 2, dtype=torch.long), 1.0) is None
+    q, k = torch.zeros(1, 1, 2, 8), torch.zeros(1, 1, 4, 8)
+    assert attend(q.double(), k.double(), k.double(), torch.ones(1, 2, dtype=torch.long), 1.0) is None
+
+
+@needs_kernel
+def test_a_prompts_prefill_through_the_kernel_equals_sdpas_causal_attention():
+    """A prefill's thousands of queries run in chunks of MAX_QUERIES; each token sees up to its own
+    column, after whatever the cache held before (``columns - tokens``)."""
+    torch.manual_seed(1)
+    heads, kv_heads, dim = 6, 2, 16
+    for tokens, before in ((150, 0), (70, 33)):
+        query = torch.randn(1, heads, tokens, dim)
+        key, value = torch.randn(2, 1, kv_heads, before + tokens, dim)
+        got = shared_attention._causal_prefill(native_attention.kernel(dim), query, key, value, None, None)
+        sees = torch.arange(before + tokens)[None, :] <= torch.arange(before, before + tokens)[:, None]
+        want = F.scaled_dot_product_attention(query.double(), key.double(), value.double(), attn_mask=sees, enable_gqa=True)
+        assert got is not None and torch.allclose(got.double(), want.transpose(1, 2), atol=2e-6)
+    assert shared_attention._causal_prefill(native_attention.kernel(dim), query, key, value, torch.zeros(1, 1, 70, 103), None) is None
+    assert shared_attention._causal_prefill(native_attention.kernel(dim), query.expand(2, -1, -1, -1), key.expand(2, -1, -1, -1),
+                                            value.expand(2, -1, -1, -1), None, None) is None  # padded batches: sdpa
 
 
 @needs_kernel
@@ -98,10 +114,20 @@ def test_greedy_decoding_with_the_kernel_generates_what_torchs_kernel_does(tiny_
         calls.append(tuple(visible.shape))
         return real(query, key, value, visible, scale)
 
+    prefills: list[bool] = []
+    real_prefill = shared_attention._causal_prefill
+
+    def spied_prefill(*args):
+        done = real_prefill(*args)
+        prefills.append(done is not None)
+        return done
+
     monkeypatch.setattr(decode, "_native_kernel", lambda model: counting)
+    monkeypatch.setattr(shared_attention, "_causal_prefill", spied_prefill)
     assert HFModel(str(tiny_model_dir), batch_size=3).generate_until(requests) == expected
     assert calls and max(rows for rows, _ in calls) == 3
     assert max(n for _, n in calls) > 2  # a row's draft tokens (group 2 x tokens) went through it
+    assert prefills and all(prefills)  # every prompt's prefill too
 
 
 def test_without_the_setting_decode_steps_never_call_the_kernel(tiny_model_dir: Path, monkeypatch):

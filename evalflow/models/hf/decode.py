@@ -255,7 +255,7 @@ class _Loop:
             if not self.waiting:
                 break
             j = self.waiting.popleft()
-            _join(self.model, self.layers, r, self.jobs[j], self.skip, self.device)
+            _join(self.model, self.layers, r, self.jobs[j], self.skip, self.device, self.native)
             if r == len(self.rows):  # the first fill
                 for values in (self.rows, self.lengths, self.feed, self.index):
                     values.append(0)  # type: ignore[arg-type]
@@ -353,11 +353,14 @@ def _shared_prefix(jobs: Sequence[Job]) -> kv.PrefixStates | None:
     return prefixes[0].head(n) if n > 0 else None
 
 
-def _join(model: Any, layers: list[SlotLayer], slot: int, job: Job, skip: int, device: Any) -> None:
+def _join(model: Any, layers: list[SlotLayer], slot: int, job: Job, skip: int, device: Any,
+          native: native_attention.Kernel | None) -> None:
     """Run the job's context (all but its last token, after its memoized prefix) into ``slot``,
-    leaving out its first ``skip`` columns (the prefix every row shares)."""
+    leaving out its first ``skip`` columns (the prefix every row shares); its attention through
+    the compiled kernel when given (``native``)."""
     if len(job.context) - 1 <= skip:
         return  # nothing of its own before the token the first step feeds
-    row = kv.generation_cache(model, [list(job.context)], len(job.context) - 1, job.prefix, device)
+    row = kv.generation_cache(model, [list(job.context)], len(job.context) - 1, job.prefix, device,
+                              {"native": native} if native is not None else None)
     for target, source in zip(layers, row.layers):
         target.load(slot, source.keys[:, :, skip:], source.values[:, :, skip:])

@@ -276,7 +276,8 @@ def _growing_cache(model: Any, capacity: int) -> Cache:
 
 
 def generation_cache(
-    model: Any, contexts: Sequence[Sequence[int]], capacity: int, prefix: PrefixStates | None, device: Any
+    model: Any, contexts: Sequence[Sequence[int]], capacity: int, prefix: PrefixStates | None, device: Any,
+    attention: dict[str, Any] | None = None,
 ) -> Cache:
     """A cache for ``generate`` over left-padded ``contexts``, holding all but their last token.
 
@@ -284,7 +285,8 @@ def generation_cache(
     masked half), after ``prefix`` if given (the first ``prefix.lengths[0]`` tokens of every
     context, not run again); its key/values are then laid out left-padded to the longest context,
     the padding columns zero and masked by the caller's attention mask. ``generate`` thus starts
-    at the last context token, with room for ``capacity`` positions in all.
+    at the last context token, with room for ``capacity`` positions in all. ``attention``: extra
+    keyword arguments for the attention function (the decode loop's compiled kernel, ``native``).
     """
     padlen = max(len(c) for c in contexts)
     shared = prefix.lengths[0] if prefix is not None else 0
@@ -297,7 +299,7 @@ def generation_cache(
         own = list(ctx[shared:-1])
         if own:
             positions = torch.arange(shared, len(ctx) - 1, device=device)[None]
-            kwargs = {str(cache_argument(model)): row, "use_cache": True}
+            kwargs = {str(cache_argument(model)): row, "use_cache": True, **(attention or {})}
             if "logits_to_keep" in inspect.signature(model.forward).parameters:
                 kwargs["logits_to_keep"] = 1
             model(torch.tensor([own], dtype=torch.long, device=device), position_ids=positions, **kwargs)

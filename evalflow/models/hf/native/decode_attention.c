@@ -1,9 +1,11 @@
-/* Decode-step attention for evalflow's continuous-batching loop (see ../native_attention.py).
+/* Attention for evalflow's continuous-batching loop, its decode steps and its prompts' prefill
+ * (see ../native_attention.py).
  *
  * For every (row, key/value head): softmax(q k^T * scale) v over the columns each query may see,
  * with the log-sum-exp of the scores, in one pass over the keys and values (online softmax over
  * blocks of BLOCK columns). A query sees the columns [0, visible) of its row: a decode row's
- * filled columns, and for a draft token the ones up to its own. Columns past the row's longest
+ * filled columns, for a draft token the ones up to its own, for a prompt token the ones up to its
+ * own (causal). Columns past the row's longest
  * query are never read, so short rows cost what they hold, not what the longest row holds.
  *
  * Both products are register-tiled like a GEMM micro-kernel, so each load feeds several FMAs:
@@ -24,11 +26,11 @@
 #define HEAD_DIM 64
 #endif
 #ifndef MAX_Q
-#define MAX_Q 64 /* queries per (row, head), set by the build; more: the caller uses torch's kernel */
+#define MAX_Q 64 /* queries per chunk (set by the build): the tiles' scratch space is sized by it */
 #endif
 #define W 8                          /* floats per vector */
 #define NV (HEAD_DIM / W)            /* vectors per head vector */
-#define MAX_QV ((MAX_Q + W - 1) / W) /* query vectors per (row, head) */
+#define MAX_QV ((MAX_Q + W - 1) / W) /* query vectors per chunk */
 #define BLOCK 32                     /* columns per softmax block (measured best of 16-128): its keys, values and scores stay in L1 */
 #define SCORE_COLS 4                 /* score tile: columns x (2 vectors of) queries */
 #define VALUE_QUERIES 6              /* value tile: queries x (2 vectors of) head dimensions */
@@ -203,17 +205,19 @@ static void one_head(const float *q, int64_t q_tok, const float *k, int64_t k_co
 
 /* q [rows, heads, nq, HEAD_DIM], k/v [rows, heads, columns, HEAD_DIM] (strides in floats, the last
  * dimension contiguous), visible [rows, nq]; writes out [rows, heads, nq, HEAD_DIM] and lse
- * [rows, heads, nq], contiguous. Returns 0, or 1 when nq exceeds MAX_Q (nothing written). */
-int evalflow_decode_attention(const float *q, const int64_t *q_strides, const float *k, const int64_t *k_strides,
+ * [rows, heads, nq], contiguous. A (row, head)'s queries run in chunks of up to MAX_Q (a decode
+ * step's 3 x 5 are one; a prompt's prefill, thousands, many), the chunks of all rows and heads in
+ * parallel, later chunks first: in a prefill they see the most columns. */
+void evalflow_decode_attention(const float *q, const int64_t *q_strides, const float *k, const int64_t *k_strides,
                               const float *v, const int64_t *v_strides, const int64_t *visible, int64_t rows,
-                              int64_t heads, int64_t nq, float scale, float *out, float *lse, int threads) {
-    if (nq > MAX_Q) return 1;
+                               int64_t heads, int64_t nq, float scale, float *out, float *lse, int threads) {
+    int64_t chunks = (nq + MAX_Q - 1) / MAX_Q, pairs = rows * heads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int64_t t = 0; t < rows * heads; t++) {
-        int64_t r = t / heads, h = t % heads;
-        one_head(q + r * q_strides[0] + h * q_strides[1], q_strides[2], k + r * k_strides[0] + h * k_strides[1],
-                 k_strides[2], v + r * v_strides[0] + h * v_strides[1], v_strides[2], visible + r * nq, nq, scale,
-                 out + t * nq * HEAD_DIM, lse + t * nq);
+    for (int64_t u = 0; u < chunks * pairs; u++) {
+        int64_t t = u % pairs, r = t / heads, h = t % heads, i0 = (chunks - 1 - u / pairs) * MAX_Q;
+        int64_t n = nq - i0 < MAX_Q ? nq - i0 : MAX_Q;
+        one_head(q + r * q_strides[0] + h * q_strides[1] + i0 * q_strides[2], q_strides[2],
+                 k + r * k_strides[0] + h * k_strides[1], k_strides[2], v + r * v_strides[0] + h * v_strides[1],
+                 v_strides[2], visible + r * nq + i0, n, scale, out + (t * nq + i0) * HEAD_DIM, lse + t * nq + i0);
     }
-    return 0;
 }
