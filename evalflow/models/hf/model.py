@@ -51,8 +51,8 @@ Speed settings that never change answers, hence are not part of the model's iden
 ``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
 cores this process may use), ``keep_freed_memory`` (on a CPU, freed tensor memory stays in the
-process for the next op, ``host_memory``), ``native_attention`` (decode steps' attention in a compiled
-kernel on x86 CPUs, ``native_attention``), ``prefix_sharing`` and ``batching``.
+process for the next op, ``host_memory``), ``native_attention`` (the decode loop's attention, steps and
+prompt prefill, in a compiled kernel on x86 CPUs, ``native_attention``), ``prefix_sharing`` and ``batching``.
 """
 
 from __future__ import annotations

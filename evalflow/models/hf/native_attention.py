@@ -1,12 +1,15 @@
-"""A compiled decode-step attention for x86 CPUs with AVX2 (``model.native_attention``, default on).
+"""A compiled attention for the decode loop on x86 CPUs with AVX2 (``model.native_attention``, default on).
 
 Why: a decode step with draft tokens gives each key/value head ``group x tokens`` queries
 (SmolLM2: 3 x 5), so its attention is a small matrix product per row and head, thousands a step.
 torch's CPU flash kernel runs each as BLAS calls on blocks of 512 columns and computes the scores
 of every row out to the longest row's width (the padding masked afterwards): on an 8-row gsm8k
 step it reaches ~40 GFLOP/s. ``native/decode_attention.c`` does the same softmax in one pass over
-each row's own columns only, in registers (online softmax over blocks of 64 columns): 1.6x faster
-on that step (50 against 82 ms for 30 layers; ``benchmarks/decode_attention.py``).
+each row's own columns only (online softmax over blocks of 32 columns), both products tiled in
+registers like a GEMM micro-kernel and the key/value blocks prefetched: 2.56x faster on that step
+(43.1 against 110.4 ms for 30 layers; ``benchmarks/decode_attention.py``), ~75% of the machine's
+fp32 matrix-product speed. A row's prompt prefill (one row, plainly causal) goes through it too, in
+chunks of 64 queries: 9.2-9.5 against sdpa's 11.0-12.7 ms per layer for 850 tokens.
 
 The kernel is built on first use with the system C compiler (``cc -O3 -march=native -fopenmp``,
 about a second) into ``~/.cache/evalflow/kernels/`` (``$XDG_CACHE_HOME``), named by a hash of
