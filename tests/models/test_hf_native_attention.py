@@ -4,6 +4,7 @@ computation, built once per machine, torch's kernel wherever it cannot run."""
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -67,16 +68,18 @@ def test_a_prompts_prefill_through_the_kernel_equals_sdpas_causal_attention():
     column, after whatever the cache held before (``columns - tokens``)."""
     torch.manual_seed(1)
     heads, kv_heads, dim = 6, 2, 16
+    causal, bidirectional = SimpleNamespace(is_causal=True), SimpleNamespace(is_causal=False)
     for tokens, before in ((150, 0), (70, 33)):
         query = torch.randn(1, heads, tokens, dim)
         key, value = torch.randn(2, 1, kv_heads, before + tokens, dim)
-        got = shared_attention._causal_prefill(native_attention.kernel(dim), query, key, value, None, None)
+        got = shared_attention._causal_prefill(native_attention.kernel(dim), causal, query, key, value, None, None)
         sees = torch.arange(before + tokens)[None, :] <= torch.arange(before, before + tokens)[:, None]
         want = F.scaled_dot_product_attention(query.double(), key.double(), value.double(), attn_mask=sees, enable_gqa=True)
         assert got is not None and torch.allclose(got.double(), want.transpose(1, 2), atol=2e-6)
-    assert shared_attention._causal_prefill(native_attention.kernel(dim), query, key, value, torch.zeros(1, 1, 70, 103), None) is None
-    assert shared_attention._causal_prefill(native_attention.kernel(dim), query.expand(2, -1, -1, -1), key.expand(2, -1, -1, -1),
+    assert shared_attention._causal_prefill(native_attention.kernel(dim), causal, query, key, value, torch.zeros(1, 1, 70, 103), None) is None
+    assert shared_attention._causal_prefill(native_attention.kernel(dim), causal, query.expand(2, -1, -1, -1), key.expand(2, -1, -1, -1),
                                             value.expand(2, -1, -1, -1), None, None) is None  # padded batches: sdpa
+    assert shared_attention._causal_prefill(native_attention.kernel(dim), bidirectional, query, key, value, None, None) is None
 
 
 @needs_kernel

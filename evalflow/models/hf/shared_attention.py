@@ -103,7 +103,7 @@ def attention(
 
     used = [k for k in UNSUPPORTED if kwargs.get(k) is not None]
     if native is not None and not (decode_step or shared_prefix is not None or used or dropout):
-        prefilled = _causal_prefill(native, query, key, value, attention_mask, scaling)
+        prefilled = _causal_prefill(native, module, query, key, value, attention_mask, scaling)
         if prefilled is not None:
             return prefilled, None
     if not (decode_step or shared_prefix is not None) or used or dropout:
@@ -132,13 +132,14 @@ def attention(
     return own_out.reshape(rows, heads, tokens, dim).transpose(1, 2).contiguous(), None
 
 
-def _causal_prefill(native: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+def _causal_prefill(native: Any, module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                     mask: torch.Tensor | None, scaling: float | None) -> torch.Tensor | None:
-    """A prompt's prefill through the compiled kernel (``native``): one row, no mask (transformers
-    drops it when the pass is plainly causal), so token ``t`` of ``T`` sees the columns up to its
-    own, ``columns - T + t + 1``. None (transformers' ``sdpa`` runs instead) for anything else."""
+    """A prompt's prefill through the compiled kernel (``native``): one row of a causal layer with
+    no mask (transformers drops it when the pass is plainly causal, as ``sdpa``'s ``is_causal``
+    reads it), so token ``t`` of ``T`` sees the columns up to its own, ``columns - T + t + 1``.
+    None (transformers' ``sdpa`` runs instead) for anything else."""
     rows, heads, tokens, dim = query.shape
-    if rows != 1 or mask is not None:
+    if rows != 1 or mask is not None or not getattr(module, "is_causal", True):
         return None
     kv_heads = key.shape[1]
     group = heads // kv_heads
