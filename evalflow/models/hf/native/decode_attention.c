@@ -171,7 +171,7 @@ static void block_values(const float *p, int64_t nqp, const float *v, int64_t v_
         for (int64_t i0 = 0; i0 < nq; i0 += VALUE_QUERIES) VALUE_TILES(1)
 }
 
-/* One (row, head): queries q[i * q_tok], keys/values at column stride k_col/v_col; out [nq, HEAD_DIM]. */
+/* One chunk of a (row, head)'s queries: q[i * q_tok], keys/values at column stride k_col/v_col; out [nq, HEAD_DIM]. */
 static void one_head(const float *q, int64_t q_tok, const float *k, int64_t k_col, const float *v, int64_t v_col,
                      const int64_t *visible, int64_t nq, float scale, float *out, float *lse) {
     __m256 qt[HEAD_DIM * MAX_QV], s[BLOCK * MAX_QV], vis[MAX_QV], top[MAX_QV], m[MAX_QV], l[MAX_QV];
