@@ -102,13 +102,13 @@ def attention(
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     used = [k for k in UNSUPPORTED if kwargs.get(k) is not None]
-    if native is not None and not (decode_step or shared_prefix is not None or used or dropout):
-        prefilled = _causal_prefill(native, module, query, key, value, attention_mask, scaling)
-        if prefilled is not None:
-            return prefilled, None
     if not (decode_step or shared_prefix is not None) or used or dropout:
         if shared_prefix is not None:
             raise RuntimeError(f"shared-prefix attention got {used or 'dropout'}; please report this model")
+        if native is not None and not (used or dropout):  # so a plain pass: a prompt's prefill
+            prefilled = _causal_prefill(native, module, query, key, value, attention_mask, scaling)
+            if prefilled is not None:
+                return prefilled, None
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     rows, heads, tokens, dim = query.shape
     kv_heads = key.shape[1]
