@@ -112,9 +112,9 @@ def attention(
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     rows, heads, tokens, dim = query.shape
     kv_heads = key.shape[1]
-    group = heads // kv_heads  # head h reads kv head h // group, as transformers' repeat_kv lays them out
-    scale = scaling if scaling is not None else dim**-0.5
-    grouped = query.reshape(rows, kv_heads, group * tokens, dim)  # a kv head's queries side by side
+    group = heads // kv_heads
+    scale = _scale(scaling, dim)
+    grouped = _grouped(query, key)
     if attention_mask is not None and attention_mask.shape[-2] not in (1, group * tokens):
         raise RuntimeError(f"a decode step's mask has {attention_mask.shape[-2]} query rows, not {group} x {tokens} "
                            "(grouped_mask); please report this bug")
@@ -129,7 +129,7 @@ def attention(
         shared_lse = shared_lse.reshape(kv_heads, rows, group * tokens, 1).transpose(0, 1)
         total = torch.logaddexp(shared_lse, own_lse)
         own_out = shared_out * torch.exp(shared_lse - total) + own_out * torch.exp(own_lse - total)
-    return own_out.reshape(rows, heads, tokens, dim).transpose(1, 2).contiguous(), None
+    return _ungrouped(own_out, query.shape), None
 
 
 def _causal_prefill(native: Any, module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -141,11 +141,28 @@ def _causal_prefill(native: Any, module: Any, query: torch.Tensor, key: torch.Te
     rows, heads, tokens, dim = query.shape
     if rows != 1 or mask is not None or not getattr(module, "is_causal", True):
         return None
-    kv_heads = key.shape[1]
-    group = heads // kv_heads
+    group = heads // key.shape[1]
     own = torch.arange(key.shape[2] - tokens + 1, key.shape[2] + 1).repeat(group)[None]  # grouped order: g * T + t
-    done = native(query.reshape(1, kv_heads, group * tokens, dim), key, value, own, scaling if scaling is not None else dim**-0.5)
-    return None if done is None else done[0].reshape(1, heads, tokens, dim).transpose(1, 2).contiguous()
+    done = native(_grouped(query, key), key, value, own, _scale(scaling, dim))
+    return None if done is None else _ungrouped(done[0], query.shape)
+
+
+def _scale(scaling: float | None, dim: int) -> float:
+    """The scores' scale: the layer's own, else transformers' default ``1 / sqrt(dim)``."""
+    return scaling if scaling is not None else dim**-0.5
+
+
+def _grouped(query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """``query`` ``[rows, heads, tokens, dim]`` as ``[rows, kv_heads, group * tokens, dim]``: a key/value
+    head's queries side by side (head h reads kv head h // group, as transformers' repeat_kv lays them out)."""
+    rows, heads, tokens, dim = query.shape
+    return query.reshape(rows, key.shape[1], heads // key.shape[1] * tokens, dim)
+
+
+def _ungrouped(out: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """Grouped attention output back to transformers' layout ``[rows, tokens, heads, dim]`` (``shape``: the query's)."""
+    rows, heads, tokens, dim = shape
+    return out.reshape(rows, heads, tokens, dim).transpose(1, 2).contiguous()
 
 
 def _softmax_part(
