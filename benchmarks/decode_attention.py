@@ -1,7 +1,7 @@
 """One gsm8k decode step's attention: the compiled kernel (``native_attention``) against torch's CPU
 flash kernel on the same inputs, interleaved in the same run.
 
-    python benchmarks/decode_attention.py --rounds 5 [--rows 8] [--tokens 5]
+    python benchmarks/decode_attention.py --rounds 5 [--rows 8] [--tokens 5] [--prefill 1100]
 
 Shapes of SmolLM2-135M (30 layers, 3 key/value heads of 64 under 9 query heads) in evalflow's decode
 loop: ``rows`` slots with their own lengths (900 to 1,300 columns, buffers of 1,500 columns, one
@@ -11,6 +11,10 @@ padding of shorter rows included, as the decode loop passes it); the native kern
 query's visible column count. Prints ms per step (min of rounds), the ratio, the largest
 difference between the two outputs, and the foreign CPU load (``../shared/bench/measure.py``;
 above ~0.05 the figures are disturbed).
+
+A second line times one layer of a prompt's prefill (``--prefill`` tokens, one row, causal):
+torch's ``sdpa`` (what transformers runs) against the kernel (``shared_attention._causal_prefill``)
+and, on a CPU with AVX-512, against the kernel's AVX2 build, whose floats it must equal exactly.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from decode_speed import _busy_seconds, timed  # noqa: E402
+
+from types import SimpleNamespace  # noqa: E402
+
+import torch.nn.functional as F  # noqa: E402
 
 from evalflow.models.hf import native_attention, shared_attention  # noqa: E402
 
@@ -54,6 +62,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=5)
+    parser.add_argument("--prefill", type=int, default=1100, help="a prompt's tokens for the prefill line (0: none)")
     args = parser.parse_args()
     attend = native_attention.kernel(HEAD_DIM)
     if attend is None:
@@ -78,6 +87,39 @@ def main() -> None:
     print(f"decode step attention ({args.rows} rows x {args.tokens} tokens, {LAYERS} layers, {torch.get_num_threads()} threads): "
           f"torch flash {best['torch'] * 1e3:.1f} ms, native {best['native'] * 1e3:.1f} ms: "
           f"{best['torch'] / best['native']:.2f}x; max |difference| {diff:.1e}; worst foreign CPU {foreign:.2f}")
+    if args.prefill:
+        print(prefill_line(args.prefill, args.rounds, attend), flush=True)
+
+
+def prefill_line(tokens: int, rounds: int, attend: native_attention.Kernel) -> str:
+    """One layer's causal prefill of ``tokens`` tokens: sdpa, the kernel, and its AVX2 build (where
+    the kernel is the AVX-512 one), interleaved over ``rounds``; min ms each."""
+    torch.manual_seed(1)
+    query = torch.randn(1, KV_HEADS * GROUP, tokens, HEAD_DIM)
+    key, value = torch.randn(2, 1, KV_HEADS, tokens, HEAD_DIM).unbind(0)
+    causal = SimpleNamespace(is_causal=True)
+    runs = {"sdpa": lambda: F.scaled_dot_product_attention(query, key, value, is_causal=True, enable_gqa=True).transpose(1, 2)}
+    wide = getattr(attend, "vector_width", 8) == 16
+    builds = {"native": attend, **({"native AVX2": native_attention.kernel(HEAD_DIM, avx512=False)} if wide else {})}
+    for name, kernel in builds.items():
+        runs[name] = lambda kernel=kernel: shared_attention._causal_prefill(kernel, causal, query, key, value, None, None)
+    outs = {name: run() for name, run in runs.items()}
+    diff = float((outs["native"] - outs["sdpa"]).abs().max())
+    busy = _busy_seconds()
+    best, foreign = {name: float("inf") for name in runs}, 0.0
+    for _ in range(rounds):
+        for name, run in runs.items():
+            wall, _, disturbed = timed(run, 1, busy)
+            best[name], foreign = min(best[name], wall), max(foreign, disturbed)
+    flops = tokens * tokens * KV_HEADS * GROUP * HEAD_DIM * 2  # scores and values over the causal half
+    line = (f"prompt prefill attention ({tokens} tokens, one layer, {torch.get_num_threads()} threads): "
+            f"sdpa {best['sdpa'] * 1e3:.2f} ms, native {best['native'] * 1e3:.2f} ms "
+            f"({flops / best['native'] / 1e9:.0f} GFLOP/s, {'AVX-512' if wide else 'AVX2'}): {best['sdpa'] / best['native']:.2f}x")
+    if wide:
+        same = torch.equal(outs["native"], outs["native AVX2"])
+        line += (f"; AVX2 build {best['native AVX2'] * 1e3:.2f} ms: AVX-512 {best['native AVX2'] / best['native']:.2f}x, "
+                 f"{'identical' if same else 'DIFFERENT'} floats")
+    return line + f"; max |difference| to sdpa {diff:.1e}; worst foreign CPU {foreign:.2f}"
 
 
 if __name__ == "__main__":

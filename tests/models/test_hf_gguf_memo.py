@@ -74,7 +74,8 @@ def test_smollm2_from_its_memo_gives_the_numbers_of_the_gguf_file(tmp_path, monk
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     monkeypatch.setenv("EVALFLOW_WEIGHTS_DIR", str(tmp_path / "gguf-weights"))
-    direct = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", batch_size=4, memo_gguf=False)
+    plain = {"dtype": "float32", "packed_linear": False}  # the loaded module tree as transformers built it
+    direct = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, batch_size=4, memo_gguf=False, **plain)
     assert not (tmp_path / "gguf-weights").exists()
     asked: list[tuple] = []
     with monkeypatch.context() as patched:
@@ -82,14 +83,14 @@ def test_smollm2_from_its_memo_gives_the_numbers_of_the_gguf_file(tmp_path, monk
                         lambda src, **k: asked.append(("tokenizer", src, k.get("gguf_file"))) or direct.tokenizer)
         patched.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
                         lambda src, **k: asked.append(("model", src, k.get("gguf_file"))) or direct.model)
-        HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", memo_gguf=True)  # converts, writes the memo
+        HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, memo_gguf=True, **plain)  # converts, writes the memo
     assert asked == [("tokenizer", smollm2_dir(), SMOLLM2_GGUF), ("model", smollm2_dir(), SMOLLM2_GGUF)]
     assert len(list((tmp_path / "gguf-weights").glob(f"*/{gguf_memo.MARKER}"))) == 1
     sources: list[tuple] = []
     real = transformers.AutoModelForCausalLM.from_pretrained
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
                         lambda src, **k: sources.append((src, k.get("gguf_file"))) or real(src, **k))
-    memo = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", batch_size=4)
+    memo = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, batch_size=4, **plain)
     assert len(sources) == 1 and "gguf-weights" in str(sources[0][0]) and sources[0][1] is None
     a, b = direct.model.state_dict(), memo.model.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

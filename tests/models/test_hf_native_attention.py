@@ -34,17 +34,19 @@ def _reference(query, key, value, visible, scale):
 
 
 @needs_kernel
+@pytest.mark.parametrize("avx512", [True, False])
 @pytest.mark.parametrize(("head_dim", "n"), [(8, 15), (64, 15), (128, 15), (64, 3), (64, 41), (16, 64), (64, 150)])
-def test_the_kernel_equals_float64_attention_over_each_querys_own_columns(head_dim: int, n: int):
-    """Query counts that fill the score tiles (two vectors of 8), leave one vector or a partial one,
-    and every value-tile height; head sizes of one, two and several value vectors."""
+def test_the_kernel_equals_float64_attention_over_each_querys_own_columns(head_dim: int, n: int, avx512: bool):
+    """Query counts that fill the score tiles (two vectors of 8 or 16), leave one vector or a partial
+    one, and every value-tile height; head sizes of one, two and several value vectors; the AVX-512
+    build (where the CPU has it and the head size is a multiple of 16) and the AVX2 one."""
     torch.manual_seed(head_dim + n)
     rows, heads, capacity = 3, 2, 300
     keys, values = torch.randn(rows, heads, capacity, head_dim) * 2, torch.randn(rows, heads, capacity, head_dim)
     key, value = keys[:, :, :290], values[:, :, :290]  # views into a bigger buffer, as the decode slots are
     query = torch.randn(rows, heads, n, head_dim)
     visible = torch.tensor([[290 - i % 5 for i in range(n)], [1 + i % 5 for i in range(n)], [130 + i for i in range(n)]])
-    attend = native_attention.kernel(head_dim)
+    attend = native_attention.kernel(head_dim, avx512=avx512)
     assert attend is not None
     got, got_lse = attend(query, key, value, visible, 0.37)
     want, want_lse = _reference(query, key, value, visible, 0.37)
@@ -53,6 +55,27 @@ def test_the_kernel_equals_float64_attention_over_each_querys_own_columns(head_d
     torchs = F.scaled_dot_product_attention(query, key, value, attn_mask=sees, scale=0.37).double()
     assert float((got.double() - want).abs().max()) <= 2 * float((torchs - want).abs().max()) + 1e-6
     assert torch.allclose(got_lse.double(), want_lse, atol=2e-5)
+
+
+@needs_kernel
+def test_the_avx512_build_gives_the_avx2_builds_floats_where_the_cpu_has_it():
+    """Each score sums its products, and each output its columns, in the same order in both builds,
+    so switching a machine's build changes no generated token: a decode step and a prefill compared."""
+    wide, narrow = native_attention.kernel(64), native_attention.kernel(64, avx512=False)
+    assert narrow.vector_width == 8 and native_attention.kernel(8).vector_width == 8  # 8 floats a head: AVX2 only
+    if not native_attention.has_avx512():
+        assert wide.vector_width == 8
+        pytest.skip("this CPU has no AVX-512: one build")
+    assert wide.vector_width == 16
+    torch.manual_seed(3)
+    key, value = torch.randn(2, 4, 3, 700, 64).unbind(0)
+    step = (torch.randn(4, 3, 15, 64), key, value, torch.randint(1, 700, (4, 15)), 0.125)
+    for a, b in zip(wide(*step), narrow(*step)):
+        assert torch.equal(a, b)
+    causal = SimpleNamespace(is_causal=True)
+    prompt = (torch.randn(1, 9, 700, 64), key[:1], value[:1], None, None)
+    assert torch.equal(shared_attention._causal_prefill(wide, causal, *prompt),
+                       shared_attention._causal_prefill(narrow, causal, *prompt))
 
 
 @needs_kernel

@@ -52,7 +52,8 @@ Speed settings that never change answers, hence are not part of the model's iden
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
 cores this process may use), ``keep_freed_memory`` (on a CPU, freed tensor memory stays in the
 process for the next op, ``host_memory``), ``native_attention`` (the decode loop's attention, steps and
-prompt prefill, in a compiled kernel on x86 CPUs, ``native_attention``), ``prefix_sharing`` and ``batching``.
+prompt prefill, in a compiled kernel on x86 CPUs, ``native_attention``), ``packed_linear`` (linear layers
+through oneDNN with weights packed once, on a CPU in fp32, ``packed_linear``), ``prefix_sharing`` and ``batching``.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class HFModel(LanguageModel):
         draft_tokens: int = 4,
         keep_freed_memory: bool = True,
         native_attention: bool = True,
+        packed_linear: bool = True,
         **unused: Any,
     ) -> None:
         if unused:
@@ -117,6 +119,9 @@ class HFModel(LanguageModel):
         self.native_attention = load.parse_switch(
             "native_attention", native_attention, "set model.native_attention=false to decode with torch's attention "
             "kernel, or leave it out (default true: a compiled kernel on x86 CPUs with AVX2).")
+        pack = load.parse_switch(
+            "packed_linear", packed_linear, "set model.packed_linear=false to keep torch's linear layers, or leave it "
+            "out (default true: on a CPU in fp32, oneDNN with the weights packed once).")
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
@@ -130,8 +135,9 @@ class HFModel(LanguageModel):
             pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer,
             add_bos_token, self.threads, placement, memo_gguf,
         )
-        from evalflow.models.hf import torch_ops
+        from evalflow.models.hf import packed_linear, torch_ops
 
+        self.packed_linears = packed_linear.pack_linears(self.model) if pack else 0
         self._keep_only_needed = torch_ops.accepts_logits_to_keep(self.model)
         self.max_length = int(max_length) if max_length else resolve_max_length(self.model.config, self.tokenizer)
         self._free_bytes: int | None = None
@@ -150,7 +156,8 @@ class HFModel(LanguageModel):
         are grouped and which key/values are reused), ``device``, ``threads`` and the accelerate placement
         settings (where the same weights run), ``draft_tokens`` (draft tokens checked per decode step:
         a kept draft is the model's own greedy choice), ``keep_freed_memory`` (where freed memory goes),
-        ``native_attention`` (which kernel computes the same decode-step softmax).
+        ``native_attention`` (which kernel computes the same decode-step softmax), ``packed_linear``
+        (which kernel computes the same linear layers).
         ``trust_remote_code`` only permits loading; the code it runs is in the folder fingerprint
         (``*.py``) or fixed by the hub commit.
         """

@@ -5,18 +5,21 @@
  * with the log-sum-exp of the scores, in one pass over the keys and values (online softmax over
  * blocks of BLOCK columns). A query sees the columns [0, visible) of its row: a decode row's
  * filled columns, for a draft token the ones up to its own, for a prompt token the ones up to its
- * own (causal). Columns past the row's longest
- * query are never read, so short rows cost what they hold, not what the longest row holds.
+ * own (causal). Columns past the row's longest query are never read, so short rows cost what they
+ * hold, not what the longest row holds.
  *
  * Both products are register-tiled like a GEMM micro-kernel, so each load feeds several FMAs:
- * - scores: the head's queries transposed once (lanes = queries, 8 per vector), so a key column's
- *   element is broadcast against two query vectors: tiles of 4 columns x 16 queries, and the
- *   softmax (max, exp, sums) runs across queries in vector lanes, with no horizontal sums;
- * - values: tiles of 6 queries x 16 head dimensions, a probability broadcast per query against
- *   two value vectors.
- * Built per head size (HEAD_DIM, a multiple of 8) for x86-64 with AVX2 and FMA; the caller checks
- * both. fp32 throughout; equal to the plain computation up to summation order and the 1e-7
- * relative error of exp8. */
+ * - scores: the head's queries transposed once (lanes = queries, W per vector), so a key column's
+ *   element is broadcast against two query vectors: tiles of SCORE_COLS columns x 2W queries, and
+ *   the softmax (max, exp, sums) runs across queries in vector lanes, with no horizontal sums;
+ * - values: tiles of VALUE_QUERIES queries x 2W head dimensions, a probability broadcast per query
+ *   against two value vectors.
+ * One source, two instruction sets, chosen by the build's -march=native: AVX-512 (W = 16, 32
+ * vector registers, so wider score tiles) where the CPU has it, else AVX2 with FMA (W = 8). Each
+ * score still sums its HEAD_DIM products in one chain in dimension order, and each output its
+ * columns in column order, so both give the same floats. Built per head size (HEAD_DIM, a multiple
+ * of 8; the caller checks it) for x86-64; fp32 throughout; equal to the plain computation up to
+ * summation order and the 1e-7 relative error of the exp polynomial. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -28,57 +31,104 @@
 #ifndef MAX_Q
 #define MAX_Q 64 /* queries per chunk (set by the build): the tiles' scratch space is sized by it */
 #endif
-#define W 8                          /* floats per vector */
-#define NV (HEAD_DIM / W)            /* vectors per head vector */
+
+#if defined(__AVX512F__) && HEAD_DIM % 16 == 0
+#define W 16
+#define SCORE_COLS 8 /* 8 x 2 accumulators of the 32 registers */
+typedef __m512 vec;
+typedef __mmask16 vmask;
+#define V_ZERO() _mm512_setzero_ps()
+#define V_SET1(x) _mm512_set1_ps(x)
+#define V_LOAD(p) _mm512_loadu_ps(p)
+#define V_STORE(p, x) _mm512_storeu_ps(p, x)
+#define V_FMADD(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define V_ADD(a, b) _mm512_add_ps(a, b)
+#define V_SUB(a, b) _mm512_sub_ps(a, b)
+#define V_MAX(a, b) _mm512_max_ps(a, b)
+#define V_LT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define V_EQ(a, b) _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ)
+#define V_SELECT(m, if_false, if_true) _mm512_mask_blend_ps(m, if_false, if_true)
+#define V_BROADCAST(p) _mm512_set1_ps(*(p))
+#else
+#define W 8
+#define SCORE_COLS 4 /* 4 x 2 accumulators of the 16 registers */
+typedef __m256 vec;
+typedef __m256 vmask;
+#define V_ZERO() _mm256_setzero_ps()
+#define V_SET1(x) _mm256_set1_ps(x)
+#define V_LOAD(p) _mm256_loadu_ps(p)
+#define V_STORE(p, x) _mm256_storeu_ps(p, x)
+#define V_FMADD(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define V_MUL(a, b) _mm256_mul_ps(a, b)
+#define V_ADD(a, b) _mm256_add_ps(a, b)
+#define V_SUB(a, b) _mm256_sub_ps(a, b)
+#define V_MAX(a, b) _mm256_max_ps(a, b)
+#define V_LT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#define V_EQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
+#define V_SELECT(m, if_false, if_true) _mm256_blendv_ps(if_false, if_true, m)
+#define V_BROADCAST(p) _mm256_broadcast_ss(p)
+#endif
+
+#define NV (HEAD_DIM / W)            /* vectors per head vector (HEAD_DIM a multiple of 8: with W = 16, see above) */
 #define MAX_QV ((MAX_Q + W - 1) / W) /* query vectors per chunk */
 #define BLOCK 32                     /* columns per softmax block (measured best of 16-128): its keys, values and scores stay in L1 */
-#define SCORE_COLS 4                 /* score tile: columns x (2 vectors of) queries */
 #define VALUE_QUERIES 6              /* value tile: queries x (2 vectors of) head dimensions */
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")
 
-/* exp(x) for x <= 0 (scores minus their running max); below -87 (and at -inf) it is 0. */
-INLINE __m256 exp8(__m256 x) {
+/* exp(x) for x <= 0 (scores minus their running max); below -87 (and at -inf) it is 0: 2^n * p(f),
+ * n = round(x log2 e), p the degree-6 Taylor polynomial of e^f, |f| <= ln2/2. */
+INLINE vec vexp(vec x) {
+#if W == 16
+    __mmask16 alive = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ);
+    __m512 t = _mm512_maskz_mul_ps(alive, x, _mm512_set1_ps(1.44269504088896341f));
+    __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
     __m256 alive = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
-    __m256 t = _mm256_and_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), alive); /* exp(x) = 2^t */
+    __m256 t = _mm256_and_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), alive);
     __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 f = _mm256_mul_ps(_mm256_sub_ps(t, n), _mm256_set1_ps(0.69314718055994531f)); /* |f| <= ln2/2 */
-    __m256 p = _mm256_set1_ps(1.f / 720.f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 120.f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 24.f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 6.f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f));
+#endif
+    vec f = V_MUL(V_SUB(t, n), V_SET1(0.69314718055994531f));
+    vec p = V_SET1(1.f / 720.f);
+    p = V_FMADD(p, f, V_SET1(1.f / 120.f));
+    p = V_FMADD(p, f, V_SET1(1.f / 24.f));
+    p = V_FMADD(p, f, V_SET1(1.f / 6.f));
+    p = V_FMADD(p, f, V_SET1(0.5f));
+    p = V_FMADD(p, f, V_SET1(1.f));
+    p = V_FMADD(p, f, V_SET1(1.f));
+#if W == 16
+    return _mm512_maskz_scalef_ps(alive, p, n); /* p * 2^n, exact as the AVX2 exponent bits are */
+#else
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), alive);
+#endif
 }
 
 /* Scores of columns [c, c + COLS) against query vectors [j, j + QVS) into s (s[col * nqv + j]: the
- * vector of queries 8j..8j+7), each lane -inf where its query does not see the column; the block's
+ * vector of queries jW..jW+W-1), each lane -inf where its query does not see the column; the block's
  * running max per query vector in top. qt: the scaled queries transposed (qt[d * nqv + j]). */
-INLINE void score_tile(const __m256 *qt, int64_t nqv, const float *k, int64_t k_col, int64_t c, int64_t c0, int64_t j,
-                       const __m256 *vis, __m256 *s, __m256 *top, int COLS, int QVS) {
-    __m256 acc[SCORE_COLS * 2];
-    UNROLL for (int x = 0; x < COLS * QVS; x++) acc[x] = _mm256_setzero_ps();
+INLINE void score_tile(const vec *qt, int64_t nqv, const float *k, int64_t k_col, int64_t c, int64_t c0, int64_t j,
+                       const vec *vis, vec *s, vec *top, int COLS, int QVS) {
+    vec acc[SCORE_COLS * 2];
+    UNROLL for (int x = 0; x < COLS * QVS; x++) acc[x] = V_ZERO();
     const float *kc = k + c * k_col;
     for (int d = 0; d < HEAD_DIM; d++) {
-        __m256 q0 = qt[d * nqv + j], q1 = QVS > 1 ? qt[d * nqv + j + 1] : q0;
-        __asm__("" : "+x"(q0), "+x"(q1)); /* in registers: one load each, not one per FMA (GCC folds them) */
+        vec q0 = qt[d * nqv + j], q1 = QVS > 1 ? qt[d * nqv + j + 1] : q0;
+        __asm__("" : "+v"(q0), "+v"(q1)); /* in registers: one load each, not one per FMA (GCC folds them) */
         UNROLL for (int x = 0; x < COLS; x++) {
-            __m256 key = _mm256_broadcast_ss(kc + x * k_col + d);
-            acc[x * QVS] = _mm256_fmadd_ps(key, q0, acc[x * QVS]);
-            if (QVS > 1) acc[x * QVS + 1] = _mm256_fmadd_ps(key, q1, acc[x * QVS + 1]);
+            vec key = V_BROADCAST(kc + x * k_col + d);
+            acc[x * QVS] = V_FMADD(key, q0, acc[x * QVS]);
+            if (QVS > 1) acc[x * QVS + 1] = V_FMADD(key, q1, acc[x * QVS + 1]);
         }
     }
-    const __m256 hidden = _mm256_set1_ps(-INFINITY);
+    const vec hidden = V_SET1(-INFINITY);
     UNROLL for (int x = 0; x < COLS; x++) {
-        __m256 column = _mm256_set1_ps((float)(c0 + c + x));
+        vec column = V_SET1((float)(c0 + c + x));
         UNROLL for (int y = 0; y < QVS; y++) {
-            __m256 seen = _mm256_cmp_ps(column, vis[j + y], _CMP_LT_OQ);
-            __m256 score = _mm256_blendv_ps(hidden, acc[x * QVS + y], seen);
+            vec score = V_SELECT(V_LT(column, vis[j + y]), hidden, acc[x * QVS + y]);
             s[(c + x) * nqv + j + y] = score;
-            top[j + y] = _mm256_max_ps(top[j + y], score);
+            top[j + y] = V_MAX(top[j + y], score);
         }
     }
 }
@@ -91,9 +141,9 @@ INLINE void prefetch_columns(const float *x, int64_t stride, int columns) {
 }
 
 /* Scores of the block's columns [0, n) (absolute columns c0 + ...) for every query. */
-static void block_scores(const __m256 *qt, int64_t nqv, const float *k, int64_t k_col, const float *v, int64_t v_col,
-                         int64_t c0, int64_t n, const __m256 *vis, __m256 *s, __m256 *top) {
-    for (int64_t j = 0; j < nqv; j++) top[j] = _mm256_set1_ps(-INFINITY);
+static void block_scores(const vec *qt, int64_t nqv, const float *k, int64_t k_col, const float *v, int64_t v_col,
+                         int64_t c0, int64_t n, const vec *vis, vec *s, vec *top) {
+    for (int64_t j = 0; j < nqv; j++) top[j] = V_SET1(-INFINITY);
     int64_t c = 0;
     for (; c + SCORE_COLS <= n; c += SCORE_COLS) {
         prefetch_columns(v + c * v_col, v_col, SCORE_COLS);           /* this block's values, used next */
@@ -111,20 +161,20 @@ static void block_scores(const __m256 *qt, int64_t nqv, const float *k, int64_t 
 
 /* Online softmax step: scores s become probabilities (in place) against the new running max m; l
  * the running sums; rescale (per query) what earlier blocks' sums and outputs are worth now. */
-static void block_softmax(int64_t nqv, int64_t n, const __m256 *top, __m256 *s, __m256 *m, __m256 *l, float *rescale) {
+static void block_softmax(int64_t nqv, int64_t n, const vec *top, vec *s, vec *m, vec *l, float *rescale) {
     for (int64_t j = 0; j < nqv; j++) {
-        __m256 peak = _mm256_max_ps(m[j], top[j]);
+        vec peak = V_MAX(m[j], top[j]);
         /* a lane that has seen nothing yet stays at -inf; subtract 0 there, not -inf (NaN) */
-        __m256 shift = _mm256_blendv_ps(peak, _mm256_setzero_ps(), _mm256_cmp_ps(peak, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ));
-        __m256 scaled = exp8(_mm256_sub_ps(m[j], shift)), sum = _mm256_setzero_ps();
+        vec shift = V_SELECT(V_EQ(peak, V_SET1(-INFINITY)), peak, V_ZERO());
+        vec scaled = vexp(V_SUB(m[j], shift)), sum = V_ZERO();
         for (int64_t c = 0; c < n; c++) {
-            __m256 p = exp8(_mm256_sub_ps(s[c * nqv + j], shift));
+            vec p = vexp(V_SUB(s[c * nqv + j], shift));
             s[c * nqv + j] = p;
-            sum = _mm256_add_ps(sum, p);
+            sum = V_ADD(sum, p);
         }
-        l[j] = _mm256_fmadd_ps(l[j], scaled, sum);
+        l[j] = V_FMADD(l[j], scaled, sum);
         m[j] = peak;
-        _mm256_storeu_ps(rescale + j * W, scaled);
+        V_STORE(rescale + j * W, scaled);
     }
 }
 
@@ -132,23 +182,23 @@ static void block_softmax(int64_t nqv, int64_t n, const __m256 *top, __m256 *s, 
  * for queries [i0, i0 + QS). */
 INLINE void value_tile(const float *p, int64_t nqp, const float *v, int64_t v_col, int64_t n, const float *rescale,
                        float *out, int64_t i0, int dv, int QS, int VS) {
-    __m256 acc[VALUE_QUERIES * 2];
+    vec acc[VALUE_QUERIES * 2];
     UNROLL for (int r = 0; r < QS; r++) {
-        __m256 scaled = _mm256_broadcast_ss(rescale + i0 + r);
+        vec scaled = V_BROADCAST(rescale + i0 + r);
         UNROLL for (int x = 0; x < VS; x++)
-            acc[r * VS + x] = _mm256_mul_ps(_mm256_loadu_ps(out + (i0 + r) * HEAD_DIM + (dv + x) * W), scaled);
+            acc[r * VS + x] = V_MUL(V_LOAD(out + (i0 + r) * HEAD_DIM + (dv + x) * W), scaled);
     }
     for (int64_t c = 0; c < n; c++) {
         const float *vc = v + c * v_col + dv * W;
-        __m256 v0 = _mm256_loadu_ps(vc), v1 = VS > 1 ? _mm256_loadu_ps(vc + W) : v0;
+        vec v0 = V_LOAD(vc), v1 = VS > 1 ? V_LOAD(vc + W) : v0;
         UNROLL for (int r = 0; r < QS; r++) {
-            __m256 pc = _mm256_broadcast_ss(p + c * nqp + i0 + r);
-            acc[r * VS] = _mm256_fmadd_ps(pc, v0, acc[r * VS]);
-            if (VS > 1) acc[r * VS + 1] = _mm256_fmadd_ps(pc, v1, acc[r * VS + 1]);
+            vec pc = V_BROADCAST(p + c * nqp + i0 + r);
+            acc[r * VS] = V_FMADD(pc, v0, acc[r * VS]);
+            if (VS > 1) acc[r * VS + 1] = V_FMADD(pc, v1, acc[r * VS + 1]);
         }
     }
     UNROLL for (int r = 0; r < QS; r++)
-        UNROLL for (int x = 0; x < VS; x++) _mm256_storeu_ps(out + (i0 + r) * HEAD_DIM + (dv + x) * W, acc[r * VS + x]);
+        UNROLL for (int x = 0; x < VS; x++) V_STORE(out + (i0 + r) * HEAD_DIM + (dv + x) * W, acc[r * VS + x]);
 }
 
 #define VALUE_TILE(QS, VS) value_tile(p, nqp, v, v_col, n, rescale, out, i0, dv, QS, VS)
@@ -174,8 +224,8 @@ static void block_values(const float *p, int64_t nqp, const float *v, int64_t v_
 /* One chunk of a (row, head)'s queries: q[i * q_tok], keys/values at column stride k_col/v_col; out [nq, HEAD_DIM]. */
 static void one_head(const float *q, int64_t q_tok, const float *k, int64_t k_col, const float *v, int64_t v_col,
                      const int64_t *visible, int64_t nq, float scale, float *out, float *lse) {
-    __m256 qt[HEAD_DIM * MAX_QV], s[BLOCK * MAX_QV], vis[MAX_QV], top[MAX_QV], m[MAX_QV], l[MAX_QV];
-    float lanes[MAX_QV * W] __attribute__((aligned(32))), rescale[MAX_QV * W];
+    vec qt[HEAD_DIM * MAX_QV], s[BLOCK * MAX_QV], vis[MAX_QV], top[MAX_QV], m[MAX_QV], l[MAX_QV];
+    float lanes[MAX_QV * W], rescale[MAX_QV * W];
     int64_t nqv = (nq + W - 1) / W, width = 0;
     for (int64_t i = 0; i < nqv * W; i++) {
         int64_t seen = i < nq ? visible[i] : 0; /* a padding lane sees nothing */
@@ -184,8 +234,8 @@ static void one_head(const float *q, int64_t q_tok, const float *k, int64_t k_co
         for (int d = 0; d < HEAD_DIM; d++) ((float *)qt)[(d * nqv + i / W) * W + i % W] = i < nq ? q[i * q_tok + d] * scale : 0.f;
     }
     for (int64_t j = 0; j < nqv; j++) {
-        vis[j] = _mm256_load_ps(lanes + j * W);
-        m[j] = _mm256_set1_ps(-INFINITY), l[j] = _mm256_setzero_ps();
+        vis[j] = V_LOAD(lanes + j * W);
+        m[j] = V_SET1(-INFINITY), l[j] = V_ZERO();
     }
     memset(out, 0, sizeof(float) * nq * HEAD_DIM);
     for (int64_t c0 = 0; c0 < width; c0 += BLOCK) {
@@ -195,7 +245,7 @@ static void one_head(const float *q, int64_t q_tok, const float *k, int64_t k_co
         block_values((const float *)s, nqv * W, v + c0 * v_col, v_col, n, nq, rescale, out);
     }
     float peak[MAX_QV * W], sums[MAX_QV * W];
-    for (int64_t j = 0; j < nqv; j++) _mm256_storeu_ps(peak + j * W, m[j]), _mm256_storeu_ps(sums + j * W, l[j]);
+    for (int64_t j = 0; j < nqv; j++) V_STORE(peak + j * W, m[j]), V_STORE(sums + j * W, l[j]);
     for (int64_t i = 0; i < nq; i++) {
         float inv = sums[i] > 0.f ? 1.f / sums[i] : 0.f;
         for (int d = 0; d < HEAD_DIM; d++) out[i * HEAD_DIM + d] *= inv;
@@ -221,3 +271,6 @@ void evalflow_decode_attention(const float *q, const int64_t *q_strides, const f
                  v_strides[2], visible + r * nq + i0, n, scale, out + (t * nq + i0) * HEAD_DIM, lse + t * nq + i0);
     }
 }
+
+/* Floats per vector this build uses: 16 with AVX-512, 8 with AVX2 (for the tests and benchmarks). */
+int evalflow_vector_width(void) { return W; }
