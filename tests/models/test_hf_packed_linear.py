@@ -15,7 +15,7 @@ from evalflow.models.hf import HFModel, packed_linear
 from evalflow.records import Request
 from tests.support.generation import gen
 
-needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch without oneDNN")
+needs_onednn = pytest.mark.skipif(packed_linear.onednn_missing() is not None, reason="torch without oneDNN's packed linear")
 
 
 def _linears(model: torch.nn.Module) -> list[torch.nn.Module]:

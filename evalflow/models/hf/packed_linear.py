@@ -63,6 +63,11 @@ def unsupported(model: Any) -> str | None:
         return f"the model runs in {getattr(model, 'dtype', 'an unknown dtype')}, not float32"
     if getattr(model, "device", torch.device("cpu")).type != "cpu":
         return "the model is not on the CPU"
+    return onednn_missing()
+
+
+def onednn_missing() -> str | None:
+    """Why this torch build cannot pack linear layers, or None when it can."""
     if not torch.backends.mkldnn.is_available():
         return "this torch build has no oneDNN"
     try:
