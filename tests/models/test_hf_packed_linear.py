@@ -86,3 +86,25 @@ def test_subclasses_other_dtypes_and_devices_are_left_alone():
 def test_the_setting_must_be_a_boolean(tiny_model_dir: Path):
     with pytest.raises(ConfigError, match="model.packed_linear"):
         HFModel(str(tiny_model_dir), packed_linear="yes")
+
+
+def _in_file_mappings(model: torch.nn.Module, folder: Path) -> int:
+    """How many of the model's parameters point into a memory mapping of a file in ``folder``."""
+    ranges = []
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        if str(folder) in line:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            ranges.append((lo, hi))
+    return sum(any(lo <= p.data_ptr() < hi for lo, hi in ranges) for p in model.parameters())
+
+
+@needs_onednn
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux's /proc")
+def test_packing_releases_the_loaded_files_memory_mapping(tiny_model_dir: Path):
+    """transformers maps the weights file and points every parameter into it; the mapping stays
+    resident while any of them does, so the parameters left after packing are copied out of it."""
+    plain = HFModel(str(tiny_model_dir), batch_size=1, packed_linear=False)
+    if not _in_file_mappings(plain.model, tiny_model_dir):
+        pytest.skip("this transformers version copies the weights out of the file itself")
+    packed = HFModel(str(tiny_model_dir), batch_size=1)
+    assert packed.packed_linears > 0 and _in_file_mappings(packed.model, tiny_model_dir) == 0

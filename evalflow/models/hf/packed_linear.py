@@ -15,13 +15,15 @@ Only exact ``nn.Linear`` modules are packed (a subclass, quantized or adapted, k
 forward), only on the CPU in fp32 where torch has oneDNN, and each distinct weight shape is
 checked once against ``F.linear`` (a mismatch keeps torch's layer, logged). The packed weight
 replaces the plain one, so memory stays the same; a tied output embedding keeps its tensor (the
-input embedding's). ``weight`` stays readable as a meta tensor (shape and dtype, no data) for model
+input embedding's), and the parameters left are copied out of the loaded file's memory mapping so
+that it is released. ``weight`` stays readable as a meta tensor (shape and dtype, no data) for model
 code that asks a projection for its dtype.
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any
 
 import torch
@@ -86,8 +88,11 @@ def pack_linears(model: Any) -> int:
         return 0
     tied = _tied_output_weight(model)
     agrees: dict[tuple[int, ...], bool] = {}
-    packed: dict[int, PackedLinear] = {}
-    for parent in list(model.modules()):
+    packed: weakref.WeakKeyDictionary[torch.nn.Linear, PackedLinear] = weakref.WeakKeyDictionary()
+    # the parents only: a replaced layer's plain weight is freed as soon as nothing holds it, so
+    # packing never holds two copies of every weight at once
+    parents = [m for m in model.modules() if any(type(c) is torch.nn.Linear for c in m.children())]
+    for parent in parents:
         for name, child in list(parent.named_children()):
             if type(child) is not torch.nn.Linear:
                 continue
@@ -95,13 +100,27 @@ def pack_linears(model: Any) -> int:
             if shape not in agrees:
                 agrees[shape] = _agrees(child)
             if agrees[shape]:
-                if id(child) not in packed:
-                    packed[id(child)] = PackedLinear(child, keep_weight=child.weight is tied)
-                setattr(parent, name, packed[id(child)])
+                if child not in packed:  # a layer shared by two parents is packed once
+                    packed[child] = PackedLinear(child, keep_weight=child.weight is tied)
+                setattr(parent, name, packed[child])
+            del child
+    count = sum(isinstance(m, PackedLinear) for m in model.modules())
+    if count:
+        _own_remaining_parameters(model)
     refused = [shape for shape, ok in agrees.items() if not ok]
     if refused:
         log.warning("linear layers of shapes %s keep torch's kernel: oneDNN's packed result differed", refused)
-    return len(packed)
+    return count
+
+
+def _own_remaining_parameters(model: Any) -> None:
+    """Copy the parameters left (embeddings, norms) into memory of their own. transformers loads a
+    safetensors file as one memory mapping that every parameter points into, and the mapping, all
+    of its pages resident, lives until the last of them is freed: without the copies, the replaced
+    weights' ~0.5 GB would stay (SmolLM2: 1,475 against 1,070 MiB resident after loading)."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.data = parameter.data.clone()
 
 
 def _tied_output_weight(model: Any) -> torch.Tensor | None:
