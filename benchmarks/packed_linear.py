@@ -50,7 +50,7 @@ def shape_lines(rows: list[int], layers: int, rounds: int, scale: int = 1) -> li
                     for key, run in runs.items():
                         wall, _, disturbed = timed(run, 1, busy)
                         best[key], foreign = min(best[key], wall), max(foreign, disturbed)
-            cells.append(f"{n} rows: torch {best['torch'] * 1e3:.1f} ms, packed {best['packed'] * 1e3:.1f} ms, "
+            cells.append(f"{n} rows: torch {best['torch'] * 1e3:.3f} ms, packed {best['packed'] * 1e3:.3f} ms, "
                          f"{best['torch'] / best['packed']:.2f}x (max |difference| {diff:.1e}, foreign CPU {foreign:.2f})")
         lines.append(f"{name} ({count} x {out_features // scale}x{in_features // scale}): " + "; ".join(cells))
         print(lines[-1], flush=True)
