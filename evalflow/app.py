@@ -23,6 +23,7 @@ from evalflow.cache.images import ImageStore
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
 from evalflow.dag.inference import CachedModel, InferenceCounts
+from evalflow.dag.progress import pooled_label, progress_label
 from evalflow.dag.runner import VOLATILE, StageEvent, TaskRun
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.judges import JudgeEdges, check_judges
@@ -284,7 +285,8 @@ def evaluate_tasks(
     waiting = [r for r, _ in runs if r.waiting_at == "inference"]
     with frozen_heap():
         if len(waiting) > 1:
-            edge.prefetch([inst.request for r in waiting for inst in r.outputs["instances"]])
+            with progress_label(pooled_label("inference", [r.task.task for r in waiting])):
+                edge.prefetch([inst.request for r in waiting for inst in r.outputs["instances"]])
         return _finish(runs, store, edge, judges)
 
 

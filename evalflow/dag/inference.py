@@ -148,6 +148,7 @@ class CachedModel:
             self.dispatch.close()
         self._pooled.clear()
         self._pool_keys.clear()
+        getattr(self.on_chunk, "close", lambda: None)()  # a progress bar or heartbeat ends with the run
 
     def prefetch(self, requests: Sequence[Request]) -> None:
         """Answer the requests of several tasks as one pool, before each task's inference stage
@@ -203,6 +204,8 @@ class CachedModel:
             answers.update(self.store.get_many(keys))
         todo = {k: r for k, r in zip(keys, requests) if k not in answers}  # deduplicated misses
         ordered = _length_ordered(list(todo.items()))
+        if ordered and self.on_chunk:  # the start (0/total): a log off a terminal shows the run alive
+            self.on_chunk(0, len(ordered), 0.0)
         if self.identity is None:
             mine = self._compute_alone(rtype, ordered, answers)
         else:

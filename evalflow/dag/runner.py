@@ -17,6 +17,7 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.dag.node import Node
 from evalflow.dag.pipeline import PIPELINE
+from evalflow.dag.progress import progress_label
 from evalflow.errors import EvalflowError
 from evalflow.taskspec.spec import TaskConfig
 
@@ -186,7 +187,8 @@ class TaskRun:
             if hit:
                 self.outputs.defer(step.node.name, load, compute)
             else:
-                self.outputs.set(step.node.name, compute())
+                with progress_label(f"{step.node.name} {self.task.task}"):  # a model's progress lines name the task
+                    self.outputs.set(step.node.name, compute())
             seconds = time.perf_counter() - t0
             self.events.append(StageEvent(self.task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
             log.debug("%s/%s %s in %.3fs", self.task.task, step.node.name, "hit" if hit else "computed", seconds)

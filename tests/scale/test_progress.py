@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import logging
+import types
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,17 @@ from evalflow.records import Request
 from tests.scale.helpers import run_once
 
 
+
+def NO_HEARTBEAT(tick: object, period: float) -> types.SimpleNamespace:
+    """No heartbeat thread: only the test reads its clock."""
+    return types.SimpleNamespace(stop=lambda: None)
+
+
 def test_one_chunk_reports_its_real_rate(caplog: pytest.LogCaptureFixture) -> None:
-    progress = RequestProgress(stream=io.StringIO(), clock=lambda: 500.0)  # no time passes but the chunk's own
+    progress = RequestProgress(stream=io.StringIO(), clock=lambda: 500.0, timer=NO_HEARTBEAT)  # no time passes but the chunk's own
     with caplog.at_level(logging.INFO, logger="evalflow.dag.inference"):
         progress(64, 64, 2.0)  # all 64 requests in one chunk that took 2 s
-    assert [r.getMessage() for r in caplog.records] == ["inference: 64/64 requests, 32.0 requests/s"]
+    assert [r.getMessage() for r in caplog.records] == ["inference: 64/64 requests, 32 requests/s"]
 
 
 def test_the_edge_reports_chunk_durations_so_no_run_says_zero(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
@@ -37,7 +44,8 @@ def test_the_edge_reports_chunk_durations_so_no_run_says_zero(caplog: pytest.Log
     with caplog.at_level(logging.INFO, logger="evalflow.dag.inference"):
         edge.loglikelihood([Request("loglikelihood", (f"q{i}", " a")) for i in range(10)])
     store.close()
-    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("inference:")]
+    start, line = [r.getMessage() for r in caplog.records if r.getMessage().startswith("inference:")]
+    assert start == "inference: 0/10 requests, started"
     assert line.startswith("inference: 10/10 requests, ") and " 0.0 requests/s" not in line
     assert float(line.split(", ")[1].split()[0]) > 0
 
@@ -57,16 +65,16 @@ def test_the_rate_and_eta_carry_across_the_run_s_lists_of_misses(caplog: pytest.
     """Issue 20, item 6: one progress for the whole run; the second task's first report already has
     the run's rate and an ETA, and the counts add up."""
     now = [100.0]
-    progress = RequestProgress(stream=io.StringIO(), clock=lambda: now[0], log_every=0.0)
+    progress = RequestProgress(stream=io.StringIO(), clock=lambda: now[0], log_every=0.0, timer=NO_HEARTBEAT)
     with caplog.at_level(logging.INFO, logger="evalflow.dag.inference"):
         progress(64, 128, 2.0)  # task 1: the first chunk took 2 s
         now[0] += 2.0
         progress(128, 128, 2.0)
         progress(64, 256, 2.0)  # task 2's first chunk: a new list, same run
     assert [r.getMessage() for r in caplog.records] == [
-        "inference: 64/128 requests, 32.0 requests/s, ETA 2 s",
-        "inference: 128/128 requests, 32.0 requests/s",
-        "inference: 192/384 requests, 48.0 requests/s, ETA 4 s",
+        "inference: 64/128 requests, 32 requests/s, ETA 2 s",
+        "inference: 128/128 requests, 32 requests/s",
+        "inference: 64/256 requests (192/384 in the run), 48 requests/s, ETA 4 s",
     ]
 
 
@@ -79,5 +87,5 @@ def test_the_terminal_bar_shows_the_rate_from_the_first_chunk() -> None:
     progress = RequestProgress(stream=stream, clock=lambda: 10.0)
     progress(64, 640, 4.0)  # one chunk of 64 that took 4 s
     progress.bar.refresh()
-    assert "16.0 req/s, ETA 36 s" in stream.getvalue()
+    assert "16 req/s, ETA 36 s" in stream.getvalue()
     progress.close()
