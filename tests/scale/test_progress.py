@@ -16,7 +16,6 @@ from evalflow.records import Request
 from tests.scale.helpers import run_once
 
 
-
 def NO_HEARTBEAT(tick: object, period: float) -> types.SimpleNamespace:
     """No heartbeat thread: only the test reads its clock."""
     return types.SimpleNamespace(stop=lambda: None)
