@@ -96,3 +96,14 @@ def test_a_backend_without_a_description_is_refused() -> None:
 
     with pytest.raises(SandboxError, match="description"):
         register_sandbox("mute_for_tests")(Mute)
+
+
+def test_output_is_capped_and_a_chatty_program_never_blocks() -> None:
+    import os
+    import sys
+
+    from evalflow.sandbox.base import STDOUT_CAP, run_limited
+
+    chatty = "import os\nfor _ in range(64):\n    os.write(1, b'x' * 65536)\n"  # 4 MiB, far over a pipe's buffer
+    outcome = run_limited([sys.executable, "-I", "-c", chatty], Limits(wall_seconds=30), uid=os.getuid())
+    assert outcome.returncode == 0 and outcome.stdout == b"x" * STDOUT_CAP
