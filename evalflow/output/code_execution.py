@@ -17,7 +17,6 @@ from the cache records the same as the run that computed it.
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -110,11 +109,10 @@ def _side_env_record(env: SideEnv, tasks: list[str], modules: list[str]) -> dict
 
 
 def _about(name: str) -> str:
-    """The backend's own one-line description: the first line of its class docstring."""
+    """The backend's ``description``: a sentence written for people (a docstring is for its readers)."""
     from evalflow.sandbox.registry import SANDBOXES
 
-    doc = inspect.getdoc(SANDBOXES.get(name)) or name
-    return doc.splitlines()[0].replace("``", "")
+    return str(SANDBOXES.get(name).description)
 
 
 def _names(names: Sequence[str]) -> str:

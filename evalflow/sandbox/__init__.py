@@ -1,8 +1,10 @@
 """Sandboxed execution of model-written programs (HumanEval, MBPP): one extension point.
 
-    from evalflow.sandbox import Limits, sandbox
-    outcome = sandbox("bwrap").run([sys.executable, "-I", "-c", program], Limits(wall_seconds=3))
-    outcome.passed
+    from evalflow.sandbox import Limits, run_program, sandbox
+    run_program(sandbox("bwrap"), program, Limits(wall_seconds=3))  # True: it ran to its end
+
+A backend runs a command and hands back its exit status and output (:class:`Outcome`); whether a
+program passed is code_eval's verdict, read by :func:`run_program` (:mod:`evalflow.sandbox.verdict`).
 
 Backends: ``bwrap`` (bubblewrap, the default) and ``subprocess`` (the documented opt-out: the same
 limits, no isolation); add one with :func:`register_sandbox`.
@@ -11,6 +13,7 @@ limits, no isolation); add one with :func:`register_sandbox`.
 from evalflow.sandbox.base import Limits, Outcome, Sandbox
 from evalflow.sandbox.current import active, using
 from evalflow.sandbox.registry import register_sandbox, require_sandbox, sandbox, sandbox_identity, sandbox_names
+from evalflow.sandbox.verdict import run_program
 
 __all__ = [
     "Limits",
@@ -19,6 +22,7 @@ __all__ = [
     "active",
     "register_sandbox",
     "require_sandbox",
+    "run_program",
     "sandbox",
     "sandbox_identity",
     "sandbox_names",

@@ -4,12 +4,15 @@ A backend (:class:`Sandbox`) runs ``argv`` in a separate process, never in the e
 :class:`Limits`. The resource limits are set by ``prlimit`` on the child (not in a ``preexec_fn``,
 which is unsafe in a process that has threads, as an evaluator with torch does); the wall clock
 is enforced here, by the parent, which kills the child's whole process group (it is started in a
-session of its own) when time is up. Output is discarded, as HF's ``code_eval`` does.
+session of its own) when time is up. ``stdin`` is fed to the child, and the first
+:data:`STDOUT_CAP` bytes of its standard output come back (the rest is read and dropped, so a
+chatty program never blocks on a full pipe); stderr is discarded. Whether a program *passed* is
+not the backend's to say: :mod:`evalflow.sandbox.verdict` reads it from that output.
 
-    >>> run_limited(["/bin/true"], Limits(wall_seconds=5), uid=os.getuid())
-    Outcome(status='passed', returncode=0)
-    >>> run_limited(["/bin/sleep", "9"], Limits(wall_seconds=0.2), uid=os.getuid()).status
-    'timed out'
+    >>> run_limited(["/bin/cat"], Limits(wall_seconds=5), uid=os.getuid(), stdin=b"hi")
+    Outcome(returncode=0, stdout=b'hi')
+    >>> run_limited(["/bin/sleep", "9"], Limits(wall_seconds=0.2), uid=os.getuid()).timed_out
+    True
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 GIB = 1 << 30
+STDOUT_CAP = 1 << 16  # bytes of a program's output kept: a verdict line, not what a program prints
+_DRAIN_SECONDS = 5.0  # after the kill, how long to wait for a process that left the group to close stdout
 _PRLIMIT = shutil.which("prlimit") or "/usr/bin/prlimit"  # util-linux; resolved once: the child's PATH is empty
 
 
@@ -44,31 +50,34 @@ class Limits:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one program: ``passed`` (exit status 0), ``failed`` (another exit status or a
-    signal: an assertion, an exception, a limit hit) or ``timed out`` (killed at the wall clock)."""
+    """What became of one run: its exit status (None: killed at the wall clock) and the start of its
+    standard output. No "passed": the program picks its exit status, so it cannot be the verdict."""
 
-    status: str
-    returncode: int | None = None
+    returncode: int | None
+    stdout: bytes = b""
 
     @property
-    def passed(self) -> bool:
-        return self.status == "passed"
+    def timed_out(self) -> bool:
+        return self.returncode is None
 
 
 class Sandbox(Protocol):
     """A backend, registered by name (:mod:`evalflow.sandbox.registry`); ``code_sandbox=NAME`` picks it."""
 
     name: str
+    description: str
+    """One sentence for people (the manifest, the run's summary): what a program runs in, its limits."""
 
     def unavailable(self) -> str | None:
         """Why this backend cannot run programs here (a sentence naming the fix), or None."""
 
-    def run(self, argv: Sequence[str], limits: Limits) -> Outcome:
-        """Run ``argv`` to completion under ``limits``; never raises for what the program does."""
+    def run(self, argv: Sequence[str], limits: Limits, stdin: bytes = b"") -> Outcome:
+        """Run ``argv`` to completion under ``limits`` with ``stdin`` as its input; never raises for
+        what the program does."""
 
 
 def run_limited(argv: Sequence[str], limits: Limits, *, uid: int, cwd: str | None = None,
-                env: Mapping[str, str] | None = None) -> Outcome:
+                env: Mapping[str, str] | None = None, stdin: bytes = b"") -> Outcome:
     """``argv`` under ``prlimit`` in its own session; the process group is killed at the wall clock.
 
     ``uid`` is the user the program will run as: RLIMIT_NPROC counts every process of that user
@@ -77,15 +86,39 @@ def run_limited(argv: Sequence[str], limits: Limits, *, uid: int, cwd: str | Non
     nproc = tasks_of(uid) + limits.max_processes
     command = [_PRLIMIT, f"--cpu={limits.cpu()}", f"--as={limits.memory_bytes}", f"--nproc={nproc}",
                "--core=0", "--", *argv]
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, cwd=cwd, env=dict(env or {}), start_new_session=True)
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            cwd=cwd, env=dict(env or {}), start_new_session=True)
+    kept: list[bytes] = []
+    reader = threading.Thread(target=_drain, args=(proc.stdout, kept), daemon=True)
+    reader.start()
+    threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
+    code: int | None
     try:
         code = proc.wait(timeout=limits.wall_seconds)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return Outcome("timed out", None)
+        code = None
     _kill_group(proc)  # what it left running in its group (a daemonized child) goes too
-    return Outcome("passed" if code == 0 else "failed", code)
+    reader.join(_DRAIN_SECONDS)
+    return Outcome(code, b"".join(list(kept))[:STDOUT_CAP])
+
+
+def _feed(pipe: Any, data: bytes) -> None:
+    """Write ``data`` to the child's stdin and close it; a child that ends without reading it is fine."""
+    try:
+        with pipe:
+            pipe.write(data)
+    except OSError:
+        pass
+
+
+def _drain(pipe: Any, kept: list[bytes]) -> None:
+    """Read the child's stdout to its end, keeping the first :data:`STDOUT_CAP` bytes."""
+    size = 0
+    with pipe:
+        while chunk := pipe.read1(1 << 16):
+            if size < STDOUT_CAP:
+                kept.append(chunk)
+                size += len(chunk)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -19,13 +19,16 @@ from evalflow.sandbox.base import Limits, Outcome, run_limited
 
 
 class PlainSubprocess:
-    """Programs as ordinary child processes: limits, no isolation."""
+    """The opt-out: see the module docstring for what a program can reach."""
 
     name = "subprocess"
+    description = ("each program runs as an ordinary child process in an empty temporary folder with a cleared "
+                   "environment, under CPU-time, memory, process-count and wall-clock limits, with no isolation "
+                   "(it can read and write the evaluating user's files, use the network and signal the evaluator)")
 
     def unavailable(self) -> str | None:
         return None if shutil.which("prlimit") else "prlimit (util-linux) is not on PATH; it sets the limits"
 
-    def run(self, argv: Sequence[str], limits: Limits) -> Outcome:
+    def run(self, argv: Sequence[str], limits: Limits, stdin: bytes = b"") -> Outcome:
         with tempfile.TemporaryDirectory(prefix="evalflow-code-") as folder:
-            return run_limited(argv, limits, uid=os.getuid(), cwd=folder, env={"PATH": os.defpath})
+            return run_limited(argv, limits, uid=os.getuid(), cwd=folder, env={"PATH": os.defpath}, stdin=stdin)

@@ -8,10 +8,13 @@ reloaded module, replaces itself).
     @register_sandbox("firejail")
     class Firejail:
         name = "firejail"
+        description = "each program runs in a firejail container under ..."  # shown in the manifest
         def unavailable(self) -> str | None: ...
-        def run(self, argv, limits) -> Outcome: ...
+        def run(self, argv, limits, stdin=b"") -> Outcome: ...
 
-    sandbox("bwrap").run([sys.executable, "-I", "-c", "print(1)"], Limits())
+    sandbox("bwrap").run([sys.executable, "-I", "-c", "print(1)"], Limits()).stdout  # b'1\n'
+
+Whether a program passed is :func:`evalflow.sandbox.verdict.run_program`'s to say, not a backend's.
 """
 
 from __future__ import annotations
@@ -23,13 +26,17 @@ from evalflow.cache.code import code_hash
 from evalflow.errors import SandboxError
 from evalflow.registry import Registry
 from evalflow.sandbox.base import Sandbox, run_limited
+from evalflow.sandbox.verdict import run_program
 
 
 def _check_backend(name: str, cls: Any) -> None:
     missing = [m for m in ("unavailable", "run") if not callable(getattr(cls, m, None))]
+    description = getattr(cls, "description", None)
+    missing += [] if isinstance(description, str) and description.strip() else ["description (a str)"]
     if not isinstance(cls, type) or missing:
         raise SandboxError(f"register_sandbox({name!r}): {cls!r} is not a sandbox backend; a backend is a class "
-                           f"with unavailable() and run(argv, limits) (see evalflow.sandbox.base.Sandbox)"
+                           f"with a description (one sentence for the manifest), unavailable() and "
+                           f"run(argv, limits, stdin) (see evalflow.sandbox.base.Sandbox)"
                            f"{f'; missing: {missing}' if missing else ''}")
 
 
@@ -61,9 +68,11 @@ def _instance(cls: type) -> Sandbox:
 
 
 def sandbox_identity(name: str) -> dict[str, Any]:
-    """What scores computed through backend ``name`` are keyed by: its name and the hash of its code
-    and of the limits runner (a stricter limit can turn a pass into a failure)."""
-    return {"backend": name, "code": code_hash(SANDBOXES.get(name)), "runner": code_hash(run_limited)}
+    """What scores computed through backend ``name`` are keyed by: its name and the hash of its code,
+    of the limits runner (a stricter limit can turn a pass into a failure) and of the verdict
+    (:mod:`evalflow.sandbox.verdict`, its RUNNER included: what counts as passed)."""
+    return {"backend": name, "code": code_hash(SANDBOXES.get(name)), "runner": code_hash(run_limited),
+            "verdict": code_hash(run_program)}
 
 
 def require_sandbox(name: str, needed_by: str) -> None:

@@ -6,8 +6,10 @@ metrics keep its semantics and run every program through a sandbox backend inste
 (:mod:`evalflow.sandbox`; which one is the run setting ``code_sandbox``):
 
 - the program is ``candidate + "\\n" + test`` (the task's target is ``test + "\\ncheck(entry_point)"``
-  and its filter prepends the prompt), run as ``python -I -c program``; it passes when it exits 0
-  within ``timeout`` seconds (3.0, code_eval's default);
+  and its filter prepends the prompt); it passes when, ``exec``'d after code_eval's reliability
+  guard, it runs to its end within ``timeout`` seconds (3.0, code_eval's default): an exception,
+  ``sys.exit(0)`` included, or a process that ends early (``os._exit(0)``) fails, whatever the
+  exit status (:mod:`evalflow.sandbox.verdict`);
 - ``pass@k`` is the unbiased estimator ``1 - C(n-c, k) / C(n, k)`` over a document's n candidates
   of which c pass, reported only for k <= n, as code_eval does.
 
@@ -21,7 +23,6 @@ public so that a reduction over repeats can reuse them::
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,7 +31,7 @@ from evalflow import lazy_numpy as np
 
 import evalflow.scoring.aggregations  # noqa: F401  (registers 'mean', named below)
 from evalflow.errors import TaskError
-from evalflow.sandbox import Limits, active, sandbox
+from evalflow.sandbox import Limits, active, run_program, sandbox
 from evalflow.scoring.registry import register_metric
 from evalflow.taskspec.spec import TaskConfig
 
@@ -48,11 +49,11 @@ def candidate_passes(candidates: Sequence[str], test: str, timeout: float = DEFA
     """Whether each candidate passes ``test``, each run in its own sandboxed process (a few at once)."""
     backend = sandbox(active())
     limits = Limits(wall_seconds=float(timeout))
-    argvs = [[sys.executable, "-I", "-c", program(c, test)] for c in candidates]
-    if len(argvs) == 1:
-        return (backend.run(argvs[0], limits).passed,)
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1, len(argvs))) as pool:
-        return tuple(o.passed for o in pool.map(lambda argv: backend.run(argv, limits), argvs))
+    programs = [program(c, test) for c in candidates]
+    if len(programs) == 1:
+        return (run_program(backend, programs[0], limits),)
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1, len(programs))) as pool:
+        return tuple(pool.map(lambda text: run_program(backend, text, limits), programs))
 
 
 def estimate_pass_at_k(n: int, c: int, k: int) -> float:

@@ -47,3 +47,17 @@ def test_the_per_task_view_changes_with_the_pins_only_for_the_tasks_using_them(t
     after = {**before, "side_envs": [{**before["side_envs"][0], "packages": ["antlr4-python3-runtime==4.13.2"]}]}
     assert task_execution(before, "latex_t") != task_execution(after, "latex_t")
     assert task_execution(before, "plain_t") == task_execution(after, "plain_t") == {"sandbox": None, "side_envs": []}
+
+
+def test_the_sandbox_line_shows_the_backends_description_not_its_docstring() -> None:
+    """Issue 38, item 5: the line read "Programs in bubblewrap (...), with the limits of Limits."."""
+    from evalflow.sandbox import sandbox
+
+    task = TaskConfig(task="code_t", output_type="generate_until", unsafe_code=True,
+                      metric_list=[{"metric": "pass_at_k", "k": [1]}])
+    for name in ("bwrap", "subprocess"):
+        execution = code_execution([task], name)
+        assert execution["sandbox"]["about"] == sandbox(name).description
+        line, = summary_lines(execution)
+        assert line.endswith(f"(code_sandbox): {sandbox(name).description}")
+        assert "Limits" not in line and "``" not in line and (type(sandbox(name)).__doc__ or "") not in line

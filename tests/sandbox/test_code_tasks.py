@@ -69,11 +69,12 @@ class Unusable:
     """A backend that is never available: what a machine without bubblewrap looks like."""
 
     name = "unusable_for_tests"
+    description = "never runs a program"
 
     def unavailable(self) -> str | None:
         return "this test's backend never runs"
 
-    def run(self, argv: object, limits: object) -> Outcome:
+    def run(self, argv: object, limits: object, stdin: bytes = b"") -> Outcome:
         raise AssertionError("an unavailable sandbox must never be asked to run a program")
 
 
@@ -128,6 +129,7 @@ def test_the_run_records_which_sandbox_ran_the_programs_and_explain_names_a_chan
     _, second, folder_b = _run(runner, code_library, code_sandbox="subprocess")
     box_a, box_b = first["code_execution"]["sandbox"], second["code_execution"]["sandbox"]
     assert (box_a["backend"], box_a["tasks"], box_b["backend"], box_b["tasks"]) == ("bwrap", ["toy_code"], "subprocess", ["toy_code"])
+    assert (box_a["about"], box_b["about"]) == (sandbox("bwrap").description, sandbox("subprocess").description)
     assert "bubblewrap" in box_a["about"] and "no isolation" in box_b["about"]
     assert first["code_execution"]["side_envs"] == []
     metrics = next(s for s in second["stages"] if (s["task"], s["stage"]) == ("toy_code", "metrics"))
@@ -153,7 +155,7 @@ def test_the_summary_prints_the_sandbox_once_and_show_prints_a_tasks(code_librar
     assert done.returncode == 0, done.stderr
     printed = [line for line in done.stdout.splitlines() if line.startswith("code execution:")]
     assert printed == ["code execution: the programs the model wrote (toy_code) run in the sandbox 'subprocess' "
-                       "(code_sandbox): Programs as ordinary child processes: limits, no isolation."]
+                       f"(code_sandbox): {sandbox('subprocess').description}"]
     show(["task=toy_code", f"include_path=[{code_library}]", f"cache_dir={tmp_path / 'cache'}", "n=1",
           "confirm_unsafe_code=true", "trust_task_code=true", "code_sandbox=subprocess"])
     out = capsys.readouterr().out

@@ -1,7 +1,8 @@
 """Hostile programs, each contained by the sandbox and scored as a failure, the evaluator unharmed.
 
 Each case is a HumanEval-style candidate that would pass its (trivial) test if its attack
-succeeded or did nothing: a contained attack makes the program fail (an exception, a limit, the
+succeeded or did nothing (attacks call ``posix`` directly where code_eval's guard disables the
+``os`` function, so that they test the sandbox, not the guard): a contained attack makes the program fail (an exception, a limit, the
 wall clock), so ``passed`` is False, and the parent checks afterwards that nothing escaped (the
 home file absent, the loopback server never reached, this process alive). The table of the README's
 "Code execution" section is this file's CASES.
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.sandbox import Limits, sandbox, using
+from evalflow.sandbox import Limits, run_program, sandbox, using
 from evalflow.scoring.code_exec import candidate_passes, pass_at_k
 
 pytestmark = pytest.mark.skipif(sandbox("bwrap").unavailable() is not None,
@@ -45,12 +46,13 @@ def test_infinite_loop_is_killed_at_the_wall_clock() -> None:
 
 
 def test_fork_bomb_hits_the_process_limit() -> None:
-    bomb = ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        os._exit(1)\n"
+    bomb = ("import posix\nwhile True:\n    try:\n        posix.fork()\n    except OSError:\n        posix._exit(1)\n"
             "def ok():\n    return True")
     started = time.monotonic()
     assert not _passes(bomb, timeout=3.0)
     assert time.monotonic() - started < 10
-    assert _passes("import subprocess\nsubprocess.run(['true'], check=True)\ndef ok():\n    return True")  # machine fine
+    spawn = "import posix\npid = posix.fork()\nif pid == 0:\n    posix._exit(0)\nposix.waitpid(pid, 0)\n"
+    assert _passes(spawn + "def ok():\n    return True")  # the machine can start processes again
 
 
 def test_ten_gigabyte_allocation_fails_at_the_memory_limit() -> None:
@@ -109,9 +111,9 @@ def test_environment_secret_of_the_parent_is_not_visible(monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize("attack", [
-    "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
-    "import os, signal\nos.kill(-1, signal.SIGKILL)",
-    f"import os, signal\nos.kill({os.getpid()}, signal.SIGKILL)",
+    "import os, posix, signal\nposix.kill(os.getppid(), signal.SIGKILL)",
+    "import posix, signal\nposix.kill(-1, signal.SIGKILL)",
+    f"import posix, signal\nposix.kill({os.getpid()}, signal.SIGKILL)",
 ], ids=["parent", "every_process", "evaluator_pid"])  # ids without the pid: xdist workers collect the same names
 def test_killing_the_parent_ends_only_the_sandbox(attack: str) -> None:
     assert not _passes(attack + "\ndef ok():\n    return True")
@@ -121,12 +123,12 @@ def test_killing_the_parent_ends_only_the_sandbox(attack: str) -> None:
 def test_hostile_candidates_score_as_failures_among_good_ones() -> None:
     good = "def ok():\n    return True"
     with using("bwrap"):
-        scores = pass_at_k([TEST], [[good, "while True: pass", "import os\nos.kill(os.getppid(), 9)", good]], k=[1, 4])
+        scores = pass_at_k([TEST], [[good, "while True: pass", "import os, posix\nposix.kill(os.getppid(), 9)", good]], k=[1, 4])
     assert scores == {"pass@1": 0.5, "pass@4": 1.0}
 
 
 def test_subprocess_opt_out_keeps_the_limits() -> None:
     plain = sandbox("subprocess")
-    assert not plain.run([sys.executable, "-I", "-c", "while True: pass"], Limits(wall_seconds=1)).passed
-    assert not plain.run([sys.executable, "-I", "-c", "x = bytearray(10 * 1024 ** 3)"], Limits()).passed
-    assert plain.run([sys.executable, "-I", "-c", "import os; assert 'HOME' not in os.environ"], Limits()).passed
+    assert plain.run([sys.executable, "-I", "-c", "while True: pass"], Limits(wall_seconds=1)).timed_out
+    assert not run_program(plain, "x = bytearray(10 * 1024 ** 3)", Limits())
+    assert run_program(plain, "import os; assert 'HOME' not in os.environ", Limits())

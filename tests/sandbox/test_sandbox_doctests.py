@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["base", "current", "bubblewrap"]
+MODULES = ["base", "current", "bubblewrap", "verdict"]
 
 
 @pytest.mark.parametrize("name", MODULES)
