@@ -153,3 +153,19 @@ def test_gen_kwargs_override_from_the_command_line(toy_library: Path, tmp_path: 
         assert done.returncode == 0, done.stderr
         sample = json.loads((tmp_path / str(i) / "samples_toy_gen.jsonl").read_text().splitlines()[0])
         assert sample["arguments"]["gen_args_0"]["arg_1"]["max_gen_toks"] == 7
+
+
+def test_reused_run_folder_moves_the_failed_runs_log_aside(toy_library: Path, tmp_path: Path) -> None:
+    """Regression: a run folder reused after failed attempts (no results.json, so evalflow allows
+    it) appended the new run's log to theirs, one cli.log mixing the runs. Now the newest earlier
+    log is cli.log.1 and older ones shift up, as logrotate numbers them."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "cli.log").write_text("second failed attempt\n")
+    (folder / "cli.log.1").write_text("first failed attempt\n")
+    done = cli(base_args(toy_library, tmp_path / "cache") + [f"hydra.run.dir={folder}"])
+    assert done.returncode == 0, done.stderr
+    assert (folder / "cli.log.1").read_text() == "second failed attempt\n"
+    assert (folder / "cli.log.2").read_text() == "first failed attempt\n"
+    log = (folder / "cli.log").read_text()
+    assert "failed attempt" not in log and "toy_mc" in log

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -15,6 +16,35 @@ def _smollm2_dir() -> str:
 
 def _repo_root() -> str:
     return str(Path(__file__).resolve().parents[2])
+
+
+SHARED_DATA_ENV = "EVALFLOW_SHARED_DATA"
+
+
+def shared_data_candidates() -> list[Path]:
+    """Where ``data_map=shared`` looks for its data, in order: ``$EVALFLOW_SHARED_DATA``, the
+    ``shared/data`` folder beside this checkout, then ``./shared/data`` (a worktree or a copy of
+    the code elsewhere finds the data of the folder it is run from)."""
+    env = os.environ.get(SHARED_DATA_ENV)
+    found = [Path(env).expanduser()] if env else []
+    return found + [Path(_repo_root()).parent / "shared" / "data", Path.cwd() / "shared" / "data"]
+
+
+def shared_data() -> str:
+    """The first folder of :func:`shared_data_candidates` that exists (``${evalflow.shared_data:}``,
+    the root of conf/data_maps/shared.yaml), or one paragraph naming the paths tried and the fix."""
+    candidates = shared_data_candidates()
+    for folder in candidates:
+        if folder.is_dir():
+            return str(folder.resolve())
+    from evalflow.errors import DataError
+
+    tried = ", ".join(str(c) for c in candidates)
+    raise DataError(
+        f"data_map=shared: no shared data folder found (tried {tried}). Set ${SHARED_DATA_ENV} to the folder "
+        "holding the local dataset copies (gsm8k/, arc_easy/, ...), run from the folder that holds shared/data, "
+        "point data_map= at another map file, or leave data_map out to load the datasets from the hub."
+    )
 
 
 def _run_id() -> str:
@@ -39,3 +69,5 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("evalflow.smollm2_dir", _smollm2_dir)
     if not OmegaConf.has_resolver("evalflow.repo_root"):
         OmegaConf.register_new_resolver("evalflow.repo_root", _repo_root)
+    if not OmegaConf.has_resolver("evalflow.shared_data"):
+        OmegaConf.register_new_resolver("evalflow.shared_data", shared_data)

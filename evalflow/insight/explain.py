@@ -291,7 +291,7 @@ def _field_change(name: str, old: Any, new: Any) -> str:
         # the same metrics: name the entry whose options changed (a reduction, an option)
         changed = [(a, b) for a, b in zip(old or [], new or []) if a != b]
         if changed and all(isinstance(e, Mapping) and "judge" in e for e in changed[0]):
-            return f"judge metric {changed[0][1].get('metric')} changed ({'; '.join(_paths(*changed[0]))})"
+            return f"judge metric {changed[0][1].get('metric')} changed ({'; '.join(_judge_paths(*changed[0]))})"
         return (f"metric_list: metric {changed[0][1].get('metric')} changed ({'; '.join(_paths(*changed[0]))})"
                 if changed and all(isinstance(e, Mapping) for e in changed[0]) else "metric_list reordered")
     if name == "filter_list":
@@ -302,6 +302,24 @@ def _field_change(name: str, old: Any, new: Any) -> str:
         return f"filter_list: filter {', '.join(changed)} changed ({'; '.join(_paths(_by_name(old, changed[0]), _by_name(new, changed[0])))})" if changed else "filter_list reordered"
     paths = list(_paths(old, new, name))
     return "; ".join(paths) if paths else f"{name} changed"
+
+
+def _judge_paths(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The differing leaves of two judge metric entries, an omitted key read as its default (the
+    judge's own, :func:`evalflow.scoring.judge.with_defaults`); a default now given explicitly,
+    which changes no value, is named as written."""
+    from evalflow.scoring.judge import with_defaults
+
+    def filled(entry: Mapping[str, Any]) -> dict[str, Any]:
+        block = entry["judge"]
+        return {**entry, "judge": with_defaults(block) if isinstance(block, Mapping) else block}
+
+    paths = list(_paths(filled(old), filled(new)))
+    if paths:
+        return paths
+    a, b = old["judge"], new["judge"]  # only a default written out or left out (both judge blocks, mappings)
+    return [f"judge.{key}: the default, now {'written out' if key in b else 'left out'}"
+            for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
 
 
 def _names(items: Any, key: str) -> list[str]:

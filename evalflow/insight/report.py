@@ -36,7 +36,8 @@ from evalflow.insight.report_page import PAGE
 from evalflow.insight.report_tables import SIGNIFICANT, left_out_notes, paired_columns, result_sections
 from evalflow.insight.runs import Run, load_run
 
-__all__ = ["build_report", "document_view", "expand", "main", "run_labels", "varying_setting", "varying_settings"]
+__all__ = ["build_report", "document_view", "expand", "main", "run_labels", "shortest_tails", "varying_setting",
+           "varying_settings"]
 
 SWEEP_ORDER = ("num_fewshot", "limit", "seed", "model", "apply_chat_template", "gen_kwargs")
 _UNSET = object()
@@ -139,16 +140,37 @@ def _number(value: Any) -> Any:
 
 
 def run_labels(runs: Sequence[Run], varying: Mapping[str, Sequence[Any]]) -> list[str]:
-    """Each run named by all the settings that vary ("model.salt=a num_fewshot=1"); runs that no
-    setting tells apart by their folders."""
+    """Each run named by all the settings that vary ("model.salt=a num_fewshot=1"), a path by the
+    shortest tail that tells its runs apart (``model.pretrained=tiny-vlm``, not the whole path: the
+    runs' folders and settings are listed in full above the results); runs that no setting tells
+    apart by their folders."""
     if varying:
-        named = [" ".join(f"{k}={values[i]}" for k, values in varying.items()) for i in range(len(runs))]
+        shown = {k: shortest_tails(values) for k, values in varying.items()}
+        named = [" ".join(f"{k}={values[i]}" for k, values in shown.items()) for i in range(len(runs))]
         if len(set(named)) == len(named):
             return named
     names = [r.label for r in runs]
     if len(set(names)) < len(names):
         names = [f"{r.folder.parent.name}/{r.label}" for r in runs]
     return [f"{i + 1}: {n}" if names.count(n) > 1 else n for i, n in enumerate(names)]
+
+
+def shortest_tails(values: Sequence[Any]) -> list[Any]:
+    """Path-like values (``/tmp/x/tiny-vlm``) cut, each, to as few last components as no other
+    value ends in (``tiny-vlm``; ``a/model`` and ``b/model``); other values as they are. Tails of
+    different lengths never read the same, so different values keep different names."""
+    if not all(isinstance(v, str) and "/" in v for v in values):
+        return list(values)
+    parts = {v: v.rstrip("/").split("/") for v in values}
+
+    def tail(value: str) -> str:
+        own = parts[value]
+        for n in range(1, len(own)):
+            if all(other[-n:] != own[-n:] for v, other in parts.items() if v != value):
+                return "/".join(own[-n:])
+        return value
+
+    return [tail(v) for v in values]
 
 
 def build_report(folders: Sequence[Path], max_docs: int | None = None) -> str:
@@ -172,15 +194,22 @@ def build_report(folders: Sequence[Path], max_docs: int | None = None) -> str:
     views = document_view(runs, labels, max_docs)
     bundle = vl_convert.javascript_bundle(vl_version=alt.SCHEMA_VERSION.lstrip("v").rsplit(".", 1)[0])
     return PAGE.render(
-        runs=[{"label": lb, "folder": str(r.folder), "kind": r.kind} for lb, r in zip(labels, runs)],
+        runs=[{"label": lb, "folder": str(r.folder), "kind": r.kind, "paths": _cut_paths(varying, i, lb)}
+              for i, (lb, r) in enumerate(zip(labels, runs))],
         labels=labels, sections=result_sections(runs, labels, comparison), paired_columns=paired_columns(comparison),
         results_notes=left_out_notes(runs, labels), compare_error=compare_error, significant=SIGNIFICANT,
-        charts=[{"id": f"chart{i}", "title": t, "spec": _script_json(s)}
+        charts=[{"id": f"chart{i}", "title": t, "spec": _script_json(s) if s is not None else ""}
                 for i, (t, s) in enumerate(charts(runs, labels, varying, axis, comparison))],
         documents=[{**v, "blob": encode_docs(v), "n": len(v["docs"])} for v in views],
         document_notes=document_notes(runs, labels, views, max_docs),
         bundle=bundle.replace("</script", "<\\/script"),
     )
+
+
+def _cut_paths(varying: Mapping[str, Sequence[Any]], i: int, label: str) -> str:
+    """Run ``i``'s settings that its label shows by a path's tail, in full."""
+    return " ".join(f"{k}={values[i]}" for k, values in varying.items()
+                    if shortest_tails(values)[i] != values[i] and f"{k}={values[i]}" not in label)
 
 
 def _script_json(spec: Mapping[str, Any]) -> str:

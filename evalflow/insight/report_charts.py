@@ -34,19 +34,32 @@ def metric_rows(runs: Sequence[Run], labels: Sequence[str]) -> list[dict[str, An
 
 
 def charts(runs: Sequence[Run], labels: Sequence[str], varying: Mapping[str, Sequence[Any]], axis: str | None,
-           comparison: Sequence[Comparison]) -> list[tuple[str, dict[str, Any]]]:
+           comparison: Sequence[Comparison]) -> list[tuple[str, dict[str, Any] | None]]:
     """(title, Vega-Lite spec) of each chart; the sweep line only along a numeric setting (the
-    bar chart already sets runs of different models or tasks side by side)."""
+    bar chart already sets runs of different models or tasks side by side). A spec is None where
+    the title says all there is (every bar 0)."""
     rows = metric_rows(runs, labels)
-    out = []
+    out: list[tuple[str, dict[str, Any] | None]] = []
     if rows:
-        out.append(("Each metric with its stderr, across runs", _bars(rows)))
+        out.append(_bars_or_note(rows))
     if axis is not None and rows and all(isinstance(v, (int, float)) for v in varying[axis]):
         out.append(_sweep_line(rows, labels, varying, axis))  # a line between two models' names means nothing
     differences = _differences(comparison, labels)
     if differences is not None:
         out.append(("Paired differences with 95% intervals", differences))
     return out
+
+
+def _bars_or_note(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
+    """The bar chart of the metrics with a non-zero value; those whose every bar is 0 (a random
+    model's score) would be an empty box, and are named in the title as "all values 0" instead."""
+    zero = [m for m in dict.fromkeys(r["metric"] for r in rows)
+            if all(r[k] == 0 for r in rows if r["metric"] == m for k in ("value", "low", "high"))]
+    drawn = [r for r in rows if r["metric"] not in zero]
+    if not drawn:
+        return f"Each metric across runs: all values 0 ({', '.join(zero)})", None
+    title = "Each metric with its stderr, across runs"
+    return (f"{title} ({', '.join(zero)}: all values 0, not drawn)" if zero else title), _bars(drawn)
 
 
 def _bars(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ details.subtasks, details.task-docs { margin: 0 0 1em; } summary { cursor: point
 </head>
 <body>
 <h1>evalflow report</h1>
-<p class="note">{% for run in runs %}<b>{{ run.label }}</b>: {{ run.folder }} ({{ run.kind }}){% if not loop.last %}; {% endif %}{% endfor %}</p>
+<p class="note">{% for run in runs %}<b>{{ run.label }}</b>: {{ run.folder }} ({{ run.kind }}{% if run.paths %}; {{ run.paths }}{% endif %}){% if not loop.last %}; {% endif %}{% endfor %}</p>
 {% macro results_table(lines) %}
 <table class="results">
 <colgroup><col class="name"><col><col>{% for label in labels %}<col class="value">{% endfor %}{% for col in paired_columns %}<col>{% endfor %}</colgroup>
@@ -67,7 +67,7 @@ details.subtasks, details.task-docs { margin: 0 0 1em; } summary { cursor: point
 
 {% for chart in charts %}
 <h2>{{ chart.title }}</h2>
-<div class="chart" id="{{ chart.id }}"></div>
+{% if chart.spec %}<div class="chart" id="{{ chart.id }}"></div>{% endif %}
 {% endfor %}
 
 {% if documents or document_notes %}
@@ -91,7 +91,7 @@ details.subtasks, details.task-docs { margin: 0 0 1em; } summary { cursor: point
 
 <script>{{ bundle | safe }}</script>
 <script>
-const charts = [{% for chart in charts %}["#{{ chart.id }}", {{ chart.spec | safe }}]{% if not loop.last %}, {% endif %}{% endfor %}];
+const charts = [{% for chart in charts if chart.spec %}["#{{ chart.id }}", {{ chart.spec | safe }}]{% if not loop.last %}, {% endif %}{% endfor %}];
 for (const [target, spec] of charts) {
   vegaEmbed(target, spec, {renderer: "svg", actions: false}).catch(console.error);
 }

@@ -44,6 +44,16 @@ TEMPLATE_NAMES = ("doc", "response", "target", "choices")
 
 _KEYS = ("model", "prompt", "prompt_file", "parser", "gen_kwargs", "on_unparsed")
 DEFAULT_GEN_KWARGS: Mapping[str, Any] = {"until": ["\n"], "max_gen_toks": 16, "do_sample": False, "temperature": 0.0}
+ON_UNPARSED_DEFAULT = "exclude"
+"""The policy a judge block without ``on_unparsed`` gets: leave unparsed documents out."""
+
+
+def with_defaults(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A judge block as the judge reads it, defaults filled in: ``explain`` shows an edit of an
+    omitted key as the default it replaced (``on_unparsed: "exclude" → 0``, not ``null → 0``)."""
+    given = block.get("gen_kwargs")
+    return {**block, "on_unparsed": block.get("on_unparsed", ON_UNPARSED_DEFAULT),
+            "gen_kwargs": {**DEFAULT_GEN_KWARGS, **(given if isinstance(given, Mapping) else {})}}
 
 
 @dataclass(frozen=True)
@@ -133,8 +143,8 @@ def check_template(text: str, where: str) -> None:
 
 
 def _policy(block: Mapping[str, Any], where: str) -> float | None:
-    value = block.get("on_unparsed", "exclude")
-    if value == "exclude":
+    value = block.get("on_unparsed", ON_UNPARSED_DEFAULT)
+    if value == ON_UNPARSED_DEFAULT:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)

@@ -215,7 +215,7 @@ def _near_yaml(path: str, base: Path) -> str:
 
 
 def _read_map_file(path: Path) -> dict[str, Any]:
-    """A data-map file; ``${...}`` interpolations (``${evalflow.repo_root:}`` in the shipped
+    """A data-map file; ``${...}`` interpolations (``${evalflow.shared_data:}`` in the shipped
     conf/data_maps/shared.yaml, which is also a Hydra config group) resolve as Hydra would."""
     if not path.is_file():
         raise DataError(
@@ -244,5 +244,10 @@ def _resolve_interpolations(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     try:
         resolved = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
     except OmegaConfBaseException as exc:
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, DataError):  # a resolver's own paragraph (shared_data)
+            cause = cause.__context__
+        if cause is not None:
+            raise cause from None
         raise DataError(f"data map file {str(path)!r}: an interpolation does not resolve: {exc}") from None
     return dict(resolved)  # type: ignore[arg-type]

@@ -1,7 +1,9 @@
 """The task index: every task, group and tag name in the task folders, cached on disk.
 
 ``TaskIndex.build`` scans the built-in ``tasks/`` folder, then each ``include_path`` folder; a later
-folder's task or group overrides an earlier one's of the same name (with a warning), tags merge.
+folder's task or group overrides an earlier one's of the same name, tags merge. The override is
+warned about when a run resolves one of the overriding names (``include_path=lm_eval`` overrides
+dozens of built-in names; a run that uses none of them is not told so on every start).
 Classification follows lm-eval 0.4.13's ``TaskIndex`` (``lm_eval/tasks/_index.py``): a YAML with
 ``class`` is a (Python) task, else with ``group`` a group, else with ``task`` a task; ``tag:`` on a
 task registers it under that tag; YAMLs with none of these (templates) are skipped; within one
@@ -49,10 +51,13 @@ class TaskIndex:
         *,
         roots: Sequence[str] = (),
         problems: Sequence[tuple[str, str]] = (),
+        overrides: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self._rows = dict(rows)  # name -> (folder, row); IndexEntry objects are made on demand
         self.roots = tuple(roots)
         self.problems = tuple(problems)  # (file, why it was skipped)
+        self.overrides = dict(overrides or {})  # name -> (the overriding folder, what it replaced)
+        self._warned: set[str] = set()  # overriding names already warned about by this index
 
     @classmethod
     def build(cls, include_path: Sequence[str | Path] = (), *, builtin: bool = True) -> "TaskIndex":
@@ -73,11 +78,14 @@ class TaskIndex:
             roots.append(os.path.realpath(path))
         merged: dict[str, tuple[str, Row]] = {}
         problems: list[tuple[str, str]] = []
+        overrides: dict[str, tuple[str, str]] = {}
         for root in roots:
             rows, skipped = scan_root(root)
             problems += skipped
-            _warn_overrides(root, _overlay(merged, root, rows))
-        return cls(merged, roots=roots, problems=problems)
+            for name, line in _overlay(merged, root, rows):
+                log.debug("%s", line)
+                overrides[name] = (root, line)
+        return cls(merged, roots=roots, problems=problems, overrides=overrides)
 
     # ------------------------------------------------------------------ queries
 
@@ -119,13 +127,26 @@ class TaskIndex:
         # here because it pulls in yaml, which a warm index build (`ls`) never needs
         from evalflow.taskspec.groups import expand
 
-        return expand(
+        selection = expand(
             self,
             names,
             trusted_root=os.path.realpath(builtin_tasks_dir()),
             trust=trust_task_code,
             path_of=_yaml_path,
         )
+        used = [*names, *(task.task for task in selection.tasks), *(group.name for group in selection.groups)]
+        self._warn_overrides(used)
+        return selection
+
+    def _warn_overrides(self, used: Sequence[str]) -> None:
+        """Warn about the overridden names this run uses, once per name and index."""
+        fresh = [name for name in dict.fromkeys(used) if name in self.overrides and name not in self._warned]
+        self._warned.update(fresh)
+        by_root: dict[str, list[str]] = {}
+        for name in fresh:
+            by_root.setdefault(self.overrides[name][0], []).append(name)
+        for root, overridden in by_root.items():
+            _warn_overrides(root, [(name, self.overrides[name][1]) for name in overridden])
 
 
 def _yaml_path(name: str) -> str | None:
@@ -168,17 +189,15 @@ def _overlay(merged: dict[str, tuple[str, Row]], root: str, rows: list[Row]) -> 
 
 
 def _warn_overrides(root: str, overridden: list[tuple[str, str]]) -> None:
-    """One warning per folder, not one per name: lm-eval's own task folder on include_path
-    overrides dozens of built-in tasks; each override is logged at debug level."""
-    for _, line in overridden:
-        log.debug("%s", line)
+    """One warning per folder, not one per name: a group from lm-eval's own task folder on
+    include_path may override dozens of built-in tasks (each is logged at debug level when indexed)."""
     if len(overridden) == 1:
         log.warning("%s", overridden[0][1])
     elif overridden:
         names = [name for name, _ in overridden]
         shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
         log.warning(
-            "%d tasks and groups from %s override those of the same name from earlier folders (%s); "
+            "%d tasks and groups this run uses from %s override those of the same name from earlier folders (%s); "
             "the later folder's definitions are used (each override is logged at debug level)",
             len(overridden), root, shown,
         )

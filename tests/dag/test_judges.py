@@ -102,6 +102,22 @@ def test_unparsed_verdicts_are_counted_and_excluded_or_scored_by_the_policy(judg
     assert result["graded_unparsed,none"] == 10 and result["graded,none"] == pytest.approx(90 * 5 / N)
 
 
+def test_explain_shows_an_omitted_policy_as_its_default(judged: Judged) -> None:
+    """Regression: explain printed `judge.on_unparsed: null → 0` for a block that had omitted the
+    policy, whose documented default is `exclude`; the default comes from the judge itself."""
+    from evalflow.scoring.judge import ON_UNPARSED_DEFAULT
+
+    _, _, first = judged()
+    judged.write(policy="on_unparsed: 0")
+    _, _, folder = judged()
+    metrics = [line for line in explain(folder) if line.startswith("judged metrics re-ran: ")]
+    assert metrics == [f'judged metrics re-ran: judge metric graded changed (judge.on_unparsed: "{ON_UNPARSED_DEFAULT}" → 0)']
+    judged.write(policy=f"on_unparsed: {ON_UNPARSED_DEFAULT}")  # the default, now written out
+    _, _, folder = judged()
+    assert "judged metrics re-ran: judge metric graded changed (judge.on_unparsed: the default, now written out)" \
+        in explain(folder, first)
+
+
 def sampled(judged: Judged, reduction: str, parser: str | None = None) -> None:
     """The task with 3 sampled repeats and ``reduction`` on the judge metric."""
     judged.write(repeats="repeats: 3", **({"parser": parser} if parser else {}))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.insight.report import build_report, document_view, expand, main, run_labels, varying_setting
-from evalflow.insight.report import varying_settings
+from evalflow.insight.report import shortest_tails, varying_settings
 from evalflow.insight.report_charts import charts
 from evalflow.insight.report_tables import result_sections
 from tests.conftest import Runner
@@ -117,7 +117,9 @@ def test_single_run_and_escaping(runner: Runner, toy_library: Path, tmp_path: Pa
     _, _, run = runner(limit=3)
     html = build_report([run])
     assert "alert(1)" not in html  # the prompts are only in the task's compressed blob
-    assert "Paired comparison" not in html and 'id="chart0"' in html and 'id="chart1"' not in html
+    # one chart at most: the bars (here every bar is 0 on 3 documents, so the title says so instead)
+    assert "Paired comparison" not in html and 'id="chart1"' not in html
+    assert 'id="chart0"' in html or "all values 0 (acc,none)" in html
     blob = re.search(r'<script type="application/gzip\+base64" id="blob0">([^<]*)</script>', html)
     assert blob is not None
     docs = json.loads(gzip.decompress(base64.b64decode(blob.group(1))))["docs"]
@@ -309,3 +311,38 @@ def test_a_setting_one_run_left_unset_reads_as_its_value(runner: Runner, tmp_pat
     varying = varying_settings(expand([a, b, c]))
     assert varying == {"seed": [7, 1234, 1234], "model.salt": ["x", "y", "unset"]}
     assert run_labels(expand([a, b]), varying_settings(expand([a, b]))) == ["seed=7 model.salt=x", "seed=1234 model.salt=y"]
+
+
+def test_runs_differing_by_a_path_are_named_by_its_shortest_distinguishing_tail(runner: Runner, tmp_path: Path) -> None:
+    """Regression: runs were labelled `model.pretrained=/tmp/…/tiny-vlm`, the whole path; now by the
+    fewest trailing components that tell them apart, the full path beside the run's folder."""
+    a = _with_overrides(runner, tmp_path, "a", ["model.pretrained=/tmp/pytest-1/x/tiny-vlm"])
+    b = _with_overrides(runner, tmp_path, "b", ["model.pretrained=/tmp/pytest-1/y/tiny-vlm"])
+    c = _with_overrides(runner, tmp_path, "c", ["model.pretrained=/tmp/pytest-1/y/other"])
+    runs = expand([a, b, c])
+    assert run_labels(runs, varying_settings(runs)) == [
+        "model.pretrained=x/tiny-vlm", "model.pretrained=y/tiny-vlm", "model.pretrained=other"]
+    assert run_labels(expand([a, c]), varying_settings(expand([a, c]))) == [
+        "model.pretrained=tiny-vlm", "model.pretrained=other"]
+    html = build_report([a, c])
+    assert "<b>model.pretrained=tiny-vlm</b>: " in html and "model.pretrained=/tmp/pytest-1/x/tiny-vlm)" in html
+    assert shortest_tails(["a", "b"]) == ["a", "b"] and shortest_tails(["/m/", "/n/m"]) == ["/m/", "n/m"] and shortest_tails(["/a", "/a"]) == ["a", "a"]
+
+
+def test_an_all_zero_bar_chart_says_so_instead_of_an_empty_box(runner: Runner, tmp_path: Path) -> None:
+    """Regression: a metric whose every bar is 0 (a random tiny model) drew an empty box; now the
+    chart's title says "all values 0" and no chart is drawn when nothing else is left."""
+    _, _, run = runner(limit=5)
+    zero = tmp_path / "zero"
+    shutil.copytree(run, zero)
+    results = json.loads((zero / "results.json").read_text())
+    for key in [k for k in results["results"]["toy_mc"] if k.startswith("acc")]:
+        results["results"]["toy_mc"][key] = 0.0
+    (zero / "results.json").write_text(json.dumps(results))
+    runs = expand([zero])
+    specs = charts(runs, ["zero"], {}, None, [])
+    assert [(title, spec) for title, spec in specs] == [("Each metric across runs: all values 0 (acc,none)", None)]
+    html = build_report([zero])
+    assert "<h2>Each metric across runs: all values 0 (acc,none)</h2>" in html and 'id="chart0"' not in html
+    both = dict(charts(expand([run, zero]), ["run", "zero"], {}, None, []))
+    assert list(both) == ["Each metric with its stderr, across runs"]  # one non-zero bar: drawn

@@ -207,6 +207,35 @@ def test_data_map_file_interpolations_resolve(data: Path, tmp_path: Path, monkey
         read_data_map(mapfile)
 
 
+def test_the_shared_map_finds_its_data_from_any_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: data_map=shared read <checkout>/../shared/data only, so a worktree or a copy of
+    the code elsewhere ran on a folder that did not exist. Now: $EVALFLOW_SHARED_DATA, then the
+    folder beside the checkout, then ./shared/data; else one paragraph naming what it tried."""
+    from evalflow.config import resolvers
+
+    checkout, run_from = tmp_path / "elsewhere" / "evalflow", tmp_path / "project"
+    checkout.mkdir(parents=True)
+    run_from.mkdir()
+    monkeypatch.setattr(resolvers, "_repo_root", lambda: str(checkout))
+    monkeypatch.chdir(run_from)
+    monkeypatch.delenv("EVALFLOW_SHARED_DATA", raising=False)
+    beside, here, env = tmp_path / "elsewhere" / "shared" / "data", run_from / "shared" / "data", tmp_path / "mine"
+    with pytest.raises(DataError) as caught:
+        read_data_map(SHARED_MAP)
+    message = str(caught.value)
+    assert message.startswith("data_map=shared: no shared data folder found (tried ") and "\n" not in message
+    for part in (str(beside), str(here), "Set $EVALFLOW_SHARED_DATA", "leave data_map out"):
+        assert part in message, (part, message)
+    here.mkdir(parents=True)
+    assert read_data_map(SHARED_MAP).root == str(here.resolve())
+    beside.mkdir(parents=True)
+    assert read_data_map(SHARED_MAP).root == str(beside.resolve())  # the checkout's sibling before the working folder
+    env.mkdir()
+    monkeypatch.setenv("EVALFLOW_SHARED_DATA", str(env))
+    map_ = read_data_map(SHARED_MAP)
+    assert map_.root == str(env.resolve()) and map_["openai/gsm8k/main"]["data_files"]["test"] == str(env.resolve() / "gsm8k" / "test.jsonl")
+
+
 def _mapped_hub_task(name: str = "hubby") -> TaskConfig:
     return TaskConfig(task=name, source="/tasks/hubby.yaml", dataset_path="org/set", dataset_name="cfg",
                       test_split="test", doc_to_text="{{q}}")
@@ -232,12 +261,15 @@ def test_a_missing_file_of_a_map_names_the_map_its_root_the_entry_and_the_fix(da
 def test_a_missing_file_of_the_shared_map_or_the_env_map_says_which(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from evalflow.config.compose import compose_settings
 
+    shared = tmp_path / "shared_data"  # not the real ../shared/data, which may be absent
+    shared.mkdir()
+    monkeypatch.setenv("EVALFLOW_SHARED_DATA", str(shared))
     settings = compose_settings(task="toy", preset="dummy", overrides=[], values={"data_map": "shared"})
     gsm8k = TaskConfig(task="gsm8k_like", source="/t.yaml", dataset_path="openai/gsm8k", dataset_name="main",
                        test_split="test", doc_to_text="q")
     monkeypatch.setitem(settings.data_map["openai/gsm8k/main"]["data_files"], "test", str(tmp_path / "moved.jsonl"))
     with pytest.raises(DataError, match=rf"entry 'openai/gsm8k/main' of the data map {SHARED_MAP}, whose root is "
-                                        rf"{SHARED_DATA}"):
+                                        rf"{shared.resolve()}"):
         data_source(gsm8k, settings.data_map)  # the run settings hold the map as read, with where it came from
     mapfile = tmp_path / "env.yaml"
     mapfile.write_text(f"root: {tmp_path}\nopenai/gsm8k/main: {{path: json, data_files: {{test: none.jsonl}}}}\n")

@@ -202,7 +202,7 @@ def test_later_include_path_overrides_with_a_warning(tmp_path: Path, caplog: pyt
     task_file(tmp_path / "second", "only_second", "tag: both\n")
     with caplog.at_level(logging.WARNING, logger="evalflow.taskspec.index"):
         index = TaskIndex.build([tmp_path / "first", tmp_path / "second"])
-    assert index.resolve("shared").tasks[0].description == "second"
+        assert index.resolve("shared").tasks[0].description == "second"
     assert "shared" in caplog.text and "overrides" in caplog.text
     assert index.entry("both").members == ("only_first", "only_second")  # tags merge
     reverse = TaskIndex.build([tmp_path / "second", tmp_path / "first"])
@@ -414,13 +414,42 @@ def test_several_overrides_are_one_warning_with_the_count(
         task_file(tmp_path / "first", name)
         task_file(tmp_path / "second", name)
     with caplog.at_level(logging.DEBUG, logger="evalflow.taskspec.index"):
-        TaskIndex.build([tmp_path / "first", tmp_path / "second"])
+        TaskIndex.build([tmp_path / "first", tmp_path / "second"]).resolve("t1,t2,t3")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
-    assert warnings[0].startswith(f"3 tasks and groups from {os.path.realpath(tmp_path / 'second')} override")
+    second = os.path.realpath(tmp_path / "second")
+    assert warnings[0].startswith(f"3 tasks and groups this run uses from {second} override")
     assert "(t1, t2, t3)" in warnings[0]
     details = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and "overrides the" in r.getMessage()]
     assert sorted(d.split("'")[1] for d in details) == ["t1", "t2", "t3"]
+
+
+def test_overrides_a_run_does_not_use_are_not_warned(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Regression: `include_path=lm_eval` warned '77 tasks and groups ... override those of the same
+    name' on every run, also one that ran none of them (and on `ls`, which runs nothing)."""
+    for name in ("t1", "t2", "t3"):
+        task_file(tmp_path / "first", name)
+        task_file(tmp_path / "second", name)
+    task_file(tmp_path / "second", "other")
+    with caplog.at_level(logging.WARNING, logger="evalflow.taskspec.index"):
+        index = TaskIndex.build([tmp_path / "first", tmp_path / "second"])
+        assert sorted(index.overrides) == ["t1", "t2", "t3"]
+        index.resolve("other")
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_an_override_a_run_uses_is_warned_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A group that reaches an overridden task names it; resolving again does not repeat the warning."""
+    for name in ("t1", "t2"):
+        task_file(tmp_path / "first", name)
+        task_file(tmp_path / "second", name)
+    write(tmp_path / "second/_g.yaml", "group: g\ntask: [t2]\n")
+    with caplog.at_level(logging.WARNING, logger="evalflow.taskspec.index"):
+        index = TaskIndex.build([tmp_path / "first", tmp_path / "second"])
+        index.resolve("g")
+        index.resolve("g")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "task 't2'" in warnings[0] and "t1" not in warnings[0]
 
 
 def _hydra_run_folder(folder: Path, task: str) -> None:
