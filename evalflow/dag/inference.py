@@ -1,10 +1,11 @@
 """The inference edge: per-request memoization in front of a lazily loaded model.
 
 :class:`CachedModel` implements the three request types. For each list of requests it answers what
-the cache holds, sends only the misses to the real model, in chunks, and persists every chunk in
-one transaction as soon as it returns: a killed run loses at most the chunks in flight (one; where
-a local model's decode loop pulls the next chunk to fill the rows the current one frees,
-``answer_chunks``, each chunk with a row still running), and any
+the cache holds, sends only the misses to the real model, in chunks, and persists answers as they
+return, one transaction per :class:`Done`: a whole chunk, or, for a model that hands answers back
+batch by batch (``answer_parts``: the HF model's forward passes and decode rows; a served model's
+requests), what arrived in the last ~0.1 s (``evalflow.scale.dispatch.SAVE_EVERY``). A killed run
+loses at most the batches in flight (a model without ``answer_parts``: its chunk in flight), and any
 later run (a larger ``limit``, another task with the same prompts, a resumed sweep) reuses the rest.
 
 A request's key is ``fingerprint(model identity, request)``. It never contains batch size, rank or
@@ -21,7 +22,8 @@ from a process that was still computing after ``lease_seconds``.
 *Where* a chunk is answered is the ``dispatch``'s business (:mod:`evalflow.scale`): this process
 (``workers=1``), or Ray actors (``workers>1``). Either way the misses are cut into the same chunks
 (:func:`evalflow.scale.chunks.plan_chunks`: families of one context kept together), and this edge
-alone writes the cache, one chunk at a time as it returns.
+alone writes the cache, as answers return; a chunk's lease ends in the transaction that persists
+its last answer.
 """
 
 from __future__ import annotations
@@ -280,7 +282,7 @@ class CachedModel:
         return [(k, with_pixels(r, self.images)) for k, r in chunk]
 
     def _accept(self, rtype: str, finished: Done, requests: Mapping[str, Request]) -> dict[str, Any]:
-        """A returned chunk's answers, every one's shape checked, counted, and only then persisted
+        """Returned answers (a chunk, or a part of one), every one's shape checked, counted, and only then persisted
         in one transaction: a malformed answer must never reach the cache, where a fixed model
         would still be served it."""
         if len(finished.answers) != len(finished.keys):

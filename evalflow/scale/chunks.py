@@ -1,6 +1,6 @@
 """Which requests travel together to a model replica (pure).
 
-A chunk is the unit a replica answers and the edge persists in one transaction. Requests that
+A chunk is the unit a replica is handed and leased. Requests that
 share a context (the continuations of one multiple-choice question, the k samples of one prompt)
 form a *family*: a model computes their shared prefix once only if they arrive together, so a
 chunk never splits a family. Chunks depend only on the ordered misses, ``chunk_size`` and the
@@ -22,10 +22,11 @@ gap is smaller, hence 64 rather than 250). With the defaults (512 requests, 2^18
 - gsm8k generation (256 new tokens) gets ~15 requests a chunk, 0-shot or 5-shot.
 
 So a chunk is about the same amount of model time whatever the task (~25 s of SmolLM2 on this
-CPU), which is what bounds what a killed run loses (the chunks in flight: one per replica, or
-where a local decode loop fills the rows its current chunk frees with the next chunk's requests,
-``evalflow.models.hf.stream``, each chunk with a row still running: usually two); any task of
-more than one chunk's work gives several replicas chunks to answer.
+CPU); any task of more than one chunk's work gives several replicas chunks to answer. A chunk is
+what is leased and batched together, not what is saved together: a local model with
+``answer_parts`` (the HF model) hands answers back batch by batch and the edge saves them as they
+come (``evalflow.scale.dispatch.answered_parts``), so a killed run loses the batches in flight; a
+Ray replica answers whole chunks, so a killed driver loses its replicas' chunks in flight.
 
 >>> from evalflow.records import Request
 >>> reqs = [Request("loglikelihood", ("Q1", c)) for c in "abc"] + [Request("loglikelihood", ("Q2", "d"))]

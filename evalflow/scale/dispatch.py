@@ -2,9 +2,10 @@
 
 A dispatcher takes an iterator of chunks, pulled lazily (the edge leases each chunk in the cache
 only when a replica is ready for it), and yields each chunk's answers as it finishes, in whatever
-order they finish. :class:`LocalDispatch` is ``workers=1``: chunks in this process, through
-:func:`chunk_answers` (one at a time, unless the model pulls the next one early to keep its
-batch full);
+order they finish, or part by part (:func:`answered_parts`, :func:`answered_each`: the edge
+saves answers as they come, so a kill loses the batches in flight, not their chunks).
+:class:`LocalDispatch` is ``workers=1``: chunks in this process (one at a time, unless the model
+pulls the next one early to keep its batch full);
 :class:`evalflow.scale.ray_workers.RayDispatch` keeps every Ray actor busy.
 """
 
@@ -29,17 +30,25 @@ LOOKAHEAD = 2
 # transaction): ~13 answers a transaction at 640/s rather than ~5, which halves the edge's share
 # of the GIL the client's event loop needs; a kill loses at most this much of answered work
 SETTLE = 0.02
+# seconds of a local model's answered batches (``answered_parts``) the edge lets gather before it
+# saves them, when no chunk completed meanwhile: a kill loses at most this much answered work (plus
+# the batch running), where a chunk (~25 s of SmolLM2 on a CPU) would lose it all; a transaction
+# costs well under a millisecond, so this is a small fraction of the model's time
+SAVE_EVERY = 0.1
 
 
 @dataclass(frozen=True)
 class Done:
-    """A chunk answered by one replica: ``answers[i]`` answers ``keys[i]``."""
+    """Answers from one replica, persisted together: a whole chunk, or the part of one or more
+    chunks answered since the last (``answered_parts``, ``answered_each``). ``answers[i]``
+    answers ``keys[i]``."""
 
     keys: tuple[str, ...]
     answers: list[Any]
     worker: str  # which replica: "local", or "w<index>@host:pid" for a Ray actor
     seconds: float  # time the replica spent answering (model loading excluded)
     model: str = ""  # the model's class name, for error messages
+    chunks: int = 1  # chunks this completes: 0 for a part of one (``answered_parts``, ``answered_each``)
 
 
 class Dispatch(Protocol):
@@ -65,10 +74,13 @@ class LocalDispatch:
         source = iter(chunks)
         for chunk in source:
             model = self.model()
+            source = itertools.chain([chunk], source)
             if feature(model, "ANSWERS_EACH"):  # e.g. a served model: chunks overlap, answers one by one
-                yield from answered_each(model, rtype, itertools.chain([chunk], source), self.name)
-                return
-            yield from answered_chunks(model, rtype, itertools.chain([chunk], source), self.name)
+                yield from answered_each(model, rtype, source, self.name)
+            elif getattr(type(model), "answer_parts", None) is not None:  # answers batch by batch
+                yield from answered_parts(model, rtype, source, self.name)
+            else:
+                yield from answered_chunks(model, rtype, source, self.name)
             return
 
     def close(self) -> None:
@@ -87,44 +99,73 @@ class WorkerCounts:
     seconds: float = 0.0
 
     def add(self, done: Done) -> None:
-        self.chunks += 1
+        self.chunks += done.chunks
         self.requests += len(done.keys)
         self.seconds = round(self.seconds + done.seconds, 6)
 
 
 def answered_chunks(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
-    """Each chunk's answers from :func:`chunk_answers`, as the model hands them back (it may pull
-    the next chunk before the current one is done).
-    A chunk's ``seconds`` is the model's time since it last handed answers back (the edge's time
-    saving them excluded), so with one chunk at a time it is that chunk's time, as before."""
-    pulled: dict[int, Chunk] = {}
-
-    def requests() -> Iterator[list[Request]]:
-        for n, chunk in enumerate(chunks):
-            pulled[n] = chunk
-            yield [r for _, r in chunk]
-
-    last = time.perf_counter()
-    for n, answers in chunk_answers(model, rtype, requests()):
-        chunk = pulled.pop(n)
-        yield Done(tuple(k for k, _ in chunk), list(answers), worker, time.perf_counter() - last, type(model).__name__)
-        last = time.perf_counter()
+    """Each chunk's answers, one chunk at a time, for a model without ``answer_parts``: the whole
+    chunk is one :class:`Done` (the edge checks that it holds one answer per request).
+    A chunk's ``seconds`` is the model's time answering it (the edge's time saving it excluded)."""
+    for chunk in chunks:
+        start = time.perf_counter()
+        answers = list(getattr(model, rtype)([r for _, r in chunk]))
+        yield Done(tuple(k for k, _ in chunk), answers, worker, time.perf_counter() - start, type(model).__name__)
 
 
-def chunk_answers(model: Any, rtype: str, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, list[Any]]]:
-    """``(n, answers)`` for the ``n``-th chunk of requests (in the order pulled) once all of it is
-    answered: the model's own ``answer_chunks(rtype, chunks)`` if it has one, else one chunk at a
-    time. A model's own may pull the next chunk before the current one is done (to keep its batch
-    full across chunk boundaries: the HF model's greedy decode loop) and hand chunks back in any
-    order, but should pull no further than it has room to work on: pulling a chunk leases it, and
-    a killed run loses the chunks pulled and not yet handed back.
+def answered_parts(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str,
+                   save_every: float = SAVE_EVERY) -> Iterator[Done]:
+    """The answers of a model declaring ``answer_parts(rtype, chunks)``, saved as they come.
+
+    The model pulls lists of requests from ``chunks`` (it may pull the next before the current one
+    is done, to keep its batch full across chunk boundaries: the HF model's decode loop) and
+    yields ``(n, {index: answer})`` for the ``n``-th list pulled as each of its batches finishes
+    (a forward pass, a finished generation row). What is sorted and batched together is still
+    the chunk; what is persisted together is what arrived since the last :class:`Done`: one is
+    yielded when a chunk is complete or ``save_every`` seconds of answers are waiting, so a kill
+    loses at most that much work, plus the batches running. ``Done.chunks`` counts the chunks it
+    completes (the edge's leases of a chunk end when its last answer is saved). A model should
+    pull no further than it has room to work on: pulling a chunk leases it.
 
     (An optional method looked up here rather than a feature of the model contract, whose file is
     part of every model's code identity: declaring it there would change every cache key.)"""
-    own = getattr(type(model), "answer_chunks", None)
-    if own is not None:
-        return own(model, rtype, chunks)  # type: ignore[no-any-return]
-    return ((n, list(getattr(model, rtype)(requests))) for n, requests in enumerate(chunks))
+    pulled: dict[int, tuple[Chunk, set[int]]] = {}
+
+    def requests() -> Iterator[list[Request]]:
+        for n, chunk in enumerate(chunks):
+            pulled[n] = (chunk, set())
+            yield [r for _, r in chunk]
+
+    keys: list[str] = []
+    answers: list[Any] = []
+    ended, last, name = 0, time.perf_counter(), type(model).__name__
+    for n, part in type(model).answer_parts(model, rtype, requests()):
+        chunk, seen = pulled[n]
+        for i, answer in part.items():
+            if i in seen or not 0 <= i < len(chunk):
+                raise _misanswered(model, rtype, f"answered request {i} of a chunk of {len(chunk)} twice or out of range")
+            seen.add(i)
+            keys.append(chunk[i][0])
+            answers.append(answer)
+        if len(seen) == len(chunk):
+            del pulled[n]
+            ended += 1
+        now = time.perf_counter()
+        if keys and (ended or now - last >= save_every):
+            yield Done(tuple(keys), answers, worker, now - last, name, ended)
+            keys, answers, ended, last = [], [], 0, time.perf_counter()
+    if keys:  # answers of a chunk the model left short: saved, then the error
+        yield Done(tuple(keys), answers, worker, time.perf_counter() - last, name, ended)
+    if pulled:
+        missing = sum(len(chunk) - len(seen) for chunk, seen in pulled.values())
+        raise _misanswered(model, rtype, f"left {missing} {rtype} requests unanswered; it must answer each one")
+
+
+def _misanswered(model: Any, rtype: str, what: str) -> Exception:
+    from evalflow.errors import ModelError
+
+    return ModelError(f"model {type(model).__name__}.answer_parts({rtype}) {what}")
 
 
 def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
@@ -148,7 +189,7 @@ def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) 
     backlog = 2 * max(1, int(feature(model, "in_flight")()))
     source = iter(chunks)
     state = _Running(model, rtype)
-    started, last = 0, time.perf_counter()
+    started, ended, last = 0, 0, time.perf_counter()
 
     def run(n: int, chunk: Chunk) -> None:
         try:
@@ -168,11 +209,13 @@ def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) 
             started += 1
         if not state.running:
             break
+        before = len(state.running)
         keys, answers = state.settle(_drain(inbox, SETTLE))
+        ended += before - len(state.running)
         if keys:
             now = time.perf_counter()
-            yield Done(tuple(keys), answers, worker, now - last, type(model).__name__)
-            last = now
+            yield Done(tuple(keys), answers, worker, now - last, type(model).__name__, ended)
+            last, ended = now, 0
     if state.error is not None:
         raise state.error
 

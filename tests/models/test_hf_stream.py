@@ -1,4 +1,4 @@
-"""HFModel.answer_chunks for generation: one decode loop fed chunk after chunk (``hf.stream``)."""
+"""HFModel.answer_parts for generation: one decode loop fed chunk after chunk (``hf.stream``)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,15 @@ def stops(model, contexts) -> list[str]:
     return sorted({text[4 + 3 * i : 6 + 3 * i] for i, text in enumerate(free) if len(text) > 12})
 
 
+def whole(parts) -> dict[int, list[str]]:
+    """``answer_parts``' parts gathered per chunk, each request answered exactly once."""
+    got: dict[int, dict[int, str]] = {}
+    for n, part in parts:
+        assert not set(part) & set(got.get(n, {}))
+        got.setdefault(n, {}).update(part)
+    return {n: [texts[i] for i in range(len(texts))] for n, texts in got.items()}
+
+
 def spy_rows(monkeypatch) -> dict[int, list[int]]:
     """Rows of each decode step, per loop (keyed by the loop's first layer)."""
     rows: dict[int, list[int]] = {}
@@ -63,10 +72,11 @@ def test_one_loop_spans_the_chunks_and_answers_are_unchanged(model, contexts, st
             pulled.append(n)
             yield chunk
 
-    answers = {}
-    for n, texts in model.answer_chunks("generate_until", source()):
-        answers[n] = texts
-        assert n in pulled
+    parts = []
+    for n, part in model.answer_parts("generate_until", source()):
+        parts.append((n, part))
+        assert n in pulled and len(part) == 1  # each row as it stops
+    answers = whole(parts)
     assert [answers[n] for n in range(3)] == expected
     loops = {len(steps) for steps in rows.values()}
     assert len(rows) == len(model.model.model.layers)  # one loop: one set of slot layers for all chunks
@@ -85,16 +95,16 @@ def test_a_chunk_that_cannot_join_waits_for_the_loop_to_drain(model, contexts, s
     ]
     expected = [model.generate_until(chunk) for chunk in chunks]
     rows = spy_rows(monkeypatch)
-    answers = dict(model.answer_chunks("generate_until", iter(chunks)))
+    answers = whole(model.answer_parts("generate_until", iter(chunks)))
     assert [answers[n] for n in range(4)] == expected
     assert len(rows) > len(model.model.model.layers)  # more than one loop
 
 
-def test_local_dispatch_hands_back_each_chunk_with_its_keys(model, contexts, stops):
+def test_local_dispatch_hands_back_each_answer_with_its_key_once(model, contexts, stops):
     chunks = [[(f"k{i}{j}", gen(c, until=stops, max_gen_toks=24)) for j, c in enumerate(contexts[i : i + 3])] for i in (0, 3)]
     done = list(LocalDispatch(lambda: model).map("generate_until", iter(chunks)))
     got = {k: a for d in done for k, a in zip(d.keys, d.answers)}
-    assert sorted(len(d.keys) for d in done) == [3, 3]
+    assert sum(len(d.keys) for d in done) == 6 and sum(d.chunks for d in done) == 2
     assert got == {k: a for chunk in chunks for k, a in zip([k for k, _ in chunk], model.generate_until([r for _, r in chunk]))}
 
 
@@ -111,5 +121,5 @@ def test_a_loop_with_fewer_requests_than_slots_allocates_only_their_rows(model, 
 
     monkeypatch.setattr(decode.SlotLayer, "_buffers", spy)
     chunk = [gen(c, until=stops, max_gen_toks=24) for c in contexts[:2]]
-    assert dict(model.answer_chunks("generate_until", iter([chunk]))) == {0: model.generate_until(chunk)}
+    assert whole(model.answer_parts("generate_until", iter([chunk]))) == {0: model.generate_until(chunk)}
     assert set(allocated) == {2}  # batch_size 3, two requests, no further chunk: two rows, as without the stream

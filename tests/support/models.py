@@ -51,6 +51,37 @@ class CountingModel(DummyModel):
         cls.requests_seen = []
 
 
+class BatchingModel(CountingModel):
+    """The counting model answering each chunk in batches of ``BATCH`` requests through the
+    optional ``answer_parts`` hook (as the HF model does per forward pass), each batch one line of
+    the call log (``EVALFLOW_TEST_CALL_LOG``): a kill test can aim at the N-th answered batch."""
+
+    BATCH = 4
+
+    @classmethod
+    def identity(cls, **config: Any) -> dict[str, Any]:
+        return {"type": "batching", "salt": config.get("salt", "")}
+
+    def answer_parts(self, rtype: str, chunks: Any) -> Any:
+        for n, requests in enumerate(chunks):
+            for start in range(0, len(requests), self.BATCH):
+                answers = getattr(CountingModel, rtype)(self, requests[start : start + self.BATCH])
+                yield n, dict(enumerate(answers, start))
+
+    def _whole(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
+        parts = [part for _, part in self.answer_parts(rtype, [requests])]
+        return [a for part in parts for a in part.values()]
+
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
+        return self._whole("loglikelihood", requests)
+
+    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
+        return self._whole("loglikelihood_rolling", requests)
+
+    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+        return self._whole("generate_until", requests)
+
+
 class WrongCountModel(DummyModel):
     """Returns one response too few: the run must fail with a clear ModelError."""
 

@@ -261,16 +261,24 @@ class HFModel(LanguageModel):
         """(logprob, is_greedy) of each (context tokens, continuation tokens) pair, in input order."""
         from evalflow.models.hf import score
 
-        setup = score.ScoringSetup(
+        return score.score_pairs(self._scoring_setup(), pairs)
+
+    def _scoring_setup(self) -> Any:
+        from evalflow.models.hf import score
+
+        return score.ScoringSetup(
             self.model, self.device, self.max_length, self.batch_size_for, self._keep_only_needed,
             self.share_prefixes, self._exact_keep, self.min_prefix, self.prefix_memo,
         )
-        return score.score_pairs(setup, pairs)
 
     # -- the three request types --------------------------------------------------------------
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
         """log P(continuation | context) and whether it is the greedy continuation, per request."""
+        return self.score_pairs(self._pairs(requests))
+
+    def _pairs(self, requests: Sequence[Request]) -> list[tuple[list[int], list[int]]]:
+        """Each loglikelihood request's (context tokens, continuation tokens), as HFLM encodes them."""
         encoded: dict[str, list[int]] = {}  # the choices of a question share one context encoding
 
         def encode(text: str) -> list[int]:
@@ -284,7 +292,7 @@ class HFModel(LanguageModel):
             ctx, cont = encode_pair(encode, self._encode_plain, self.prefix_token_id, context, continuation)
             check_pair(ctx, cont, self.max_length, r.args)
             pairs.append((ctx, cont))
-        return self.score_pairs(pairs)
+        return pairs
 
     def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
         """Total log-probability of each text, scored in disjoint windows of ``max_length`` tokens."""
@@ -306,18 +314,26 @@ class HFModel(LanguageModel):
 
         return generate.generate_until(self._generation_setup(), requests)
 
-    def answer_chunks(self, rtype: str, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, list[Any]]]:
-        """``(n, answers)`` per chunk as it completes (``evalflow.scale.dispatch.chunk_answers``).
-        Generation keeps one greedy decode loop running across chunks (``stream``): the next
-        chunk's requests take the rows the current one frees, rather than each chunk draining its
-        batch to one row. The other request types answer chunk by chunk."""
-        if rtype != "generate_until":
-            for n, requests in enumerate(chunks):
-                yield n, list(getattr(self, rtype)(requests))
-            return
-        from evalflow.models.hf import stream
+    def answer_parts(self, rtype: str, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, dict[int, Any]]]:
+        """``(n, {index: answer})`` for the ``n``-th chunk pulled, as each batch of it is answered
+        (``evalflow.scale.dispatch.answered_parts``, which saves them as they come): log-likelihoods
+        after each forward pass (``score.score_parts``); generation from one greedy decode loop
+        kept running across chunks, each row as it stops (``stream``: the next chunk's requests
+        take the rows the current one frees, rather than each chunk draining its batch to one
+        row); rolling log-likelihoods (a text's windows summed) per chunk."""
+        if rtype == "generate_until":
+            from evalflow.models.hf import stream
 
-        yield from stream.generate_chunks(self._generation_setup(), chunks)
+            yield from stream.generate_parts(self._generation_setup(), chunks)
+            return
+        from evalflow.models.hf import score
+
+        for n, requests in enumerate(chunks):
+            if rtype == "loglikelihood":
+                for part in score.score_parts(self._scoring_setup(), self._pairs(requests)):
+                    yield n, part
+            else:
+                yield n, dict(enumerate(getattr(self, rtype)(requests)))
 
     def _generation_setup(self) -> Any:
         from evalflow.models.hf import generate

@@ -22,7 +22,7 @@ input), so the logits, the largest arrays of a pass, stay within lm-eval's memor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
@@ -34,6 +34,7 @@ from evalflow.models.hf.tokens import model_input
 
 Pair = tuple[Sequence[int], Sequence[int]]
 MIN_ROW_WIDTH = 256  # packed rows are at least this wide, so a few short questions share one
+Passes = Iterator[bool]  # one item after each forward pass, once its rows are delivered
 
 
 @dataclass
@@ -65,28 +66,45 @@ class Row:
 
 def score_pairs(setup: ScoringSetup, pairs: Sequence[Pair]) -> list[tuple[float, bool]]:
     """(logprob, is_greedy) of each (context tokens, continuation tokens) pair, in input order."""
+    results: dict[int, tuple[float, bool]] = {}
+    for part in score_parts(setup, pairs):
+        results.update(part)
+    return [results[i] for i in range(len(pairs))]
+
+
+def score_parts(setup: ScoringSetup, pairs: Sequence[Pair]) -> Iterator[dict[int, tuple[float, bool]]]:
+    """The same answers as :func:`score_pairs`, ``{pair index: (logprob, is_greedy)}`` after each
+    forward pass, holding the pairs that pass finished: the edge saves them while the next pass
+    runs, so a killed run loses one pass, not the chunk (``evalflow.scale.dispatch.answered_parts``).
+    Every pair is in exactly one part."""
     groups = plan_loglikelihood(pairs)
     rows = []
     for gi, g in enumerate(groups):
         tokens, scored = model_input(g.rep.ctx, g.rep.cont, setup.max_length)
         rows.append(Row(tuple(tokens), scored, gi, len(g.rep.ctx) + len(g.rep.cont) > setup.max_length + 1))
-    results: list[tuple[float, bool] | None] = [None] * len(pairs)
+    fresh: dict[int, tuple[float, bool]] = {}
+    given = 0
 
     def deliver(row: int, logprobs: torch.Tensor) -> None:
         for member in groups[rows[row].group].members:
-            results[member.index] = torch_ops.score(logprobs, member.cont)
+            fresh[member.index] = torch_ops.score(logprobs, member.cont)
 
-    with torch.inference_mode():
-        if setup.share_prefixes:
-            _score_shared(setup, rows, deliver)
-        else:
-            _score_plain(setup, rows, list(range(len(rows))), deliver)
-    if any(r is None for r in results):
+    passes = _score_shared(setup, rows, deliver) if setup.share_prefixes else \
+        _score_plain(setup, rows, list(range(len(rows))), deliver)
+    while True:
+        with torch.inference_mode():  # per pass: not over the caller's code between passes
+            ran = next(passes, None) is not None
+        if fresh:
+            given += len(fresh)
+            yield dict(fresh)
+            fresh.clear()
+        if not ran:
+            break
+    if given != len(pairs):
         raise RuntimeError("HFModel lost a request while batching; please report this bug")
-    return results  # type: ignore[return-value]
 
 
-def _score_plain(setup: ScoringSetup, rows: list[Row], which: list[int], deliver: Callable[[int, torch.Tensor], None]) -> None:
+def _score_plain(setup: ScoringSetup, rows: list[Row], which: list[int], deliver: Callable[[int, torch.Tensor], None]) -> Passes:
     """Whole rows, longest first, in batches: lm-eval's own computation."""
     for batch in chunk(which, lambda i: setup.batch_size_for(len(rows[i].tokens) + 1)):
         logprobs = torch_ops.continuation_logprobs(
@@ -95,9 +113,10 @@ def _score_plain(setup: ScoringSetup, rows: list[Row], which: list[int], deliver
         )
         for i, lp in zip(batch, logprobs):
             deliver(i, lp)
+        yield True
 
 
-def _score_shared(setup: ScoringSetup, rows: list[Row], deliver: Callable[[int, torch.Tensor], None]) -> None:
+def _score_shared(setup: ScoringSetup, rows: list[Row], deliver: Callable[[int, torch.Tensor], None]) -> Passes:
     """Families as trees or behind a cached prefix, lone rows packed, truncated rows plain."""
     whole = [i for i, r in enumerate(rows) if not r.truncated]
     caps = [len(rows[i].tokens) - rows[i].scored for i in whole]
@@ -115,10 +134,10 @@ def _score_shared(setup: ScoringSetup, rows: list[Row], deliver: Callable[[int, 
     lone = [whole[i] for i in alone if len(rows[whole[i]].tokens) < MIN_ROW_WIDTH]  # long ones gain nothing from packing
     trees += [tree(rows[i].tokens, [], row=i, scored=rows[i].scored) for i in lone]
     budget = _Budget(setup.batch_size_for(longest) * width, setup.batch_size_for(longest) * longest)
-    _run_packed(setup, pack(trees, width), None, budget, deliver)
-    _score_cached(setup, rows, cached, budget, deliver)
+    yield from _run_packed(setup, pack(trees, width), None, budget, deliver)
+    yield from _score_cached(setup, rows, cached, budget, deliver)
     packed = set(lone) | {i for f in families for i in f.rows}
-    _score_plain(setup, rows, [i for i in range(len(rows)) if i not in packed], deliver)
+    yield from _score_plain(setup, rows, [i for i in range(len(rows)) if i not in packed], deliver)
 
 
 @dataclass(frozen=True)
@@ -135,7 +154,7 @@ def _run_packed(
     states: kv.PrefixStates | None,
     budget: _Budget,
     deliver: Callable[[int, torch.Tensor], None],
-) -> None:
+) -> Passes:
     """Passes of consecutive packed rows, each within the budget (at least one row per pass)."""
     start = 0
     while start < len(packed):
@@ -149,6 +168,7 @@ def _run_packed(
         got = kv.packed_logprobs(setup.model, packed[start:end], states, setup.device, setup.exact_keep)
         for i, lp in got.items():
             deliver(i, lp)
+        yield True
         start = end
 
 
@@ -158,7 +178,7 @@ def _score_cached(
     families: list[Family],
     budget: _Budget,
     deliver: Callable[[int, torch.Tensor], None],
-) -> None:
+) -> Passes:
     """Families too big for one row: prefix from the memo or one pass, branches packed behind it."""
     pending = []
     for fam in families:
@@ -168,7 +188,7 @@ def _score_cached(
             continue
         states, n = found
         branches = _branches(rows, fam, n)
-        _run_packed(setup, pack(branches, _branch_width(branches), prefix=0), states, budget, deliver)
+        yield from _run_packed(setup, pack(branches, _branch_width(branches), prefix=0), states, budget, deliver)
     pending.sort(key=lambda f: -f.prefix_len)
     for unit in chunk(pending, lambda f: setup.batch_size_for(f.prefix_len)):
         prefixes = [rows[f.rows[0]].tokens[: f.prefix_len] for f in unit]
@@ -178,7 +198,7 @@ def _score_cached(
         branches = [_branches(rows, f, f.prefix_len) for f in unit]
         narrow = _branch_width([b for bs in branches for b in bs])
         packed = [r for i, bs in enumerate(branches) for r in pack(bs, narrow, prefix=i)]
-        _run_packed(setup, sorted(packed, key=lambda r: -r.width), states, budget, deliver)
+        yield from _run_packed(setup, sorted(packed, key=lambda r: -r.width), states, budget, deliver)
 
 
 def _branches(rows: list[Row], fam: Family, n: int) -> list[tuple[Segment, ...]]:

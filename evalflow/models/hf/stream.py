@@ -1,13 +1,13 @@
 """Greedy generation across chunks of requests: one continuous-batching loop fed chunk after chunk.
 
 The inference edge hands a local model its misses in chunks (``evalflow.scale.chunks``), and saves
-each chunk's answers when the chunk is answered, so a killed run loses at most the chunks in
-flight. Generation chunks are small (a chunk is sized by estimated work: ~15 gsm8k requests), and
+answers as they are handed back (``evalflow.scale.dispatch.answered_parts``), so a killed run
+loses at most the rows in flight. Generation chunks are small (a chunk is sized by estimated work: ~15 gsm8k requests), and
 a decode loop confined to one chunk runs its last rows alone: 30 gsm8k documents at 8 slots ran as
 two loops each draining from 8 rows to 1. Here the loop asks for the next chunk as soon as a row
 frees and no request waits (:func:`evalflow.models.hf.decode.greedy_stream`), so the slots stay
-full from the run's first request to its last, and each chunk's answers are handed back the
-moment its last row stops (possibly before an earlier chunk's), as ``(chunk number, answers)``.
+full from the run's first request to its last, and each row's text is handed back the moment it
+stops, as ``(chunk number, {request index: text})``.
 
 Each chunk is prepared exactly as :func:`generate.generate_until` prepares it alone (lm-eval's
 order and truncation, its family prefixes planned over the chunk, their memoized key/values), so a
@@ -45,18 +45,20 @@ class Lane:
         return self.until == other.until and self.max_gen_toks == other.max_gen_toks and all(map(fits, other.jobs))
 
 
-def generate_chunks(setup: generate.GenerationSetup, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, list[str]]]:
-    """``(n, texts)`` for the ``n``-th list of ``chunks``, as soon as all its requests are answered."""
+def generate_parts(setup: generate.GenerationSetup, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, dict[int, str]]]:
+    """``(n, {i: text})`` for request ``i`` of the ``n``-th list of ``chunks``: a row of the decode
+    loop as soon as it stops; a chunk that cannot join the loop whole, once it is answered."""
     source: Source = enumerate(chunks)
     pending = _pull(setup, source)
     while pending is not None:
         if isinstance(pending, Lane):
             run = _Run(setup, pending, source)
             yield from run.answers()
-            pending = run.held
+            # the loop may end without asking for more (its last rows stopping at one step)
+            pending = run.held if run.held is not None or run.exhausted else _pull(setup, source)
         else:
             n, requests = pending
-            yield n, generate.generate_until(setup, requests)
+            yield n, dict(enumerate(generate.generate_until(setup, requests)))
             pending = _pull(setup, source)
 
 
@@ -89,11 +91,10 @@ class _Run:
         self.setup, self.first, self.source = setup, first, source
         self.held: Lane | tuple[int, Sequence[Request]] | None = None
         self.owner: list[tuple[int, int]] = []  # per job: (chunk number, request index)
-        self.texts: dict[int, list[str | None]] = {}
         self.left: dict[int, int] = {}
         self.exhausted = False
 
-    def answers(self) -> Iterator[tuple[int, list[str]]]:
+    def answers(self) -> Iterator[tuple[int, dict[int, str]]]:
         from evalflow.models.hf import decode
 
         setup, first = self.setup, self.first
@@ -104,17 +105,15 @@ class _Run:
                                     setup.native_attention)
         for j, tokens in rows:
             n, i = self.owner[j]
-            self.texts[n][i] = generate.final_text(setup, tokens, first.until)
             self.left[n] -= 1
             if not self.left[n]:
                 del self.left[n]
-                yield n, self.texts.pop(n)  # type: ignore[misc]
+            yield n, {i: generate.final_text(setup, tokens, first.until)}
         if self.left:
             raise RuntimeError("HFModel lost a request while batching; please report this bug")
 
     def _add(self, lane: Lane) -> None:
         self.owner.extend((lane.n, i) for i in lane.order)
-        self.texts[lane.n] = [None] * lane.size
         self.left[lane.n] = lane.size
 
     def _more(self, fits: Callable[[Any], bool]) -> list[Any]:
