@@ -6,7 +6,7 @@ a cold run each, then a cached re-run each (lm-eval with its own request cache).
 
 Starts ``../shared/serve/llama_server.sh PORT --fixed`` (llama.cpp on SmolLM2); both sides use the
 same ``num_concurrent`` and one prompt per request. Timing goes through
-``../shared/bench/measure.py`` (waits for an idle machine, interleaves the commands, reports the CPU
+``benchmarks/measure.py`` (waits for an idle machine, interleaves the commands, reports the CPU
 other processes took: ``foreign``). Prints:
 
 - cold: lm-eval wall / evalflow wall (the goal: >= 1.0), each from an empty cache;
@@ -29,7 +29,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT.parent / "shared" / "bench"))
 
 import measure  # noqa: E402
 

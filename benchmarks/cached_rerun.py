@@ -6,7 +6,7 @@
 The task is a synthetic 1,000-document, 4-choice task written to a temp folder. Both commands are
 the same `python -m evalflow ...`; "cold" starts from an empty cache every round, "warm" from the
 cache the cold runs filled. Prints wall times, the ratio, and whether the warm run is under the 2 s
-goal. Uses ../shared/bench/measure.py (waits for an idle machine, interleaves the runs).
+goal. Uses benchmarks/measure.py (waits for an idle machine, interleaves the runs).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT.parent / "shared" / "bench"))
 import measure  # noqa: E402
 
 TASK = """\

@@ -9,7 +9,7 @@ machine load drifts over both alike. For each run it records the wall time and, 
 manifest, the inference throughput (requests / ``answering_seconds``: model time only, so start-up
 and data loading do not dilute the comparison). Prints the minimum over rounds of each, and the
 ratios after/before. Waits up to ``--wait-idle`` seconds for an idle machine before each run
-(../shared/bench/measure.py) and prints the CPU share other processes took during each run.
+(benchmarks/measure.py) and prints the CPU share other processes took during each run.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT.parent / "shared" / "bench"))
 import measure  # noqa: E402
 
 MMLU5 = "[mmlu_abstract_algebra,mmlu_anatomy,mmlu_astronomy,mmlu_business_ethics,mmlu_college_biology]"

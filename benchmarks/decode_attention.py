@@ -9,7 +9,7 @@ per layer so the step streams its key/values from memory as a real one does), ea
 ``tokens`` tokens (its next token and draft tokens). torch's kernel gets the step's mask (the
 padding of shorter rows included, as the decode loop passes it); the native kernel gets each
 query's visible column count. Prints ms per step (min of rounds), the ratio, the largest
-difference between the two outputs, and the foreign CPU load (``../shared/bench/measure.py``;
+difference between the two outputs, and the foreign CPU load (``benchmarks/measure.py``;
 above ~0.05 the figures are disturbed).
 
 A second line times one layer of a prompt's prefill (``--prefill`` tokens, one row, causal):

@@ -10,7 +10,7 @@ batching, the few-shot prefix's key/values shared), and the same loop with that 
 every decode slot and attended per row (as before ``shared_attention``). Printed per setting: tokens/s by wall clock and
 by this process's CPU time (CPU time is steadier on a shared machine; with ``--threads 1`` it is the
 single-core figure), and the foreign CPU load during the measurement, computed as
-``../shared/bench/measure.py`` does (above ~0.05 the wall figures are disturbed). The minimum time
+``benchmarks/measure.py`` does (above ~0.05 the wall figures are disturbed). The minimum time
 over rounds is used.
 """
 
@@ -28,7 +28,7 @@ from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = (ROOT / ".." / "shared" / "data" / "gsm8k").resolve()
-MEASURE = (ROOT / ".." / "shared" / "bench" / "measure.py").resolve()
+MEASURE = Path(__file__).resolve().with_name("measure.py")  # carried in benchmarks/
 
 
 def _busy_seconds() -> Callable[[], float]:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-sys.path.insert(0, str(SHARED / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/measure.py
 import measure  # noqa: E402
 
 

@@ -27,7 +27,7 @@ floors: arc_easy ~3.1x, mmlu ~8x, gsm8k 2.68x.)
 Each side of the first three runs as its own command (lm-eval through ``../shared/parity/peer.sh``,
 evalflow through ``python -m evalflow``), from a cold cache every time (evalflow's cache folder is
 deleted before each run; lm-eval runs without its request cache), timed by
-``../shared/bench/measure.py``: it waits for an idle machine before every run, interleaves the two
+``benchmarks/measure.py``: it waits for an idle machine before every run, interleaves the two
 commands, and records wall time, peak RSS and how much CPU other processes took (``foreign``; above
 ~0.05 a figure is disturbed).
 

@@ -1,4 +1,4 @@
-"""Running ``../shared/bench/measure.py`` from a benchmark: A against B, its lines echoed, its
+"""Running ``benchmarks/measure.py`` from a benchmark: A against B, its lines echoed, its
 JSON summary returned (the figures every benchmark here reports as a ratio)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-MEASURE = (Path(__file__).resolve().parents[1] / ".." / "shared" / "bench" / "measure.py").resolve()
+MEASURE = Path(__file__).resolve().with_name("measure.py")
 
 
 def measure(a: list[str], b: list[str] | None, rounds: int, label: str) -> dict:

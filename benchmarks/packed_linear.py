@@ -7,7 +7,7 @@ Shapes of SmolLM2-135M (hidden 576, MLP 1536, 3 key/value heads of 64, vocabular
 fp32 weights, ``--layers`` distinct matrices per shape so that, as in a real pass, they stream from
 memory rather than sit in cache (the output layer: 2). Prints per shape and row count the ms of
 both (min of rounds), the ratio, the largest difference of the two results, and the foreign CPU
-load (``../shared/bench/measure.py``; above ~0.05 the figures are disturbed).
+load (``benchmarks/measure.py``; above ~0.05 the figures are disturbed).
 """
 
 from __future__ import annotations

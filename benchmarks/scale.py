@@ -6,7 +6,7 @@
 Workload: SmolLM2-135M fp32 on CPU, arc_easy from ../shared/data, 200 documents 0-shot (800
 loglikelihood requests), batch size 8, chunk_size 64, on this 2-core machine. Both sides run
 ``python -m evalflow`` from a cold cache every round (the folder is deleted first), timed by
-``../shared/bench/measure.py``, which waits for an idle machine before each run, interleaves the
+``benchmarks/measure.py``, which waits for an idle machine before each run, interleaves the
 two commands and reports how much CPU other processes took (``foreign``; above ~0.05 a figure is
 disturbed: the machine is shared).
 

@@ -11,13 +11,13 @@ import pytest
 
 from evalflow.models.hf import native_attention
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "decode_attention.py"
+SCRIPT = "decode_attention.py"  # run from a copy of benchmarks/ with no ../shared (conftest.benchmarks_alone)
 
 
 @pytest.mark.skipif(not native_attention.cpu_supports() or native_attention._compiler() is None,
                     reason="the kernel needs x86-64 with AVX2/FMA and a C compiler")
-def test_the_benchmark_times_both_kernels_on_the_same_step():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--rounds", "1", "--rows", "2", "--tokens", "2", "--prefill", "150"],
+def test_the_benchmark_times_both_kernels_on_the_same_step(benchmarks_alone):
+    done = subprocess.run([sys.executable, str(benchmarks_alone / SCRIPT), "--rounds", "1", "--rows", "2", "--tokens", "2", "--prefill", "150"],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     line = re.search(r"torch flash ([\d.]+) ms, native ([\d.]+) ms: ([\d.]+)x; max \|difference\| ([\d.e+-]+)", done.stdout)

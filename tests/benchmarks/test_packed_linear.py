@@ -11,12 +11,12 @@ import pytest
 
 from evalflow.models.hf import packed_linear
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "packed_linear.py"
+SCRIPT = "packed_linear.py"  # run from a copy of benchmarks/ with no ../shared (conftest.benchmarks_alone)
 
 
 @pytest.mark.skipif(packed_linear.onednn_missing() is not None, reason="torch without oneDNN's packed linear")
-def test_the_benchmark_times_both_kinds_of_layer_on_every_shape():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--rounds", "1", "--rows", "1", "7", "--layers", "2", "--scale", "8"],
+def test_the_benchmark_times_both_kinds_of_layer_on_every_shape(benchmarks_alone):
+    done = subprocess.run([sys.executable, str(benchmarks_alone / SCRIPT), "--rounds", "1", "--rows", "1", "7", "--layers", "2", "--scale", "8"],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     cells = re.findall(r"(\d+) rows: torch ([\d.]+) ms, packed ([\d.]+) ms, ([\d.]+)x \(max \|difference\| ([\d.e+-]+)", done.stdout)
