@@ -16,37 +16,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 import measure  # noqa: E402
+from checkouts import MMLU5, cold_command, source_at  # noqa: E402
 
-MMLU5 = "[mmlu_abstract_algebra,mmlu_anatomy,mmlu_astronomy,mmlu_business_ethics,mmlu_college_biology]"
 WORKLOADS = {
     "arc_easy": ["task=arc_easy", "num_fewshot=0", "limit=500"],
     "mmlu5": [f"task={MMLU5}", "num_fewshot=5"],
 }
-
-
-def source_at(ref: str, into: Path) -> Path:
-    """The evalflow tree at ``ref`` (its package, tasks and conf), extracted into ``into``, with
-    the ``shared`` folder beside it that ``data_map=shared`` resolves against."""
-    into.mkdir(parents=True)
-    (into.parent / "shared").symlink_to(ROOT.parent / "shared")
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
-
-
-def command(tree: Path, args: list[str], work: Path) -> list[str]:
-    cache, run = work / "cache", work / "run"
-    line = [sys.executable, "-m", "evalflow", "model=smollm2", "data_map=shared", "batch_size=8",
-            "bootstrap_iters=0", f"cache_dir={cache}", f"hydra.run.dir={run}", *args]
-    quoted = " ".join(f"'{a}'" for a in line)
-    return ["bash", "-c", f"rm -rf {cache} {run} && cd {tree} && PYTHONPATH={tree} {quoted}"]
 
 
 def throughput(work: Path) -> float:
@@ -70,7 +51,7 @@ def main() -> int:
             for side, tree in trees.items():
                 work = tmp / "work" / name / side
                 waited = measure.wait_idle(args.wait_idle)
-                res = measure.run_once(command(tree, WORKLOADS[name], work))
+                res = measure.run_once(cold_command(tree, WORKLOADS[name], work))
                 if res["rc"]:
                     print(f"{name} {side} failed: {res['stderr_tail']}", file=sys.stderr)
                     return 1

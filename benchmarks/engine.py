@@ -37,20 +37,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/measure.py
 import measure  # noqa: E402
+from checkouts import source_at  # noqa: E402
 
 
 def evalflow_command(cache: Path, run: Path, tree: Path = ROOT) -> list[str]:
     args = ["model=dummy", "task=mmlu", "num_fewshot=5", "data_map=shared", f"cache_dir={cache}", f"hydra.run.dir={run}"]
     return ["bash", "-c", f"rm -rf {run} && cd {tree} && PYTHONPATH={tree} {sys.executable} -m evalflow " + " ".join(args)]
-
-
-def source_at(ref: str, into: Path) -> Path:
-    """evalflow at git ``ref``, extracted into ``into`` beside a link to ``shared`` (data_map=shared)."""
-    into.mkdir(parents=True)
-    (into.parent / "shared").symlink_to(SHARED)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
 
 
 def lm_eval_command(work: Path, cached: bool) -> list[str]:

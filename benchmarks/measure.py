@@ -38,6 +38,19 @@ def busy_seconds() -> float:
     return (sum(v) - v[3] - v[4]) / HZ  # all but idle and iowait
 
 
+FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "fma")
+
+
+def cpu_description() -> str:
+    """The CPU model and which of the flags that matter to the kernels it has (figures measured on an
+    AVX-512 host do not hold on an AVX2 one)."""
+    with open("/proc/cpuinfo") as fh:
+        lines = fh.read().splitlines()
+    model = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), "?")
+    flags = next((ln.split(":", 1)[1].split() for ln in lines if ln.startswith("flags")), [])
+    return f"{model}; flags: {' '.join(f for f in FLAGS if f in flags) or 'none of ' + ','.join(FLAGS)}"
+
+
 def wait_idle(max_wait: float, threshold: float = 0.15, window: float = 2.0) -> float:
     start = time.time()
     while time.time() - start < max_wait:
@@ -87,6 +100,7 @@ def main() -> int:
     opts, cmd_a, cmd_b = parse(sys.argv[1:])
     cmds = {"A": cmd_a} if cmd_b is None else {"A": cmd_a, "B": cmd_b}
     runs: dict[str, list[dict]] = {k: [] for k in cmds}
+    print(f"cpu: {cpu_description()}", flush=True)
     for r in range(opts["rounds"]):
         for name, cmd in cmds.items():
             waited = wait_idle(opts["wait_idle"])
@@ -105,7 +119,7 @@ def main() -> int:
     for k, s in summary.items():
         print(f"{k}: min {s['min_wall_s']:.2f}s median {s['median_wall_s']:.2f}s "
               f"peak rss {s['max_rss_mib']:.0f}MiB worst foreign {s['max_foreign_frac']:.2f}")
-    out = {"label": opts["label"], "runs": runs, "summary": summary}
+    out = {"label": opts["label"], "cpu": cpu_description(), "runs": runs, "summary": summary}
     if cmd_b is not None:
         ratio = summary["B"]["min_wall_s"] / summary["A"]["min_wall_s"]
         out["ratio_b_over_a"] = round(ratio, 3)

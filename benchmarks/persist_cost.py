@@ -8,7 +8,7 @@ beside it, which ``data_map=shared`` resolves against), "after" this worktree. B
 SmolLM2 command on a fresh cache folder, interleaved before/after in every round so machine load
 drifts over both alike: arc_easy 0-shot (500 docs, 2,000 requests, four 512-request chunks) and
 mmlu 5-shot (5 subjects, 20 docs each). Prints each run's wall time and the CPU share other
-processes took during it (../shared/bench/measure.py), the after/before ratio of the minimum wall
+processes took during it (benchmarks/measure.py), the after/before ratio of the minimum wall
 times, and the CPU model and flags. The target is a ratio of at most 1.02.
 """
 
@@ -16,47 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT.parent / "shared" / "bench"))
-import measure  # noqa: E402
+import measure  # benchmarks/measure.py (benchmarks/ is on sys.path when run as a script)
+from checkouts import MMLU5, ROOT, cold_command, source_at
 
-MMLU5 = "[mmlu_abstract_algebra,mmlu_anatomy,mmlu_astronomy,mmlu_business_ethics,mmlu_college_biology]"
 WORKLOADS = {
     "arc_easy": ["task=arc_easy", "num_fewshot=0", "limit=500"],
     "mmlu5": [f"task={MMLU5}", "num_fewshot=5", "limit=20"],
 }
-FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "fma")
-
-
-def source_at(ref: str, into: Path) -> Path:
-    """The evalflow tree at ``ref``, extracted into ``into``, ``shared`` linked beside it."""
-    into.mkdir(parents=True)
-    (into.parent / "shared").symlink_to(ROOT.parent / "shared")
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
-
-
-def command(tree: Path, args: list[str], work: Path) -> list[str]:
-    """A cold run of ``tree``'s evalflow: the cache and run folders removed first."""
-    cache, run = work / "cache", work / "run"
-    line = [sys.executable, "-m", "evalflow", "model=smollm2", "data_map=shared", "batch_size=8",
-            "bootstrap_iters=0", f"cache_dir={cache}", f"hydra.run.dir={run}", *args]
-    quoted = " ".join(f"'{a}'" for a in line)
-    return ["bash", "-c", f"rm -rf {cache} {run} && cd {tree} && PYTHONPATH={tree} {quoted}"]
-
-
-def cpu() -> str:
-    """The CPU model and which of the flags that matter to the kernels it has."""
-    text = Path("/proc/cpuinfo").read_text()
-    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "?")
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
-    return f"{model}; flags: {' '.join(f for f in FLAGS if f in flags) or 'none of ' + ','.join(FLAGS)}"
 
 
 def main() -> int:
@@ -68,14 +38,14 @@ def main() -> int:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="evalflow-persist-"))
     trees = {"before": source_at(args.before, tmp / "before" / "evalflow"), "after": ROOT}
-    print(f"cpu: {cpu()}", flush=True)
+    print(f"cpu: {measure.cpu_description()}", flush=True)
     summary = {}
     for name in args.workloads.split(","):
         walls: dict[str, list[float]] = {"before": [], "after": []}
         for r in range(args.rounds):
             for side, tree in trees.items():
                 waited = measure.wait_idle(args.wait_idle)
-                res = measure.run_once(command(tree, WORKLOADS[name], tmp / "work" / name / side))
+                res = measure.run_once(cold_command(tree, WORKLOADS[name], tmp / "work" / name / side))
                 if res["rc"]:
                     print(f"{name} {side} failed: {res['stderr_tail']}", file=sys.stderr)
                     return 1
@@ -86,7 +56,7 @@ def main() -> int:
         summary[name] = {"walls": walls, "after_over_before": round(ratio, 4)}
         print(f"{name}: wall before {min(walls['before']):.1f}s after {min(walls['after']):.1f}s, "
               f"after/before {ratio:.3f}", flush=True)
-    print(json.dumps({"cpu": cpu(), **summary}))
+    print(json.dumps({"cpu": measure.cpu_description(), **summary}))
     return 0
 
 

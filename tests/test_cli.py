@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import COUNTING, ROOT
 from tests.support.hold import HELD, Hold
@@ -22,7 +21,7 @@ def cli(args: list[str], env_extra: dict[str, str] | None = None, **kw) -> subpr
 
 
 def base_args(lib: Path, cache: Path) -> list[str]:
-    return [f"model=dummy", f"model.type={COUNTING}", "task=toy_mc", f"include_path=[{lib}]",
+    return ["model=dummy", f"model.type={COUNTING}", "task=toy_mc", f"include_path=[{lib}]",
             f"cache_dir={cache}", "bootstrap_iters=0"]
 
 

@@ -36,7 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.images import ImageStore, visual_refs, with_pixels
-from evalflow.cache.store import MISSING, CacheStore, Holder
+from evalflow.cache.store import CacheStore, Holder
 from evalflow.errors import ModelError
 from evalflow.models.base import feature
 from evalflow.records import REQUEST_TYPES, Request

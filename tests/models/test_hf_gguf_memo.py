@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import random
-from pathlib import Path
 
 import pytest
 import torch

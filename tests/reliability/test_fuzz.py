@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings, strategies as st
 
 from evalflow.cache.codec import CorruptEntry, decode, encode

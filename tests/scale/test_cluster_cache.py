@@ -15,13 +15,12 @@ from typing import Callable
 import pytest
 
 from evalflow.cache import filesystem
-from evalflow.cache.merge import merge
-from evalflow.cache.store import ALIVE, LEASE, CacheStore, Holder
+from evalflow.cache.store import ALIVE, CacheStore, Holder
 from evalflow.dag.inference import CachedModel
 from evalflow.errors import CacheError
 from evalflow.models.dummy import DummyModel
 from evalflow.records import Request
-from tests.scale.helpers import outcome, request_entries, run_once
+from tests.scale.helpers import outcome, run_once
 
 ROOT = Path(__file__).resolve().parents[2]
 
