@@ -307,7 +307,7 @@ class RayDispatch:
 
     def served_counts(self) -> dict[str, int]:
         """Requests each server answered, summed over the live actors (an actor that died takes
-        its counts with it: its chunks were answered again by its replacement)."""
+        its counts with it: its chunks' unanswered requests were answered by its replacement)."""
         if not self._actors:
             return dict(self._served)
         ray = import_ray()
