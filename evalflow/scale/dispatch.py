@@ -73,14 +73,7 @@ class LocalDispatch:
     def map(self, rtype: str, chunks: Iterable[Chunk]) -> Iterator[Done]:
         source = iter(chunks)
         for chunk in source:
-            model = self.model()
-            source = itertools.chain([chunk], source)
-            if feature(model, "ANSWERS_EACH"):  # e.g. a served model: chunks overlap, answers one by one
-                yield from answered_each(model, rtype, source, self.name)
-            elif getattr(type(model), "answer_parts", None) is not None:  # answers batch by batch
-                yield from answered_parts(model, rtype, source, self.name)
-            else:
-                yield from answered_chunks(model, rtype, source, self.name)
+            yield from answered(self.model(), rtype, itertools.chain([chunk], source), self.name)
             return
 
     def close(self) -> None:
@@ -102,6 +95,17 @@ class WorkerCounts:
         self.chunks += done.chunks
         self.requests += len(done.keys)
         self.seconds = round(self.seconds + done.seconds, 6)
+
+
+def answered(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
+    """The answers to ``chunks``, as early as ``model`` can hand them back: one by one (answered
+    as they arrive, chunks overlapping: a served model), batch by batch (``answer_parts``), or
+    chunk by chunk. The one choice for this process's model and for a Ray replica's."""
+    if feature(model, "ANSWERS_EACH"):
+        return answered_each(model, rtype, chunks, worker)
+    if getattr(type(model), "answer_parts", None) is not None:
+        return answered_parts(model, rtype, chunks, worker)
+    return answered_chunks(model, rtype, chunks, worker)
 
 
 def answered_chunks(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:

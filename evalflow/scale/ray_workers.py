@@ -6,10 +6,13 @@
 The driver (the DAG process) keeps planning, leasing and persisting exactly as with one worker;
 :class:`RayDispatch` only replaces *where* a chunk is answered. Each actor builds the model once,
 at its start, and keeps it (and the model's prefix memo) for the whole run. Every actor has up to
-two chunks queued (a served model's: four), so it never waits for the driver. An actor that dies
-(killed, node lost, out of memory) fails its queued chunks: they are dealt again, to a replacement actor; the cache never
-sees a half-answered chunk, because only the driver writes it. Ray is imported here only, on the
-first cache miss of a run with ``workers>1``.
+two chunks queued (a served model's: four), so it never waits for the driver. An actor streams
+each chunk's answers back as its model hands them over (``dispatch.answered``: batch by batch for a
+model with ``answer_parts``, so the driver saves them as they come and a killed run loses the
+batches in flight, not whole chunks). An actor that dies (killed, node lost, out of memory) fails
+its queued chunks: the requests of theirs not yet answered are dealt again, to a replacement actor;
+only the driver writes the cache. Ray is imported here only, on the first cache miss of a run with
+``workers>1``.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from evalflow.errors import ConfigError, ModelError
 from evalflow.records import Request
-from evalflow.scale.dispatch import Chunk, Done
+from evalflow.scale.dispatch import Chunk, Done, answered
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +73,24 @@ class ModelReplica:
 
         return dict(feature(self.model, "served_counts")() or {})
 
-    def answer(self, rtype: str, requests: list[Request]) -> tuple[list[Any], float, str, str]:
-        t0 = time.perf_counter()
-        answers = list(getattr(self.model, rtype)(requests))
-        return answers, time.perf_counter() - t0, self.name, type(self.model).__name__
+    def answer(self, rtype: str, chunk: Chunk) -> Iterator[Done]:
+        """One chunk's answers as the model hands them back, called as a Ray streaming generator
+        (``num_returns="streaming"``): each :class:`Done` reaches the driver as it is yielded, a
+        batch's answers while the chunk's later batches are still being computed."""
+        yield from answered(self.model, rtype, [chunk], self.name)
+
+
+class _Dealt(NamedTuple):
+    """A chunk dealt to an actor (``index``, of generation ``gen``), and the keys of it answered
+    so far: what is dealt again if the actor dies."""
+
+    index: int
+    gen: int
+    chunk: Chunk
+    answered: set[str]
+
+    def rest(self) -> list[tuple[str, Request]]:
+        return [(k, r) for k, r in self.chunk if k not in self.answered]
 
 
 def check_reachable(address: str | None, timeout: float = 5.0) -> None:
@@ -151,7 +168,7 @@ class RayDispatch:
         ray = self._start()
         source = iter(chunks)
         retry: deque[Chunk] = deque()
-        inflight: dict[Any, tuple[int, int, Chunk]] = {}  # ref -> (actor index, generation, chunk)
+        inflight: dict[Any, _Dealt] = {}  # a chunk's stream of answers -> where it was dealt
         exhausted = False
 
         def take() -> Chunk | None:
@@ -166,32 +183,45 @@ class RayDispatch:
             self._deal(rtype, inflight, take)
             if not inflight:
                 return
-            [ref], _ = ray.wait(list(inflight), num_returns=1)
-            index, gen, chunk = inflight.pop(ref)
+            [stream], _ = ray.wait(list(inflight), num_returns=1)
+            dealt = inflight[stream]
             try:
-                answers, seconds, name, model = ray.get(ref)
+                done = ray.get(next(stream))
+            except StopIteration:  # the chunk is answered (its last Done says so: chunks=1)
+                del inflight[stream]
+                continue
             except ray.exceptions.RayActorError as exc:
-                retry.append(chunk)
-                if self._actors[index][0] == gen:  # the first of this actor's chunks to fail
-                    self._replace(index, exc)
+                del inflight[stream]
+                self._lost(dealt, retry, exc)
                 continue
             except ray.exceptions.RayTaskError as exc:  # the model raised: the same error here
                 raise exc.as_instanceof_cause() from None
-            yield Done(tuple(k for k, _ in chunk), answers, name, seconds, model)
+            dealt.answered.update(done.keys)
+            yield done
 
-    def _deal(self, rtype: str, inflight: dict[Any, tuple[int, int, Chunk]], take: Any) -> None:
+    def _lost(self, dealt: _Dealt, retry: deque[Chunk], exc: BaseException) -> None:
+        """A chunk whose actor died: its requests not yet answered (the answered ones are saved)
+        are dealt again; the first of the actor's chunks to fail replaces the actor."""
+        rest = dealt.rest()
+        if rest:
+            retry.append(rest)
+        if self._actors[dealt.index][0] == dealt.gen:
+            self._replace(dealt.index, exc)
+
+    def _deal(self, rtype: str, inflight: dict[Any, _Dealt], take: Any) -> None:
         """Top every actor up to ``queued`` chunks, one chunk to each in turn: at the start every
         actor gets its first chunk before any gets its second (leasing a chunk takes a few ms)."""
         dealing = True
         while dealing:
             dealing = False
             for index, (gen, actor) in list(self._actors.items()):
-                if sum(1 for i, g, _ in inflight.values() if (i, g) == (index, gen)) >= self.queued:
+                if sum(1 for d in inflight.values() if (d.index, d.gen) == (index, gen)) >= self.queued:
                     continue
                 chunk = take()
                 if chunk is None:
                     return
-                inflight[actor.answer.remote(rtype, [r for _, r in chunk])] = (index, gen, chunk)
+                stream = actor.answer.options(num_returns="streaming").remote(rtype, list(chunk))
+                inflight[stream] = _Dealt(index, gen, chunk, set())
                 dealing = True
 
     @property
@@ -266,9 +296,10 @@ class RayDispatch:
             raise ModelError(
                 f"Ray workers died {self.replaced} times in this run (last: {exc}); giving up. Check the "
                 "workers' memory (worker_resources) and the Ray logs (/tmp/ray/session_latest/logs). "
-                "Every answered chunk is in the cache: a re-run resumes from there."
+                "Every answered request is in the cache: a re-run resumes from there."
             )
-        log.warning("Ray worker w%d died (%s); its chunks are dealt again to a new worker", index, type(exc).__name__)
+        log.warning("Ray worker w%d died (%s); its unanswered requests are dealt again to a new worker", index,
+                    type(exc).__name__)
         gen, _ = self._actors[index]
         actor = self._spawn(ray, index)
         self._actors[index] = (gen + 1, actor)
@@ -276,7 +307,7 @@ class RayDispatch:
 
     def served_counts(self) -> dict[str, int]:
         """Requests each server answered, summed over the live actors (an actor that died takes
-        its counts with it: its chunks were answered again by its replacement)."""
+        its counts with it: its chunks' unanswered requests were answered by its replacement)."""
         if not self._actors:
             return dict(self._served)
         ray = import_ray()

@@ -1,4 +1,4 @@
-"""A model for the scale-out tests: the dummy model, optionally slowed down per request, and
+"""Models for the scale-out tests: the dummy model, optionally slowed down per request, and
 optionally *holding* one call so that a test can act (kill an actor, kill the driver) while that
 call is certainly in flight. ``delay`` and the hold are test settings: they are not part of the
 model's identity, so slow, held and fast runs share cache entries.
@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 from evalflow.models.dummy import DummyModel
 from evalflow.records import Request
+from tests.support.models import BatchingModel
 
 HOLD_LIMIT = 120.0  # seconds a held call waits to be killed before it fails the run
 
@@ -88,3 +89,34 @@ def wait_held(folder: Path, running: Callable[[], bool], timeout: float = 120.0)
         assert time.monotonic() < deadline, f"no model call held within {timeout:.0f} s ({folder})"
         time.sleep(0.02)
     return json.loads((folder / "held").read_text())
+
+
+class HeldBatchingModel(BatchingModel):
+    """The batching test model (``answer_parts``, batches of ``BATCH``) for Ray replicas, whose
+    environment a test cannot set: ``delay`` seconds per request, each answered batch's size
+    appended to the file ``log`` (one line, across processes), and, with ``hold``, one held batch:
+    the first batch of the run, on any replica, that is the ``hold_batch``-th of its chunk holds
+    (as :class:`SlowModel`'s held call) until its process is killed."""
+
+    def __init__(self, delay: float = 0.0, log: str = "", hold: str = "", hold_batch: int = 0, **config: Any) -> None:
+        super().__init__(**config)
+        self.delay, self.log = float(delay), log
+        self.hold, self.hold_batch = hold, int(hold_batch)
+
+    def answer_parts(self, rtype: str, chunks: Any) -> Any:
+        for n, requests in enumerate(chunks):
+            for b, start in enumerate(range(0, len(requests), self.BATCH), 1):
+                batch = requests[start : start + self.BATCH]
+                if self.hold and b == self.hold_batch and take_number(Path(self.hold)) == 1:
+                    hold_until_killed(Path(self.hold), len(batch))
+                time.sleep(self.delay * len(batch))
+                answers = getattr(DummyModel, rtype)(self, batch)
+                if self.log:
+                    with open(self.log, "a") as fh:
+                        fh.write(f"{len(batch)}\n")
+                yield n, dict(enumerate(answers, start))
+
+
+def answered_batches(log: Path) -> list[int]:
+    """The sizes of the batches :class:`HeldBatchingModel` answered, in every process."""
+    return [int(n) for n in log.read_text().split()] if log.exists() else []
