@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from evalflow.app import run
@@ -39,3 +42,34 @@ def request_entries(cache: Path) -> int:
             return conn.execute("SELECT COUNT(*) FROM Cache WHERE tag = 'request'").fetchone()[0]
     except sqlite3.OperationalError:  # the run is still creating the cache's tables
         return 0
+
+
+@contextlib.contextmanager
+def killing_the_holder(hold: Path) -> Iterator[list[dict]]:
+    """While the block runs, a thread waits for a model to hold its call (``hold`` written, see
+    tests/scale/models.py) and kills that Ray actor; yields the list of held calls killed. On exit
+    the thread is stopped and joined, and anything it raised is raised here, not lost."""
+    import ray
+
+    from tests.scale.models import wait_held
+
+    killed: list[dict] = []
+    problems: list[BaseException] = []
+    finished = threading.Event()
+
+    def kill_the_holder() -> None:
+        try:
+            held = wait_held(hold, running=lambda: not finished.is_set())
+            ray.kill(ray.get_actor(held["actor"], namespace="evalflow"))
+            killed.append(held)
+        except BaseException as exc:  # reported by the test, not lost in this thread
+            problems.append(exc)
+
+    killer = threading.Thread(target=kill_the_holder)
+    killer.start()
+    try:
+        yield killed
+    finally:
+        finished.set()
+        killer.join(timeout=60)
+    assert not killer.is_alive() and not problems, problems

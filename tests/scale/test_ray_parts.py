@@ -5,7 +5,6 @@ flight, not whole chunks, and an actor's replacement computes only what its chun
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,8 @@ import pytest
 
 from evalflow.dag.inference import CachedModel
 from evalflow.scale.dispatch import SAVE_EVERY, Done
-from tests.scale.helpers import outcome, request_entries, run_once
-from tests.scale.models import answered_batches, wait_held
+from tests.scale.helpers import killing_the_holder, outcome, request_entries, run_once
+from tests.scale.models import answered_batches
 from tests.support.models import BatchingModel
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -63,33 +62,13 @@ def test_a_dead_actors_chunk_is_finished_by_its_replacement(ray_cluster: str, to
     batches of that chunk answered before it are saved, so the replacement actor computes only
     the held batch and the one after it; every request is answered once more at most than in
     an uninterrupted run by the held batch alone (± one answered batch the kill cut short)."""
-    import ray
 
     run_once(toy_library, tmp_path / "ref-cache", tmp_path / "reference", model={"type": HELD}, limit=20)
     cache, hold, log = tmp_path / "cache", tmp_path / "hold", tmp_path / "batches"
-    killed: list[dict] = []
-    problems: list[BaseException] = []
-    finished = threading.Event()
-
-    def kill_the_holder() -> None:
-        try:
-            held = wait_held(hold, running=lambda: not finished.is_set())
-            ray.kill(ray.get_actor(held["actor"], namespace="evalflow"))
-            killed.append(held)
-        except BaseException as exc:  # reported by the test, not lost in this thread
-            problems.append(exc)
-
-    killer = threading.Thread(target=kill_the_holder)
-    killer.start()
     model = {"type": HELD, "delay": DELAY, "log": str(log), "hold": str(hold), "hold_batch": 3}
-    try:
-        with caplog.at_level(logging.WARNING, logger="evalflow.scale.ray_workers"):
-            _, manifest = run_once(toy_library, cache, tmp_path / "run", model=model, limit=20, workers=2,
-                                   ray_address=ray_cluster, chunk_size=CHUNK)
-    finally:
-        finished.set()
-        killer.join(timeout=60)
-    assert not killer.is_alive() and not problems, problems
+    with killing_the_holder(hold) as killed, caplog.at_level(logging.WARNING, logger="evalflow.scale.ray_workers"):
+        _, manifest = run_once(toy_library, cache, tmp_path / "run", model=model, limit=20, workers=2,
+                               ray_address=ray_cluster, chunk_size=CHUNK)
     assert len(killed) == 1 and killed[0]["requests"] == BATCH, killed
     assert [r for r in caplog.records if "died" in r.getMessage()], "the run never saw its worker die"
     assert manifest["inference"] == {"requests": REQUESTS, "computed": REQUESTS, "cached": 0}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.scale.conftest import SLOW
-from tests.scale.helpers import outcome, request_entries, run_once
+from tests.scale.helpers import killing_the_holder, outcome, request_entries, run_once
 from tests.scale.models import wait_held
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -56,33 +55,13 @@ def test_killed_actor_has_its_chunks_dealt_again(ray_cluster: str, toy_library: 
     """The actor answering the run's 3rd chunk holds it (tests/scale/models.py) and is killed while
     it does: that chunk can only come back through another actor, and the run still ends with every
     request computed once and the reference results."""
-    import ray
 
     reference = tmp_path / "reference"
     run_once(toy_library, tmp_path / "ref-cache", reference, model={"type": SLOW})
     cache, hold = tmp_path / "cache", tmp_path / "hold"
-    killed: list[dict] = []
-    problems: list[BaseException] = []
-    finished = threading.Event()
-
-    def kill_the_holder() -> None:
-        try:
-            held = wait_held(hold, running=lambda: not finished.is_set())
-            ray.kill(ray.get_actor(held["actor"], namespace="evalflow"))
-            killed.append(held)
-        except BaseException as exc:  # reported by the test, not lost in this thread
-            problems.append(exc)
-
-    killer = threading.Thread(target=kill_the_holder)
-    killer.start()
-    try:
-        with caplog.at_level(logging.WARNING, logger="evalflow.scale.ray_workers"):
-            _, manifest = run_once(toy_library, cache, tmp_path / "run", model={"type": SLOW, "hold": str(hold), "hold_at": 3},
-                                   workers=2, ray_address=ray_cluster, chunk_size=8)
-    finally:
-        finished.set()
-        killer.join(timeout=60)
-    assert not killer.is_alive() and not problems, problems
+    with killing_the_holder(hold) as killed, caplog.at_level(logging.WARNING, logger="evalflow.scale.ray_workers"):
+        _, manifest = run_once(toy_library, cache, tmp_path / "run", model={"type": SLOW, "hold": str(hold), "hold_at": 3},
+                               workers=2, ray_address=ray_cluster, chunk_size=8)
     # the killed actor held a chunk of 8 requests in its model call when it was killed
     assert len(killed) == 1 and killed[0]["requests"] == 8 and "-w" in killed[0]["actor"], killed
     assert [r for r in caplog.records if "died" in r.getMessage()], "the run never saw its worker die"
