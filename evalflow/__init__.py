@@ -4,7 +4,7 @@
     results = evaluate(task="arith_mc", model="dummy", limit=20)
     results["results"]["arith_mc"]["acc,none"]
 
-The command line is ``python -m evalflow`` (a Hydra app); see README.md. Names are imported on
+The command line is ``python -m evalflow`` (a Hydra app); see README.md and docs/. Names are imported on
 first use, so ``python -m evalflow`` on a warm cache stays fast.
 """
 

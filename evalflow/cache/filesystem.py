@@ -53,5 +53,5 @@ def refuse_network_filesystem(directory: Path) -> None:
             "unreliable and concurrent runs can corrupt the cache. Use a folder on a local disk of each "
             "node (cache_dir=/tmp/evalflow-cache, or $TMPDIR on a cluster node), then merge the "
             "node-local caches into one: python -m evalflow cache merge NODE_CACHE... cache_dir=DEST "
-            "(see README, Scaling out)."
+            "(see docs/scaling.md)."
         )

@@ -83,7 +83,7 @@ class RunConfig:
     trust_task_code: bool = False
     # Run tasks marked unsafe_code: true (their metrics execute model-written code).
     confirm_unsafe_code: bool = False
-    # Where those tasks' programs run (README, Code execution): bwrap (bubblewrap: read-only root,
+    # Where those tasks' programs run (docs/security.md): bwrap (bubblewrap: read-only root,
     # private /tmp, no network, own PID namespace) or subprocess, the opt-out for machines without
     # bubblewrap (the same CPU, memory, process and wall-clock limits, no isolation).
     code_sandbox: str = stage("bwrap")
@@ -95,11 +95,11 @@ class RunConfig:
     # The judge model of every judge metric (metric_list entries with a `judge:` block), replacing
     # the one each names: a preset (judge_model=smollm2) or a model config mapping
     # (judge_model='{type: hf, pretrained: PATH}'). None: each judge block's own model. Keys the
-    # judge calls by the judge's identity, as `model` keys the scored model's (README, Judges).
+    # judge calls by the judge's identity, as `model` keys the scored model's (docs/judges.md).
     judge_model: Any = None
     # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).
     explain: bool = inert(False)
-    # Scale-out (README "Scaling out"; never part of any cache key): model replicas answering one
+    # Scale-out (docs/scaling.md; never part of any cache key): model replicas answering one
     # run's cache misses as Ray actors (1: in this process, Ray never imported), the Ray resources
     # each replica reserves (e.g. {num_gpus: 1, num_cpus: 4}), and the Ray cluster to join (None:
     # start a local one; "auto" or an address: an existing cluster).

@@ -86,5 +86,5 @@ def require_sandbox(name: str, needed_by: str) -> None:
         f"run here: {why}. Install bubblewrap (apt-get install bubblewrap), or opt out with "
         "code_sandbox=subprocess: each program then runs as a plain child process with the same CPU, memory, "
         "process-count and wall-clock limits but without isolation (it can read your files, use the network and "
-        "signal the evaluator; README, Code execution)."
+        "signal the evaluator; docs/security.md)."
     )
