@@ -22,7 +22,7 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.images import ImageStore
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
-from evalflow.dag.inference import CachedModel, InferenceCounts
+from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.dag.progress import pooled_label, progress_label
 from evalflow.dag.runner import VOLATILE, StageEvent, TaskRun
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError

@@ -140,7 +140,7 @@ class TaskRun:
 
     ``advance(..., stop_before=("inference",))`` runs the stages before inference and stops there if
     inference is a cache miss; the scheduler can then pool several tasks' requests
-    (:meth:`evalflow.dag.inference.CachedModel.prefetch`) and ``advance`` each task to its end. Keys,
+    (:meth:`evalflow.dag.answer_cache.CachedModel.prefetch`) and ``advance`` each task to its end. Keys,
     cache entries and events are those of :func:`execute`: where a stage runs, never what it is.
     """
 

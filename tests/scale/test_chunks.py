@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalflow.dag.inference import _length_order
+from evalflow.dag.answer_cache import _length_order
 from evalflow.records import Request
 from evalflow.scale.chunks import GENERATED_WEIGHT, family, plan_chunks, work
 
