@@ -10,40 +10,31 @@ The Hydra entry point (``python -m evalflow``) and :func:`evaluate` both end in 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.images import ImageStore
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
-from evalflow.dag.inference import CachedModel, InferenceCounts
+from evalflow.dag.answer_cache import CachedModel
 from evalflow.dag.progress import pooled_label, progress_label
-from evalflow.dag.runner import VOLATILE, StageEvent, TaskRun
-from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
-from evalflow.judges import JudgeEdges, check_judges
-from evalflow.load_checks import check_selection
-from evalflow.user_modules import import_user_modules
+from evalflow.dag.runner import VOLATILE, StageEvent, TaskRun, finish
+from evalflow.errors import ConfigError
+from evalflow.judges import JudgeEdges
 from evalflow.models.base import feature
 from evalflow.models.modality import refuse_unanswerable
-from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
+from evalflow.models.registry import model_class
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
 from evalflow.output.summary import TaskSummary, cached_summary
-from evalflow.sandbox.registry import require_sandbox
-from evalflow.scale import chunks
-from evalflow.scoring.code_exec import runs_code
+from evalflow.run_parts import judge_edges, model_edge, select_tasks
 from evalflow.settings import RunSettings
-from evalflow.taskspec.datamap import check_data_files
-from evalflow.taskspec.index import Selection, TaskIndex
+from evalflow.taskspec.index import Selection
 from evalflow.taskspec.prompt import effective_num_fewshot
-from evalflow.taskspec.run_options import apply_run_options
 from evalflow.taskspec.samplers import fewshot_warnings
 from evalflow.taskspec.spec import TaskConfig
 
@@ -98,118 +89,6 @@ def _print_explanation(output_dir: Path) -> None:
 
     lines = explain(output_dir)
     print("\n".join(lines) if lines else "explain: every stage was served from the cache", file=sys.stderr)
-
-
-def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
-    """The selected tasks; ``checked``: also every load-time check (evalflow.load_checks, and that
-    every local data file exists), so a task that cannot be scored fails here, before any model
-    call (``validate`` checks per task)."""
-    import_user_modules(settings.imports)  # what they register must exist before the checks below
-    index = TaskIndex.build(settings.include_path)
-    try:
-        selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
-    except TaskError as exc:
-        raise _with_skipped_files(exc, index) from exc
-    selection = apply_run_options(selection, samples=settings.samples, predict_only=settings.predict_only)
-    for task in selection.tasks:
-        if task.unsafe_code and not settings.confirm_unsafe_code:
-            raise UnsafeCodeError(
-                f"task '{task.task}' ({task.source}) is marked unsafe_code: true: its metric executes code "
-                "the model wrote. Pass confirm_unsafe_code=true to allow it: evalflow's code metrics (pass_at_k, "
-                "pass_at_1, as in the built-in humaneval/mbpp) run each program in the code_sandbox backend "
-                "(bubblewrap by default); any other task code that executes programs runs them as it is written."
-            )
-        if runs_code(task):
-            require_sandbox(settings.code_sandbox, f"task '{task.task}' ({task.source})")
-    if checked:
-        check_selection(selection, settings.num_fewshot)
-        check_data_files(selection.tasks, settings.data_map)
-        check_judges(selection.tasks, settings.judge_model, lambda config: config_arguments(config, settings))
-    return selection
-
-
-def _with_skipped_files(exc: TaskError, index: TaskIndex) -> TaskError:
-    """A name the index does not know may be a task whose file could not be read (malformed YAML,
-    a missing include, an include cycle): name those files, or the real cause stays hidden."""
-    if "unknown" not in str(exc) or not index.problems:
-        return exc
-    builtin = index.roots[0] if index.roots else ""
-    problems = sorted(index.problems, key=lambda p: p[0].startswith(builtin + os.sep))  # include_path first
-    shown = " | ".join(why for _, why in problems[:3])
-    more = f" (and {len(problems) - 3} more; `python -m evalflow ls` lists them)" if len(problems) > 3 else ""
-    return TaskError(f"{exc} Note: {len(problems)} task file(s) could not be read and were skipped: {shown}{more}")
-
-
-def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> CachedModel:
-    """The caching front of the model; the model itself is loaded on the first miss only."""
-    if model is not None:
-        return _object_edge(settings, store, model)
-    return config_edge(settings.model, settings, store)
-
-
-def config_edge(model: Mapping[str, Any], settings: RunSettings, store: CacheStore,
-                counts: InferenceCounts | None = None) -> CachedModel:
-    """The caching edge of a model config (the scored model's, or a judge's, which may share one
-    ``counts``): the model is built on its first cache miss."""
-    config = dict(model)
-    data = model_identity(config)
-    load_args = config_arguments(config, settings)  # checked now rather than at the first miss
-    cls = model_class(str(config["type"]))
-    edge = CachedModel(store, fingerprint(data), lambda: build_model(load_args), chunk_size=chunk_size(settings, cls),
-                       identity_data=data, **({"counts": counts} if counts is not None else {}))
-    if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
-        from evalflow.scale.ray_workers import RayDispatch
-
-        replicas = tuple(feature(cls, "replica_configs")(load_args, settings.workers))
-        edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address,
-                                    replica_args=replicas, overlap=bool(feature(cls, "ANSWERS_EACH")))
-    return edge
-
-
-def config_arguments(config: Mapping[str, Any], settings: RunSettings) -> dict[str, Any]:
-    """``type`` and the constructor's arguments of a model config, checked against its class."""
-    return {"type": config["type"], **model_arguments(model_class(str(config["type"])), config, run_values(settings))}
-
-
-def judge_edges(settings: RunSettings, store: CacheStore) -> JudgeEdges:
-    """The judges' edges, built per judge identity as the tasks ask for them (evalflow.judges)."""
-    return JudgeEdges(lambda config, counts: config_edge(config, settings, store, counts), settings.judge_model)
-
-
-def run_values(settings: RunSettings) -> dict[str, Any]:
-    """The run settings a model class may ask for in ``RUN_SETTINGS`` (its constructor takes them)."""
-    return {name: getattr(settings, name) for name in ("batch_size", "max_batch_size", "seed")}
-
-
-def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> CachedModel:
-    """A model object built by the caller: cached under its ``identity()``, or not at all."""
-    if settings.workers > 1:
-        raise ConfigError(
-            f"workers={settings.workers} builds one model per Ray worker from a model config; a model "
-            "object passed to evaluate() cannot be replicated. Pass a config (model={'type': ...}) or workers=1."
-        )
-    identity = feature(model, "identity")
-    data = identity()
-    if data is None:
-        why = "has no identity()"
-    elif getattr(identity, "__self__", None) is type(model):  # a classmethod: it names a config, not this object
-        why = ("has a classmethod identity(), which cannot see the object's own settings (two objects built "
-               "differently would share answers; pass its config, evaluate(task, {'type': ..., ...}), to cache them)")
-    else:
-        why = ""
-    if why:
-        log.warning(
-            "model object %s %s: its responses and every stage scored from them (inference, filters, metrics, "
-            "aggregate) are computed on every run and never cached; give it an identity() method returning plain "
-            "data (e.g. its name and weights' hash) to cache them", type(model).__name__, why,
-        )
-        return CachedModel(store, None, lambda: model, chunk_size=chunk_size(settings, model))
-    return CachedModel(store, fingerprint(data), lambda: model, chunk_size=chunk_size(settings, model), identity_data=data)
-
-
-def chunk_size(settings: RunSettings, model: Any) -> int:
-    """The run's ``chunk_size``, else the default for the model's (a class or an object) kind."""
-    return chunks.chunk_size(settings.chunk_size, bool(feature(model, "ANSWERS_EACH")))
 
 
 def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel,
@@ -313,24 +192,13 @@ def _finish(runs: list[tuple[TaskRun, dict[str, Any]]], store: CacheStore, edge:
     events: list[StageEvent] = []
     summaries: dict[str, TaskSummary] = {}
     for run, resources in runs:
-        before, judged = dataclasses.replace(edge.counts), dataclasses.replace(judges.counts)
-        run.advance(store, resources)
+        task_events = finish(run, store, resources, {"inference": edge.counts, "judge_inference": judges.counts})
         summary = summaries[run.task.task] = cached_summary(run.outputs, {e.stage: e.key for e in run.events}, store)
         for warning in fewshot_warnings(run.task, summary.fewshot_split, run.settings["num_fewshot"]):
             log.warning(warning)
         outputs[run.task.task] = run.outputs
-        for e in run.events:
-            e = _with_request_counts(e, before, edge.counts, "inference")
-            events.append(_with_request_counts(e, judged, judges.counts, "judge_inference"))
+        events.extend(task_events)
     return outputs, events, summaries
-
-
-def _with_request_counts(event: StageEvent, before: InferenceCounts, after: InferenceCounts, stage: str) -> StageEvent:
-    """The inference (or judge_inference) event of one task, with how many of its requests the model answered."""
-    if event.stage != stage or event.hit:
-        return event
-    counts = {f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")}
-    return dataclasses.replace(event, detail=counts)
 
 
 def evaluate(

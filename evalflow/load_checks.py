@@ -1,6 +1,6 @@
 """What can be known about the selected tasks before any model call, checked when they are loaded.
 
-A run, ``show`` and ``validate`` all pass through here (``app.select_tasks``) before a model exists:
+A run, ``show`` and ``validate`` all pass through here (``run_parts.select_tasks``) before a model exists:
 
 * errors: every metric, aggregation and filter name resolves in its registry, and every
   ``!function`` a task names imports (a task module needing a missing package fails now, with the

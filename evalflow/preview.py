@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE + "\n\n" + (__doc__ or "").strip())
         return 0
-    from evalflow.app import select_tasks
+    from evalflow.run_parts import select_tasks
     from evalflow.cache.store import CacheStore
 
     settings, n = preview_settings(argv, "show")

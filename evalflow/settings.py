@@ -15,7 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from evalflow.cache.store import default_cache_dir
 from evalflow.config.messages import unknown_setting
-from evalflow.config.samples import parse_samples
+from evalflow.config.samples_option import parse_samples
 from evalflow.config.schema import defaults
 from evalflow.errors import ConfigError
 

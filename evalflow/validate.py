@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE + "\n\n" + (__doc__ or "").strip())
         return 0
-    from evalflow.app import select_tasks
+    from evalflow.run_parts import select_tasks
     from evalflow.cache.store import CacheStore
 
     settings, n = preview_settings(argv, "validate")
@@ -85,7 +85,7 @@ def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -
 def _check_judges(task: TaskConfig, settings: RunSettings, docs: Any, shown: list[int]) -> None:
     """A run's judge checks (each judge model resolves and can be built), and each judge prompt
     rendered on the shown documents, with the target standing in for the model's answer."""
-    from evalflow.app import config_arguments
+    from evalflow.run_parts import config_arguments
     from evalflow.judges import check_judges
     from evalflow.scoring.judge import render_judge_prompt
     from evalflow.scoring.metrics import judge_specs

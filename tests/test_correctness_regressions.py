@@ -113,7 +113,7 @@ def test_malformed_answers_are_a_model_error_and_never_cached(toy_library: Path,
                                          ("loglikelihood_rolling", [(-1.0, True)]), ("generate_until", [None])])
 def test_each_request_type_checks_its_answer_shape(tmp_path: Path, rtype: str, bad: list[Any]) -> None:
     from evalflow.cache.store import CacheStore
-    from evalflow.dag.inference import CachedModel
+    from evalflow.dag.answer_cache import CachedModel
 
     class Bad:
         def __getattr__(self, name: str) -> Any:

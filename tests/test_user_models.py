@@ -12,7 +12,8 @@ import pytest
 from evalflow import evaluate
 from evalflow.config.messages import unknown_model_key
 from evalflow.errors import ConfigError
-from evalflow.tracking.run_folder import read_run, tracker_params
+from evalflow.output.run_folder import finished_run
+from evalflow.tracking.logged import tracker_params
 from tests.support.models import UserModel
 from tests.test_cli import cli
 
@@ -30,7 +31,7 @@ def test_a_class_given_by_model_type_alone_gets_only_the_keys_set(toy_library: P
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["config"]["model"] == STRICT and results["config"]["model_args"] == {"speed": 3}
     assert results["model_name"] == STRICT
-    logged = tracker_params(read_run(tmp_path / "run"))  # what the trackers log as parameters
+    logged = tracker_params(finished_run(tmp_path / "run"))  # what the trackers log as parameters
     assert logged["model.type"] == STRICT and "model.pretrained" not in logged
 
 
@@ -67,7 +68,7 @@ def test_results_name_the_model_object_that_ran(model: Any, name: str, args: dic
     results = json.loads((out / "results.json").read_text())
     assert (results["config"]["model"], results["model_name"], results["model_source"]) == (name, name, name)
     assert results["config"]["model_args"] == args and "pretrained" not in json.dumps(results)
-    logged = tracker_params(read_run(out))  # what MLflow logs as parameters (W&B: summary's model_name)
+    logged = tracker_params(finished_run(out))  # what MLflow logs as parameters (W&B: summary's model_name)
     assert logged["model_name"] == name and logged["model.type"] == "python-object"
 
 

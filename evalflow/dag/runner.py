@@ -6,6 +6,7 @@ stage re-run" explanation) is known before anything is loaded or computed.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -140,7 +141,7 @@ class TaskRun:
 
     ``advance(..., stop_before=("inference",))`` runs the stages before inference and stops there if
     inference is a cache miss; the scheduler can then pool several tasks' requests
-    (:meth:`evalflow.dag.inference.CachedModel.prefetch`) and ``advance`` each task to its end. Keys,
+    (:meth:`evalflow.dag.answer_cache.CachedModel.prefetch`) and ``advance`` each task to its end. Keys,
     cache entries and events are those of :func:`execute`: where a stage runs, never what it is.
     """
 
@@ -194,6 +195,23 @@ class TaskRun:
             log.debug("%s/%s %s in %.3fs", self.task.task, step.node.name, "hit" if hit else "computed", seconds)
             self.done += 1
         return False
+
+
+def finish(run: TaskRun, store: CacheStore, resources: Mapping[str, Any], counts: Mapping[str, Any]) -> list[StageEvent]:
+    """``run`` advanced to its end, every kind of run's last step per task: its events, those of
+    the model stages named in ``counts`` (stage name → the live request counts of the edge that
+    stage asks, e.g. ``{"inference": edge.counts}``) with how many requests the task sent."""
+    before = {stage: dataclasses.replace(c) for stage, c in counts.items()}
+    run.advance(store, resources)
+    return [with_request_counts(e, before[e.stage], counts[e.stage]) if e.stage in counts else e for e in run.events]
+
+
+def with_request_counts(event: StageEvent, before: Any, after: Any) -> StageEvent:
+    """A model stage's event with the requests it sent, answered and found cached (the counts'
+    difference around it); a stage served whole from the cache sent none."""
+    if event.hit:
+        return event
+    return dataclasses.replace(event, detail={f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")})
 
 
 class _Miss:

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from evalflow.errors import RunFolderError
-from evalflow.insight.runs import Run
+from evalflow.output.run_folder import Run
 from evalflow.records import SAMPLE_FIELDS
 
 Category = int | str

@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping, Sequence
 from evalflow.cli_words import Usage, parse_words
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.gate import GateSettings, Verdict, bootstrap_detectable, failures, judge, mcnemar_detectable
-from evalflow.insight.runs import Run, load_run, metric_keys
+from evalflow.output.run_folder import Run, load_run, metric_keys
 from evalflow.insight.stats import discordant, is_binary, mcnemar_exact, paired_bootstrap
 
 DEFAULT_ITERS = 10000

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from evalflow.errors import RunFolderError
+from evalflow.output.run_folder import MANIFEST, RESULTS, is_complete
 
 Stage = Mapping[str, Any]  # one entry of manifest["stages"]
 
@@ -38,7 +39,7 @@ class Manifest:
 
 
 def read_manifest(folder: Path) -> Manifest:
-    path = Path(folder) / "manifest.json"
+    path = Path(folder) / MANIFEST
     if not path.is_file():
         raise RunFolderError(
             f"{folder}: no manifest.json; explain needs an evalflow run folder (outputs/<date>/<time>/), "
@@ -50,7 +51,7 @@ def read_manifest(folder: Path) -> Manifest:
             f"{path}: its stages carry no key inputs (written by an evalflow before `explain` existed); "
             "re-run it once to record them"
         )
-    results = Path(folder) / "results.json"
+    results = Path(folder) / RESULTS
     started = json.loads(results.read_text()).get("date", 0.0) if results.is_file() else path.stat().st_mtime
     return Manifest(Path(folder), data, float(started))
 
@@ -94,9 +95,9 @@ def _execution_change(task: str, old: Manifest, new: Manifest) -> list[str]:
 def _earlier_runs(target: Manifest, search: Path | None) -> list[Manifest]:
     root = search or _outputs_root(target.folder)
     found = []
-    for path in root.rglob("manifest.json"):
+    for path in root.rglob(MANIFEST):
         folder = path.parent
-        if folder.resolve() == target.folder.resolve() or not (folder / "results.json").is_file():
+        if folder.resolve() == target.folder.resolve() or not is_complete(folder):
             continue
         try:
             other = read_manifest(folder)

@@ -34,7 +34,7 @@ from evalflow.insight.report_charts import charts
 from evalflow.insight.report_docs import document_notes, document_view, encode_docs
 from evalflow.insight.report_page import PAGE
 from evalflow.insight.report_tables import SIGNIFICANT, left_out_notes, paired_columns, result_sections
-from evalflow.insight.runs import Run, load_run
+from evalflow.output.run_folder import SNAPSHOT, SNAPSHOT_OVERRIDES, Run, is_complete, load_run, snapshot_config
 
 __all__ = ["build_report", "document_view", "expand", "main", "run_labels", "shortest_tails", "varying_setting",
            "varying_settings"]
@@ -62,15 +62,15 @@ def expand(folders: Sequence[Path]) -> list[Run]:
 
 
 def _sweep_jobs(folder: Path) -> list[Path]:
-    if not folder.is_dir() or (folder / "results.json").is_file():
+    if not folder.is_dir() or is_complete(folder):
         return []
-    jobs = [p for p in folder.iterdir() if p.is_dir() and (p / "results.json").is_file()]
+    jobs = [p for p in folder.iterdir() if p.is_dir() and is_complete(p)]
     return sorted(jobs, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
 
 
 def run_settings(run: Run) -> dict[str, Any]:
     """What a run was asked for: its Hydra overrides when recorded, else lm-eval's config block."""
-    overrides = run.folder / ".hydra" / "overrides.yaml"
+    overrides = run.folder / SNAPSHOT / SNAPSHOT_OVERRIDES
     if overrides.is_file():
         items = yaml.safe_load(overrides.read_text()) or []
         return dict(str(o).lstrip("+~").split("=", 1) for o in items if "=" in str(o))
@@ -94,10 +94,10 @@ def _configured(run: Run, key: str) -> str:
     """A setting a run was not given on its command line, as it ran: a config group's choice from
     ``.hydra/hydra.yaml`` (``model`` → ``dummy``), a value from ``.hydra/config.yaml`` (the composed
     config, the model preset's keys included), else the schema's default."""
-    choices = _yaml(run.folder / ".hydra" / "hydra.yaml").get("hydra", {}).get("runtime", {}).get("choices", {})
+    choices = _yaml(run.folder / SNAPSHOT / "hydra.yaml").get("hydra", {}).get("runtime", {}).get("choices", {})
     if key in choices:
         return str(choices[key])
-    node: Any = _yaml(run.folder / ".hydra" / "config.yaml")
+    node: Any = _yaml(snapshot_config(run.folder))
     for part in key.split("."):
         node = node.get(part, _UNSET) if isinstance(node, dict) else _UNSET
     if node is _UNSET:

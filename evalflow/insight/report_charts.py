@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from evalflow.insight.compare import Comparison
-from evalflow.insight.runs import Run, metric_keys
+from evalflow.output.run_folder import Run, metric_keys
 
 SERIES_EXCLUDED = ("task", "tasks")  # already in every series' name
 

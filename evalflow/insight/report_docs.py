@@ -22,7 +22,7 @@ import json
 from typing import Any, Mapping, Sequence
 
 from evalflow.insight.report_images import Thumbnails
-from evalflow.insight.runs import Run, image_digests
+from evalflow.output.run_folder import Run, image_digests
 
 
 def document_view(runs: Sequence[Run], labels: Sequence[str], max_docs: int | None = None) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from evalflow.insight.compare import Comparison
-from evalflow.insight.runs import Run, metric_keys
+from evalflow.output.run_folder import Run, metric_keys
 
 SIGNIFICANT = 0.05  # p below this marks a row (uncorrected: with 60 rows, ~3 are marked by chance)
 MISSING = "—"  # a run without this task or metric

@@ -152,14 +152,14 @@ def _task_files(tasks: Sequence[TaskConfig], paths: Sequence[Path]) -> dict[str,
 
 def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -> dict[str, Any]:
     """Score the answers in ``paths`` under the task config ``overrides`` select; write the run folder."""
-    from evalflow.app import judge_edges, select_tasks
     from evalflow.cache.store import CacheStore
     from evalflow.config.compose import compose_config
-    from evalflow.settings import settings_from_config
-    from evalflow.dag.inference import InferenceCounts
-    from evalflow.dag.runner import execute
+    from evalflow.dag.answer_cache import InferenceCounts
+    from evalflow.dag.runner import TaskRun, finish
     from evalflow.output.results import RunRecord, build_results
     from evalflow.output.run_folder import write_run_folder
+    from evalflow.run_parts import judge_edges, select_tasks
+    from evalflow.settings import settings_from_config
 
     started = time.time()
     settings = settings_from_config(compose_config([*overrides, "model=dummy"]))
@@ -175,9 +175,9 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
             run_settings = {"recorded": read_samples(files), "think_end_token": settings.think_end_token,
                             "bootstrap_iters": settings.bootstrap_iters, "code_sandbox": settings.code_sandbox,
                             "judges": judge_settings}
-            before = dataclasses.replace(judges.counts)
-            outputs[task], task_events = execute(config, run_settings, store, {"judges": judge_resource}, RESCORE_PIPELINE)
-            events.extend(_judge_counts(e, before, judges.counts) for e in task_events)
+            run = TaskRun(config, run_settings, RESCORE_PIPELINE)  # the run's runner, on the recorded answers
+            events.extend(finish(run, store, {"judges": judge_resource}, {"judge_inference": judges.counts}))
+            outputs[task] = run.outputs
         # written while the cache is open: cached stage outputs are decoded when the writers use them
         record = RunRecord(settings, selection, outputs, events, InferenceCounts(), started, time.time(), settings.model,
                            judge=judges.counts if judges.edges else None, judge_identities=judges.identities)
@@ -187,13 +187,6 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
         judges.close()
         store.close()
     return results
-
-
-def _judge_counts(event: Any, before: Any, after: Any) -> Any:
-    """The judge_inference event, with how many judge requests the judge answered."""
-    if event.stage != "judge_inference" or event.hit:
-        return event
-    return dataclasses.replace(event, detail={f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")})
 
 
 # The run settings rescore reads: the task config and where its cache is. The others (the model,

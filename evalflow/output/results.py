@@ -21,7 +21,7 @@ import platform
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from evalflow.dag.inference import InferenceCounts
+from evalflow.dag.answer_cache import InferenceCounts
 from evalflow.dag.runner import StageEvent
 from evalflow.output.run_info import run_info
 from evalflow.output.summary import TaskSummary, task_summary

@@ -1,33 +1,249 @@
-"""Writing a run folder so that its completeness can be trusted.
+"""Run folders, read and written in one place: the layout is defined here once.
 
-Every file is written to a temporary name and renamed into place (atomic on POSIX), and
-``results.json`` is written last: a folder holding results.json is a run that finished. A run that
-fails leaves whatever it wrote before (the ``.hydra`` snapshot, samples) but never results.json.
+A run folder holds ``.hydra/`` (the snapshot: ``config.yaml``, the composed config that reproduces
+the run, and ``overrides.yaml``), ``samples_<task>.jsonl`` (per-document records),
+``manifest.json`` (what ran and why) and ``results.json``, written last: a folder holding
+results.json is a run that finished (:func:`is_complete`). Every file is written to a temporary
+name and renamed into place (atomic on POSIX); a run that fails leaves whatever it wrote before
+(the snapshot, samples) but never results.json.
+
+Reading gives one shape, :class:`Run`, for evalflow's folders and lm-eval 0.4.x's output folders
+(``results_<date>.json``, ``samples_<task>_<date>.jsonl``, possibly one folder down, under the
+model's name)::
+
+    run = load_run(Path("outputs/2026-11-30/12-00-00"))
+    run.results["results"]["arc_easy"]["acc,none"], run.per_doc("arc_easy", "acc", "none")
 """
 
 from __future__ import annotations
 
-import dataclasses
+import json
 import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
-from evalflow.errors import ConfigError
-from evalflow.output.code_execution import code_execution
+from evalflow.cache.fingerprint import fingerprint
+from evalflow.cache.store import MISSING
+from evalflow.cache.text import TextFile, text_source
+from evalflow.errors import ConfigError, RunFolderError
 from evalflow.output.inputs import plain
 from evalflow.output.json_text import indented_json
-from evalflow.output.results import RunRecord
-from evalflow.cache.store import MISSING, CacheStore
-from evalflow.cache.text import TextFile, text_source
-from evalflow.output.samples import samples_key, samples_text
-from evalflow.taskspec.installed import TASK_LIBRARIES
-from evalflow.taskspec.spec import TaskConfig
+
+if TYPE_CHECKING:
+    from evalflow.cache.store import CacheStore
+    from evalflow.output.results import RunRecord
+    from evalflow.taskspec.spec import TaskConfig
+
+RESULTS = "results.json"  # written last: its presence means the run finished
+MANIFEST = "manifest.json"
+SNAPSHOT = ".hydra"  # Hydra's folder name; evaluate() writes the same two files
+SNAPSHOT_CONFIG = "config.yaml"
+SNAPSHOT_OVERRIDES = "overrides.yaml"
+SAMPLES_GLOB = "samples_*.jsonl"
+
+
+def samples_name(task: str) -> str:
+    """The file name of a task's per-document records in an evalflow run folder."""
+    return f"samples_{task}.jsonl"
+
+
+def snapshot_config(folder: Path) -> Path:
+    """The composed config a run used: ``--config-dir FOLDER/.hydra --config-name config`` reruns it."""
+    return Path(folder) / SNAPSHOT / SNAPSHOT_CONFIG
+
+
+def is_complete(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished evalflow run (its results.json, written last)."""
+    return (Path(folder) / RESULTS).is_file()
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished run: its results dict, its samples files, and (evalflow) its manifest."""
+
+    folder: Path
+    kind: str  # "evalflow" or "lm-eval"
+    results: Mapping[str, Any]
+    samples_files: Mapping[str, Path]  # task -> samples file
+    manifest: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.folder.name
+
+    @property
+    def model_name(self) -> str:
+        """The model that ran, as results.json names it (a model object: its identity's name or class)."""
+        return str(self.results.get("model_name", ""))
+
+    @property
+    def samples(self) -> tuple[Path, ...]:
+        """The samples files, sorted by path."""
+        return tuple(sorted(self.samples_files.values()))
+
+    @property
+    def config_file(self) -> Path | None:
+        """The snapshot's composed config, when the folder has one."""
+        path = snapshot_config(self.folder)
+        return path if path.is_file() else None
+
+    @cached_property
+    def config(self) -> Mapping[str, Any]:
+        """The composed config (``.hydra/config.yaml``); for a run without a snapshot (lm-eval's,
+        or evaluate() without one), results.json's lm-eval "config" block (the model that ran,
+        its args, limit, seeds)."""
+        if self.config_file is None:
+            return self.results.get("config") or {}
+        from omegaconf import OmegaConf
+
+        loaded = OmegaConf.to_container(OmegaConf.load(self.config_file), resolve=False)
+        return loaded if isinstance(loaded, dict) else {}
+    def tasks(self) -> list[str]:
+        """Leaf tasks (those with samples or configs), in results order."""
+        subtasks = self.results.get("group_subtasks", {})  # lm-eval lists leaf tasks too, with []
+        groups = set(self.results.get("groups", {})) | {g for g, members in subtasks.items() if members}
+        return [t for t in self.results.get("results", {}) if t not in groups]
+
+    def groups(self) -> dict[str, list[str]]:
+        """Each group's leaf tasks (nested groups flattened)."""
+        subtasks: Mapping[str, list[str]] = self.results.get("group_subtasks", {})
+
+        def leaves(name: str) -> list[str]:
+            return [leaf for m in subtasks.get(name, []) for leaf in (leaves(m) if subtasks.get(m) else [m])]
+
+        return {g: leaves(g) for g in subtasks if subtasks[g]}
+
+    def data_fingerprint(self, task: str) -> str | None:
+        return self.manifest.get("data", {}).get(task)
+
+    def rows(self, task: str) -> list[dict[str, Any]]:
+        return self._rows.get(task) or self._read(task)
+
+    @cached_property
+    def _rows(self) -> dict[str, list[dict[str, Any]]]:
+        return {}
+
+    def _read(self, task: str) -> list[dict[str, Any]]:
+        path = self.samples_files.get(task)
+        if path is None:
+            raise RunFolderError(
+                f"{self.folder}: no samples file for task '{task}'; per-document views and paired tests "
+                "need samples (evalflow: log_samples=true, the default; lm-eval: --log_samples)"
+            )
+        rows = []
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except ValueError as exc:
+                        raise RunFolderError(f"{path}, line {n}: not JSON ({exc}); is the file complete?") from None
+        self._rows[task] = rows
+        return rows
+
+    def filters(self, task: str) -> list[str]:
+        return list(dict.fromkeys(str(r.get("filter", "none")) for r in self.rows(task)))
+
+    def per_doc(self, task: str, metric: str, filter_name: str) -> dict[int, Any]:
+        """doc_id -> the document's value of ``metric`` under ``filter_name``."""
+        return {int(r["doc_id"]): r[metric] for r in self.rows(task)
+                if str(r.get("filter", "none")) == filter_name and metric in r}
+
+    def doc_ids(self, task: str, filter_name: str) -> set[int]:
+        """The documents scored under ``filter_name``, with or without a value of any one metric."""
+        return {int(r["doc_id"]) for r in self.rows(task) if str(r.get("filter", "none")) == filter_name}
+
+    @property
+    def hashes_images(self) -> bool:
+        """Whether its samples name images by pixel hash (evalflow's); lm-eval's show a PIL repr."""
+        return self.kind == "evalflow"
+
+    def doc_fingerprints(self, task: str, images: bool = True) -> dict[int, str]:
+        """doc_id -> the identity of what the run read for the document: its row and (``images``)
+        the pixel hashes of the images its requests showed. A row that names its image by file
+        path stays the same when the file is edited; the hashes do not."""
+        def identity(row: Mapping[str, Any]) -> str:
+            digests = image_digests(row.get("arguments")) if images else []
+            return fingerprint({"doc": row.get("doc"), "images": digests}) if digests else fingerprint(row.get("doc"))
+
+        return {int(r["doc_id"]): identity(r) for r in self.rows(task)}
+
+
+def image_digests(value: Any) -> list[str]:
+    """The pixel hashes of the images (``{"__image__": digest, ...}``) in a samples value, in order."""
+    if isinstance(value, Mapping):
+        if "__image__" in value:
+            return [str(value["__image__"])]
+        return [d for v in value.values() for d in image_digests(v)]
+    if isinstance(value, list):
+        return [d for v in value for d in image_digests(v)]
+    return []
+
+
+def load_run(folder: Path) -> Run:
+    """An evalflow run folder or an lm-eval output folder (or the results_*.json file itself)."""
+    folder = Path(folder)
+    if not folder.exists():
+        raise RunFolderError(f"{folder}: no such folder; give the run folder a run wrote (its `run folder:` line)")
+    if folder.is_file() and folder.name.startswith("results_"):
+        return _lm_eval(folder)
+    if is_complete(folder):
+        results = _json(folder / RESULTS)
+        recorded = _json(folder / MANIFEST) if (folder / MANIFEST).is_file() else {}
+        files = {p.name[len("samples_"):-len(".jsonl")]: p for p in folder.glob(SAMPLES_GLOB)}
+        return Run(folder, "evalflow", results, files, recorded)
+    found = sorted(folder.rglob("results_*.json")) if folder.is_dir() else []
+    if found:
+        return _lm_eval(found[-1])  # the latest: lm-eval names them by date
+    raise RunFolderError(
+        f"{folder}: neither an evalflow run folder (results.json; a folder without it did not finish) "
+        "nor an lm-eval output folder (results_<date>.json); give the folder a run wrote"
+    )
+
+
+def _lm_eval(results_file: Path) -> Run:
+    date = results_file.stem[len("results_"):]
+    results = _json(results_file)
+    files = {}
+    for path in results_file.parent.glob(f"samples_*_{date}.jsonl"):
+        files[path.name[len("samples_"):-len(f"_{date}.jsonl")]] = path
+    return Run(results_file.parent, "lm-eval", results, files)
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise RunFolderError(f"{path}: not valid JSON ({exc})") from None
+
+
+def finished_run(folder: Path | str) -> Run | None:
+    """The finished evalflow run in ``folder`` (a path or its text); None when it has no
+    results.json (the run did not finish)."""
+    folder = Path(folder)
+    return load_run(folder) if is_complete(folder) else None
+
+
+def metric_keys(entry: Mapping[str, Any], with_null: bool = False) -> Iterator[tuple[str, str]]:
+    """(metric, filter) of each value in a results entry (``"acc,none"``), stderr keys skipped;
+    ``with_null``: also results reported without a value (a judge metric none of whose verdicts parsed)."""
+    for key, value in entry.items():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if "," in key and "_stderr," not in key and (number or (with_null and value is None)):
+            metric, filt = key.split(",", 1)
+            yield metric, filt
+
+
+# --- writing ----------------------------------------------------------------------------------
 
 WRITERS = 8  # threads writing and syncing a run folder's files
-PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy", "lm-eval")
 
 
 def atomic_write(path: Path, chunks: Iterable[str | bytes | memoryview | TextFile]) -> None:
@@ -56,48 +272,11 @@ def write_json(path: Path, value: Any) -> None:
     atomic_write(path, [indented_json(value), "\n"])
 
 
-def manifest(record: RunRecord) -> dict[str, Any]:
-    """What ran and why: every stage's key, hit/miss, seconds and key inputs (``explain`` diffs
-    these), the model's identity as plain data, request counts, data fingerprints, versions."""
-    return {
-        "stages": [
-            {"task": e.task, "stage": e.stage, "key": e.key, "hit": e.hit, "seconds": e.seconds,
-             **({"requests": dict(e.detail)} if e.detail else {}), "inputs": plain(e.inputs)}
-            for e in record.events
-        ],
-        "model_identity": plain(record.model_identity),
-        "inference": {
-            "requests": record.inference.requests,
-            "computed": record.inference.computed,
-            "cached": record.inference.cached,
-            # what a loaded model says of itself, e.g. what a server's /v1/models reported
-            **({"model": record.inference.model} if record.inference.model is not None else {}),
-            # a served model: HTTP requests each server (base_url) answered
-            **({"servers": dict(record.inference.servers)} if record.inference.servers else {}),
-        },
-        # judge metrics: the judge models' requests, as the scored model's above, and who the judges were
-        **({"judge": {"requests": record.judge.requests, "computed": record.judge.computed, "cached": record.judge.cached,
-                      "models": plain(dict(record.judge_identities))}} if record.judge is not None else {}),
-        # which model replica computed how much (one "local@host:pid", or one per Ray worker)
-        "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
-        "data": {t: record.summary(t).data for t in record.outputs},
-        "data_map": _data_map_record(record.settings.data_map_file),
-        # the sandbox that ran model-written programs, the side environments that ran task code
-        "code_execution": code_execution(record.selection.tasks, record.settings.code_sandbox, record.selection.groups),
-        "fewshot_split": {t: record.summary(t).fewshot_split for t in record.outputs},
-        "packages": {name: _version(name) for name in PACKAGES},
-        "cache_dir": str(record.settings.cache_dir),
-        "seconds": round(record.finished - record.started, 3),
-        # of which some model replica was answering requests (start-up and model loads excluded)
-        "answering_seconds": round(record.inference.answering_seconds, 6),
-    }
-
-
 def run_files(folder: Path) -> list[str]:
     """The files in ``folder`` that a run writes (Hydra's ``.hydra/`` snapshot aside)."""
     if not folder.is_dir():
         return []
-    names = ["results.json", "manifest.json"] + sorted(p.name for p in folder.glob("samples_*.jsonl"))
+    names = [RESULTS, MANIFEST] + sorted(p.name for p in folder.glob(SAMPLES_GLOB))
     return [name for name in names if (folder / name).exists()]
 
 
@@ -118,6 +297,8 @@ def pinned(config: dict[str, Any], map_file: str | None) -> dict[str, Any]:
     a map named by its conf/ name stays a name), task files and include_path folders absolute (a
     task library's name, ``lm_eval``, stays a name: the manifest records the package's version, and
     its task code's keys hold it, so a reproduction under another version recomputes)."""
+    from evalflow.taskspec.installed import TASK_LIBRARIES
+
     out = dict(config)
     value = out.get("data_map")
     if map_file is not None and not (isinstance(value, str) and "/" not in value and value == Path(map_file).stem):
@@ -150,10 +331,10 @@ def write_snapshot(folder: Path, config: Any, model_object: Any = None, map_file
         with open_dict(snapshot):
             snapshot.model = {"type": OBJECT_MODEL, "class": f"{type(model_object).__module__}.{type(model_object).__qualname__}",
                               "identity": plain(ident()) if callable(ident) else None}
-    hydra = folder / ".hydra"
+    hydra = folder / SNAPSHOT
     hydra.mkdir(parents=True, exist_ok=True)
-    atomic_write(hydra / "config.yaml", [OmegaConf.to_yaml(snapshot)])
-    atomic_write(hydra / "overrides.yaml", ["# written by evalflow.evaluate(): config.yaml holds every setting\n[]\n"])
+    atomic_write(hydra / SNAPSHOT_CONFIG, [OmegaConf.to_yaml(snapshot)])
+    atomic_write(hydra / SNAPSHOT_OVERRIDES, ["# written by evalflow.evaluate(): config.yaml holds every setting\n[]\n"])
 
 
 def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], store: CacheStore | None = None) -> None:
@@ -162,21 +343,25 @@ def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], s
     order; the files are written and synced by threads (``fsync`` and the kernel's copy release
     the GIL, so a run's 59 syncs overlap instead of queueing), all of them finished before
     results.json is written."""
+    from evalflow.output.manifest import manifest
+
     folder.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalflow-write") as pool:
-        written = [pool.submit(write_json, folder / "manifest.json", manifest(record))]
+        written = [pool.submit(write_json, folder / MANIFEST, manifest(record))]
         if record.settings.log_samples:
             for task in record.selection.tasks:  # texts built (or found) here, written and synced meanwhile
-                written.append(pool.submit(atomic_write, folder / f"samples_{task.task}.jsonl",
+                written.append(pool.submit(atomic_write, folder / samples_name(task.task),
                                            [_samples(task, record, store)]))
         for future in written:  # every file synced and in place (else its error) before results.json
             future.result()
-    write_json(folder / "results.json", results)
+    write_json(folder / RESULTS, results)
 
 
 def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> bytes | memoryview | TextFile:
     """The task's samples file as UTF-8 bytes: from the cache as stored (its value file, copied
     by the kernel), else built and stored."""
+    from evalflow.output.samples import samples_key, samples_text
+
     key = samples_key({e.stage: e.key for e in record.events if e.task == task.task}) if store is not None else None
     if key is not None:
         cached = text_source(store, key)  # type: ignore[arg-type]
@@ -186,18 +371,3 @@ def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> b
     if key is not None:
         store.put_text(key, data, tag="samples")  # type: ignore[union-attr]
     return data
-
-
-def _data_map_record(path: str | None) -> dict[str, str] | None:
-    if path is None:
-        return None
-    from evalflow.cache.fingerprint import file_fingerprint
-
-    return {"file": path, "xxh64": file_fingerprint(path)}
-
-
-def _version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None

@@ -19,7 +19,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from evalflow.tracking.preflight import check_mlflow_store, log_finished_job
-from evalflow.tracking.run_folder import metric_values, read_run, refuse_credentials, require, tracker_params
+from evalflow.output.run_folder import finished_run
+from evalflow.tracking.logged import metric_values, refuse_credentials, require, tracker_params
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ def log_to_mlflow(
     database store is ``./mlruns`` in the working folder); an existing experiment keeps its own.
     """
     refuse_credentials(tracking_uri, "hydra.callbacks.mlflow.tracking_uri")
-    run = read_run(folder)
+    run = finished_run(folder)
     folder = Path(folder)
     if run is None:
         log.warning("mlflow: %s has no results.json (the run did not finish); nothing logged", folder)

@@ -17,7 +17,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from evalflow.tracking.preflight import check_wandb_login, log_finished_job
-from evalflow.tracking.run_folder import metric_values, read_run, require, results_rows
+from evalflow.output.run_folder import finished_run
+from evalflow.tracking.logged import metric_values, require, results_rows
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ def log_to_wandb(
     log_samples: bool = True,
 ) -> str | None:
     """Log the finished run in ``folder``; returns the W&B run id (None if the run did not finish)."""
-    run = read_run(folder)
+    run = finished_run(folder)
     folder = Path(folder)
     if run is None:
         log.warning("wandb: %s has no results.json (the run did not finish); nothing logged", folder)

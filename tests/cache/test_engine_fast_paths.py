@@ -17,7 +17,7 @@ from evalflow.cache.codec import decode, encode, encode_text
 from evalflow.cache.fingerprint import canonical
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.cache.text import TextFile, text_source
-from evalflow.dag.inference import _length_order, _length_ordered, request_key
+from evalflow.dag.answer_cache import _length_order, _length_ordered, request_key
 from evalflow.records import Instance, Request
 
 

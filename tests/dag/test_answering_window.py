@@ -7,8 +7,8 @@ import doctest
 
 import pytest
 
-from evalflow.dag import inference
-from evalflow.dag.inference import InferenceCounts, union_length
+from evalflow.dag import answer_cache
+from evalflow.dag.answer_cache import InferenceCounts, union_length
 
 
 @pytest.mark.parametrize(
@@ -31,5 +31,5 @@ def test_counts_report_the_union_of_answered_chunks() -> None:
 
 
 def test_docstring_example() -> None:
-    result = doctest.testmod(inference)
+    result = doctest.testmod(answer_cache)
     assert result.attempted > 0 and result.failed == 0

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from evalflow.dag.inference import request_key
+from evalflow.dag.answer_cache import request_key
 from evalflow.dag.runner import plan
 from evalflow.records import Request
 from tests.dag.test_keys import BASE_SETTINGS, BASE_TASK

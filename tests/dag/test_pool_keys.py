@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.cache.store import CacheStore
-from evalflow.dag import inference
-from evalflow.dag.inference import CachedModel, request_key
+from evalflow.dag import answer_cache
+from evalflow.dag.answer_cache import CachedModel, request_key
 from evalflow.records import Request
 
 
@@ -39,7 +39,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[Request]:
         keyed.append(request)
         return request_key(identity, request)
 
-    monkeypatch.setattr(inference, "request_key", counting)
+    monkeypatch.setattr(answer_cache, "request_key", counting)
     return keyed
 
 

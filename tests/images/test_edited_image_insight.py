@@ -33,7 +33,7 @@ def edited(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
 
 def test_compare_refuses_runs_whose_image_file_changed(edited: tuple[Path, Path, Path, Path]) -> None:
     from evalflow.insight.compare import compare
-    from evalflow.insight.runs import load_run
+    from evalflow.output.run_folder import load_run
 
     a, b, c, _ = edited
     run_a, run_b = load_run(a), load_run(b)

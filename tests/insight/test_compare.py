@@ -11,7 +11,7 @@ import pytest
 
 from evalflow.errors import RunFolderError
 from evalflow.insight.compare import compare, main
-from evalflow.insight.runs import load_run
+from evalflow.output.run_folder import load_run
 from evalflow.insight.stats import batch_rows, mcnemar_exact, paired_bootstrap
 from tests.conftest import Runner
 

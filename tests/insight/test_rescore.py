@@ -83,7 +83,7 @@ def assert_reproduces(folder: Path, task: str, tmp_path: Path) -> dict:
     """evalflow's rescore of lm-eval's samples gives lm-eval's results.json numbers, bit for bit,
     and lm-eval's per-document metric values; compare pairs the two folders with difference 0."""
     from evalflow.insight.compare import compare
-    from evalflow.insight.runs import load_run
+    from evalflow.output.run_folder import load_run
 
     theirs, samples = _lm_eval_files(folder, task)
     out = tmp_path / f"rescored_{task}"

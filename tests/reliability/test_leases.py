@@ -14,7 +14,7 @@ from pathlib import Path
 from evalflow.cache.cli import main as cache_main
 from evalflow.cache.codec import decode, encode
 from evalflow.cache.store import LEASE, CacheStore, Holder
-from evalflow.dag.inference import CachedModel, request_key
+from evalflow.dag.answer_cache import CachedModel, request_key
 from evalflow.models.dummy import DummyModel
 from evalflow.records import Request
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalflow.dag.inference import _length_order
+from evalflow.dag.answer_cache import _length_order
 from evalflow.records import Request
 from evalflow.scale.chunks import GENERATED_WEIGHT, family, plan_chunks, work
 
@@ -66,7 +66,7 @@ def test_a_served_model_gets_small_chunks_unless_the_run_sets_them() -> None:
     (answering each request as it arrives) 64, any other 512; a set ``chunk_size`` wins for both."""
     from types import SimpleNamespace
 
-    from evalflow.app import chunk_size
+    from evalflow.run_parts import chunk_size
     from evalflow.models.registry import model_class
 
     unset, eight = SimpleNamespace(chunk_size=None), SimpleNamespace(chunk_size=8)

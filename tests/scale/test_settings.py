@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.app import model_edge, task_settings
+from evalflow.app import task_settings
+from evalflow.run_parts import model_edge
 from evalflow.cache.store import CacheStore
 from evalflow.config.compose import compose_settings
 from evalflow.dag.runner import plan

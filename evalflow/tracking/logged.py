@@ -1,9 +1,7 @@
-"""What a tracker logs, read from a finished run folder (pure: no tracking client involved).
+"""What a tracker logs of a finished run (pure: no tracking client involved); the run is read by
+:func:`evalflow.output.run_folder.finished_run`.
 
-A run folder is complete when it holds ``results.json`` (written last); its ``.hydra/config.yaml``
-is the composed config the run used, ``samples_<task>.jsonl`` the per-document records.
-
-    run = read_run(Path("outputs/2025-01-01/12-00-00"))
+    run = finished_run(Path("outputs/2025-01-01/12-00-00"))
     metric_values(run.results)   # {"arc_easy/acc,none": 0.61, "arc_easy/acc_stderr,none": 0.02, ...}
 """
 
@@ -11,58 +9,17 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from evalflow.errors import ConfigError
+from evalflow.output.run_folder import Run
 
 
-@dataclass(frozen=True)
-class FinishedRun:
-    folder: Path
-    results: Mapping[str, Any]
-    # the composed config (.hydra/config.yaml); for a run from evaluate(), which has no snapshot,
-    # results.json's lm-eval "config" block (the model that ran, its args, limit, seeds)
-    config: Mapping[str, Any]
-    config_file: Path | None
-    samples: tuple[Path, ...]
-
-    @property
-    def model_name(self) -> str:
-        """The model that ran, as results.json names it (a model object: its identity's name or class)."""
-        return str(self.results.get("model_name", ""))
-
-
-def tracker_params(run: FinishedRun) -> dict[str, str]:
+def tracker_params(run: Run) -> dict[str, str]:
     """The flat parameters a tracker logs: the config's dotted keys plus ``model_name``, so a run of a
     model object (whose snapshot can only record its class and identity) is logged under its name."""
     return {**flat_params(run.config), "model_name": run.model_name}
-
-
-def read_run(folder: Path | str) -> FinishedRun | None:
-    """The finished run in ``folder`` (a path or its text); None when it has no results.json (the run
-    did not finish)."""
-    folder = Path(folder)
-    results_file = folder / "results.json"
-    if not results_file.is_file():
-        return None
-    config_file = folder / ".hydra" / "config.yaml"
-    results = json.loads(results_file.read_text(encoding="utf-8"))
-    config: Mapping[str, Any] = results.get("config") or {}
-    if config_file.is_file():
-        from omegaconf import OmegaConf
-
-        loaded = OmegaConf.to_container(OmegaConf.load(config_file), resolve=False)
-        config = loaded if isinstance(loaded, dict) else {}
-    return FinishedRun(
-        folder=folder,
-        results=results,
-        config=config,
-        config_file=config_file if config_file.is_file() else None,
-        samples=tuple(sorted(folder.glob("samples_*.jsonl"))),
-    )
 
 
 def metric_values(results: Mapping[str, Any]) -> dict[str, float]:
