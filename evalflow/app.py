@@ -26,7 +26,7 @@ from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.progress import pooled_label, progress_label
 from evalflow.dag.runner import VOLATILE, StageEvent, TaskRun
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
-from evalflow.judges import JudgeEdges, check_judges
+from evalflow.judges.model import JudgeEdges, check_judges
 from evalflow.load_checks import check_selection
 from evalflow.user_modules import import_user_modules
 from evalflow.models.base import feature
@@ -172,7 +172,7 @@ def config_arguments(config: Mapping[str, Any], settings: RunSettings) -> dict[s
 
 
 def judge_edges(settings: RunSettings, store: CacheStore) -> JudgeEdges:
-    """The judges' edges, built per judge identity as the tasks ask for them (evalflow.judges)."""
+    """The judges' edges, built per judge identity as the tasks ask for them (evalflow.judges.model)."""
     return JudgeEdges(lambda config, counts: config_edge(config, settings, store, counts), settings.judge_model)
 
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from evalflow.dag.node import Node
+from evalflow.judges.metric import has_judges, judge_specs
 from evalflow.sandbox.registry import sandbox_identity
 from evalflow.scoring.code_exec import runs_code
 from evalflow.scoring.components import aggregation_components, filter_components, metric_components
-from evalflow.scoring.judge import is_judge_entry
 from evalflow.taskspec.data import data_identity
 from evalflow.taskspec.spec import TaskConfig
 
@@ -55,16 +55,9 @@ def _sandbox(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
     return sandbox_identity(settings["code_sandbox"]) if runs_code(task) else None
 
 
-def has_judges(task: TaskConfig) -> bool:
-    """Whether the task has a judge metric (a ``metric_list`` entry with a ``judge:`` block)."""
-    return isinstance(task.metric_list, (list, tuple)) and any(is_judge_entry(m) for m in task.metric_list)
-
-
 def _judge_prompts(task: TaskConfig) -> Any:
     """What judge requests are built from: each judge's rubric text (a prompt_file's contents,
     never its path) and gen_kwargs; not its model, parser or policy (those key the later stages)."""
-    from evalflow.scoring.metrics import judge_specs
-
     return tuple(judge.request_part() for judge in judge_specs(task))
 
 
