@@ -24,7 +24,7 @@ from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
 from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.dag.progress import pooled_label, progress_label
-from evalflow.dag.runner import VOLATILE, StageEvent, TaskRun
+from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.judges.model import JudgeEdges, check_judges
 from evalflow.load_checks import check_selection
@@ -35,7 +35,7 @@ from evalflow.models.registry import build_model, model_arguments, model_class, 
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
-from evalflow.output.summary import TaskSummary, cached_summary
+from evalflow.output.summary import TaskSummary
 from evalflow.sandbox.registry import require_sandbox
 from evalflow.scale import chunks
 from evalflow.scoring.code_exec import runs_code
@@ -261,7 +261,7 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 
 def evaluate_tasks(
     selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel, judges: JudgeEdges,
-) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent], dict[str, TaskSummary]]:
+) -> tuple[dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]:
     """Every task through the DAG, the model's work pooled across tasks: each task's stages run
     up to inference; the requests of every task whose inference is a cache miss go to the model
     as one pool (``edge.prefetch``: the model is never idle at a task boundary); then each task
@@ -306,16 +306,16 @@ def frozen_heap() -> Iterator[None]:
 
 
 def _finish(runs: list[tuple[TaskRun, dict[str, Any]]], store: CacheStore, edge: CachedModel, judges: JudgeEdges,
-            ) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent]]:
+            ) -> tuple[dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]:
     """Each task run on to its end (inference from the pool, then judges and scoring), with the
     request counts of its own model stages."""
-    outputs: dict[str, Mapping[str, Any]] = {}
+    outputs: dict[str, StageOutputs] = {}
     events: list[StageEvent] = []
     summaries: dict[str, TaskSummary] = {}
     for run, resources in runs:
         before, judged = dataclasses.replace(edge.counts), dataclasses.replace(judges.counts)
         run.advance(store, resources)
-        summary = summaries[run.task.task] = cached_summary(run.outputs, {e.stage: e.key for e in run.events}, store)
+        summary = summaries[run.task.task] = TaskSummary.of(run.outputs)
         for warning in fewshot_warnings(run.task, summary.fewshot_split, run.settings["num_fewshot"]):
             log.warning(warning)
         outputs[run.task.task] = run.outputs

@@ -12,6 +12,9 @@ registered metrics, aggregations and filters they call (``components``, by a has
 source). Excluded on purpose from every key: ``batch_size`` and worker counts (they change
 speed, not answers), the run folder and cache folder, data file paths (the data's bytes are hashed
 instead), and the model's device (numerically equivalent for scoring purposes).
+
+After the stages, :data:`OUTPUTS`: what the run folder's writers read (a task's summary, its samples
+text), nodes keyed the same way, computed when read.
 """
 
 from __future__ import annotations
@@ -158,3 +161,23 @@ PIPELINE: tuple[Node, ...] = (
 )
 
 STAGE_NAMES: tuple[str, ...] = tuple(node.name for node in PIPELINE)
+
+OUTPUTS: tuple[Node, ...] = (
+    Node(
+        "summary",
+        "evalflow.output.summary:task_summary",
+        "summary",
+        upstream=("load_docs", "fewshot", "inference"),  # its sizes, few-shot split and data fingerprint
+    ),
+    Node(
+        "samples",
+        "evalflow.output.samples:samples_text",
+        "samples",
+        upstream=("load_docs", "instances", "inference", "filters", "metrics"),
+    ),
+)
+"""What the run folder's writers read of a task, keyed as every stage is (its code and its upstream
+keys) and cached beside the stages: a fully cached run then decodes none of the documents, prompts
+and answers they are made of (on 5-shot mmlu, ~60 MB). Unlike a stage, an output node is computed
+only when it is read (a run without ``log_samples`` never builds its samples text), is in no stage's
+key and in no manifest line, and is planned only for a pipeline that has every node it reads."""
