@@ -119,3 +119,21 @@ def test_the_summary_key_is_its_stages_keys_and_nothing_else() -> None:
     for name in STAGE_NAMES:
         assert (output_key("summary", {**keys, name: f"{name}:other"}) != base) == (name in SUMMARY_STAGES), name
     assert output_key("summary", {**keys, "inference": None}) is None
+
+
+def test_output_nodes_are_built_when_read_and_listed_in_no_manifest_line(toy_library: Path, tmp_path: Path) -> None:
+    """A run without log_samples builds (and caches) no samples text, only each task's summary."""
+    import json
+
+    from evalflow import evaluate
+
+    settings = {"include_path": [str(toy_library)], "cache_dir": str(tmp_path / "c"), "limit": 4}
+    evaluate("toy_mc", "dummy", output_dir=tmp_path / "r1", log_samples=False, **settings)
+    store = CacheStore(tmp_path / "c")
+    try:
+        tags = [t for (t,) in store.raw._sql("SELECT tag FROM Cache WHERE tag IN ('samples', 'summary')").fetchall()]
+    finally:
+        store.close()
+    assert tags == ["summary"]
+    stages = [s["stage"] for s in json.loads((tmp_path / "r1" / "manifest.json").read_text())["stages"]]
+    assert stages == ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
