@@ -22,7 +22,7 @@ _EXPORTS = {
     "register_aggregation": "evalflow.scoring.registry",
     "register_filter": "evalflow.scoring.registry",
     "register_reduction": "evalflow.scoring.registry",
-    "register_judge_parser": "evalflow.scoring.registry",
+    "register_judge_parser": "evalflow.judges.parsers",
     "register_sandbox": "evalflow.sandbox.registry",
     "TaskConfig": "evalflow.taskspec.spec",
 }

@@ -21,16 +21,16 @@ from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
 from evalflow.dag.answer_cache import CachedModel
 from evalflow.dag.progress import pooled_label, progress_label
-from evalflow.dag.runner import VOLATILE, StageEvent, TaskRun, finish
+from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun, finish
 from evalflow.errors import ConfigError
-from evalflow.judges import JudgeEdges
+from evalflow.judges.model import JudgeEdges
 from evalflow.models.base import feature
 from evalflow.models.modality import refuse_unanswerable
 from evalflow.models.registry import model_class
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
-from evalflow.output.summary import TaskSummary, cached_summary
+from evalflow.output.summary import TaskSummary
 from evalflow.run_parts import judge_edges, model_edge, select_tasks
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection
@@ -140,7 +140,7 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 
 def evaluate_tasks(
     selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel, judges: JudgeEdges,
-) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent], dict[str, TaskSummary]]:
+) -> tuple[dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]:
     """Every task through the DAG, the model's work pooled across tasks: each task's stages run
     up to inference; the requests of every task whose inference is a cache miss go to the model
     as one pool (``edge.prefetch``: the model is never idle at a task boundary); then each task
@@ -185,15 +185,15 @@ def frozen_heap() -> Iterator[None]:
 
 
 def _finish(runs: list[tuple[TaskRun, dict[str, Any]]], store: CacheStore, edge: CachedModel, judges: JudgeEdges,
-            ) -> tuple[dict[str, Mapping[str, Any]], list[StageEvent]]:
+            ) -> tuple[dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]:
     """Each task run on to its end (inference from the pool, then judges and scoring), with the
     request counts of its own model stages."""
-    outputs: dict[str, Mapping[str, Any]] = {}
+    outputs: dict[str, StageOutputs] = {}
     events: list[StageEvent] = []
     summaries: dict[str, TaskSummary] = {}
     for run, resources in runs:
         task_events = finish(run, store, resources, {"inference": edge.counts, "judge_inference": judges.counts})
-        summary = summaries[run.task.task] = cached_summary(run.outputs, {e.stage: e.key for e in run.events}, store)
+        summary = summaries[run.task.task] = TaskSummary.of(run.outputs)
         for warning in fewshot_warnings(run.task, summary.fewshot_split, run.settings["num_fewshot"]):
             log.warning(warning)
         outputs[run.task.task] = run.outputs

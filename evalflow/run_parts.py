@@ -14,7 +14,7 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
 from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
-from evalflow.judges import JudgeEdges, check_judges
+from evalflow.judges.model import JudgeEdges, check_judges
 from evalflow.load_checks import check_selection
 from evalflow.models.base import feature
 from evalflow.models.registry import build_model, model_arguments, model_class, model_identity

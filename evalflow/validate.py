@@ -86,9 +86,9 @@ def _check_judges(task: TaskConfig, settings: RunSettings, docs: Any, shown: lis
     """A run's judge checks (each judge model resolves and can be built), and each judge prompt
     rendered on the shown documents, with the target standing in for the model's answer."""
     from evalflow.run_parts import config_arguments
-    from evalflow.judges import check_judges
-    from evalflow.scoring.judge import render_judge_prompt
-    from evalflow.scoring.metrics import judge_specs
+    from evalflow.judges.metric import judge_specs
+    from evalflow.judges.model import check_judges
+    from evalflow.judges.spec import render_judge_prompt
     from evalflow.stages.judge_requests import gold
 
     check_judges([task], settings.judge_model, lambda config: config_arguments(config, settings))

@@ -12,6 +12,9 @@ registered metrics, aggregations and filters they call (``components``, by a has
 source). Excluded on purpose from every key: ``batch_size`` and worker counts (they change
 speed, not answers), the run folder and cache folder, data file paths (the data's bytes are hashed
 instead), and the model's device (numerically equivalent for scoring purposes).
+
+After the stages, :data:`OUTPUTS`: what the run folder's writers read (a task's summary, its samples
+text), nodes keyed the same way, computed when read.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from evalflow.dag.node import Node
+from evalflow.judges.metric import has_judges, judge_specs
 from evalflow.sandbox.registry import sandbox_identity
 from evalflow.scoring.code_exec import runs_code
 from evalflow.scoring.components import aggregation_components, filter_components, metric_components
-from evalflow.scoring.judge import is_judge_entry
 from evalflow.taskspec.data import data_identity
 from evalflow.taskspec.spec import TaskConfig
 
@@ -55,16 +58,9 @@ def _sandbox(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
     return sandbox_identity(settings["code_sandbox"]) if runs_code(task) else None
 
 
-def has_judges(task: TaskConfig) -> bool:
-    """Whether the task has a judge metric (a ``metric_list`` entry with a ``judge:`` block)."""
-    return isinstance(task.metric_list, (list, tuple)) and any(is_judge_entry(m) for m in task.metric_list)
-
-
 def _judge_prompts(task: TaskConfig) -> Any:
     """What judge requests are built from: each judge's rubric text (a prompt_file's contents,
     never its path) and gen_kwargs; not its model, parser or policy (those key the later stages)."""
-    from evalflow.scoring.metrics import judge_specs
-
     return tuple(judge.request_part() for judge in judge_specs(task))
 
 
@@ -165,3 +161,23 @@ PIPELINE: tuple[Node, ...] = (
 )
 
 STAGE_NAMES: tuple[str, ...] = tuple(node.name for node in PIPELINE)
+
+OUTPUTS: tuple[Node, ...] = (
+    Node(
+        "summary",
+        "evalflow.output.summary:task_summary",
+        "summary",
+        upstream=("load_docs", "fewshot", "inference"),  # its sizes, few-shot split and data fingerprint
+    ),
+    Node(
+        "samples",
+        "evalflow.output.samples:samples_text",
+        "samples",
+        upstream=("load_docs", "instances", "inference", "filters", "metrics"),
+    ),
+)
+"""What the run folder's writers read of a task, keyed as every stage is (its code and its upstream
+keys) and cached beside the stages: a fully cached run then decodes none of the documents, prompts
+and answers they are made of (on 5-shot mmlu, ~60 MB). Unlike a stage, an output node is computed
+only when it is read (a run without ``log_samples`` never builds its samples text), is in no stage's
+key and in no manifest line, and is planned only for a pipeline that has every node it reads."""

@@ -17,7 +17,7 @@ from typing import Any, Callable, Collection, Iterator, Mapping
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.dag.node import Node
-from evalflow.dag.pipeline import PIPELINE
+from evalflow.dag.pipeline import OUTPUTS, PIPELINE
 from evalflow.dag.progress import progress_label
 from evalflow.errors import EvalflowError
 from evalflow.taskspec.spec import TaskConfig
@@ -60,8 +60,10 @@ class StageEvent:
     detail: Mapping[str, Any] = field(default_factory=dict)  # e.g. inference's request counts
 
 
-def plan(task: TaskConfig, settings: Mapping[str, Any], pipeline: tuple[Node, ...] = PIPELINE) -> list[PlannedStage]:
-    keys: dict[str, str | None] = {}
+def plan(task: TaskConfig, settings: Mapping[str, Any], pipeline: tuple[Node, ...] = PIPELINE,
+         upstream_keys: Mapping[str, str | None] | None = None) -> list[PlannedStage]:
+    """Every node's key, in order (``upstream_keys``: keys already planned, for the output nodes)."""
+    keys: dict[str, str | None] = dict(upstream_keys or {})
     planned = []
     volatile = {name for name, value in settings.items() if value is VOLATILE}
     for node in pipeline:
@@ -86,6 +88,7 @@ class StageOutputs(Mapping[str, Any]):
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
         self._deferred: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
+        self.node_keys: dict[str, str | None] = {}  # the output nodes' cache keys (a writer may copy a stored text out)
 
     def set(self, name: str, value: Any) -> None:
         self._values[name] = value
@@ -124,7 +127,8 @@ def execute(
     resources: Mapping[str, Any],
     pipeline: tuple[Node, ...] = PIPELINE,
 ) -> tuple[StageOutputs, list[StageEvent]]:
-    """Every stage's output for ``task`` and the hit/miss events, reusing cached outputs.
+    """Every stage's output for ``task`` and the hit/miss events, reusing cached outputs; the
+    output nodes (:data:`~evalflow.dag.pipeline.OUTPUTS`) are computed, or read, when first used.
 
     ``resources`` are values a stage receives that are not data (the model edge); their identity
     is already in ``settings``. Cached outputs are checked now and decoded on first use
@@ -148,6 +152,7 @@ class TaskRun:
     task: TaskConfig
     settings: Mapping[str, Any]
     pipeline: tuple[Node, ...] = PIPELINE
+    products: tuple[Node, ...] = OUTPUTS  # read on demand once the stages are done, never an event
     outputs: StageOutputs = field(default_factory=StageOutputs)
     events: list[StageEvent] = field(default_factory=list)
     steps: list[PlannedStage] = field(default_factory=list)
@@ -194,7 +199,19 @@ class TaskRun:
             self.events.append(StageEvent(self.task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
             log.debug("%s/%s %s in %.3fs", self.task.task, step.node.name, "hit" if hit else "computed", seconds)
             self.done += 1
+            if self.finished:
+                self._defer_products(store, resources)
         return False
+
+    def _defer_products(self, store: CacheStore, resources: Mapping[str, Any]) -> None:
+        """The output nodes whose upstream stages all ran, keyed like stages: looked up in the
+        cache when first read, else computed from their stages' outputs then (and stored)."""
+        keys = {step.node.name: step.key for step in self.steps}
+        products = tuple(n for n in self.products if all(u in keys for u in n.upstream))
+        for step in plan(self.task, self.settings, products, keys):
+            compute = functools.partial(_compute, step, self.task, self.settings, self.outputs, store, resources, self.pipeline)
+            self.outputs.defer(step.node.name, functools.partial(_lookup, store, step.key), compute)
+            self.outputs.node_keys[step.node.name] = step.key
 
 
 def finish(run: TaskRun, store: CacheStore, resources: Mapping[str, Any], counts: Mapping[str, Any]) -> list[StageEvent]:
@@ -221,6 +238,12 @@ class _Miss:
 _MISS = _Miss()
 
 
+def _lookup(store: CacheStore, key: str | None) -> Any:
+    """``key``'s stored value, or MISSING (always, for a node without a key)."""
+    load = store.get_deferred(key) if key is not None else MISSING
+    return MISSING if load is MISSING else load()
+
+
 def _compute(step: PlannedStage, task: TaskConfig, settings: Mapping[str, Any], outputs: Mapping[str, Any],
              store: CacheStore, resources: Mapping[str, Any], pipeline: tuple[Node, ...]) -> Any:
     """Run one stage on its upstream outputs, and store what it returns (when it has a key)."""
@@ -231,7 +254,9 @@ def _compute(step: PlannedStage, task: TaskConfig, settings: Mapping[str, Any], 
         if located is exc:
             raise
         raise located from exc
-    if step.key is not None:
+    if step.key is not None and isinstance(value, str):  # a text (samples): stored as its UTF-8 bytes
+        store.put_text(step.key, value.encode("utf-8"), tag=step.node.name)
+    elif step.key is not None:
         store.put(step.key, value, tag=step.node.name)
     return value
 

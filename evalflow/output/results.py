@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from evalflow.dag.answer_cache import InferenceCounts
-from evalflow.dag.runner import StageEvent
+from evalflow.dag.runner import StageEvent, StageOutputs
 from evalflow.output.run_info import run_info
-from evalflow.output.summary import TaskSummary, task_summary
+from evalflow.output.summary import TaskSummary
 from evalflow.settings import RunSettings
 from evalflow.taskspec.index import Selection
 from evalflow.taskspec.prompt import effective_num_fewshot
@@ -38,7 +38,7 @@ class RunRecord:
 
     settings: RunSettings
     selection: Selection
-    outputs: Mapping[str, Mapping[str, Any]]  # task -> stage -> output
+    outputs: Mapping[str, StageOutputs]  # task -> stage (and output node) -> output
     events: list[StageEvent]
     inference: InferenceCounts
     started: float
@@ -52,7 +52,7 @@ class RunRecord:
     def summary(self, task: str) -> TaskSummary:
         """The task's document counts, few-shot split and data fingerprint (output/summary.py)."""
         found = self.summaries.get(task)
-        return found if found is not None else task_summary(self.outputs[task])
+        return found if found is not None else TaskSummary.of(self.outputs[task])
 
 
 def build_results(record: RunRecord) -> dict[str, Any]:

@@ -359,15 +359,11 @@ def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], s
 
 def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> bytes | memoryview | TextFile:
     """The task's samples file as UTF-8 bytes: from the cache as stored (its value file, copied
-    by the kernel), else built and stored."""
-    from evalflow.output.samples import samples_key, samples_text
-
-    key = samples_key({e.stage: e.key for e in record.events if e.task == task.task}) if store is not None else None
+    by the kernel), else the ``samples`` output node's text (built and stored then)."""
+    outputs = record.outputs[task.task]
+    key = outputs.node_keys.get("samples") if store is not None else None
     if key is not None:
         cached = text_source(store, key)  # type: ignore[arg-type]
         if cached is not MISSING:
             return cached
-    data = samples_text(task, record.outputs[task.task]).encode("utf-8")
-    if key is not None:
-        store.put_text(key, data, tag="samples")  # type: ignore[union-attr]
-    return data
+    return outputs["samples"].encode("utf-8")

@@ -13,50 +13,32 @@ the inputs of the reductions whose results are the row's metric keys).
 Judge metrics add ``judge`` (per metric, each graded answer: response, judge_output, score, parsed)
 and ``judge_unparsed`` (per metric, the judge answers that did not parse).
 
-A samples file is a pure function of five stage outputs, so its text is memoized in the cache
-(:func:`samples_key`: this module's code and those stages' keys): a run whose stages all come from
-the cache copies the file out instead of decoding every prompt, rebuilding every row and hashing
-every document again (on 5-shot mmlu, most of a fully cached run).
+A samples file is a pure function of five stage outputs, so its text is an output node of the
+pipeline (``samples`` in :data:`evalflow.dag.pipeline.OUTPUTS`: keyed by this module's code and
+those stages' keys, cached beside them): a run whose stages all come from the cache copies the file
+out instead of decoding every prompt, rebuilding every row and hashing every document again (on
+5-shot mmlu, most of a fully cached run).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from evalflow.output.samples_json import indented_doc_json, row_json
-from evalflow.records import ImageRef
-from evalflow.taskspec.spec import TaskConfig
-
-SAMPLE_STAGES = ("load_docs", "instances", "inference", "filters", "metrics")
-"""The stages whose outputs a samples file shows; its cache key is theirs and this module's code."""
+from evalflow.records import DocSet, Filtered, ImageRef, Instance, Responses, Scores
 
 
-def samples_key(stage_keys: Mapping[str, str | None]) -> str | None:
-    """The cache key of a task's samples text, given its stages' keys; None when one of them has
-    none (a volatile model: nothing downstream of it is cached)."""
-    from evalflow.cache.fingerprint import fingerprint
-    from evalflow.dag.node import stage_code
-
-    upstream = {name: stage_keys.get(name) for name in SAMPLE_STAGES}
-    if any(key is None for key in upstream.values()):
-        return None
-    return "samples:" + fingerprint({"stage": "samples", "code": stage_code(f"{__name__}:samples_text"),
-                                     "upstream": upstream})
+def samples_text(docs: DocSet, instances: Sequence[Instance], responses: Responses, filtered: Filtered,
+                 scores: Scores) -> str:
+    """The samples node: one JSON line per document and filter pipeline."""
+    return "".join(row_json(row) + "\n" for row in sample_rows(docs, instances, responses, filtered, scores))
 
 
-def samples_text(task: TaskConfig, outputs: Mapping[str, Any]) -> str:
-    """The samples file of one task: one JSON line per document and filter pipeline."""
-    return "".join(row_json(row) + "\n" for row in sample_rows(task, outputs))
-
-
-def sample_rows(task: TaskConfig, outputs: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    docs = outputs["load_docs"].docs
-    instances = outputs["instances"]
-    responses = outputs["inference"].values
-    filtered = outputs["filters"]
-    scores = outputs["metrics"]
+def sample_rows(doc_set: DocSet, instances: Sequence[Instance], answered: Responses, filtered: Filtered,
+                scores: Scores) -> Iterator[dict[str, Any]]:
+    docs, responses = doc_set.docs, answered.values
     # One lm-eval instance per (doc_id, idx): its arguments once, its answers over all repeats.
     by_doc: dict[int, dict[int, tuple[Any, list[Any]]]] = defaultdict(dict)
     for inst, answer in sorted(zip(instances, responses), key=lambda p: (p[0].doc_id, p[0].idx, p[0].request.repeat)):

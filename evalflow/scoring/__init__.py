@@ -10,14 +10,13 @@ The pipeline after inference, for one task::
 
 Components are registered by name (the name used in task YAML); add your own with
 :func:`register_metric`, :func:`register_aggregation`, :func:`register_filter` and
-:func:`register_reduction` (how a document's repeats become one value: pass@k, maj@k, ...) and
-:func:`register_judge_parser` (how a judge model's answer becomes a score; :mod:`evalflow.scoring.judge`).
-Importing this package registers every built-in component.
+:func:`register_reduction` (how a document's repeats become one value: pass@k, maj@k, ...).
+Importing this package registers every built-in component. Judge parsers (how a judge model's
+answer becomes a score) are registered in :mod:`evalflow.judges.parsers`.
 """
 
 from evalflow.scoring import code_exec  # noqa: F401  (registers pass_at_k, pass_at_1: sandboxed code execution)
 from evalflow.scoring import filters_tagging  # noqa: F401  (registers regex_pos, format_span)
-from evalflow.scoring import judge  # noqa: F401  (registers the judge parsers regex, choice, number)
 from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines, task_pipelines
 from evalflow.scoring.groups import aggregate_group
 from evalflow.scoring.metrics import DEFAULT_METRICS, MetricSpec, task_metric_specs
@@ -25,14 +24,12 @@ from evalflow.scoring.process import score_document
 from evalflow.scoring.registry import (
     AGGREGATIONS,
     FILTERS,
-    JUDGE_PARSERS,
     METRICS,
     REDUCTIONS,
     Metric,
     Registry,
     register_aggregation,
     register_filter,
-    register_judge_parser,
     register_metric,
     register_reduction,
 )
@@ -43,7 +40,6 @@ __all__ = [
     "AGGREGATIONS",
     "DEFAULT_METRICS",
     "FILTERS",
-    "JUDGE_PARSERS",
     "METRICS",
     "REDUCTIONS",
     "FilterPipeline",
@@ -57,7 +53,6 @@ __all__ = [
     "build_pipelines",
     "register_aggregation",
     "register_filter",
-    "register_judge_parser",
     "pass_at_k",
     "register_metric",
     "register_reduction",

@@ -26,8 +26,8 @@ from evalflow.cache.code import code_hash
 from evalflow.taskspec.installed import code_fingerprint
 from evalflow.scoring.filters import DEFAULT_PIPELINES, filter_names, task_code_filters
 from evalflow.scoring.metrics import DEFAULT_METRICS  # (imports the reductions, which register themselves)
-import evalflow.scoring.judge  # noqa: F401  (registers the judge parsers named below)
-from evalflow.scoring.registry import AGGREGATIONS, FILTERS, JUDGE_PARSERS, METRICS, REDUCTIONS
+from evalflow.judges.parsers import JUDGE_PARSERS
+from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS, REDUCTIONS
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
 
 

@@ -27,7 +27,7 @@ from evalflow import lazy_numpy as np
 
 from evalflow.errors import TaskError, closest
 import evalflow.scoring.aggregations  # noqa: F401  (registers the aggregations named below)
-from evalflow.scoring.judge import JudgeSpec, is_judge_entry, parse_judge
+from evalflow.judges.spec import JudgeSpec, is_judge_entry, parse_judge
 from evalflow.scoring.reductions import Reduction, parse_reductions
 from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
 from evalflow.taskspec.spec import FunctionRef, TaskConfig
@@ -232,11 +232,6 @@ def _judge_spec(task: TaskConfig, entry: Mapping[str, Any], where: str) -> Metri
         higher_is_better=higher, keyword_call=False, judge=parse_judge(name, entry["judge"], where, task.source),
         reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction") if "reduction" in entry else (),
     )
-
-
-def judge_specs(task: TaskConfig) -> tuple[JudgeSpec, ...]:
-    """The task's judge metrics, in metric_list order."""
-    return tuple(s.judge for s in task_metric_specs(task) if s.judge is not None)
 
 
 def _hub_metric_unused(task: TaskConfig, metric: Any) -> bool:

@@ -81,16 +81,6 @@ METRICS: Registry[Metric] = Registry("metric")
 AGGREGATIONS: Registry[Callable[..., Any]] = Registry("aggregation")
 FILTERS: Registry[Callable[..., Any]] = Registry("filter")
 REDUCTIONS: Registry[Callable[..., Any]] = Registry("reduction")
-JUDGE_PARSERS: Registry[Callable[..., Any]] = Registry("judge_parser")
-
-
-def register_judge_parser(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``factory(options, where) -> parse``: ``parser: {type: NAME, ...options}`` of a judge
-    metric. ``parse(judge_text)`` returns the score, or None when the text does not parse; the
-    factory checks the options at load time and raises a TaskError naming ``where``."""
-    return JUDGE_PARSERS.register(name)
-
-
 def register_aggregation(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn(items) -> value``, the function that turns per-document values into one number."""
     return AGGREGATIONS.register(name)

@@ -1,13 +1,13 @@
 """Stage 7: one task's numbers: each metric aggregated over documents, with its standard error;
 for judge metrics also how many judge answers did not parse (``helpful_unparsed,none``), and a
-judge result that no document has a value for as ``None`` (:func:`~evalflow.scoring.verdicts.judge_gaps`)."""
+judge result that no document has a value for as ``None`` (:func:`~evalflow.judges.verdicts.judge_gaps`)."""
 
 from __future__ import annotations
 
 from evalflow.records import Scores, TaskResult
 from evalflow.scoring.metrics import task_metric_specs
 from evalflow.scoring.task_aggregation import aggregate_task
-from evalflow.scoring.verdicts import judge_gaps, unparsed_counts
+from evalflow.judges.verdicts import judge_gaps, unparsed_counts
 from evalflow.taskspec.spec import TaskConfig
 
 

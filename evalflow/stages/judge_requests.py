@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from evalflow.records import DocSet, Filtered, JudgeItem, JudgeRequests, Request
-from evalflow.scoring.judge import render_judge_prompt
-from evalflow.scoring.verdicts import first_text
+from evalflow.judges.spec import render_judge_prompt
+from evalflow.judges.verdicts import first_text
 from evalflow.taskspec.spec import TaskConfig
 from evalflow.taskspec.templates import doc_to_choice, doc_to_target
 

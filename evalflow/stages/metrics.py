@@ -6,7 +6,7 @@ answer (``Filtered.by_sample``), and each reduction turns those k values into on
 (:mod:`evalflow.scoring.reductions`); the per-sample values are kept for the samples file.
 
 Judge metrics (``judge:`` in metric_list) take their value from the judge stages' answers, parsed
-here (:mod:`evalflow.scoring.verdicts`): each answer scored (every repeat's too) gets its verdict.
+here (:mod:`evalflow.judges.verdicts`): each answer scored (every repeat's too) gets its verdict.
 
 Task code that draws from the global RNGs while scoring (mmmu's ``random.choice`` when an answer
 names no option) finds them as lm-eval's run of this task alone would (:mod:`evalflow.taskspec.rng`):
@@ -25,12 +25,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evalflow.errors import TaskError
+from evalflow.judges.metric import judge_specs
+from evalflow.judges.verdicts import Verdicts
 from evalflow.records import DocSet, Filtered, JudgeRequests, JudgeResponses, Scores
 from evalflow.sandbox.current import using
-from evalflow.scoring.metrics import MetricSpec, judge_specs, task_metric_specs
+from evalflow.scoring.metrics import MetricSpec, task_metric_specs
 from evalflow.scoring.process import score_document
 from evalflow.scoring.reductions import RepeatSamples
-from evalflow.scoring.verdicts import Verdicts
 from evalflow.taskspec.prompt import is_multiple_input
 from evalflow.taskspec.rng import scoring_rng
 from evalflow.taskspec.spec import TaskConfig

@@ -105,7 +105,7 @@ def test_unparsed_verdicts_are_counted_and_excluded_or_scored_by_the_policy(judg
 def test_explain_shows_an_omitted_policy_as_its_default(judged: Judged) -> None:
     """Regression: explain printed `judge.on_unparsed: null → 0` for a block that had omitted the
     policy, whose documented default is `exclude`; the default comes from the judge itself."""
-    from evalflow.scoring.judge import ON_UNPARSED_DEFAULT
+    from evalflow.judges.spec import ON_UNPARSED_DEFAULT
 
     _, _, first = judged()
     judged.write(policy="on_unparsed: 0")

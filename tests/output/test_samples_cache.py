@@ -7,10 +7,19 @@ from pathlib import Path
 import pytest
 
 from evalflow.cache.store import CacheStore
-from evalflow.dag.pipeline import STAGE_NAMES
-from evalflow.dag.runner import StageOutputs
-from evalflow.output.samples import SAMPLE_STAGES, samples_key
+from evalflow.dag.pipeline import OUTPUTS, STAGE_NAMES
+from evalflow.dag.runner import StageOutputs, plan
+from evalflow.taskspec.spec import TaskConfig
 from tests.conftest import Runner, stage_hits
+
+SAMPLE_STAGES = ("load_docs", "instances", "inference", "filters", "metrics")
+SUMMARY_STAGES = ("load_docs", "fewshot", "inference")
+
+
+def output_key(name: str, stage_keys: dict[str, str | None]) -> str | None:
+    """The key of output node ``name`` planned after stages with ``stage_keys``."""
+    (planned,) = plan(TaskConfig(task="t"), {}, tuple(n for n in OUTPUTS if n.name == name), stage_keys)
+    return planned.key
 
 
 def _samples_entries(cache: Path) -> list[str]:
@@ -39,13 +48,13 @@ def test_a_cached_run_writes_the_same_samples_from_the_cache(runner: Runner) -> 
 
 
 def test_the_samples_key_is_its_stages_keys_and_nothing_else() -> None:
-    keys = {name: f"{name}:k" for name in STAGE_NAMES}
-    base = samples_key(keys)
+    keys: dict[str, str | None] = {name: f"{name}:k" for name in STAGE_NAMES}
+    base = output_key("samples", keys)
     assert base is not None and base.startswith("samples:")
     for name in STAGE_NAMES:
-        changed = samples_key({**keys, name: f"{name}:other"})
+        changed = output_key("samples", {**keys, name: f"{name}:other"})
         assert (changed != base) == (name in SAMPLE_STAGES), name
-    assert samples_key({**keys, "inference": None}) is None  # a volatile model: never cached
+    assert output_key("samples", {**keys, "inference": None}) is None  # a volatile model: never cached
 
 
 def test_cached_stages_are_decoded_on_first_use_only(toy_library: Path, tmp_path: Path) -> None:
@@ -104,11 +113,27 @@ def test_a_cached_run_decodes_no_documents_prompts_or_answers(toy_library: Path,
 
 
 def test_the_summary_key_is_its_stages_keys_and_nothing_else() -> None:
-    from evalflow.output.summary import SUMMARY_STAGES, summary_key
-
-    keys = {name: f"{name}:k" for name in STAGE_NAMES}
-    base = summary_key(keys)
+    keys: dict[str, str | None] = {name: f"{name}:k" for name in STAGE_NAMES}
+    base = output_key("summary", keys)
     assert base is not None and base.startswith("summary:")
     for name in STAGE_NAMES:
-        assert (summary_key({**keys, name: f"{name}:other"}) != base) == (name in SUMMARY_STAGES), name
-    assert summary_key({**keys, "inference": None}) is None
+        assert (output_key("summary", {**keys, name: f"{name}:other"}) != base) == (name in SUMMARY_STAGES), name
+    assert output_key("summary", {**keys, "inference": None}) is None
+
+
+def test_output_nodes_are_built_when_read_and_listed_in_no_manifest_line(toy_library: Path, tmp_path: Path) -> None:
+    """A run without log_samples builds (and caches) no samples text, only each task's summary."""
+    import json
+
+    from evalflow import evaluate
+
+    settings = {"include_path": [str(toy_library)], "cache_dir": str(tmp_path / "c"), "limit": 4}
+    evaluate("toy_mc", "dummy", output_dir=tmp_path / "r1", log_samples=False, **settings)
+    store = CacheStore(tmp_path / "c")
+    try:
+        tags = [t for (t,) in store.raw._sql("SELECT tag FROM Cache WHERE tag IN ('samples', 'summary')").fetchall()]
+    finally:
+        store.close()
+    assert tags == ["summary"]
+    stages = [s["stage"] for s in json.loads((tmp_path / "r1" / "manifest.json").read_text())["stages"]]
+    assert stages == ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]

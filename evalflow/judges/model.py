@@ -25,6 +25,7 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.config.messages import CONF_DIR, has_preset
 from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, EvalflowError, TaskError
+from evalflow.judges.metric import has_judges, judge_specs
 from evalflow.taskspec.spec import TaskConfig
 
 EdgeFactory = Callable[[Mapping[str, Any], InferenceCounts], CachedModel]
@@ -78,7 +79,6 @@ def task_judges(task: TaskConfig, judge_model: Any) -> tuple[Judge, ...]:
     """The judges of ``task``'s judge metrics (``judge_model``, when set, overrides each one's
     model); a bad or missing model is one paragraph naming the task, its file and the metric."""
     from evalflow.models.registry import model_identity
-    from evalflow.scoring.metrics import judge_specs
 
     out = []
     for spec in judge_specs(task):
@@ -99,8 +99,6 @@ def task_judges(task: TaskConfig, judge_model: Any) -> tuple[Judge, ...]:
 def check_judges(tasks: Sequence[TaskConfig], judge_model: Any, check_arguments: Callable[[Mapping[str, Any]], Any]) -> None:
     """Every judge model resolves and can be built from its config (its constructor's arguments
     bind): load-time, before any model call. ``check_arguments`` raises on a config that cannot."""
-    from evalflow.dag.pipeline import has_judges
-
     for task in tasks:
         if not has_judges(task):
             continue
@@ -124,8 +122,6 @@ class JudgeEdges:
     def for_task(self, task: TaskConfig) -> tuple[dict[str, Any], dict[str, CachedModel]]:
         """(the ``judges`` setting: per metric its judge's identity data, what the judge_inference
         key hashes; the ``judges`` resource: per metric its edge)."""
-        from evalflow.dag.pipeline import has_judges
-
         if not has_judges(task):
             return {}, {}
         settings, edges = {}, {}

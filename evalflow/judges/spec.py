@@ -14,18 +14,17 @@
 Everything here is checked when the task loads (:func:`parse_judge`), before any model call: the
 keys of the block, the template (it parses, and names only ``doc``, ``response``, ``target`` and
 ``choices``), the parser and its options (a regex that compiles), the policy. The judge's model is
-resolved by :mod:`evalflow.judges` (the run's ``judge_model`` setting overrides it).
+resolved by :mod:`evalflow.judges.model` (the run's ``judge_model`` setting overrides it).
 
-Parsers are registered factories, ``factory(options, where) -> parse(text) -> float | None``: None
-means the judge's text did not parse. They are never silently 0: ``on_unparsed: exclude`` (the
+Parsers are registered factories (:mod:`evalflow.judges.parsers`): None means the judge's text did
+not parse. It is never silently 0: ``on_unparsed: exclude`` (the
 default) leaves the document out of the metric's aggregate, a number scores it explicitly, and
 either way the run reports how many judge answers did not parse (``<metric>_unparsed``).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,9 +34,7 @@ from jinja2 import meta
 
 from evalflow.errors import TaskError, closest
 from evalflow.records import SAMPLE_FIELDS
-from evalflow.scoring.registry import JUDGE_PARSERS, register_judge_parser
-
-Parse = Callable[[str], "float | None"]
+from evalflow.judges.parsers import JUDGE_PARSERS, Parse
 
 TEMPLATE_NAMES = ("doc", "response", "target", "choices")
 """What a judge prompt may name: the document, the scored model's filtered answer, the gold."""
@@ -150,97 +147,6 @@ def _policy(block: Mapping[str, Any], where: str) -> float | None:
         return float(value)
     raise TaskError(f"{where}.on_unparsed: {value!r} is not allowed; use exclude (leave the document out of the "
                     "aggregate, the default) or a number (the score an unparseable judge answer gets)")
-
-
-def _options(options: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
-    for key in options:
-        if key not in allowed:
-            raise TaskError(f"{where}: unknown option '{key}'; this parser takes {', '.join(allowed) or 'no options'}")
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
-
-
-@register_judge_parser("regex")
-def regex_parser(options: Mapping[str, Any], where: str) -> Parse:
-    """The first match of ``pattern`` (its first group, else the whole match) read as a number,
-    or looked up in ``map`` when given (``map: {yes: 1, no: 0}``)."""
-    _options(options, ("pattern", "map", "ignore_case"), where)
-    pattern = options.get("pattern")
-    if not isinstance(pattern, str) or not pattern:
-        raise TaskError(f"{where}.pattern: give the regular expression, e.g. pattern: \"Score: (\\\\d+)\"")
-    try:
-        compiled = re.compile(pattern, re.IGNORECASE if options.get("ignore_case") else 0)
-    except re.error as exc:
-        raise TaskError(f"{where}.pattern: {pattern!r} is not a valid regular expression ({exc}); fix it "
-                        "(in YAML, double quotes need \\\\d for \\d)") from None
-    mapping = _score_map(options.get("map"), f"{where}.map") if "map" in options else None
-
-    def parse(text: str) -> float | None:
-        found = compiled.search(text)
-        if found is None:
-            return None
-        value = found.group(1) if compiled.groups else found.group(0)
-        return mapping.get(value.strip()) if mapping is not None else _number(value)
-
-    return parse
-
-
-def _score_map(value: Any, where: str) -> dict[str, float]:
-    if not isinstance(value, Mapping) or not value or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
-        raise TaskError(f"{where}: give a non-empty mapping of judge answers to scores, e.g. {{'yes': 1, 'no': 0}}; got {value!r}")
-    unquoted = [k for k in value if not isinstance(k, str)]
-    if unquoted:
-        raise TaskError(f"{where}: the judge answers {unquoted!r} are not strings: YAML reads unquoted yes/no, on/off, "
-                        "true/false and numbers as other types. Quote each answer: {\"yes\": 1, \"no\": 0}")
-    return {k: float(v) for k, v in value.items()}
-
-
-@register_judge_parser("choice")
-def choice_parser(options: Mapping[str, Any], where: str) -> Parse:
-    """The score of the ``choices`` key the judge's answer starts with (after whitespace and
-    quotes; ``ignore_case`` by default): ``choices: {A: 1, B: 0}``."""
-    _options(options, ("choices", "ignore_case"), where)
-    choices = _score_map(options.get("choices"), f"{where}.choices")
-    fold = options.get("ignore_case", True)
-    by_length = sorted(choices, key=len, reverse=True)  # "yes!" before "y"
-
-    def parse(text: str) -> float | None:
-        head = text.strip().strip("\"'*`").strip()
-        for key in by_length:
-            a, b = (head.lower(), key.lower()) if fold else (head, key)
-            if a.startswith(b) and (len(a) == len(b) or not a[len(b)].isalnum()):
-                return choices[key]
-        return None
-
-    return parse
-
-
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
-
-
-@register_judge_parser("number")
-def number_parser(options: Mapping[str, Any], where: str) -> Parse:
-    """The first number in the judge's answer, unparsed when outside ``[min, max]`` if given."""
-    _options(options, ("min", "max"), where)
-    low, high = options.get("min"), options.get("max")
-    for name, bound in (("min", low), ("max", high)):
-        if bound is not None and (not isinstance(bound, (int, float)) or isinstance(bound, bool)):
-            raise TaskError(f"{where}.{name}: give a number; got {bound!r}")
-
-    def parse(text: str) -> float | None:
-        found = _NUMBER.search(text)
-        value = float(found.group(0)) if found else None
-        if value is None or (low is not None and value < low) or (high is not None and value > high):
-            return None
-        return value
-
-    return parse
 
 
 def render_judge_prompt(template: str, doc: Mapping[str, Any], response: str, target: Any, choices: Any,

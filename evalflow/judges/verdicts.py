@@ -6,7 +6,7 @@ every judge metric: the parsed score, the ``on_unparsed`` score, or no value at 
 the key is left out of the document's row, so the aggregate is over the parsed documents only, and
 a samples file shows no value rather than a made-up 0).
 
-    >>> from evalflow.scoring.judge import parse_judge
+    >>> from evalflow.judges.spec import parse_judge
     >>> spec = parse_judge("ok", {"prompt": "{{ response }}", "parser": {"type": "number"}}, "demo")
     >>> v = Verdicts.of((spec,), ((("ok", 0, "4"), "Score: 5"), (("ok", 0, "5"), "no idea")))
     >>> v.values(0, ["4"]), v.values(0, ["5"])
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalflow.records import JudgeRequests, JudgeResponses, Scores
-from evalflow.scoring.judge import JudgeSpec, judge_score
+from evalflow.judges.spec import JudgeSpec, judge_score
 
 if TYPE_CHECKING:
     from evalflow.scoring.metrics import MetricSpec
