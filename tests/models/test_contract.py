@@ -35,7 +35,7 @@ def test_a_duck_typed_model_gets_the_contracts_defaults() -> None:
 
 
 def test_declared_features_override_the_defaults() -> None:
-    from evalflow.models.api.chat import OpenAIChat
+    from evalflow.models.api.chat_model import OpenAIChat
     from evalflow.models.hf import HFModel
 
     assert feature(HFModel, "RUN_SETTINGS") == ("batch_size", "max_batch_size")

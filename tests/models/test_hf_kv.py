@@ -21,7 +21,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from evalflow.models.hf import HFModel, kv, pack, prefix
+from evalflow.models.hf import HFModel
+
+from evalflow.models.hf.fast import kv, pack, prefix
 from evalflow.records import Request
 from tests.models.test_hf import assert_close, direct_pair, direct_score
 
