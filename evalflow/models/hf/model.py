@@ -190,6 +190,7 @@ class HFModel(LanguageModel):
                 "model.pretrained is not set: give a local model folder or a Hugging Face hub id, "
                 "e.g. model=hf model.pretrained=/path/to/model (or model=smollm2)."
             )
+        engine = parse_engine(config.get("engine", "fast"))
         revision = config.get("revision")
         return {
             "backend": "hf-causal",
@@ -202,7 +203,7 @@ class HFModel(LanguageModel):
             "max_length": config.get("max_length"),
             "truncation": bool(config.get("truncation", False)),
             "max_gen_toks": int(config.get("max_gen_toks", 256)),
-            "engine": parse_engine(config.get("engine", "fast")),
+            "engine": engine,
             "libraries": library_versions(),
         }
 
