@@ -65,8 +65,9 @@ def test_each_fast_path_gives_the_reference_answers(tiny_model_dir: Path, refere
     else:
         settings = {**OFF, **ALONE[path]}
     model = HFModel(str(tiny_model_dir), batch_size=3, **settings)
-    assert model.engine == "fast" and model.kv_works  # the paths apply to this model: they really ran
-    assert model.share_prefixes == (path in ("prefix_sharing", "all"))
+    assert model.engine == "fast"  # and the paths apply to this model: they really ran
+    assert model.kv_works == (path != "packed_linear") and model.share_prefixes == (path in ("prefix_sharing", "all"))
+    assert (model.packed_linears > 0) == (path in ("packed_linear", "all") and model.paths.packed_linear)
     _assert_same(_answers(model), reference)
 
 
