@@ -35,7 +35,7 @@ from types import SimpleNamespace  # noqa: E402
 
 import torch.nn.functional as F  # noqa: E402
 
-from evalflow.models.hf import native_attention, shared_attention  # noqa: E402
+from evalflow.models.hf.fast import native_attention, shared_attention  # noqa: E402
 
 LAYERS, KV_HEADS, GROUP, HEAD_DIM, CAPACITY = 30, 3, 3, 64, 1500
 

@@ -5,7 +5,7 @@
 SmolLM2-135M fp32 on gsm8k 5-shot contexts from ``../shared/data``, greedy, no stop sequence. Each
 figure is (time to generate ``tokens + 1`` tokens - time to generate 1 token) / new tokens, so the
 prompt's processing cancels out and only the decode loop is timed: ``model.generate`` on
-left-padded batches (lm-eval's way) against ``evalflow.models.hf.decode.greedy_until`` (continuous
+left-padded batches (lm-eval's way) against ``evalflow.models.hf.fast.decode.greedy_until`` (continuous
 batching, the few-shot prefix's key/values shared), and the same loop with that prefix copied into
 every decode slot and attended per row (as before ``shared_attention``). Printed per setting: tokens/s by wall clock and
 by this process's CPU time (CPU time is steadier on a shared machine; with ``--threads 1`` it is the
@@ -65,7 +65,9 @@ def timed(fn: Callable[[], Any], rounds: int, busy: Callable[[], float]) -> tupl
 def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens: int = 48) -> list[str]:
     import torch
 
-    from evalflow.models.hf import HFModel, decode, generate, shared_attention
+    from evalflow.models.hf import HFModel, generate
+
+    from evalflow.models.hf.fast import decode, shared_attention
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     lm = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", threads=threads)

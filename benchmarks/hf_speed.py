@@ -21,7 +21,7 @@ floors: arc_easy ~3.1x, mmlu ~8x, gsm8k 2.68x.)
   prefix every request shares, run once and read once per decode step);
 - ``decode``: tokens/s of the decode loop alone (each measurement minus the same call generating
   one token, so prompt processing cancels out), evalflow's continuous-batching loop
-  (``evalflow.models.hf.decode``) against a plain ``model.generate``, at 1 and 8 rows, on gsm8k
+  (``evalflow.models.hf.fast.decode``) against a plain ``model.generate``, at 1 and 8 rows, on gsm8k
   5-shot contexts; wall and CPU seconds and the foreign CPU load during the measurement.
 
 Each side of the first three runs as its own command (lm-eval through ``../shared/parity/peer.sh``,

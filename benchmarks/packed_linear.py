@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from decode_speed import _busy_seconds, timed  # noqa: E402
 
-from evalflow.models.hf import packed_linear  # noqa: E402
+from evalflow.models.hf.fast import packed_linear  # noqa: E402
 
 SHAPES = {"gate/up": (1536, 576), "down": (576, 1536), "q/o": (576, 576), "k/v": (192, 576), "output": (49152, 576)}
 

@@ -123,7 +123,7 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
     """The model's chat template and lm-eval's chat options, when prompts are chat-formatted."""
     if not settings.apply_chat_template:
         return None
-    from evalflow.models.chat import chat_template
+    from evalflow.models.chat_templates import chat_template
 
     cls = model_class(str(settings.model.get("type")))
     if feature(cls, "CHAT_MESSAGES"):  # a chat API: messages as JSON, the server's template

@@ -44,7 +44,7 @@ SUBCOMMANDS = {
     "side-env": Subcommand("evalflow.taskspec.side_env_cli:main",
                            "list|provision [NAME...]  the private package folders some task code needs (provision once online)"),
     "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
-    "make-tiny-vlm": Subcommand("evalflow.models.hf.tiny_vlm:main",
+    "make-tiny-vlm": Subcommand("evalflow.models.hf.vlm.tiny_vlm:main",
                                 "DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"),
 }
 

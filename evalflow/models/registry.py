@@ -44,9 +44,9 @@ MODELS: Registry[type] = Registry(
     builtin={
         "dummy": "evalflow.models.dummy:DummyModel",
         "hf": "evalflow.models.hf.model:HFModel",
-        "hf_multimodal": "evalflow.models.hf.vlm:HFMultimodalModel",
+        "hf_multimodal": "evalflow.models.hf.vlm.vlm:HFMultimodalModel",
         "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
-        "openai_chat": "evalflow.models.api.chat:OpenAIChat",
+        "openai_chat": "evalflow.models.api.chat_model:OpenAIChat",
     },
 )
 register_model = MODELS.register

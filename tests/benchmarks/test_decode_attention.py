@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from evalflow.models.hf import native_attention
+from evalflow.models.hf.fast import native_attention
 
 SCRIPT = "decode_attention.py"  # run from a copy of benchmarks/ with no ../shared (conftest.benchmarks_alone)
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from evalflow.models.hf import packed_linear
+from evalflow.models.hf.fast import packed_linear
 
 SCRIPT = "packed_linear.py"  # run from a copy of benchmarks/ with no ../shared (conftest.benchmarks_alone)
 

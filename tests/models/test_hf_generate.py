@@ -51,7 +51,7 @@ def test_results_do_not_depend_on_batch_size_or_order(tiny_model_dir, free_text,
 
 
 def test_continuous_batching_lets_stopped_rows_leave_and_waiting_rows_join(tiny_model_dir, free_text, monkeypatch):
-    from evalflow.models.hf import decode
+    from evalflow.models.hf.fast import decode
 
     until = sorted({text[4 + 3 * i : 6 + 3 * i] for i, text in enumerate(free_text) if len(text) > 12})
     requests = [gen(c, until=until, max_gen_toks=30) for c in CONTEXTS]
@@ -144,7 +144,7 @@ def test_generation_stops_at_eos_by_default(tiny_nobos_dir, monkeypatch):
 
 
 def test_continuous_batching_stops_a_row_at_eos(tiny_nobos_dir, monkeypatch):
-    from evalflow.models.hf import decode
+    from evalflow.models.hf.fast import decode
 
     m = HFModel(str(tiny_nobos_dir))
     eos = always_eos(m)

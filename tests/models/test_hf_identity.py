@@ -23,7 +23,7 @@ def ident(**config) -> dict:
 def test_identity_ignores_batching_and_device_but_not_what_changes_outputs(tiny_model_dir):
     base = ident(pretrained=str(tiny_model_dir))
     speed = {"batch_size": 16, "max_batch_size": 8, "device": "cuda", "threads": 1, "prefix_sharing": False, "batching": "lmeval",
-             "draft_tokens": 0, "keep_freed_memory": False, "memo_gguf": False, "native_attention": False,
+             "draft_tokens": 0, "memo_gguf": False, "native_attention": False,
              "packed_linear": False}
     for key, value in speed.items():
         assert ident(pretrained=str(tiny_model_dir), **{key: value}) == base, key
@@ -34,6 +34,7 @@ def test_identity_ignores_batching_and_device_but_not_what_changes_outputs(tiny_
         "truncation": True,
         "max_gen_toks": 32,
         "tokenizer": str(tiny_model_dir),
+        "engine": "reference",  # lm-eval's floats, never served the fast engine's
     }
     for key, value in changes.items():
         assert ident(pretrained=str(tiny_model_dir), **{key: value}) != base, key

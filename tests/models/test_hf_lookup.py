@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import ConfigError
-from evalflow.models.hf import HFModel, decode
-from evalflow.models.hf.lookup import NgramIndex
+from evalflow.models.hf import HFModel
+from evalflow.models.hf.fast import decode
+from evalflow.models.hf.fast.lookup import NgramIndex
 from tests.support.generation import FEW_SHOT, gen
 
 PROMPTS = ["the cat sat on the mat and the cat", "Question: Paris is the capital of", "a b a b a b a", "Once upon a time"]

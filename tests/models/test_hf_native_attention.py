@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from evalflow.errors import ConfigError
-from evalflow.models.hf import HFModel, decode, native_attention, shared_attention
+from evalflow.models.hf import HFModel
+from evalflow.models.hf.fast import decode, native_attention, shared_attention
 from tests.support.generation import gen
 
 needs_kernel = pytest.mark.skipif(not native_attention.cpu_supports() or native_attention._compiler() is None,

@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from evalflow.errors import ConfigError
-from evalflow.models.hf import HFModel, packed_linear
+from evalflow.models.hf import HFModel
+from evalflow.models.hf.fast import packed_linear
 from evalflow.records import Request
 from tests.support.generation import gen
 

@@ -7,8 +7,8 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalflow.models.hf.pack import pack, tree
-from evalflow.models.hf.prefix import PrefixMemo, common_prefix_len, plan_families
+from evalflow.models.hf.fast.pack import pack, tree
+from evalflow.models.hf.fast.prefix import PrefixMemo, common_prefix_len, plan_families
 
 token_rows = st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=7), min_size=0, max_size=12)
 

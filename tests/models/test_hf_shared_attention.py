@@ -9,7 +9,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from evalflow.models.hf import HFModel, decode, kv, shared_attention
+from evalflow.models.hf import HFModel
+
+from evalflow.models.hf.fast import decode, kv, shared_attention
 from tests.support.generation import FEW_SHOT, gen
 
 QUESTIONS = ["Question: The cat", "Question: Paris is the capital of", "Question: 3 + 3 =", "Question: Once upon"]

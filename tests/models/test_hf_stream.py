@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.models.hf import HFModel, decode
+from evalflow.models.hf import HFModel
+
+from evalflow.models.hf.fast import decode
 from evalflow.scale.dispatch import LocalDispatch
 from tests.support.generation import gen
 

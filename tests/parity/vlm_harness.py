@@ -1,6 +1,6 @@
 """Parity of ``hf_multimodal`` with lm-eval's ``hf-multimodal`` on a tiny random VLM, three tasks.
 
-Both sides load the same tiny LLaVA folder (:mod:`evalflow.models.hf.tiny_vlm`, SmolLM2's
+Both sides load the same tiny LLaVA folder (:mod:`evalflow.models.hf.vlm.tiny_vlm`, SmolLM2's
 tokenizer) and the same local rows (Pillow-drawn shapes and digits, written as hub-style parquet files with an ``Image``
 column): ``toy_vqa`` (a task in lm-eval's YAML format), and lm-eval's own ``chartqa`` and
 ``mmmu`` YAML (``include``-d from the installed lm-eval, only the data pointed at local rows;

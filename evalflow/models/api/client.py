@@ -24,7 +24,7 @@ import weakref
 from typing import Any, Callable, Mapping, Sequence
 
 from evalflow.errors import ModelError
-from evalflow.models.api.settings import ApiSettings
+from evalflow.models.api.server_settings import ApiSettings
 
 try:
     import aiohttp

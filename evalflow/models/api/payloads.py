@@ -20,7 +20,7 @@ from operator import itemgetter
 from typing import Any, Mapping, Sequence
 
 from evalflow.errors import ModelError
-from evalflow.models.hf.tokens import stop_sequences  # lm-eval's handle_stop_sequences
+from evalflow.models.lmeval_tokens import stop_sequences  # lm-eval's handle_stop_sequences
 
 
 def plain(value: Any) -> Any:

@@ -13,7 +13,7 @@ import logging
 from typing import Any, ClassVar, Mapping, Sequence
 
 from evalflow.errors import ConfigError, ModelError
-from evalflow.models.api.settings import ApiSettings, identity, parse_settings, replica_configs
+from evalflow.models.api.server_settings import ApiSettings, identity, parse_settings, replica_configs
 from evalflow.models.base import LanguageModel, OnAnswer
 from evalflow.records import Request
 
@@ -29,7 +29,8 @@ class ServedModel(LanguageModel):
 
     KIND: ClassVar[str]
     ANSWERS_EACH: ClassVar[bool] = True  # answers are handed over as their HTTP responses arrive
-    CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.api",)  # payloads, tokens, alignment, client
+    # payloads, tokens, alignment, client, and lm-eval's token rules they share with the HF backend
+    CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.api", "evalflow.models.lmeval_tokens")
 
     def __init__(self, **config: Any) -> None:
         from evalflow.models.api.client import ApiClient

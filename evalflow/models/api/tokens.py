@@ -2,7 +2,7 @@
 
 Log-likelihoods need it to know where the context ends in the echoed tokens (``ctxlen``) and to
 truncate on the left to ``max_length``; token-id prompts need it to encode. The token rules are
-HFLM's (``evalflow.models.hf.tokens``: the same pair split, prefix token and rolling windows); what differs for an
+HFLM's (``evalflow.models.lmeval_tokens``: the same pair split, prefix token and rolling windows); what differs for an
 API is the window (``max_length - 1``, one position reserved for the generated token) and that a
 text prompt is the *decoded* tokens (lm-eval's ``decode_batch``), so truncation applies to text too.
 
@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.cache.store import default_cache_dir
 from evalflow.errors import ModelError
-from evalflow.models.hf.tokens import check_pair, encode_pair, rolling_windows, split_trailing_space
+from evalflow.models.lmeval_tokens import check_pair, encode_pair, rolling_windows, split_trailing_space
 
 log = logging.getLogger(__name__)
 

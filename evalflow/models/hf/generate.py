@@ -21,8 +21,8 @@ from typing import Any, Callable, Sequence
 
 from evalflow.errors import ModelError
 from evalflow.models.hf.batching import chunk, plan_generation
-from evalflow.models.hf.prefix import common_prefix_len, plan_families
-from evalflow.models.hf.tokens import hf_generate_kwargs, normalize_gen_kwargs, stop_sequences, strip_at_stops
+from evalflow.models.hf.fast.prefix import common_prefix_len, plan_families
+from evalflow.models.lmeval_tokens import hf_generate_kwargs, normalize_gen_kwargs, stop_sequences, strip_at_stops
 from evalflow.records import Request
 
 
@@ -123,7 +123,9 @@ def generate_group(setup: GenerationSetup, requests: list[Request], kwargs: dict
     """Generate for requests sharing generation kwargs: (position in ``requests``, text) pairs."""
     import torch
 
-    from evalflow.models.hf import kv, torch_ops
+    from evalflow.models.hf import torch_ops
+
+    from evalflow.models.hf.fast import kv
 
     group = prepare_group(setup, requests, kwargs, eos)
     until, max_gen_toks, encoded, family_prefix, kwargs = list(group.until), group.max_gen_toks, group.encoded, group.family_prefix, group.kwargs
@@ -158,7 +160,7 @@ def _generate_continuous(
     """Greedy generation with continuous batching (``decode``): rows leave as soon as they stop."""
     import torch
 
-    from evalflow.models.hf import decode
+    from evalflow.models.hf.fast import decode
 
     slots = setup.decode_slots_for(max(len(c) for c in encoded) + max_gen_toks)
     stop = decode.StopWatch(until, setup.tokenizer)
@@ -171,7 +173,7 @@ def _generate_continuous(
 
 def decode_jobs(setup: GenerationSetup, encoded: list[list[int]], family_prefix: list[int]) -> list[Any]:
     """A ``decode.Job`` per context: its tokens and the memoized key/values of its family's prefix."""
-    from evalflow.models.hf import decode
+    from evalflow.models.hf.fast import decode
 
     return [decode.Job(tuple(ctx), _batch_prefix(setup, [ctx], [n])) for ctx, n in zip(encoded, family_prefix)]
 
@@ -210,7 +212,7 @@ def _family_prefixes(setup: GenerationSetup, encoded: list[list[int]]) -> list[i
 
 def _batch_prefix(setup: GenerationSetup, contexts: list[list[int]], family_prefix: list[int]) -> Any:
     """The key/values of the prefix every context of the batch starts with, or None to run whole."""
-    from evalflow.models.hf import kv
+    from evalflow.models.hf.fast import kv
 
     n = min(family_prefix)
     for ctx in contexts[1:]:

@@ -12,17 +12,19 @@ match lm-eval's to float noise (``tests/models/test_smollm2.py`` checks this aga
     m.generate_until([Request("generate_until", ("2+2=", {"until": ["\n"]}))])  # [" 4"]
 
 This module imports neither torch nor transformers at import time: a fully cached run imports it
-only to call :meth:`HFModel.identity`. The rest of the package (``evalflow.models.hf``) is imported
-when a model is built, and its imports point one way, from this class down:
+only to call :meth:`HFModel.identity`. The rest of the package is imported when a model is built,
+and its imports point one way, from this class down. Two rooms:
 
-- torch-free: ``identity`` (cache key), ``load`` (settings, loading), ``tokens`` (lm-eval's token
-  rules), ``batching`` (lm-eval's ordering and batch grouping), ``prefix`` and ``pack`` (which
-  tokens to share), ``gguf_memo`` (GGUF conversions kept on disk);
-- the passes: ``score`` (log-likelihoods) and ``generate`` (``generate_until``), which take a
-  setup object rather than this class; ``decode`` (greedy continuous batching, with
-  ``shared_attention`` for rows behind one few-shot prefix) under ``generate``;
-  ``kv`` (packed passes, key/values) under both, built on ``torch_ops`` (plain passes,
-  ``model.generate``).
+- the semantics, beside this module, whose source is the answers' cache key (:data:`SEMANTICS`):
+  ``identity`` (cache key), ``load`` (settings, loading), ``gguf_memo`` (GGUF conversions kept on
+  disk), ``evalflow.models.lmeval_tokens`` (lm-eval's token rules), ``batching`` (lm-eval's
+  ordering and batch grouping), ``engine`` (``model.engine``: which paths run), the passes
+  ``score`` (log-likelihoods) and ``generate`` (``generate_until``), which take a setup object
+  rather than this class, on ``torch_ops`` (plain passes, ``model.generate``);
+- the speed engine, ``fast/`` (``model.engine=fast``, the default): prefix sharing (``prefix``,
+  ``pack``, ``kv``), greedy continuous batching (``decode``, ``stream``, ``lookup``,
+  ``shared_attention``, ``native_attention``) and ``packed_linear``. Not in the key: each of its
+  paths gives the reference path's answers (``tests/models/test_hf_engine.py``).
 
 Deviations from HFLM, all without effect on single requests:
 - ``batch_size="auto"`` (and ``"auto:N"``) estimates the batch size from the model's sizes and
@@ -31,16 +33,16 @@ Deviations from HFLM, all without effect on single requests:
   first context of each batch only (so its answer could depend on the batch);
 - sampled generation (``do_sample``) runs one request at a time with torch's RNG seeded from the
   request's ``seed`` and ``repeat``, so samples are reproducible and independent of batching;
-- forward passes ask for the logits of the scored positions only (``logits_to_keep``);
-- each distinct token prefix is run once (``prefix_sharing``, on by default): a question's context
+- (``engine=fast``) forward passes ask for the logits of the scored positions only (``logits_to_keep``);
+- (``engine=fast``) each distinct token prefix is run once (``prefix_sharing``, on by default): a question's context
   once for all its choices, packed with other questions into rows without padding; a few-shot
   prefix common to many documents once, its key/values reused by all of them, and across chunks
   of requests through a small memo; generation runs each context alone (no padding) and starts
   ``generate`` from those key/values. The same numbers up to float summation order (within 1e-5
   of the plain computation on a tiny Llama, 1e-3 of lm-eval on SmolLM2). Applies to decoders with
   full attention in every layer, after a numerical self-check on the loaded model; anything else
-  (and ``prefix_sharing=False``) runs lm-eval's plain path;
-- greedy generation batches continuously (``batching="continuous"``, ``decode``): a row leaves the
+  (and ``prefix_sharing=False``, and ``engine=reference``) runs lm-eval's plain path;
+- (``engine=fast``) greedy generation batches continuously (``batching="continuous"``, ``decode``): a row leaves the
   batch as soon as it stops and the next request takes its place, where lm-eval runs each batch
   until its longest row stops. Each row's tokens are the same function of its own context; the
   batch it shares a step with changes float summation order only. ``batching="lmeval"`` runs
@@ -50,10 +52,10 @@ Speed settings that never change answers, hence are not part of the model's iden
 ``batch_size``, ``max_batch_size``, ``device``, ``parallelize``/``device_map``/``max_memory_per_gpu``/
 ``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
-cores this process may use), ``keep_freed_memory`` (on a CPU, freed tensor memory stays in the
-process for the next op, ``host_memory``), ``native_attention`` (the decode loop's attention, steps and
-prompt prefill, in a compiled kernel on x86 CPUs, ``native_attention``), ``packed_linear`` (linear layers
-through oneDNN with weights packed once, on a CPU in fp32, ``packed_linear``), ``prefix_sharing`` and ``batching``.
+cores this process may use) and the fast engine's fine switches, for benchmarks: ``prefix_sharing``,
+``batching``, ``draft_tokens``, ``native_attention`` (the decode loop's attention, steps and prompt
+prefill, in a compiled kernel on x86 CPUs) and ``packed_linear`` (linear layers through oneDNN with
+weights packed once, on a CPU in fp32). ``engine`` is part of it (see :meth:`HFModel.identity`).
 """
 
 from __future__ import annotations
@@ -63,20 +65,29 @@ from typing import Any, ClassVar, Iterable, Iterator, Sequence
 
 from evalflow.errors import ConfigError
 from evalflow.models.base import LanguageModel
-from evalflow.models.hf import host_memory, load
+from evalflow.models.hf import load
+from evalflow.models.hf.engine import engine_paths, parse_engine
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
-from evalflow.models.hf.prefix import PrefixMemo
-from evalflow.models.hf.tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
+from evalflow.models.hf.fast.prefix import PrefixMemo
+from evalflow.models.lmeval_tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
 from evalflow.records import Request
 
 log = logging.getLogger(__name__)
+
+# The modules that compute an HF model's answers (with this one, which defines the class): their
+# source is part of every HF answer's cache key, so an edit to any of them re-runs inference. The
+# speed engine (``fast/``) and the VLM room (``vlm/``, keyed by its own class) are not.
+SEMANTICS = tuple(f"evalflow.models.{m}" for m in (
+    "hf.load", "hf.gguf_memo", "hf.identity", "hf.batching", "hf.engine", "hf.score", "hf.generate", "hf.torch_ops",
+    "lmeval_tokens",
+))
 
 class HFModel(LanguageModel):
     """A transformers ``AutoModelForCausalLM`` answering lm-eval's three request types."""
 
     RUN_SETTINGS: ClassVar[tuple[str, ...]] = ("batch_size", "max_batch_size")  # the run's, over the config's
-    CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.hf",)  # every pass (score, generate, decode, kv, ...)
+    CODE: ClassVar[tuple[str, ...]] = SEMANTICS
 
     def __init__(
         self,
@@ -86,6 +97,7 @@ class HFModel(LanguageModel):
         gguf_file: str | None = None,
         dtype: str = "auto",
         device: str = "cpu",
+        engine: str = "fast",
         batch_size: int | str = 1,
         max_batch_size: int = 64,
         max_length: int | None = None,
@@ -104,60 +116,71 @@ class HFModel(LanguageModel):
         memo_gguf: bool = True,
         batching: str = "continuous",
         draft_tokens: int = 4,
-        keep_freed_memory: bool = True,
         native_attention: bool = True,
         packed_linear: bool = True,
         **unused: Any,
     ) -> None:
         if unused:
             log.warning("hf model: ignoring unknown config keys %s", sorted(unused))
+        self.engine = parse_engine(engine)
         self.threads = load.parse_threads(threads)
         self.fixed_batch_size = load.parse_batch_size(batch_size)
         self.max_batch_size = int(max_batch_size)
-        self.batching = load.parse_batching(batching)
-        self.draft_tokens = load.parse_draft_tokens(draft_tokens)
-        self.native_attention = load.parse_switch(
-            "native_attention", native_attention, "set model.native_attention=false to decode with torch's attention "
-            "kernel, or leave it out (default true: a compiled kernel on x86 CPUs with AVX2).")
-        pack = load.parse_switch(
-            "packed_linear", packed_linear, "set model.packed_linear=false to keep torch's linear layers, or leave it "
-            "out (default true: on a CPU in fp32, oneDNN with the weights packed once).")
+        self.paths = engine_paths(
+            self.engine, bool(prefix_sharing), load.parse_batching(batching), load.parse_draft_tokens(draft_tokens),
+            load.parse_switch("native_attention", native_attention, "set model.native_attention=false to decode with "
+                              "torch's attention kernel, or leave it out (default true: a compiled kernel on x86 CPUs with AVX2)."),
+            load.parse_switch("packed_linear", packed_linear, "set model.packed_linear=false to keep torch's linear "
+                              "layers, or leave it out (default true: on a CPU in fp32, oneDNN with the weights packed once)."),
+        )
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
         weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
-        keep = load.parse_switch("keep_freed_memory", keep_freed_memory, "set model.keep_freed_memory=true (freed tensor "
-                                 "memory stays in the process: fewer page faults on CPU) or false (the C library's defaults).")
-        if keep and load.torch_device_of(device).type == "cpu":
-            host_memory.keep_freed_memory()
         placement = load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
         self.tokenizer, self.model, self.device = load.load(
             pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer,
             add_bos_token, self.threads, placement, memo_gguf,
         )
-        from evalflow.models.hf import packed_linear, torch_ops
+        from evalflow.models.hf import torch_ops
 
-        self.packed_linears = packed_linear.pack_linears(self.model) if pack else 0
-        self._keep_only_needed = torch_ops.accepts_logits_to_keep(self.model)
+        if self.engine == "fast":
+            from evalflow.models.hf.fast import probes
+
+            self.paths = probes.available(self.paths)
+        self.packed_linears = self._pack_linears() if self.paths.packed_linear else 0
+        self._keep_only_needed = self.paths.logits_to_keep and torch_ops.accepts_logits_to_keep(self.model)
         self.max_length = int(max_length) if max_length else resolve_max_length(self.model.config, self.tokenizer)
         self._free_bytes: int | None = None
         self.min_prefix = 8  # shorter shared prefixes save less than the extra pass costs
         self._exact_keep = False
         self.prefix_memo: PrefixMemo[Any] = PrefixMemo(capacity=8, max_bytes=256 * 2**20, size_of=lambda s: s.nbytes)
-        self.kv_works = self._kv_reuse_works()
-        self.share_prefixes = bool(prefix_sharing) and self.kv_works
+        self.kv_works = (self.paths.prefix_sharing or self.paths.continuous) and self._kv_reuse_works()
+        self.share_prefixes = self.paths.prefix_sharing and self.kv_works
+
+    @property
+    def batching(self) -> str:
+        """How greedy generation batches: ``continuous`` (the decode loop) or ``lmeval``."""
+        return "continuous" if self.paths.continuous else "lmeval"
+
+    def _pack_linears(self) -> int:
+        from evalflow.models.hf.fast import packed_linear
+
+        return packed_linear.pack_linears(self.model)
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
         """What the response cache is keyed by, computed without loading the model or importing torch.
 
+        ``engine`` is in it: ``reference`` gives lm-eval's floats, ``fast`` the same answers up to
+        float summation order, and one must not be served for the other (``engine``).
         Excluded, because they do not change answers (beyond float noise of batch shapes, within
-        1e-5): ``batch_size``, ``max_batch_size``, ``prefix_sharing`` and ``batching`` (how requests
-        are grouped and which key/values are reused), ``device``, ``threads`` and the accelerate placement
-        settings (where the same weights run), ``draft_tokens`` (draft tokens checked per decode step:
-        a kept draft is the model's own greedy choice), ``keep_freed_memory`` (where freed memory goes),
+        1e-5): ``batch_size``, ``max_batch_size``, the fast engine's fine switches ``prefix_sharing``
+        and ``batching`` (how requests are grouped and which key/values are reused), ``draft_tokens``
+        (draft tokens checked per decode step: a kept draft is the model's own greedy choice),
         ``native_attention`` (which kernel computes the same decode-step softmax), ``packed_linear``
-        (which kernel computes the same linear layers).
+        (which kernel computes the same linear layers); ``device``, ``threads`` and the accelerate
+        placement settings (where the same weights run).
         ``trust_remote_code`` only permits loading; the code it runs is in the folder fingerprint
         (``*.py``) or fixed by the hub commit.
         """
@@ -167,6 +190,7 @@ class HFModel(LanguageModel):
                 "model.pretrained is not set: give a local model folder or a Hugging Face hub id, "
                 "e.g. model=hf model.pretrained=/path/to/model (or model=smollm2)."
             )
+        engine = parse_engine(config.get("engine", "fast"))
         revision = config.get("revision")
         return {
             "backend": "hf-causal",
@@ -179,6 +203,7 @@ class HFModel(LanguageModel):
             "max_length": config.get("max_length"),
             "truncation": bool(config.get("truncation", False)),
             "max_gen_toks": int(config.get("max_gen_toks", 256)),
+            "engine": engine,
             "libraries": library_versions(),
         }
 
@@ -240,7 +265,7 @@ class HFModel(LanguageModel):
 
     def _kv_reuse_works(self) -> bool:
         """Prefix sharing applies to this architecture and reproduces the plain computation here."""
-        from evalflow.models.hf import kv
+        from evalflow.models.hf.fast import kv
 
         if not kv.supports_kv_reuse(self.model):
             log.info("hf model: %s keeps the plain path (no key/value reuse)", type(self.model).__name__)
@@ -321,8 +346,8 @@ class HFModel(LanguageModel):
         kept running across chunks, each row as it stops (``stream``: the next chunk's requests
         take the rows the current one frees, rather than each chunk draining its batch to one
         row); rolling log-likelihoods (a text's windows summed) per chunk."""
-        if rtype == "generate_until":
-            from evalflow.models.hf import stream
+        if rtype == "generate_until" and self.paths.continuous:
+            from evalflow.models.hf.fast import stream
 
             yield from stream.generate_parts(self._generation_setup(), chunks)
             return
@@ -342,5 +367,5 @@ class HFModel(LanguageModel):
             self.model, self.tokenizer, self.device, self.max_length, self.max_gen_toks, self.batch_size_for,
             self.decode_slots_for,
             self.tok_encode, self.encode_generation_context, self.share_prefixes, self.kv_works, self.batching,
-            self.min_prefix, self.prefix_memo, self.draft_tokens, self.native_attention,
+            self.min_prefix, self.prefix_memo, self.paths.draft_tokens, self.paths.native_attention,
         )

@@ -22,15 +22,18 @@ input), so the logits, the largest arrays of a pass, stay within lm-eval's memor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import torch
 
-from evalflow.models.hf import kv, torch_ops
+from evalflow.models.hf import torch_ops
 from evalflow.models.hf.batching import chunk, plan_loglikelihood
-from evalflow.models.hf.pack import PackedRow, Segment, pack, tree
-from evalflow.models.hf.prefix import Family, PrefixMemo, plan_families
-from evalflow.models.hf.tokens import model_input
+from evalflow.models.hf.fast.pack import PackedRow, Segment, pack, tree
+from evalflow.models.hf.fast.prefix import Family, PrefixMemo, plan_families
+from evalflow.models.lmeval_tokens import model_input
+
+if TYPE_CHECKING:  # imported where a shared pass runs: the reference path needs no transformers cache layers
+    from evalflow.models.hf.fast import kv
 
 Pair = tuple[Sequence[int], Sequence[int]]
 MIN_ROW_WIDTH = 256  # packed rows are at least this wide, so a few short questions share one
@@ -156,6 +159,8 @@ def _run_packed(
     deliver: Callable[[int, torch.Tensor], None],
 ) -> Passes:
     """Passes of consecutive packed rows, each within the budget (at least one row per pass)."""
+    from evalflow.models.hf.fast import kv
+
     start = 0
     while start < len(packed):
         end, tokens, scored = start, 0, 0
@@ -180,6 +185,8 @@ def _score_cached(
     deliver: Callable[[int, torch.Tensor], None],
 ) -> Passes:
     """Families too big for one row: prefix from the memo or one pass, branches packed behind it."""
+    from evalflow.models.hf.fast import kv
+
     pending = []
     for fam in families:
         found = _from_memo(setup, rows, fam)

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 import transformers
 
 from evalflow.models.hf.batching import ModelDims
-from evalflow.models.hf.tokens import hf_generate_kwargs
+from evalflow.models.lmeval_tokens import hf_generate_kwargs
 
 
 def accepts_logits_to_keep(model: Any) -> bool:

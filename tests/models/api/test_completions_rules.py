@@ -15,7 +15,7 @@ import pytest
 
 from evalflow.errors import ModelError
 from evalflow.models.api.completions import OpenAICompletions
-from evalflow.models.api.settings import parse_settings
+from evalflow.models.api.server_settings import parse_settings
 from evalflow.models.api.tokens import ApiTokens, load_tokenizer
 from evalflow.records import Request
 

@@ -104,7 +104,7 @@ def test_a_server_dying_mid_run_hands_its_requests_to_the_other(library, tokeniz
 
 def test_a_list_of_urls_is_checked(tokenizer):
     from evalflow.errors import ConfigError
-    from evalflow.models.api.settings import parse_settings, replica_configs
+    from evalflow.models.api.server_settings import parse_settings, replica_configs
 
     with pytest.raises(ConfigError, match="each server once"):
         parse_settings("completions", model(["http://a:1/v1", "http://a:1/v1/"], tokenizer))

@@ -1,6 +1,6 @@
 """The torch side of ``hf_multimodal``: loading a VLM and lm-eval's ``generate_until`` passes.
 
-Imported when the model is built, never by a cached run. See :mod:`evalflow.models.hf.vlm` for
+Imported when the model is built, never by a cached run. See :mod:`evalflow.models.hf.vlm.vlm` for
 the semantics; each function names the lm-eval method it follows.
 """
 
@@ -15,7 +15,7 @@ import transformers
 
 from evalflow.errors import ConfigError
 from evalflow.models.hf.load import configure_pad_token, torch_device_of, torch_dtype_of
-from evalflow.models.hf.tokens import resolve_max_length, stop_sequences, strip_at_stops
+from evalflow.models.lmeval_tokens import resolve_max_length, stop_sequences, strip_at_stops
 from evalflow.models.hf.torch_ops import StopOnSequence
 from evalflow.records import Request
 

@@ -45,7 +45,10 @@ class HFMultimodalModel(LanguageModel):
     """A transformers image-text-to-text model answering ``generate_until`` requests with images."""
 
     RUN_SETTINGS: ClassVar[tuple[str, ...]] = ("batch_size",)
-    CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.hf",)
+    # its passes and what they use of the text backend (loading, plain passes, lm-eval's token rules)
+    CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.hf.vlm.vlm_passes", "evalflow.models.hf.load",
+                                       "evalflow.models.hf.identity", "evalflow.models.hf.torch_ops",
+                                       "evalflow.models.hf.batching", "evalflow.models.lmeval_tokens")
     CHAT_MESSAGES: ClassVar[bool] = True  # chat prompts arrive as messages: <image> becomes an image part
     MULTIMODAL: ClassVar[tuple[str, ...]] = ("generate_until",)
 
@@ -74,7 +77,8 @@ class HFMultimodalModel(LanguageModel):
         threads: int | None = None,
         **unused: Any,
     ) -> None:
-        from evalflow.models.hf import load, vlm_passes
+        from evalflow.models.hf import load
+        from evalflow.models.hf.vlm import vlm_passes
 
         if unused:
             log.warning("hf_multimodal model: ignoring unknown config keys %s", sorted(unused))
@@ -119,7 +123,7 @@ class HFMultimodalModel(LanguageModel):
         raise ModelError(_REFUSAL.format(rtype="loglikelihood_rolling"))
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
-        from evalflow.models.hf import vlm_passes
+        from evalflow.models.hf.vlm import vlm_passes
 
         for r in requests:
             if len(r.args) < 3:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.models import chat
+from evalflow.models import chat_templates as chat
 from tests.conftest import ROOT
 
 MESSAGES = [
@@ -69,7 +69,7 @@ def test_a_folder_without_template_has_none(tiny_model_dir, tmp_path):
 
 def test_reading_a_template_imports_neither_torch_nor_transformers(tokenizer_folder):
     probe = (
-        "import sys; from evalflow.models.chat import chat_template; "
+        "import sys; from evalflow.models.chat_templates import chat_template; "
         f"t, _ = chat_template({{'pretrained': {str(tokenizer_folder)!r}}}); "
         "print(t is not None, 'torch' in sys.modules, 'transformers' in sys.modules)"
     )
@@ -129,7 +129,7 @@ def test_named_templates_are_chosen_as_lm_eval_chooses_them(named_templates_fold
     assert chat.render_chat(terse, MESSAGES, add_generation_prompt=False, **tokens) == want
     with pytest.raises(ConfigError, match=r"no chat template named 'verbose'.*\['default', 'terse'\]"):
         chat.chat_template(config, "verbose")
-    with caplog.at_level("WARNING", logger="evalflow.models.chat"):  # one template: used whatever the name
+    with caplog.at_level("WARNING", logger="evalflow.models.chat_templates"):  # one template: used whatever the name
         assert chat.chat_template({"pretrained": str(tokenizer_folder)}, "terse")[0] == TEMPLATE
     assert "single chat template" in caplog.text
 

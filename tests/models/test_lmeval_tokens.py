@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalflow.errors import ModelError
-from evalflow.models.hf.tokens import (
+from evalflow.models.lmeval_tokens import (
     DEFAULT_MAX_LENGTH,
     TOKENIZER_INFINITY,
     check_pair,

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from transformers.cache_utils import Cache, DynamicLayer
 
-from evalflow.models.hf.pack import PackedRow, Segment, pack, tree
+from evalflow.models.hf.fast.pack import PackedRow, Segment, pack, tree
 from evalflow.models.hf.torch_ops import cache_argument, continuation_logprobs
 
 

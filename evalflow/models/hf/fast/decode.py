@@ -35,9 +35,9 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
-from evalflow.models.hf import kv, native_attention, shared_attention
-from evalflow.models.hf.lookup import NgramIndex
-from evalflow.models.hf.prefix import common_prefix_len
+from evalflow.models.hf.fast import kv, native_attention, shared_attention
+from evalflow.models.hf.fast.lookup import NgramIndex
+from evalflow.models.hf.fast.prefix import common_prefix_len
 from evalflow.models.hf.torch_ops import cache_argument
 
 

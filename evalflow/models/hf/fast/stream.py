@@ -5,7 +5,7 @@ answers as they are handed back (``evalflow.scale.dispatch.answered_parts``), so
 loses at most the rows in flight. Generation chunks are small (a chunk is sized by estimated work: ~15 gsm8k requests), and
 a decode loop confined to one chunk runs its last rows alone: 30 gsm8k documents at 8 slots ran as
 two loops each draining from 8 rows to 1. Here the loop asks for the next chunk as soon as a row
-frees and no request waits (:func:`evalflow.models.hf.decode.greedy_stream`), so the slots stay
+frees and no request waits (:func:`evalflow.models.hf.fast.decode.greedy_stream`), so the slots stay
 full from the run's first request to its last, and each row's text is handed back the moment it
 stops, as ``(chunk number, {request index: text})``.
 
@@ -95,7 +95,7 @@ class _Run:
         self.exhausted = False
 
     def answers(self) -> Iterator[tuple[int, dict[int, str]]]:
-        from evalflow.models.hf import decode
+        from evalflow.models.hf.fast import decode
 
         setup, first = self.setup, self.first
         self._add(first)

@@ -1,0 +1,66 @@
+"""``model.engine``: which engine computes an HF model's answers, and which fast paths it runs.
+
+- ``reference``: lm-eval's passes and batches, none of the fast paths (no shared prefixes, no
+  packed passes, lm-eval's generation batches through ``model.generate``, torch's linear layers,
+  the logits of every position): lm-eval's floats.
+- ``fast`` (the default): the speed engine, ``evalflow.models.hf.fast``. The same answers up to
+  float summation order (greedy text identical, log-likelihoods within the parity tolerance;
+  ``tests/models/test_hf_engine.py``), each path on where it applies and where the private torch
+  and transformers APIs it uses are still there (``fast.probes``). Its fine switches
+  (``prefix_sharing``, ``batching``, ``draft_tokens``, ``native_attention``, ``packed_linear``)
+  exist for benchmarks' ablations; ``reference`` ignores them.
+
+The engine is part of an HF answer's cache key (``HFModel.identity``): the two engines' floats
+differ in the last digits, and a user asking for lm-eval's floats must never be served the fast
+engine's. The fast modules' source is not in the key; the test above is what keeps them honest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from evalflow.errors import ConfigError
+
+ENGINES = ("fast", "reference")
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The fast paths a model may run (each still subject to its own applicability check at load)."""
+
+    prefix_sharing: bool  # each distinct token prefix run once, rows packed (``fast.prefix``, ``pack``, ``kv``)
+    continuous: bool  # greedy generation in evalflow's decode loop (``fast.decode``, ``stream``)
+    draft_tokens: int  # per decode step and row (``fast.lookup``); 0: one token a step
+    native_attention: bool  # the decode loop's attention in the compiled kernel (``fast.native_attention``)
+    packed_linear: bool  # linear layers through oneDNN (``fast.packed_linear``)
+    logits_to_keep: bool  # scoring passes ask for the scored positions' logits only
+
+    def without(self, *names: str) -> "Paths":
+        """These paths off (a missing private API): the reference path in their place."""
+        off = {n: 0 if n == "draft_tokens" else False for n in names}
+        return dataclasses.replace(self, **off)
+
+
+REFERENCE = Paths(prefix_sharing=False, continuous=False, draft_tokens=0, native_attention=False,
+                  packed_linear=False, logits_to_keep=False)
+
+
+def parse_engine(engine: object) -> str:
+    """``fast`` or ``reference``, refused otherwise with what each means."""
+    if engine not in ENGINES:
+        raise ConfigError(
+            f"model.engine {engine!r} is not one of {', '.join(ENGINES)}; set model.engine=fast (the default: "
+            "the speed engine, the same answers up to float noise) or model.engine=reference (lm-eval's exact "
+            "passes and floats, slower)."
+        )
+    return str(engine)
+
+
+def engine_paths(engine: str, prefix_sharing: bool, batching: str, draft_tokens: int, native_attention: bool,
+                 packed_linear: bool) -> Paths:
+    """The paths an engine runs: none for ``reference``; for ``fast``, those its fine switches leave on."""
+    if engine == "reference":
+        return REFERENCE
+    return Paths(prefix_sharing=prefix_sharing, continuous=batching == "continuous", draft_tokens=draft_tokens,
+                 native_attention=native_attention, packed_linear=packed_linear, logits_to_keep=True)
