@@ -44,6 +44,8 @@ SUBCOMMANDS = {
     "side-env": Subcommand("evalflow.taskspec.side_env_cli:main",
                            "list|provision [NAME...]  the private package folders some task code needs (provision once online)"),
     "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
+    "lm-eval": Subcommand("evalflow.lmeval_compat.run:main",
+                          "--model hf --model_args pretrained=NAME --tasks a,b ...  lm-eval 0.4.13's command line, run by evalflow"),
     "make-tiny-vlm": Subcommand("evalflow.models.hf.tiny_vlm:main",
                                 "DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"),
 }
