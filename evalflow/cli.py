@@ -216,8 +216,10 @@ def entry() -> None:
         except EvalflowError as exc:
             code = _report(exc)
         raise SystemExit(code)
-    sys.argv[1:] = _flags_first([_quote_kv_string(a) for a in sys.argv[1:]])
     try:
+        from evalflow.lmeval_compat.native import native_argv
+
+        sys.argv[1:] = _flags_first([_quote_kv_string(a) for a in native_argv(sys.argv[1:])])
         _refuse_used_run_folders(sys.argv[1:])
     except EvalflowError as exc:
         raise SystemExit(_report(exc)) from None

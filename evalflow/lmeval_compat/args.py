@@ -2,8 +2,8 @@
 
     >>> parse_model_args("pretrained=org/m,dtype=float32,max_length=2048,trust_remote_code=True")
     {'pretrained': 'org/m', 'dtype': 'float32', 'max_length': 2048, 'trust_remote_code': True}
-    >>> hydra_value({"until": ["\\n\\n"], "do_sample": False})
-    "{until:['\\\\n\\\\n'],do_sample:false}"
+    >>> hydra_value({"until": ["Q:", "it's"], "do_sample": False})
+    "{until:['Q:','it\\\\'s'],do_sample:false}"
     >>> batch_size_value("auto:4"), batch_size_value("8")
     ('auto:4', 8)
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from typing import Any, Mapping
 
 from evalflow.errors import ConfigError
@@ -134,8 +135,9 @@ def hydra_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\").replace("'", "\\'")
-        return f"'{escaped}'"
+        # Hydra's quoted strings: backslashes are literal except before the closing or an escaped quote
+        escaped = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", value)
+        return "'" + re.sub(r"(\\+)$", lambda m: m.group(1) * 2, escaped) + "'"
     if isinstance(value, Mapping):
         return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
