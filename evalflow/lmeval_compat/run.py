@@ -26,8 +26,9 @@ def run_folder() -> Path:
     return Path("outputs") / time.strftime("%Y-%m-%d") / f"{time.strftime('%H-%M-%S')}-{uuid.uuid4().hex[:6]}"
 
 
-def execute(tr: Translation, folder: Path) -> dict[str, Any]:
-    """Run the translation (``--write_out`` first prints each task's first prompt, as lm-eval does)."""
+def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
+    """Run the translation (``--write_out`` first prints each task's first prompt, as lm-eval does);
+    ``model``: a model object instead of the translation's preset (simple_evaluate)."""
     from evalflow.app import evaluate
 
     if tr.verbosity:
@@ -38,7 +39,7 @@ def execute(tr: Translation, folder: Path) -> dict[str, Any]:
         settings = [o for o in tr.overrides if not o.startswith(("model.", "log_samples=", "batch_size=",
                                                                  "max_batch_size=", "predict_only="))]
         show([f"task=[{','.join(tr.tasks)}]", "n=1", *settings])
-    return evaluate(list(tr.tasks), tr.preset, output_dir=folder, overrides=list(tr.overrides))
+    return evaluate(list(tr.tasks), tr.preset if model is None else model, output_dir=folder, overrides=list(tr.overrides))
 
 
 def main(argv: list[str]) -> int:
