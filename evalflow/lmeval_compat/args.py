@@ -125,6 +125,10 @@ def batch_size_value(text: str | int) -> int | str:
     raise ConfigError(f"batch_size={text!r} is not allowed; use a positive integer, auto, or auto:N")
 
 
+_PLAIN = re.compile(r"[A-Za-z_/][\w/.\-]*")
+_HYDRA_WORDS = {"true", "false", "null", "none", "nan", "inf"}
+
+
 def hydra_value(value: Any) -> str:
     """A Python value as Hydra's override grammar reads it back unchanged (strings quoted, so
     ``float32`` or ``1e-3`` in quotes stay what lm-eval's typing made them)."""
@@ -134,6 +138,8 @@ def hydra_value(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, (int, float)):
         return repr(value)
+    if isinstance(value, str) and _PLAIN.fullmatch(value) and value.lower() not in _HYDRA_WORDS:
+        return value  # float32, org/model, /path/to/dir: read back as the same string, unquoted
     if isinstance(value, str):
         # Hydra's quoted strings: backslashes are literal except before the closing or an escaped quote
         escaped = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", value)

@@ -3,7 +3,7 @@
 flags (``--model hf --tasks ...``) get one paragraph pointing at ``python -m evalflow lm-eval``.
 
     >>> native_argv(["model=hf", "model_args=pretrained=org/m,dtype=float32,max_length=2048"])
-    ['model=hf', "model.pretrained='org/m'", "model.dtype='float32'", 'model.max_length=2048']
+    ['model=hf', 'model.pretrained=org/m', 'model.dtype=float32', 'model.max_length=2048']
 """
 
 from __future__ import annotations

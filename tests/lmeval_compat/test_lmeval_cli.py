@@ -39,8 +39,8 @@ def test_translation_and_native_command() -> None:
                           "--seed", "0,1234,42,42", "--gen_kwargs", "max_gen_toks=32", "--device", "cpu"]))
     assert tr.preset == "hf" and tr.tasks == ("arc_easy", "boolq", "gsm8k")
     assert shlex.split(tr.native()) == [
-        "python", "-m", "evalflow", "model=hf", "task=[arc_easy,boolq,gsm8k]", "model.pretrained='org/m'",
-        "model.dtype='float32'", "model.device='cpu'", "num_fewshot=5", "batch_size='auto:4'", "limit=10",
+        "python", "-m", "evalflow", "model=hf", "task=[arc_easy,boolq,gsm8k]", "model.pretrained=org/m",
+        "model.dtype=float32", "model.device=cpu", "num_fewshot=5", "batch_size='auto:4'", "limit=10",
         "log_samples=false", "gen_kwargs={max_gen_toks:32}", "seed=42"]
     assert "seed=42" in tr.overrides and "batch_size='auto:4'" in tr.overrides and "limit=10" in tr.overrides
     served = translate(parse(["--model", "local-completions", "--model_args",
@@ -67,7 +67,7 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
 
 def test_native_model_args_and_lm_eval_flag_pointer() -> None:
     assert native_argv(["model_args=pretrained=a,dtype=float32,trust_remote_code=true", "limit=2"]) == [
-        "model.pretrained='a'", "model.dtype='float32'", "model.trust_remote_code=true", "limit=2"]
+        "model.pretrained=a", "model.dtype=float32", "model.trust_remote_code=true", "limit=2"]
     with pytest.raises(ConfigError, match="python -m evalflow lm-eval --model hf --tasks arc_easy"):
         native_argv(["--model", "hf", "--tasks", "arc_easy"])
 
