@@ -15,6 +15,7 @@ from typing import Any
 
 _EXPORTS = {
     "evaluate": "evalflow.app",
+    "simple_evaluate": "evalflow.lmeval_compat.evaluate",
     "EvalflowError": "evalflow.errors",
     "LanguageModel": "evalflow.models.base",
     "register_model": "evalflow.models.registry",

@@ -71,7 +71,7 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
         record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data, ran,
                            judge=judges.counts if judges.edges else None, judge_identities=judges.identities,
                            summaries=summaries)
-        results = build_results(record)
+        results = build_results(record, store)
         if output_dir is not None:
             write_run_folder(output_dir, record, results, store)
             if settings.explain:

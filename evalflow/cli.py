@@ -44,6 +44,8 @@ SUBCOMMANDS = {
     "side-env": Subcommand("evalflow.taskspec.side_env_cli:main",
                            "list|provision [NAME...]  the private package folders some task code needs (provision once online)"),
     "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
+    "lm-eval": Subcommand("evalflow.lmeval_compat.run:main",
+                          "--model hf --model_args pretrained=NAME --tasks a,b ...  lm-eval 0.4.13's command line, run by evalflow"),
     "make-tiny-vlm": Subcommand("evalflow.models.hf.vlm.tiny_vlm:main",
                                 "DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"),
 }
@@ -214,8 +216,10 @@ def entry() -> None:
         except EvalflowError as exc:
             code = _report(exc)
         raise SystemExit(code)
-    sys.argv[1:] = _flags_first([_quote_kv_string(a) for a in sys.argv[1:]])
     try:
+        from evalflow.lmeval_compat.native import native_argv
+
+        sys.argv[1:] = _flags_first([_quote_kv_string(a) for a in native_argv(sys.argv[1:])])
         _refuse_used_run_folders(sys.argv[1:])
     except EvalflowError as exc:
         raise SystemExit(_report(exc)) from None

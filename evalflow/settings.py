@@ -132,8 +132,10 @@ def _samples(data: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]] | None:
 
 def _batch_size(data: Mapping[str, Any]) -> int | str:
     batch_size = data["batch_size"]
+    if isinstance(batch_size, str) and batch_size.startswith("auto:") and batch_size[5:].isdigit():
+        return "auto"  # lm-eval's auto:N re-tunes N times; evalflow's auto sizes each request type anyway
     if not (batch_size == "auto" or (isinstance(batch_size, int) and batch_size >= 1)):
-        raise ConfigError(f"batch_size={batch_size!r} is not allowed; use a positive integer or batch_size=auto")
+        raise ConfigError(f"batch_size={batch_size!r} is not allowed; use a positive integer, batch_size=auto or auto:N")
     return batch_size  # type: ignore[no-any-return]
 
 

@@ -8,10 +8,14 @@
      "total_evaluation_time_seconds": "12.3", "evalflow": {...}}
 
 Groups are in ``versions``, ``higher_is_better`` and ``n-shot`` as lm-eval puts them, and their
-entries carry ``sample_len`` and ``sample_count``. What only evalflow records lives under the
+entries carry ``sample_len`` and ``sample_count``; ``groups`` holds the groups that aggregate and is
+left out when none does, as lm-eval leaves it. What only evalflow records lives under the
 ``evalflow`` key, so a tool reading lm-eval's keys finds exactly lm-eval's meaning there.
-lm-eval's ``pretty_env_info``, ``lm_eval_version``, ``upper_git_hash`` and ``task_hashes`` are not
-written (evalflow records its own version as ``evalflow_version``).
+``lm_eval_version`` names the lm-eval whose semantics evalflow follows (``evalflow_version`` is
+evalflow's own); the tokenizer and model fields lm-eval writes for ``hf`` models (``max_length``,
+``tokenizer_*_token``, ``config.model_dtype``, ...) come from evalflow.lmeval_compat.model_info.
+lm-eval's ``pretty_env_info`` and ``upper_git_hash`` are not written, nor ``task_hashes`` (which
+lm-eval's tracker adds to its own results file: ``python -m evalflow lm-eval --output_path`` writes it).
 """
 
 from __future__ import annotations
@@ -55,8 +59,11 @@ class RunRecord:
         return found if found is not None else TaskSummary.of(self.outputs[task])
 
 
-def build_results(record: RunRecord) -> dict[str, Any]:
-    """The run's results.json, in lm-eval 0.4.13's layout and key order (its tools read it)."""
+def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
+    """The run's results.json, in lm-eval 0.4.13's layout and key order (its tools read it);
+    ``store``: the run's cache, where the model's tokenizer fields are kept (lmeval_compat.model_info)."""
+    from evalflow.lmeval_compat.model_info import LM_EVAL_VERSION, lm_eval_fields
+
     s = record.settings
     results: dict[str, Any] = {}
     configs, versions, n_shot, hib, n_samples = {}, {}, {}, {}, {}
@@ -83,18 +90,23 @@ def build_results(record: RunRecord) -> dict[str, Any]:
     _propagate(record, n_shot, hib)
     model = dict(s.model if record.model is None else record.model)
     info = run_info(s, model)
+    tokenizer_fields, model_fields = lm_eval_fields(model, record.model_identity, store)
+    versions_info = {"transformers_version": info.pop("transformers_version"), "lm_eval_version": LM_EVAL_VERSION,
+                     **tokenizer_fields}
+    aggregated = {name: groups[name] for name in groups if _aggregates(record, name)}
     return {
         "results": {**results, **groups},
-        "groups": groups,
+        **({"groups": aggregated} if aggregated else {}),  # lm-eval: the groups that aggregate, if any
         "group_subtasks": {g.name: list(g.members) for g in record.selection.groups},
         "configs": configs,
         "versions": versions,
         "n-shot": n_shot,
         "higher_is_better": hib,
         "n-samples": n_samples,
-        "config": _config(s, model),
+        "config": _config(s, model, model_fields),
         "git_hash": info.pop("git_hash"),
         "date": record.started,
+        **versions_info,
         **info,
         "total_evaluation_time_seconds": str(round(record.finished - record.started, 3)),
         "evalflow": {
@@ -106,11 +118,17 @@ def build_results(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def _config(s: RunSettings, model: Mapping[str, Any]) -> dict[str, Any]:
-    """results.json's ``config``: the run's settings under lm-eval's names (one seed for all four)."""
+def _aggregates(record: RunRecord, name: str) -> bool:
+    return any(g.name == name and g.aggregate_metric_list for g in record.selection.groups)
+
+
+def _config(s: RunSettings, model: Mapping[str, Any], model_fields: Mapping[str, Any]) -> dict[str, Any]:
+    """results.json's ``config``: the run's settings under lm-eval's names (one seed for all four),
+    with the model's own fields where lm-eval writes them (``get_model_info``)."""
     return {
         "model": str(model.get("type")),
         "model_args": {k: v for k, v in model.items() if k != "type"},
+        **model_fields,
         "batch_size": s.batch_size,
         "batch_sizes": [],
         "device": model.get("device"),

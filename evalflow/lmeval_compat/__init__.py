@@ -1,0 +1,10 @@
+"""lm-eval 0.4.13 users' entry points onto evalflow, so their commands and notebooks run unchanged:
+
+- ``python -m evalflow lm-eval ARGS...`` / ``evalflow-lm-eval``: lm-eval's command line (run.py:
+  parser.py parses it, translate.py turns it into an evalflow run, layout.py writes lm-eval's files);
+- :func:`evalflow.simple_evaluate`: lm-eval's ``simple_evaluate`` signature (evaluate.py);
+- args.py: lm-eval's ``model_args`` strings and value typing, also behind the native
+  ``model_args=...`` and the hint for ``--model``/``--tasks`` given to the native command line (native.py).
+
+docs/lm-eval-migration.md maps every flag to its evalflow setting.
+"""

@@ -1,0 +1,154 @@
+"""The results.json fields lm-eval 0.4.13 derives from the loaded model (``add_tokenizer_info``,
+``HFLM.get_model_info``), computed from the model's files without loading its weights, so a run
+served wholly from the cache writes the same values as one that loaded the model.
+
+    top level:  tokenizer_pad_token, tokenizer_eos_token, tokenizer_bos_token ([token, "id"]),
+                eot_token_id, max_length
+    config:     model_num_parameters, model_dtype ("torch.float32"), model_revision, model_sha
+
+lm-eval writes them for its models with a Hugging Face tokenizer and model (``hf``); for others
+(``dummy``) it writes none, and so does evalflow. ``model_sha`` is the hub commit (lm-eval asks the
+hub; ``""`` for a local folder, as lm-eval's failed lookup gives).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import struct
+from pathlib import Path
+from typing import Any, Mapping
+
+LM_EVAL_VERSION = "0.4.13"
+"""The lm-eval whose semantics and results layout evalflow follows (results.json's ``lm_eval_version``)."""
+
+log = logging.getLogger(__name__)
+
+
+def lm_eval_fields(model: Mapping[str, Any], identity: Any = None,
+                   store: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(top-level fields, ``config`` fields) for the run's model config; empty for other types.
+    With ``store`` (the run's cache) they are kept under the model's identity: reading the tokenizer
+    costs importing torch and transformers, which a run served from the cache otherwise never does."""
+    if model.get("type") != "hf" or not model.get("pretrained"):
+        return {}, {}
+    key = tuple(str(model.get(k)) if model.get(k) is not None else None for k in _KEYS)
+    memo = None
+    if store is not None and identity is not None:
+        from evalflow.cache.fingerprint import fingerprint
+        from evalflow.cache.store import MISSING
+
+        memo = fingerprint(("lm-eval-model-fields", 1, identity, key))
+        found = store.get(memo)
+        if found is not MISSING:
+            top, config = found
+            return _with_sha(top, config, identity)
+    try:
+        top, config = _hf_fields(*key)
+    except Exception as exc:  # a results file must still be written; the fields are then left out
+        log.warning("results.json: lm-eval's tokenizer and model fields are left out (%s: %s)", type(exc).__name__, exc)
+        return {}, {}
+    if memo is not None:
+        store.put(memo, [top, config], tag="lmeval_fields")
+    return _with_sha(top, config, identity)
+
+
+def _with_sha(top: Mapping[str, Any], config: Mapping[str, Any], identity: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    weights = identity.get("weights", {}) if isinstance(identity, Mapping) else {}
+    commit = weights.get("commit") if isinstance(weights, Mapping) else None
+    return dict(top), {**config, "model_sha": str(commit or "")}
+
+
+_KEYS = ("pretrained", "revision", "gguf_file", "tokenizer", "dtype", "add_bos_token", "max_length",
+         "memo_gguf", "trust_remote_code")
+
+
+@functools.lru_cache(maxsize=8)
+def _hf_fields(pretrained: str, revision: str | None, gguf_file: str | None, tokenizer: str | None,
+               dtype: str | None, add_bos_token: str | None, max_length: str | None, memo_gguf: str | None,
+               trust_remote_code: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    import transformers
+
+    from evalflow.models.hf.load import configure_pad_token
+    from evalflow.models.lmeval_tokens import resolve_max_length
+
+    bos = None if add_bos_token is None else add_bos_token == "True"
+    source, gguf = _memo_source(pretrained, gguf_file, dtype or "auto", bos, tokenizer, memo_gguf != "False")
+    common = {"revision": revision or "main", "trust_remote_code": trust_remote_code == "True"}
+    tok_kwargs = {**common, **({"gguf_file": gguf} if gguf and not tokenizer else {"use_fast": True}),
+                  **({} if bos is None else {"add_bos_token": bos})}
+    where = Path(tokenizer or source).expanduser()
+    # a folder with tokenizer.json (every GGUF memo has one): the fast class directly, the same
+    # tokens and ids, in a fraction of AutoTokenizer's seconds of class lookup
+    loader = (transformers.PreTrainedTokenizerFast if not (gguf and not tokenizer) and (where / "tokenizer.json").is_file()
+              else transformers.AutoTokenizer)
+    tok = loader.from_pretrained(tokenizer or source, **tok_kwargs)
+    configure_pad_token(tok)
+    config = transformers.AutoConfig.from_pretrained(source, gguf_file=gguf, **common)
+    top = {
+        "tokenizer_pad_token": [tok.pad_token, str(tok.pad_token_id)],
+        "tokenizer_eos_token": [tok.eos_token, str(tok.eos_token_id)],
+        "tokenizer_bos_token": [tok.bos_token, str(tok.bos_token_id)],
+        "eot_token_id": tok.eos_token_id,
+        "max_length": int(float(max_length)) if max_length else resolve_max_length(config, tok),
+    }
+    return top, {
+        "model_num_parameters": parameter_count(source, gguf),
+        "model_dtype": _dtype(dtype, config),
+        "model_revision": revision or "main",
+    }
+
+
+def _memo_source(pretrained: str, gguf_file: str | None, dtype: str, bos: bool | None, tokenizer: str | None,
+                 memo: bool) -> tuple[str, str | None]:
+    """The converted folder of a GGUF file when the hf model has kept one (models/hf/gguf_memo.py):
+    the same tokenizer and config, read in a second instead of parsing the GGUF file."""
+    path = Path(pretrained).expanduser() / gguf_file if gguf_file else None
+    if memo and path is not None and path.is_file() and not tokenizer:
+        from evalflow.models.hf import gguf_memo
+
+        folder = gguf_memo.memo_folder(path, dtype, bos)
+        if (folder / gguf_memo.MARKER).is_file():
+            return str(folder), None
+    return pretrained, gguf_file
+
+
+def _dtype(dtype: str | None, config: Any) -> str:
+    """lm-eval's ``model.dtype`` as it serializes it: ``torch.float32``; ``auto`` is the checkpoint's."""
+    name = dtype if dtype not in (None, "auto") else getattr(config, "torch_dtype", None) or "float32"
+    return name if str(name).startswith("torch.") else f"torch.{str(name).removeprefix('torch.')}"
+
+
+def parameter_count(source: str, gguf_file: str | None) -> int:
+    """The weights' element count from the files' headers (a GGUF file's tensor table, or the
+    safetensors headers of a local folder or the local hub cache); -1 (lm-eval's value for a
+    model it cannot count) when no such file is at hand."""
+    folder = Path(source).expanduser()
+    if gguf_file:
+        from gguf import GGUFReader
+
+        return int(sum(int(t.n_elements) for t in GGUFReader(str(folder / gguf_file)).tensors))
+    if not folder.is_dir():
+        try:
+            from huggingface_hub import snapshot_download
+
+            folder = Path(snapshot_download(source, allow_patterns=["*.safetensors"], local_files_only=True))
+        except Exception:
+            return -1
+    files = sorted(folder.glob("*.safetensors"))
+    return sum(_safetensors_count(f) for f in files) if files else -1
+
+
+def _safetensors_count(path: Path) -> int:
+    with path.open("rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+    total = 0
+    for name, entry in header.items():
+        if name != "__metadata__":
+            n = 1
+            for dim in entry["shape"]:
+                n *= int(dim)
+            total += n
+    return total

