@@ -1,4 +1,5 @@
-"""``python -m evalflow cache stats|verify|gc|clear|merge [cache_dir=DIR]``: look after a cache folder.
+"""Looking after a cache folder: what ``python -m evalflow cache stats|verify|gc|clear`` do
+(:mod:`evalflow.commands.cache` reads their words).
 
     stats    entries and bytes per stage (and per-request responses)
     verify   decode every entry and check its checksum; exit 1 when anything is corrupt
@@ -6,8 +7,6 @@
              runs), entries older than max_age_days=N, then the oldest entries until the folder
              is under max_size_gb=X
     clear    delete every entry, and the side folders (models' file memos such as gguf-weights/)
-    merge    SRC... cache_dir=DST: copy every intact entry of the SRC caches into DST
-             (evalflow/cache/merge.py)
 
 Besides diskcache's entries, a cache folder holds *side folders*: memos that models keep as plain
 files (a GGUF file's dequantized weights, its metadata). ``stats`` lists them, ``gc`` removes
@@ -19,87 +18,12 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-import sqlite3
 import sys
 import time
 from pathlib import Path
 
 from evalflow.cache.codec import CorruptEntry, decode
-from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, default_cache_dir, lease_alive, unusable, weights_dir
-from evalflow.cli_words import Usage, parse_words
-from evalflow.errors import CacheError, ConfigError
-
-USAGE = ("usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X], "
-         "or cache merge SRC... cache_dir=DST")
-
-
-def _non_negative(value: str) -> float:
-    """a number >= 0"""
-    number = float(value)
-    if not number >= 0:
-        raise ValueError(value)
-    return number
-
-
-# Each command's options: the age and size bounds mean something to gc alone.
-COMMAND_OPTIONS = {
-    "stats": {"cache_dir": str},
-    "verify": {"cache_dir": str},
-    "clear": {"cache_dir": str},
-    "gc": {"cache_dir": str, "max_age_days": _non_negative, "max_size_gb": _non_negative},
-}
-
-
-def _options(argv: list[str]) -> tuple[str, dict[str, str]]:
-    if not argv or argv[0] not in COMMAND_OPTIONS:
-        raise ConfigError(f"unknown cache command {argv[:1]}; {USAGE}")
-    command = argv[0]
-    parse_words(argv[1:], Usage(f"cache {command}", "", COMMAND_OPTIONS[command]))  # refuses what it does not take
-    return command, {a.partition("=")[0]: a.partition("=")[2] for a in argv[1:]}
-
-
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["merge"]:
-        from evalflow.cache.merge import main as merge_main
-
-        return merge_main(argv[1:])
-    command, opts = _options(argv)
-    directory = Path(opts["cache_dir"]).expanduser() if "cache_dir" in opts else default_cache_dir()
-    if not (directory / "cache.db").is_file():  # never create a cache folder just to look at it
-        if command == "clear":
-            cleared = clear_files(directory) if directory.is_dir() else []
-            print(f"clear: no cache index in {directory}; removed {len(cleared)} leftover files and folders")
-            return 0
-        raise ConfigError(
-            f"cache {command}: there is no cache at {directory} (no cache.db there). Check the "
-            "cache_dir= value; runs write to $EVALFLOW_CACHE, else ~/.cache/evalflow."
-        )
-    try:
-        store = CacheStore(directory)
-    except CacheError as exc:
-        return _damaged(command, directory, exc)
-    try:
-        return {"stats": stats, "verify": verify, "gc": gc, "clear": clear}[command](store, opts)
-    except sqlite3.Error as exc:
-        store.close()
-        return _damaged(command, directory, unusable(directory, exc))
-    finally:
-        store.close()
-
-
-def _damaged(command: str, directory: Path, exc: CacheError) -> int:
-    """A cache whose index (cache.db) cannot be read: ``clear`` is the way out, so it works on
-    one; ``verify`` reports the damage as its finding (exit 1); the others refuse."""
-    if command == "clear":
-        removed = clear_files(directory)
-        print(f"clear: the cache index was damaged; removed {len(removed)} evalflow files and folders from {directory}")
-        return 0
-    if command == "verify":
-        print(f"corrupt: {directory / 'cache.db'}: the cache index cannot be read ({exc.__cause__ or exc})", file=sys.stderr)
-        print(f"verified 0 entries in {directory}: the index is damaged; `python -m evalflow cache clear "
-              f"cache_dir={directory}` removes it and every entry")
-        return 1
-    raise exc
+from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, lease_alive, weights_dir
 
 
 def clear_files(directory: Path) -> list[Path]:
