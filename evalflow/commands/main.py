@@ -175,15 +175,17 @@ def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
 
 
 def _reproduction_overrides(conf_dir: str, argv: list[str]) -> list[str]:
-    """conf/config.yaml's own Hydra settings (run and sweep folders with their random suffix), for
-    a run reproduced from a snapshot, which holds the job's config but not Hydra's: without them
-    Hydra's default folder has no suffix, and runs started in the same second would share it."""
+    """conf/config.yaml's own Hydra settings (run and sweep folders with their random suffix, the
+    job's name, which names its log), for a run reproduced from a snapshot, which holds the job's
+    config but not Hydra's: without them Hydra's default folder has no suffix, and runs started in
+    the same second would share it."""
     from omegaconf import OmegaConf
 
     hydra: Any = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "config.yaml").hydra, resolve=False)
     given = {a.split("=", 1)[0].lstrip("+") for a in argv if "=" in a}
     wanted = {"hydra.run.dir": hydra["run"]["dir"], "hydra.sweep.dir": hydra["sweep"]["dir"],
-              "hydra.sweep.subdir": hydra["sweep"]["subdir"], "hydra.job.chdir": hydra["job"]["chdir"]}
+              "hydra.sweep.subdir": hydra["sweep"]["subdir"], "hydra.job.chdir": hydra["job"]["chdir"],
+              "hydra.job.name": hydra["job"]["name"]}
     return [f"{key}={_override_value(value)}" for key, value in wanted.items() if key not in given]
 
 
