@@ -2,8 +2,7 @@
 
 :func:`prompt_outputs` runs the run's own stages ``load_docs → fewshot → instances`` with the run's
 cache, so what is shown is what a run with those settings sends, and a later run reuses what was
-computed; :func:`write_task` writes each document's prompt, target and requests
-(:mod:`evalflow.commands.show` reads the command's words).
+computed; :func:`write_task` writes each document's prompt, target and requests.
 """
 
 from __future__ import annotations

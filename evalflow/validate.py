@@ -1,7 +1,7 @@
-"""What ``validate`` checks of a task before model time is spent on it (its words are read by
-:mod:`evalflow.commands.validate`): the load-time checks of :mod:`evalflow.load_checks`, which a run makes
-too, the metrics and filters it names, its templates rendered on the first documents through the
-run's own stages (:mod:`evalflow.preview`), and its judges' prompts.
+"""What ``python -m evalflow validate`` checks of a task before model time is spent on it: the
+load-time checks of :mod:`evalflow.load_checks`, which a run makes too, the metrics and filters it
+names, its templates rendered on the first documents through the run's own stages
+(:mod:`evalflow.preview`), and its judges' prompts.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Looking after a cache folder: what ``python -m evalflow cache stats|verify|gc|clear`` do
-(:mod:`evalflow.commands.cache` reads their words).
+"""Looking after a cache folder: what ``python -m evalflow cache stats|verify|gc|clear`` do.
 
     stats    entries and bytes per stage (and per-request responses)
     verify   decode every entry and check its checksum; exit 1 when anything is corrupt

@@ -1,5 +1,5 @@
 """Two runs compared per task, group and metric: A, B, B - A, and a paired test over the documents
-both runs scored (``python -m evalflow compare``, whose words :mod:`evalflow.commands.compare` reads).
+both runs scored (``python -m evalflow compare``).
 
 0/1 metrics (acc, exact_match) get the exact McNemar test, others a seeded paired bootstrap; every
 row gets the bootstrap's 95% interval of the difference (:mod:`evalflow.insight.stats`). Groups are

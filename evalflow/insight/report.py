@@ -1,9 +1,8 @@
-"""One self-contained HTML page of runs (``python -m evalflow report``, whose words
-:mod:`evalflow.commands.report` reads): results tables side by side, each run named by the settings
-that vary between them, with ``compare``'s paired columns for two runs; charts (Vega-Lite specs
-built with altair, the Vega libraries inlined so the file opens with no network); each task's
-documents, decoded from a compressed blob only when the task is opened. What the page leaves out
-it says where it leaves it out. Needs the ``insight`` extra.
+"""One self-contained HTML page of runs (``python -m evalflow report``): results tables side by
+side, each run named by the settings that vary between them, with ``compare``'s paired columns for
+two runs; charts (Vega-Lite specs built with altair, the Vega libraries inlined so the file opens
+with no network); each task's documents, decoded from a compressed blob only when the task is
+opened. What the page leaves out it says where it leaves it out. Needs the ``insight`` extra.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""The listing ``ls`` prints of the tasks, groups and tags the index knows (its words are read
-by :mod:`evalflow.commands.ls`).
+"""The listing ``python -m evalflow ls`` prints of the tasks, groups and tags the index knows.
 
 On a terminal the listing is a rich table (up to :data:`RICH_MAX_ROWS` names); otherwise (piped,
 e.g. into grep, or very long) it is plain ``kind name source`` columns, one name per line.
