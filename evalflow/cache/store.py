@@ -399,7 +399,7 @@ class CacheStore:
 
     @property
     def raw(self) -> diskcache.Cache:
-        """The underlying diskcache, for its upkeep (stats, verify, gc)."""
+        """The underlying diskcache, for maintenance commands (stats, verify, gc)."""
         return self._cache
 
     def close(self) -> None:
