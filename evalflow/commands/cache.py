@@ -10,7 +10,7 @@
              (evalflow/cache/merge.py)
 
 What each does is :mod:`evalflow.cache.upkeep`'s (and :mod:`evalflow.cache.merge`'s); this module
-reads the words and says what was done.
+reads the words and prints what was done.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any, Mapping
 
 from evalflow.cache import upkeep
 from evalflow.cache.store import CacheStore, default_cache_dir, unusable
@@ -45,12 +46,11 @@ COMMAND_OPTIONS = {
 }
 
 
-def _options(argv: list[str]) -> tuple[str, dict[str, str]]:
+def _options(argv: list[str]) -> tuple[str, Mapping[str, Any]]:
     if not argv or argv[0] not in COMMAND_OPTIONS:
         raise ConfigError(f"unknown cache command {argv[:1]}; {USAGE}")
     command = argv[0]
-    parse_words(argv[1:], Usage(f"cache {command}", "", COMMAND_OPTIONS[command]))  # refuses what it does not take
-    return command, {a.partition("=")[0]: a.partition("=")[2] for a in argv[1:]}
+    return command, parse_words(argv[1:], Usage(f"cache {command}", "", COMMAND_OPTIONS[command])).options
 
 
 def main(argv: list[str]) -> int:
@@ -72,12 +72,53 @@ def main(argv: list[str]) -> int:
     except CacheError as exc:
         return _damaged(command, directory, exc)
     try:
-        return {"stats": upkeep.stats, "verify": upkeep.verify, "gc": upkeep.gc, "clear": upkeep.clear}[command](store, opts)
+        return {"stats": _stats, "verify": _verify, "gc": _gc, "clear": _clear}[command](store, opts)
     except sqlite3.Error as exc:
         store.close()
         return _damaged(command, directory, unusable(directory, exc))
     finally:
         store.close()
+
+
+def _stats(store: CacheStore, opts: Mapping[str, Any]) -> int:
+    found = upkeep.stats(store)
+    print(f"cache: {found.directory}  ({found.folder_bytes / 1e6:.1f} MB on disk, everything in the folder)")
+    for tag, (count, size) in found.entries.items():
+        print(f"  {tag:<22} {count:>9} entries {size / 1e6:>11.3f} MB")
+    total_count, total_size = sum(c for c, _ in found.entries.values()), sum(b for _, b in found.entries.values())
+    print(f"  {'total':<22} {total_count:>9} entries {total_size / 1e6:>11.3f} MB")
+    for name, files, size in found.side_folders:
+        print(f"  side folder {name + '/':<10} {files:>9} files   {size / 1e6:>11.3f} MB")
+    if found.shared_weights is not None:
+        shared, size = found.shared_weights
+        print(f"converted model weights, shared by every cache folder (EVALFLOW_WEIGHTS_DIR): {shared} "
+              f"({size / 1e6:.1f} MB)")
+    return 0
+
+
+def _verify(store: CacheStore, opts: Mapping[str, Any]) -> int:
+    """Exit 1 when anything is corrupt."""
+    checked, bad = upkeep.verify(store)
+    for key, why in bad:
+        print(f"corrupt: {key}: {why}", file=sys.stderr)
+    print(f"verified {checked} entries in {store.directory}: {len(bad)} corrupt")
+    if bad:
+        print("a run recomputes corrupt entries by itself; `cache clear` removes everything now", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def _gc(store: CacheStore, opts: Mapping[str, Any]) -> int:
+    done = upkeep.gc(store, opts.get("max_age_days"), opts.get("max_size_gb"))
+    print(f"gc: removed {done.entries} entries, {done.orphans} orphan value files, {done.temporaries} half-written memo "
+          f"temporaries and {done.memos} memos from {store.directory} ({done.bytes_left / 1e6:.1f} MB left)")
+    return 0
+
+
+def _clear(store: CacheStore, opts: Mapping[str, Any]) -> int:
+    removed, folders = upkeep.clear(store)
+    names = f" and side folders {', '.join(folders)}" if folders else ""
+    print(f"clear: removed {removed} entries{names} from {store.directory}")
+    return 0
 
 
 def _damaged(command: str, directory: Path, exc: CacheError) -> int:
