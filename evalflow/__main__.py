@@ -1,6 +1,6 @@
-"""``python -m evalflow``: the command line is :mod:`evalflow.cli` (see there why it is not here)."""
+"""``python -m evalflow``: the command line is :mod:`evalflow.commands.main` (see there why it is not here)."""
 
-from evalflow.cli import entry
+from evalflow.commands.main import entry
 
 if __name__ == "__main__":
     entry()

@@ -1,73 +1,18 @@
-"""``python -m evalflow show``: a task's first documents as the model would see them, no model loaded.
+"""What ``show`` prints: a task's first documents as the model would see them, no model loaded.
 
-    python -m evalflow show task=arc_easy                     # the first 3 documents
-    python -m evalflow show task=gsm8k n=2 num_fewshot=5 data_map=shared
-    python -m evalflow show task=mmlu_anatomy n=1 apply_chat_template=true model=smollm2
-
-lm-eval's ``--write_out``: for each document its rendered prompt (description, few-shot examples,
-its own text), its target, and every request the model would receive. The settings are a run's
-(``key=value``, the same names and meanings), and the documents go through the run's own stages
-``load_docs → fewshot → instances`` with the run's cache: what ``show`` prints is what a run with
-those settings sends, and a later run reuses what ``show`` computed. Without ``limit`` or
-``samples``, ``limit`` is ``n`` (the first ``n`` documents' prompts do not depend on later ones).
-``model`` defaults to ``dummy`` here; it matters only with ``apply_chat_template``. An image task's
-prompt keeps its ``<image>`` placeholders, followed by one line naming each image's size, mode and
-pixel hash (the key its requests are cached under).
+:func:`prompt_outputs` runs the run's own stages ``load_docs → fewshot → instances`` with the run's
+cache, so what is shown is what a run with those settings sends, and a later run reuses what was
+computed; :func:`write_task` writes each document's prompt, target and requests.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import sys
 from typing import Any, Mapping, Sequence, TextIO
 
-from evalflow.errors import ConfigError
 from evalflow.settings import RunSettings
 from evalflow.taskspec.spec import TaskConfig
 
-USAGE = "usage: python -m evalflow show task=NAME [n=3] [num_fewshot=K] [any run setting=value ...]"
 PROMPT_STAGES = ("load_docs", "fewshot", "instances")
-
-
-def preview_settings(
-    argv: Sequence[str], command: str, default_n: int = 3, *, n_limits: bool = True
-) -> tuple[RunSettings, int]:
-    """The run settings given as ``key=value`` overrides, and ``n`` (documents to show); with
-    ``n_limits`` and neither ``limit`` nor ``samples`` given, ``limit`` is ``n``."""
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from evalflow.config.compose import compose_config
-    from evalflow.settings import settings_from_config
-
-    n, overrides = default_n, []
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep:
-            raise ConfigError(f"{command}: unexpected argument '{arg}'; arguments are key=value run settings")
-        if key.lstrip("+~").startswith(("hydra.", "hydra/")):
-            raise ConfigError(
-                f"{command}: {key}= does nothing here: {command} starts no Hydra job and writes no run folder "
-                "(it takes the run's own settings, key=value, and n=)"
-            )
-        if key == "n":
-            if not value.isdigit() or int(value) < 1:
-                raise ConfigError(f"{command}: n={value} must be a whole number of documents, 1 or more")
-            n = int(value)
-        else:
-            overrides.append(arg)
-    if not any(a.split("=", 1)[0] == "task" for a in overrides):
-        raise ConfigError(f"{command}: name the task, e.g. task=arc_easy (python -m evalflow {command} --help)")
-    if not any(a.startswith(("model=", "+model=")) for a in overrides):
-        overrides.insert(0, "model=dummy")
-    try:
-        settings = settings_from_config(compose_config(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"{command}: {first}. The settings and their types are in evalflow/config/schema.py.") from None
-    if n_limits and settings.limit is None and settings.samples is None:
-        settings = dataclasses.replace(settings, limit=float(n))  # as the run config types it
-    return settings, n
 
 
 def prompt_outputs(
@@ -81,23 +26,6 @@ def prompt_outputs(
     stages = tuple(node for node in PIPELINE if node.name in names)
     outputs, _ = execute(task, task_settings(task, settings, ""), store, {}, pipeline=stages)
     return outputs
-
-
-def main(argv: list[str]) -> int:
-    if any(a in ("-h", "--help") for a in argv):
-        print(USAGE + "\n\n" + (__doc__ or "").strip())
-        return 0
-    from evalflow.run_parts import select_tasks
-    from evalflow.cache.store import CacheStore
-
-    settings, n = preview_settings(argv, "show")
-    store = CacheStore(settings.cache_dir)
-    try:
-        for task in select_tasks(settings).tasks:
-            write_task(task, prompt_outputs(task, settings, store), n, sys.stdout, settings.code_sandbox)
-    finally:
-        store.close()
-    return 0
 
 
 def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO, code_sandbox: str | None = None) -> None:

@@ -1,62 +1,17 @@
-"""``python -m evalflow validate``: check task configs before spending model time on them.
-
-    python -m evalflow validate task=my_task include_path=[my_tasks]
-    python -m evalflow validate task=mmlu n=1 data_map=shared        # every subject
-
-For each selected task: its YAML resolves (includes, groups, ``!function`` references), its
-metrics and aggregations and its filters exist with the options given, every ``!function`` it
-names imports (the load-time checks of :mod:`evalflow.load_checks`, which a run makes too), and its
-templates render on the first ``n`` documents (default 3): the prompts and requests through the
-run's own stages (as :mod:`evalflow.preview` shows them), plus each document's target, choices and
-(``should_decontaminate``) decontamination query. Every task is checked; each failure is printed
-as the usual one-paragraph error, and the exit code is 2 if any task failed, else 0. Load-time
-warnings (a literal ``\\n`` in a YAML, a ``num_fewshot`` a task ignores) are printed first. Settings
-are a run's ``key=value`` overrides; no model is loaded.
+"""What ``python -m evalflow validate`` checks of a task before model time is spent on it: the
+load-time checks of :mod:`evalflow.load_checks`, which a run makes too, the metrics and filters it
+names, its templates rendered on the first documents through the run's own stages
+(:mod:`evalflow.preview`), and its judges' prompts.
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from evalflow.errors import EvalflowError
 from evalflow import load_checks
-from evalflow.preview import preview_settings, prompt_outputs
+from evalflow.preview import prompt_outputs
 from evalflow.settings import RunSettings
 from evalflow.taskspec.spec import TaskConfig
-
-USAGE = "usage: python -m evalflow validate task=NAME|task=[A,B] [n=3] [any run setting=value ...]"
-
-
-def main(argv: list[str]) -> int:
-    if any(a in ("-h", "--help") for a in argv):
-        print(USAGE + "\n\n" + (__doc__ or "").strip())
-        return 0
-    from evalflow.run_parts import select_tasks
-    from evalflow.cache.store import CacheStore
-
-    settings, n = preview_settings(argv, "validate")
-    # unknown names, bad YAML, untrusted code: the usual error; the load-time checks run per task below
-    selection = select_tasks(settings, checked=False)
-    for line in load_checks.load_warnings(selection.tasks, settings.num_fewshot):
-        print(f"evalflow: warning: {line}", file=sys.stderr)
-    store = CacheStore(settings.cache_dir)
-    failed = 0
-    try:
-        for task in selection.tasks:
-            try:
-                summary = check_task(task, settings, store, n)
-            except EvalflowError as exc:
-                failed += 1
-                print(f"evalflow: error: {_located(exc, task)}", file=sys.stderr)
-            else:
-                print(f"ok  {task.task}: {summary}")
-    finally:
-        store.close()
-    if failed:
-        print(f"{failed} of {len(selection.tasks)} task(s) failed validation", file=sys.stderr)
-        return 2
-    return 0
 
 
 def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -> str:
@@ -97,10 +52,3 @@ def _check_judges(task: TaskConfig, settings: RunSettings, docs: Any, shown: lis
             target, choices = gold(task, docs[doc_id])
             render_judge_prompt(spec.prompt, docs[doc_id], str(target), target, choices,
                                 where=f"task '{task.task}' ({task.source}) judge metric '{spec.metric}', document {doc_id}")
-
-
-def _located(exc: EvalflowError, task: TaskConfig) -> str:
-    text = str(exc)
-    if f"'{task.task}'" in text or (task.source and task.source in text):
-        return text
-    return f"task '{task.task}' ({task.source or 'no file'}): {text}"

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from evalflow.cli import SUBCOMMANDS
+from evalflow.commands.main import SUBCOMMANDS
 from tests.conftest import ROOT
 
 

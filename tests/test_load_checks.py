@@ -52,13 +52,13 @@ def test_run_with_an_unknown_name_fails_before_any_model_call(
 def test_show_and_validate_fail_on_an_unknown_metric(
     toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from evalflow import preview, validate
+    from evalflow.commands import show, validate
 
     monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path / "cache"))
     _write_task(toy_library, "toy_typo", MISSPELT[0][1])
     args = ["task=[toy_gen,toy_typo]", f"include_path=[{toy_library}]", "n=1"]
     with pytest.raises(TaskError, match="unknown metric 'exact_mach'; did you mean 'exact_match'"):
-        preview.main(args)
+        show.main(args)
     capsys.readouterr()
     assert validate.main(args) == 2
     out, err = capsys.readouterr()

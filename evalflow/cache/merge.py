@@ -1,4 +1,4 @@
-"""``python -m evalflow cache merge SRC... cache_dir=DST``: the union of cache folders.
+"""The union of cache folders: ``python -m evalflow cache merge SRC... cache_dir=DST``.
 
 Entries are immutable and keyed by a hash of everything their value depends on, so two caches
 never disagree about a key: merging is a union, conflict-free and idempotent (a key already in
@@ -79,27 +79,3 @@ def _read(source: Path, mode: int, filename: str | None, value: object) -> bytes
     if mode == MODE_BINARY and filename and VALUE_FILE.fullmatch(filename):
         return (source / filename).read_bytes()
     raise CorruptEntry(f"not an evalflow value (mode {mode}, file {filename!r})")
-
-
-def main(argv: list[str]) -> int:
-    """``cache merge SRC... cache_dir=DST`` (DST defaults to the default cache folder)."""
-    from evalflow.cache.store import default_cache_dir
-
-    from evalflow.cli_words import Usage, parse_words
-
-    words = parse_words(argv, Usage("cache merge", "SRC...", {"cache_dir": str}))
-    sources = [Path(a).expanduser() for a in words.positional]
-    dests = [words.options["cache_dir"]] if "cache_dir" in words.options else []
-    if not sources:
-        raise CacheError("cache merge: no source folders; usage: python -m evalflow cache merge SRC... cache_dir=DST")
-    dest_dir = Path(dests[-1]).expanduser() if dests else default_cache_dir()
-    if any(s.resolve() == dest_dir.resolve() for s in sources):
-        raise CacheError(f"cache merge: {dest_dir} is both a source and the destination; merge into another cache_dir=")
-    dest = CacheStore(dest_dir)
-    try:
-        counts = merge(sources, dest)
-    finally:
-        dest.close()
-    print(f"merge: {counts.copied} entries copied, {counts.present} already present, "
-          f"{counts.damaged} damaged and skipped, from {len(sources)} cache(s) into {dest_dir}")
-    return 0

@@ -372,18 +372,3 @@ def _short(value: Any) -> str:
     if isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value):
         return value[:8]  # a fingerprint
     return text if len(text) <= 48 else text[:45] + "…"
-
-
-def main(argv: list[str]) -> int:
-    """``explain RUN [RUN_B]``: prints one line per computed stage; exit 0."""
-    from evalflow.cli_words import Usage, parse_words
-
-    if any(a in ("-h", "--help") for a in argv):
-        print("usage: python -m evalflow explain RUN_FOLDER [RUN_FOLDER_B]\n"
-              "  why each computed stage of the run (of RUN_FOLDER_B, against RUN_FOLDER) re-ran")
-        return 0
-    folders = parse_words(argv, Usage("explain", "RUN_FOLDER [RUN_FOLDER_B]", min_positional=1, max_positional=2)).positional
-    run, ref = (Path(folders[-1]), Path(folders[0]) if len(folders) == 2 else None)
-    lines = explain(run, ref)
-    print("\n".join(lines) if lines else f"{run}: every stage was served from the cache")
-    return 0

@@ -1,21 +1,8 @@
-"""``python -m evalflow report RUN... [out=report.html] [docs=N]``: one self-contained HTML page of runs.
-
-The page holds one results table per group, the runs side by side, each named by every setting
-that varies between them; with two runs that pair, each row also gives B − A, its 95% interval
-and p from ``compare``, a row with p < 0.05 is marked, and a group's subtasks are folded under it.
-Then a bar chart of every metric with its stderr across runs, a line chart along a setting a
-sweep varies (one line per combination of the other varying settings; give the multirun folder,
-or several runs), the paired differences, and each task's documents: prompt, answers, filtered
-answer and scores per run, decoded from a compressed blob only when the task is opened, and
-narrowed by a checkbox to the documents the runs disagree on. What the page leaves out (a task
-some runs lack, documents past ``docs=N``) it says where it leaves it out. Charts are Vega-Lite
-specs built with altair; the Vega libraries are inlined from vl-convert's bundle, so the file
-opens with no network::
-
-    python -m evalflow report outputs/multirun/2026-11-30/12-00-00 out=sweep.html
-    python -m evalflow report outputs/run_a peer-out/ out=a_vs_b.html docs=500
-
-Needs the ``insight`` extra: ``pip install "evalflow[insight]"``.
+"""One self-contained HTML page of runs (``python -m evalflow report``): results tables side by
+side, each run named by the settings that vary between them, with ``compare``'s paired columns for
+two runs; charts (Vega-Lite specs built with altair, the Vega libraries inlined so the file opens
+with no network); each task's documents, decoded from a compressed blob only when the task is
+opened. What the page leaves out it says where it leaves it out. Needs the ``insight`` extra.
 """
 
 from __future__ import annotations
@@ -26,7 +13,6 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from evalflow.cli_words import Usage, parse_words
 from evalflow.config.schema import defaults, inert_settings
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.compare import Comparison, compare
@@ -36,7 +22,7 @@ from evalflow.insight.report_page import PAGE
 from evalflow.insight.report_tables import SIGNIFICANT, left_out_notes, paired_columns, result_sections
 from evalflow.output.run_folder import SNAPSHOT, SNAPSHOT_OVERRIDES, Run, is_complete, load_run, snapshot_config
 
-__all__ = ["build_report", "document_view", "expand", "main", "run_labels", "shortest_tails", "varying_setting",
+__all__ = ["build_report", "document_view", "expand", "run_labels", "shortest_tails", "varying_setting",
            "varying_settings"]
 
 SWEEP_ORDER = ("num_fewshot", "limit", "seed", "model", "apply_chat_template", "gen_kwargs")
@@ -215,27 +201,3 @@ def _cut_paths(varying: Mapping[str, Sequence[Any]], i: int, label: str) -> str:
 def _script_json(spec: Mapping[str, Any]) -> str:
     """JSON safe inside a <script> element (no "</" can close it)."""
     return json.dumps(spec).replace("</", "<\\/")
-
-
-def main(argv: list[str]) -> int:
-    """``report RUN... [out=report.html] [docs=N|all]``."""
-    if not argv or any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0 if argv else 2
-    words = parse_words(argv, Usage("report", "RUN...", {"out": str, "docs": _max_docs}, min_positional=1))
-    out = Path(words.options.get("out", "report.html"))
-    html = build_report([Path(a) for a in words.positional], words.options.get("docs"))
-    from evalflow.output.run_folder import atomic_write
-
-    atomic_write(out, [html])
-    print(f"report: {out} ({len(html) // 1024} KiB)")
-    return 0
-
-
-def _max_docs(value: str) -> int | None:
-    """a whole number of documents embedded per task (0: none) or all (the default)"""
-    if value == "all":
-        return None
-    if value.isdigit():
-        return int(value)
-    raise ValueError(value)

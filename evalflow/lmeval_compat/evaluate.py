@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import hydra_value
 from evalflow.lmeval_compat.parser import parse
-from evalflow.lmeval_compat.run import execute
+from evalflow.lmeval_compat.execute import execute
 from evalflow.lmeval_compat.translate import translate
 
 _UNSUPPORTED = {  # argument: (lm-eval's default, why evalflow cannot honour another value)

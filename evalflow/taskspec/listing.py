@@ -1,11 +1,4 @@
-"""``python -m evalflow ls``: list the tasks, groups and tags the index knows.
-
-Usage::
-
-    python -m evalflow ls                              # built-in tasks/
-    python -m evalflow ls include_path=[my_tasks,other]
-    python -m evalflow ls --json include_path=my_tasks # {"tasks": [...], "groups": [...], "tags": [...]}
-    python -m evalflow ls builtin=false include_path=~/lm-evaluation-harness/lm_eval/tasks
+"""The listing ``python -m evalflow ls`` prints of the tasks, groups and tags the index knows.
 
 On a terminal the listing is a rich table (up to :data:`RICH_MAX_ROWS` names); otherwise (piped,
 e.g. into grep, or very long) it is plain ``kind name source`` columns, one name per line.
@@ -18,55 +11,16 @@ import os
 import sys
 from typing import TextIO
 
-from evalflow.errors import ConfigError, EvalflowError
 from evalflow.taskspec.index import IndexEntry, TaskIndex
 
-USAGE = "usage: python -m evalflow ls [--json] [include_path=[a,b]] [include_path=a] [builtin=false]"
 # A rich table takes ~0.6 ms a row to lay out (9 s for lm-eval's 15k names): larger listings
 # are printed as plain columns even on a terminal.
 RICH_MAX_ROWS = 1500
-_BOOLS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
-def parse_args(argv: list[str]) -> tuple[bool, list[str], bool]:
-    """(as_json, include_path, builtin) from ``ls`` arguments in Hydra's ``key=value`` style."""
-    as_json, paths, builtin = False, [], True
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if arg == "--json":
-            as_json = True
-        elif sep and key.lstrip("+") == "include_path":
-            paths += _list_value(value)
-        elif sep and key == "builtin" and value.lower() in _BOOLS:
-            builtin = _BOOLS[value.lower()]
-        else:
-            raise ConfigError(
-                f"ls: unknown argument '{arg}'. Allowed: --json, include_path=[a,b] (repeatable), "
-                f"builtin=true|false.\n{USAGE}"
-            )
-    return as_json, paths, builtin
-
-
-def _list_value(value: str) -> list[str]:
-    value = value.strip()
-    if value.startswith("[") and value.endswith("]"):
-        items = value[1:-1].split(",")
-    else:
-        items = [value]
-    return [item.strip().strip("'\"") for item in items if item.strip().strip("'\"")]
-
-
-def main(argv: list[str]) -> int:
-    """Print the index; exit code 0, or 2 for bad arguments / task folders (message on stderr)."""
-    if any(a in ("-h", "--help") for a in argv):
-        print(USAGE + "\n\n" + (__doc__ or "").strip())
-        return 0
-    try:
-        as_json, paths, builtin = parse_args(argv)
-        index = TaskIndex.build(paths, builtin=builtin)
-    except EvalflowError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+def write_listing(index: TaskIndex, as_json: bool) -> None:
+    """The index on stdout (JSON names, a rich table, or plain columns); invalid YAML files it
+    skipped counted on stderr."""
     if as_json:
         names = {"tasks": index.task_names(), "groups": index.group_names(), "tags": index.tag_names()}
         sys.stdout.write(json.dumps(names, indent=1) + "\n")
@@ -80,7 +34,6 @@ def main(argv: list[str]) -> int:
             f"{index.problems[0][1]}",
             file=sys.stderr,
         )
-    return 0
 
 
 def _rows(index: TaskIndex) -> list[tuple[str, str, str]]:
@@ -129,7 +82,3 @@ def _print_rich(index: TaskIndex) -> None:
     for row in _rows(index):
         table.add_row(*row)
     Console().print(table)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

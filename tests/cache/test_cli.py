@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.cache.cli import main
+from evalflow.commands.cache import main
 from evalflow.cache.store import CacheStore
 from evalflow.errors import ConfigError
 

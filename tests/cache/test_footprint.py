@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.cache.cli import folder_bytes, main
+from evalflow.cache.upkeep import folder_bytes
+from evalflow.commands.cache import main
 from evalflow.cache.store import CacheStore
 
 

@@ -255,7 +255,7 @@ def test_rescore_reuses_the_answers_and_runs_only_the_judge(judged: Judged, tmp_
 
 
 def test_validate_checks_the_judge_and_renders_its_prompt(judged: Judged, capsys: pytest.CaptureFixture[str]) -> None:
-    from evalflow.validate import main
+    from evalflow.commands.validate import main
 
     args = ["task=judged", f"include_path=[{judged.yaml.parent}]", f"cache_dir={judged.root / 'cache'}", "n=2"]
     assert main(args) == 0

@@ -243,7 +243,7 @@ def test_the_built_in_repeats_example_runs_offline(runner: Runner) -> None:
 def test_show_lists_every_sample_and_how_it_is_scored(
     sampled: Path, toy_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from evalflow.preview import main
+    from evalflow.commands.show import main
 
     set_yaml(sampled, "[maj@k, pass@2]")
     assert main(["task=toy_gen", f"include_path=[{toy_library}]", f"cache_dir={tmp_path / 'c'}", "n=1"]) == 0

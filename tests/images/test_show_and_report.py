@@ -16,7 +16,7 @@ VISION = "tests.support.models:VisionCountingModel"
 
 def test_show_prints_placeholders_with_each_images_size_and_hash(vqa_library: Path, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from evalflow.preview import main
+    from evalflow.commands.show import main
 
     assert main(["task=toy_vqa", f"include_path=[{vqa_library}]", f"cache_dir={tmp_path / 'cache'}", "n=2"]) == 0
     out = capsys.readouterr().out
@@ -47,7 +47,7 @@ def test_report_embeds_each_documents_thumbnails(vqa_library: Path, tmp_path: Pa
 def test_thumbnails_render_in_a_real_browser(vqa_library: Path, tmp_path: Path) -> None:
     import re
 
-    from evalflow.insight.report import main
+    from evalflow.commands.report import main
     from tests.insight.test_report import browse
 
     VisionCountingModel.reset()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from evalflow.commands import make_tiny_vlm
 from evalflow.errors import ConfigError, TaskError
 from evalflow.models.hf.vlm import tiny_vlm
 from tests.conftest import ROOT, stage_hits
@@ -26,7 +27,7 @@ def test_make_tiny_vlm_then_run_shapes_vqa(tmp_path: Path, capsys: pytest.Captur
     catch.emit = warned.append  # type: ignore[method-assign]
     logging.getLogger("transformers").addHandler(catch)
     try:
-        assert tiny_vlm.main([str(folder)]) == 0
+        assert make_tiny_vlm.main([str(folder)]) == 0
     finally:
         logging.getLogger("transformers").removeHandler(catch)
     assert not [r.getMessage() for r in warned if "torchvision" in r.getMessage()]  # Pillow's processor, built directly

@@ -12,7 +12,7 @@ import pytest
 
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.agreement import cohen_kappa
-from evalflow.insight.compare import main, parse_args
+from evalflow.commands.compare import main, parse_args
 
 
 def from_table(table: list[list[int]]) -> tuple[list[int], list[int]]:

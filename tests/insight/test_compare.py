@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from evalflow.errors import RunFolderError
-from evalflow.insight.compare import compare, main
+from evalflow.commands.compare import main
+from evalflow.insight.compare import compare
 from evalflow.output.run_folder import load_run
 from evalflow.insight.stats import batch_rows, mcnemar_exact, paired_bootstrap
 from tests.conftest import Runner

@@ -171,7 +171,7 @@ def test_chat_template(runner: Runner, tmp_path: Path) -> None:
 
 
 def test_against_a_given_run_and_explain_true(runner: Runner, capsys: pytest.CaptureFixture[str]) -> None:
-    from evalflow.insight.explain import main
+    from evalflow.commands.explain import main
 
     _, _, first = runner(limit=10)
     runner(limit=20)

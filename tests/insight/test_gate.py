@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import ConfigError
-from evalflow.insight.compare import parse_args
+from evalflow.commands.compare import parse_args
 from evalflow.insight.gate import GateSettings, judge, mcnemar_detectable
 from evalflow.insight.stats import mcnemar_exact
 from tests.test_cli import cli

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from evalflow.insight.agreement import cohen_kappa
-from evalflow.insight.compare import main
+from evalflow.commands.compare import main
 from tests.support.judged import Judged, right
 
 N = 20

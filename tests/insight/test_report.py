@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.insight.report import build_report, document_view, expand, main, run_labels, varying_setting
+from evalflow.commands.report import main
+from evalflow.insight.report import build_report, document_view, expand, run_labels, varying_setting
 from evalflow.insight.report import shortest_tails, varying_settings
 from evalflow.insight.report_charts import charts
 from evalflow.insight.report_tables import result_sections

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import ConfigError, RunFolderError
-from evalflow.insight.rescore import main, rescore
+from evalflow.commands.rescore import main
+from evalflow.insight.rescore import rescore
 from tests.conftest import Runner, stage_hits
 from tests.support.models import CountingModel
 

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalflow.cache.cli import main as cache_main
+from evalflow.commands.cache import main as cache_main
 from tests.conftest import COUNTING
 from tests.reliability.harness import calls, popen, request_keys, results_of
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.cache.cli import main as cache_main
+from evalflow.commands.cache import main as cache_main
 from evalflow.cache.codec import decode
 from evalflow.cache.store import CacheStore
 from tests.reliability.harness import calls, cli, results_of, toy_args

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from evalflow.cache.cli import main as cache_main
+from evalflow.commands.cache import main as cache_main
 from evalflow.cache.codec import decode, encode
 from evalflow.cache.store import LEASE, CacheStore, Holder
 from evalflow.dag.answer_cache import CachedModel, request_key

@@ -3,7 +3,7 @@
 The kill test starts and SIGKILLs dozens of runs; paying Python's and the libraries' import time
 (hydra, datasets, numpy: seconds on a busy machine) for each would blow the test budget. This
 process imports them once and forks a child per run; the child sets its argv, environment, working
-folder and output file and calls :func:`evalflow.cli.entry`, exactly what ``python -m
+folder and output file and calls :func:`evalflow.commands.main.entry`, exactly what ``python -m
 evalflow`` does. The test sends the child's SIGKILL itself, by pid.
 
 Protocol, one JSON object per line. stdin: ``{"argv": [...], "env": {...}, "cwd": dir, "out":
@@ -79,7 +79,7 @@ def child(job: dict[str, Any]) -> None:
         os.environ.update(job.get("env", {}))
         if os.environ.get("EVALFLOW_TEST_EVENTS"):
             instrument()
-        from evalflow.cli import entry
+        from evalflow.commands.main import entry
 
         sys.argv = ["evalflow", *job["argv"]]
         try:
@@ -97,7 +97,7 @@ def child(job: dict[str, Any]) -> None:
 
 def main() -> None:
     import datasets  # noqa: F401 - the expensive imports, done once
-    import evalflow.cli  # noqa: F401
+    import evalflow.commands.main  # noqa: F401
     import evalflow.app  # noqa: F401
     import evalflow.config.compose  # noqa: F401
     import evalflow.output.table  # noqa: F401

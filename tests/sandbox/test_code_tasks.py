@@ -145,7 +145,7 @@ def test_the_run_records_which_sandbox_ran_the_programs_and_explain_names_a_chan
 
 def test_the_summary_prints_the_sandbox_once_and_show_prints_a_tasks(code_library: Path, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from evalflow.preview import main as show
+    from evalflow.commands.show import main as show
     from tests.test_cli import base_args, cli
 
     args = base_args(code_library, tmp_path / "cache")

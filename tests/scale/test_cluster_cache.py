@@ -43,7 +43,7 @@ def test_merge_of_two_half_runs_equals_one_whole_run(toy_library: Path, tmp_path
     run_once(toy_library, tmp_path / "whole", tmp_path / "w", task=["toy_mc", "toy_gen"])
     run_once(toy_library, tmp_path / "shard-a", tmp_path / "a", task="toy_mc")
     run_once(toy_library, tmp_path / "shard-b", tmp_path / "b", task="toy_gen")
-    from evalflow.cache.cli import main
+    from evalflow.commands.cache import main
 
     assert main(["merge", str(tmp_path / "shard-a"), str(tmp_path / "shard-b"), f"cache_dir={tmp_path / 'merged'}"]) == 0
     assert "0 damaged" in capsys.readouterr().out
@@ -63,7 +63,7 @@ def test_damaged_entries_in_a_shard_are_skipped_and_counted(toy_library: Path, t
     with sqlite3.connect(tmp_path / "shard" / "cache.db") as conn:
         key, value = conn.execute("SELECT key, value FROM Cache WHERE tag = 'request' AND value IS NOT NULL").fetchone()
         conn.execute("UPDATE Cache SET value = ? WHERE key = ?", (value[:-2] + b"!}", key))
-    from evalflow.cache.cli import main
+    from evalflow.commands.cache import main
 
     assert main(["merge", str(tmp_path / "shard"), f"cache_dir={tmp_path / 'merged'}"]) == 0
     assert "1 damaged and skipped" in capsys.readouterr().out
@@ -71,7 +71,7 @@ def test_damaged_entries_in_a_shard_are_skipped_and_counted(toy_library: Path, t
 
 
 def test_merge_refuses_a_folder_that_is_not_a_cache(tmp_path: Path) -> None:
-    from evalflow.cache.cli import main
+    from evalflow.commands.cache import main
 
     with pytest.raises(CacheError, match="not an evalflow cache folder"):
         main(["merge", str(tmp_path), f"cache_dir={tmp_path / 'dst'}"])

@@ -44,7 +44,7 @@ def test_slurm_sweep_jobs_leave_cache_shards_that_merge_into_one_cache(tmp_path:
           cache_dir=str(tmp_path / "node-${hydra:job.num}"))
     shards = sorted((tmp_path / "sweep" / "cache-shards").iterdir())
     assert [p.name for p in shards] == ["0", "1"]
-    from evalflow.cache.cli import main
+    from evalflow.commands.cache import main
     from tests.scale.helpers import run_once
 
     assert main(["merge", *map(str, shards), f"cache_dir={tmp_path / 'merged'}"]) == 0

@@ -69,7 +69,7 @@ def test_run_show_and_validate_warn_about_a_single_quoted_until(
     runner: Runner, toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from evalflow import preview, validate
+    from evalflow.commands import show, validate
 
     path = toy_library / "toy_quoted.yaml"
     path.write_text(SINGLE_QUOTED_UNTIL)
@@ -85,7 +85,7 @@ def test_run_show_and_validate_warn_about_a_single_quoted_until(
     args = ["task=toy_quoted", f"include_path=[{toy_library}]", "n=1"]
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        assert preview.main(args) == 0
+        assert show.main(args) == 0
     assert [r.getMessage() for r in caplog.records if "generation_kwargs.until" in r.getMessage()] == [message]
     capsys.readouterr()
     assert validate.main(args) == 0  # a warning, not a failure

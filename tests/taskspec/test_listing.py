@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.taskspec.listing import main, parse_args
+from evalflow.commands.ls import main, parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
 

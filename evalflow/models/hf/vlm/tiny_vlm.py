@@ -18,11 +18,9 @@ tokens and the chat markers, no merges) or SmolLM2-135M-Instruct's, read from th
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from evalflow.cli_words import Usage, parse_words
 from evalflow.errors import ConfigError
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -128,26 +126,6 @@ def _clip_image_processor() -> Any:
     return CLIPImageProcessorPil
 
 
-USAGE = Usage("make-tiny-vlm", "DIR", {"tokenizer": str, "seed": int}, min_positional=1, max_positional=1,
-              note="(tokenizer: bytes, the default, or smollm2)")
-
-
-def main(argv: list[str]) -> int:
-    """``python -m evalflow make-tiny-vlm DIR [tokenizer=bytes|smollm2] [seed=N]``."""
-    if any(a in ("-h", "--help") for a in argv):
-        print(USAGE.line() + "\n\n" + (__doc__ or "").strip())
-        return 0
-    words = parse_words(argv, USAGE)
-    name = words.options.get("tokenizer", "bytes")
-    if name not in TOKENIZERS:
-        raise ConfigError(f"make-tiny-vlm: tokenizer={name} is not one of {', '.join(TOKENIZERS)}. {USAGE.line()}")
-    require_pillow("make-tiny-vlm")
-    folder = build_tiny_vlm(Path(words.positional[0]).absolute(), words.options.get("seed", 0), TOKENIZERS[name]())
-    print(f"a tiny random LLaVA (tokenizer={name}) is in {folder}; try it on the built-in image task:\n"
-          f"  python -m evalflow model=hf_multimodal model.pretrained={folder} task=shapes_vqa")
-    return 0
-
-
 def require_pillow(what: str) -> None:
     """Image processors and image tasks need Pillow, evalflow's ``vision`` extra."""
     if importlib.util.find_spec("PIL") is None:
@@ -156,7 +134,3 @@ def require_pillow(what: str) -> None:
             "Install evalflow's vision extra: `pip install -e \".[vision]\"` (or `pip install pillow`), then run "
             "the command again."
         )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

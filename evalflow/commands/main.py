@@ -1,9 +1,10 @@
 """``python -m evalflow``: the Hydra app, plus subcommands dispatched before Hydra sees argv.
 
-It lives here, not in ``__main__.py``: launchers that ship the Hydra task function to another
-process (submitit, Ray) pickle it with cloudpickle, which copies anything defined in ``__main__``
-by value, and a NamedTuple class copied that way fails to load on Python 3.11 (cloudpickle 2.1,
-which hydra-ray-launcher pins). Defined in an importable module, it travels by reference.
+Each subcommand is a module of :mod:`evalflow.commands` named after it. The Hydra app lives here,
+not in ``__main__.py``: launchers that ship the Hydra task function to another process (submitit,
+Ray) pickle it with cloudpickle, which copies anything defined in ``__main__`` by value, and a
+NamedTuple class copied that way fails to load on Python 3.11 (cloudpickle 2.1, which
+hydra-ray-launcher pins). Defined in an importable module, it travels by reference.
 
     python -m evalflow                                        # default: smollm2 on arith_mc
     python -m evalflow model=dummy task=gsm8k num_fewshot=5 limit=50
@@ -27,28 +28,29 @@ from evalflow.errors import EvalflowError
 
 
 class Subcommand(NamedTuple):
-    target: str  # "module:function", called with the arguments after the subcommand's name
     summary: str  # one line for `python -m evalflow --help`
 
 
+# Each subcommand is the ``main(argv)`` of its own module, evalflow.commands.<name with - as _>.
 SUBCOMMANDS = {
-    "ls": Subcommand("evalflow.taskspec.listing:main", "[--json] [include_path=[dir]]  list tasks, groups and tags"),
-    "cache": Subcommand("evalflow.cache.cli:main", "stats|verify|gc|clear|merge [cache_dir=DIR]  look after or merge cache folders"),
-    "show": Subcommand("evalflow.preview:main", "task=NAME [n=3] [key=value...]  print prompts, targets and requests (no model)"),
-    "validate": Subcommand("evalflow.validate:main", "task=NAME [n=3] [key=value...]  check task configs on their first documents"),
-    "decontaminate": Subcommand("evalflow.decontaminate:main",
-                                "task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
-    "explain": Subcommand("evalflow.insight.explain:main", "RUN [RUN_B]  why each computed stage of a run re-ran"),
-    "compare": Subcommand("evalflow.insight.compare:main", "RUN_A RUN_B [max_drop=X alpha=P] [kappa=M,N] [--json]  per metric A, B, B - A, a paired test; a release gate; Cohen's kappa"),
-    "rescore": Subcommand("evalflow.insight.rescore:main", "SAMPLES... task=NAME  score saved answers again, no model"),
-    "side-env": Subcommand("evalflow.taskspec.side_env_cli:main",
-                           "list|provision [NAME...]  the private package folders some task code needs (provision once online)"),
-    "report": Subcommand("evalflow.insight.report:main", "RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
-    "lm-eval": Subcommand("evalflow.lmeval_compat.run:main",
-                          "--model hf --model_args pretrained=NAME --tasks a,b ...  lm-eval 0.4.13's command line, run by evalflow"),
-    "make-tiny-vlm": Subcommand("evalflow.models.hf.vlm.tiny_vlm:main",
-                                "DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"),
+    "ls": Subcommand("[--json] [include_path=[dir]]  list tasks, groups and tags"),
+    "cache": Subcommand("stats|verify|gc|clear|merge [cache_dir=DIR]  look after or merge cache folders"),
+    "show": Subcommand("task=NAME [n=3] [key=value...]  print prompts, targets and requests (no model)"),
+    "validate": Subcommand("task=NAME [n=3] [key=value...]  check task configs on their first documents"),
+    "decontaminate": Subcommand("task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
+    "explain": Subcommand("RUN [RUN_B]  why each computed stage of a run re-ran"),
+    "compare": Subcommand("RUN_A RUN_B [max_drop=X alpha=P] [kappa=M,N] [--json]  per metric A, B, B - A, a paired test; a release gate; Cohen's kappa"),
+    "rescore": Subcommand("SAMPLES... task=NAME  score saved answers again, no model"),
+    "side-env": Subcommand("list|provision [NAME...]  the private package folders some task code needs (provision once online)"),
+    "report": Subcommand("RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
+    "lm-eval": Subcommand("--model hf --model_args pretrained=NAME --tasks a,b ...  lm-eval 0.4.13's command line, run by evalflow"),
+    "make-tiny-vlm": Subcommand("DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"),
 }
+
+
+def subcommand_module(name: str) -> str:
+    """The module whose ``main(argv)`` a subcommand runs: ``side-env`` → ``evalflow.commands.side_env``."""
+    return f"evalflow.commands.{name.replace('-', '_')}"
 
 
 def subcommand_help() -> str:
@@ -106,7 +108,7 @@ def hydra_main() -> None:
     register_resolvers()
     if not OmegaConf.has_resolver("evalflow.subcommands"):
         OmegaConf.register_new_resolver("evalflow.subcommands", subcommand_help)
-    conf_dir = str(Path(__file__).resolve().parents[1] / "conf")
+    conf_dir = str(Path(__file__).resolve().parents[2] / "conf")
     run_dir = _pop_config_dir()
     if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
         sys.argv.extend([f"hydra.searchpath=[file://{conf_dir}]", *_reproduction_overrides(conf_dir, sys.argv[1:])])
@@ -174,15 +176,17 @@ def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
 
 
 def _reproduction_overrides(conf_dir: str, argv: list[str]) -> list[str]:
-    """conf/config.yaml's own Hydra settings (run and sweep folders with their random suffix), for
-    a run reproduced from a snapshot, which holds the job's config but not Hydra's: without them
-    Hydra's default folder has no suffix, and runs started in the same second would share it."""
+    """conf/config.yaml's own Hydra settings (run and sweep folders with their random suffix, the
+    job's name, which names its log), for a run reproduced from a snapshot, which holds the job's
+    config but not Hydra's: without them Hydra's default folder has no suffix, and runs started in
+    the same second would share it."""
     from omegaconf import OmegaConf
 
     hydra: Any = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "config.yaml").hydra, resolve=False)
     given = {a.split("=", 1)[0].lstrip("+") for a in argv if "=" in a}
     wanted = {"hydra.run.dir": hydra["run"]["dir"], "hydra.sweep.dir": hydra["sweep"]["dir"],
-              "hydra.sweep.subdir": hydra["sweep"]["subdir"], "hydra.job.chdir": hydra["job"]["chdir"]}
+              "hydra.sweep.subdir": hydra["sweep"]["subdir"], "hydra.job.chdir": hydra["job"]["chdir"],
+              "hydra.job.name": hydra["job"]["name"]}
     return [f"{key}={_override_value(value)}" for key, value in wanted.items() if key not in given]
 
 
@@ -210,9 +214,8 @@ def entry() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
         import importlib
 
-        module, attr = SUBCOMMANDS[sys.argv[1]].target.split(":")
         try:
-            code = getattr(importlib.import_module(module), attr)(sys.argv[2:])
+            code = importlib.import_module(subcommand_module(sys.argv[1])).main(sys.argv[2:])
         except EvalflowError as exc:
             code = _report(exc)
         raise SystemExit(code)

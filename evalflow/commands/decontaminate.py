@@ -19,15 +19,17 @@ import json
 import sys
 from pathlib import Path
 
+from evalflow.commands.overrides import preview_settings
+from evalflow.commands.words import asks_for_help, print_help
 from evalflow.errors import ConfigError
-from evalflow.preview import preview_settings, prompt_outputs
+from evalflow.preview import prompt_outputs
 
 USAGE = "usage: python -m evalflow decontaminate task=NAME ngrams=DIR [out=clean.json] [any run setting=value ...]"
 
 
 def main(argv: list[str]) -> int:
-    if any(a in ("-h", "--help") for a in argv):
-        print(USAGE + "\n\n" + (__doc__ or "").strip())
+    if asks_for_help(argv):
+        print_help(__doc__, USAGE)
         return 0
     from evalflow.run_parts import select_tasks
     from evalflow.cache.store import CacheStore

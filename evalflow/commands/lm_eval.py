@@ -3,8 +3,8 @@
     python -m evalflow lm-eval --model hf --model_args pretrained=HuggingFaceTB/SmolLM2-135M,dtype=float32 \\
         --tasks arc_easy,boolq --limit 10 --output_path out --log_samples
 
-It runs :func:`evalflow.evaluate` on the translated config (the same stages, cache and run folder as
-the printed native command), then writes lm-eval's output layout under ``--output_path``.
+It runs the translated config through :mod:`evalflow.lmeval_compat.execute` (the same stages, cache
+and run folder as the printed native command), then writes lm-eval's output layout under ``--output_path``.
 """
 
 from __future__ import annotations
@@ -12,34 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
-import uuid
-from pathlib import Path
-from typing import Any
 
 from evalflow.errors import EvalflowError
-from evalflow.lmeval_compat.translate import Translation
-
-
-def run_folder() -> Path:
-    """Where the native command line would put the run: outputs/<date>/<time>-<random suffix>."""
-    return Path("outputs") / time.strftime("%Y-%m-%d") / f"{time.strftime('%H-%M-%S')}-{uuid.uuid4().hex[:6]}"
-
-
-def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
-    """Run the translation (``--write_out`` first prints each task's first prompt, as lm-eval does);
-    ``model``: a model object instead of the translation's preset (simple_evaluate)."""
-    from evalflow.app import evaluate
-
-    if tr.verbosity:
-        logging.getLogger("evalflow").setLevel(tr.verbosity.upper())
-    if tr.write_out:
-        from evalflow.preview import main as show
-
-        settings = [o for o in tr.overrides if not o.startswith(("model.", "log_samples=", "batch_size=",
-                                                                 "max_batch_size=", "predict_only="))]
-        show([f"task=[{','.join(tr.tasks)}]", "n=1", *settings])
-    return evaluate(list(tr.tasks), tr.preset if model is None else model, output_dir=folder, overrides=list(tr.overrides))
+from evalflow.lmeval_compat.execute import execute, run_folder
 
 
 def main(argv: list[str]) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from evalflow.cli_words import Usage, parse_words
+from evalflow.commands.words import Usage, parse_words
 from evalflow.errors import ConfigError, closest
 from evalflow.taskspec.side_env import SIDE_ENVS, SideEnv
 from evalflow.taskspec.side_provision import env_folder, ensure_provisioned, is_provisioned

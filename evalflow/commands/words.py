@@ -1,4 +1,5 @@
-"""The command line of a subcommand, every word accounted for.
+"""The command line of a subcommand, every word accounted for, and its ``--help``: the one way
+every module of :mod:`evalflow.commands` reads its words and prints its help.
 
 A subcommand declares its flags (``--json``), its ``key=value`` options with their types, and how
 many positional words (folders, files) it takes; :func:`parse_words` refuses anything else in one
@@ -79,6 +80,17 @@ def parse_words(argv: Sequence[str], usage: Usage) -> Words:
         raise ConfigError(f"{usage.command}: takes {wanted} {usage.positional_name} (got {len(positional)}: "
                           f"{' '.join(positional) or 'none'}). {usage.line()}")
     return Words(tuple(positional), options, frozenset(flags), tuple(passed))
+
+
+def asks_for_help(argv: Sequence[str]) -> bool:
+    """Whether ``-h`` or ``--help`` is among the words: help wins over every other word."""
+    return any(word in ("-h", "--help") for word in argv)
+
+
+def print_help(doc: str | None, usage: str = "") -> None:
+    """A subcommand's help: its usage line, a blank line and its description (``doc`` stripped);
+    with no usage line, ``doc`` exactly as written."""
+    print(f"{usage}\n\n{(doc or '').strip()}" if usage else doc)
 
 
 def _hint(word: str, known: Any) -> str:

@@ -1,13 +1,11 @@
-"""``python -m evalflow cache stats|verify|gc|clear|merge [cache_dir=DIR]``: look after a cache folder.
+"""Looking after a cache folder: what ``python -m evalflow cache stats|verify|gc|clear`` do.
 
     stats    entries and bytes per stage (and per-request responses)
-    verify   decode every entry and check its checksum; exit 1 when anything is corrupt
+    verify   decode every entry and check its checksum
     gc       drop leases of dead processes and value files no entry points to (left by killed
              runs), entries older than max_age_days=N, then the oldest entries until the folder
              is under max_size_gb=X
     clear    delete every entry, and the side folders (models' file memos such as gguf-weights/)
-    merge    SRC... cache_dir=DST: copy every intact entry of the SRC caches into DST
-             (evalflow/cache/merge.py)
 
 Besides diskcache's entries, a cache folder holds *side folders*: memos that models keep as plain
 files (a GGUF file's dequantized weights, its metadata). ``stats`` lists them, ``gc`` removes
@@ -19,87 +17,13 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-import sqlite3
-import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from evalflow.cache.codec import CorruptEntry, decode
-from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, default_cache_dir, lease_alive, unusable, weights_dir
-from evalflow.cli_words import Usage, parse_words
-from evalflow.errors import CacheError, ConfigError
-
-USAGE = ("usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X], "
-         "or cache merge SRC... cache_dir=DST")
-
-
-def _non_negative(value: str) -> float:
-    """a number >= 0"""
-    number = float(value)
-    if not number >= 0:
-        raise ValueError(value)
-    return number
-
-
-# Each command's options: the age and size bounds mean something to gc alone.
-COMMAND_OPTIONS = {
-    "stats": {"cache_dir": str},
-    "verify": {"cache_dir": str},
-    "clear": {"cache_dir": str},
-    "gc": {"cache_dir": str, "max_age_days": _non_negative, "max_size_gb": _non_negative},
-}
-
-
-def _options(argv: list[str]) -> tuple[str, dict[str, str]]:
-    if not argv or argv[0] not in COMMAND_OPTIONS:
-        raise ConfigError(f"unknown cache command {argv[:1]}; {USAGE}")
-    command = argv[0]
-    parse_words(argv[1:], Usage(f"cache {command}", "", COMMAND_OPTIONS[command]))  # refuses what it does not take
-    return command, {a.partition("=")[0]: a.partition("=")[2] for a in argv[1:]}
-
-
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["merge"]:
-        from evalflow.cache.merge import main as merge_main
-
-        return merge_main(argv[1:])
-    command, opts = _options(argv)
-    directory = Path(opts["cache_dir"]).expanduser() if "cache_dir" in opts else default_cache_dir()
-    if not (directory / "cache.db").is_file():  # never create a cache folder just to look at it
-        if command == "clear":
-            cleared = clear_files(directory) if directory.is_dir() else []
-            print(f"clear: no cache index in {directory}; removed {len(cleared)} leftover files and folders")
-            return 0
-        raise ConfigError(
-            f"cache {command}: there is no cache at {directory} (no cache.db there). Check the "
-            "cache_dir= value; runs write to $EVALFLOW_CACHE, else ~/.cache/evalflow."
-        )
-    try:
-        store = CacheStore(directory)
-    except CacheError as exc:
-        return _damaged(command, directory, exc)
-    try:
-        return {"stats": stats, "verify": verify, "gc": gc, "clear": clear}[command](store, opts)
-    except sqlite3.Error as exc:
-        store.close()
-        return _damaged(command, directory, unusable(directory, exc))
-    finally:
-        store.close()
-
-
-def _damaged(command: str, directory: Path, exc: CacheError) -> int:
-    """A cache whose index (cache.db) cannot be read: ``clear`` is the way out, so it works on
-    one; ``verify`` reports the damage as its finding (exit 1); the others refuse."""
-    if command == "clear":
-        removed = clear_files(directory)
-        print(f"clear: the cache index was damaged; removed {len(removed)} evalflow files and folders from {directory}")
-        return 0
-    if command == "verify":
-        print(f"corrupt: {directory / 'cache.db'}: the cache index cannot be read ({exc.__cause__ or exc})", file=sys.stderr)
-        print(f"verified 0 entries in {directory}: the index is damaged; `python -m evalflow cache clear "
-              f"cache_dir={directory}` removes it and every entry")
-        return 1
-    raise exc
+from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, lease_alive, weights_dir
 
 
 def clear_files(directory: Path) -> list[Path]:
@@ -130,25 +54,33 @@ def _rows(store: CacheStore) -> list[tuple[int, str, str | None, int, float]]:
     return sql("SELECT rowid, key, tag, size + COALESCE(LENGTH(value), 0), store_time FROM Cache").fetchall()
 
 
-def stats(store: CacheStore, opts: dict[str, str]) -> int:
+@dataclass(frozen=True)
+class Footprint:
+    """What a cache folder holds (``stats``): its entries by stage tag, its side folders, and the
+    shared converted weights when they lie outside it (so they are not counted twice)."""
+
+    directory: Path
+    folder_bytes: int  # everything in the folder: index, journals, value files, side folders
+    entries: Mapping[str, tuple[int, int]]  # tag → (entries, bytes), sorted by tag
+    side_folders: tuple[tuple[str, int, int], ...]  # (name, files, bytes)
+    shared_weights: tuple[Path, int] | None  # (EVALFLOW_WEIGHTS_DIR, bytes)
+
+
+def stats(store: CacheStore) -> Footprint:
     counts: dict[str, int] = {}
     sizes: dict[str, int] = {}
     for _, _, tag, size, _ in _rows(store):
         name = tag or "?"
         counts[name] = counts.get(name, 0) + 1
         sizes[name] = sizes.get(name, 0) + (size or 0)
-    print(f"cache: {store.directory}  ({folder_bytes(store.directory) / 1e6:.1f} MB on disk, everything in the folder)")
-    for tag in sorted(counts):
-        print(f"  {tag:<22} {counts[tag]:>9} entries {sizes[tag] / 1e6:>11.3f} MB")
-    print(f"  {'total':<22} {sum(counts.values()):>9} entries {sum(sizes.values()) / 1e6:>11.3f} MB")
+    folders = []
     for folder in side_folders(store.directory):
         files = [p for p in folder.rglob("*") if p.is_file()]
-        print(f"  side folder {folder.name + '/':<10} {len(files):>9} files   {sum(p.stat().st_size for p in files) / 1e6:>11.3f} MB")
+        folders.append((folder.name, len(files), sum(p.stat().st_size for p in files)))
     shared = weights_dir()
-    if shared.is_dir() and store.directory.resolve() not in shared.resolve().parents:
-        print(f"converted model weights, shared by every cache folder (EVALFLOW_WEIGHTS_DIR): {shared} "
-              f"({folder_bytes(shared) / 1e6:.1f} MB)")
-    return 0
+    outside = shared.is_dir() and store.directory.resolve() not in shared.resolve().parents
+    return Footprint(store.directory, folder_bytes(store.directory), {t: (counts[t], sizes[t]) for t in sorted(counts)},
+                     tuple(folders), (shared, folder_bytes(shared)) if outside else None)
 
 
 def folder_bytes(path: Path) -> int:
@@ -169,18 +101,26 @@ def side_folders(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_dir() and not re.fullmatch(r"[0-9a-f]{2}", p.name))
 
 
-def verify(store: CacheStore, opts: dict[str, str]) -> int:
+def verify(store: CacheStore) -> tuple[int, list[tuple[str, str]]]:
+    """How many entries were checked, and (key, what is wrong) for each corrupt one."""
     rows = _rows(store)
-    bad = [(key, why) for _, key, _, _, _ in rows if (why := store.check(key)) is not None]
-    for key, why in bad:
-        print(f"corrupt: {key}: {why}", file=sys.stderr)
-    print(f"verified {len(rows)} entries in {store.directory}: {len(bad)} corrupt")
-    if bad:
-        print("a run recomputes corrupt entries by itself; `cache clear` removes everything now", file=sys.stderr)
-    return 1 if bad else 0
+    return len(rows), [(key, why) for _, key, _, _, _ in rows if (why := store.check(key)) is not None]
 
 
-def gc(store: CacheStore, opts: dict[str, str]) -> int:
+@dataclass(frozen=True)
+class Collected:
+    """What ``gc`` removed, and the bytes the folder holds after it."""
+
+    entries: int
+    orphans: int  # value files no entry named
+    temporaries: int  # half-written memo files and folders
+    memos: int
+    bytes_left: int
+
+
+def gc(store: CacheStore, max_age_days: float | None = None, max_size_gb: float | None = None) -> Collected:
+    """Drop dead leases and orphans, then entries older than ``max_age_days``, then the oldest
+    entries and memos until the folder is under ``max_size_gb``."""
     removed = 0
     for _, key, _, _, _ in _rows(store):
         if key.startswith(LEASE) and not _live_lease(store, key) and store.raw.delete(key, retry=True):
@@ -190,17 +130,15 @@ def gc(store: CacheStore, opts: dict[str, str]) -> int:
         path.unlink(missing_ok=True)
     temporaries = _sweep_memo_temporaries(store.directory)
     removed_memos = 0
-    if "max_age_days" in opts:
-        cutoff = time.time() - float(opts["max_age_days"]) * 86400
+    if max_age_days is not None:
+        cutoff = time.time() - max_age_days * 86400
         for _, key, _, _, stored in _rows(store):
             if stored < cutoff and store.raw.delete(key, retry=True):
                 removed += 1
-    if "max_size_gb" in opts:
-        removed_entries, removed_memos = _bound_size(store, float(opts["max_size_gb"]) * 1e9)
+    if max_size_gb is not None:
+        removed_entries, removed_memos = _bound_size(store, max_size_gb * 1e9)
         removed += removed_entries
-    print(f"gc: removed {removed} entries, {len(orphans)} orphan value files, {temporaries} half-written memo "
-          f"temporaries and {removed_memos} memos from {store.directory} ({folder_bytes(store.directory) / 1e6:.1f} MB left)")
-    return 0
+    return Collected(removed, len(orphans), temporaries, removed_memos, folder_bytes(store.directory))
 
 
 def _bound_size(store: CacheStore, budget: float) -> tuple[int, int]:
@@ -252,10 +190,9 @@ def _live_lease(store: CacheStore, key: str) -> bool:
         return False
 
 
-def clear(store: CacheStore, opts: dict[str, str]) -> int:
+def clear(store: CacheStore) -> tuple[int, list[str]]:
+    """Every entry and side folder removed: how many entries, and the side folders' names."""
     folders = side_folders(store.directory)
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
-    names = f" and side folders {', '.join(f.name for f in folders)}" if folders else ""
-    print(f"clear: removed {store.raw.clear(retry=True)} entries{names} from {store.directory}")
-    return 0
+    return store.raw.clear(retry=True), [f.name for f in folders]

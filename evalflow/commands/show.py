@@ -1,0 +1,43 @@
+"""``python -m evalflow show``: a task's first documents as the model would see them, no model loaded.
+
+    python -m evalflow show task=arc_easy                     # the first 3 documents
+    python -m evalflow show task=gsm8k n=2 num_fewshot=5 data_map=shared
+    python -m evalflow show task=mmlu_anatomy n=1 apply_chat_template=true model=smollm2
+
+lm-eval's ``--write_out``: for each document its rendered prompt (description, few-shot examples,
+its own text), its target, and every request the model would receive. The settings are a run's
+(``key=value``, the same names and meanings), and the documents go through the run's own stages
+``load_docs → fewshot → instances`` with the run's cache: what ``show`` prints is what a run with
+those settings sends, and a later run reuses what ``show`` computed. Without ``limit`` or
+``samples``, ``limit`` is ``n`` (the first ``n`` documents' prompts do not depend on later ones).
+``model`` defaults to ``dummy`` here; it matters only with ``apply_chat_template``. An image task's
+prompt keeps its ``<image>`` placeholders, followed by one line naming each image's size, mode and
+pixel hash (the key its requests are cached under).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from evalflow.commands.overrides import preview_settings
+from evalflow.commands.words import asks_for_help, print_help
+from evalflow.preview import prompt_outputs, write_task
+
+USAGE = "usage: python -m evalflow show task=NAME [n=3] [num_fewshot=K] [any run setting=value ...]"
+
+
+def main(argv: list[str]) -> int:
+    if asks_for_help(argv):
+        print_help(__doc__, USAGE)
+        return 0
+    from evalflow.run_parts import select_tasks
+    from evalflow.cache.store import CacheStore
+
+    settings, n = preview_settings(argv, "show")
+    store = CacheStore(settings.cache_dir)
+    try:
+        for task in select_tasks(settings).tasks:
+            write_task(task, prompt_outputs(task, settings, store), n, sys.stdout, settings.code_sandbox)
+    finally:
+        store.close()
+    return 0

@@ -1,0 +1,56 @@
+"""An lm-eval translation run: :func:`evalflow.evaluate` on the translated config (the same stages,
+cache and run folder as the printed native command), for ``python -m evalflow lm-eval`` and
+:func:`evalflow.simple_evaluate` alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from evalflow.lmeval_compat.translate import Translation
+
+
+def run_folder() -> Path:
+    """Where the native command line would put the run: outputs/<date>/<time>-<random suffix>."""
+    return Path("outputs") / time.strftime("%Y-%m-%d") / f"{time.strftime('%H-%M-%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
+    """Run the translation (``--write_out`` first prints each task's first prompt, as lm-eval does);
+    ``model``: a model object instead of the translation's preset (simple_evaluate)."""
+    from evalflow.app import evaluate
+
+    if tr.verbosity:
+        logging.getLogger("evalflow").setLevel(tr.verbosity.upper())
+    if tr.write_out:
+        print_first_prompts(tr)
+    return evaluate(list(tr.tasks), tr.preset if model is None else model, output_dir=folder, overrides=list(tr.overrides))
+
+
+def print_first_prompts(tr: Translation) -> None:
+    """lm-eval's ``--write_out``: each task's first document as the model sees it (what ``show``
+    prints), through the run's own stages and cache, before the run."""
+    from evalflow.cache.store import CacheStore
+    from evalflow.config.compose import compose_config
+    from evalflow.preview import prompt_outputs, write_task
+    from evalflow.run_parts import select_tasks
+    from evalflow.settings import settings_from_config
+
+    overrides = [o for o in tr.overrides if not o.startswith(("model.", "log_samples=", "batch_size=",
+                                                             "max_batch_size=", "predict_only="))]
+    overrides = ["model=dummy", f"task=[{','.join(tr.tasks)}]", *(o for o in overrides if not o.startswith("model="))]
+    settings = settings_from_config(compose_config(overrides))
+    if settings.limit is None and settings.samples is None:
+        settings = dataclasses.replace(settings, limit=1.0)
+    store = CacheStore(settings.cache_dir)
+    try:
+        for task in select_tasks(settings).tasks:
+            write_task(task, prompt_outputs(task, settings, store), 1, sys.stdout, settings.code_sandbox)
+    finally:
+        store.close()
