@@ -24,7 +24,7 @@ _EXPORTS = {
     "register_reduction": "evalflow.scoring.registry",
     "register_judge_parser": "evalflow.scoring.registry",
     "register_sandbox": "evalflow.sandbox.registry",
-    "TaskConfig": "evalflow.taskspec.spec",
+    "TaskConfig": "evalflow.taskspec.format.spec",
 }
 
 __all__ = sorted(_EXPORTS)

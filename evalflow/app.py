@@ -40,12 +40,12 @@ from evalflow.sandbox.registry import require_sandbox
 from evalflow.scale import chunks
 from evalflow.scoring.code_exec import runs_code
 from evalflow.settings import RunSettings
-from evalflow.taskspec.datamap import check_data_files
-from evalflow.taskspec.index import Selection, TaskIndex
-from evalflow.taskspec.prompt import effective_num_fewshot
-from evalflow.taskspec.run_options import apply_run_options
-from evalflow.taskspec.samplers import fewshot_warnings
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data.datamap import check_data_files
+from evalflow.taskspec.catalog.index import Selection, TaskIndex
+from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
+from evalflow.taskspec.catalog.run_options import apply_run_options
+from evalflow.taskspec.prompts.samplers import fewshot_warnings
+from evalflow.taskspec.format.spec import TaskConfig
 
 log = logging.getLogger(__name__)
 

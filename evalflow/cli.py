@@ -32,7 +32,7 @@ class Subcommand(NamedTuple):
 
 
 SUBCOMMANDS = {
-    "ls": Subcommand("evalflow.taskspec.listing:main", "[--json] [include_path=[dir]]  list tasks, groups and tags"),
+    "ls": Subcommand("evalflow.taskspec.catalog.listing:main", "[--json] [include_path=[dir]]  list tasks, groups and tags"),
     "cache": Subcommand("evalflow.cache.cli:main", "stats|verify|gc|clear|merge [cache_dir=DIR]  look after or merge cache folders"),
     "show": Subcommand("evalflow.preview:main", "task=NAME [n=3] [key=value...]  print prompts, targets and requests (no model)"),
     "validate": Subcommand("evalflow.validate:main", "task=NAME [n=3] [key=value...]  check task configs on their first documents"),

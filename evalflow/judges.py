@@ -25,7 +25,7 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.config.messages import CONF_DIR, has_preset
 from evalflow.dag.inference import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, EvalflowError, TaskError
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 EdgeFactory = Callable[[Mapping[str, Any], InferenceCounts], CachedModel]
 

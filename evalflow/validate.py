@@ -23,7 +23,7 @@ from evalflow.errors import EvalflowError
 from evalflow import load_checks
 from evalflow.preview import preview_settings, prompt_outputs
 from evalflow.settings import RunSettings
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 USAGE = "usage: python -m evalflow validate task=NAME|task=[A,B] [n=3] [any run setting=value ...]"
 
@@ -62,8 +62,8 @@ def main(argv: list[str]) -> int:
 def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -> str:
     """Raise the task's first problem as an EvalflowError; else a one-line summary."""
     from evalflow.scoring import task_metric_specs, task_pipelines
-    from evalflow.taskspec.decontamination import decontamination_query
-    from evalflow.taskspec.templates import doc_to_choice, doc_to_target
+    from evalflow.taskspec.data.decontamination import decontamination_query
+    from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target
 
     load_checks.check_task(task)  # what a run checks at load time: registry names, every `!function` imports
     metrics = task_metric_specs(task)

@@ -23,8 +23,8 @@ from evalflow.output.results import RunRecord
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.cache.text import TextFile, text_source
 from evalflow.output.samples import samples_key, samples_text
-from evalflow.taskspec.installed import TASK_LIBRARIES
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.installed import TASK_LIBRARIES
+from evalflow.taskspec.format.spec import TaskConfig
 
 WRITERS = 8  # threads writing and syncing a run folder's files
 PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy", "lm-eval")

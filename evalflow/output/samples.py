@@ -27,7 +27,7 @@ from typing import Any, Iterator, Mapping
 
 from evalflow.output.samples_json import indented_doc_json, row_json
 from evalflow.records import ImageRef
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 SAMPLE_STAGES = ("load_docs", "instances", "inference", "filters", "metrics")
 """The stages whose outputs a samples file shows; its cache key is theirs and this module's code."""

@@ -52,7 +52,7 @@ def test_cached_stages_are_decoded_on_first_use_only(toy_library: Path, tmp_path
     from evalflow.app import task_settings
     from evalflow.config.compose import compose_settings
     from evalflow.dag.runner import execute
-    from evalflow.taskspec.index import TaskIndex
+    from evalflow.taskspec.catalog.index import TaskIndex
 
     settings = compose_settings(task="toy_mc", preset="dummy", overrides=[], values={"include_path": [str(toy_library)],
                                                                         "cache_dir": str(tmp_path / "c"), "limit": 4})

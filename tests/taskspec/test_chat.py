@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.taskspec.chat import chat_messages
-from evalflow.taskspec.prompt import Turn
+from evalflow.taskspec.prompts.chat_format import chat_messages
+from evalflow.taskspec.prompts.fewshot_context import Turn
 from tests.conftest import SHARED_DATA
 
 TURNS = [

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from evalflow.errors import DataError, TaskError
-from evalflow.taskspec.data import data_fingerprint, load_docset
-from evalflow.taskspec.datamap import data_source, read_data_map
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data.datamap import data_source, read_data_map
+from evalflow.taskspec.data.docsets import data_fingerprint, load_docset
+from evalflow.taskspec.format.spec import TaskConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
@@ -75,7 +75,7 @@ def test_samples_are_the_fewshot_pool(data: Path) -> None:
 
 
 def test_process_docs_runs_on_the_dataset(data: Path, tmp_path: Path) -> None:
-    from evalflow.taskspec.loader import function_ref
+    from evalflow.taskspec.format.loader import function_ref
 
     (tmp_path / "proc.py").write_text(
         "def process_docs(ds):\n    return ds.map(lambda d: {'q': d['q'].upper(), 'double': 2 * d['n']})\n"
@@ -96,8 +96,8 @@ def test_fingerprint_is_content_not_path(data: Path, tmp_path: Path) -> None:
 def test_fingerprint_of_local_files_does_not_import_datasets(data: Path) -> None:
     code = (
         "import sys, json\n"
-        "from evalflow.taskspec.spec import TaskConfig\n"
-        "from evalflow.taskspec.data import data_fingerprint\n"
+        "from evalflow.taskspec.format.spec import TaskConfig\n"
+        "from evalflow.taskspec.data.docsets import data_fingerprint\n"
         f"t = TaskConfig(task='t', dataset_path='json', test_split='test', "
         f"dataset_kwargs={{'data_files': {{'test': {str(data / 'test.jsonl')!r}}}}})\n"
         "print(data_fingerprint(t), 'datasets' in sys.modules)\n"
@@ -157,7 +157,7 @@ def test_relative_data_files_resolve_next_to_the_task_yaml(data: Path, tmp_path:
 
 
 def test_custom_dataset_function(tmp_path: Path) -> None:
-    from evalflow.taskspec.loader import function_ref
+    from evalflow.taskspec.format.loader import function_ref
 
     (tmp_path / "made.py").write_text("def make(**kw):\n    return {'test': [{'q': kw.get('tag', '?')}]}\n")
     t = TaskConfig(task="c", custom_dataset=function_ref("made.make", str(tmp_path)), metadata={"tag": "m"},

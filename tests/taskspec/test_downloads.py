@@ -1,5 +1,5 @@
 """A failed ``nltk.download`` while task code is imported is a load-time error naming the resource
-and NLTK_DATA (evalflow/taskspec/downloads.py), whether nltk was imported before or by the task
+and NLTK_DATA (evalflow/taskspec/format/downloads.py), whether nltk was imported before or by the task
 code itself. A stand-in ``nltk`` keeps these offline and deterministic; the real ifeval with
 ``NLTK_DATA`` set is in tests/taskspec/test_lm_eval_tasks_run.py."""
 
@@ -11,10 +11,10 @@ from types import ModuleType
 
 import pytest
 
-from evalflow.taskspec import taskcode
-from evalflow.taskspec.downloads import ResourceDownloadError, strict_downloads
-from evalflow.taskspec.loader import function_ref
-from evalflow.taskspec.taskcode import resolve_function
+from evalflow.taskspec.format import taskcode
+from evalflow.taskspec.format.downloads import ResourceDownloadError, strict_downloads
+from evalflow.taskspec.format.loader import function_ref
+from evalflow.taskspec.format.taskcode import resolve_function
 
 TASK_CODE = """\
 import nltk

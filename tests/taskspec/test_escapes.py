@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from evalflow.load_checks import load_warnings
-from evalflow.taskspec.escapes import literal_escapes
-from evalflow.taskspec.loader import load_yaml, task_from_dict
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.escapes import literal_escapes
+from evalflow.taskspec.format.loader import load_yaml, task_from_dict
+from evalflow.taskspec.format.spec import TaskConfig
 from tests.conftest import Runner
 
 BS = "\\"  # one backslash, so the cases below read as the YAML values they stand for

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from evalflow.errors import DataError
-from evalflow.taskspec import hub
-from evalflow.taskspec.data import load_docset
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data import hub
+from evalflow.taskspec.data.docsets import load_docset
+from evalflow.taskspec.format.spec import TaskConfig
 
 TASK = TaskConfig(task="hub_task", dataset_path="nobody-evalflow/no_such_dataset", test_split="test", source="t.yaml")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import TaskError, UnsafeCodeError
-from evalflow.taskspec import index_scan
-from evalflow.taskspec.index import TaskIndex
+from evalflow.taskspec.catalog import index_scan
+from evalflow.taskspec.catalog.index import TaskIndex
 
 TASK = """\
 task: {name}
@@ -200,7 +200,7 @@ def test_later_include_path_overrides_with_a_warning(tmp_path: Path, caplog: pyt
     task_file(tmp_path / "first", "only_first", "tag: both\n")
     task_file(tmp_path / "second", "shared", "description: second\n")
     task_file(tmp_path / "second", "only_second", "tag: both\n")
-    with caplog.at_level(logging.WARNING, logger="evalflow.taskspec.index"):
+    with caplog.at_level(logging.WARNING, logger="evalflow.taskspec.catalog.index"):
         index = TaskIndex.build([tmp_path / "first", tmp_path / "second"])
         assert index.resolve("shared").tasks[0].description == "second"
     assert "shared" in caplog.text and "overrides" in caplog.text
@@ -413,7 +413,7 @@ def test_several_overrides_are_one_warning_with_the_count(
     for name in ("t1", "t2", "t3"):
         task_file(tmp_path / "first", name)
         task_file(tmp_path / "second", name)
-    with caplog.at_level(logging.DEBUG, logger="evalflow.taskspec.index"):
+    with caplog.at_level(logging.DEBUG, logger="evalflow.taskspec.catalog.index"):
         TaskIndex.build([tmp_path / "first", tmp_path / "second"]).resolve("t1,t2,t3")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
@@ -431,7 +431,7 @@ def test_overrides_a_run_does_not_use_are_not_warned(tmp_path: Path, caplog: pyt
         task_file(tmp_path / "first", name)
         task_file(tmp_path / "second", name)
     task_file(tmp_path / "second", "other")
-    with caplog.at_level(logging.WARNING, logger="evalflow.taskspec.index"):
+    with caplog.at_level(logging.WARNING, logger="evalflow.taskspec.catalog.index"):
         index = TaskIndex.build([tmp_path / "first", tmp_path / "second"])
         assert sorted(index.overrides) == ["t1", "t2", "t3"]
         index.resolve("other")
@@ -444,7 +444,7 @@ def test_an_override_a_run_uses_is_warned_once(tmp_path: Path, caplog: pytest.Lo
         task_file(tmp_path / "first", name)
         task_file(tmp_path / "second", name)
     write(tmp_path / "second/_g.yaml", "group: g\ntask: [t2]\n")
-    with caplog.at_level(logging.WARNING, logger="evalflow.taskspec.index"):
+    with caplog.at_level(logging.WARNING, logger="evalflow.taskspec.catalog.index"):
         index = TaskIndex.build([tmp_path / "first", tmp_path / "second"])
         index.resolve("g")
         index.resolve("g")

@@ -1,4 +1,4 @@
-"""Task code inside installed packages (evalflow/taskspec/installed.py): imported by its dotted name,
+"""Task code inside installed packages (evalflow/taskspec/format/installed.py): imported by its dotted name,
 trusted as installed code, keyed with its distribution's version; ``include_path=lm_eval``.
 
 Most tests use a fake distribution written to a temp site folder (tests/taskspec/conftest.py), so
@@ -17,10 +17,10 @@ import pytest
 from evalflow.errors import TaskError, UnsafeCodeError
 from evalflow.load_checks import check_selection
 from evalflow.output.run_folder import pinned
-from evalflow.taskspec.index import TaskIndex
-from evalflow.taskspec.installed import TASK_LIBRARIES, code_fingerprint, library_folder, package_module
-from evalflow.taskspec.loader import function_ref
-from evalflow.taskspec.taskcode import resolve_function
+from evalflow.taskspec.catalog.index import TaskIndex
+from evalflow.taskspec.format.installed import TASK_LIBRARIES, code_fingerprint, library_folder, package_module
+from evalflow.taskspec.format.loader import function_ref
+from evalflow.taskspec.format.taskcode import resolve_function
 
 FakeSite = Callable[..., Path]
 
@@ -124,7 +124,7 @@ def test_a_missing_library_is_one_paragraph_naming_the_extra(monkeypatch: pytest
 
 
 def test_the_extra_is_in_pyproject_and_dev() -> None:
-    from evalflow.taskspec.extras import _evalflow_extras
+    from evalflow.taskspec.format.extras import _evalflow_extras
 
     extras = _evalflow_extras()
     wanted = {"lm-eval", "langdetect", "immutabledict", "nltk", "math-verify", "sympy", "rouge-score"}
@@ -189,7 +189,7 @@ def test_a_copy_of_lm_evals_tasks_without_lm_eval_names_the_extra(tmp_path: Path
 
 def test_other_packages_name_lm_evals_own_extra() -> None:
     pytest.importorskip("lm_eval")
-    from evalflow.taskspec.extras import install_hint
+    from evalflow.taskspec.format.extras import install_hint
 
     assert "lm-eval[longbench]" in install_hint("jieba")  # read from lm-eval's metadata
     assert "lm-eval[math]" in install_hint("antlr4")

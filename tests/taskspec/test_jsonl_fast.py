@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from evalflow.taskspec.jsonl import read_jsonl_splits
+from evalflow.taskspec.data.jsonl import read_jsonl_splits
 
 datasets = pytest.importorskip("datasets")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.taskspec.listing import main, parse_args
+from evalflow.taskspec.catalog.listing import main, parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,6 +97,6 @@ def test_long_listing_is_plain_even_on_a_terminal(
     folders: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
-    monkeypatch.setattr("evalflow.taskspec.listing.RICH_MAX_ROWS", 1)
+    monkeypatch.setattr("evalflow.taskspec.catalog.listing.RICH_MAX_ROWS", 1)
     assert main([]) == 0
     assert capsys.readouterr().out.split() == ["tag", "letters", "1", "task", "task", "zeta", "builtin/b/zeta.yaml"]

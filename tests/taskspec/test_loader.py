@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import TaskError
-from evalflow.taskspec.loader import (
+from evalflow.taskspec.format.loader import (
     function_refs,
     load_yaml,
     read_header,
@@ -18,7 +18,7 @@ from evalflow.taskspec.loader import (
     task_from_dict,
     with_includes,
 )
-from evalflow.taskspec.spec import FunctionRef, TaskConfig
+from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 RAISING_MODULE = "raise RuntimeError('task code ran during loading')\n"
 

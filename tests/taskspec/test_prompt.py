@@ -9,7 +9,8 @@ import pytest
 
 from evalflow.errors import ConfigError, TaskError
 from evalflow.records import DocSet
-from evalflow.taskspec.prompt import (
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.fewshot_context import (
     Turn,
     build_contexts,
     effective_num_fewshot,
@@ -17,7 +18,6 @@ from evalflow.taskspec.prompt import (
     qa_turn,
     render_plain,
 )
-from evalflow.taskspec.spec import TaskConfig
 
 ROWS = tuple({"q": f"{i}+1", "a": str(i + 1), "label": i % 2} for i in range(12))
 TRAIN = tuple({"q": f"{i}*2", "a": str(2 * i), "label": 0} for i in range(6))

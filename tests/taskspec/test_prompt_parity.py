@@ -24,11 +24,14 @@ from typing import Any
 
 import pytest
 
-from evalflow.taskspec.data import load_docset
-from evalflow.taskspec.loader import load_yaml, task_from_dict
-from evalflow.taskspec.prompt import build_contexts, effective_num_fewshot
-from evalflow.taskspec.requests import build_instances
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data.docsets import load_docset
+from evalflow.taskspec.format.loader import load_yaml, task_from_dict
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.fewshot_context import (
+    build_contexts,
+    effective_num_fewshot,
+)
+from evalflow.taskspec.prompts.requests import build_instances
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = (ROOT / ".." / "shared").resolve()

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import ConfigError, TaskError
-from evalflow.taskspec.samplers import (
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.samplers import (
     excludes_eval_doc,
     fewshot_options,
     fewshot_source,
     make_sampler,
 )
-from evalflow.taskspec.spec import TaskConfig
 
 PEER_PY = Path.home() / ".cache/evalflow-peer/venv/bin/python"
 POOL = [{"q": f"question {i}", "a": str(i)} for i in range(20)]

@@ -17,11 +17,13 @@ import pytest
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
 from evalflow.errors import TaskError
-from evalflow.taskspec import side_env, side_provision, side_worker
-from evalflow.taskspec.loader import function_ref, resolve_function
-from evalflow.taskspec.side_env import SIDE_ENVS, SideEnv, side_env_for
-from evalflow.taskspec.side_provision import ProvisionError, ensure_provisioned, is_provisioned, provision
-from evalflow.taskspec.side_worker import SideEnvError, SideFunction
+from evalflow.taskspec.sidenv import envs as side_env
+from evalflow.taskspec.sidenv import provision as side_provision
+from evalflow.taskspec.sidenv import worker as side_worker
+from evalflow.taskspec.format.loader import function_ref, resolve_function
+from evalflow.taskspec.sidenv.envs import SIDE_ENVS, SideEnv, side_env_for
+from evalflow.taskspec.sidenv.provision import ProvisionError, ensure_provisioned, is_provisioned, provision
+from evalflow.taskspec.sidenv.worker import SideEnvError, SideFunction
 
 ANTLR = SIDE_ENVS[0]
 
@@ -146,8 +148,8 @@ def test_processes_waiting_on_the_lock_use_the_folder_the_holder_made(tmp_path: 
     code = textwrap.dedent("""\
         import sys
         from pathlib import Path
-        from evalflow.taskspec import side_provision
-        from evalflow.taskspec.side_env import SIDE_ENVS
+        from evalflow.taskspec.sidenv import provision as side_provision
+        from evalflow.taskspec.sidenv.envs import SIDE_ENVS
 
         def no_pip(*_):
             raise SystemExit("pip ran although another process provisioned the folder")

@@ -101,8 +101,8 @@ def _pairs(rows: list[dict[str, Any]]) -> list[tuple[int, str]]:
 def _evalflow_side(rows: list[dict[str, Any]], pairs: list[tuple[int, str]]) -> dict[str, Any]:
     import datasets
 
-    from evalflow.taskspec.loader import function_ref, resolve_function
-    from evalflow.taskspec.side_worker import SideFunction
+    from evalflow.taskspec.format.loader import function_ref, resolve_function
+    from evalflow.taskspec.sidenv.worker import SideFunction
 
     tasks = Path(lm_eval.__file__).parent / "tasks"
     out: dict[str, Any] = {}
@@ -127,8 +127,8 @@ def _finished(proc: subprocess.Popen[str], out: Path) -> dict[str, Any]:
 
 
 def test_math_scoring_in_the_side_environment_equals_lm_evals_own(tmp_path: Path, capsys: Any) -> None:
-    from evalflow.taskspec.side_env import SIDE_ENVS
-    from evalflow.taskspec.side_provision import ProvisionError, provision
+    from evalflow.taskspec.sidenv.envs import SIDE_ENVS
+    from evalflow.taskspec.sidenv.provision import ProvisionError, provision
 
     try:
         provision(SIDE_ENVS[0])  # where runs keep it ($EVALFLOW_SIDE_ENVS or the user cache)

@@ -16,9 +16,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from evalflow.taskspec import side_worker
-from evalflow.taskspec.side_env import SideEnv
-from evalflow.taskspec.side_worker import SideEnvError, Worker
+from evalflow.taskspec.sidenv import worker as side_worker
+from evalflow.taskspec.sidenv.envs import SideEnv
+from evalflow.taskspec.sidenv.worker import SideEnvError, Worker
 
 ENV = SideEnv(name="test-env", requirements=(), triggers=(), why="tests")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.taskspec.installed import code_fingerprint
-from evalflow.taskspec.local_modules import local_closure
+from evalflow.taskspec.format.installed import code_fingerprint
+from evalflow.taskspec.sidenv.local_modules import local_closure
 from tests.conftest import Runner, stage_hits
 
 TASK = """\

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import DataError, TaskError
-from evalflow.taskspec.spec import TaskConfig
-from evalflow.taskspec.templates import (
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.templates import (
     apply_template,
     doc_to_choice,
     doc_to_target,
@@ -84,7 +84,7 @@ def test_callables_are_called_with_the_doc() -> None:
 
 
 def test_function_ref_is_resolved_through_the_loader(tmp_path: Path) -> None:
-    from evalflow.taskspec.loader import function_ref
+    from evalflow.taskspec.format.loader import function_ref
 
     (tmp_path / "helpers.py").write_text("def text(doc):\n    return doc['q'].upper()\n")
     ref = function_ref("helpers.text", str(tmp_path))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import TaskError
-from evalflow.taskspec.index import TaskIndex
-from evalflow.taskspec.loader import load_yaml
+from evalflow.taskspec.catalog.index import TaskIndex
+from evalflow.taskspec.format.loader import load_yaml
 
 BOMB = "task: bomb\nl0: &l0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9)
