@@ -35,11 +35,7 @@ from evalflow.taskspec.format.lmeval_seeds import scoring_rng
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.format.taskcode import rng_effects
 from evalflow.taskspec.prompts.fewshot_context import is_multiple_input
-from evalflow.taskspec.prompts.templates import (
-    doc_to_choice,
-    doc_to_target,
-    doc_to_text,
-)
+from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target, doc_to_text
 
 
 def metrics(

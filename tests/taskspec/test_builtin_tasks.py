@@ -13,10 +13,7 @@ from evalflow.records import DocSet
 from evalflow.taskspec.data.docsets import load_docset
 from evalflow.taskspec.format.loader import load_yaml, resolve_function, task_from_dict
 from evalflow.taskspec.format.spec import TaskConfig
-from evalflow.taskspec.prompts.fewshot_context import (
-    build_contexts,
-    effective_num_fewshot,
-)
+from evalflow.taskspec.prompts.fewshot_context import build_contexts, effective_num_fewshot
 from evalflow.taskspec.prompts.requests import build_instances
 
 ROOT = Path(__file__).resolve().parents[2]

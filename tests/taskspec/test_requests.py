@@ -7,11 +7,7 @@ import pytest
 from evalflow.errors import ConfigError, TaskError
 from evalflow.records import Context
 from evalflow.taskspec.format.spec import TaskConfig
-from evalflow.taskspec.prompts.requests import (
-    build_instances,
-    generation_kwargs,
-    is_sampling,
-)
+from evalflow.taskspec.prompts.requests import build_instances, generation_kwargs, is_sampling
 
 DOC = {"q": "2+2?", "choices": ["3", "4", "5"], "label": 1, "text": "the cat sat"}
 

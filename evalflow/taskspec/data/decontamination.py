@@ -30,11 +30,7 @@ from typing import Any
 
 from evalflow.errors import ConfigError, TaskError
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
-from evalflow.taskspec.prompts.templates import (
-    apply_template,
-    call_function,
-    doc_to_text,
-)
+from evalflow.taskspec.prompts.templates import apply_template, call_function, doc_to_text
 
 _NORMALIZE = str.maketrans(string.ascii_lowercase + string.ascii_uppercase, string.ascii_lowercase * 2,
                            string.punctuation)
