@@ -157,7 +157,7 @@ def test_processes_waiting_on_the_lock_use_the_folder_the_holder_made(tmp_path: 
         side_provision._pip_install = no_pip
         print(side_provision.provision(SIDE_ENVS[0], Path(sys.argv[1])))
     """)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     with FileLock(str(folder) + ".lock"):
         waiting = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], env=env, text=True,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
@@ -187,7 +187,7 @@ def test_validate_refuses_before_any_model_call_when_it_cannot_provision(tmp_pat
                                 "test_split: test\noutput_type: generate_until\ndoc_to_text: !function utils.text\n"
                                 "doc_to_target: a\n")
     (lib / "d.jsonl").write_text('{"q": "x", "a": "y"}\n')
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "EVALFLOW_SIDE_ENVS": str(tmp_path / "se"),
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]), "EVALFLOW_SIDE_ENVS": str(tmp_path / "se"),
            "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "none"), "EVALFLOW_CACHE": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-m", "evalflow", "validate", "task=latex_t", f"include_path=[{lib}]",
                            "trust_task_code=true"], env=env, capture_output=True, text=True, timeout=300)
@@ -321,7 +321,7 @@ def test_import_and_name_errors_come_at_resolve_time(task: Any, env_root: Path, 
 
 
 def _side_env_cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "EVALFLOW_SIDE_ENVS": str(root)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]), "EVALFLOW_SIDE_ENVS": str(root)}
     return subprocess.run([sys.executable, "-m", "evalflow", "side-env", *args], env=env,
                           capture_output=True, text=True, timeout=300)
 

@@ -51,7 +51,7 @@ def test_legitimate_backslashes_are_not_flagged(fields: dict) -> None:
 
 
 def test_no_builtin_task_warns() -> None:
-    tasks = [task_from_dict(raw, str(path)) for path in sorted((Path(__file__).parents[2] / "tasks").rglob("*.yaml"))
+    tasks = [task_from_dict(raw, str(path)) for path in sorted((Path(__file__).parents[3] / "tasks").rglob("*.yaml"))
              if "group" not in (raw := load_yaml(path))]
     assert len(tasks) > 60
     assert load_warnings(tasks, None) == []

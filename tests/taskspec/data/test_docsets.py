@@ -17,7 +17,7 @@ from evalflow.taskspec.data.datamap import data_source, read_data_map
 from evalflow.taskspec.data.docsets import data_fingerprint, load_docset
 from evalflow.taskspec.format.spec import TaskConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
 SHARED_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
 

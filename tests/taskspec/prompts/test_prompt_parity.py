@@ -30,7 +30,7 @@ from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.fewshot_context import build_contexts, effective_num_fewshot
 from evalflow.taskspec.prompts.requests import build_instances
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHARED = (ROOT / ".." / "shared").resolve()
 PEER_SH = SHARED / "parity" / "peer.sh"
 MAKE_WRAPPERS = SHARED / "parity" / "make_wrappers.py"

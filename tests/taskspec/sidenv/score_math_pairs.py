@@ -1,6 +1,6 @@
 """Score (document, candidate) pairs with lm-eval's MATH task code in *this* interpreter.
 
-Run by tests/taskspec/test_side_env_math_parity.py with lm-eval's own environment (the peer venv,
+Run by tests/taskspec/sidenv/test_side_env_math_parity.py with lm-eval's own environment (the peer venv,
 antlr 4.11) and with evalflow's (antlr 4.9, no side environment), to compare with what evalflow's
 side-environment worker computes. Standard library plus the task code's own imports; no evalflow.
 

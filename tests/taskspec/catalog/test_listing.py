@@ -12,7 +12,7 @@ import pytest
 
 from evalflow.taskspec.catalog.listing import main, parse_args
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
