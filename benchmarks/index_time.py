@@ -30,7 +30,7 @@ LIBRARY = PEER_PYTHON.parents[1] / "lib" / "python3.11" / "site-packages" / "lm_
 EVALFLOW_BUILD = """
 import json, sys, time
 t = time.perf_counter()
-from evalflow.taskspec.index import TaskIndex
+from evalflow.taskspec.catalog.index import TaskIndex
 index = TaskIndex.build([sys.argv[1]], builtin=False)
 print(json.dumps({"seconds": time.perf_counter() - t, "tasks": len(index.task_names()),
                   "groups": len(index.group_names()), "tags": len(index.tag_names())}))

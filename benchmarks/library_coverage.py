@@ -4,7 +4,7 @@
     python benchmarks/library_coverage.py --library DIR [--json out.json] [--examples 2] [--only NAME ...]
 
 Each task and group of the library is resolved the way a run resolves ``task=NAME`` with lm-eval's
-folder on ``include_path`` (:class:`~evalflow.taskspec.index.TaskIndex`, the group expansion) and
+folder on ``include_path`` (:class:`~evalflow.taskspec.catalog.index.TaskIndex`, the group expansion) and
 then passes the load-time checks a run, ``show`` and ``validate`` make
 (:func:`evalflow.load_checks.check_selection`: registry names, and every ``!function`` module
 imported, once per module file). So whatever fixes the loader or the checks gets is in the figure.
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from evalflow.errors import EvalflowError  # noqa: E402
 from evalflow.load_checks import check_selection  # noqa: E402
-from evalflow.taskspec.index import TaskIndex  # noqa: E402
+from evalflow.taskspec.catalog.index import TaskIndex  # noqa: E402
 
 CLASS_TASK = "Python `class:` task (refused: see the README)"
 # Causes told apart by the message the load-time checks give (the checks return their errors
@@ -187,7 +187,7 @@ def measure(index: TaskIndex, names: list[str], extras: dict[str, list[str]], tr
 
 def registry_calls(library: Path) -> dict[str, int]:
     """How many task-code modules call each of lm-eval's ``register_*`` decorators: evalflow bridges
-    ``register_filter`` (per module, :mod:`evalflow.taskspec.lmeval_registrations`) and counts the rest."""
+    ``register_filter`` (per module, :mod:`evalflow.taskspec.format.lmeval_registrations`) and counts the rest."""
     counts = dict.fromkeys(("register_filter", "register_metric", "register_aggregation"), 0)
     for path in library.rglob("*.py"):
         text = path.read_text(errors="replace")

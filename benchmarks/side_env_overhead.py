@@ -30,7 +30,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evalflow.taskspec.loader import function_ref, resolve_function  # noqa: E402
+from evalflow.taskspec.format.loader import function_ref, resolve_function  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "hendrycks_math" / "test"
 TRIVIAL = "def size(doc):\n    return len(doc)\n\ndef same(x):\n    return x\n"

@@ -25,7 +25,7 @@ _EXPORTS = {
     "register_reduction": "evalflow.scoring.registry",
     "register_judge_parser": "evalflow.judges.parsers",
     "register_sandbox": "evalflow.sandbox.registry",
-    "TaskConfig": "evalflow.taskspec.spec",
+    "TaskConfig": "evalflow.taskspec.format.spec",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -33,10 +33,10 @@ from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_sna
 from evalflow.output.summary import TaskSummary
 from evalflow.run_parts import judge_edges, model_edge, select_tasks
 from evalflow.settings import RunSettings
-from evalflow.taskspec.index import Selection
-from evalflow.taskspec.prompt import effective_num_fewshot
-from evalflow.taskspec.samplers import fewshot_warnings
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.catalog.index import Selection
+from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
+from evalflow.taskspec.prompts.samplers import fewshot_warnings
+from evalflow.taskspec.format.spec import TaskConfig
 
 log = logging.getLogger(__name__)
 

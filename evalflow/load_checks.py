@@ -5,9 +5,9 @@ A run, ``show`` and ``validate`` all pass through here (``run_parts.select_tasks
 * errors: every metric, aggregation and filter name resolves in its registry, and every
   ``!function`` a task names imports (a task module needing a missing package fails now, with the
   module and the package, not at the metrics stage after every answer was generated);
-* warnings: literal ``\\n``/``\\t`` where a newline or tab was meant (:mod:`evalflow.taskspec.escapes`),
+* warnings: literal ``\\n``/``\\t`` where a newline or tab was meant (:mod:`evalflow.taskspec.format.escapes`),
   and tasks whose YAML pins ``num_fewshot: 0``, which a run's ``num_fewshot`` does not override
-  (lm-eval 0.4.13's rule, :func:`evalflow.taskspec.prompt.effective_num_fewshot`).
+  (lm-eval 0.4.13's rule, :func:`evalflow.taskspec.prompts.fewshot_context.effective_num_fewshot`).
 
     from evalflow.load_checks import check_selection
     check_selection(selection, num_fewshot=5)   # raises TaskError, logs the warnings
@@ -20,11 +20,11 @@ from collections import defaultdict
 from typing import Any, Iterable, Sequence
 
 from evalflow.errors import TaskError
-from evalflow.taskspec.escapes import LiteralEscape, literal_escapes
-from evalflow.taskspec.loader import key_origin
-from evalflow.taskspec.selection import Selection
-from evalflow.taskspec.spec import FunctionRef, TaskConfig
-from evalflow.taskspec.taskcode import keyed_function_refs, resolve_function
+from evalflow.taskspec.format.escapes import LiteralEscape, literal_escapes
+from evalflow.taskspec.format.loader import key_origin
+from evalflow.taskspec.catalog.selection import Selection
+from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
+from evalflow.taskspec.format.taskcode import keyed_function_refs, resolve_function
 
 __all__ = ["check_selection", "check_task", "load_warnings"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence, TextIO
 
 from evalflow.settings import RunSettings
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 PROMPT_STAGES = ("load_docs", "fewshot", "instances")
 
@@ -32,7 +32,7 @@ def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO
     """The task's documents, prompts and requests; with ``code_sandbox``, also what would run its
     code (the sandbox for model-written programs, a side environment for task code)."""
     from evalflow.output.code_execution import task_lines
-    from evalflow.taskspec.templates import doc_to_choice, doc_to_target
+    from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target
 
     docs = outputs["load_docs"]
     contexts = outputs["fewshot"][:n]

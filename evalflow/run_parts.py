@@ -22,9 +22,9 @@ from evalflow.sandbox.registry import require_sandbox
 from evalflow.scale import chunks
 from evalflow.scoring.code_exec import runs_code
 from evalflow.settings import RunSettings
-from evalflow.taskspec.datamap import check_data_files
-from evalflow.taskspec.index import Selection, TaskIndex
-from evalflow.taskspec.run_options import apply_run_options
+from evalflow.taskspec.data.datamap import check_data_files
+from evalflow.taskspec.catalog.index import Selection, TaskIndex
+from evalflow.taskspec.catalog.run_options import apply_run_options
 from evalflow.user_modules import import_user_modules
 
 log = logging.getLogger(__name__)

@@ -311,7 +311,7 @@ def _map_file(value: Any) -> str | None:
 def _load_data_map(value: Any) -> tuple[Mapping[str, Any] | None, Path | None]:
     """The data map as a mapping (relative paths made absolute against the map file's folder),
     and the file it came from."""
-    from evalflow.taskspec.datamap import read_data_map
+    from evalflow.taskspec.data.datamap import read_data_map
 
     if isinstance(value, Mapping):
         return value, None

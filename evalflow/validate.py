@@ -11,14 +11,14 @@ from typing import Any
 from evalflow import load_checks
 from evalflow.preview import prompt_outputs
 from evalflow.settings import RunSettings
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 
 def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -> str:
     """Raise the task's first problem as an EvalflowError; else a one-line summary."""
     from evalflow.scoring import task_metric_specs, task_pipelines
-    from evalflow.taskspec.decontamination import decontamination_query
-    from evalflow.taskspec.templates import doc_to_choice, doc_to_target
+    from evalflow.taskspec.data.decontamination import decontamination_query
+    from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target
 
     load_checks.check_task(task)  # what a run checks at load time: registry names, every `!function` imports
     metrics = task_metric_specs(task)

@@ -83,8 +83,8 @@ def test_task_module_needing_a_missing_package_fails_at_load(
 
 
 def test_missing_module_messages_name_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalflow.taskspec import extras
-    from evalflow.taskspec.loader import function_ref, resolve_function
+    from evalflow.taskspec.format import extras
+    from evalflow.taskspec.format.loader import function_ref, resolve_function
 
     (tmp_path / "needs_pkg.py").write_text(MISSING_PACKAGE_UTILS)
     (tmp_path / "needs_submodule.py").write_text("import json.no_such_part\n")

@@ -11,7 +11,7 @@ from evalflow.app import task_settings
 from evalflow.config.schema import RunConfig, defaults, inert_settings, stage_settings
 from evalflow.errors import ConfigError
 from evalflow.settings import RunSettings, settings_from_config
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 from tests.conftest import Runner, stage_hits
 
 TASK = TaskConfig(task="t", dataset_path="json", test_split="test", output_type="generate_until", doc_to_text="{{q}}")

@@ -5,7 +5,7 @@
 
 For each selected task marked ``should_decontaminate: true``, every evaluated document's
 ``doc_to_decontamination_query`` is matched against the training set's n-grams (lm-eval's
-``get_train_overlap``; the folder format is described in :mod:`evalflow.taskspec.decontamination`).
+``get_train_overlap``; the folder format is described in :mod:`evalflow.taskspec.data.decontamination`).
 It prints how many documents overlap and their ids; ``out=FILE`` writes ``{task: [clean document
 ids]}``, which ``samples=FILE`` then evaluates. Other settings are a run's ``key=value`` overrides
 (``limit``, ``samples``, ``include_path``, ``data_map``...); documents come through the run's
@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
         return 0
     from evalflow.run_parts import select_tasks
     from evalflow.cache.store import CacheStore
-    from evalflow.taskspec.decontamination import decontamination_query, ngram_size, overlapping_docs
+    from evalflow.taskspec.data.decontamination import decontamination_query, ngram_size, overlapping_docs
 
     options = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in argv if a.startswith(("ngrams=", "out="))}
     if "ngrams" not in options:

@@ -17,8 +17,8 @@ import sys
 
 from evalflow.commands.words import asks_for_help, print_help
 from evalflow.errors import ConfigError, EvalflowError
-from evalflow.taskspec.index import TaskIndex
-from evalflow.taskspec.listing import write_listing
+from evalflow.taskspec.catalog.index import TaskIndex
+from evalflow.taskspec.catalog.listing import write_listing
 
 USAGE = "usage: python -m evalflow ls [--json] [include_path=[a,b]] [include_path=a] [builtin=false]"
 _BOOLS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}

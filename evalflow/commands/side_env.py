@@ -16,8 +16,8 @@ from typing import Sequence
 
 from evalflow.commands.words import Usage, parse_words
 from evalflow.errors import ConfigError, closest
-from evalflow.taskspec.side_env import SIDE_ENVS, SideEnv
-from evalflow.taskspec.side_provision import env_folder, ensure_provisioned, is_provisioned
+from evalflow.taskspec.sidenv.envs import SIDE_ENVS, SideEnv
+from evalflow.taskspec.sidenv.provision import env_folder, ensure_provisioned, is_provisioned
 
 USAGE = Usage("side-env", "list|provision [NAME...]", min_positional=1,
               note="(NAME: an environment of `side-env list`; default all)")

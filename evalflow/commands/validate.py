@@ -22,7 +22,7 @@ from evalflow import load_checks
 from evalflow.commands.overrides import preview_settings
 from evalflow.commands.words import asks_for_help, print_help
 from evalflow.errors import EvalflowError
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.validate import check_task
 
 USAGE = "usage: python -m evalflow validate task=NAME|task=[A,B] [n=3] [any run setting=value ...]"

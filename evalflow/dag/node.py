@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from evalflow.cache.code import module_closure
-from evalflow.taskspec.spec import TASK_FIELDS, TaskConfig
+from evalflow.taskspec.format.spec import TASK_FIELDS, TaskConfig
 
 EVALFLOW_DIR = Path(__file__).resolve().parents[1]
 MODEL_SIDE = ("evalflow.models",)

@@ -26,8 +26,8 @@ from evalflow.judges.metric import has_judges, judge_specs
 from evalflow.sandbox.registry import sandbox_identity
 from evalflow.scoring.code_exec import runs_code
 from evalflow.scoring.components import aggregation_components, filter_components, metric_components
-from evalflow.taskspec.data import data_identity
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data.docsets import data_identity
+from evalflow.taskspec.format.spec import TaskConfig
 
 # Fields that decide how a document is rendered into text: shared by the prompt-building stages.
 _RENDERING = ("doc_to_text", "doc_to_target", "doc_to_choice", "target_delimiter", "output_type", "use_prompt")

@@ -20,7 +20,7 @@ from evalflow.dag.node import Node
 from evalflow.dag.pipeline import OUTPUTS, PIPELINE
 from evalflow.dag.progress import progress_label
 from evalflow.errors import EvalflowError
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from evalflow.dag.node import Node
 from evalflow.dag.pipeline import PIPELINE
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.records import Context, DocSet, Instance, Request, Responses
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 Rows = tuple[Mapping[str, Any], ...]  # one samples line per document (the first filter's line)
 

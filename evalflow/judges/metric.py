@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from evalflow.judges.spec import JudgeSpec, is_judge_entry
 from evalflow.scoring.metrics import task_metric_specs
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 
 def has_judges(task: TaskConfig) -> bool:

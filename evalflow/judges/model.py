@@ -26,7 +26,7 @@ from evalflow.config.messages import CONF_DIR, has_preset
 from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, EvalflowError, TaskError
 from evalflow.judges.metric import has_judges, judge_specs
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 EdgeFactory = Callable[[Mapping[str, Any], InferenceCounts], CachedModel]
 

@@ -125,7 +125,7 @@ def _prompt(block: Mapping[str, Any], where: str, source: str) -> str:
 def check_template(text: str, where: str) -> None:
     """The judge template parses and names only :data:`TEMPLATE_NAMES` (caught now, not after the
     scored model answered every document)."""
-    from evalflow.taskspec.templates import ENV
+    from evalflow.taskspec.prompts.templates import ENV
 
     try:
         names = meta.find_undeclared_variables(ENV.parse(text))
@@ -153,7 +153,7 @@ def render_judge_prompt(template: str, doc: Mapping[str, Any], response: str, ta
                         *, where: str) -> str:
     """The judge prompt for one answer (lm-eval's sandboxed Jinja environment, strict undefined)."""
     from evalflow.errors import DataError
-    from evalflow.taskspec.templates import _compile
+    from evalflow.taskspec.prompts.templates import _compile
 
     try:
         return _compile(template).render(doc=doc, response=response, target=target, choices=choices)

@@ -12,8 +12,8 @@ from typing import Any, Iterable
 
 from evalflow.errors import ConfigError
 from evalflow.models.base import feature
-from evalflow.taskspec.images import is_multimodal
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data.images import is_multimodal
+from evalflow.taskspec.format.spec import TaskConfig
 
 MULTIMODAL_BACKENDS = ("hf_multimodal (transformers VLMs)", "openai_chat (served VLMs: vLLM, SGLang)")
 

@@ -1,6 +1,6 @@
 """What ran a run's code outside evalflow's own interpreter, for the record: the sandbox backend that
 ran the programs the model wrote (``code_sandbox``: bubblewrap, or the ``subprocess`` opt-out), and
-the side environments (:mod:`evalflow.taskspec.side_env`) that ran task code, with their
+the side environments (:mod:`evalflow.taskspec.sidenv.envs`) that ran task code, with their
 interpreter and packages. A score computed through either depends on it, so a reader of the run
 folder must be able to tell which: manifest.json holds it under ``code_execution``, the run's
 summary prints it once, ``show`` prints a task's, and ``explain`` names a change between two runs.
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:  # the reading side (summary, explain) stays light: the scoring registry loads in a second
-    from evalflow.taskspec.side_env import SideEnv
-    from evalflow.taskspec.spec import TaskConfig
+    from evalflow.taskspec.format.spec import TaskConfig
+    from evalflow.taskspec.sidenv.envs import SideEnv
 
 
 def code_execution(tasks: Sequence[TaskConfig], code_sandbox: str, groups: Iterable[Any] = ()) -> dict[str, Any]:
@@ -35,8 +35,8 @@ def code_execution(tasks: Sequence[TaskConfig], code_sandbox: str, groups: Itera
     functions): the sandbox, when a task's metrics run programs, and each side environment used."""
     from evalflow.sandbox.registry import sandbox_identity
     from evalflow.scoring.code_exec import runs_code
-    from evalflow.taskspec.side_env import side_env_for
-    from evalflow.taskspec.taskcode import function_refs
+    from evalflow.taskspec.format.taskcode import function_refs
+    from evalflow.taskspec.sidenv.envs import side_env_for
 
     coding = [t.task for t in tasks if runs_code(t)]
     users: dict[str, tuple[SideEnv, list[str], list[str]]] = {}  # env name -> (env, tasks, modules)
@@ -102,7 +102,7 @@ def task_lines(task: TaskConfig, code_sandbox: str) -> list[str]:
 
 
 def _side_env_record(env: SideEnv, tasks: list[str], modules: list[str]) -> dict[str, Any]:
-    from evalflow.taskspec.side_provision import env_folder
+    from evalflow.taskspec.sidenv.provision import env_folder
 
     return {"name": env.name, "interpreter": f"{sys.executable} -P", "packages": list(env.requirements),
             "folder": str(env_folder(env)), "why": env.why, "tasks": tasks, "modules": modules}

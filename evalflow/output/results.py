@@ -30,8 +30,8 @@ from evalflow.dag.runner import StageEvent, StageOutputs
 from evalflow.output.run_info import run_info
 from evalflow.output.summary import TaskSummary
 from evalflow.settings import RunSettings
-from evalflow.taskspec.index import Selection
-from evalflow.taskspec.prompt import effective_num_fewshot
+from evalflow.taskspec.catalog.index import Selection
+from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
 
 log = logging.getLogger(__name__)
 

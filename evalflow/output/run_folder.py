@@ -36,7 +36,7 @@ from evalflow.output.json_text import indented_json
 if TYPE_CHECKING:
     from evalflow.cache.store import CacheStore
     from evalflow.output.results import RunRecord
-    from evalflow.taskspec.spec import TaskConfig
+    from evalflow.taskspec.format.spec import TaskConfig
 
 RESULTS = "results.json"  # written last: its presence means the run finished
 MANIFEST = "manifest.json"
@@ -297,7 +297,7 @@ def pinned(config: dict[str, Any], map_file: str | None) -> dict[str, Any]:
     a map named by its conf/ name stays a name), task files and include_path folders absolute (a
     task library's name, ``lm_eval``, stays a name: the manifest records the package's version, and
     its task code's keys hold it, so a reproduction under another version recomputes)."""
-    from evalflow.taskspec.installed import TASK_LIBRARIES
+    from evalflow.taskspec.format.installed import TASK_LIBRARIES
 
     out = dict(config)
     value = out.get("data_map")

@@ -33,7 +33,7 @@ import evalflow.scoring.aggregations  # noqa: F401  (registers 'mean', named bel
 from evalflow.errors import TaskError
 from evalflow.sandbox import Limits, active, run_program, sandbox
 from evalflow.scoring.registry import register_metric
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 DEFAULT_TIMEOUT = 3.0  # seconds per program: HF code_eval's default, which lm-eval's tasks keep
 CODE_METRICS = ("pass_at_k", "pass_at_1")

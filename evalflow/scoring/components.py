@@ -9,7 +9,7 @@ say ``metric 'contains_answer' code changed``. They read names only and resolve 
 code; a name the registries do not know, or a malformed list, is left to the stage, which
 reports it.
 
-    >>> from evalflow.taskspec.spec import TaskConfig
+    >>> from evalflow.taskspec.format.spec import TaskConfig
     >>> sorted(aggregation_components(TaskConfig(task="t", output_type="multiple_choice")))
     ["aggregation 'mean'", "metric 'acc'", "metric 'acc_norm'"]
 """
@@ -23,12 +23,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from evalflow.cache.code import code_hash
-from evalflow.taskspec.installed import code_fingerprint
+from evalflow.taskspec.format.installed import code_fingerprint
 from evalflow.scoring.filters import DEFAULT_PIPELINES, filter_names, task_code_filters
 from evalflow.scoring.metrics import DEFAULT_METRICS  # (imports the reductions, which register themselves)
 from evalflow.judges.parsers import JUDGE_PARSERS
 from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS, REDUCTIONS
-from evalflow.taskspec.spec import FunctionRef, TaskConfig
+from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 
 def filter_components(task: TaskConfig) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from evalflow.errors import DataError, TaskError
 from evalflow.scoring.registry import FILTERS, register_filter
-from evalflow.taskspec.spec import FunctionRef, TaskConfig
+from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 Resps = list[Any]
 
@@ -268,7 +268,7 @@ def task_code_filters(task: TaskConfig) -> Mapping[str, type]:
     task code) only when its ``filter_list`` names a filter evalflow's registry does not have."""
     if not any(isinstance(n, str) and n not in FILTERS for n in filter_names(task.filter_list)):
         return {}
-    from evalflow.taskspec.taskcode import task_code_filters as registered
+    from evalflow.taskspec.format.taskcode import task_code_filters as registered
 
     return registered(task)
 
@@ -371,7 +371,7 @@ def _compile(pattern: Any, where: str) -> None:
 
 def _resolve(value: Any) -> Any:
     if isinstance(value, FunctionRef):
-        from evalflow.taskspec.loader import resolve_function
+        from evalflow.taskspec.format.loader import resolve_function
 
         return resolve_function(value)
     return value

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalflow.errors import DataError, TaskError, closest
-from evalflow.taskspec.spec import FunctionRef
+from evalflow.taskspec.format.spec import FunctionRef
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ function (``exact_match`` here; user metrics and ``!function`` metrics alike).
 function, its keyword arguments (every other key of the ``metric_list`` entry), the aggregation and
 whether higher is better, with lm-eval's defaults when the task has no ``metric_list``::
 
-    >>> from evalflow.taskspec.spec import TaskConfig
+    >>> from evalflow.taskspec.format.spec import TaskConfig
     >>> [s.name for s in task_metric_specs(TaskConfig(task="t", output_type="multiple_choice"))]
     ['acc', 'acc_norm']
 """
@@ -30,7 +30,7 @@ import evalflow.scoring.aggregations  # noqa: F401  (registers the aggregations 
 from evalflow.judges.spec import JudgeSpec, is_judge_entry, parse_judge
 from evalflow.scoring.reductions import Reduction, parse_reductions
 from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
-from evalflow.taskspec.spec import FunctionRef, TaskConfig
+from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 DEFAULT_METRICS: dict[str, tuple[str, ...]] = {
     "loglikelihood": ("perplexity", "acc"),
@@ -265,7 +265,7 @@ def _aggregation(entry: Mapping[str, Any], registered: Any, name: str, where: st
 
 def _resolve(ref: Any) -> Callable[..., Any]:
     if isinstance(ref, FunctionRef):
-        from evalflow.taskspec.loader import resolve_function
+        from evalflow.taskspec.format.loader import resolve_function
 
         return resolve_function(ref)
     return ref  # type: ignore[no-any-return]

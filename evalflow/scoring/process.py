@@ -8,7 +8,7 @@
 
 A ``(ll, is_greedy)`` pair may be any 2-sequence (a cache round-trip turns tuples into lists)::
 
-    >>> from evalflow.taskspec.spec import FunctionRef, TaskConfig
+    >>> from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
     >>> task = TaskConfig(task="demo", output_type="multiple_choice")
     >>> score_document(task, {}, [(-2.0, False), (-1.0, True)], target=1, choices=["no", "yes"])
     {'acc': 1.0, 'acc_norm': 1.0}
@@ -25,7 +25,7 @@ from evalflow import lazy_numpy as np
 
 from evalflow.errors import DataError, EvalflowError, TaskError
 from evalflow.scoring.metrics import MetricSpec, task_metric_specs
-from evalflow.taskspec.spec import FunctionRef, TaskConfig
+from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def score_document(
     default it is read from this document's target.
     """
     if task.process_results is not None:
-        from evalflow.taskspec.templates import call_task_function
+        from evalflow.taskspec.prompts.templates import call_task_function
 
         values = call_task_function(task.process_results, doc, list(results), task=task, what="process_results", doc=doc)
         if not isinstance(values, Mapping):

@@ -18,7 +18,7 @@ from evalflow.errors import DataError
 from evalflow.scoring.aggregations import SLOW_METRICS, stderr_fn
 from evalflow.scoring.bootstrap import mean
 from evalflow.scoring.metrics import metric_for_key, task_metric_specs
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def aggregate_task(
     {"acc": True})``. Raises :class:`~evalflow.errors.DataError` on no documents rather than
     reporting a score for nothing.
 
-    >>> from evalflow.taskspec.spec import TaskConfig
+    >>> from evalflow.taskspec.format.spec import TaskConfig
     >>> task = TaskConfig(task="demo", output_type="multiple_choice")
     >>> aggregate_task(task, {"none": [{"acc": 1.0, "acc_norm": 0.0}, {"acc": 0.0, "acc_norm": 0.0}]})[0]
     {'acc,none': 0.5, 'acc_stderr,none': 0.5, 'acc_norm,none': 0.0, 'acc_norm_stderr,none': 0.0}

@@ -8,7 +8,7 @@ from evalflow.records import Scores, TaskResult
 from evalflow.scoring.metrics import task_metric_specs
 from evalflow.scoring.task_aggregation import aggregate_task
 from evalflow.judges.verdicts import judge_gaps, unparsed_counts
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 
 def aggregate(task: TaskConfig, scores: Scores, bootstrap_iters: int) -> TaskResult:

@@ -10,8 +10,8 @@ from typing import Any, Mapping, Sequence
 
 from evalflow.errors import ConfigError
 from evalflow.records import Context, DocSet
-from evalflow.taskspec.prompt import build_contexts, render_plain
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.fewshot_context import build_contexts, render_plain
 
 
 def evaluated_doc_ids(n_docs: int, limit: float | None, samples: Sequence[int] | None = None) -> list[int]:
@@ -52,7 +52,7 @@ def fewshot(
         raise ConfigError(f"task '{task.task}': split '{docs.eval_split}' has no documents to evaluate")
     render = render_plain
     if chat is not None:
-        from evalflow.taskspec.chat import ChatFormat, chat_render
+        from evalflow.taskspec.prompts.chat_format import ChatFormat, chat_render
 
         fmt = ChatFormat(
             chat.get("template"), bool(chat.get("fewshot_as_multiturn")), chat.get("special_tokens") or {},

@@ -19,7 +19,7 @@ from typing import Any
 
 from evalflow.records import DocSet, Filtered, Instance, Responses
 from evalflow.scoring.filters import combines_samples, per_sample, task_pipelines
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 
 def filters(

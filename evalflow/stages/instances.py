@@ -12,9 +12,9 @@ from typing import Any, Mapping
 
 import evalflow.cache.images  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
 from evalflow.records import Context, DocSet, Instance
-from evalflow.taskspec.images import doc_images, is_multimodal
-from evalflow.taskspec.requests import build_instances
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data.images import doc_images, is_multimodal
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.requests import build_instances
 
 
 def instances(

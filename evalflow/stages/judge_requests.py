@@ -16,8 +16,8 @@ from typing import Any
 from evalflow.records import DocSet, Filtered, JudgeItem, JudgeRequests, Request
 from evalflow.judges.spec import render_judge_prompt
 from evalflow.judges.verdicts import first_text
-from evalflow.taskspec.spec import TaskConfig
-from evalflow.taskspec.templates import doc_to_choice, doc_to_target
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target
 
 
 def judge_requests(task: TaskConfig, docs: DocSet, filtered: Filtered) -> JudgeRequests:

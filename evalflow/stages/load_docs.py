@@ -6,8 +6,8 @@ from typing import Any, Mapping
 
 import evalflow.cache.images  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
 from evalflow.records import DocSet
-from evalflow.taskspec.data import load_docset
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data.docsets import load_docset
+from evalflow.taskspec.format.spec import TaskConfig
 
 
 def load_docs(task: TaskConfig, data_map: Mapping[str, Any] | None, images: Any = None) -> DocSet:

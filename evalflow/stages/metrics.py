@@ -9,7 +9,7 @@ Judge metrics (``judge:`` in metric_list) take their value from the judge stages
 here (:mod:`evalflow.judges.verdicts`): each answer scored (every repeat's too) gets its verdict.
 
 Task code that draws from the global RNGs while scoring (mmmu's ``random.choice`` when an answer
-names no option) finds them as lm-eval's run of this task alone would (:mod:`evalflow.taskspec.rng`):
+names no option) finds them as lm-eval's run of this task alone would (:mod:`evalflow.taskspec.format.lmeval_seeds`):
 seeded as lm-eval seeds them, then its modules' import effects and lm-eval's task-loading draws,
 documents scored in lm-eval's order (filter pipelines outer, documents inner); the states are put
 back afterwards, so a task's scores never depend on which other tasks ran.
@@ -32,11 +32,11 @@ from evalflow.sandbox.current import using
 from evalflow.scoring.metrics import MetricSpec, task_metric_specs
 from evalflow.scoring.process import score_document
 from evalflow.scoring.reductions import RepeatSamples
-from evalflow.taskspec.prompt import is_multiple_input
-from evalflow.taskspec.rng import scoring_rng
-from evalflow.taskspec.spec import TaskConfig
-from evalflow.taskspec.taskcode import rng_effects
-from evalflow.taskspec.templates import doc_to_choice, doc_to_target, doc_to_text
+from evalflow.taskspec.prompts.fewshot_context import is_multiple_input
+from evalflow.taskspec.format.lmeval_seeds import scoring_rng
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.format.taskcode import rng_effects
+from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target, doc_to_text
 
 
 def metrics(

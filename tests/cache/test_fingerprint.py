@@ -7,7 +7,7 @@ import pytest
 
 from evalflow.cache.fingerprint import UnhashableError, file_fingerprint, fingerprint
 from evalflow.records import Request
-from evalflow.taskspec.spec import FunctionRef
+from evalflow.taskspec.format.spec import FunctionRef
 
 
 def test_mapping_order_and_sequence_kind_do_not_matter() -> None:

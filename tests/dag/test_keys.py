@@ -11,7 +11,7 @@ import pytest
 from evalflow.app import task_settings
 from evalflow.dag.runner import plan
 from evalflow.settings import settings_from_config
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 BASE_TASK = TaskConfig(
     task="t",
@@ -94,7 +94,7 @@ def test_run_setting_changes(name: str, change: dict[str, Any], expected: list[s
 
 def test_predict_only_rekeys_only_scoring() -> None:
     """predict_only bypasses the metrics: requests and the model's answers stay cached."""
-    from evalflow.taskspec.run_options import predicting
+    from evalflow.taskspec.catalog.run_options import predicting
 
     assert changed(predicting(BASE_TASK)) == S[5:]
 

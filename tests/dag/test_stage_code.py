@@ -30,7 +30,7 @@ def fixed_data_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 EDITS = [
     ("stages/load_docs.py", S),
-    ("taskspec/requests.py", S[2:]),
+    ("taskspec/prompts/requests.py", S[2:]),
     ("scoring/process.py", S[5:]),
     ("scoring/task_aggregation.py", S[6:]),
     ("records.py", S),

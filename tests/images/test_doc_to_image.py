@@ -11,8 +11,8 @@ from evalflow.cache.images import ImageStore, with_pixels
 from evalflow.cache.store import CacheStore
 from evalflow.errors import DataError, TaskError
 from evalflow.records import ImageRef, Request
-from evalflow.taskspec.images import doc_images, plain_image
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data.images import doc_images, plain_image
+from evalflow.taskspec.format.spec import TaskConfig
 from tests.support.images import draw, png_b64
 
 
@@ -53,7 +53,7 @@ def test_list_jinja_and_function_forms(store: ImageStore, tmp_path: Path) -> Non
     assert doc_images(_task("{{ [file] }}"), doc, 0, store) == (doc["image_2"],)  # Jinja -> literal -> path
     module = tmp_path / "utils.py"
     module.write_text("def pick(doc):\n    return [doc['image_2'].rotate(90), doc['image_1']]\n")
-    from evalflow.taskspec.loader import function_ref
+    from evalflow.taskspec.format.loader import function_ref
 
     ref = function_ref("utils.pick", str(tmp_path))
     rotated, first = doc_images(_task(ref), doc, 0, store)

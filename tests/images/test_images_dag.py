@@ -79,7 +79,7 @@ def test_image_log_likelihoods_are_refused_for_hf_multimodal_before_loading() ->
     from evalflow.errors import ConfigError
     from evalflow.models.hf.vlm.vlm import HFMultimodalModel
     from evalflow.models.modality import refuse_unanswerable
-    from evalflow.taskspec.spec import TaskConfig
+    from evalflow.taskspec.format.spec import TaskConfig
 
     mc = TaskConfig(task="vqa_mc", output_type="multiple_choice", doc_to_image="image", source="vqa_mc.yaml")
     with pytest.raises(ConfigError, match="vqa_mc.*loglikelihood requests with images"):

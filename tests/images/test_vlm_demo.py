@@ -66,9 +66,9 @@ def test_the_pictures_are_drawn_the_same_every_time() -> None:
 
 
 def test_without_pillow_the_extra_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalflow.taskspec.installed import code_fingerprint
-    from evalflow.taskspec.spec import FunctionRef
-    from evalflow.taskspec.taskcode import resolve_function
+    from evalflow.taskspec.format.installed import code_fingerprint
+    from evalflow.taskspec.format.spec import FunctionRef
+    from evalflow.taskspec.format.taskcode import resolve_function
 
     monkeypatch.setattr(tiny_vlm.importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(ConfigError, match=r"needs Pillow.*evalflow's vision extra.*\[vision\]"):

@@ -115,15 +115,15 @@ def test_stage_code_change_names_the_module(runner: Runner, monkeypatch: pytest.
 
     def edited(function: str) -> dict[str, str]:
         code = dict(real(function))
-        if "evalflow.taskspec.prompt" in code:
-            code["evalflow.taskspec.prompt"] = "0" * 32
+        if "evalflow.taskspec.prompts.fewshot_context" in code:
+            code["evalflow.taskspec.prompts.fewshot_context"] = "0" * 32
         return code
 
     monkeypatch.setattr(node, "stage_code", edited)
     _, _, folder = runner(limit=5)
     why = lines_by_stage(folder)
-    assert why["fewshot"] == why["metrics"] == "stage code changed (evalflow.taskspec.prompt)"
-    assert why["instances"] == "fewshot: stage code changed (evalflow.taskspec.prompt)"
+    assert why["fewshot"] == why["metrics"] == "stage code changed (evalflow.taskspec.prompts.fewshot_context)"
+    assert why["instances"] == "fewshot: stage code changed (evalflow.taskspec.prompts.fewshot_context)"
     assert "load_docs" not in why
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.output.code_execution import code_execution, summary_lines, task_execution, task_lines
-from evalflow.taskspec.side_env import SIDE_ENVS
-from evalflow.taskspec.side_provision import env_folder
-from evalflow.taskspec.spec import FunctionRef, TaskConfig
+from evalflow.taskspec.sidenv.envs import SIDE_ENVS
+from evalflow.taskspec.sidenv.provision import env_folder
+from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 ANTLR = SIDE_ENVS[0]
 

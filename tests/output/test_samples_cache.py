@@ -9,7 +9,7 @@ import pytest
 from evalflow.cache.store import CacheStore
 from evalflow.dag.pipeline import OUTPUTS, STAGE_NAMES
 from evalflow.dag.runner import StageOutputs, plan
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 from tests.conftest import Runner, stage_hits
 
 SAMPLE_STAGES = ("load_docs", "instances", "inference", "filters", "metrics")
@@ -61,7 +61,7 @@ def test_cached_stages_are_decoded_on_first_use_only(toy_library: Path, tmp_path
     from evalflow.app import task_settings
     from evalflow.config.compose import compose_settings
     from evalflow.dag.runner import execute
-    from evalflow.taskspec.index import TaskIndex
+    from evalflow.taskspec.catalog.index import TaskIndex
 
     settings = compose_settings(task="toy_mc", preset="dummy", overrides=[], values={"include_path": [str(toy_library)],
                                                                         "cache_dir": str(tmp_path / "c"), "limit": 4})

@@ -5,7 +5,7 @@ aggregates, and identical generations for at least 95% of each generating settin
 
 The default scope is short (about two minutes on two cores: one run per side, loading the model
 once): arc_easy, an mmlu subject and gsm8k 5-shot together. lm-eval's library is compared in the
-suite by tests/taskspec/test_side_env_math_parity.py (MATH scoring against lm-eval's own code) and
+suite by tests/taskspec/sidenv/test_side_env_math_parity.py (MATH scoring against lm-eval's own code) and
 here under the full scope, whose first case (leaderboard_ifeval and a leaderboard_bbh subtask, 3
 documents, generations capped at 64 tokens on both sides) takes minutes. With ``EVALFLOW_FULL_PARITY=1`` it runs the acceptance scope (``FULL``):
 the classic suite takes about an hour, issue 21's settings about two more hours on two cores

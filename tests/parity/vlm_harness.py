@@ -12,7 +12,7 @@ each task's aggregates.
 Both sides run one task per process, mmmu's single local subtask included: lm-eval's mmmu scoring
 (``parse_multi_choice_response``) answers with ``random.choice`` from Python's global RNG when a
 response names no option (every random-weights answer), and evalflow's metrics stage reproduces
-the state lm-eval's run of that one task starts from (:mod:`evalflow.taskspec.rng`), so those
+the state lm-eval's run of that one task starts from (:mod:`evalflow.taskspec.format.lmeval_seeds`), so those
 documents agree exactly too. Several mmmu subtasks in one lm-eval process would carry its draws
 from subtask to subtask, which evalflow deliberately does not reproduce.
 """

@@ -93,7 +93,7 @@ def test_unsafe_code_tasks_need_confirmation(coded_library: tuple[Path, Path], t
 def test_templates_cannot_reach_python_internals(tmp_path: Path) -> None:
     """Templates come from untrusted folders too: Jinja's sandbox keeps them from running code."""
     from evalflow.errors import EvalflowError
-    from evalflow.taskspec.templates import apply_template
+    from evalflow.taskspec.prompts.templates import apply_template
 
     marker = tmp_path / "ran"
     template = "{{ cycler.__init__.__globals__.os.open('%s', 64) }}" % marker  # 64: O_CREAT

@@ -20,9 +20,9 @@ from evalflow.cache.codec import CorruptEntry, decode, encode
 from evalflow.errors import EvalflowError
 from evalflow.records import Context, DocSet, Instance, Request, Responses
 from evalflow.scoring.filters import build_pipelines
-from evalflow.taskspec.loader import load_yaml, task_from_dict
-from evalflow.taskspec.spec import TaskConfig
-from evalflow.taskspec.templates import apply_template, doc_to_choice, doc_to_target, doc_to_text
+from evalflow.taskspec.format.loader import load_yaml, task_from_dict
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.templates import apply_template, doc_to_choice, doc_to_target, doc_to_text
 
 # No shrinking and no example database: a failure reports its (unshrunk) example at once, and the
 # module stays at a few seconds whether or not the known bugs below are fixed.

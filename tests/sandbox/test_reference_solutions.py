@@ -14,8 +14,8 @@ import pytest
 
 from evalflow.sandbox import sandbox, using
 from evalflow.scoring.code_exec import pass_at_k
-from evalflow.taskspec.data import load_docset
-from evalflow.taskspec.templates import doc_to_target
+from evalflow.taskspec.data.docsets import load_docset
+from evalflow.taskspec.prompts.templates import doc_to_target
 from tests.taskspec.test_builtin_tasks import SHARED_DATA, SHARED_MAP, all_yaml_tasks
 
 FULL = os.environ.get("EVALFLOW_FULL_PARITY") == "1"

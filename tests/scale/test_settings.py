@@ -14,7 +14,7 @@ from evalflow.cache.store import CacheStore
 from evalflow.config.compose import compose_settings
 from evalflow.dag.runner import plan
 from evalflow.errors import ConfigError
-from evalflow.taskspec.index import TaskIndex
+from evalflow.taskspec.catalog.index import TaskIndex
 
 ROOT = Path(__file__).resolve().parents[2]
 

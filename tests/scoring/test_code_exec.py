@@ -12,7 +12,7 @@ from evalflow.sandbox import sandbox, using
 from evalflow.scoring.code_exec import estimate_pass_at_k, pass_at_1, pass_at_k, program, runs_code
 from evalflow.scoring.components import metric_components
 from evalflow.scoring.registry import METRICS
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 needs_bwrap = pytest.mark.skipif(sandbox("bwrap").unavailable() is not None, reason="bubblewrap cannot run here")
 GOOD, BAD, TEST = "def f():\n    return 1", "def f():\n    return 2", "assert f() == 1"

@@ -18,8 +18,8 @@ from evalflow.load_checks import check_selection
 from evalflow.scoring import task_pipelines
 from evalflow.scoring.filters import task_code_filters
 from evalflow.settings import settings_from_config
-from evalflow.taskspec.index import TaskIndex
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.catalog.index import TaskIndex
+from evalflow.taskspec.format.spec import TaskConfig
 
 pytest.importorskip("lm_eval")
 

@@ -25,7 +25,7 @@ from evalflow.scoring.aggregations import (
     stderr_fn,
     weighted_perplexity,
 )
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 
 MC = TaskConfig(task="mc", output_type="multiple_choice")
 

@@ -8,7 +8,7 @@ import pytest
 
 from evalflow.errors import DataError, TaskError
 from evalflow.scoring import FILTERS, build_pipelines, register_filter
-from evalflow.taskspec.spec import FunctionRef
+from evalflow.taskspec.format.spec import FunctionRef
 
 STRICT = [{"function": "regex", "regex_pattern": "#### (\\-?[0-9\\.\\,]+)"}, {"function": "take_first"}]
 FLEXIBLE = [

@@ -22,7 +22,7 @@ from evalflow.scoring import (
     score_document,
 )
 from evalflow.scoring.aggregations import stderr_fn
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.format.spec import TaskConfig
 from tests.scoring.scoring_golden import (
     load_golden,
     normal,

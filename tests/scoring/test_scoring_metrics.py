@@ -19,7 +19,7 @@ from evalflow.scoring import (
     task_metric_specs,
 )
 from evalflow.scoring.metrics import exact_match
-from evalflow.taskspec.spec import FunctionRef, TaskConfig
+from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 
 def _task(output_type: str, metric_list: list[dict[str, Any]] | None = None, **kw: Any) -> TaskConfig:

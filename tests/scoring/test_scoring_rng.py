@@ -1,7 +1,7 @@
 """Task code that draws from the global RNGs while scoring (lm-eval's mmmu: ``random.choice`` when an
 answer names no option) gets lm-eval's state for that task run alone, whatever else runs.
 
-The expected values are computed by hand from lm-eval 0.4.13's sequence (evalflow.taskspec.rng):
+The expected values are computed by hand from lm-eval 0.4.13's sequence (evalflow.taskspec.format.lmeval_seeds):
 ``random.seed(0)``, the module's own import-time seeding, three ``random_task_id()`` draws, then
 one draw per document, filter pipelines outer, documents inner.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evalflow.taskspec.rng import scoring_rng
+from evalflow.taskspec.format.lmeval_seeds import scoring_rng
 from tests.conftest import Runner
 
 TASK = """\

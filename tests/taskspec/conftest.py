@@ -12,7 +12,7 @@ from typing import Callable, Iterator, Sequence
 
 import pytest
 
-from evalflow.taskspec import installed, taskcode
+from evalflow.taskspec.format import installed, taskcode
 
 
 class _Blocker(importlib.abc.MetaPathFinder):

@@ -10,11 +10,11 @@ from types import ModuleType
 import pytest
 
 from evalflow.records import DocSet
-from evalflow.taskspec.data import load_docset
-from evalflow.taskspec.loader import load_yaml, resolve_function, task_from_dict
-from evalflow.taskspec.prompt import build_contexts, effective_num_fewshot
-from evalflow.taskspec.requests import build_instances
-from evalflow.taskspec.spec import TaskConfig
+from evalflow.taskspec.data.docsets import load_docset
+from evalflow.taskspec.format.loader import load_yaml, resolve_function, task_from_dict
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.fewshot_context import build_contexts, effective_num_fewshot
+from evalflow.taskspec.prompts.requests import build_instances
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"
@@ -50,7 +50,7 @@ def test_every_yaml_is_a_valid_task_or_group() -> None:
 
 
 def test_index_sees_groups_and_tags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalflow.taskspec.index import TaskIndex
+    from evalflow.taskspec.catalog.index import TaskIndex
 
     monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path))
     monkeypatch.delenv("EVALFLOW_TASKS_DIR", raising=False)

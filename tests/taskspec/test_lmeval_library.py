@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.taskspec.index import TaskIndex
+from evalflow.taskspec.catalog.index import TaskIndex
 
 PEER = Path.home() / ".cache" / "evalflow-peer" / "venv"
 PEER_PYTHON = PEER / "bin" / "python"

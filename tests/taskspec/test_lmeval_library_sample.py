@@ -18,7 +18,7 @@ import pytest
 
 from evalflow.errors import TaskError
 from evalflow.load_checks import check_selection
-from evalflow.taskspec.index import TaskIndex
+from evalflow.taskspec.catalog.index import TaskIndex
 
 pytest.importorskip("lm_eval")
 
