@@ -7,22 +7,20 @@ API is the window (``max_length - 1``, one position reserved for the generated t
 text prompt is the *decoded* tokens (lm-eval's ``decode_batch``), so truncation applies to text too.
 
 ``tokenizer`` is a Hugging Face tokenizer name or folder, or a GGUF file. A GGUF file's tokenizer is
-converted by transformers once (~15 s) and kept as a folder under ``<cache>/gguf-tokenizer/<hash>``.
+converted by transformers once (~15 s) and memoized (:mod:`evalflow.models.gguf_tokenizer`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from evalflow.cache.fingerprint import file_fingerprint
-from evalflow.cache.store import default_cache_dir
 from evalflow.errors import ModelError
+from evalflow.models.gguf_tokenizer import gguf_tokenizer
 from evalflow.models.lmeval_tokens import check_pair, encode_pair, rolling_windows, split_trailing_space
 
 log = logging.getLogger(__name__)
@@ -35,16 +33,7 @@ def load_tokenizer(name: str) -> Any:
     path = Path(os.path.expanduser(name))
     try:
         if path.is_file() and path.suffix == ".gguf":
-            memo = default_cache_dir() / "gguf-tokenizer" / file_fingerprint(path)
-            if not (memo / "tokenizer_config.json").is_file():
-                tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-                tmp = memo.with_name(f"{memo.name}.tmp-{os.getpid()}")
-                tok.save_pretrained(str(tmp))
-                try:
-                    tmp.rename(memo)
-                except OSError:  # another process got there first; its folder is as good
-                    shutil.rmtree(tmp, ignore_errors=True)
-            return AutoTokenizer.from_pretrained(str(memo))
+            return gguf_tokenizer(path)
         return AutoTokenizer.from_pretrained(str(path) if path.is_dir() else name, use_fast=True)
     except (OSError, ValueError) as exc:
         raise ModelError(

