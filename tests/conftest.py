@@ -8,6 +8,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline: on a shared two-core machine a slow example is load, not a bug, and a
+# deadline turns it into a flaky failure (hypothesis reports it as "Flaky").
+settings.register_profile("evalflow", deadline=None)
+settings.load_profile("evalflow")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
