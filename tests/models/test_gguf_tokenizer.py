@@ -35,7 +35,7 @@ class RecordingTokenizers:
 def tokenizers(monkeypatch, tmp_path):
     monkeypatch.setenv("EVALFLOW_WEIGHTS_DIR", str(tmp_path / "weights"))
     fake = RecordingTokenizers()
-    monkeypatch.setattr(transformers, "AutoTokenizer", fake)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", fake.from_pretrained)
     return fake
 
 

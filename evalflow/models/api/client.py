@@ -295,7 +295,8 @@ class ApiClient:
         except _Retryable as exc:
             first: _Retryable | None = exc
         s = self.settings
-        backoff = tenacity.wait_exponential_jitter(multiplier=s.retry_wait, max=MAX_BACKOFF, jitter=s.retry_wait)
+        # tenacity>=8.2's pieces (wait_exponential_jitter's `multiplier` is 9.2's)
+        backoff = tenacity.wait_exponential(multiplier=s.retry_wait, max=MAX_BACKOFF) + tenacity.wait_random(0, s.retry_wait)
 
         def wait(state: tenacity.RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
