@@ -122,6 +122,9 @@ def _model_generate(parts: VLMParts, inputs: Any, until: list[str], kwargs: dict
     if do_sample is False and kwargs.get("temperature") == 0.0:
         kwargs.pop("temperature")
     rows, width = inputs["input_ids"].shape[0], inputs["input_ids"].shape[1]
+    # transformers<5's Idefics3 processor also returns token_type_ids, which generate() refuses (the
+    # model never reads them): lm-eval would stop there; leaving them out changes no token
+    inputs = {k: v for k, v in inputs.items() if k != "token_type_ids"}
     criteria = transformers.StoppingCriteriaList([StopOnSequence(s, parts.tokenizer, width, rows) for s in until])
     with torch.no_grad():
         return parts.model.generate(**inputs, stopping_criteria=criteria, pad_token_id=parts.tokenizer.pad_token_id,
