@@ -17,6 +17,7 @@ from evalflow.lmeval_compat.native import native_argv
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
 from tests.test_cli import cli
+from tests.support.transformers_release import gguf_special_tokens_as_the_file_says
 
 HERE = Path(__file__).parent
 DUMMY_FIXTURE = HERE / "lmeval_results_dummy_arc_easy.json"
@@ -109,6 +110,7 @@ def test_results_keys_match_lm_evals_for_a_dummy_model(toy_library: Path, tmp_pa
     assert len(r["samples"]["toy_mc"]) == 2 and "groups" not in r
 
 
+@gguf_special_tokens_as_the_file_says
 def test_hf_fields_as_lm_eval_wrote_them_for_smollm2() -> None:
     from evalflow.config.resolvers import _smollm2_dir
     from evalflow.lmeval_compat.model_info import lm_eval_fields

