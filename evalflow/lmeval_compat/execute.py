@@ -22,7 +22,8 @@ def run_folder() -> Path:
 
 
 def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
-    """Run the translation (``--write_out`` first prints each task's first prompt, as lm-eval does);
+    """Run the translation (``--write_out`` first prints each task's first prompt, as lm-eval does)
+    and return lm-eval's results dictionary: the model and its arguments as the command gave them;
     ``model``: a model object instead of the translation's preset (simple_evaluate)."""
     from evalflow.app import evaluate
 
@@ -30,7 +31,12 @@ def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
         logging.getLogger("evalflow").setLevel(tr.verbosity.upper())
     if tr.write_out:
         print_first_prompts(tr)
-    return evaluate(list(tr.tasks), tr.preset if model is None else model, output_dir=folder, overrides=list(tr.overrides))
+    results = evaluate(list(tr.tasks), tr.preset if model is None else model, output_dir=folder, overrides=list(tr.overrides))
+    if model is not None:
+        return results
+    from evalflow.lmeval_compat.layout import as_command_gave
+
+    return as_command_gave(results, tr.lm_model, tr.lm_model_args)  # lm-eval's names for what was given
 
 
 def print_first_prompts(tr: Translation) -> None:

@@ -42,11 +42,21 @@ def with_task_hashes(results: Mapping[str, Any], hashes: Mapping[str, str]) -> d
     return out
 
 
+def _with_model_args(metadata: Mapping[str, Any] | None, model_args: Mapping[str, Any]) -> dict[str, Any]:
+    """lm-eval's ``task metadata | model args``, with ``config_source`` still last."""
+    meta = dict(metadata or {})
+    source = meta.pop("config_source", None)
+    return {**meta, **model_args, **({} if source is None else {"config_source": source})}
+
+
 def as_command_gave(results: Mapping[str, Any], lm_model: str, lm_model_args: Mapping[str, Any]) -> dict[str, Any]:
     """``config.model``, ``config.model_args`` and ``model_source`` as lm-eval writes them: its
     model name (``local-completions``, not the preset) and the model args as given (evalflow's whole
     model config stays under ``evalflow.model``)."""
     out = dict(results)
+    if "configs" in out:  # lm-eval's TaskManager merges the model args into every task's metadata
+        out["configs"] = {task: {**config, "metadata": _with_model_args(config.get("metadata"), lm_model_args)}
+                          for task, config in out["configs"].items()}
     if "config" in out:
         out["config"] = {**out["config"], "model": lm_model, "model_args": dict(lm_model_args)}
     if "model_source" in out:

@@ -6,8 +6,10 @@ served wholly from the cache writes the same values as one that loaded the model
                 eot_token_id, max_length
     config:     model_num_parameters, model_dtype ("torch.float32"), model_revision, model_sha
 
-lm-eval writes them for its models with a Hugging Face tokenizer and model (``hf``); for others
-(``dummy``) it writes none, and so does evalflow. ``model_sha`` is the hub commit (lm-eval asks the
+lm-eval writes them for its models with a Hugging Face tokenizer and model (``hf``,
+``hf-multimodal``), the tokenizer fields alone for ``local-completions`` with a Hugging Face
+tokenizer, and none for others (``dummy``, ``local-chat-completions``, whose tokenizer backend is
+off by default); evalflow does the same. ``model_sha`` is the hub commit (lm-eval asks the
 hub; ``""`` for a local folder, as lm-eval's failed lookup gives).
 """
 
@@ -31,21 +33,25 @@ def lm_eval_fields(model: Mapping[str, Any], identity: Any = None,
     """(top-level fields, ``config`` fields) for the run's model config; empty for other types.
     With ``store`` (the run's cache) they are kept under the model's identity: reading the tokenizer
     costs importing torch and transformers, which a run served from the cache otherwise never does."""
-    if model.get("type") != "hf" or not model.get("pretrained"):
+    reader = _READERS.get(str(model.get("type")))
+    if reader is None or not model.get(reader[0][0]):
         return {}, {}
-    key = tuple(str(model.get(k)) if model.get(k) is not None else None for k in _KEYS)
+    keys, read = reader
+    key = tuple(str(model.get(k)) if model.get(k) is not None else None for k in keys)
     memo = None
     if store is not None and identity is not None:
         from evalflow.cache.fingerprint import fingerprint
         from evalflow.cache.store import MISSING
 
-        memo = fingerprint(("lm-eval-model-fields", 1, identity, key))
+        # the fields are what this transformers release reads from the files (4.x and 5.x read a GGUF's
+        # special tokens differently), so its version is in the key; metadata, not an import
+        memo = fingerprint(("lm-eval-model-fields", 2, identity, str(model.get("type")), key, _installed("transformers")))
         found = store.get(memo)
         if found is not MISSING:
             top, config = found
             return _with_sha(top, config, identity)
     try:
-        top, config = _hf_fields(*key)
+        top, config = read(*key)
     except Exception as exc:  # a results file must still be written; the fields are then left out
         log.warning("results.json: lm-eval's tokenizer and model fields are left out (%s: %s)", type(exc).__name__, exc)
         return {}, {}
@@ -54,14 +60,23 @@ def lm_eval_fields(model: Mapping[str, Any], identity: Any = None,
     return _with_sha(top, config, identity)
 
 
+def _installed(package: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def _with_sha(top: Mapping[str, Any], config: Mapping[str, Any], identity: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     weights = identity.get("weights", {}) if isinstance(identity, Mapping) else {}
     commit = weights.get("commit") if isinstance(weights, Mapping) else None
     return dict(top), {**config, "model_sha": str(commit or "")}
 
 
-_KEYS = ("pretrained", "revision", "gguf_file", "tokenizer", "dtype", "add_bos_token", "max_length",
-         "memo_gguf", "trust_remote_code")
+_HF_KEYS = ("pretrained", "revision", "gguf_file", "tokenizer", "dtype", "add_bos_token", "max_length",
+            "memo_gguf", "trust_remote_code")
 
 
 @functools.lru_cache(maxsize=8)
@@ -86,18 +101,47 @@ def _hf_fields(pretrained: str, revision: str | None, gguf_file: str | None, tok
     tok = loader.from_pretrained(tokenizer or source, **tok_kwargs)
     configure_pad_token(tok)
     config = transformers.AutoConfig.from_pretrained(source, gguf_file=gguf, **common)
-    top = {
-        "tokenizer_pad_token": [tok.pad_token, str(tok.pad_token_id)],
-        "tokenizer_eos_token": [tok.eos_token, str(tok.eos_token_id)],
-        "tokenizer_bos_token": [tok.bos_token, str(tok.bos_token_id)],
-        "eot_token_id": tok.eos_token_id,
-        "max_length": int(float(max_length)) if max_length else resolve_max_length(config, tok),
-    }
+    top = _token_fields(tok, int(float(max_length)) if max_length else resolve_max_length(config, tok))
     return top, {
         "model_num_parameters": parameter_count(source, gguf),
         "model_dtype": _dtype(dtype, config),
         "model_revision": revision or "main",
     }
+
+
+@functools.lru_cache(maxsize=8)
+def _api_fields(model: str, tokenizer: str | None, max_length: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``local-completions`` with a Hugging Face tokenizer (TemplateAPI): its tokens as loaded (the
+    pad token configured only when the tokenizer comes from the model's name), ``eot_token_id`` the
+    eos id and ``max_length`` one less than the setting (a position kept for the generated token).
+    No ``config`` fields: lm-eval's API models have no ``get_model_info``."""
+    from evalflow.models.api.tokens import load_tokenizer
+
+    tok = load_tokenizer(tokenizer or model)
+    if tokenizer is None:
+        from evalflow.models.hf.load import configure_pad_token
+
+        configure_pad_token(tok)
+    return _token_fields(tok, int(float(max_length or 2048)) - 1), {}
+
+
+def _token_fields(tok: Any, max_length: int) -> dict[str, Any]:
+    """lm-eval's ``add_tokenizer_info``."""
+    return {
+        "tokenizer_pad_token": [tok.pad_token, str(tok.pad_token_id)],
+        "tokenizer_eos_token": [tok.eos_token, str(tok.eos_token_id)],
+        "tokenizer_bos_token": [tok.bos_token, str(tok.bos_token_id)],
+        "eot_token_id": tok.eos_token_id,
+        "max_length": max_length,
+    }
+
+
+# model type -> (the config keys its fields are read from, the first one required; the reader)
+_READERS: dict[str, tuple[tuple[str, ...], Any]] = {
+    "hf": (_HF_KEYS, _hf_fields),
+    "hf_multimodal": (_HF_KEYS, _hf_fields),  # HFMultimodalLM is an HFLM: the same fields
+    "openai_completions": (("model", "tokenizer", "max_length"), _api_fields),
+}
 
 
 def _memo_source(pretrained: str, gguf_file: str | None, dtype: str, bos: bool | None, tokenizer: str | None,

@@ -21,11 +21,17 @@ from evalflow.cache.store import weights_dir
 MEMO_VERSION = 1
 
 
+def transformers_release() -> str:
+    """The installed transformers release (package metadata: no import), part of every key of
+    something transformers converted."""
+    from importlib import metadata
+
+    return metadata.version("transformers")
+
+
 def tokenizer_memo_folder(gguf_path: Path) -> Path:
     """Where this GGUF file's tokenizer, as this transformers release converts it, is kept."""
-    import transformers
-
-    key = fingerprint(("gguf-tokenizer", MEMO_VERSION, file_fingerprint(gguf_path), transformers.__version__))
+    key = fingerprint(("gguf-tokenizer", MEMO_VERSION, file_fingerprint(gguf_path), transformers_release()))
     return weights_dir() / f"tokenizer-{key}"
 
 

@@ -14,8 +14,9 @@ left out when none does, as lm-eval leaves it. What only evalflow records lives 
 ``lm_eval_version`` names the lm-eval whose semantics evalflow follows (``evalflow_version`` is
 evalflow's own); the tokenizer and model fields lm-eval writes for ``hf`` models (``max_length``,
 ``tokenizer_*_token``, ``config.model_dtype``, ...) come from evalflow.lmeval_compat.model_info.
-lm-eval's ``pretty_env_info`` and ``upper_git_hash`` are not written, nor ``task_hashes`` (which
-lm-eval's tracker adds to its own results file: ``python -m evalflow lm-eval --output_path`` writes it).
+``pretty_env_info`` and ``upper_git_hash`` are lm-eval's (output/environment.py); ``task_hashes``,
+which lm-eval's tracker adds to its own results file, is written by ``python -m evalflow lm-eval
+--output_path``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, Mapping
 
 from evalflow.dag.answer_cache import InferenceCounts
 from evalflow.dag.runner import StageEvent, StageOutputs
+from evalflow.output.environment import environment_fields
 from evalflow.output.run_info import run_info
 from evalflow.output.summary import TaskSummary
 from evalflow.settings import RunSettings
@@ -78,9 +80,7 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
             **dict(result.metrics),
         }
         n_shot[task.task] = effective_num_fewshot(task, s.num_fewshot)  # lm-eval's rule, as the run used
-        # as run: the overridden num_fewshot, and the few-shot split actually drawn from
-        configs[task.task] = {**task.to_dict(), "num_fewshot": n_shot[task.task],
-                              "fewshot_split": summary.fewshot_split}
+        configs[task.task] = lmeval_task_config(task, n_shot[task.task])
         versions[task.task] = task.version
         hib[task.task] = dict(result.higher_is_better)
         n_samples[task.task] = {"original": summary.docs, "effective": summary.evaluated}
@@ -91,8 +91,10 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
     model = dict(s.model if record.model is None else record.model)
     info = run_info(s, model)
     tokenizer_fields, model_fields = lm_eval_fields(model, record.model_identity, store)
-    versions_info = {"transformers_version": info.pop("transformers_version"), "lm_eval_version": LM_EVAL_VERSION,
-                     **tokenizer_fields}
+    environment = environment_fields()
+    versions_info = {"pretty_env_info": environment["pretty_env_info"],
+                     "transformers_version": info.pop("transformers_version"), "lm_eval_version": LM_EVAL_VERSION,
+                     "upper_git_hash": environment["upper_git_hash"], **tokenizer_fields}
     aggregated = {name: groups[name] for name in groups if _aggregates(record, name)}
     return {
         "results": {**results, **groups},
@@ -116,6 +118,44 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
             "platform": platform.platform(),
         },
     }
+
+
+# lm-eval 0.4.13's TaskConfig fields, in its order (the order of its dump)
+LMEVAL_TASK_FIELDS = (
+    "task", "task_alias", "tag", "custom_dataset", "dataset_path", "dataset_name", "dataset_kwargs", "training_split",
+    "validation_split", "test_split", "fewshot_split", "process_docs", "doc_to_text", "doc_to_target", "doc_to_image",
+    "doc_to_audio", "unsafe_code", "doc_to_choice", "process_results", "use_prompt", "description", "target_delimiter",
+    "fewshot_delimiter", "fewshot_config", "num_fewshot", "metric_list", "output_type", "generation_kwargs", "repeats",
+    "filter_list", "should_decontaminate", "doc_to_decontamination_query", "gen_prefix", "metadata")
+
+
+def lmeval_task_config(task: Any, num_fewshot: int) -> dict[str, Any]:
+    """A task's entry under ``configs`` as lm-eval 0.4.13 dumps it (``TaskConfig.to_dict``), in its
+    key order: no ``None`` values and no ``tag``; ``fewshot_config`` filled from the task's own
+    fields (``FewshotConfig.from_dict``); ``metadata`` with ``config_source`` (the command line's
+    model arguments, which lm-eval's TaskManager merges in, are added by lmeval_compat.layout);
+    ``num_fewshot`` as the run used it. The split few-shot examples were actually drawn from is the
+    manifest's ``fewshot_split``."""
+    config = {k: v for k, v in task.to_dict().items() if v is not None and k != "tag"}
+    inherited = {"split": task.fewshot_split, "process_docs": task.process_docs,
+                 "fewshot_delimiter": task.fewshot_delimiter, "target_delimiter": task.target_delimiter,
+                 "gen_prefix": task.gen_prefix, "doc_to_text": task.doc_to_text,
+                 "doc_to_choice": task.doc_to_choice, "doc_to_target": task.doc_to_target}
+    fewshot = {"sampler": "default", "fewshot_indices": None, "samples": None, **inherited,
+               **dict(task.fewshot_config or {})}
+    order = ("sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
+             "doc_to_target", "gen_prefix", "fewshot_delimiter", "target_delimiter")
+    config["fewshot_config"] = {k: _printable(fewshot[k]) for k in (*order, *(k for k in fewshot if k not in order))}
+    config["num_fewshot"] = num_fewshot
+    source = task.source if task.source and not task.source.startswith("<") else "inline"
+    config["metadata"] = {**dict(task.metadata or {}), "config_source": source}
+    rank = {name: i for i, name in enumerate(LMEVAL_TASK_FIELDS)}
+    return {k: config[k] for k in sorted(config, key=lambda k: rank.get(k, len(rank)))}
+
+
+def _printable(value: Any) -> Any:
+    """A function reference as its text (lm-eval prints a callable's source, or its str)."""
+    return value if value is None or isinstance(value, (str, int, float, bool, list, dict, tuple)) else str(value)
 
 
 def _aggregates(record: RunRecord, name: str) -> bool:

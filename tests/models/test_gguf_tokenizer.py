@@ -46,14 +46,14 @@ def conversions(fake: RecordingTokenizers) -> int:
 def test_the_second_load_reads_the_memo_and_another_release_converts_again(tokenizers, monkeypatch, tmp_path):
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF model bytes")
-    monkeypatch.setattr(transformers, "__version__", "5.24.0")
+    monkeypatch.setattr(memo_module, "transformers_release", lambda: "5.24.0")
     memo_module.gguf_tokenizer(gguf)
     memo_module.gguf_tokenizer(gguf)
     assert conversions(tokenizers) == 1
     first = memo_module.tokenizer_memo_folder(gguf)
     assert sorted(p.name for p in first.parent.iterdir()) == [first.name]  # no temporary folder left
 
-    monkeypatch.setattr(transformers, "__version__", "4.56.0")
+    monkeypatch.setattr(memo_module, "transformers_release", lambda: "4.56.0")
     assert memo_module.tokenizer_memo_folder(gguf) != first
     memo_module.gguf_tokenizer(gguf)
     assert conversions(tokenizers) == 2  # 5.24's folder was not read by 4.56
