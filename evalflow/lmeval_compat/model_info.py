@@ -72,7 +72,8 @@ def _installed(package: str) -> str | None:
 def _with_sha(top: Mapping[str, Any], config: Mapping[str, Any], identity: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     weights = identity.get("weights", {}) if isinstance(identity, Mapping) else {}
     commit = weights.get("commit") if isinstance(weights, Mapping) else None
-    return dict(top), {**config, "model_sha": str(commit or "")}
+    # model_sha belongs to get_model_info's fields, which only lm-eval's hf models write
+    return dict(top), ({**config, "model_sha": str(commit or "")} if config else {})
 
 
 _HF_KEYS = ("pretrained", "revision", "gguf_file", "tokenizer", "dtype", "add_bos_token", "max_length",
@@ -161,7 +162,7 @@ def _memo_source(pretrained: str, gguf_file: str | None, dtype: str, bos: bool |
 def _dtype(dtype: str | None, config: Any) -> str:
     """lm-eval's ``model.dtype`` as it serializes it: ``torch.float32``; ``auto`` is the checkpoint's."""
     name = dtype if dtype not in (None, "auto") else getattr(config, "torch_dtype", None) or "float32"
-    return name if str(name).startswith("torch.") else f"torch.{str(name).removeprefix('torch.')}"
+    return str(name) if str(name).startswith("torch.") else f"torch.{name}"  # a torch.dtype prints as torch.float32
 
 
 def parameter_count(source: str, gguf_file: str | None) -> int:
