@@ -19,9 +19,9 @@ from tests.conftest import with_acc_norm
 from tests.parity.harness import PEER_SH, PEER_VENV, SHARED, missing
 from tests.test_cli import cli
 
-# lm-eval keys evalflow does not write (see evalflow/output/results.py; task_hashes is in the file
-# `evalflow lm-eval --output_path` writes); its own extras sit under "evalflow".
-NOT_WRITTEN = {"pretty_env_info", "upper_git_hash", "task_hashes"}
+# The lm-eval key results.json leaves to `evalflow lm-eval --output_path`, whose file carries it
+# (see evalflow/output/results.py); evalflow's own extras sit under "evalflow".
+NOT_WRITTEN = {"task_hashes"}
 
 GROUP_YAML = """\
 group: toy_group
