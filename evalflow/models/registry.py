@@ -47,6 +47,7 @@ MODELS: Registry[type] = Registry(
         "hf_multimodal": "evalflow.models.hf.vlm.vlm:HFMultimodalModel",
         "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
         "openai_chat": "evalflow.models.api.chat_model:OpenAIChat",
+        "vllm": "evalflow.models.vllm.model:VLLMModel",
     },
 )
 register_model = MODELS.register

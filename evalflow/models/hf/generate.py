@@ -14,7 +14,6 @@ its own positions, with the same padded length (hence the same ``max_length``) a
 
 from __future__ import annotations
 
-import hashlib
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -138,7 +137,7 @@ def generate_group(setup: GenerationSetup, requests: list[Request], kwargs: dict
         call_kwargs = dict(kwargs)
         padlen = max(len(encoded[i]) for i in batch)
         max_length = int(call_kwargs.pop("max_length", padlen + max_gen_toks))
-        rng = torch_ops.seeded(sample_seed(requests[batch[0]]), setup.device) if sampled else nullcontext()
+        rng = torch_ops.seeded(requests[batch[0]].sample_seed(), setup.device) if sampled else nullcontext()
         contexts = [encoded[i] for i in batch]
         with torch.inference_mode(), rng:
             cache = None
@@ -228,8 +227,3 @@ def _batch_prefix(setup: GenerationSetup, contexts: list[list[int]], family_pref
     setup.prefix_memo.put(prefix, states)
     return states
 
-
-def sample_seed(request: Request) -> int:
-    """A seed for one sampled request, stable across processes: from its ``seed`` and ``repeat``."""
-    digest = hashlib.sha256(f"{request.seed}:{request.repeat}".encode()).digest()
-    return int.from_bytes(digest[:4], "little")

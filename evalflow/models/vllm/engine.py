@@ -1,0 +1,79 @@
+"""The calls into vLLM: building the engine and tokenizer, and one ``LLM.generate`` per request list.
+
+Every request of a list goes to vLLM in one call, so its scheduler batches the whole pool (what
+lm-eval's ``batch_size=auto`` does); nothing here decides an answer, :mod:`.requests` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from evalflow.errors import ModelError
+
+Logprobs = list[dict[int, float] | None]
+
+
+def load_llm(engine_args: Mapping[str, Any]) -> Any:
+    """``vllm.LLM(**engine_args)``: weights loaded, the engine processes started."""
+    from vllm import LLM
+
+    return LLM(**engine_args)
+
+
+def load_tokenizer(name: str, mode: str, trust_remote_code: bool, revision: str | None, add_bos_token: bool | None) -> Any:
+    """The tokenizer as lm-eval's ``VLLM`` gets it: vLLM's ``get_tokenizer``, ``add_bos_token`` passed on."""
+    try:
+        from vllm.tokenizers import get_tokenizer
+    except ModuleNotFoundError:  # vLLM before vllm-project/vllm#29793
+        from vllm.transformers_utils.tokenizer import get_tokenizer
+    extra = {"add_bos_token": add_bos_token} if add_bos_token is not None else {}
+    return get_tokenizer(name, tokenizer_mode=mode, trust_remote_code=trust_remote_code, revision=revision, **extra)
+
+
+def engine_max_len(llm: Any) -> int:
+    """The context window vLLM settled on (``max_model_len``, else the model config's)."""
+    engine = llm.llm_engine
+    config = getattr(engine, "model_config", None) or engine.vllm_config.model_config
+    return int(config.max_model_len)
+
+
+def lora_request(path: str | None) -> Any:
+    """lm-eval's ``LoRARequest("finetuned", 1, path)``, or None without an adapter."""
+    if path is None:
+        return None
+    from vllm.lora.request import LoRARequest
+
+    return LoRARequest("finetuned", 1, path)
+
+
+def prompt_logprobs(llm: Any, prompts: Sequence[Sequence[int]], lora: Any) -> list[Logprobs]:
+    """Per prompt, each position's ``{token: logprob}`` (the prompt token and the arg-max), the first None:
+    lm-eval's ``SamplingParams(temperature=0, prompt_logprobs=1, max_tokens=1, detokenize=False)``."""
+    from vllm import SamplingParams, TokensPrompt
+
+    params = SamplingParams(temperature=0, prompt_logprobs=1, max_tokens=1, detokenize=False)
+    outputs = llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], sampling_params=params,
+                           use_tqdm=False, lora_request=lora)
+    return [[None if d is None else {int(t): float(getattr(lp, "logprob", lp)) for t, lp in d.items()}
+             for d in out.prompt_logprobs] for out in outputs]
+
+
+def generate(llm: Any, prompts: Sequence[Sequence[int]], params: Sequence[Mapping[str, Any]], lora: Any) -> list[str]:
+    """The first completion's text per prompt, each with its own ``SamplingParams(**params[i])``."""
+    from vllm import SamplingParams, TokensPrompt
+
+    sampling = [_sampling_params(SamplingParams, p) for p in params]
+    outputs = llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], sampling_params=sampling,
+                           use_tqdm=False, lora_request=lora)
+    return [out.outputs[0].text for out in outputs]
+
+
+def _sampling_params(cls: Any, kwargs: Mapping[str, Any]) -> Any:
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a generation_kwargs key SamplingParams does not take
+        raise ModelError(
+            f"vLLM's SamplingParams refuses the generation kwargs {sorted(kwargs)}: {exc}. Remove the key from the "
+            "task's generation_kwargs (or the run's gen_kwargs); vLLM's names are temperature, top_p, top_k, "
+            "min_p, repetition_penalty, seed, ..."
+        ) from None

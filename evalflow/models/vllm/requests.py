@@ -1,0 +1,130 @@
+"""The request rules of lm-eval 0.4.13's ``VLLM`` (``lm_eval/models/vllm_causallms.py``), as pure
+functions: no vllm, no torch, no tokenizer (they take token lists and encode callables).
+
+They differ from HFLM's (:mod:`evalflow.models.lmeval_tokens`) in four places, each lm-eval's:
+
+- a scored sequence keeps its last ``max_length - 1`` tokens (vLLM must have room to generate one
+  token), where HFLM feeds ``max_length``;
+- log-likelihoods are read from ``prompt_logprobs`` (one dict per prompt position, the first None)
+  rather than computed from logits, and "greedy" is the arg-max of each position's dict;
+- rolling windows are ``max_length - 2`` tokens long;
+- a generation context is truncated to ``max_length - max_gen_toks`` on ``truncation_side`` (left,
+  right or middle), and the sampling kwargs get HF's decoding defaults.
+
+>>> scored_input([1, 2, 3], [4, 5], max_length=4)
+([3, 4, 5], 1)
+>>> truncate_context([1, 2, 3, 4, 5], max_gen_toks=2, max_length=5, side="middle")
+([1, 4, 5], 2)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+from evalflow.errors import ConfigError, ModelError
+from evalflow.models.lmeval_tokens import normalize_gen_kwargs, stop_sequences
+
+Tokens = list[int]
+TRUNCATION_SIDES = ("left", "right", "middle")
+
+
+def special_tokens_kwargs(add_special_tokens: bool | None, add_bos_token: bool | None) -> dict[str, bool]:
+    """lm-eval's ``_add_special_kwargs``: an explicit ``add_special_tokens`` wins, then ``add_bos_token``."""
+    if add_special_tokens is not None:
+        return {"add_special_tokens": add_special_tokens}
+    if add_bos_token is not None:
+        return {"add_special_tokens": add_bos_token}
+    return {}
+
+
+def encode_kwargs(text: str, prefix_text: str | None, add_special_tokens: bool | None,
+                  add_bos_token: bool | None) -> dict[str, bool]:
+    """The tokenizer kwargs ``VLLM.tok_encode`` encodes ``text`` with: special tokens off when the
+    text already starts with the prefix token's text (a chat template's BOS), so BOS is never doubled."""
+    kwargs = special_tokens_kwargs(add_special_tokens, add_bos_token)
+    if prefix_text is not None and text.startswith(prefix_text):
+        kwargs["add_special_tokens"] = False
+    return kwargs
+
+
+def scored_input(ctx: Sequence[int], cont: Sequence[int], max_length: int) -> tuple[Tokens, int]:
+    """The prompt that scores one (context, continuation) pair and how many of its tokens are context.
+
+    The last ``max_length - 1`` tokens of ``ctx + cont``; the context part shrinks by what was cut.
+    """
+    keep = max_length - 1
+    whole = list(ctx) + list(cont)
+    return whole[-keep:], len(ctx) - max(0, len(ctx) + len(cont) - keep)
+
+
+def continuation_logprob(tokens: Sequence[int], prompt_logprobs: Sequence[Mapping[int, float] | None],
+                         ctxlen: int) -> tuple[float, bool]:
+    """lm-eval's ``_parse_logprobs``: the summed log-probability of ``tokens[ctxlen:]`` and whether
+    each was the arg-max of its position (positions without a dict count as greedy)."""
+    scored = list(zip(tokens[ctxlen:], prompt_logprobs[ctxlen:], strict=True))
+    for position, (token, logprobs) in enumerate(scored, start=ctxlen):
+        if logprobs is None or token not in logprobs:
+            raise ModelError(
+                f"vLLM returned no log-probability for prompt token {token} at position {position}; "
+                "it must be run with prompt_logprobs (evalflow asks for them: this is a bug or an unsupported vLLM)."
+            )
+    total = sum(logprobs[token] for token, logprobs in scored)  # type: ignore[index]
+    greedy = all(max(logprobs, key=logprobs.__getitem__) == token for token, logprobs in scored if logprobs)  # type: ignore[arg-type]
+    return float(total), greedy
+
+
+def truncate_tokens(tokens: Sequence[int], length: int, side: str) -> Tokens:
+    """lm-eval's ``truncate_tokens``: keep ``length`` tokens from the left, the right, or both ends."""
+    tokens = list(tokens)
+    if side == "left":
+        return tokens[-length:]
+    if side == "right":
+        return tokens[:length]
+    left = length // 2
+    return tokens[:left] + tokens[len(tokens) - (length - left):]
+
+
+def truncate_context(tokens: Sequence[int], max_gen_toks: int, max_length: int, side: str) -> tuple[Tokens, int]:
+    """lm-eval's ``maybe_truncate`` as ``VLLM`` calls it: a context longer than ``max_length -
+    max_gen_toks`` is cut on ``side``; the token budget is never shrunk."""
+    if len(tokens) + max_gen_toks <= max_length:
+        return list(tokens), max_gen_toks
+    room = max_length - max_gen_toks
+    if room <= 0:
+        raise ModelError(
+            f"max_gen_toks {max_gen_toks} leaves no room for a context in the model's max_length {max_length}; "
+            "lower generation_kwargs.max_gen_toks or raise model.max_model_len."
+        )
+    return truncate_tokens(tokens, room, side), max_gen_toks
+
+
+def sampling_kwargs(gen_kwargs: Mapping[str, Any], eos: str | None, default_max_gen_toks: int) -> tuple[dict[str, Any], list[str], int]:
+    """lm-eval's ``VLLM.modify_gen_kwargs``: (``SamplingParams`` kwargs, stop sequences with EOS,
+    max_gen_toks), with HF's decoding defaults (special tokens kept, no spaces between them)."""
+    kwargs = normalize_gen_kwargs(gen_kwargs, default_max_gen_toks)
+    until = stop_sequences(kwargs.pop("until", None), eos)
+    max_gen_toks = int(kwargs.pop("max_gen_toks", default_max_gen_toks))
+    kwargs.pop("do_sample", None)
+    return {"skip_special_tokens": False, "spaces_between_special_tokens": False, **kwargs}, until, max_gen_toks
+
+
+def is_sampled(kwargs: Mapping[str, Any]) -> bool:
+    """Whether vLLM samples with these ``SamplingParams`` kwargs (temperature > 0, its default 1.0)."""
+    return float(kwargs.get("temperature", 1.0)) > 0.0
+
+
+def eos_text(decode: Callable[[int], str], eos_token_id: int | None, eos_token: str | None) -> str | None:
+    """The EOS stop sequence: the decoded EOS id, else the tokenizer's ``eos_token`` when that decodes
+    to "" (ChatGLM), as lm-eval's ``generate_until``."""
+    text = decode(eos_token_id) if eos_token_id is not None else None
+    return text if text else eos_token
+
+
+def parse_truncation_side(side: object) -> str:
+    """``left``, ``right`` or ``middle``, refused otherwise."""
+    if side not in TRUNCATION_SIDES:
+        raise ConfigError(
+            f"model.truncation_side {side!r} is not one of {', '.join(TRUNCATION_SIDES)}: it says which end of a "
+            "generation context too long for max_model_len is cut (lm-eval's default: left)."
+        )
+    return str(side)
