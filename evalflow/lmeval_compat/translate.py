@@ -26,6 +26,9 @@ class ModelMap:
 
     preset: str
     implied: tuple[tuple[str, Any], ...] = ()
+    # model args the preset does not name go to the model as they are (lm-eval's vllm hands its
+    # **kwargs to vllm.LLM), as +model.KEY=VALUE, rather than being refused
+    passes_unknown: bool = False
 
 
 MODELS = {
@@ -37,13 +40,11 @@ MODELS = {
     "local-chat-completions": ModelMap("openai_chat"),
     "openai-completions": ModelMap("openai_completions", (("base_url", "https://api.openai.com/v1/completions"),)),
     "openai-chat-completions": ModelMap("openai_chat", (("base_url", "https://api.openai.com/v1/chat/completions"),)),
+    "vllm": ModelMap("vllm", passes_unknown=True),
     "dummy": ModelMap("dummy"),
 }
 
-REFUSED_MODELS = {
-    "vllm": "evalflow has no in-process vLLM backend; serve the model with `vllm serve` and use "
-            "--model local-completions --model_args model=NAME,base_url=http://HOST:PORT/v1/completions",
-}
+REFUSED_MODELS: dict[str, str] = {}
 
 # flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same)
 REFUSED_FLAGS = {
@@ -148,11 +149,15 @@ def _model_overrides(mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Nam
     """``model.KEY=VALUE`` for the model args, ``--device`` and ``--trust_remote_code``."""
     keys = preset_keys(mapped.preset)
     values = dict(mapped.implied)
+    added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
     notes = []
     for key, value in lm_args.items():
         if key in _ACCEPTED_AS_IS:
             if str(value).lower() not in _ACCEPTED_AS_IS[key]:
                 refused.append(f"--model_args {key}={value}: evalflow tokenizes with Hugging Face tokenizers only")
+            continue
+        if key not in keys and mapped.passes_unknown:
+            added[key] = value
             continue
         if key not in keys:
             refused.append(f"--model_args {key}: evalflow's {mapped.preset} model (conf/model/{mapped.preset}.yaml) "
@@ -163,6 +168,9 @@ def _model_overrides(mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Nam
                                                                 ns.trust_remote_code or None)):
         if value is None:
             continue
+        if key == "device" and mapped.preset == "vllm":  # as lm-eval's VLLM: CUDA_VISIBLE_DEVICES picks the GPUs
+            notes.append("--device: ignored by the vLLM backend, as lm-eval ignores it; CUDA_VISIBLE_DEVICES picks the GPUs")
+            continue
         if key in keys:
             values[key] = value
         else:
@@ -172,7 +180,8 @@ def _model_overrides(mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Nam
     if mapped.preset == "dummy":
         notes.append("--model dummy: evalflow's dummy model answers deterministically from a hash of each "
                      "request (lm-eval's answers at random); its scores differ from lm-eval's dummy")
-    return [f"model.{k}={hydra_value(v)}" for k, v in values.items()], notes
+    return ([f"model.{k}={hydra_value(v)}" for k, v in values.items()]
+            + [f"+model.{k}={hydra_value(v)}" for k, v in added.items()], notes)
 
 
 def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], list[str]]:

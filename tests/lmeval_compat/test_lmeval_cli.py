@@ -59,11 +59,21 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
     for name in ("--wandb_args", "--metadata", "--seed 1,2,3,4", "--cache_requests refresh", "--check_integrity",
                  "--hf_hub_log_args", "--model_args foo"):
         assert name in str(err.value)
-    with pytest.raises(ConfigError, match="--model vllm"):
-        translate(parse(["--model", "vllm", "--tasks", "t"]))
+    with pytest.raises(ConfigError, match="--model nonesuch"):
+        translate(parse(["--model", "nonesuch", "--tasks", "t"]))
     with pytest.raises(ConfigError, match="--device"):
         translate(parse(["--model", "local-completions", "--model_args", "model=m,base_url=u", "--tasks", "t",
                          "--device", "cuda"]))
+
+
+def test_vllm_maps_to_the_vllm_preset_and_passes_engine_arguments_on() -> None:
+    """lm-eval's VLLM hands model args it does not name to vllm.LLM; evalflow's vllm model does too."""
+    t = translate(parse(["--model", "vllm", "--model_args", "pretrained=/m,dtype=float32,max_model_len=2048,"
+                         "gpu_memory_utilization=0.8,kv_cache_dtype=fp8", "--tasks", "gsm8k", "--device", "cuda:0"]))
+    assert t.preset == "vllm"
+    assert {"model.pretrained=/m", "model.dtype=float32", "model.max_model_len=2048", "model.gpu_memory_utilization=0.8",
+            "+model.kv_cache_dtype=fp8"} <= set(t.overrides)
+    assert not any("device" in o for o in t.overrides) and any("--device: ignored" in n for n in t.notes)
 
 
 def test_native_model_args_and_lm_eval_flag_pointer() -> None:

