@@ -33,6 +33,7 @@ when a log-likelihood lies outside the tolerance, 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -68,9 +69,9 @@ class Size:
 # TinyLlama-1.1B's shape: 1.17B parameters with SmolLM2's 49,152-token vocabulary
 FULL = Size(hidden=2048, layers=22, intermediate=5632, heads=32, kv_heads=4,
             arc_docs=500, mmlu_docs=100, gen_prompts=64, gen_tokens=128)
-TINY = Size(hidden=128, layers=2, intermediate=256, heads=2, kv_heads=1,  # head_dim 64: vLLM CPU attention takes no less
-            arc_docs=6, mmlu_docs=4, gen_prompts=3,
+TINY = Size(hidden=64, layers=2, intermediate=128, heads=4, kv_heads=2, arc_docs=6, mmlu_docs=4, gen_prompts=3,
             gen_tokens=8)
+TINY_VLLM = dataclasses.replace(TINY, hidden=128, intermediate=256, heads=2, kv_heads=1)  # head_dim 64: vLLM's CPU attention takes no less
 
 
 def sentence(rng: Any, lo: int, hi: int) -> str:
@@ -320,7 +321,7 @@ def main(argv: list[str]) -> int:
     import numpy as np
     import torch
 
-    size = TINY if args.tiny else FULL
+    size = (TINY_VLLM if args.backend == "vllm" else TINY) if args.tiny else FULL
     device = args.device or ("cpu" if args.tiny else "cuda")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA device here; run with --tiny for the CPU check")

@@ -33,12 +33,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import measure  # noqa: E402
 from evalflow.models.vllm import cpu_venv  # noqa: E402
-from tests.parity.harness import PEER_SH, SHARED, Setting, compare, compare_setting, run_evalflow  # noqa: E402
+from tests.parity.harness import PEER_SH, SHARED, Setting, compare, compare_setting  # noqa: E402
 from tests.support import vllm_side  # noqa: E402
 
 PARITY = [Setting("arc_easy", 0, 50), Setting("mmlu_abstract_algebra,mmlu_anatomy,mmlu_astronomy", 5, 10),
           Setting("gsm8k", 5, 10), Setting("wikitext", 0, 5)]
-MMLU = Setting("mmlu", 5, 5)
 GSM8K = Setting("gsm8k", 5, 20)
 ENGINE = {"dtype": "float32", "max_model_len": 2048, "enforce_eager": True}
 
@@ -59,6 +58,11 @@ def peer_vllm(setting: Setting, out: Path, folder: Path) -> float:
                             "lm_eval.__file__), 'tasks'))"], capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run([str(venv / "bin" / "python"), str(PEER_SH.parent / "make_wrappers.py"), tasks, str(SHARED / "data"),
                     str(wrappers)], check=True, capture_output=True)
+    if setting.task == "wikitext":  # the shared data's wikitext2_approx (a test split only): not one of peer.sh's wrappers
+        (wrappers / "wikitext.yaml").write_text(
+            f"include: {tasks}/wikitext/wikitext.yaml\ntask: wikitext\ndataset_path: json\ndataset_name: null\n"
+            f"dataset_kwargs:\n  data_files:\n    test: {SHARED / 'data' / 'wikitext2_approx' / 'test.jsonl'}\n"
+            "training_split: null\nvalidation_split: null\n")
     cmd = [str(venv / "bin" / "lm_eval"), "--model", "vllm", "--model_args", model_args, "--include_path", str(wrappers),
            "--tasks", setting.peer_task, "--log_samples", "--output_path", str(out), *args]
     env = {**os.environ, **cpu_venv.CPU_ENV, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
@@ -109,7 +113,7 @@ def parity(work: Path, folder: Path, only: str = "") -> bool:
         for line in report.generation_diffs[:3]:
             print(f"    {line}")
         ok &= report.ok
-        run_evalflow(setting, where / "hf", where / "hf-cache")  # model=smollm2: the hf backend on the GGUF
+        hf_backend(setting, where / "hf", where / "hf-cache")
         verdicts = []
         for sample in sorted((where / "hf").glob("samples_*.jsonl")):
             code, out = compare(sample, where / "evalflow" / sample.name)
@@ -117,6 +121,17 @@ def parity(work: Path, folder: Path, only: str = "") -> bool:
                             f"max |Δ loglik| {max_loglik_difference(sample, where / 'evalflow' / sample.name):.2e}")
         print(f"vllm vs hf backend, {setting.name}: " + " | ".join(verdicts), flush=True)
     return ok
+
+
+def hf_backend(setting: Setting, out: Path, cache: Path) -> None:
+    """evalflow's hf backend (``model=smollm2``, the GGUF the folder was made from) on a setting, with
+    ``max_length`` two less than vLLM's window: the window rolling log-likelihoods are cut into is
+    ``max_length`` tokens for HF and ``max_model_len - 2`` for vLLM (lm-eval's rules both), so the
+    two score the same windows; every other prompt here is shorter than either."""
+    cmd = [sys.executable, "-m", "evalflow", "model=smollm2", f"model.max_length={ENGINE['max_model_len'] - 2}",
+           *setting.evalflow_args(), f"cache_dir={cache}", f"hydra.run.dir={out}", "bootstrap_iters=0"]
+    timed(cmd, {**os.environ, "PYTHONPATH": str(ROOT), "NLTK_DATA": str(SHARED / "data" / "nltk_data")},
+          f"evalflow model=smollm2 {setting.name}")
 
 
 def task_of(peer_samples: Path) -> str:
@@ -132,16 +147,17 @@ def metric_changed_group(folder: Path) -> Path:
     return folder
 
 
-def speed(work: Path, folder: Path) -> None:
+def speed(work: Path, folder: Path, mmlu_limit: int) -> None:
+    mmlu = Setting("mmlu", 5, mmlu_limit)
     print(f"CPU: {measure.cpu_description()}", flush=True)
     measure.wait_idle(120)
-    times = {"lm-eval cold": peer_vllm(MMLU, work / "mmlu-peer", folder)}
-    times["evalflow cold"] = evalflow_vllm(MMLU, work / "mmlu-ours", work / "mmlu-cache", folder)
-    times["lm-eval, one metric changed"] = peer_vllm(MMLU, work / "mmlu-peer-again", folder)
+    times = {"lm-eval cold": peer_vllm(mmlu, work / "mmlu-peer", folder)}
+    times["evalflow cold"] = evalflow_vllm(mmlu, work / "mmlu-ours", work / "mmlu-cache", folder)
+    times["lm-eval, one metric changed"] = peer_vllm(mmlu, work / "mmlu-peer-again", folder)
     group = metric_changed_group(work / "mmlu-changed")
     times["evalflow, one metric changed"] = evalflow_vllm(
-        MMLU, work / "mmlu-ours-changed", work / "mmlu-cache", folder, f"include_path=[{group}]", "task=mmlu_acc_norm")
-    print("mmlu 57 subjects x 5 docs 5-shot: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
+        mmlu, work / "mmlu-ours-changed", work / "mmlu-cache", folder, f"include_path=[{group}]", "task=mmlu_acc_norm")
+    print(f"mmlu 57 subjects x {mmlu_limit} docs 5-shot: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))
     print(f"  cold: lm-eval / evalflow = {times['lm-eval cold'] / times['evalflow cold']:.2f}x (goal >= 1.0x)")
     print(f"  one metric changed: lm-eval / evalflow = "
           f"{times['lm-eval, one metric changed'] / times['evalflow, one metric changed']:.1f}x (goal >= 20x)", flush=True)
@@ -156,6 +172,7 @@ def main() -> int:
     parser.add_argument("--parity", action="store_true")
     parser.add_argument("--speed", action="store_true")
     parser.add_argument("--work", default="/tmp/evalflow-vllm-parity")
+    parser.add_argument("--mmlu-limit", type=int, default=5, help="documents per MMLU subject in the speed runs")
     parser.add_argument("--only", default="", help="the parity settings whose name contains this text")
     args = parser.parse_args()
     why = vllm_side.missing() or (None if PEER_SH.is_file() else f"{PEER_SH} is absent")
@@ -168,7 +185,7 @@ def main() -> int:
     if args.parity or not args.speed:
         ok = parity(work / "parity", folder, args.only)
     if args.speed or not args.parity:
-        speed(work / "speed", folder)
+        speed(work / "speed", folder, args.mmlu_limit)
     return 0 if ok else 1
 
 

@@ -57,6 +57,24 @@ def test_a_local_completions_tokenizer_gives_lm_evals_tokenizer_fields(tmp_path:
     assert lm_eval_fields({"type": "openai_chat", "model": "m"}) == ({}, {})  # its tokenizer backend is off
 
 
+def test_a_vllm_model_gives_lm_evals_tokenizer_fields(tmp_path: Path) -> None:
+    """lm-eval's VLLM: add_tokenizer_info over its tokenizer (pad token configured), max_length the
+    window set or the model config's; no get_model_info."""
+    from lm_eval.loggers.utils import add_tokenizer_info
+    from lm_eval.models.utils import configure_pad_token
+    from transformers import AutoConfig, AutoTokenizer
+
+    from tests.models.conftest import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "tiny", add_bos=True)
+    tok = configure_pad_token(AutoTokenizer.from_pretrained(str(folder)))
+    for window, expected in ((512, 512), (None, AutoConfig.from_pretrained(str(folder)).max_position_embeddings)):
+        theirs: dict = {}
+        add_tokenizer_info(theirs, SimpleNamespace(tokenizer=tok, eot_token_id=tok.eos_token_id, max_length=expected))
+        top, config = lm_eval_fields({"type": "vllm", "pretrained": str(folder), "max_model_len": window})
+        assert top == theirs and config == {}
+
+
 def test_the_environment_report_is_memoized_until_the_environment_changes(tmp_path, monkeypatch) -> None:
     import torch.utils.collect_env
 

@@ -194,7 +194,9 @@ class VLLMModel(LanguageModel):
         from evalflow.models.vllm import engine
 
         inputs = [rules.scored_input(ctx, cont, self.max_length) for ctx, cont in pairs]
-        logprobs = engine.prompt_logprobs(self.llm, [tokens for tokens, _ in inputs], self.lora) if inputs else []
+        order = rules.longest_first([tokens for tokens, _ in inputs])
+        found = engine.prompt_logprobs(self.llm, [inputs[i][0] for i in order], self.lora) if inputs else []
+        logprobs = rules.restore_order(order, found)
         return [rules.continuation_logprob(tokens, lp, ctxlen) for (tokens, ctxlen), lp in zip(inputs, logprobs)]
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
@@ -215,8 +217,9 @@ class VLLMModel(LanguageModel):
             prompts.append(tokens)
             params.append({"max_tokens": max_gen_toks, "stop": until, **kwargs, **seed})
             stops.append(until)
-        texts = engine.generate(self.llm, prompts, params, self.lora) if prompts else []
-        return [strip_at_stops(text, until) for text, until in zip(texts, stops)]
+        order = rules.longest_first(prompts)
+        found = engine.generate(self.llm, [prompts[i] for i in order], [params[i] for i in order], self.lora) if prompts else []
+        return [strip_at_stops(text, until) for text, until in zip(rules.restore_order(order, found), stops)]
 
 
 def inspect_parameters() -> list[str]:

@@ -73,6 +73,20 @@ def continuation_logprob(tokens: Sequence[int], prompt_logprobs: Sequence[Mappin
     return float(total), greedy
 
 
+def longest_first(prompts: Sequence[Sequence[int]]) -> list[int]:
+    """The order lm-eval's ``Collator`` hands prompts to vLLM: longest first, ties by their tokens
+    (the same order gives the same engine batches, hence the same float summation order)."""
+    return sorted(range(len(prompts)), key=lambda i: (-len(prompts[i]), tuple(prompts[i])))
+
+
+def restore_order(order: Sequence[int], answers: Sequence[Any]) -> list[Any]:
+    """``answers`` given in ``order`` back in the original positions."""
+    out: list[Any] = [None] * len(order)
+    for position, answer in zip(order, answers, strict=True):
+        out[position] = answer
+    return out
+
+
 def truncate_tokens(tokens: Sequence[int], length: int, side: str) -> Tokens:
     """lm-eval's ``truncate_tokens``: keep ``length`` tokens from the left, the right, or both ends."""
     tokens = list(tokens)

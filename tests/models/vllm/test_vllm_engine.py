@@ -66,3 +66,23 @@ def test_a_cached_rerun_never_imports_vllm(vllm_run: dict[str, Any], library: Pa
     imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert imported == {}, "\n".join(f"{name} imported from:\n{stack}" for name, stack in imported.items())
     assert samples(root / "again") == vllm_run["samples"]
+
+
+def test_the_gpu_checks_vllm_backend_runs_end_to_end_on_the_cpu_build(tmp_path: Path) -> None:
+    """benchmarks/gpu_check.py --backend vllm --tiny: evalflow's VLLMModel and lm-eval's VLLM on one random
+    2-layer Llama, so the check a lent GPU runs cannot rot in between."""
+    why = vllm_side.missing()
+    if why:
+        pytest.skip(why)
+    out = tmp_path / "figures.json"
+    python = str(vllm_side.cpu_venv.venv_python(vllm_side.venv()))
+    script = str(vllm_side.ROOT / "benchmarks" / "gpu_check.py")
+    done = subprocess.run([python, script, "--tiny", "--backend", "vllm", "--dtype", "float32", "--json", str(out)],
+                          env=vllm_side.env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["backend"] == "vllm"
+    for name in ("arc_easy", "mmlu"):
+        w = result["workloads"][name]
+        assert w["finite"] and w["within_tol"] == w["requests"] and w["greedy_flags_equal"] == w["requests"]
+    assert result["workloads"]["gen"]["identical"] == result["workloads"]["gen"]["prompts"]

