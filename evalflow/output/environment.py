@@ -50,7 +50,11 @@ def pretty_env_info() -> str:
 
 
 def _environment_key() -> tuple:
-    distributions = sorted((d.metadata["Name"] or "", d.version) for d in metadata.distributions())
+    """What the report says: the distributions on ``sys.path`` except vendored copies (importing
+    setuptools puts ``setuptools/_vendor`` on the path, so a run that imported it, as vLLM's engine
+    does, would otherwise key a new report and a later run that did not would miss it)."""
+    installed = [p for p in sys.path if "_vendor" not in Path(p).parts]
+    distributions = sorted((d.metadata["Name"] or "", d.version) for d in metadata.distributions(path=installed))
     return ("pretty-env-info", 1, sys.version, platform.platform(), distributions,
             _first_line("/proc/cpuinfo", "model name"), _first_line("/proc/driver/nvidia/version", ""))
 

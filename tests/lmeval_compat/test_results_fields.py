@@ -87,6 +87,23 @@ def test_the_environment_report_is_memoized_until_the_environment_changes(tmp_pa
     assert environment.pretty_env_info() == "report 2" and len(reports) == 2
 
 
+def test_the_environment_key_ignores_vendored_copies_but_not_installs(tmp_path, monkeypatch) -> None:
+    """Importing setuptools puts setuptools/_vendor on sys.path (vLLM's engine does): the same
+    environment, so the same report; a distribution really added is a new one."""
+    import sys
+
+    def folder_with_a_distribution(folder: Path) -> str:
+        (folder / "extra-1.0.dist-info").mkdir(parents=True)
+        (folder / "extra-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: extra\nVersion: 1.0\n")
+        return str(folder)
+
+    before = environment._environment_key()
+    monkeypatch.setattr(sys, "path", [*sys.path, folder_with_a_distribution(tmp_path / "setuptools" / "_vendor")])
+    assert environment._environment_key() == before
+    monkeypatch.setattr(sys, "path", [*sys.path, folder_with_a_distribution(tmp_path / "site")])
+    assert environment._environment_key() != before
+
+
 def test_upper_git_hash_reads_head_as_lm_eval_does(tmp_path: Path) -> None:
     from lm_eval.loggers.utils import get_commit_from_path
 

@@ -50,7 +50,9 @@ def imports_vllm(venv: Path, project: Path | None = None) -> bool:
     if not python.is_file():
         return False
     probe = "import importlib.metadata as m, vllm, evalflow, os; m.version('vllm'); print(os.path.dirname(os.path.dirname(evalflow.__file__)))"
-    done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, env={**os.environ, **CPU_ENV})
+    # run from the venv's folder: from a checkout, the current folder's evalflow would answer instead
+    done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, env={**os.environ, **CPU_ENV},
+                          cwd=venv)
     if done.returncode != 0:
         return False
     return project is None or Path(done.stdout.strip().splitlines()[-1]).resolve() == project.resolve()
