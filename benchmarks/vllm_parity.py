@@ -134,7 +134,8 @@ SERVED = [Setting("arc_easy", 0, 20), Setting("gsm8k", 5, 10)]
 def served(work: Path, folder: Path) -> bool:
     """evalflow's openai_completions against lm-eval's local-completions, both against one real
     ``vllm serve``; compare.py on their samples."""
-    server = vllm_side.VllmServer.start(folder, work.parent)
+    work.mkdir(parents=True, exist_ok=True)
+    server = vllm_side.VllmServer.start(folder, work)
     ok = True
     try:
         for setting in SERVED:
