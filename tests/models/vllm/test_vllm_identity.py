@@ -76,6 +76,17 @@ def test_settings_lm_eval_refuses_or_evalflow_runs_otherwise_are_refused_before_
         model_identity({"type": "vllm"})
 
 
+def test_a_run_without_vllm_installed_is_one_paragraph_on_how_to_get_it(tiny_model_dir):
+    import importlib.util
+
+    from evalflow.errors import ModelError
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed in this Python")
+    with pytest.raises(ModelError, match=r"vllm-cpu-venv builds vLLM's CPU build"):
+        VLLMModel(str(tiny_model_dir))
+
+
 def test_the_preset_names_the_class_and_composes(tiny_model_dir):
     from evalflow.config.compose import compose_settings
 
