@@ -60,16 +60,39 @@ def lora_request(path: str | None) -> Any:
     return LoRARequest("finetuned", 1, path)
 
 
-def prompt_logprobs(llm: Any, prompts: Sequence[Sequence[int]], lora: Any) -> list[Logprobs]:
-    """Per prompt, each position's ``{token: logprob}`` (the prompt token and the arg-max), the first None:
-    lm-eval's ``SamplingParams(temperature=0, prompt_logprobs=1, max_tokens=1, detokenize=False)``."""
+def scores_next_tokens() -> bool:
+    """Whether this vLLM's ``SamplingParams`` takes ``logprob_token_ids`` (the log-probabilities of
+    named tokens at the first generated position; vLLM 0.12 and later)."""
+    from vllm import SamplingParams
+
+    fields = getattr(SamplingParams, "__struct_fields__", None) or getattr(SamplingParams, "__dataclass_fields__", {})
+    return "logprob_token_ids" in fields
+
+
+def logprobs(llm: Any, prompts: Sequence[Sequence[int]], next_tokens: Sequence[Sequence[int] | None],
+             lora: Any) -> list[Logprobs]:
+    """Log-probabilities for each prompt, all prompts in one ``LLM.generate`` call.
+
+    A prompt without ``next_tokens`` gets each position's ``{token: logprob}`` (the prompt token and
+    the arg-max), the first None: lm-eval's ``SamplingParams(temperature=0, prompt_logprobs=1,
+    max_tokens=1, detokenize=False)``. A prompt with ``next_tokens`` gets one dict: those tokens'
+    log-probabilities as the prompt's next token, plus the arg-max's (the greedy step's token), read
+    from the raw logits as prompt log-probabilities are.
+    """
     from vllm import SamplingParams, TokensPrompt
 
-    params = SamplingParams(temperature=0, prompt_logprobs=1, max_tokens=1, detokenize=False)
+    whole = SamplingParams(temperature=0, prompt_logprobs=1, max_tokens=1, detokenize=False)
+    params = [whole if tokens is None else
+              SamplingParams(temperature=0, max_tokens=1, detokenize=False, logprob_token_ids=list(tokens))
+              for tokens in next_tokens]
     outputs = llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], sampling_params=params,
                            use_tqdm=False, lora_request=lora)
-    return [[None if d is None else {int(t): float(getattr(lp, "logprob", lp)) for t, lp in d.items()}
-             for d in out.prompt_logprobs] for out in outputs]
+    return [_as_dicts(out.prompt_logprobs) if tokens is None else _as_dicts(out.outputs[0].logprobs[:1])
+            for out, tokens in zip(outputs, next_tokens, strict=True)]
+
+
+def _as_dicts(positions: Sequence[Mapping[int, Any] | None]) -> Logprobs:
+    return [None if d is None else {int(t): float(getattr(lp, "logprob", lp)) for t, lp in d.items()} for d in positions]
 
 
 def generate(llm: Any, prompts: Sequence[Sequence[int]], params: Sequence[Mapping[str, Any]], lora: Any) -> list[str]:

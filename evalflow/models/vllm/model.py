@@ -5,7 +5,8 @@
 Same tokenization (``tok_encode``'s special-token rules, BOS never doubled), same truncation of
 scored sequences (the last ``max_length - 1`` tokens) and of generation contexts
 (``truncation_side``), rolling windows of ``max_length - 2``, log-likelihoods and greedy flags
-from ``prompt_logprobs``, ``SamplingParams`` built as lm-eval's ``modify_gen_kwargs`` builds them
+from ``prompt_logprobs`` (a one-token continuation from its context's next-token distribution: the
+same number, one prompt per context; :func:`~evalflow.models.vllm.requests.next_token_groups`), ``SamplingParams`` built as lm-eval's ``modify_gen_kwargs`` builds them
 (:mod:`evalflow.models.vllm.requests`). Each list of requests evalflow hands over (a chunk of the
 run's pool) goes to vLLM in one ``generate`` call, so its scheduler sees all of it at once.
 
@@ -36,7 +37,7 @@ from evalflow.models.lmeval_tokens import check_pair, encode_pair, rolling_windo
 from evalflow.models.vllm import requests as rules
 from evalflow.records import Request
 
-IDENTITY_VERSION = 1  # bump when the request rules change, so old cached answers are not reused
+IDENTITY_VERSION = 2  # bump when the request rules change, so old cached answers are not reused
 # Engine arguments that change where or how fast the same answers are computed, never which: not in
 # the identity. Any other extra engine argument (kv_cache_dtype, ...) is.
 SPEED_ONLY = frozenset({
@@ -103,6 +104,7 @@ class VLLMModel(LanguageModel):
         self.max_gen_toks = int(max_gen_toks)
         self.max_length = int(window) if window else engine.engine_max_len(self.llm)
         self.lora = engine.lora_request(lora_local_path)
+        self.next_token_scoring = engine.scores_next_tokens()
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
@@ -196,13 +198,27 @@ class VLLMModel(LanguageModel):
         return totals
 
     def _score(self, pairs: Sequence[tuple[list[int], list[int]]]) -> list[tuple[float, bool]]:
+        """Each pair's (log-probability, greedy), from one engine call: a one-token continuation from
+        its context's next-token distribution (shared by the pairs with that context), any other
+        from the prompt log-probabilities of context + continuation, as lm-eval does."""
         from evalflow.models.vllm import engine
 
         inputs = [rules.scored_input(ctx, cont, self.max_length) for ctx, cont in pairs]
-        order = rules.longest_first([tokens for tokens, _ in inputs])
-        found = engine.prompt_logprobs(self.llm, [inputs[i][0] for i in order], self.lora) if inputs else []
-        logprobs = rules.restore_order(order, found)
-        return [rules.continuation_logprob(tokens, lp, ctxlen) for (tokens, ctxlen), lp in zip(inputs, logprobs)]
+        contexts, candidates, group = (rules.next_token_groups(inputs) if self.next_token_scoring
+                                       else ([], [], {}))
+        whole = [i for i in range(len(inputs)) if i not in group]
+        prompts = contexts + [inputs[i][0] for i in whole]
+        next_tokens: list[list[int] | None] = [*candidates, *([None] * len(whole))]
+        order = rules.longest_first(prompts)
+        found = engine.logprobs(self.llm, [prompts[i] for i in order], [next_tokens[i] for i in order],
+                                self.lora) if prompts else []
+        found = rules.restore_order(order, found)
+        answers: dict[int, tuple[float, bool]] = {}
+        for i, g in group.items():
+            answers[i] = rules.continuation_logprob(inputs[i][0][-1:], found[g], 0)
+        for i, logprobs in zip(whole, found[len(contexts):], strict=True):
+            answers[i] = rules.continuation_logprob(inputs[i][0], logprobs, inputs[i][1])
+        return [answers[i] for i in range(len(inputs))]
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
         """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""

@@ -7,6 +7,9 @@ They differ from HFLM's (:mod:`evalflow.models.lmeval_tokens`) in four places, e
   token), where HFLM feeds ``max_length``;
 - log-likelihoods are read from ``prompt_logprobs`` (one dict per prompt position, the first None)
   rather than computed from logits, and "greedy" is the arg-max of each position's dict;
+  evalflow reads a one-token continuation (a multiple-choice letter) from its context's next-token
+  distribution instead (:func:`next_token_groups`): the same log-probability, one prompt per distinct
+  context rather than one per choice, and no log-softmax over every prompt position;
 - rolling windows are ``max_length - 2`` tokens long;
 - a generation context is truncated to ``max_length - max_gen_toks`` on ``truncation_side`` (left,
   right or middle), and the sampling kwargs get HF's decoding defaults.
@@ -71,6 +74,36 @@ def continuation_logprob(tokens: Sequence[int], prompt_logprobs: Sequence[Mappin
     total = sum(logprobs[token] for token, logprobs in scored)  # type: ignore[index]
     greedy = all(max(logprobs, key=logprobs.__getitem__) == token for token, logprobs in scored if logprobs)  # type: ignore[arg-type]
     return float(total), greedy
+
+
+def next_token_groups(inputs: Sequence[tuple[Sequence[int], int]]) -> tuple[list[Tokens], list[list[int]], dict[int, int]]:
+    """The scored inputs whose continuation is one token, grouped by context: the distinct contexts,
+    each one's distinct continuation tokens, and each such input's group.
+
+    The log-probability of token t after context c is the same number whether vLLM reads it from the
+    prompt ``c + [t]``'s last position or from the next-token distribution after ``c``; the second
+    needs one prompt for all of c's choices (four for an mmlu question) and, with no prompt
+    log-probabilities asked, lets vLLM's prefix cache reuse the few-shot prefix shared by a task's prompts.
+
+    >>> next_token_groups([([5, 6, 7], 2), ([5, 6, 8], 2), ([5, 9, 9], 1)])
+    ([[5, 6]], [[7, 8]], {0: 0, 1: 0})
+    """
+    contexts: list[Tokens] = []
+    candidates: list[list[int]] = []
+    groups: dict[tuple[int, ...], int] = {}
+    owner: dict[int, int] = {}
+    for i, (tokens, ctxlen) in enumerate(inputs):
+        if len(tokens) - ctxlen != 1 or ctxlen < 1:
+            continue
+        key = tuple(tokens[:ctxlen])
+        group = groups.setdefault(key, len(contexts))
+        if group == len(contexts):
+            contexts.append(list(key))
+            candidates.append([])
+        if tokens[-1] not in candidates[group]:
+            candidates[group].append(tokens[-1])
+        owner[i] = group
+    return contexts, candidates, owner
 
 
 def longest_first(prompts: Sequence[Sequence[int]]) -> list[int]:

@@ -33,36 +33,55 @@ class WordTokenizer:
 def model(monkeypatch: pytest.MonkeyPatch) -> tuple[VLLMModel, list[tuple[str, Any]]]:
     calls: list[tuple[str, Any]] = []
 
-    def prompt_logprobs(llm, prompts, lora):
-        calls.append(("prompt_logprobs", [list(p) for p in prompts]))
-        return [[None] + [{t: -0.5, 0: -3.0} for t in p[1:]] for p in prompts]
+    def logprobs(llm, prompts, next_tokens, lora):
+        calls.append(("logprobs", [list(p) for p in prompts], [None if t is None else list(t) for t in next_tokens]))
+        # a whole prompt: every token -0.5 and the arg-max; next tokens: the first named is the arg-max
+        return [[None] + [{t: -0.5, 0: -3.0} for t in p[1:]] if named is None else
+                [{t: -0.25 * (k + 1) for k, t in enumerate(named)}] for p, named in zip(prompts, next_tokens)]
 
     def generate(llm, prompts, params, lora):
         calls.append(("generate", (list(map(list, prompts)), list(params))))
         return ["4\n\nQuestion: more" for _ in prompts]
 
-    monkeypatch.setattr(engine, "prompt_logprobs", prompt_logprobs)
+    monkeypatch.setattr(engine, "logprobs", logprobs)
     monkeypatch.setattr(engine, "generate", generate)
     m = object.__new__(VLLMModel)
     m.llm, m.tokenizer, m.lora = None, WordTokenizer(), None
     m.add_bos_token, m.custom_prefix_token_id, m.max_gen_toks, m.max_length = None, None, 16, 32
-    m.truncation_side = "left"
+    m.truncation_side, m.next_token_scoring = "left", True
     return m, calls
 
 
 def test_loglikelihood_sends_one_call_and_scores_the_continuation(model) -> None:
     m, calls = model
     answers = m.loglikelihood([Request("loglikelihood", ("ab", "c")), Request("loglikelihood", ("", "xy"))])
-    assert [c[0] for c in calls] == ["prompt_logprobs"]
-    assert calls[0][1] == [[1, 97, 98, 99], [1, 120, 121]]  # BOS + context + continuation; BOS as the empty context
-    assert answers == [(-0.5, True), (-1.0, True)]
+    assert [c[0] for c in calls] == ["logprobs"]
+    # "c" is one token: read after the context BOS + "ab"; "xy" scored in BOS (the empty context) + "xy"
+    assert calls[0][1:] == ([[1, 97, 98], [1, 120, 121]], [[99], None])
+    assert answers == [(-0.25, True), (-1.0, True)]
+
+
+@pytest.mark.parametrize("next_token_scoring", [True, False])
+def test_the_choices_of_one_context_share_one_prompt(model, next_token_scoring: bool) -> None:
+    m, calls = model
+    m.next_token_scoring = next_token_scoring  # False: a vLLM without SamplingParams.logprob_token_ids
+    answers = m.loglikelihood([Request("loglikelihood", ("Q:", letter)) for letter in "ABCD"])
+    (_, prompts, named), = calls
+    if next_token_scoring:
+        assert prompts == [[1, 81, 58]] and named == [[65, 66, 67, 68]]
+        assert answers == [(-0.25, True), (-0.5, False), (-0.75, False), (-1.0, False)]
+    else:
+        assert prompts == [[1, 81, 58, c] for c in (65, 66, 67, 68)] and named == [None] * 4
+        assert answers == [(-0.5, True)] * 4
 
 
 def test_prompts_go_longest_first_as_lm_evals_collator_orders_them(model) -> None:
     m, calls = model
-    answers = m.loglikelihood([Request("loglikelihood", ("a", "b")), Request("loglikelihood", ("abc", "d"))])
-    assert calls[0][1] == [[1, 97, 98, 99, 100], [1, 97, 98]]
-    assert answers == [(-0.5, True), (-0.5, True)]  # each answer back at its request
+    one = m.loglikelihood([Request("loglikelihood", ("a", "b")), Request("loglikelihood", ("abc", "d"))])
+    two = m.loglikelihood([Request("loglikelihood", ("a", "bc")), Request("loglikelihood", ("abc", "de"))])
+    assert calls[0][1:] == ([[1, 97, 98, 99], [1, 97]], [[100], [98]])
+    assert calls[1][1:] == ([[1, 97, 98, 99, 100, 101], [1, 97, 98, 99]], [None, None])
+    assert one == [(-0.25, True)] * 2 and two == [(-1.0, True)] * 2  # each answer back at its request
 
 
 def test_generation_kwargs_stops_and_per_request_seeds(model) -> None:

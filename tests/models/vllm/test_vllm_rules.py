@@ -66,6 +66,16 @@ def test_continuation_logprob_sums_the_continuations_positions_and_checks_argmax
         rules.continuation_logprob(prompt, [None, {8: -0.5}, {4: -0.3}], ctxlen=1)
 
 
+def test_one_token_continuations_are_grouped_by_their_context() -> None:
+    inputs = [([1, 2, 65], 2), ([1, 2, 66], 2), ([1, 2, 65], 2),  # two choices, one asked twice
+              ([1, 3, 65], 2),                                      # another context
+              ([1, 2, 65, 66], 2),                                  # two continuation tokens: scored whole
+              ([9], 0)]                                             # no context left after truncation
+    contexts, candidates, owner = rules.next_token_groups(inputs)
+    assert contexts == [[1, 2], [1, 3]] and candidates == [[65, 66], [65]]
+    assert owner == {0: 0, 1: 0, 2: 0, 3: 1}
+
+
 def test_encode_kwargs_never_double_the_bos() -> None:
     assert rules.encode_kwargs("<s>hi", "<s>", None, None) == {"add_special_tokens": False}
     assert rules.encode_kwargs("hi", "<s>", None, True) == {"add_special_tokens": True}
