@@ -45,6 +45,34 @@ def test_ctrl_c_prints_one_line_saying_what_was_saved_and_how_to_resume(toy_libr
         "requests": 160, "computed": 144, "cached": 16}
 
 
+@pytest.mark.parametrize(("sig", "status", "said"), [(signal.SIGTERM, 143, "stopped by SIGTERM"),
+                                                      (signal.SIGHUP, 129, "stopped by SIGHUP")])
+def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does_and_exit_handlers_run(sig, status, said, toy_library: Path,
+                                                                          tmp_path: Path) -> None:
+    """``kill PID`` mid-inference: the same one line and resumable cache as Ctrl-C, exit status 128 +
+    the signal, and the process's exit handlers run (vLLM shuts its engine processes down from one;
+    under SIGTERM's default disposition they are skipped and the engine processes left orphaned)."""
+    marker = tmp_path / "exit-handlers-ran"
+    hook = tmp_path / "exit_hook.py"
+    hook.write_text(f"import atexit, pathlib\natexit.register(pathlib.Path({str(marker)!r}).touch)\n")
+    args = held_args(toy_library, tmp_path / "cache") + ["chunk_size=8", f"hydra.run.dir={tmp_path / 'run'}",
+                                                         f"imports=[{hook}]"]
+    with Hold(at=2) as hold:
+        proc = start_held(args, hold, tmp_path / "stopped")
+        try:
+            hold.wait_held()
+            proc.send_signal(sig)
+            code = wait_or_dump(proc, tmp_path / "stopped")
+        finally:
+            proc.kill()
+            proc.wait(timeout=60)
+    err = (tmp_path / "stopped.err").read_text()
+    assert code == status, err
+    lines = [line for line in err.splitlines() if line.startswith("evalflow:")]
+    assert len(lines) == 1 and lines[0].startswith(f"evalflow: {said}.") and "Traceback" not in err, err
+    assert marker.is_file() and not (tmp_path / "run" / "results.json").exists()
+
+
 def test_include_path_accepts_one_folder_without_brackets(toy_library: Path, tmp_path: Path) -> None:
     args = [a if not a.startswith("include_path=") else f"include_path={toy_library}" for a in base_args(toy_library, tmp_path / "c")]
     done = cli(args + ["limit=3", f"hydra.run.dir={tmp_path / 'run'}"])

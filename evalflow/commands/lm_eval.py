@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 
+from evalflow.commands.stopping import exit_status, stop_on_termination, stopped_line
 from evalflow.errors import EvalflowError
 from evalflow.lmeval_compat.execute import execute, run_folder
 
@@ -24,6 +25,7 @@ def main(argv: list[str]) -> int:
     from evalflow.output.table import print_results
 
     logging.getLogger("evalflow").setLevel(logging.INFO)
+    stop_on_termination()
     if argv[:1] in (["ls"], ["validate"]):
         print(f"evalflow lm-eval: `lm-eval {argv[0]}` is `python -m evalflow {argv[0]}` here "
               "(task=NAME for validate)", file=sys.stderr)
@@ -33,7 +35,11 @@ def main(argv: list[str]) -> int:
     for note in tr.notes:
         print(f"evalflow lm-eval: {note}", file=sys.stderr)
     folder = run_folder()
-    results = execute(tr, folder)
+    try:
+        results = execute(tr, folder)
+    except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM, SIGHUP (commands.stopping)
+        print(stopped_line(stop, None, folder), file=sys.stderr)
+        return exit_status(stop)
     if tr.output_path:
         for path in write_layout(tr.output_path, results, folder, tr.lm_model, tr.lm_model_args):
             print(f"evalflow lm-eval: wrote {path}", file=sys.stderr)

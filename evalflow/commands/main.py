@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
+from evalflow.commands.stopping import exit_status, stop_on_termination, stopped_line
 from evalflow.errors import EvalflowError
 
 
@@ -138,11 +139,11 @@ def hydra_main() -> None:
             results = run(settings, output_dir, preset=typed_preset(list(HydraConfig.get().overrides.task)))
         except EvalflowError as exc:
             raise SystemExit(_report(exc)) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM, SIGHUP (commands.stopping)
             if _debug():
                 raise
-            print(_interrupted(settings.cache_dir if settings else None, output_dir), file=sys.stderr)
-            raise SystemExit(130) from None
+            print(stopped_line(stop, settings.cache_dir if settings else None, output_dir), file=sys.stderr)
+            raise SystemExit(exit_status(stop)) from None
         print_results(results)
         for line in recorded_summary_lines(output_dir):
             print(line)
@@ -150,14 +151,6 @@ def hydra_main() -> None:
 
     with _one_paragraph_hydra_errors():
         main()
-
-
-def _interrupted(cache_dir: Path | None, output_dir: Path) -> str:
-    """The one line Ctrl-C prints: what survived (inference persists each chunk of answers as it
-    completes) and how to carry on."""
-    return (f"evalflow: interrupted. Every stage and model answer finished before the interrupt is saved in the "
-            f"cache ({cache_dir or 'cache_dir'}); run the same command again to resume: only the remaining requests reach the "
-            f"model. {output_dir} has no results.json (the run did not finish).")
 
 
 def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
@@ -228,13 +221,14 @@ def entry() -> None:
         _refuse_used_run_folders(sys.argv[1:])
     except EvalflowError as exc:
         raise SystemExit(_report(exc)) from None
+    stop_on_termination()
     try:
         hydra_main()
-    except KeyboardInterrupt:  # before the run started (composing the config, importing)
+    except KeyboardInterrupt as stop:  # before the run started (composing the config, importing)
         if _debug():
             raise
         print("evalflow: interrupted before the run started; nothing was computed.", file=sys.stderr)
-        raise SystemExit(130) from None
+        raise SystemExit(exit_status(stop)) from None
 
 
 def _refuse_used_run_folders(argv: list[str]) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from evalflow.models.vllm import cpu_venv
+from evalflow.models.vllm.model import VLLMModel
 from tests.support.served import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,3 +115,62 @@ class VllmServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+
+
+LORA_SCRIPT = """
+import sys, torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+base, adapter, merged = sys.argv[1:4]
+torch.manual_seed(0)
+model = get_peft_model(AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32),
+                       LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+with torch.no_grad():  # peft's random B is large enough to wreck the model; a tenth keeps it a model
+    for name, weight in model.named_parameters():
+        if "lora_B" in name:
+            weight.mul_(0.1)
+model.save_pretrained(adapter)
+model.merge_and_unload().save_pretrained(merged)
+"""
+
+
+def make_lora(base: Path, adapter: Path, merged: Path) -> None:
+    """A random rank-8 LoRA adapter on ``base``'s q and v projections, saved by peft to ``adapter``,
+    and ``base`` with it merged in (peft's ``merge_and_unload``) saved to ``merged``; in the side
+    venv, which has peft. The tokenizer files are copied beside the merged weights."""
+    import shutil
+
+    python = str(cpu_venv.venv_python(venv()))
+    done = subprocess.run([python, "-c", LORA_SCRIPT, str(base), str(adapter), str(merged)], env=env(),
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"making the LoRA adapter failed: {done.stderr[-3000:]}")
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"):
+        if (base / name).is_file():
+            shutil.copy(base / name, merged / name)
+
+
+class HeldVLLM(VLLMModel):  # type: ignore[misc]
+    """``model=vllm`` that, at its first log-likelihood call (its engine up), writes the PIDs of its
+    engine's processes to ``$EVALFLOW_TEST_ENGINE_PIDS`` and then holds as
+    :class:`tests.support.hold.HeldModel` does, until the test releases it or signals the run."""
+
+    def loglikelihood(self, requests):  # type: ignore[no-untyped-def]
+        import psutil
+
+        from tests.support.hold import HOLD_ENV, _hold
+
+        pids = [p.pid for p in psutil.Process().children(recursive=True)]
+        Path(os.environ["EVALFLOW_TEST_ENGINE_PIDS"]).write_text(" ".join(map(str, pids)))
+        at, event_fd, release_fd = (int(part) for part in os.environ[HOLD_ENV].split(":"))
+        _hold(at, event_fd, release_fd)
+        return super().loglikelihood(requests)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (Linux's /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

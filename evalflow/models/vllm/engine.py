@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from evalflow.errors import ModelError
-
-Logprobs = list[dict[int, float] | None]
+from evalflow.models.vllm.requests import Logprobs
 
 
 def require_vllm() -> None:

@@ -200,23 +200,27 @@ class VLLMModel(LanguageModel):
     def _score(self, pairs: Sequence[tuple[list[int], list[int]]]) -> list[tuple[float, bool]]:
         """Each pair's (log-probability, greedy), from one engine call: a one-token continuation from
         its context's next-token distribution (shared by the pairs with that context), any other
-        from the prompt log-probabilities of context + continuation, as lm-eval does."""
+        from the prompt log-probabilities of context + continuation, as lm-eval does. With a LoRA
+        adapter every continuation token is read as a next token: vLLM's prompt log-probabilities
+        crash with one (the CPU build; vllm-project/vllm#29955) or silently leave out an lm_head
+        adapter's part (vllm-project/vllm#51594), its next-token ones are right."""
         from evalflow.models.vllm import engine
 
         inputs = [rules.scored_input(ctx, cont, self.max_length) for ctx, cont in pairs]
-        contexts, candidates, group = (rules.next_token_groups(inputs) if self.next_token_scoring
-                                       else ([], [], {}))
-        whole = [i for i in range(len(inputs)) if i not in group]
-        prompts = contexts + [inputs[i][0] for i in whole]
-        next_tokens: list[list[int] | None] = [*candidates, *([None] * len(whole))]
+        prefixes, asked, positions = (rules.next_token_groups(inputs, every_position=self.lora is not None)
+                                      if self.next_token_scoring else ([], [], {}))
+        whole = [i for i in range(len(inputs)) if i not in positions]
+        prompts = prefixes + [inputs[i][0] for i in whole]
+        next_tokens: list[list[int] | None] = [*asked, *([None] * len(whole))]
         order = rules.longest_first(prompts)
         found = engine.logprobs(self.llm, [prompts[i] for i in order], [next_tokens[i] for i in order],
                                 self.lora) if prompts else []
         found = rules.restore_order(order, found)
         answers: dict[int, tuple[float, bool]] = {}
-        for i, g in group.items():
-            answers[i] = rules.continuation_logprob(inputs[i][0][-1:], found[g], 0)
-        for i, logprobs in zip(whole, found[len(contexts):], strict=True):
+        for i, groups in positions.items():
+            tokens, ctxlen = inputs[i]
+            answers[i] = rules.next_token_answer(tokens[ctxlen:], [found[g] for g in groups])
+        for i, logprobs in zip(whole, found[len(prefixes):], strict=True):
             answers[i] = rules.continuation_logprob(inputs[i][0], logprobs, inputs[i][1])
         return [answers[i] for i in range(len(inputs))]
 

@@ -28,6 +28,7 @@ from evalflow.errors import ConfigError, ModelError
 from evalflow.models.lmeval_tokens import normalize_gen_kwargs, stop_sequences
 
 Tokens = list[int]
+Logprobs = list[dict[int, float] | None]  # per prompt position, as vLLM returns them (engine.logprobs)
 TRUNCATION_SIDES = ("left", "right", "middle")
 
 
@@ -76,34 +77,51 @@ def continuation_logprob(tokens: Sequence[int], prompt_logprobs: Sequence[Mappin
     return float(total), greedy
 
 
-def next_token_groups(inputs: Sequence[tuple[Sequence[int], int]]) -> tuple[list[Tokens], list[list[int]], dict[int, int]]:
-    """The scored inputs whose continuation is one token, grouped by context: the distinct contexts,
-    each one's distinct continuation tokens, and each such input's group.
+def next_token_groups(inputs: Sequence[tuple[Sequence[int], int]], every_position: bool = False
+                      ) -> tuple[list[Tokens], list[list[int]], dict[int, list[int]]]:
+    """Scored inputs as next-token questions, grouped by the tokens before the asked one: the
+    distinct prefixes, each one's distinct asked tokens, and per input the groups of its
+    continuation's positions, in order.
 
-    The log-probability of token t after context c is the same number whether vLLM reads it from the
+    By default only inputs whose continuation is one token are asked (the rest are scored from
+    prompt log-probabilities); ``every_position`` asks every continuation token, each after its
+    own prefix (LoRA runs: vLLM's prompt log-probabilities are wrong or crash with an adapter).
+
+    The log-probability of token t after prefix c is the same number whether vLLM reads it from the
     prompt ``c + [t]``'s last position or from the next-token distribution after ``c``; the second
     needs one prompt for all of c's choices (four for an mmlu question) and, with no prompt
     log-probabilities asked, lets vLLM's prefix cache reuse the few-shot prefix shared by a task's prompts.
 
     >>> next_token_groups([([5, 6, 7], 2), ([5, 6, 8], 2), ([5, 9, 9], 1)])
-    ([[5, 6]], [[7, 8]], {0: 0, 1: 0})
+    ([[5, 6]], [[7, 8]], {0: [0], 1: [0]})
+    >>> next_token_groups([([5, 6, 7], 2), ([5, 9, 9], 1)], every_position=True)
+    ([[5, 6], [5], [5, 9]], [[7], [9], [9]], {0: [0], 1: [1, 2]})
     """
-    contexts: list[Tokens] = []
-    candidates: list[list[int]] = []
+    prefixes: list[Tokens] = []
+    asked: list[list[int]] = []
     groups: dict[tuple[int, ...], int] = {}
-    owner: dict[int, int] = {}
+    owner: dict[int, list[int]] = {}
     for i, (tokens, ctxlen) in enumerate(inputs):
-        if len(tokens) - ctxlen != 1 or ctxlen < 1:
+        if ctxlen < 1 or (len(tokens) - ctxlen != 1 and not every_position):
             continue
-        key = tuple(tokens[:ctxlen])
-        group = groups.setdefault(key, len(contexts))
-        if group == len(contexts):
-            contexts.append(list(key))
-            candidates.append([])
-        if tokens[-1] not in candidates[group]:
-            candidates[group].append(tokens[-1])
-        owner[i] = group
-    return contexts, candidates, owner
+        owner[i] = []
+        for position in range(ctxlen, len(tokens)):
+            key = tuple(tokens[:position])
+            group = groups.setdefault(key, len(prefixes))
+            if group == len(prefixes):
+                prefixes.append(list(key))
+                asked.append([])
+            if tokens[position] not in asked[group]:
+                asked[group].append(tokens[position])
+            owner[i].append(group)
+    return prefixes, asked, owner
+
+
+def next_token_answer(tokens: Sequence[int], found: Sequence[Logprobs]) -> tuple[float, bool]:
+    """The (log-probability, greedy) of continuation ``tokens`` from the next-token dict after each
+    one's prefix (each dict holds the asked tokens and the arg-max)."""
+    scores = [continuation_logprob([token], logprobs, 0) for token, logprobs in zip(tokens, found, strict=True)]
+    return float(sum(logprob for logprob, _ in scores)), all(greedy for _, greedy in scores)
 
 
 def longest_first(prompts: Sequence[Sequence[int]]) -> list[int]:

@@ -114,3 +114,11 @@ def test_requests_with_nothing_to_score_or_continue_are_refused(model) -> None:
         m.loglikelihood([Request("loglikelihood", ("ab", ""))])
     with pytest.raises(ModelError, match="nothing to continue"):
         m.generate_until([Request("generate_until", ("", {"until": []}))])
+
+
+def test_a_lora_run_reads_every_continuation_token_as_a_next_token(model) -> None:
+    m, calls = model
+    m.lora = object()  # vLLM's prompt log-probabilities are wrong or crash with an adapter
+    answers = m.loglikelihood([Request("loglikelihood", ("a", "bc"))])
+    assert calls[0][1:] == ([[1, 97, 98], [1, 97]], [[99], [98]])  # "b" after BOS a, "c" after BOS a b
+    assert answers == [(-0.5, True)]

@@ -73,7 +73,17 @@ def test_one_token_continuations_are_grouped_by_their_context() -> None:
               ([9], 0)]                                             # no context left after truncation
     contexts, candidates, owner = rules.next_token_groups(inputs)
     assert contexts == [[1, 2], [1, 3]] and candidates == [[65, 66], [65]]
-    assert owner == {0: 0, 1: 0, 2: 0, 3: 1}
+    assert owner == {0: [0], 1: [0], 2: [0], 3: [1]}
+    # a LoRA run asks every continuation token after its own prefix; the prefix [1, 2] is shared
+    prefixes, asked, positions = rules.next_token_groups(inputs, every_position=True)
+    assert prefixes == [[1, 2], [1, 3], [1, 2, 65]] and asked == [[65, 66], [65], [66]]
+    assert positions == {0: [0], 1: [0], 2: [0], 3: [1], 4: [0, 2]}
+
+
+def test_next_token_answers_sum_the_positions_and_need_each_to_be_the_arg_max() -> None:
+    found = [[{7: -0.5, 3: -0.1}], [{8: -0.25}]]  # position 1: 3 is the arg-max, not 7
+    assert rules.next_token_answer([7, 8], found) == (-0.75, False)
+    assert rules.next_token_answer([8], found[1:]) == (-0.25, True)
 
 
 def test_encode_kwargs_never_double_the_bos() -> None:
