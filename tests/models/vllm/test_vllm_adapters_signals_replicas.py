@@ -1,10 +1,12 @@
-"""model=vllm on the real engine, the two things a single run cannot show: a LoRA adapter
+"""model=vllm on the real engine, what the one shared run cannot show: a LoRA adapter
 (``lora_local_path``, made here by peft) answers as the adapter merged into the weights does under
-evalflow's hf backend, and changes the answers; and ``kill PID`` of a run mid-inference shuts its
-engine processes down instead of orphaning them (lm-eval's are left running)."""
+evalflow's hf backend, and changes the answers; ``kill PID`` of a run mid-inference shuts its
+engine processes down instead of orphaning them (lm-eval's are left running); and ``workers=2``
+runs an engine per Ray replica with the single engine's answers."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -85,3 +87,21 @@ def test_sigterm_mid_inference_shuts_the_engine_processes_down(vllm_run: dict[st
         time.sleep(0.5)
     assert not [p for p in engine if vllm_side.alive(p)], f"engine processes left running: {engine}"
     assert not (tmp_path / "run" / "results.json").exists()
+
+
+def test_two_ray_replicas_each_with_an_engine_answer_as_one_engine(vllm_run: dict[str, Any], library: Path,
+                                                                 tmp_path: Path) -> None:
+    """``workers=2``: two Ray replicas, each its own vLLM engine kept for the run, every replica
+    dealt chunks; the answers are the single engine's (log-likelihoods within float noise of
+    different batches, the same greedy flags and generations)."""
+    args = [a for a in run_args(vllm_run["folder"], library, tmp_path / "cache", tmp_path / "run") if not a.startswith("task=")]
+    done = vllm_side.run_evalflow([*args, "task=[toy_mc,toy_gen]", "workers=2", "worker_resources={num_cpus: 1}",
+                                   "chunk_size=16"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert sorted(name.split("@")[0] for name in manifest["workers"]) == ["w0", "w1"]
+    rows = samples(tmp_path / "run", ["toy_mc", "toy_gen"])
+    for mine, one in zip(rows["toy_mc"], vllm_run["samples"]["toy_mc"], strict=True):
+        for (a,), (b,) in zip(mine["resps"], one["resps"], strict=True):
+            assert abs(a[0] - b[0]) < LOGPROB_TOLERANCE and a[1] == b[1]
+    assert [r["resps"] for r in rows["toy_gen"]] == [r["resps"] for r in vllm_run["samples"]["toy_gen"]]
