@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 from tests.conftest import COUNTING, ROOT
-from tests.support.hold import HELD, Hold
+from tests.support.hold import HELD, Hold, signals_as_in_a_terminal
 
 
 def cli(args: list[str], env_extra: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
@@ -40,13 +40,6 @@ def held_args(lib: Path, cache: Path) -> list[str]:
     return [f"model.type={HELD}" if a.startswith("model.type=") else a for a in base_args(lib, cache)]
 
 
-def _ctrl_c_as_in_a_terminal() -> None:
-    """SIGINT's default disposition in the child. A shell runs background commands (a CI runner's
-    `cmd &`, nohup) with SIGINT ignored, children inherit that, and Python then installs no
-    KeyboardInterrupt handler: Ctrl-C from a terminal is what these tests mean."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def start_held(args: list[str], hold: Hold, logs: Path) -> subprocess.Popen:
     """``python -m evalflow ARGS`` with ``hold``'s pipes, stdout and stderr into ``logs``.{out,err}
     (files, not pipes: nobody reads a pipe while the test waits for the hold, and a full one would
@@ -54,7 +47,7 @@ def start_held(args: list[str], hold: Hold, logs: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1", **hold.env}  # SIGABRT dumps every thread
     with open(f"{logs}.out", "w") as out, open(f"{logs}.err", "w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "evalflow", *args], cwd=ROOT, env=env,
-                                stdout=out, stderr=err, pass_fds=hold.child_fds, preexec_fn=_ctrl_c_as_in_a_terminal)
+                                stdout=out, stderr=err, pass_fds=hold.child_fds, preexec_fn=signals_as_in_a_terminal)
     hold.started()
     return proc
 

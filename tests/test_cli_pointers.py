@@ -104,3 +104,22 @@ def test_a_model_mapping_is_laid_over_its_preset(toy_library: Path, tmp_path: Pa
     assert by_mapping["results"] == by_override["results"] and by_mapping["evalflow"]["model"] == by_override["evalflow"]["model"]
     own = evaluate("toy_mc", {"type": COUNTING, "anything": 1}, **kw)  # a class of the user's own: keys as given
     assert own["evalflow"]["model"] == {"type": COUNTING, "anything": 1}
+
+
+def test_a_signal_ignored_or_handled_by_a_launcher_is_left_as_it_is() -> None:
+    """Under nohup SIGHUP is ignored and stays so; a scheduler's own SIGTERM handler is kept."""
+    import subprocess
+    import sys
+
+    probe = ("import signal\n"
+             "from evalflow.commands.stopping import stop_on_termination\n"
+             "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+             "mine = lambda *_: None\n"
+             "stop_on_termination()\n"
+             "assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN\n"
+             "assert signal.getsignal(signal.SIGTERM).__name__ == 'stop'\n"
+             "signal.signal(signal.SIGTERM, mine)\n"
+             "stop_on_termination()\n"
+             "assert signal.getsignal(signal.SIGTERM) is mine\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

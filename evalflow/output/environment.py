@@ -5,7 +5,8 @@ working directory, for a harness used as a submodule).
 torch's report costs about 3 s (it runs pip and probes compilers and GPUs), more than many runs
 served from the cache take in all, so it is kept under ``<user cache>/env-info/`` by a key of what
 it reports: the Python build, the platform, every installed distribution and version, the CPU
-model and the NVIDIA driver. A change to any of them writes a new report.
+model and the NVIDIA driver. A change to any of them writes a new report; what a run imported
+does not (:func:`_install_paths`).
 """
 
 from __future__ import annotations
@@ -50,13 +51,21 @@ def pretty_env_info() -> str:
 
 
 def _environment_key() -> tuple:
-    """What the report says: the distributions on ``sys.path`` except vendored copies (importing
-    setuptools puts ``setuptools/_vendor`` on the path, so a run that imported it, as vLLM's engine
-    does, would otherwise key a new report and a later run that did not would miss it)."""
-    installed = [p for p in sys.path if "_vendor" not in Path(p).parts]
-    distributions = sorted((d.metadata["Name"] or "", d.version) for d in metadata.distributions(path=installed))
+    """What the report says: the distributions installed on ``sys.path``, the Python build, the
+    platform, the CPU model and the NVIDIA driver."""
+    distributions = sorted((d.metadata["Name"] or "", d.version) for d in metadata.distributions(path=_install_paths()))
     return ("pretty-env-info", 1, sys.version, platform.platform(), distributions,
             _first_line("/proc/cpuinfo", "model name"), _first_line("/proc/driver/nvidia/version", ""))
+
+
+def _install_paths() -> list[str]:
+    """``sys.path`` without the folders a package puts there from inside an installation folder:
+    ``setuptools/_vendor`` (importing setuptools adds it, as vLLM's engine does) and
+    ``ray/thirdparty_files`` (importing Ray adds it, as vLLM does where Ray is installed). Their
+    copies are part of the package already keyed; counted, a run that imported one would key a new
+    report and the next run, which did not, would miss it (and import torch to write it again)."""
+    roots = [Path(p) for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
+    return [p for p in sys.path if not any(root in Path(p).parents for root in roots)]
 
 
 def _first_line(path: str, prefix: str) -> str | None:

@@ -88,8 +88,9 @@ def test_the_environment_report_is_memoized_until_the_environment_changes(tmp_pa
 
 
 def test_the_environment_key_ignores_vendored_copies_but_not_installs(tmp_path, monkeypatch) -> None:
-    """Importing setuptools puts setuptools/_vendor on sys.path (vLLM's engine does): the same
-    environment, so the same report; a distribution really added is a new one."""
+    """Importing setuptools puts setuptools/_vendor on sys.path (vLLM's engine does), importing Ray
+    ray/thirdparty_files (vLLM does where Ray is installed): the same environment, so the same
+    report; a distribution really added is a new one."""
     import sys
 
     def folder_with_a_distribution(folder: Path) -> str:
@@ -97,9 +98,13 @@ def test_the_environment_key_ignores_vendored_copies_but_not_installs(tmp_path, 
         (folder / "extra-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: extra\nVersion: 1.0\n")
         return str(folder)
 
+    site = tmp_path / "venv" / "site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
     before = environment._environment_key()
-    monkeypatch.setattr(sys, "path", [*sys.path, folder_with_a_distribution(tmp_path / "setuptools" / "_vendor")])
-    assert environment._environment_key() == before
+    for vendored in ("setuptools/_vendor", "ray/thirdparty_files"):
+        monkeypatch.setattr(sys, "path", [*sys.path, folder_with_a_distribution(site / vendored)])
+        assert environment._environment_key() == before, vendored
     monkeypatch.setattr(sys, "path", [*sys.path, folder_with_a_distribution(tmp_path / "site")])
     assert environment._environment_key() != before
 

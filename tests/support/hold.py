@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 from typing import Sequence
 
 from evalflow.records import Request
@@ -107,3 +108,12 @@ class Hold:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def signals_as_in_a_terminal() -> None:
+    """SIGINT's, SIGTERM's and SIGHUP's default dispositions in the child. A shell runs background
+    commands (a CI runner's `cmd &`) with SIGINT ignored, nohup with SIGHUP ignored, children inherit
+    that, and then neither Python nor evalflow installs its handler (an ignored signal stays
+    ignored, as nohup asks): a run started from a terminal is what these tests mean."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)

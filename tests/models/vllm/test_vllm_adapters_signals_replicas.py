@@ -17,7 +17,7 @@ import pytest
 
 from tests.models.vllm.conftest import LOGPROB_TOLERANCE, SHARED_KEYS, run_args, samples
 from tests.support import vllm_side
-from tests.support.hold import Hold
+from tests.support.hold import Hold, signals_as_in_a_terminal
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 TASKS = ["toy_mc", "toy_roll", "toy_gen"]
@@ -69,7 +69,7 @@ def test_sigterm_mid_inference_shuts_the_engine_processes_down(vllm_run: dict[st
     with Hold(at=1) as hold, open(tmp_path / "run.err", "w") as err:
         proc = subprocess.Popen([python, "-m", "evalflow", *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err,
                                 env={**vllm_side.env(), **hold.env, "EVALFLOW_TEST_ENGINE_PIDS": str(pids_file)},
-                                pass_fds=hold.child_fds)
+                                pass_fds=hold.child_fds, preexec_fn=signals_as_in_a_terminal)
         hold.started()
         try:
             hold.wait_held(timeout=vllm_side.READY_SECONDS)
