@@ -96,3 +96,19 @@ def test_the_preset_names_the_class_and_composes(tiny_model_dir):
     model = dict(settings.model)
     assert model["type"] == "vllm" and model["kv_cache_dtype"] == "auto" and model["truncation_side"] == "left"
     assert model_identity(model)["engine_args"] == {"kv_cache_dtype": "auto"}
+
+
+def test_the_chat_template_comes_from_the_tokenizer_folder_vllm_loads(tiny_model_dir, tmp_path):
+    """lm-eval's VLLM renders prompts with its tokenizer's apply_chat_template: evalflow reads the
+    same template, from ``tokenizer`` (else ``pretrained``), without vLLM, as for the hf backend."""
+    from transformers import AutoTokenizer
+
+    from evalflow.models.chat_templates import chat_template
+
+    template = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}"
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tok.chat_template = template
+    tok.save_pretrained(tmp_path / "tok")
+    source = VLLMModel.chat_template_source({"type": "vllm", "pretrained": str(tiny_model_dir),
+                                             "tokenizer": str(tmp_path / "tok")})
+    assert chat_template(source)[0] == template
