@@ -77,8 +77,11 @@ def continuation_logprob(tokens: Sequence[int], prompt_logprobs: Sequence[Mappin
     return float(total), greedy
 
 
-def next_token_groups(inputs: Sequence[tuple[Sequence[int], int]], every_position: bool = False
-                      ) -> tuple[list[Tokens], list[list[int]], dict[int, list[int]]]:
+MAX_NAMED_TOKENS = 128  # vLLM's MAX_LOGPROB_TOKEN_IDS: the most tokens one request may name
+
+
+def next_token_groups(inputs: Sequence[tuple[Sequence[int], int]], every_position: bool = False,
+                      max_named: int = MAX_NAMED_TOKENS) -> tuple[list[Tokens], list[list[int]], dict[int, list[int]]]:
     """Scored inputs as next-token questions, grouped by the tokens before the asked one: the
     distinct prefixes, each one's distinct asked tokens, and per input the groups of its
     continuation's positions, in order.
@@ -91,6 +94,7 @@ def next_token_groups(inputs: Sequence[tuple[Sequence[int], int]], every_positio
     prompt ``c + [t]``'s last position or from the next-token distribution after ``c``; the second
     needs one prompt for all of c's choices (four for an mmlu question) and, with no prompt
     log-probabilities asked, lets vLLM's prefix cache reuse the few-shot prefix shared by a task's prompts.
+    A prefix asked for more than ``max_named`` distinct tokens gets a group per ``max_named``.
 
     >>> next_token_groups([([5, 6, 7], 2), ([5, 6, 8], 2), ([5, 9, 9], 1)])
     ([[5, 6]], [[7, 8]], {0: [0], 1: [0]})
@@ -99,21 +103,25 @@ def next_token_groups(inputs: Sequence[tuple[Sequence[int], int]], every_positio
     """
     prefixes: list[Tokens] = []
     asked: list[list[int]] = []
-    groups: dict[tuple[int, ...], int] = {}
+    group_of: dict[tuple[int, ...], dict[int, int]] = {}  # prefix -> asked token -> its group
+    filling: dict[tuple[int, ...], int] = {}  # prefix -> the group new tokens of it go to
     owner: dict[int, list[int]] = {}
     for i, (tokens, ctxlen) in enumerate(inputs):
         if ctxlen < 1 or (len(tokens) - ctxlen != 1 and not every_position):
             continue
         owner[i] = []
         for position in range(ctxlen, len(tokens)):
-            key = tuple(tokens[:position])
-            group = groups.setdefault(key, len(prefixes))
-            if group == len(prefixes):
-                prefixes.append(list(key))
-                asked.append([])
-            if tokens[position] not in asked[group]:
-                asked[group].append(tokens[position])
-            owner[i].append(group)
+            key, token = tuple(tokens[:position]), tokens[position]
+            seen = group_of.setdefault(key, {})
+            if token not in seen:
+                group = filling.get(key)
+                if group is None or len(asked[group]) >= max_named:
+                    group = filling[key] = len(prefixes)
+                    prefixes.append(list(key))
+                    asked.append([])
+                asked[group].append(token)
+                seen[token] = group
+            owner[i].append(seen[token])
     return prefixes, asked, owner
 
 

@@ -80,6 +80,13 @@ def test_one_token_continuations_are_grouped_by_their_context() -> None:
     assert positions == {0: [0], 1: [0], 2: [0], 3: [1], 4: [0, 2]}
 
 
+def test_a_prefix_asked_for_more_tokens_than_vllm_takes_in_one_request_is_split() -> None:
+    inputs = [([1, 2, t], 2) for t in (65, 66, 67, 65)]
+    prefixes, asked, owner = rules.next_token_groups(inputs, max_named=2)
+    assert prefixes == [[1, 2], [1, 2]] and asked == [[65, 66], [67]]
+    assert owner == {0: [0], 1: [0], 2: [1], 3: [0]}
+
+
 def test_next_token_answers_sum_the_positions_and_need_each_to_be_the_arg_max() -> None:
     found = [[{7: -0.5, 3: -0.1}], [{8: -0.25}]]  # position 1: 3 is the arg-max, not 7
     assert rules.next_token_answer([7, 8], found) == (-0.75, False)
