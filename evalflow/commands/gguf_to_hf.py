@@ -23,5 +23,6 @@ def main(argv: list[str]) -> int:
 
         folder, gguf_file = smollm2_dir(), gguf_file or SMOLLM2_GGUF
     out = export.gguf_to_folder(folder, str(gguf_file), Path(words.positional[0]).absolute(), words.options.get("dtype", "float32"))
-    print(f"{out} holds the model as transformers files; e.g.\n  python -m evalflow model=vllm model.pretrained={out}")
+    print(f"{out} holds the model as transformers files; e.g., with vLLM's python (a CPU machine: the one "
+          f"`python -m evalflow vllm-cpu-venv` prints):\n  python -m evalflow model=vllm model.pretrained={out}")
     return 0

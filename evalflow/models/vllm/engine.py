@@ -6,7 +6,11 @@ lm-eval's ``batch_size=auto`` does); nothing here decides an answer, :mod:`.requ
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import contextlib
+import os
+import signal
+import threading
+from typing import Any, Iterator, Mapping, Sequence
 
 from evalflow.errors import ModelError
 from evalflow.models.vllm.requests import Logprobs
@@ -26,11 +30,48 @@ def require_vllm() -> None:
 
 
 def load_llm(engine_args: Mapping[str, Any]) -> Any:
-    """``vllm.LLM(**engine_args)``: weights loaded, the engine processes started."""
+    """``vllm.LLM(**engine_args)``: weights loaded, the engine processes started.
+
+    Stopping signals arriving meanwhile are held until the engine is up and then delivered: vLLM's
+    start-up swallows the exception evalflow raises for SIGTERM (measured: a run killed then went on
+    answering), and an engine stopped half-started is what leaves its processes behind."""
     require_vllm()
     from vllm import LLM
 
-    return LLM(**engine_args)
+    with signals_held_until_done():
+        try:
+            return LLM(**engine_args)
+        except TypeError as exc:
+            if "unexpected keyword argument" not in str(exc):
+                raise
+            key = str(exc).rsplit("argument", 1)[-1].strip(" '\"")
+            raise ModelError(
+                f"model.{key}: vLLM's engine takes no argument '{key}' ({exc}). Keys of the vllm model that are not "
+                "evalflow's own (conf/model/vllm.yaml) go to vllm.LLM as they are; check the spelling against vLLM's "
+                "engine arguments (python -m vllm.entrypoints.openai.api_server --help lists them)."
+            ) from None
+
+
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def signals_held_until_done() -> Iterator[None]:
+    """Within the block, SIGINT, SIGTERM and SIGHUP are recorded rather than handled; on leaving it
+    the previous handlers are back and the first recorded signal is sent again, to them. Outside the
+    main thread (a Ray replica) signals cannot be handled there anyway: nothing is changed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: arrived.append(signum)) for sig in HELD_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        if arrived:
+            os.kill(os.getpid(), arrived[0])
 
 
 def load_tokenizer(name: str, mode: str, trust_remote_code: bool, revision: str | None, add_bos_token: bool | None) -> Any:

@@ -279,9 +279,10 @@ def _folder(path: str) -> Any:
     from pathlib import Path
 
     folder = Path(path).expanduser()
-    if not folder.is_dir():
-        raise ModelError(f"model.lora_local_path '{path}' is not a folder; give the folder the LoRA adapter was saved "
-                         "to (adapter_config.json and its weights).")
+    if not (folder / "adapter_config.json").is_file():
+        what = "has no adapter_config.json" if folder.is_dir() else "is not a folder"
+        raise ModelError(f"model.lora_local_path '{path}' {what}; give the folder a LoRA adapter was saved to "
+                         "(peft's save_pretrained: adapter_config.json and its weights).")
     return folder
 
 

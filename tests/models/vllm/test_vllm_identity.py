@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.errors import ConfigError
+from evalflow.errors import ConfigError, ModelError
 from evalflow.models.registry import model_class, model_identity
 from evalflow.models.vllm.model import SPEED_ONLY, VLLMModel
 
@@ -48,6 +48,9 @@ def test_the_key_follows_the_weights_and_the_adapters_contents(tiny_model_dir, t
     assert ident(copy) != ident(tiny_model_dir)
     lora = tmp_path / "lora"
     lora.mkdir()
+    with pytest.raises(ModelError, match="has no adapter_config.json; give the folder a LoRA adapter was saved to"):
+        ident(tiny_model_dir, lora_local_path=str(lora))  # before any engine starts
+    (lora / "adapter_config.json").write_text('{"r": 8}')
     (lora / "adapter_model.safetensors").write_bytes(b"a")
     first = ident(tiny_model_dir, lora_local_path=str(lora))
     (lora / "adapter_model.safetensors").write_bytes(b"b")
@@ -112,3 +115,52 @@ def test_the_chat_template_comes_from_the_tokenizer_folder_vllm_loads(tiny_model
     source = VLLMModel.chat_template_source({"type": "vllm", "pretrained": str(tiny_model_dir),
                                              "tokenizer": str(tmp_path / "tok")})
     assert chat_template(source)[0] == template
+
+
+def test_stopping_signals_during_engine_start_are_delivered_once_it_is_up(monkeypatch):
+    """vLLM's start-up swallows the exception a SIGTERM handler raises; held and sent again after
+    the constructor returns, the signal reaches evalflow's handler (which ends the run)."""
+    import os
+    import signal
+    import types
+
+    from evalflow.models.vllm import engine
+
+    class Stopped(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stopped(signum)
+
+    class SwallowingLLM:  # as vLLM's start-up behaved: a KeyboardInterrupt-like exception lost
+        def __init__(self, **kwargs):
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                sum(range(1000))  # the handler runs here, between bytecodes
+            except BaseException:
+                pass
+            self.kwargs = kwargs
+
+    monkeypatch.setattr(engine, "require_vllm", lambda: None)
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=SwallowingLLM))
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(Stopped):
+            engine.load_llm({"model": "m"})
+        assert signal.getsignal(signal.SIGTERM) is stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_an_engine_argument_vllm_does_not_take_is_one_paragraph(monkeypatch):
+    import types
+
+    from evalflow.models.vllm import engine
+
+    def llm(**kwargs):
+        raise TypeError("EngineArgs.__init__() got an unexpected keyword argument 'enforce_eagr'")
+
+    monkeypatch.setattr(engine, "require_vllm", lambda: None)
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=llm))
+    with pytest.raises(ModelError, match=r"model.enforce_eagr: vLLM's engine takes no argument 'enforce_eagr'"):
+        engine.load_llm({"model": "m", "enforce_eagr": True})
