@@ -15,6 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from evalflow.cache.store import default_cache_dir
 from evalflow.config.messages import unknown_setting
+from evalflow.config.packaged import conf_dir
 from evalflow.config.samples_option import parse_samples
 from evalflow.config.schema import defaults
 from evalflow.errors import ConfigError
@@ -277,9 +278,6 @@ def parse_value(text: str) -> Any:
     return text
 
 
-DATA_MAPS = Path(__file__).resolve().parents[1] / "conf" / "data_maps"
-
-
 def data_map_file(value: Any) -> Path | None:
     """The map file a ``data_map`` value names: a map in conf/data_maps/ by name, else a path;
     ``$EVALFLOW_DATA_MAP`` when the setting is unset. None for an in-line mapping or no map."""
@@ -290,12 +288,13 @@ def data_map_file(value: Any) -> Path | None:
     if value is None or isinstance(value, Mapping):
         return None
     text = str(value)
-    named = DATA_MAPS / f"{text}.yaml"
+    maps = conf_dir() / "data_maps"
+    named = maps / f"{text}.yaml"
     if "/" not in text and os.sep not in text and named.is_file():
         return named
     path = Path(text).expanduser()
     if not path.is_file():
-        names = sorted(p.stem for p in DATA_MAPS.glob("*.yaml"))
+        names = sorted(p.stem for p in maps.glob("*.yaml"))
         raise ConfigError(
             f"data_map={value}: neither a map in conf/data_maps/ ({', '.join(names)}) nor an existing file; "
             "give a map's name (data_map=shared), the path of a YAML/JSON map file, or an in-line mapping"

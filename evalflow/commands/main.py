@@ -104,6 +104,7 @@ def hydra_main() -> None:
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig, OmegaConf
 
+    from evalflow.config.packaged import conf_dir as packaged_conf
     from evalflow.config.resolvers import register_resolvers
     from evalflow.config.schema import register_configs
 
@@ -111,7 +112,7 @@ def hydra_main() -> None:
     register_resolvers()
     if not OmegaConf.has_resolver("evalflow.subcommands"):
         OmegaConf.register_new_resolver("evalflow.subcommands", subcommand_help)
-    conf_dir = str(Path(__file__).resolve().parents[2] / "conf")
+    conf_dir = str(packaged_conf())
     run_dir = _pop_config_dir()
     if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
         sys.argv.extend([f"hydra.searchpath=[file://{conf_dir}]", *_reproduction_overrides(conf_dir, sys.argv[1:])])
@@ -205,7 +206,19 @@ def _pop_config_dir() -> str | None:
     return None
 
 
+def version_line() -> str:
+    """What ``--version`` prints: the installed distribution's version, and where the code runs from."""
+    from evalflow.config.packaged import package_dir, source_checkout, version
+
+    checkout = source_checkout()
+    where = f"source checkout {checkout}" if checkout is not None else str(package_dir())
+    return f"evalflow {version() or '(not installed)'} ({where})"
+
+
 def entry() -> None:
+    if sys.argv[1:] == ["--version"]:  # before Hydra, whose own --version names Hydra's
+        print(version_line())
+        raise SystemExit(0)
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
         import importlib
 

@@ -17,13 +17,7 @@ def main(argv: list[str]) -> int:
         return 0
     words = parse_words(argv, USAGE)
     venv = Path(words.positional[0]).absolute() if words.positional else cpu_venv.default_venv()
-    project = Path(__file__).resolve().parents[2]
-    if not (project / "pyproject.toml").is_file():
-        from evalflow.errors import ConfigError
-
-        raise ConfigError(f"vllm-cpu-venv installs this evalflow checkout into the venv, but {project} has no "
-                          "pyproject.toml (an installed, non-editable evalflow): run it from a clone.")
-    python = cpu_venv.venv_python(cpu_venv.build(venv, project))
+    python = cpu_venv.venv_python(cpu_venv.build(venv))
     env = " ".join(f"{k}={v}" for k, v in cpu_venv.CPU_ENV.items())
     print(f"{python}\nrun evalflow with vLLM's CPU build:\n  {env} {python} -m evalflow model=vllm model.pretrained=DIR ...")
     return 0

@@ -1,5 +1,3 @@
-"""Run settings: their types and defaults (schema.py); values live in ``conf/`` YAML."""
-
-from evalflow.config.schema import RunConfig, register_configs
-
-__all__ = ["RunConfig", "register_configs"]
+"""Run settings: their types and defaults (``schema.py``); values live in ``conf/`` YAML, found by
+``packaged.py``. Nothing is imported here: the task catalog finds ``tasks/`` through
+``evalflow.config.packaged`` without loading Hydra (``schema.py`` imports it)."""

@@ -13,7 +13,8 @@ from hydra.errors import HydraException
 from omegaconf import open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from evalflow.config.messages import CONF_DIR, has_preset, hydra_paragraph, unknown_model_key, unknown_setting
+from evalflow.config.messages import has_preset, hydra_paragraph, unknown_model_key, unknown_setting
+from evalflow.config.packaged import conf_dir
 from evalflow.config.resolvers import register_resolvers
 from evalflow.config.schema import register_configs
 from evalflow.errors import ConfigError
@@ -23,7 +24,7 @@ def compose_config(overrides: list[str]) -> Any:
     register_configs()
     register_resolvers()
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             return compose(config_name="config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(hydra_paragraph(exc)) from None

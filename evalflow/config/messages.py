@@ -8,12 +8,11 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
+from evalflow.config.packaged import conf_dir
 from evalflow.errors import closest
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 SCHEMA_NOTE = "The settings and their types are listed in evalflow/config/schema.py."
 
 # lm-eval's command-line options whose evalflow spelling differs, and where they went.
@@ -53,7 +52,7 @@ def unknown_model_key(key: str, model: Any) -> str:
 
 def has_preset(model_type: Any) -> bool:
     """Whether ``model.type`` names a preset in conf/model/ (its keys are known), or a class of your own."""
-    return (CONF_DIR / "model" / f"{model_type}.yaml").is_file()
+    return (conf_dir() / "model" / f"{model_type}.yaml").is_file()
 
 
 def hydra_paragraph(exc: Exception) -> str:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from evalflow.config import packaged
+
 
 def _smollm2_dir() -> str:
     from evalflow.models.smollm2 import smollm2_dir
@@ -14,20 +16,20 @@ def _smollm2_dir() -> str:
     return smollm2_dir()
 
 
-def _repo_root() -> str:
-    return str(Path(__file__).resolve().parents[2])
-
-
 SHARED_DATA_ENV = "EVALFLOW_SHARED_DATA"
 
 
 def shared_data_candidates() -> list[Path]:
-    """Where ``data_map=shared`` looks for its data, in order: ``$EVALFLOW_SHARED_DATA``, the
-    ``shared/data`` folder beside this checkout, then ``./shared/data`` (a worktree or a copy of
-    the code elsewhere finds the data of the folder it is run from)."""
+    """Where ``data_map=shared`` looks for its data, in order: ``$EVALFLOW_SHARED_DATA``; when
+    evalflow runs from a source checkout (:func:`~evalflow.config.packaged.source_checkout`: an
+    editable install or the checkout on ``PYTHONPATH``), the ``shared/data`` folder beside it; then
+    ``./shared/data`` (an installed evalflow, a worktree or a copy of the code elsewhere finds the
+    data of the folder it is run from)."""
     env = os.environ.get(SHARED_DATA_ENV)
+    checkout = packaged.source_checkout()
     found = [Path(env).expanduser()] if env else []
-    return found + [Path(_repo_root()).parent / "shared" / "data", Path.cwd() / "shared" / "data"]
+    beside = [checkout.parent / "shared" / "data"] if checkout is not None else []
+    return found + beside + [Path.cwd() / "shared" / "data"]
 
 
 def shared_data() -> str:
@@ -56,7 +58,7 @@ def _run_id() -> str:
 
 def _presets(folder: str) -> str:
     """The preset names in ``conf/<folder>/`` (for --help), so the list never goes stale."""
-    conf = Path(__file__).resolve().parents[2] / "conf" / folder
+    conf = packaged.conf_dir() / folder
     return ", ".join(sorted(p.stem for p in conf.glob("*.yaml")))
 
 
@@ -67,7 +69,5 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("evalflow.run_id", _run_id, use_cache=True)
     if not OmegaConf.has_resolver("evalflow.smollm2_dir"):
         OmegaConf.register_new_resolver("evalflow.smollm2_dir", _smollm2_dir)
-    if not OmegaConf.has_resolver("evalflow.repo_root"):
-        OmegaConf.register_new_resolver("evalflow.repo_root", _repo_root)
     if not OmegaConf.has_resolver("evalflow.shared_data"):
         OmegaConf.register_new_resolver("evalflow.shared_data", shared_data)

@@ -17,13 +17,13 @@ import dataclasses
 import functools
 import importlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from evalflow.cache.code import module_closure
+from evalflow.config.packaged import package_dir
 from evalflow.taskspec.format.spec import TASK_FIELDS, TaskConfig
 
-EVALFLOW_DIR = Path(__file__).resolve().parents[1]
+EVALFLOW_DIR = package_dir()
 MODEL_SIDE = ("evalflow.models",)
 """Left out of every stage's code: model-side code belongs to the model's identity
 (:func:`evalflow.models.registry.model_identity`), which keys inference and every response."""

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from evalflow.cache.fingerprint import fingerprint
-from evalflow.config.messages import CONF_DIR, has_preset
+from evalflow.config.messages import has_preset
+from evalflow.config.packaged import conf_dir
 from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, EvalflowError, TaskError
 from evalflow.judges.metric import has_judges, judge_specs
@@ -41,9 +42,9 @@ def preset_config(name: str, where: str) -> dict[str, Any]:
     register_resolvers()
 
     def raw(preset: str) -> Any:
-        path = CONF_DIR / "model" / f"{preset}.yaml"
+        path = conf_dir() / "model" / f"{preset}.yaml"
         if not path.is_file():
-            names = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
+            names = sorted(p.stem for p in (conf_dir() / "model").glob("*.yaml"))
             raise ConfigError(f"{where}: unknown model preset '{preset}'; the presets are {', '.join(names)} (conf/model/). "
                               "Give a preset's name or a model config mapping with a type, e.g. {type: hf, pretrained: PATH}.")
         cfg: Any = OmegaConf.load(path)

@@ -11,13 +11,11 @@ import argparse
 import json
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from evalflow.config.packaged import conf_dir
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import batch_size_value, hydra_value, merge_kv, parse_model_args
-
-CONF_MODEL = Path(__file__).resolve().parents[2] / "conf" / "model"
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,7 @@ def preset_keys(preset: str) -> set[str]:
     """The keys of ``conf/model/<preset>.yaml`` (the flat presets lm-eval's models map to)."""
     import yaml
 
-    return set(yaml.safe_load((CONF_MODEL / f"{preset}.yaml").read_text()) or {})
+    return set(yaml.safe_load((conf_dir() / "model" / f"{preset}.yaml").read_text()) or {})
 
 
 def translate(ns: argparse.Namespace) -> Translation:

@@ -14,9 +14,9 @@ import hashlib
 import re
 import subprocess
 from importlib import metadata
-from pathlib import Path
 from typing import Any, Mapping
 
+from evalflow.config.packaged import source_checkout
 from evalflow.settings import RunSettings
 
 # lm-eval's order: peft and delta adapters name the model before the base model they are on.
@@ -82,9 +82,13 @@ def _chat_template(settings: RunSettings) -> str | None:
 
 
 def _git_hash() -> str | None:
-    """The commit of evalflow's source checkout (lm-eval records its own), None when not a checkout."""
+    """The commit of the source checkout evalflow runs from (lm-eval records its own), None for an
+    installed wheel, even one installed in a folder inside some git repository."""
+    checkout = source_checkout()
+    if checkout is None:
+        return None
     try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).resolve().parent,
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout,
                               capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None

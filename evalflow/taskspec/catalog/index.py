@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from evalflow.config.packaged import tasks_dir
 from evalflow.errors import TaskError
 from evalflow.taskspec.catalog.index_scan import Row, scan_root
 from evalflow.taskspec.catalog.selection import IndexEntry, Selection, kind_of
@@ -37,9 +38,9 @@ log = logging.getLogger(__name__)
 
 
 def builtin_tasks_dir() -> Path:
-    """``$EVALFLOW_TASKS_DIR``, else the repository's ``tasks/`` folder."""
+    """``$EVALFLOW_TASKS_DIR``, else evalflow's own ``tasks/`` folder (the checkout's, or the installed package's)."""
     env = os.environ.get("EVALFLOW_TASKS_DIR")
-    return Path(env).expanduser() if env else Path(__file__).resolve().parents[3] / "tasks"
+    return Path(env).expanduser() if env else tasks_dir()
 
 
 class TaskIndex:

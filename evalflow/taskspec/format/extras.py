@@ -1,7 +1,7 @@
 """Which pip extra installs a package that a task module needs and this environment lacks.
 
-Read from the packages' own metadata, never from a hand-kept table: evalflow's extras (its
-``pyproject.toml`` when running from a source checkout, else its installed metadata) come first,
+Read from the packages' own installed metadata, never from a hand-kept table: evalflow's extras
+(``importlib.metadata.requires("evalflow")``, an editable install's as well as a wheel's) come first,
 since ``evalflow[lm-eval-tasks]`` resolves with Hydra; then lm-eval's (``importlib.metadata.requires
 ("lm-eval")``, the ``extra == "..."`` markers), whose task extras list every optional package of its
 task library.
@@ -13,9 +13,7 @@ task library.
 from __future__ import annotations
 
 import functools
-import tomllib
 from importlib import metadata
-from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -59,25 +57,12 @@ def install_hint(module: str) -> str:
 
 @functools.cache
 def _evalflow_extras() -> dict[str, frozenset[str]]:
-    """evalflow's extras -> the canonical names they list (``evalflow[x]`` self-references expanded):
-    from the source checkout's pyproject.toml (the code running now), else the installed metadata."""
-    raw = _checkout_extras()
-    if raw is None:
-        installed = _installed("evalflow")
-        names = (metadata.metadata("evalflow").get_all("Provides-Extra") or []) if installed else []
-        raw = _by_extra((metadata.requires("evalflow") or []) if installed else [], names)[1]
+    """evalflow's extras -> the canonical names they list (``evalflow[x]`` self-references expanded),
+    from its installed metadata (none when evalflow runs from a checkout that is not installed)."""
+    installed = _installed("evalflow")
+    names = (metadata.metadata("evalflow").get_all("Provides-Extra") or []) if installed else []
+    raw = _by_extra((metadata.requires("evalflow") or []) if installed else [], names)[1]
     return {extra: frozenset(_names(raw, extra)) for extra in raw}
-
-
-def _checkout_extras() -> dict[str, list[str]] | None:
-    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
-    try:
-        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    if project.get("name") != "evalflow":
-        return None
-    return {extra: list(reqs) for extra, reqs in project.get("optional-dependencies", {}).items()}
 
 
 def _names(raw: dict[str, list[str]], extra: str, seen: frozenset[str] = frozenset()) -> set[str]:

@@ -211,12 +211,12 @@ def test_the_shared_map_finds_its_data_from_any_checkout(tmp_path: Path, monkeyp
     """Regression: data_map=shared read <checkout>/../shared/data only, so a worktree or a copy of
     the code elsewhere ran on a folder that did not exist. Now: $EVALFLOW_SHARED_DATA, then the
     folder beside the checkout, then ./shared/data; else one paragraph naming what it tried."""
-    from evalflow.config import resolvers
+    from evalflow.config import packaged
 
     checkout, run_from = tmp_path / "elsewhere" / "evalflow", tmp_path / "project"
     checkout.mkdir(parents=True)
     run_from.mkdir()
-    monkeypatch.setattr(resolvers, "_repo_root", lambda: str(checkout))
+    monkeypatch.setattr(packaged, "source_checkout", lambda: checkout)
     monkeypatch.chdir(run_from)
     monkeypatch.delenv("EVALFLOW_SHARED_DATA", raising=False)
     beside, here, env = tmp_path / "elsewhere" / "shared" / "data", run_from / "shared" / "data", tmp_path / "mine"
