@@ -22,3 +22,15 @@ def test_help_names_evalflow_and_every_subcommand() -> None:
         assert f"python -m evalflow {name} {sub.summary}" in done.stdout
     assert "a model preset in conf/model/: dummy, hf, hf_multimodal, llama3" in done.stdout  # listed from conf/model/
     assert "conf/data_maps/ (shared)" in done.stdout
+
+
+def test_version_names_the_installed_version_and_the_checkout_it_runs_from() -> None:
+    """``--version`` is evalflow's (Hydra's own flag would name Hydra), read from the installed
+    metadata; tests/test_distribution.py runs it from an installed wheel."""
+    from importlib import metadata
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "evalflow", "--version"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"evalflow {metadata.version('evalflow')} (source checkout {ROOT})\n"

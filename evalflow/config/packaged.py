@@ -1,6 +1,7 @@
 """Where this evalflow's own files are: its configs (``conf/``), its built-in tasks (``tasks/``), its
 code, and the source checkout it runs from, if any. Every path into evalflow's own files is computed
-here, nowhere else (``tests/config/test_packaged.py`` checks that no other module reads ``__file__``).
+here, through the import system (``tests/config/test_packaged.py`` checks that no module reads its
+``__file__`` but the two that open a file beside themselves).
 
 The repository keeps ``conf/`` and ``tasks/`` at its top level; an install carries them as the
 packages ``evalflow.conf`` and ``evalflow.tasks`` (``setup.py``). The code runs in one of two layouts:

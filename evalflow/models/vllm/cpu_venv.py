@@ -72,7 +72,7 @@ def _probe(venv: Path, code: str) -> str | None:
     if not python.is_file():
         return None
     done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env={**os.environ, **CPU_ENV},
-                          cwd=venv)
+                          cwd=venv, check=False)
     return done.stdout.strip() if done.returncode == 0 else None
 
 
@@ -118,12 +118,14 @@ def installed_wheel(folder: Path) -> Path:
     """The installed evalflow distribution packed again as a wheel in ``folder``: the files its
     RECORD lists under its package and dist-info (compiled files, the console scripts pip wrote and
     pip's own records aside; pip writes those again), with a RECORD of their hashes.
-    Refused when the distribution's files are not the running code's (evalflow on ``PYTHONPATH``)."""
+    Refused for a source checkout (installed editable instead), and when the distribution's files
+    are not the running code's (an installed copy shadowed by another on ``PYTHONPATH``)."""
     dist = metadata.distribution(packaged.DISTRIBUTION)
     code = packaged.package_dir()
-    if Path(str(dist.locate_file("evalflow/__init__.py"))).resolve() != code / "__init__.py":
-        raise ModelError(f"vllm-cpu-venv: the installed evalflow distribution ({dist.locate_file('')}) is not the code "
-                         f"running now ({code}); run the command with the evalflow whose code the venv should hold.")
+    located = Path(str(dist.locate_file("evalflow/__init__.py"))).resolve()
+    if packaged.source_checkout() is not None or located != code / "__init__.py":
+        raise ModelError(f"vllm-cpu-venv: the evalflow running now ({code}) is not the installed distribution's "
+                         f"files ({located.parent}); a source checkout is installed into the venv editable.")
     info = f"evalflow-{dist.version}.dist-info"
     skipped = {f"{info}/{name}" for name in ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")}
     files = sorted(str(f) for f in dist.files or () if f.parts[0] in ("evalflow", info)
@@ -141,10 +143,9 @@ def installed_wheel(folder: Path) -> Path:
 
 
 def _install_missing_extras(venv: Path) -> None:
-    python = str(venv_python(venv))
     for module, pip_args in EXTRAS.items():
-        if subprocess.run([python, "-c", f"import {module}"], capture_output=True, cwd=venv).returncode != 0:
-            _run([python, "-m", "pip", "install", "-q", *pip_args])
+        if _probe(venv, f"import {module}") is None:
+            _run([str(venv_python(venv)), "-m", "pip", "install", "-q", *pip_args])
 
 
 def write_metadata_shim(site_packages: Path) -> Path:
@@ -162,7 +163,7 @@ def write_metadata_shim(site_packages: Path) -> Path:
 
 
 def _run(argv: list[str]) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise ModelError(f"vllm-cpu-venv: `{' '.join(argv)}` failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from evalflow.config import packaged
 from evalflow.errors import ModelError
 from evalflow.models.hf.export import gguf_to_folder
 from evalflow.models.vllm import cpu_venv
@@ -31,6 +32,31 @@ def test_the_metadata_shim_names_the_cpu_build_vllm(tmp_path: Path) -> None:
 def test_a_missing_venv_does_not_import_vllm(tmp_path: Path) -> None:
     assert not cpu_venv.imports_vllm(tmp_path / "nothing")
     assert cpu_venv.venv_python(tmp_path) == tmp_path / "bin" / "python"
+
+
+def fake_venv(folder: Path, prints: str) -> Path:
+    """A venv whose Python prints ``prints`` whatever it is asked (what the venv's evalflow says it is)."""
+    python = cpu_venv.venv_python(folder)
+    python.parent.mkdir(parents=True)
+    python.write_text(f"#!/bin/sh\necho '{prints}'\n")
+    python.chmod(0o755)
+    return folder
+
+
+def test_a_venv_runs_this_evalflow_only_when_its_code_is_this_code(tmp_path: Path) -> None:
+    assert cpu_venv.runs_this_evalflow(fake_venv(tmp_path / "same", packaged.code_identity()))
+    assert not cpu_venv.runs_this_evalflow(fake_venv(tmp_path / "other", f"checkout {tmp_path / 'elsewhere'}"))
+    assert not cpu_venv.runs_this_evalflow(tmp_path / "absent")
+
+
+def test_a_checkout_is_installed_editable_and_its_distribution_never_repacked(tmp_path: Path) -> None:
+    """From a checkout the venv gets the checkout, editable; an installed copy is packed again as a
+    wheel (tests/test_distribution.py), which a checkout's editable metadata cannot be."""
+    assert cpu_venv.evalflow_requirement(tmp_path, "lm-eval-tasks") == ["-e", f"{REPO}[lm-eval-tasks]"]
+    assert cpu_venv.evalflow_requirement(tmp_path) == ["-e", str(REPO)]
+    with pytest.raises(ModelError, match="a source checkout is installed into the venv editable"):
+        cpu_venv.installed_wheel(tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_gguf_to_hf_refuses_a_missing_file_and_a_folder_in_use(tmp_path: Path) -> None:
