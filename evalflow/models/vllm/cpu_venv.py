@@ -120,12 +120,14 @@ def installed_wheel(folder: Path) -> Path:
     pip's own records aside; pip writes those again), with a RECORD of their hashes.
     Refused for a source checkout (installed editable instead), and when the distribution's files
     are not the running code's (an installed copy shadowed by another on ``PYTHONPATH``)."""
+    code, checkout = packaged.package_dir(), packaged.source_checkout()
     dist = metadata.distribution(packaged.DISTRIBUTION)
-    code = packaged.package_dir()
-    located = Path(str(dist.locate_file("evalflow/__init__.py"))).resolve()
-    if packaged.source_checkout() is not None or located != code / "__init__.py":
-        raise ModelError(f"vllm-cpu-venv: the evalflow running now ({code}) is not the installed distribution's "
-                         f"files ({located.parent}); a source checkout is installed into the venv editable.")
+    located = Path(str(dist.locate_file("evalflow/__init__.py"))).resolve().parent
+    why = (f"it runs from the source checkout {checkout}, which is installed editable instead" if checkout is not None
+           else f"the installed distribution's files are in {located} (another copy is first on the path)"
+           if located != code else None)
+    if why:
+        raise ModelError(f"vllm-cpu-venv: the evalflow running now ({code}) cannot be packed as a wheel: {why}.")
     info = f"evalflow-{dist.version}.dist-info"
     skipped = {f"{info}/{name}" for name in ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")}
     files = sorted(str(f) for f in dist.files or () if f.parts[0] in ("evalflow", info)

@@ -54,7 +54,7 @@ def test_a_checkout_is_installed_editable_and_its_distribution_never_repacked(tm
     wheel (tests/test_distribution.py), which a checkout's editable metadata cannot be."""
     assert cpu_venv.evalflow_requirement(tmp_path, "lm-eval-tasks") == ["-e", f"{REPO}[lm-eval-tasks]"]
     assert cpu_venv.evalflow_requirement(tmp_path) == ["-e", str(REPO)]
-    with pytest.raises(ModelError, match="a source checkout is installed into the venv editable"):
+    with pytest.raises(ModelError, match="runs from the source checkout .*, which is installed editable instead"):
         cpu_venv.installed_wheel(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
