@@ -37,6 +37,7 @@ from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
 from evalflow.taskspec.prompts.samplers import fewshot_warnings
 from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.user_modules import import_user_modules
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,8 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     started = time.time()
     if output_dir is not None:
         ensure_fresh(output_dir)
-    if model is None:  # import the model's class first: a model.type module may register metrics too
+    if model is None:  # import the model's class first: a model.type module may register metrics too,
+        import_user_modules(settings.imports)  # and a module of imports= may register the model type
         model_class(str(settings.model["type"]))
     selection = select_tasks(settings)
     refuse_unanswerable(selection.tasks, model if model is not None else model_class(str(settings.model["type"])),
