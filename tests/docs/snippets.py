@@ -129,7 +129,7 @@ class PageFiles:
         names = set()
         for path, text in self.files.items():
             if path.endswith((".yaml", ".yml")):
-                names |= set(re.findall(r"^(?:task|group): *([\w.-]+) *$", text, flags=re.M))
+                names |= set(re.findall(r"^(?:task|group): *([\w.-]+) *$", text, flags=re.MULTILINE))
         return names
 
     def modules(self) -> set[str]:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from evalflow.models.base import FEATURES
+from evalflow.models.registry import MODELS
 from evalflow.scoring.metrics import _RESERVED as METRIC_ENTRY_KEYS
 from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS, REDUCTIONS
 from evalflow.taskspec.catalog.groups import AGG_FIELDS, GROUP_FIELDS
@@ -51,8 +53,8 @@ def title(page: Path) -> str | None:
     include = re.match(r'--8<-- "([^"]+)"', text)
     if include:
         text = (ROOT / include.group(1)).read_text(encoding="utf-8")
-    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
-    heading = re.search(r"^# (.+)$", text, flags=re.M)
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.DOTALL)
+    heading = re.search(r"^# (.+)$", text, flags=re.MULTILINE)
     return heading.group(1).strip() if heading else None
 
 
@@ -114,6 +116,13 @@ def test_the_task_guide_check_fails_for_a_field_it_does_not_name():
     assert unnamed(page, [*declared_task_names(), "a_new_field"]) == ["a_new_field"]
 
 
+def test_the_model_page_names_every_preset_model_type_and_contract_feature():
+    page = (DOCS / "model-backends.md").read_text(encoding="utf-8")
+    presets = [p.stem for p in (ROOT / "conf" / "model").glob("*.yaml")]
+    assert "smollm2" in presets and "identity" in FEATURES
+    assert unnamed(page, [*presets, *MODELS.names(), *FEATURES]) == []
+
+
 def string_pieces(source: str) -> set[str]:
     """The literal text of a module's strings: each constant, and each constant part of an f-string
     (its fields are the run's values), at least 8 characters long."""
@@ -137,7 +146,7 @@ def covered(message: str, pieces: set[str]) -> float:
 
 def quoted_messages(page: str) -> list[str]:
     """The ```text blocks of the FAQ that quote what evalflow printed (``evalflow: ...``)."""
-    return [m.strip() for m in re.findall(r"^```text\n(.*?)^```", page, flags=re.S | re.M) if m.startswith("evalflow: ")]
+    return [m.strip() for m in re.findall(r"^```text\n(.*?)^```", page, flags=re.DOTALL | re.MULTILINE) if m.startswith("evalflow: ")]
 
 
 def unsourced(messages: list[str], pieces: set[str]) -> list[str]:

@@ -30,7 +30,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def raw_roles(html: str) -> list[str]:
     """Sphinx cross-reference roles left as text (mkdocstrings renders Markdown, not reST): a role
     shows as ``:class:`` before a code span; one written inside code (a page naming roles) is fine."""
-    prose = re.sub(r"<(code|pre)\b.*?</\1>", " ", html, flags=re.S)
+    prose = re.sub(r"<(code|pre)\b.*?</\1>", " ", html, flags=re.DOTALL)
     return SPHINX_ROLE.findall(re.sub(r"<[^>]+>", "", prose))
 
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.snippets import PageFiles, all_blocks, blocks, check_command, marking_problems, run_page
+from tests.docs import snippets
+from tests.docs.snippets import Block, PageFiles, check_command
 
-BLOCKS = all_blocks()
+BLOCKS = snippets.all_blocks()
 MAX_FAST_LINES = 16  # each a run of a few seconds: the fast tier stays fast
 
 
@@ -17,17 +18,17 @@ def pages(*, slow: bool) -> list[str]:
     return sorted({b.page for b in BLOCKS if b.runnable and b.slow == slow})
 
 
-def page_blocks(page: str) -> list:
+def page_blocks(page: str) -> list[Block]:
     return [b for b in BLOCKS if b.page == page]
 
 
 def test_every_shell_block_is_runnable_or_says_what_it_needs():
-    assert marking_problems(BLOCKS) == []
+    assert snippets.marking_problems(BLOCKS) == []
 
 
 def test_an_unmarked_block_and_an_unknown_need_are_reported():
     text = "```bash\npython -m evalflow\n```\n\n<!-- needs: gpus -->\n```bash\nnvidia-smi\n```\n"
-    problems = marking_problems(blocks(text, "page.md"))
+    problems = snippets.marking_problems(snippets.blocks(text, "page.md"))
     assert len(problems) == 2 and "page.md:1" in problems[0] and "'gpus'" in problems[1]
 
 
@@ -38,13 +39,13 @@ def test_fast_runnable_lines_are_few_and_present():
 
 @pytest.mark.parametrize("page", pages(slow=False))
 def test_runnable_lines_exit_0(page: str, tmp_path: Path) -> None:
-    run_page(page_blocks(page), tmp_path, slow=False)
+    snippets.run_page(page_blocks(page), tmp_path, slow=False)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", pages(slow=True))
 def test_slow_runnable_lines_exit_0(page: str, tmp_path: Path) -> None:
-    run_page(page_blocks(page), tmp_path, slow=True)
+    snippets.run_page(page_blocks(page), tmp_path, slow=True)
 
 
 def test_a_runnable_line_that_needs_more_is_refused():
