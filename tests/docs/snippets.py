@@ -7,8 +7,9 @@ sits right below one marker line (docs/contributing.md, "The documentation"):
 - ``<!-- runnable: slow -->``: the same in the slow tier, where a line may run the real SmolLM2 model;
 - ``<!-- needs: WHAT[, WHAT] -->``: not run; each WHAT is a word of :data:`NEEDS` saying why.
 
-A ``<!-- file: PATH -->`` line right above any fenced block writes the block's text to PATH in the
-page's folder before its lines run: a page's task YAML, its data, its model class.
+A fenced block with a title, ```` ```yaml title="word_tasks/capitals.yaml" ```` (the title shows
+above the block on the site), is written to that path in the page's folder before its lines run:
+a page's task YAML, its data, its model class.
 """
 
 from __future__ import annotations
@@ -42,19 +43,20 @@ FOLDER_READERS = ("explain",)  # subcommands that read run folders (no extra nee
 READ_ONLY = ("ls", "cat", "head")  # plain commands a runnable block may use to look at what a run wrote
 MAX_LIMIT = 20
 
-_MARKER = re.compile(r"<!--\s*(runnable(?::\s*slow)?|needs:[^>]*|file:[^>]*?)\s*-->")
-_FENCE = re.compile(r"^```(\S*)")
+_MARKER = re.compile(r"<!--\s*(runnable(?::\s*slow)?|needs:[^>]*?)\s*-->")
+_FENCE = re.compile(r'^```(\S*)(?:.*\btitle="([^"]+)")?')
 
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block and the marker right above it (None: no marker)."""
+    """One fenced block, the marker right above it (None: no marker) and its title (a file's path)."""
 
     page: str
     line: int  # the fence's line, 1-based
     lang: str
     marker: str | None
     text: str
+    file: str | None = None
 
     @property
     def runnable(self) -> bool:
@@ -63,10 +65,6 @@ class Block:
     @property
     def slow(self) -> bool:
         return self.marker == "runnable: slow"
-
-    @property
-    def file(self) -> str | None:
-        return self.marker[5:].strip() if self.marker and self.marker.startswith("file:") else None
 
     def commands(self) -> list[str]:
         """The block's command lines: continuations joined, comments and blank lines dropped."""
@@ -90,7 +88,8 @@ def blocks(text: str, page: str) -> list[Block]:
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
         above = _MARKER.fullmatch(lines[i - 1].strip()) if i else None
         marker = re.sub(r"^runnable:\s*", "runnable: ", above.group(1)) if above else None
-        found.append(Block(page, i + 1, fence.group(1), marker, "\n".join(lines[i + 1 : end]) + "\n"))
+        text = "\n".join(lines[i + 1 : end]) + "\n"
+        found.append(Block(page, i + 1, fence.group(1), marker, text, fence.group(2)))
         i = end + 1
     return found
 
@@ -105,7 +104,7 @@ def marking_problems(page_blocks: list[Block]) -> list[str]:
     problems = []
     for b in page_blocks:
         where = f"{b.page}:{b.line}"
-        if b.lang in SHELL_LANGS and (b.marker is None or b.file):
+        if b.lang in SHELL_LANGS and b.marker is None:
             problems.append(f"{where}: a ```{b.lang} block needs <!-- runnable --> or <!-- needs: ... --> right above it")
         elif b.runnable and b.lang != "bash":
             problems.append(f"{where}: <!-- {b.marker} --> sits above a ```{b.lang} block; only ```bash blocks run")
@@ -117,7 +116,7 @@ def marking_problems(page_blocks: list[Block]) -> list[str]:
 
 @dataclass(frozen=True)
 class PageFiles:
-    """What a page's ``file:`` blocks define: the tasks and the Python modules a runnable line may use."""
+    """What a page's titled blocks define: the tasks and the Python modules a runnable line may use."""
 
     files: dict[str, str]
 
