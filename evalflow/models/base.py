@@ -1,7 +1,7 @@
 """What a model is to evalflow: lm-eval's three request types, answered in bulk, plus a few
-optional features with declared defaults (`LanguageModel`).
+optional features with declared defaults (:class:`LanguageModel`).
 
-A model receives a list of `evalflow.records.Request` of one type and returns one answer
+A model receives a list of :class:`~evalflow.records.Request` of one type and returns one answer
 per request, in order:
 
 - ``loglikelihood``: args ``(context, continuation)`` -> ``(logprob of continuation, is_greedy)``
@@ -11,11 +11,10 @@ per request, in order:
 Models never see the cache: the inference edge (``evalflow.dag.answer_cache``) looks every request up
 first and sends only the misses, so a model may sort and batch its list freely.
 
-Subclassing `LanguageModel` is optional: evalflow reads every optional feature through
-`feature`, which falls back to the base's default for a class or object that does not
+Subclassing :class:`LanguageModel` is optional: evalflow reads every optional feature through
+:func:`feature`, which falls back to the base's default for a class or object that does not
 declare it, so a duck-typed model with only the three methods keeps working.
 
-Examples:
     >>> class Echo:                       # no base class: the contract's defaults apply
     ...     def loglikelihood(self, requests): return [(-1.0, True) for _ in requests]
     ...     def loglikelihood_rolling(self, requests): return [-1.0 for _ in requests]
@@ -71,121 +70,51 @@ class LanguageModel(abc.ABC):
     MULTIMODAL: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
-    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
-        """Score each continuation after its context (lm-eval's `loglikelihood`).
-
-        Args:
-            requests: Requests whose `args` are `(context, continuation)`.
-
-        Returns:
-            Per request, in order: the continuation's total log-probability, and whether greedy
-                decoding from the context would produce exactly the continuation.
-        """
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]: ...
 
     @abc.abstractmethod
-    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
-        """Score each whole text (lm-eval's `loglikelihood_rolling`: perplexity tasks).
-
-        Args:
-            requests: Requests whose `args` are `(text,)`.
-
-        Returns:
-            Per request, in order: the whole text's total log-probability.
-        """
+    def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]: ...
 
     @abc.abstractmethod
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
-        """Generate a continuation of each context (lm-eval's `generate_until`).
-
-        Args:
-            requests: Requests whose `args` are `(context, gen_kwargs)`; `gen_kwargs` holds `until`
-                (the stop sequences), `max_gen_toks` and the sampling settings. Sampled repeats
-                are separate requests, told apart by `repeat` and `seed`.
-
-        Returns:
-            Per request, in order: the generated text, cut before the first stop sequence.
-        """
+    def generate_until(self, requests: Sequence[Request]) -> list[str]: ...
 
     @classmethod
     def identity(cls, **config: Any) -> Any:
-        """Plain data the response cache is keyed by, beyond the class's code.
+        """Plain data the response cache is keyed by, computed from the config without loading
+        anything (weights' hashes, a served checkpoint's revision). None: the config's values.
 
-        Computed from the config without loading anything (weights' hashes, a served checkpoint's
-        revision), since a fully cached run never builds the model. An object handed to
-        `evaluate(model=obj)` is asked `identity()` with no arguments; None there means its
-        answers are never cached.
-
-        Args:
-            **config: The model config's keys, as the constructor receives them.
-
-        Returns:
-            JSON-like data (its `name`, if any, is the model name in results.json), or None: the
-                config's values.
-        """
+        An object handed to ``evaluate(model=obj)`` is asked ``identity()`` with no arguments;
+        None there means its answers are never cached."""
         return None
 
     @classmethod
     def chat_template_source(cls, config: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Where the chat template comes from, for prompts under `apply_chat_template`.
-
-        Args:
-            config: The model config.
-
-        Returns:
-            The keys (`pretrained`, `gguf_file`, `tokenizer`) that locate the chat template.
-        """
+        """The keys (``pretrained``, ``gguf_file``, ``tokenizer``) that locate the chat template."""
         return dict(config)
 
     def describe(self) -> Any:
-        """What the loaded model is, for the manifest (a server's model list).
-
-        Returns:
-            JSON-like data, or None: nothing to record.
-        """
+        """What the loaded model is, for the manifest (a server's model list); None: nothing."""
         return None
 
     def answer_each(self, rtype: str, requests: Sequence[Request], on_answer: OnAnswer) -> None:
-        """Hand over each answer as it arrives; used instead of the list when `ANSWERS_EACH` is true.
-
-        Args:
-            rtype: The request type, the name of one of the three methods.
-            requests: Requests of that type.
-            on_answer: Called as `on_answer(index, answer)` once per request, in any order.
-        """
+        """Hand each answer to ``on_answer(index, answer)``; used when ``ANSWERS_EACH`` is true."""
         for i, answer in enumerate(getattr(self, rtype)(requests)):
             on_answer(i, answer)
 
     def in_flight(self) -> int:
-        """How many requests the model answers at once, with `ANSWERS_EACH`.
-
-        The edge keeps about twice that many handed to it, across chunks and tasks, so it never
-        waits for the next chunk.
-
-        Returns:
-            A served model's `num_concurrent`; 1 by default.
-        """
+        """With ``ANSWERS_EACH``: how many requests the model answers at once (a server's
+        ``num_concurrent``); the edge keeps about twice that many handed to it, across chunks and
+        tasks, so it never waits for the next chunk."""
         return 1
 
     def served_counts(self) -> Mapping[str, int] | None:
-        """Requests each server answered (the manifest's `inference.servers`).
-
-        Returns:
-            Server address to request count, or None: no servers.
-        """
+        """Requests each server answered (the manifest's ``inference.servers``); None: no servers."""
         return None
 
     @classmethod
     def replica_configs(cls, config: Mapping[str, Any], workers: int) -> list[dict[str, Any]]:
-        """The model config of each Ray replica (`workers=N`).
-
-        Args:
-            config: The run's model config.
-            workers: The number of replicas.
-
-        Returns:
-            One config per replica: the same one, unless the config names one resource per replica
-                (several servers).
-        """
+        """Each of ``workers`` Ray replicas' model config (the same one, unless the config names
+        one resource per replica, e.g. several servers)."""
         return [dict(config) for _ in range(workers)]
 
 
@@ -194,22 +123,9 @@ FEATURES = ("RUN_SETTINGS", "CHAT_MESSAGES", "ANSWERS_EACH", "CODE", "MULTIMODAL
 
 
 def feature(model: Any, name: str) -> Any:
-    """An optional feature of a model, its own or the contract's default: duck-typed models get
-    the same defaults as subclasses.
-
-    Looked up on the class, as Python looks up methods, so an object's `__getattr__` never answers
-    for its class.
-
-    Args:
-        model: A model class or object.
-        name: One of the contract's optional features (`FEATURES`).
-
-    Returns:
-        The model's own `name`, else `LanguageModel`'s, bound to the model as the base's would be.
-
-    Raises:
-        AttributeError: `name` is not a feature of the contract.
-    """
+    """``model``'s (a class or an object) own ``name``, else the contract's default, bound to it as
+    the base's would be: duck-typed models get the same defaults as subclasses. Looked up on the
+    class, as Python looks up methods, so an object's ``__getattr__`` never answers for its class."""
     if name not in FEATURES:
         raise AttributeError(f"'{name}' is not a feature of the model contract ({', '.join(FEATURES)})")
     instance, owner = (None, model) if isinstance(model, type) else (model, type(model))
@@ -220,13 +136,5 @@ def feature(model: Any, name: str) -> Any:
 
 
 def default_identity(model_type: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """Identity of a model whose outputs depend only on its config values.
-
-    Args:
-        model_type: The `model.type` name.
-        config: The model config without `type`.
-
-    Returns:
-        `{"type": model_type, "config": config}`.
-    """
+    """Identity of a model whose outputs depend only on its config values."""
     return {"type": model_type, "config": dict(config)}
