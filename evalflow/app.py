@@ -37,6 +37,7 @@ from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
 from evalflow.taskspec.prompts.samplers import fewshot_warnings
 from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.user_modules import import_user_modules
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,8 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
     started = time.time()
     if output_dir is not None:
         ensure_fresh(output_dir)
-    if model is None:  # import the model's class first: a model.type module may register metrics too
+    if model is None:  # import the model's class first: a model.type module may register metrics too,
+        import_user_modules(settings.imports)  # and a module of imports= may register the model type
         model_class(str(settings.model["type"]))
     selection = select_tasks(settings)
     refuse_unanswerable(selection.tasks, model if model is not None else model_class(str(settings.model["type"])),
@@ -211,20 +213,37 @@ def evaluate(
 ) -> dict[str, Any]:
     """Run an evaluation from Python; returns lm-eval's results dict.
 
-    ``model`` is a preset name (``conf/model/<name>.yaml``), a config mapping with ``type`` (laid
-    over the preset of that type when there is one, so it takes the preset's keys only, as
-    ``model.KEY=VALUE`` on the command line; a type without a preset gets the mapping's keys
-    alone), or a model object implementing ``loglikelihood``, ``loglikelihood_rolling`` and
-    ``generate_until`` (:class:`evalflow.LanguageModel` or duck-typed; give it an ``identity()``
-    method returning plain data to have its responses cached: its ``name`` is the model name in
-    results.json). None: the command line's default (``conf/config.yaml``: SmolLM2). Other keyword
-    arguments are run settings (``num_fewshot=5, limit=50, cache_dir=...``); a bad preset, setting
-    or model key raises the command line's :class:`~evalflow.errors.ConfigError`.
+    `evaluate("arith_mc", "dummy", limit=5)["results"]["arith_mc"]["acc,none"]` is the accuracy
+    of the command line's `python -m evalflow model=dummy task=arith_mc limit=5`.
 
-    With ``output_dir`` the run folder holds the snapshot a command-line run writes
-    (``.hydra/config.yaml``), so ``python -m evalflow --config-dir DIR/.hydra --config-name config``
-    reproduces it; a model object is recorded by its class and identity, which a snapshot cannot
-    re-create (reproducing it says so).
+    Args:
+        task: A task, group or tag name, a list of names, or the path of a task YAML (the command
+            line's `task=`).
+        model: A preset name (`conf/model/<name>.yaml`); a config mapping with `type`, laid over
+            the preset of that type when there is one (so it takes the preset's keys only, as
+            `model.KEY=VALUE` on the command line; a type without a preset gets the mapping's keys
+            alone); or a model object implementing `loglikelihood`, `loglikelihood_rolling` and
+            `generate_until` (a [`LanguageModel`][models.base.LanguageModel] or duck-typed). Give
+            an object an `identity()` method returning plain data to have its responses cached;
+            its `name` is the model name in results.json. None: the command line's default
+            (`conf/config.yaml`: SmolLM2), never a stand-in.
+        output_dir: A fresh folder for the run's files, with the snapshot a command-line run
+            writes (`.hydra/config.yaml`), so `python -m evalflow --config-dir DIR/.hydra
+            --config-name config` reproduces the run. A model object is recorded by its class and
+            identity, which a snapshot cannot re-create (reproducing it says so). None: no folder.
+        overrides: Hydra overrides, as on the command line (`["model.dtype=bfloat16"]`).
+        **settings: Run settings, as on the command line (`num_fewshot=5, limit=50,
+            cache_dir=...`); their types and defaults are in `evalflow/config/schema.py`.
+
+    Returns:
+        lm-eval 0.4.13's results dict: `results`, `groups`, `configs`, `versions`, `n-shot`,
+            `higher_is_better`, `n-samples`, `config`, ...
+
+    Raises:
+        ConfigError: A bad preset, setting or model key (the command line's error, naming the
+            closest valid names).
+        EvalflowError: Any other input evalflow refuses (a task file, a dataset, a model), before
+            any model call where it can be found then.
     """
     from evalflow.config.compose import compose_run_config, typed_preset
     from evalflow.settings import settings_from_config

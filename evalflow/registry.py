@@ -6,6 +6,7 @@ and qualified name, as when a module is reloaded) replaces itself. Built-ins may
 paths (``"pkg.module:Class"``), imported on first use, so choosing ``dummy`` never imports torch.
 A miss names the closest registered names and how to add one.
 
+Examples:
     >>> widgets: Registry[int] = Registry("widget", error=ValueError, hint="Register yours.")
     >>> widgets.add("one", 1)
     >>> widgets.get("one"), widgets.find("two"), widgets.names()
@@ -24,17 +25,32 @@ T = TypeVar("T")
 
 
 def qualified(obj: Any) -> str:
-    """``module:qualname`` of a function or class: how registered objects are told apart."""
+    """How registered objects are told apart: the same object registered again replaces itself.
+
+    Args:
+        obj: A function or class.
+
+    Returns:
+        Its `module:qualname`.
+    """
     return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', obj)}"
 
 
 class Registry(Generic[T]):
     """Names to objects: built-ins as lazy import paths, the rest as registered objects.
 
-    ``error`` is the error class raised (each extension point has its own); ``setting`` names the
-    config key that holds a name (``code_sandbox``), for a miss; ``hint`` says how to register
-    one; ``consequence`` what a silent overwrite would change; ``check(name, obj)`` refuses what
-    cannot be registered; ``identity`` tells two registrations of one object apart from two objects.
+    Args:
+        kind: What a name names, in messages (`"metric"`, `"model type"`).
+        error: The error class raised: each extension point has its own, so a miss reads as a task
+            error, a model error, ...
+        hint: How to register one, appended to a miss.
+        builtin: Built-in names to `"pkg.module:attr"` import paths, imported on first use.
+        setting: The config key that holds a name (`"setting code_sandbox"`), named in a miss.
+        noun: What the user calls the thing registered, in the refusal of a taken name.
+        consequence: What a silent overwrite would change, in that refusal.
+        check: `check(name, obj)` raises for what cannot be registered.
+        identity: Tells two registrations of one object apart from two objects (default:
+            [`qualified`][evalflow.registry.qualified]).
     """
 
     def __init__(
@@ -56,7 +72,14 @@ class Registry(Generic[T]):
         self._objects: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
-        """Decorator form of :meth:`add`."""
+        """Decorator form of [`add`][evalflow.registry.Registry.add]: `@registry.register("name")`.
+
+        Args:
+            name: The name configs and task files will use.
+
+        Returns:
+            A decorator that registers its object and returns it unchanged.
+        """
 
         def decorate(obj: T) -> T:
             self.add(name, obj)
@@ -65,6 +88,16 @@ class Registry(Generic[T]):
         return decorate
 
     def add(self, name: str, obj: T) -> None:
+        """Register `obj` under `name`; the same object again (a reloaded module) replaces itself.
+
+        Args:
+            name: A non-empty string.
+            obj: What the name will stand for.
+
+        Raises:
+            Exception: The registry's `error`: an empty name, a name taken by another object
+                (a built-in included), or what `check` refuses.
+        """
         if not isinstance(name, str) or not name:
             raise self.error(f"a {self.kind} must be registered under a non-empty string name, got {name!r}")
         if self.check is not None:
@@ -79,7 +112,18 @@ class Registry(Generic[T]):
         self._objects[name] = obj
 
     def get(self, name: str, *, where: str = "") -> T:
-        """The object called ``name``; ``where`` (a file and key) is named in the error."""
+        """The object called `name`, a built-in imported now.
+
+        Args:
+            name: A registered or built-in name.
+            where: The file and key the name came from, named in the error.
+
+        Returns:
+            The registered object.
+
+        Raises:
+            Exception: The registry's `error`, naming the closest registered names and how to add one.
+        """
         found = self.find(name)
         if found is None:
             place = f"{where}: " if where else ""
@@ -88,7 +132,14 @@ class Registry(Generic[T]):
         return found
 
     def find(self, name: str) -> T | None:
-        """The object called ``name`` (a built-in path is imported now), or None."""
+        """The object called `name` (a built-in path is imported now), or None.
+
+        Args:
+            name: Any value; an unhashable one (from a malformed YAML) is not found.
+
+        Returns:
+            The registered object, or None.
+        """
         try:
             if name in self._objects:
                 return self._objects[name]
@@ -101,6 +152,7 @@ class Registry(Generic[T]):
         return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
     def names(self) -> tuple[str, ...]:
+        """Every name, built-in and registered, sorted."""
         return tuple(sorted(set(self._paths) | set(self._objects)))
 
     def __contains__(self, name: object) -> bool:

@@ -83,3 +83,14 @@ def test_objects_whose_identity_cannot_see_them_are_never_served_each_others_ans
     other = evaluate("toy_mc", DummyModel(salt="y"), **kw)["results"]["toy_mc"]["acc,none"]
     alone = evaluate("toy_mc", DummyModel(salt="y"), **dict(kw, cache_dir=str(tmp_path / "fresh")))["results"]["toy_mc"]["acc,none"]
     assert other == alone and first != other
+
+
+def test_a_model_type_registered_by_a_module_of_imports(toy_library: Path, tmp_path: Path) -> None:
+    """``imports=`` is imported before ``model.type`` is looked up, so the module it names may register
+    the model type a run uses (docs/model-backends.md)."""
+    module = tmp_path / "registers_strict.py"
+    module.write_text("from evalflow import register_model\nfrom tests.support.models import StrictModel\n\n"
+                      "register_model('strict_by_imports')(StrictModel)\n")
+    results = evaluate("toy_mc", {"type": "strict_by_imports", "speed": 2}, include_path=[str(toy_library)],
+                       imports=[str(module)], cache_dir=str(tmp_path / "c"), limit=4, bootstrap_iters=0)
+    assert results["config"]["model"] == "strict_by_imports" and results["config"]["model_args"] == {"speed": 2}

@@ -3,11 +3,11 @@
     from evalflow.sandbox import Limits, run_program, sandbox
     run_program(sandbox("bwrap"), program, Limits(wall_seconds=3))  # True: it ran to its end
 
-A backend runs a command and hands back its exit status and output (:class:`Outcome`); whether a
-program passed is code_eval's verdict, read by :func:`run_program` (:mod:`evalflow.sandbox.verdict`).
+A backend runs a command and hands back its exit status and output (`Outcome`); whether a
+program passed is code_eval's verdict, read by `run_program` (`evalflow.sandbox.verdict`).
 
 Backends: ``bwrap`` (bubblewrap, the default) and ``subprocess`` (the documented opt-out: the same
-limits, no isolation); add one with :func:`register_sandbox`.
+limits, no isolation); add one with `register_sandbox`.
 """
 
 from evalflow.sandbox.base import Limits, Outcome, Sandbox

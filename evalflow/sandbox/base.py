@@ -1,13 +1,13 @@
 """The sandbox contract: a program, the limits it runs under, and what became of it.
 
-A backend (:class:`Sandbox`) runs ``argv`` in a separate process, never in the evaluating one, under
-:class:`Limits`. The resource limits are set by ``prlimit`` on the child (not in a ``preexec_fn``,
+A backend (`Sandbox`) runs ``argv`` in a separate process, never in the evaluating one, under
+`Limits`. The resource limits are set by ``prlimit`` on the child (not in a ``preexec_fn``,
 which is unsafe in a process that has threads, as an evaluator with torch does); the wall clock
 is enforced here, by the parent, which kills the child's whole process group (it is started in a
 session of its own) when time is up. ``stdin`` is fed to the child, and the first
-:data:`STDOUT_CAP` bytes of its standard output come back (the rest is read and dropped, so a
+`STDOUT_CAP` bytes of its standard output come back (the rest is read and dropped, so a
 chatty program never blocks on a full pipe); stderr is discarded. Whether a program *passed* is
-not the backend's to say: :mod:`evalflow.sandbox.verdict` reads it from that output.
+not the backend's to say: `evalflow.sandbox.verdict` reads it from that output.
 
     >>> run_limited(["/bin/cat"], Limits(wall_seconds=5), uid=os.getuid(), stdin=b"hi")
     Outcome(returncode=0, stdout=b'hi')
@@ -35,9 +35,17 @@ _PRLIMIT = shutil.which("prlimit") or "/usr/bin/prlimit"  # util-linux; resolved
 
 @dataclass(frozen=True)
 class Limits:
-    """What one program may use. ``cpu_seconds`` defaults to the wall clock rounded up, plus one
-    second, so that the wall clock (the metric's ``timeout``, as HF's code_eval) decides a slow
-    program's fate and the CPU limit only stops one that would spin in many processes."""
+    """What one program may use.
+
+    Attributes:
+        wall_seconds: The wall clock (the metric's `timeout`, as HF's code_eval), enforced by the
+            parent, which kills the program's whole process group.
+        memory_bytes: Address space (RLIMIT_AS), so a 10 GB allocation fails at once.
+        max_processes: RLIMIT_NPROC headroom above what the sandbox user already runs.
+        cpu_seconds: CPU time; None: the wall clock rounded up, plus one second, so that the wall
+            clock decides a slow program's fate and the CPU limit only stops one that would spin
+            in many processes.
+    """
 
     wall_seconds: float = 3.0
     memory_bytes: int = 4 * GIB  # RLIMIT_AS: address space, so a 10 GB allocation fails at once
@@ -50,8 +58,13 @@ class Limits:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one run: its exit status (None: killed at the wall clock) and the start of its
-    standard output. No "passed": the program picks its exit status, so it cannot be the verdict."""
+    """What became of one run. No "passed": the program picks its exit status, so it cannot be the
+    verdict.
+
+    Attributes:
+        returncode: The exit status; None: killed at the wall clock.
+        stdout: The start of its standard output (at most `STDOUT_CAP` bytes).
+    """
 
     returncode: int | None
     stdout: bytes = b""
@@ -62,18 +75,30 @@ class Outcome:
 
 
 class Sandbox(Protocol):
-    """A backend, registered by name (:mod:`evalflow.sandbox.registry`); ``code_sandbox=NAME`` picks it."""
+    """A backend, registered by name (`evalflow.sandbox.registry`); `code_sandbox=NAME` picks it."""
 
     name: str
     description: str
     """One sentence for people (the manifest, the run's summary): what a program runs in, its limits."""
 
     def unavailable(self) -> str | None:
-        """Why this backend cannot run programs here (a sentence naming the fix), or None."""
+        """Whether this backend can run programs here, asked before any model call.
+
+        Returns:
+            Why it cannot (a sentence naming the fix), or None.
+        """
 
     def run(self, argv: Sequence[str], limits: Limits, stdin: bytes = b"") -> Outcome:
-        """Run ``argv`` to completion under ``limits`` with ``stdin`` as its input; never raises for
-        what the program does."""
+        """Run a program to completion; never raises for what the program does.
+
+        Args:
+            argv: The command.
+            limits: What it may use.
+            stdin: Its standard input.
+
+        Returns:
+            Its exit status and the start of its output.
+        """
 
 
 def run_limited(argv: Sequence[str], limits: Limits, *, uid: int, cwd: str | None = None,
@@ -112,7 +137,7 @@ def _feed(pipe: Any, data: bytes) -> None:
 
 
 def _drain(pipe: Any, kept: list[bytes]) -> None:
-    """Read the child's stdout to its end, keeping the first :data:`STDOUT_CAP` bytes."""
+    """Read the child's stdout to its end, keeping the first `STDOUT_CAP` bytes."""
     size = 0
     with pipe:
         while chunk := pipe.read1(1 << 16):

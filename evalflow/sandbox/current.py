@@ -27,13 +27,21 @@ _ACTIVE: contextvars.ContextVar[str] = contextvars.ContextVar("evalflow_code_san
 
 
 def active() -> str:
-    """The backend name in force here."""
+    """The backend name in force here.
+
+    Returns:
+        The name `using` set around this code, else the default, `bwrap`.
+    """
     return _ACTIVE.get()
 
 
 @contextlib.contextmanager
 def using(name: str) -> Iterator[None]:
-    """Run the block with ``name`` as the backend (restored afterwards, also on error)."""
+    """Run the block with `name` as the backend (restored afterwards, also on error).
+
+    Args:
+        name: A registered backend's name.
+    """
     token = _ACTIVE.set(name)
     try:
         yield

@@ -1,6 +1,6 @@
 """Sandbox backends by name: ``code_sandbox=NAME`` picks one; ``register_sandbox`` adds your own.
 
-One registry (:class:`evalflow.registry.Registry`) holds every name. The built-ins are import
+One registry (`evalflow.registry.Registry`) holds every name. The built-ins are import
 paths, imported on first use. A name is taken once: registering another backend under ``bwrap``
 would silently change where model-written code runs, so it is refused (the same class again, a
 reloaded module, replaces itself).
@@ -14,7 +14,7 @@ reloaded module, replaces itself).
 
     sandbox("bwrap").run([sys.executable, "-I", "-c", "print(1)"], Limits()).stdout  # b'1\n'
 
-Whether a program passed is :func:`evalflow.sandbox.verdict.run_program`'s to say, not a backend's.
+Whether a program passed is `evalflow.sandbox.verdict.run_program`'s to say, not a backend's.
 """
 
 from __future__ import annotations
@@ -58,7 +58,17 @@ def sandbox_names() -> list[str]:
 
 
 def sandbox(name: str) -> Sandbox:
-    """The backend called ``name``, built once per registered class."""
+    """The backend called `name`, built once per registered class.
+
+    Args:
+        name: A built-in (`bwrap`, `subprocess`) or registered backend's name.
+
+    Returns:
+        The backend.
+
+    Raises:
+        SandboxError: No backend has that name.
+    """
     return _instance(SANDBOXES.get(name))
 
 
@@ -68,16 +78,31 @@ def _instance(cls: type) -> Sandbox:
 
 
 def sandbox_identity(name: str) -> dict[str, Any]:
-    """What scores computed through backend ``name`` are keyed by: its name and the hash of its code,
-    of the limits runner (a stricter limit can turn a pass into a failure) and of the verdict
-    (:mod:`evalflow.sandbox.verdict`, its RUNNER included: what counts as passed)."""
+    """What scores computed through backend `name` are keyed by.
+
+    Args:
+        name: The backend's name.
+
+    Returns:
+        Its name and the hashes of its code, of the limits runner (a stricter limit can turn a
+            pass into a failure) and of the verdict (`evalflow.sandbox.verdict`, its `RUNNER`
+            included: what counts as passed).
+    """
     return {"backend": name, "code": code_hash(SANDBOXES.get(name)), "runner": code_hash(run_limited),
             "verdict": code_hash(run_program)}
 
 
 def require_sandbox(name: str, needed_by: str) -> None:
-    """Refuse, before any model call, to plan a task whose metric runs code when backend ``name``
-    cannot run here; ``needed_by`` names the task and its file."""
+    """Refuse, before any model call, to plan a task whose metric runs code where its backend cannot run.
+
+    Args:
+        name: The backend's name (the `code_sandbox` setting).
+        needed_by: The task and its file, named in the error.
+
+    Raises:
+        SandboxError: The backend cannot run here: the reason, and the two ways out (install
+            bubblewrap, or `code_sandbox=subprocess`).
+    """
     why = sandbox(name).unavailable()
     if why is None:
         return

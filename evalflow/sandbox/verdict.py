@@ -3,7 +3,7 @@
 code_eval ``exec``s ``candidate + "\\n" + test`` in a child process after its reliability guard,
 and records "passed" only when ``exec`` returned: any exception (``SystemExit`` from
 ``sys.exit(0)`` included) is "failed", and a process that ends without a verdict (``os._exit(0)``)
-is "timed out". The exit status says nothing, since the program chooses it. :data:`RUNNER` is that
+is "timed out". The exit status says nothing, since the program chooses it. `RUNNER` is that
 child here, run as ``python -I -c RUNNER`` through a sandbox backend: it reads a per-run random
 token (first line of stdin) and the program (the rest), moves the pipe to the evaluator off fd 1
 (fd 0-2 become ``/dev/null``, ``sys.std*`` a write-only buffer, as code_eval's ``swallow_io``),
@@ -94,7 +94,17 @@ _main()
 
 
 def run_program(backend: Sandbox, program: str, limits: Limits) -> bool:
-    """Whether ``program`` ran to its end through ``backend`` within ``limits`` (code_eval's "passed")."""
+    """Whether a program ran to its end: code_eval's "passed".
+
+    Args:
+        backend: The sandbox backend it runs in.
+        program: Python source (a completion and its tests).
+        limits: What it may use.
+
+    Returns:
+        True when the program's `exec` returned within the limits; False on any exception
+            (`SystemExit` included), an early `os._exit`, or the wall clock.
+    """
     token = secrets.token_hex(16)
     stdin = token.encode() + b"\n" + program.encode("utf-8", "surrogatepass")
     outcome = backend.run([sys.executable, "-I", "-c", RUNNER], limits, stdin=stdin)

@@ -3,7 +3,7 @@
 The registry name is the YAML name: ``metric: acc`` in a task's ``metric_list`` looks up
 ``METRICS.get("acc")``, ``aggregation: mean`` looks up ``AGGREGATIONS``, ``function: regex`` in a
 ``filter_list`` looks up ``FILTERS``, and ``reduction: pass@k`` (how a document's repeats become one
-value) looks up ``REDUCTIONS``. Users extend evalflow exactly as they extend lm-eval::
+value) looks up ``REDUCTIONS``. Users extend evalflow exactly as they extend lm-eval:
 
     from evalflow.scoring import register_aggregation, register_filter, register_metric
 
@@ -19,7 +19,7 @@ value) looks up ``REDUCTIONS``. Users extend evalflow exactly as they extend lm-
     def strip_dots(resps, docs):
         return [[r.strip(".") for r in inst] for inst in resps]
 
-The registry itself is evalflow's one generic :class:`evalflow.registry.Registry`. This module
+The registry itself is evalflow's one generic `evalflow.registry.Registry`. This module
 imports nothing from ``evalflow.scoring``; the built-in components register themselves
 when ``evalflow.scoring`` is imported (its ``__init__`` imports every module).
 """
@@ -45,8 +45,12 @@ OUTPUT_TYPES: tuple[str, ...] = (
 
 
 class Registry(GenericRegistry[T]):
-    """A registry of scoring components (:class:`evalflow.registry.Registry`), whose errors are
-    :class:`~evalflow.errors.TaskError`: the name comes from a task's YAML."""
+    """A registry of scoring components ([`Registry`][evalflow.registry.Registry]), whose errors
+    are `TaskError`s: the name comes from a task's YAML.
+
+    Args:
+        kind: `"metric"`, `"aggregation"`, `"filter"` or `"reduction"`: the YAML key that names one.
+    """
 
     def __init__(self, kind: str) -> None:
         super().__init__(
@@ -64,10 +68,17 @@ def _identity(obj: Any) -> str:
 class Metric:
     """A registered metric: its per-document function and its defaults for aggregation.
 
-    ``fn`` is called, for generate_until tasks, as ``fn(references=[gold], predictions=[result],
-    **kwargs)`` when its signature accepts that, else as ``fn([gold, result])`` (lm-eval's two
-    calling conventions). For the other output types lm-eval computes the built-in metrics itself
-    and never calls ``fn``; evalflow does the same.
+    For the output types other than generate_until lm-eval computes the built-in metrics itself
+    and never calls `fn`; evalflow does the same.
+
+    Attributes:
+        name: The YAML name (`metric: NAME`).
+        fn: Called, for generate_until tasks, as `fn(references=[gold], predictions=[result],
+            **kwargs)` when its signature accepts that, else as `fn([gold, result])` (lm-eval's two
+            calling conventions).
+        higher_is_better: The default direction, for the results table and `compare`'s gate.
+        aggregation: The default aggregation's registered name.
+        output_types: The task output types the metric accepts.
     """
 
     name: str
@@ -82,26 +93,45 @@ AGGREGATIONS: Registry[Callable[..., Any]] = Registry("aggregation")
 FILTERS: Registry[Callable[..., Any]] = Registry("filter")
 REDUCTIONS: Registry[Callable[..., Any]] = Registry("reduction")
 def register_aggregation(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``fn(items) -> value``, the function that turns per-document values into one number."""
+    """Register an aggregation: `fn(items) -> value`, per-document values into one number.
+
+    Args:
+        name: The YAML name (`aggregation: NAME`).
+
+    Returns:
+        A decorator that registers the function and returns it unchanged.
+    """
     return AGGREGATIONS.register(name)
 
 
 def register_reduction(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``fn(samples, k) -> value``: how one document's k scored samples become its value.
+    """Register a reduction: `fn(samples, k) -> value`, one document's k scored samples into its value.
 
-    ``samples`` is a :class:`~evalflow.scoring.reductions.RepeatSamples` (each sample's filtered
-    answer and metric value, and the metric as a function of an answer); ``k`` is the number after
-    ``@`` in the YAML name (``pass@4``), or the task's ``repeats`` for ``pass@k``. The name is the
-    YAML's ``reduction:`` value; a name ending ``@k`` accepts a number in place of ``k``.
+    `samples` is an `evalflow.scoring.reductions.RepeatSamples` (each sample's filtered answer
+    and metric value, and the metric as a function of an answer); `k` is the number after `@` in
+    the YAML name (`pass@4`), or the task's `repeats` for `pass@k`.
+
+    Args:
+        name: The YAML's `reduction:` value; a name ending `@k` accepts a number in place of `k`.
+
+    Returns:
+        A decorator that registers the function and returns it unchanged.
     """
     return REDUCTIONS.register(name)
 
 
 def register_filter(name: str) -> Callable[[T], T]:
-    """Register a filter: ``fn(resps, docs, **kwargs) -> new resps`` or an lm-eval ``Filter`` class.
+    """Register a filter: `fn(resps, docs, **kwargs) -> new resps`, or an lm-eval `Filter` class.
 
-    ``resps`` holds, per lm-eval instance, the list of its responses; the function returns the
-    filtered value per instance (a list to keep filtering, a single value once collapsed).
+    `resps` holds, per lm-eval instance, the list of its responses; the function returns the
+    filtered value per instance (a list to keep filtering, a single value once collapsed). The
+    `kwargs` are the options of the filter's entry in the task's `filter_list`.
+
+    Args:
+        name: The YAML name (`function: NAME` in a `filter_list` pipeline).
+
+    Returns:
+        A decorator that registers the function or class and returns it unchanged.
     """
     return FILTERS.register(name)  # type: ignore[return-value]
 
@@ -113,9 +143,20 @@ def register_metric(
     aggregation: str,
     output_types: str | tuple[str, ...] | list[str] = ("generate_until",),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a metric under ``name`` with its default aggregation and direction.
+    """Register a metric under `name` with its default aggregation and direction.
 
-    The aggregation must already be registered, as in lm-eval (its decorator looks it up at once).
+    Args:
+        name: The YAML name (`metric: NAME` in a task's `metric_list`).
+        higher_is_better: The default direction (a task's entry may override it).
+        aggregation: The default aggregation's name; it must already be registered, as in lm-eval
+            (its decorator looks it up at once).
+        output_types: The task output types the metric accepts (lm-eval's names).
+
+    Returns:
+        A decorator that registers the function and returns it unchanged.
+
+    Raises:
+        TaskError: The aggregation is not registered, or an output type is unknown.
     """
     AGGREGATIONS.get(aggregation, where=f"register_metric('{name}')")
     types = (output_types,) if isinstance(output_types, str) else tuple(output_types)
