@@ -220,10 +220,12 @@ def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], li
         out["bootstrap_iters"] = int(ns.bootstrap_iters)
     if ns.confirm_run_unsafe_code:
         out["confirm_unsafe_code"] = True
-    if ns.use_cache is not None:
+    if ns.use_cache is not None:  # lm-eval's response cache: answers read and written there
         out["cache_dir"] = ns.use_cache
-        notes.append(f"--use_cache {ns.use_cache}: evalflow caches every stage and model answer always; "
-                     f"this is its cache folder (cache_dir)")
+        notes.append(f"--use_cache {ns.use_cache}: model answers are read from and written to this folder, as lm-eval's "
+                     "response cache; evalflow keeps its prompts and scores there too (cache_dir)")
+    else:  # lm-eval reads no cached answer without it: computed anew (and written to the default cache)
+        out["recompute"] = "answers"
     if ns.cache_requests is not None:
         _cache_requests(ns.cache_requests, refused, notes)
     return [f"{k}={hydra_value(v)}" for k, v in out.items()], notes
