@@ -103,7 +103,7 @@ def weights_fingerprint(module: Any) -> str:
             raw = tensor.detach().reshape(-1).contiguous().view(torch.uint8)
         except RuntimeError as exc:  # a quantized tensor type without a byte view
             raise _Unreadable(f"has a weight ({name}, {tensor.dtype}) evalflow cannot read as bytes ({exc})") from None
-        digest.update(raw.cpu().numpy().tobytes())
+        digest.update(raw.cpu().numpy())  # the buffer itself: no copy of a CPU tensor
     return digest.hexdigest()
 
 

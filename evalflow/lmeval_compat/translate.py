@@ -256,6 +256,7 @@ def _cache_requests(value: str, refused: list[str], notes: list[str]) -> None:
                      "keyed by the task's content, so they are never stale")
     elif value in ("refresh", "delete"):
         refused.append(f"--cache_requests {value}: evalflow's request cache is keyed by the task's content and "
-                       "never stale; `python -m evalflow cache clear` empties the cache")
+                       "never stale; `python -m evalflow ... recompute=all` builds every stage anew (written over "
+                       "the cache), `python -m evalflow cache clear` empties the cache")
     else:
         refused.append(f"--cache_requests {value}: choose from true, refresh, delete")
