@@ -204,8 +204,9 @@ def _imports(value: Any) -> tuple[str, ...]:
 
 
 def _recompute(value: Any) -> str | None:
-    """``recompute``: what a run computes anew rather than reads from the cache (None: nothing)."""
-    if value is None or value is False or value == "":
+    """``recompute``: what a run computes anew rather than reads from the cache (None: nothing;
+    ``recompute=false`` reaches here as the string ``'False'``, the typed field's conversion)."""
+    if value is None or str(value).lower() in ("", "false", "none", "null"):
         return None
     if value in RECOMPUTE:
         return str(value)

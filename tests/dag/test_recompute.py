@@ -75,9 +75,13 @@ def test_recompute_all_computes_every_stage(runner: Runner) -> None:
     assert all(stage_hits(later).values()) and CountingModel.calls_total == 0
 
 
-def test_recompute_takes_answers_or_all_only(runner: Runner) -> None:
+def test_recompute_takes_answers_or_all_only() -> None:
+    from evalflow.settings import settings_from_config
+
     with pytest.raises(ConfigError, match=r"recompute='yes' is not allowed; use recompute=answers"):
-        runner(limit=5, recompute="yes")
+        settings_from_config({"task": "t", "recompute": "yes"})
+    assert [settings_from_config({"task": "t", "recompute": v}).recompute for v in (None, "False", "answers", "all")] == [
+        None, None, "answers", "all"]
 
 
 def samples(folder: Path) -> list[list]:
