@@ -21,7 +21,7 @@ from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
 from evalflow.dag.answer_cache import CachedModel
 from evalflow.dag.progress import pooled_label, progress_label
-from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun, finish
+from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun, finish, unread_nodes
 from evalflow.errors import ConfigError
 from evalflow.judges.model import JudgeEdges
 from evalflow.models.base import feature
@@ -158,7 +158,7 @@ def evaluate_tasks(
             raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
         log.info("task %s", task.task)
         resources = {"model": edge, "judges": judge_resource, "images": edge.images}
-        run = TaskRun(task, stage_settings)
+        run = TaskRun(task, stage_settings, unread=unread_nodes(settings.recompute))
         # the first stage that calls a model, when it must: the scored model's requests are pooled
         # below, and a judge's are counted for this task when it advances again
         run.advance(store, resources, stop_before=("inference", "judge_inference"))

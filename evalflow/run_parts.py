@@ -16,7 +16,7 @@ from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.judges.model import JudgeEdges, check_judges
 from evalflow.load_checks import check_selection
-from evalflow.models.base import feature
+from evalflow.models.base import LanguageModel, feature
 from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
 from evalflow.sandbox.registry import require_sandbox
 from evalflow.scale import chunks
@@ -86,7 +86,8 @@ def config_edge(model: Mapping[str, Any], settings: RunSettings, store: CacheSto
     load_args = config_arguments(config, settings)  # checked now rather than at the first miss
     cls = model_class(str(config["type"]))
     edge = CachedModel(store, fingerprint(data), lambda: build_model(load_args), chunk_size=chunk_size(settings, cls),
-                       identity_data=data, **({"counts": counts} if counts is not None else {}))
+                       identity_data=data, read=settings.recompute is None,
+                       **({"counts": counts} if counts is not None else {}))
     if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
         from evalflow.scale.ray_workers import RayDispatch
 
@@ -118,15 +119,7 @@ def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> Cached
             f"workers={settings.workers} builds one model per Ray worker from a model config; a model "
             "object passed to evaluate() cannot be replicated. Pass a config (model={'type': ...}) or workers=1."
         )
-    identity = feature(model, "identity")
-    data = identity()
-    if data is None:
-        why = "has no identity()"
-    elif getattr(identity, "__self__", None) is type(model):  # a classmethod: it names a config, not this object
-        why = ("has a classmethod identity(), which cannot see the object's own settings (two objects built "
-               "differently would share answers; pass its config, evaluate(task, {'type': ..., ...}), to cache them)")
-    else:
-        why = ""
+    data, why = object_identity(model)
     if why:
         log.warning(
             "model object %s %s: its responses and every stage scored from them (inference, filters, metrics, "
@@ -134,7 +127,26 @@ def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> Cached
             "data (e.g. its name and weights' hash) to cache them", type(model).__name__, why,
         )
         return CachedModel(store, None, lambda: model, chunk_size=chunk_size(settings, model))
-    return CachedModel(store, fingerprint(data), lambda: model, chunk_size=chunk_size(settings, model), identity_data=data)
+    return CachedModel(store, fingerprint(data), lambda: model, chunk_size=chunk_size(settings, model), identity_data=data,
+                       read=settings.recompute is None)
+
+
+def object_identity(model: Any) -> tuple[Any, str]:
+    """What a model object's answers are cached under, or ``(None, why)``: its ``identity()``; for
+    an lm-eval model, which has none, the one :mod:`evalflow.lmeval_compat.lm_objects` builds."""
+    identity = feature(model, "identity")
+    if getattr(identity, "__func__", None) is LanguageModel.identity.__func__:  # the contract's default: none of its own
+        from evalflow.lmeval_compat.lm_objects import lm_identity
+
+        data, why = lm_identity(model)
+        return data, why or ("" if data is not None else "has no identity()")
+    data = identity()
+    if data is None:
+        return None, "has no identity()"
+    if getattr(identity, "__self__", None) is type(model):  # a classmethod: it names a config, not this object
+        return None, ("has a classmethod identity(), which cannot see the object's own settings (two objects built "
+                      "differently would share answers; pass its config, evaluate(task, {'type': ..., ...}), to cache them)")
+    return data, ""
 
 
 def chunk_size(settings: RunSettings, model: Any) -> int:

@@ -17,7 +17,7 @@ from evalflow.cache.store import default_cache_dir
 from evalflow.config.messages import unknown_setting
 from evalflow.config.packaged import conf_dir
 from evalflow.config.samples_option import parse_samples
-from evalflow.config.schema import defaults
+from evalflow.config.schema import RECOMPUTE, defaults
 from evalflow.errors import ConfigError
 
 
@@ -47,6 +47,7 @@ class RunSettings:
     system_instruction: str | None
     think_end_token: str | None
     cache_dir: Path
+    recompute: str | None  # None, or one of schema.RECOMPUTE
     bootstrap_iters: int
     log_samples: bool
     trust_task_code: bool
@@ -168,6 +169,7 @@ _PARSERS: dict[str, Parse] = {
     "system_instruction": lambda data: data["system_instruction"] or None,
     "think_end_token": lambda data: data["think_end_token"] or None,
     "cache_dir": lambda data: Path(data["cache_dir"]).expanduser() if data["cache_dir"] else default_cache_dir(),
+    "recompute": lambda data: _recompute(data["recompute"]),
     "bootstrap_iters": lambda data: int(data["bootstrap_iters"]),
     "log_samples": lambda data: bool(data["log_samples"]) or bool(data["predict_only"]),
     "trust_task_code": lambda data: bool(data["trust_task_code"]),
@@ -200,6 +202,17 @@ def _imports(value: Any) -> tuple[str, ...]:
     if bad:
         raise ConfigError(f"imports={value!r}: give module names or .py files, e.g. imports=[my_metrics] or imports=lib/my_metrics.py")
     return names
+
+
+def _recompute(value: Any) -> str | None:
+    """``recompute``: what a run computes anew rather than reads from the cache (None: nothing;
+    ``recompute=false`` reaches here as the string ``'False'``, the typed field's conversion)."""
+    if value is None or str(value).lower() in ("", "false", "none", "null"):
+        return None
+    if value in RECOMPUTE:
+        return str(value)
+    raise ConfigError(f"recompute={value!r} is not allowed; use recompute=answers (every model answer and what is "
+                      "scored from it, computed anew) or recompute=all (every stage), or leave it out to read the cache")
 
 
 def _judge_model(value: Any) -> Any:

@@ -10,7 +10,9 @@ reader (``get``, ``cache stats``, ``gc``) sees exactly what diskcache itself wou
   file name, value), and diskcache's triggers keep its ``count`` and ``size`` settings right;
 - values at or above the folder's ``disk_min_file_size`` go to value files through the ``Disk``
   (:class:`~evalflow.cache.store.DataDisk`, which refuses anything but bytes), as ``add`` does;
-- a present, unexpired key is never replaced (the callers' entries are immutable).
+- a present, unexpired key is never replaced (the callers' entries are immutable), except when
+  the caller asks to (``replace``: a run told to recompute writes what it computed over the entry
+  it did not read, so later runs read the recomputed answer; nothing else is ever removed).
 
 Every function expects to run inside ``cache.transact()`` when it writes, so a batch is atomic.
 Written against diskcache 5.6's schema (``Cache(key, raw, ...)`` with its unique ``(key, raw)``
@@ -54,15 +56,18 @@ def fetch_many(cache: diskcache.Cache, keys: Iterable[str]) -> dict[str, bytes |
     return found
 
 
-def add_many(cache: diskcache.Cache, items: Mapping[str, bytes], tag: str | None, expire: float | None = None) -> int:
+def add_many(cache: diskcache.Cache, items: Mapping[str, bytes], tag: str | None, expire: float | None = None,
+             replace: bool = False) -> int:
     """Add the entries whose key is not present (or only expired); returns how many were added.
-    An expired row of the same key is replaced, as ``Cache.add`` does."""
+    An expired row of the same key is replaced, as ``Cache.add`` does; with ``replace``, a present
+    one too (``Cache.set``'s semantics)."""
     if not items:
         return 0
     now = time.time()
     present, expired = _present(cache, list(items), now)
-    fresh = [(k, v) for k, v in items.items() if k not in present]
-    delete_many(cache, expired)  # expired rows of these keys, if any (usually none: no statement then)
+    fresh = [(k, v) for k, v in items.items() if replace or k not in present]
+    # expired rows of these keys, and with ``replace`` the present ones (usually none: no statement then)
+    delete_many(cache, expired + (sorted(present) if replace else []))
     disk = cache.disk
     rows = []
     for key, blob in fresh:

@@ -246,8 +246,10 @@ class CacheStore:
             return self._drop(key, exc)
 
     @_guarded
-    def put(self, key: str, value: Any, tag: str) -> None:
-        self._cache.add(key, encode(value), tag=tag, retry=True)
+    def put(self, key: str, value: Any, tag: str, replace: bool = False) -> None:
+        """Store ``value`` under ``key``; an entry already there is kept unless ``replace`` (a
+        recomputed stage's output written over the one the run did not read)."""
+        (self._cache.set if replace else self._cache.add)(key, encode(value), tag=tag, retry=True)
 
     @_guarded
     def get_text_bytes(self, key: str) -> bytes | memoryview | Any:
@@ -266,9 +268,10 @@ class CacheStore:
         return payload
 
     @_guarded
-    def put_text(self, key: str, data: bytes, tag: str) -> None:
-        """Store a string given as its UTF-8 bytes, as they are (an ``EVFT`` entry: no JSON escaping)."""
-        self._cache.add(key, encode_text(data), tag=tag, retry=True)
+    def put_text(self, key: str, data: bytes, tag: str, replace: bool = False) -> None:
+        """Store a string given as its UTF-8 bytes, as they are (an ``EVFT`` entry: no JSON
+        escaping); ``replace`` as for :meth:`put`."""
+        (self._cache.set if replace else self._cache.add)(key, encode_text(data), tag=tag, retry=True)
 
     @_guarded
     def put_encoded(self, key: str, blob: bytes, tag: str | None) -> bool:
@@ -277,13 +280,14 @@ class CacheStore:
         return bool(self._cache.add(key, blob, tag=tag, retry=True))
 
     @_guarded
-    def put_many(self, items: Mapping[str, Any], tag: str) -> None:
+    def put_many(self, items: Mapping[str, Any], tag: str, replace: bool = False) -> None:
         """Write ``items`` in one transaction (all of a batch is persisted, or none of it), and end
-        this process's leases whose every request is now persisted (in the same transaction)."""
+        this process's leases whose every request is now persisted (in the same transaction);
+        ``replace``: over the entries present (answers recomputed by a run that did not read them)."""
         encoded = {k: encode(v) for k, v in items.items()}
         done, forget = self._mine.finished(encoded)
         with self._cache.transact(retry=True):
-            add_many(self._cache, encoded, tag)
+            add_many(self._cache, encoded, tag, replace=replace)
             delete_rows(self._cache, done)
         forget()
 

@@ -22,6 +22,7 @@ def main(argv: list[str]) -> int:
     from evalflow.lmeval_compat.layout import write_layout
     from evalflow.lmeval_compat.parser import parse
     from evalflow.lmeval_compat.translate import translate
+    from evalflow.output.run_summary import LM_EVAL, summary_lines
     from evalflow.output.table import print_results
 
     logging.getLogger("evalflow").setLevel(logging.INFO)
@@ -46,6 +47,8 @@ def main(argv: list[str]) -> int:
     if tr.show_config:
         print(json.dumps({k: v for k, v in results.items() if k != "samples"}, indent=2, default=str))
     print_results(results)
+    for line in summary_lines(folder, LM_EVAL):
+        print(line)
     print(f"run folder: {folder}")
     return 0
 

@@ -127,7 +127,7 @@ def hydra_main() -> None:
     def main(cfg: DictConfig) -> None:
         from evalflow.app import run
         from evalflow.config.compose import typed_preset
-        from evalflow.output.code_execution import recorded_summary_lines
+        from evalflow.output.run_summary import summary_lines
         from evalflow.output.table import print_results
         from evalflow.settings import settings_from_config
 
@@ -146,7 +146,7 @@ def hydra_main() -> None:
             print(stopped_line(stop, settings.cache_dir if settings else None, output_dir), file=sys.stderr)
             raise SystemExit(exit_status(stop)) from None
         print_results(results)
-        for line in recorded_summary_lines(output_dir):
+        for line in summary_lines(output_dir):
             print(line)
         print(f"run folder: {HydraConfig.get().runtime.output_dir}")
 

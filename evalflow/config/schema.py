@@ -20,6 +20,8 @@ from hydra.core.config_store import ConfigStore
 STAGE = "stage"  # field metadata: the setting is an input of the task's stages, as it is named here
 
 
+RECOMPUTE = ("answers", "all")  # the values of ``recompute``, besides None
+
 INERT = "inert"  # field metadata: the setting cannot change a run's results, so no cache key holds it
 
 
@@ -72,6 +74,11 @@ class RunConfig:
     think_end_token: Optional[str] = stage(None)
     # Where cached stage outputs and model responses live; default $EVALFLOW_CACHE or ~/.cache/evalflow.
     cache_dir: Optional[str] = inert(None)
+    # Compute anew instead of reading the cache: `answers` (every model answer, and every stage
+    # computed from them) or `all` (every stage, the documents and prompts too). What is computed
+    # is written to cache_dir over the entries not read, so later runs read it; nothing else there
+    # is touched (docs/caching.md). None: read whatever the cache holds.
+    recompute: Optional[str] = inert(None)
     bootstrap_iters: int = stage(100000)
     # Python modules imported before the tasks are loaded: the ones that register your metrics,
     # aggregations, filters or models (imports=[my_metrics] or a .py file's path). Trusted code, as

@@ -13,6 +13,12 @@ worker count. The seed and repeat index are part of a sampled request (``Request
 samples stay k answers; for greedy requests the repeat index is dropped, as repeats are equal.
 The real model is built on the first miss only: a fully cached run never loads weights.
 
+A request counts as *computed* when this edge had the model answer it in this run, else as
+*cached* (an answer from before the run, or another process's): a request two tasks share is
+computed once and counted computed for both. With ``read=False`` (``recompute``) the edge reads only
+the answers it computed itself in this run: every other request goes to the model, and its answer
+is written over the entry it did not read (no leases: each such process computes all it asks).
+
 Processes sharing a cache folder (a parallel sweep, several runs at once) split the misses rather
 than each computing all of them: a process leases a chunk of requests before sending it to the
 model (:meth:`CacheStore.claim`), skips requests another live process holds, and at the end waits
@@ -113,8 +119,10 @@ class CachedModel:
     identity_data: Any = None  # the plain data ``identity`` hashes (recorded in the manifest)
     dispatch: Dispatch | None = None  # None: the model in this process (LocalDispatch)
     images: Any = None  # the ImageStore misses' image references are read from (None: this store's)
+    read: bool = True  # False: answers from before this run are not read but computed anew (recompute)
     _model: Any = None
-    _pooled: dict[str, tuple[Any, bool]] = field(default_factory=dict)  # prefetched: key -> (answer, computed here)
+    _computed: set[str] = field(default_factory=set)  # keys of the requests the model answered in this run
+    _pooled: dict[str, Any] = field(default_factory=dict)  # prefetched: key -> answer
     _pool_keys: dict[int, tuple[Request, str]] = field(default_factory=dict)  # prefetched: id(request) -> (request, key)
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
@@ -166,8 +174,8 @@ class CachedModel:
             if of_type:
                 keys = [request_key(self.identity, r) for r in of_type]
                 self._pool_keys.update((id(r), (r, k)) for r, k in zip(of_type, keys))  # the stage asks with these objects
-                answers, mine = self._resolve(rtype, keys, of_type)
-                self._pooled.update((k, (answers[k], k in mine)) for k in keys)
+                answers = self._resolve(rtype, keys, of_type)
+                self._pooled.update((k, answers[k]) for k in keys)
 
     def _answer(self, rtype: str, requests: Sequence[Request]) -> list[Any]:
         if self.identity is None:
@@ -175,19 +183,13 @@ class CachedModel:
         else:
             keys = [self._key(r) for r in requests]
         answers: dict[str, Any] = {}
-        mine: set[str] = set()
         for key in dict.fromkeys(keys) if self._pooled else ():
-            held = self._pooled.pop(key, None)
-            if held is not None:
-                answers[key] = held[0]
-                if held[1]:
-                    mine.add(key)
+            if key in self._pooled:
+                answers[key] = self._pooled.pop(key)
         rest = [(k, r) for k, r in zip(keys, requests) if k not in answers]
         if rest:
-            found, computed = self._resolve(rtype, [k for k, _ in rest], [r for _, r in rest])
-            answers.update(found)
-            mine |= computed
-        computed_here = sum(1 for k in keys if k in mine)
+            answers.update(self._resolve(rtype, [k for k, _ in rest], [r for _, r in rest]))
+        computed_here = sum(1 for k in keys if k in self._computed)
         self.counts.requests += len(requests)
         self.counts.computed += computed_here
         self.counts.cached += len(requests) - computed_here
@@ -198,21 +200,21 @@ class CachedModel:
         held = self._pool_keys.get(id(request))
         return held[1] if held is not None and held[0] is request else request_key(self.identity, request)  # type: ignore[arg-type]
 
-    def _resolve(self, rtype: str, keys: Sequence[str], requests: Sequence[Request]) -> tuple[dict[str, Any], set[str]]:
+    def _resolve(self, rtype: str, keys: Sequence[str], requests: Sequence[Request]) -> dict[str, Any]:
         """Every key's answer, from the cache or the model (the misses, deduplicated, longest
-        first); and the keys computed here."""
+        first); the keys the model answered join ``_computed``."""
         answers: dict[str, Any] = {}
-        if self.identity is not None:
-            answers.update(self.store.get_many(keys))
+        if self.identity is not None:  # not reading (recompute): only what this run computed
+            answers.update(self.store.get_many(keys if self.read else [k for k in keys if k in self._computed]))
         todo = {k: r for k, r in zip(keys, requests) if k not in answers}  # deduplicated misses
         ordered = _length_ordered(list(todo.items()))
         if ordered and self.on_chunk:  # the start (0/total): a log off a terminal shows the run alive
             self.on_chunk(0, len(ordered), 0.0)
-        if self.identity is None:
-            mine = self._compute_alone(rtype, ordered, answers)
+        if self.identity is None or not self.read:
+            self._computed |= self._compute_alone(rtype, ordered, answers)
         else:
-            mine = self._compute_shared(rtype, ordered, answers)
-        return answers, mine
+            self._computed |= self._compute_shared(rtype, ordered, answers)
+        return answers
 
     def _compute_alone(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
         done, by_key = 0, dict(ordered)
@@ -295,8 +297,8 @@ class CachedModel:
         now = time.perf_counter()
         self.counts.answering.append((now - finished.seconds, now))
         self.counts.workers.setdefault(finished.worker, WorkerCounts()).add(finished)
-        if self.identity is not None:
-            self.store.put_many(fresh, tag="request")
+        if self.identity is not None:  # not reading: over the entries this run did not read
+            self.store.put_many(fresh, tag="request", replace=not self.read)
         return fresh
 
 

@@ -162,6 +162,10 @@ PIPELINE: tuple[Node, ...] = (
 
 STAGE_NAMES: tuple[str, ...] = tuple(node.name for node in PIPELINE)
 
+ANSWERING: tuple[str, ...] = ("inference", "judge_inference")
+"""The stages whose output is a model's answers (the scored model's, the judges'): ``recompute=answers``
+computes them and every node downstream of them anew (:func:`evalflow.dag.runner.unread_nodes`)."""
+
 OUTPUTS: tuple[Node, ...] = (
     Node(
         "summary",

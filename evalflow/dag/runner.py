@@ -17,7 +17,7 @@ from typing import Any, Callable, Collection, Iterator, Mapping
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.dag.node import Node
-from evalflow.dag.pipeline import OUTPUTS, PIPELINE
+from evalflow.dag.pipeline import ANSWERING, OUTPUTS, PIPELINE
 from evalflow.dag.progress import progress_label
 from evalflow.errors import EvalflowError
 from evalflow.taskspec.format.spec import TaskConfig
@@ -77,6 +77,26 @@ def plan(task: TaskConfig, settings: Mapping[str, Any], pipeline: tuple[Node, ..
         keys[node.name] = f"{node.name}:{fingerprint(inputs)}"
         planned.append(PlannedStage(node, keys[node.name], inputs))
     return planned
+
+
+def unread_nodes(recompute: str | None, nodes: tuple[Node, ...] = PIPELINE + OUTPUTS) -> frozenset[str]:
+    """The nodes a run computes anew rather than reading from the cache, for its ``recompute``
+    setting: none; ``answers``: the model stages (:data:`ANSWERING`) and every node downstream of
+    them, which a recomputed answer may change (keys depend on upstream keys, not values, so a
+    filter read from the cache would be the old answer's); ``all``: every node.
+
+    >>> sorted(unread_nodes("answers"))
+    ['aggregate', 'filters', 'inference', 'judge_inference', 'judge_requests', 'metrics', 'samples', 'summary']
+    """
+    if recompute is None:
+        return frozenset()
+    if recompute == "all":
+        return frozenset(n.name for n in nodes)
+    unread = set(ANSWERING)
+    for node in nodes:  # in order: a node's upstream nodes come before it
+        if unread & set(node.upstream):
+            unread.add(node.name)
+    return frozenset(unread)
 
 
 class StageOutputs(Mapping[str, Any]):
@@ -153,6 +173,7 @@ class TaskRun:
     settings: Mapping[str, Any]
     pipeline: tuple[Node, ...] = PIPELINE
     products: tuple[Node, ...] = OUTPUTS  # read on demand once the stages are done, never an event
+    unread: frozenset[str] = frozenset()  # nodes computed anew, not read, and written over (unread_nodes)
     outputs: StageOutputs = field(default_factory=StageOutputs)
     events: list[StageEvent] = field(default_factory=list)
     steps: list[PlannedStage] = field(default_factory=list)
@@ -184,12 +205,12 @@ class TaskRun:
             if self._looked_up is not MISSING:
                 load, self._looked_up = self._looked_up, MISSING
             else:
-                load = store.get_deferred(step.key) if step.key is not None else MISSING
+                load = self._lookup_deferred(store, step)
             if load is MISSING and step.node.name in stop_before:
                 self._looked_up = _MISS
                 return True
             hit = load is not MISSING and load is not _MISS
-            compute = functools.partial(_compute, step, self.task, self.settings, self.outputs, store, resources, self.pipeline)
+            compute = self._computer(step, store, resources)
             if hit:
                 self.outputs.defer(step.node.name, load, compute)
             else:
@@ -209,9 +230,20 @@ class TaskRun:
         keys = {step.node.name: step.key for step in self.steps}
         products = tuple(n for n in self.products if all(u in keys for u in n.upstream))
         for step in plan(self.task, self.settings, products, keys):
-            compute = functools.partial(_compute, step, self.task, self.settings, self.outputs, store, resources, self.pipeline)
-            self.outputs.defer(step.node.name, functools.partial(_lookup, store, step.key), compute)
-            self.outputs.node_keys[step.node.name] = step.key
+            key = None if step.node.name in self.unread else step.key
+            self.outputs.defer(step.node.name, functools.partial(_lookup, store, key), self._computer(step, store, resources))
+            self.outputs.node_keys[step.node.name] = key  # None: no stored text to copy out
+
+    def _lookup_deferred(self, store: CacheStore, step: PlannedStage) -> Any:
+        """The step's cached value (deferred), or MISSING: always for a node computed anew."""
+        if step.key is None or step.node.name in self.unread:
+            return MISSING
+        return store.get_deferred(step.key)
+
+    def _computer(self, step: PlannedStage, store: CacheStore, resources: Mapping[str, Any]) -> Callable[[], Any]:
+        """Computes the step's value and stores it (over the entry there for a node computed anew)."""
+        return functools.partial(_compute, step, self.task, self.settings, self.outputs, store, resources, self.pipeline,
+                                 step.node.name in self.unread)
 
 
 def finish(run: TaskRun, store: CacheStore, resources: Mapping[str, Any], counts: Mapping[str, Any]) -> list[StageEvent]:
@@ -245,8 +277,9 @@ def _lookup(store: CacheStore, key: str | None) -> Any:
 
 
 def _compute(step: PlannedStage, task: TaskConfig, settings: Mapping[str, Any], outputs: Mapping[str, Any],
-             store: CacheStore, resources: Mapping[str, Any], pipeline: tuple[Node, ...]) -> Any:
-    """Run one stage on its upstream outputs, and store what it returns (when it has a key)."""
+             store: CacheStore, resources: Mapping[str, Any], pipeline: tuple[Node, ...], replace: bool = False) -> Any:
+    """Run one stage on its upstream outputs, and store what it returns (when it has a key;
+    ``replace``: over the entry there, which the run did not read)."""
     try:
         value = _call(step.node, task, settings, outputs, resources, pipeline)
     except EvalflowError as exc:
@@ -255,9 +288,9 @@ def _compute(step: PlannedStage, task: TaskConfig, settings: Mapping[str, Any], 
             raise
         raise located from exc
     if step.key is not None and isinstance(value, str):  # a text (samples): stored as its UTF-8 bytes
-        store.put_text(step.key, value.encode("utf-8"), tag=step.node.name)
+        store.put_text(step.key, value.encode("utf-8"), tag=step.node.name, replace=replace)
     elif step.key is not None:
-        store.put(step.key, value, tag=step.node.name)
+        store.put(step.key, value, tag=step.node.name, replace=replace)
     return value
 
 

@@ -218,10 +218,12 @@ def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], li
         out["bootstrap_iters"] = int(ns.bootstrap_iters)
     if ns.confirm_run_unsafe_code:
         out["confirm_unsafe_code"] = True
-    if ns.use_cache is not None:
+    if ns.use_cache is not None:  # lm-eval's response cache: answers read and written there
         out["cache_dir"] = ns.use_cache
-        notes.append(f"--use_cache {ns.use_cache}: evalflow caches every stage and model answer always; "
-                     f"this is its cache folder (cache_dir)")
+        notes.append(f"--use_cache {ns.use_cache}: model answers are read from and written to this folder, as lm-eval's "
+                     "response cache; evalflow keeps its prompts and scores there too (cache_dir)")
+    else:  # lm-eval reads no cached answer without it: computed anew (and written to the default cache)
+        out["recompute"] = "answers"
     if ns.cache_requests is not None:
         _cache_requests(ns.cache_requests, refused, notes)
     return [f"{k}={hydra_value(v)}" for k, v in out.items()], notes
@@ -252,6 +254,7 @@ def _cache_requests(value: str, refused: list[str], notes: list[str]) -> None:
                      "keyed by the task's content, so they are never stale")
     elif value in ("refresh", "delete"):
         refused.append(f"--cache_requests {value}: evalflow's request cache is keyed by the task's content and "
-                       "never stale; `python -m evalflow cache clear` empties the cache")
+                       "never stale; `python -m evalflow ... recompute=all` builds every stage anew (written over "
+                       "the cache), `python -m evalflow cache clear` empties the cache")
     else:
         refused.append(f"--cache_requests {value}: choose from true, refresh, delete")

@@ -17,13 +17,9 @@ from the cache records the same as the run that computed it.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 if TYPE_CHECKING:  # the reading side (summary, explain) stays light: the scoring registry loads in a second
     from evalflow.taskspec.format.spec import TaskConfig
@@ -81,19 +77,6 @@ def summary_lines(execution: Mapping[str, Any] | None, name_tasks: bool = True) 
         lines.append(f"code execution: task code{which} runs in the side environment '{env['name']}': "
                      f"{env['interpreter']} with {', '.join(env['packages']) or 'no pins'} from {env['folder']}")
     return lines
-
-
-def recorded_summary_lines(folder: Path) -> list[str]:
-    """:func:`summary_lines` of the run folder's manifest (what the run recorded, printed once)."""
-    path = folder / "manifest.json"
-    if not path.is_file():
-        return []
-    data = path.read_bytes()  # a megabyte on a large suite: orjson reads it ~4x faster than json
-    try:
-        manifest = orjson.loads(data)
-    except orjson.JSONDecodeError:  # NaN or infinity, which json writes and reads
-        manifest = json.loads(data)
-    return summary_lines(manifest.get("code_execution"))
 
 
 def task_lines(task: TaskConfig, code_sandbox: str) -> list[str]:

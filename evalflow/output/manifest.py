@@ -44,6 +44,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
         "fewshot_split": {t: record.summary(t).fewshot_split for t in record.outputs},
         "packages": {name: _version(name) for name in PACKAGES},
         "cache_dir": str(record.settings.cache_dir),
+        # what the run computed anew rather than read from the cache (None: it read what was there)
+        "recompute": record.settings.recompute,
         "seconds": round(record.finished - record.started, 3),
         # of which some model replica was answering requests (start-up and model loads excluded)
         "answering_seconds": round(record.inference.answering_seconds, 6),

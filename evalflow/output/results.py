@@ -172,7 +172,7 @@ def _config(s: RunSettings, model: Mapping[str, Any], model_fields: Mapping[str,
         "batch_size": s.batch_size,
         "batch_sizes": [],
         "device": model.get("device"),
-        "use_cache": str(s.cache_dir),
+        "use_cache": None if s.recompute else str(s.cache_dir),  # lm-eval's: the folder answers were read from
         "limit": s.limit,
         "bootstrap_iters": s.bootstrap_iters,
         "gen_kwargs": s.gen_kwargs,

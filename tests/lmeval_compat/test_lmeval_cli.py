@@ -42,7 +42,7 @@ def test_translation_and_native_command() -> None:
     assert shlex.split(tr.native()) == [
         "python", "-m", "evalflow", "model=hf", "task=[arc_easy,boolq,gsm8k]", "model.pretrained=org/m",
         "model.dtype=float32", "model.device=cpu", "num_fewshot=5", "batch_size='auto:4'", "limit=10",
-        "log_samples=false", "gen_kwargs={max_gen_toks:32}", "seed=42"]
+        "log_samples=false", "gen_kwargs={max_gen_toks:32}", "seed=42", "recompute=answers"]
     assert "seed=42" in tr.overrides and "batch_size='auto:4'" in tr.overrides and "limit=10" in tr.overrides
     served = translate(parse(["--model", "local-completions", "--model_args",
                               "model=m,base_url=http://h:1/v1/completions,tokenizer_backend=huggingface,tokenized_requests=False",

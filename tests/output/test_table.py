@@ -45,7 +45,9 @@ def test_redirected_stdout_is_the_markdown_table_alone(toy_library: Path, tmp_pa
     assert lines[0].startswith("|Tasks") and f"| - {LONG}|" in done.stdout  # full name, never cut
     assert not any(line.startswith("[") for line in lines)  # no log lines
     assert "task toy_mc" in done.stderr  # they went to stderr
-    assert all(line.startswith("|") or not line or line.startswith("run folder:") for line in lines)
+    assert all(line.startswith(("|", "cache: ", "run folder:")) or not line for line in lines)
+    assert [line for line in lines if line.startswith("cache: ")] == [  # the summary's one cache line
+        f"cache: 0 of 32 model answers read from the cache {tmp_path / 'cache'}, 32 computed"]
 
 
 def test_markdown_escapes_pipes_and_aligns() -> None:

@@ -123,7 +123,7 @@ def test_a_taken_backend_name_is_refused() -> None:
 @needs_bwrap
 def test_the_run_records_which_sandbox_ran_the_programs_and_explain_names_a_change(runner: Runner, code_library: Path) -> None:
     from evalflow.insight.explain import explain
-    from evalflow.output.code_execution import recorded_summary_lines
+    from evalflow.output.run_summary import summary_lines
 
     _, first, folder_a = _run(runner, code_library)
     _, second, folder_b = _run(runner, code_library, code_sandbox="subprocess")
@@ -134,7 +134,7 @@ def test_the_run_records_which_sandbox_ran_the_programs_and_explain_names_a_chan
     assert first["code_execution"]["side_envs"] == []
     metrics = next(s for s in second["stages"] if (s["task"], s["stage"]) == ("toy_code", "metrics"))
     assert metrics["inputs"]["identity"]["sandbox"]["backend"] == "subprocess"  # in the key: it can change a score
-    summary = recorded_summary_lines(folder_b)
+    summary = [line for line in summary_lines(folder_b) if line.startswith("code execution")]
     assert len(summary) == 1 and "(toy_code) run in the sandbox 'subprocess' (code_sandbox)" in summary[0]
     lines = explain(folder_b, folder_a)
     assert any(line.startswith("toy_code metrics re-ran: ") and 'sandbox.backend: "bwrap" → "subprocess"' in line for line in lines)

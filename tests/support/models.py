@@ -82,6 +82,20 @@ class BatchingModel(CountingModel):
         return self._whole("generate_until", requests)
 
 
+class DriftingModel(CountingModel):
+    """The counting model whose answers shift with the class-wide ``DRIFT`` while its identity
+    stays: a served model updated behind the same name, which only ``recompute`` can notice."""
+
+    DRIFT = 0
+
+    @classmethod
+    def identity(cls, **config: Any) -> dict[str, Any]:
+        return {"type": "drifting"}
+
+    def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
+        return [(logprob - DriftingModel.DRIFT, greedy) for logprob, greedy in super().loglikelihood(requests)]
+
+
 class WrongCountModel(DummyModel):
     """Returns one response too few: the run must fail with a clear ModelError."""
 
