@@ -58,7 +58,7 @@ class HFMultimodalModel(LanguageModel):
         *,
         revision: str | None = None,
         dtype: str = "auto",
-        device: str = "cpu",
+        device: str = "auto",
         batch_size: int | str = 1,
         max_length: int | None = None,
         max_gen_toks: int = 256,
@@ -78,6 +78,7 @@ class HFMultimodalModel(LanguageModel):
         **unused: Any,
     ) -> None:
         from evalflow.models.hf import load
+        from evalflow.models.hf.device import choose
         from evalflow.models.hf.vlm import vlm_passes
 
         if unused:
@@ -94,15 +95,18 @@ class HFMultimodalModel(LanguageModel):
         self.resize = (image_width, image_height, image_max_side)
         weights_identity(pretrained, revision, None)  # refuse a bad path before loading
         pixels = {k: v for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v}
-        self.parts = vlm_passes.load_vlm(pretrained, revision or "main", dtype, device, trust_remote_code,
+        placed = choose(device, "hf_multimodal model")
+        self.parts = vlm_passes.load_vlm(pretrained, revision or "main", dtype, placed.used, trust_remote_code,
                                          pixels, load.parse_threads(threads), max_length)
+        log.info("hf_multimodal model: on %s (model.device=%s)", self.parts.device, device)
         self.image_token = image_string or self.parts.token_text(image_token_id)
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
         """The weights' and processor's files (one folder fingerprint), the settings that change
-        prompts or images, and library versions. Not included: ``batch_size``, ``device``,
-        ``threads`` (speed only)."""
+        prompts or images, and library versions. Not included: ``batch_size``, ``device`` (``auto``
+        or the device it resolved to: the same weights' answers wherever they run), ``threads``
+        (speed only)."""
         pretrained = config.get("pretrained")
         if not isinstance(pretrained, str) or not pretrained:
             raise ConfigError("model.pretrained is not set: give a local VLM folder or a hub id, "
@@ -115,6 +119,10 @@ class HFMultimodalModel(LanguageModel):
             "weights": weights_identity(pretrained, config.get("revision"), None),
             "settings": {k: config.get(k) for k in keys}, "libraries": library_versions(),
         }
+
+    def describe(self) -> dict[str, Any]:
+        """For the manifest: the device the model ran on (``model.device`` resolved here)."""
+        return {"device": str(self.parts.device)}
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
         raise ModelError(_REFUSAL.format(rtype="loglikelihood"))
