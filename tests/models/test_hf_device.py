@@ -105,7 +105,7 @@ def test_a_device_asked_for_but_not_here_runs_on_the_cpu_with_the_same_answers(t
     assert model.device == torch.device("cpu") and model.describe() == {"device": "cpu", "engine": "fast"}
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "model.device=cuda:0 but torch sees no CUDA device here" in warnings[0]
-    assert "hf model: on cpu (model.device=cuda:0)" in [r.getMessage() for r in caplog.records]
+    assert "hf model: runs on cpu (model.device=cuda:0)" in [r.getMessage() for r in caplog.records]
     assert model.loglikelihood(requests) == HFModel(str(tiny_model_dir), device="cpu").loglikelihood(requests)
 
 
@@ -133,6 +133,9 @@ def test_the_key_never_names_the_device_nor_force_fast(tiny_model_dir: Path) -> 
     keys = [registry.model_identity({**base, "device": d}) for d in ("auto", "cpu", "cuda", "cuda:1", "mps")]
     assert all(k == keys[0] for k in keys) and "device" not in json.dumps(keys[0])
     assert registry.model_identity({**base, "force_fast": True}) == keys[0]
+    for kind in ("hf", "hf_multimodal"):  # a bad name is refused by the key too: a cached run never loads the model
+        with pytest.raises(ConfigError, match="model.device 'gpu' is not a device name"):
+            registry.model_identity({**base, "type": kind, "device": "gpu"})
 
 
 def test_the_device_used_is_in_the_manifest_and_results(tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -49,6 +49,22 @@ class Device:
     warning: str | None = None
 
 
+def parse_device(asked: object) -> tuple[str, int | None]:
+    """``(kind, index)`` of a ``model.device`` value (``("auto", None)``, ``("cuda", 1)``), refused
+    when it names no device. Needs no torch, so the model's identity checks it too: a bad name is
+    refused in a run served from the cache, which never loads the model."""
+    name = str(asked).strip().lower()
+    if name == "auto":
+        return name, None
+    match = _NAME.fullmatch(name)
+    if match is None:
+        raise ConfigError(
+            f"model.device {asked!r} is not a device name; use one of {NAMES} (auto: CUDA where torch sees "
+            "it, else Apple's MPS, else the CPU), e.g. model.device=auto."
+        )
+    return match[1], None if match[2] is None else int(match[2])
+
+
 def resolve(asked: object, seen: Seen) -> Device:
     """The device ``asked`` resolves to on a machine where torch reports ``seen``.
 
@@ -57,18 +73,12 @@ def resolve(asked: object, seen: Seen) -> Device:
     >>> resolve("cuda:0", Seen(cuda=0, mps=False)).used
     'cpu'
     """
-    name = str(asked).strip().lower()
-    if name == "auto":
+    kind, index = parse_device(asked)
+    if kind == "auto":
         return Device(str(asked), "cuda" if seen.cuda else "mps" if seen.mps else "cpu")
-    match = _NAME.fullmatch(name)
-    if match is None:
-        raise ConfigError(
-            f"model.device {asked!r} is not a device name; use one of {NAMES} (auto: CUDA where torch sees "
-            "it, else Apple's MPS, else the CPU), e.g. model.device=auto."
-        )
-    missing = _missing(match[1], None if match[2] is None else int(match[2]), seen)
+    missing = _missing(kind, index, seen)
     if missing is None:
-        return Device(str(asked), name)
+        return Device(str(asked), str(asked).strip().lower())
     fallback = "cuda" if seen.cuda else "cpu"
     return Device(str(asked), fallback, f"model.device={asked} but {missing}; running on {fallback} instead "
                                         "(lm-eval's fallback). Set model.device=auto to pick the best device here.")

@@ -52,7 +52,7 @@ Deviations from HFLM, all without effect on single requests:
 
 Speed settings that never change answers, hence are not part of the model's identity:
 ``batch_size``, ``max_batch_size``, ``device`` (``auto``: CUDA, else MPS, else the CPU; a device not
-here falls back as lm-eval's does, ``device``), ``force_fast`` (the fast engine on a device where it is
+here falls back as lm-eval's does: ``hf.device``), ``force_fast`` (the fast engine on a device where it is
 not proven), ``parallelize``/``device_map``/``max_memory_per_gpu``/
 ``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
@@ -70,7 +70,7 @@ from typing import Any, ClassVar, Iterable, Iterator, Sequence
 from evalflow.errors import ConfigError
 from evalflow.models.base import LanguageModel
 from evalflow.models.hf import load
-from evalflow.models.hf.device import choose
+from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.engine import REFERENCE, engine_paths, parse_engine, proven_paths
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
@@ -144,13 +144,13 @@ class HFModel(LanguageModel):
         self.max_gen_toks = int(max_gen_toks)
         weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
         force = load.parse_switch("force_fast", force_fast, "set model.force_fast=true to run the fast engine on a "
-                                  "device where it is not proven (not yet CUDA or MPS), or leave it out (default false).")
+                                  "device it is not proven on (only the CPU is, so far), or leave it out (default false).")
         placement = load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
         self.tokenizer, self.model, self.device = load.load(
             pretrained, revision or "main", gguf_file, dtype, choose(device, "hf model").used, trust_remote_code,
             tokenizer, add_bos_token, self.threads, placement, memo_gguf,
         )
-        log.info("hf model: on %s (model.device=%s)", self.device, device)
+        log.info("hf model: runs on %s (model.device=%s)", self.device, device)
         from evalflow.models.hf import torch_ops
 
         self.paths, unproven = proven_paths(self.paths, self.device.type, force)
@@ -211,6 +211,7 @@ class HFModel(LanguageModel):
                 "e.g. model=hf model.pretrained=/path/to/model (or model=smollm2)."
             )
         engine = parse_engine(config.get("engine", "fast"))
+        parse_device(config.get("device", "auto"))  # not in the key, but a bad name is refused in a cached run too
         revision = config.get("revision")
         return {
             "backend": "hf-causal",

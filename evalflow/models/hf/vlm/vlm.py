@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Sequence
 
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.base import LanguageModel
+from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, weights_identity
 from evalflow.records import Request
 
@@ -78,7 +79,6 @@ class HFMultimodalModel(LanguageModel):
         **unused: Any,
     ) -> None:
         from evalflow.models.hf import load
-        from evalflow.models.hf.device import choose
         from evalflow.models.hf.vlm import vlm_passes
 
         if unused:
@@ -98,7 +98,7 @@ class HFMultimodalModel(LanguageModel):
         placed = choose(device, "hf_multimodal model")
         self.parts = vlm_passes.load_vlm(pretrained, revision or "main", dtype, placed.used, trust_remote_code,
                                          pixels, load.parse_threads(threads), max_length)
-        log.info("hf_multimodal model: on %s (model.device=%s)", self.parts.device, device)
+        log.info("hf_multimodal model: runs on %s (model.device=%s)", self.parts.device, device)
         self.image_token = image_string or self.parts.token_text(image_token_id)
 
     @classmethod
@@ -111,6 +111,7 @@ class HFMultimodalModel(LanguageModel):
         if not isinstance(pretrained, str) or not pretrained:
             raise ConfigError("model.pretrained is not set: give a local VLM folder or a hub id, "
                               "e.g. model=hf_multimodal model.pretrained=/path/to/vlm.")
+        parse_device(config.get("device", "auto"))  # not in the key, but a bad name is refused in a cached run too
         keys = ("dtype", "max_length", "max_gen_toks", "truncation", "image_token_id", "image_string", "interleave",
                 "max_images", "convert_img_format", "min_pixels", "max_pixels", "image_width", "image_height",
                 "image_max_side")
