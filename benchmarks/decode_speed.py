@@ -70,7 +70,7 @@ def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens
     from evalflow.models.hf.fast import decode, shared_attention
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
-    lm = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", threads=threads)
+    lm = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", threads=threads, device="cpu")  # CPU figures
     busy = _busy_seconds()
     contexts = [lm.encode_generation_context(c) for c in gsm8k_contexts(docs)]
     pad = lm.tokenizer.pad_token_id

@@ -19,6 +19,10 @@ What it checks, on the same weights and tokenizer, each side answering the same 
 - tokens/s of each side per workload (context + continuation tokens scored per second; generated
   tokens per second), model load excluded, and their ratio.
 
+evalflow's side runs its fast engine (``model.force_fast=true``): on CUDA it is not yet proven equal
+to the reference engine, so an ordinary run takes the reference engine there; this check is what
+proves it.
+
 With ``--backend vllm`` both sides load vLLM, one after the other, each with
 ``gpu_memory_utilization=0.45``; lm-eval's side runs in this interpreter (which must import vllm
 and ``lm_eval.models.vllm_causallms``: on a CPU machine the side venv of ``python -m evalflow
@@ -160,7 +164,9 @@ def run_evalflow(folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
     else:
         from evalflow.models.hf import HFModel
 
-        model = HFModel(str(folder), dtype=spec["dtype"], device=spec["device"], batch_size=spec["batch_size"])
+        # force_fast: the fast engine even where it is not yet proven (CUDA), since proving it is this check's job
+        model = HFModel(str(folder), dtype=spec["dtype"], device=spec["device"], batch_size=spec["batch_size"],
+                        force_fast=True)
     out: dict[str, Any] = {}
     for name, requests in spec["workloads"].items():
         kind = "generate_until" if name == "gen" else "loglikelihood"

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_evalflow(work: Path) -> list[dict]:
-    args = ["task=gsm8k", "model=smollm2", "data_map=shared", "num_fewshot=5", "limit=30", "batch_size=8",
+    args = ["task=gsm8k", "model=smollm2", "model.device=cpu", "data_map=shared", "num_fewshot=5", "limit=30", "batch_size=8",
             f"cache_dir={work / 'cache'}", f"hydra.run.dir={work / 'run'}", "bootstrap_iters=0"]
     subprocess.run([sys.executable, "-m", "evalflow", *args], cwd=ROOT, check=True, capture_output=True)
     with open(work / "run" / "samples_gsm8k.jsonl") as fh:
@@ -65,7 +65,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gsm8k_bound_") as tmp:
         samples = run_evalflow(Path(tmp))
     samples = [s for s in samples if s["filter"] == "strict-match"]
-    lm = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32")
+    lm = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", device="cpu")  # a CPU bound, on any machine
     prompts = [lm.encode_generation_context(s["arguments"]["gen_args_0"]["arg_0"]) for s in samples]
     generated = [len(lm.tok_encode(s["resps"][0][0])) for s in samples]
     with torch.inference_mode():

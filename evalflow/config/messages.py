@@ -19,7 +19,8 @@ SCHEMA_NOTE = "The settings and their types are listed in evalflow/config/schema
 LM_EVAL_HABITS = {
     "output_path": "each run writes its own folder, Hydra's run directory; write hydra.run.dir=DIR "
                    "(hydra.sweep.dir=DIR for -m sweeps; default outputs/<date>/<time>)",
-    "device": "the device is a model setting; write model.device=cpu (or cuda, cuda:0, mps)",
+    "device": "the device is a model setting; write model.device=cpu (or cuda, cuda:0, mps; the default, auto, "
+              "takes CUDA, else MPS, else the CPU)",
     "dtype": "the dtype is a model setting; write model.dtype=bfloat16 (or float32, auto)",
     "model_args": "model arguments are model keys; write model.KEY=VALUE (model.pretrained=..., model.dtype=...)",
     "tasks": "write task=NAME or task=[a,b]",

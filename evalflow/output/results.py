@@ -105,7 +105,7 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
         "n-shot": n_shot,
         "higher_is_better": hib,
         "n-samples": n_samples,
-        "config": _config(s, model, model_fields),
+        "config": _config(s, model, model_fields, ran_device(record.inference.model, model)),
         "git_hash": info.pop("git_hash"),
         "date": record.started,
         **versions_info,
@@ -162,7 +162,16 @@ def _aggregates(record: RunRecord, name: str) -> bool:
     return any(g.name == name and g.aggregate_metric_list for g in record.selection.groups)
 
 
-def _config(s: RunSettings, model: Mapping[str, Any], model_fields: Mapping[str, Any]) -> dict[str, Any]:
+def ran_device(described: Any, model: Mapping[str, Any]) -> Any:
+    """results.json's ``config.device``: the device the model ran on when this run loaded it (what
+    its ``describe()`` says: ``model.device=auto`` resolved, or a fallback), else ``model.device``
+    as asked (a run served from the cache ran nowhere)."""
+    if isinstance(described, Mapping) and "device" in described:
+        return described["device"]
+    return model.get("device")
+
+
+def _config(s: RunSettings, model: Mapping[str, Any], model_fields: Mapping[str, Any], device: Any) -> dict[str, Any]:
     """results.json's ``config``: the run's settings under lm-eval's names (one seed for all four),
     with the model's own fields where lm-eval writes them (``get_model_info``)."""
     return {
@@ -171,7 +180,7 @@ def _config(s: RunSettings, model: Mapping[str, Any], model_fields: Mapping[str,
         **model_fields,
         "batch_size": s.batch_size,
         "batch_sizes": [],
-        "device": model.get("device"),
+        "device": device,
         "use_cache": None if s.recompute else str(s.cache_dir),  # lm-eval's: the folder answers were read from
         "limit": s.limit,
         "bootstrap_iters": s.bootstrap_iters,

@@ -13,6 +13,7 @@ import pytest
 
 from evalflow.commands import make_tiny_vlm
 from evalflow.errors import ConfigError, TaskError
+from evalflow.models.hf import device
 from evalflow.models.hf.vlm import tiny_vlm
 from tests.conftest import ROOT, stage_hits
 
@@ -42,7 +43,8 @@ def test_make_tiny_vlm_then_run_shapes_vqa(tmp_path: Path, capsys: pytest.Captur
         return results, json.loads((tmp_path / name / "manifest.json").read_text()), tmp_path / name
 
     results, manifest, out = once("run1")
-    assert manifest["inference"] == {"requests": 3, "computed": 3, "cached": 0}
+    where = device.resolve("auto", device.seen()).used  # the preset's model.device=auto, on this machine
+    assert manifest["inference"] == {"requests": 3, "computed": 3, "cached": 0, "model": {"device": where}}
     assert 0.0 <= results["results"]["shapes_vqa"]["exact_match,first-word"] <= 1.0
     rows = [json.loads(line) for line in (out / "samples_shapes_vqa.jsonl").read_text().splitlines()]
     visual = rows[0]["arguments"]["gen_args_0"]["arg_2"]["visual"]

@@ -134,3 +134,29 @@ def test_hf_fields_as_lm_eval_wrote_them_for_smollm2() -> None:
     assert top == {k: peer[k] for k in top} and list(top) == [k for k in peer if k in top]
     assert set(top) == {"tokenizer_pad_token", "tokenizer_eos_token", "tokenizer_bos_token", "eot_token_id", "max_length"}
     assert config == {k: peer["config"][k] for k in ("model_num_parameters", "model_dtype", "model_revision", "model_sha")}
+
+
+def test_device_as_lm_eval_users_give_it(toy_library: Path, tmp_path: Path, monkeypatch, caplog) -> None:
+    """No ``--device``: the preset's ``auto`` (HFLM chooses its device itself too); ``--device cuda:0``
+    where torch sees no CUDA: lm-eval's fallback to the CPU with one warning line, not a refusal."""
+    import logging
+
+    from evalflow.models.hf import device
+    from tests.models.conftest import build_tiny_model
+
+    assert not any("device" in o for o in translate(parse(["--model", "hf", "--model_args", "pretrained=/m",
+                                                            "--tasks", "t"])).overrides)
+    asked = translate(parse(["--model", "hf", "--model_args", "pretrained=/m", "--tasks", "t", "--device", "cuda:0"]))
+    assert "model.device='cuda:0'" in asked.overrides and not asked.notes
+    monkeypatch.setattr(device, "seen", lambda: device.Seen(cuda=0, mps=False))  # torch sees no GPU, on any machine
+    tiny = build_tiny_model(tmp_path / "tiny", add_bos=True)
+    common = {"model_args": f"pretrained={tiny}", "tasks": ["toy_mc"], "include_path": str(toy_library), "limit": 2,
+              "bootstrap_iters": 0}
+    with caplog.at_level(logging.WARNING, logger="evalflow"):
+        given = simple_evaluate("hf", device="cuda:0", use_cache=str(tmp_path / "a"), **common)
+    fallbacks = [r.getMessage() for r in caplog.records if "model.device=cuda:0" in r.getMessage()]
+    assert len(fallbacks) == 1 and "running on cpu instead" in fallbacks[0]
+    assert given["config"]["device"] == "cpu" and given["evalflow"]["model"]["device"] == "cuda:0"
+    chosen = simple_evaluate("hf", use_cache=str(tmp_path / "b"), **common)
+    assert chosen["config"]["device"] == "cpu" and chosen["evalflow"]["model"]["device"] == "auto"
+    assert chosen["results"] == given["results"]

@@ -92,3 +92,14 @@ def one_torch_thread(monkeypatch: pytest.MonkeyPatch):
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def cpu_machine(monkeypatch: pytest.MonkeyPatch):
+    """These tests prove the fast paths on the CPU, where they are proven (engine.PROVEN_DEVICES):
+    ``model.device=auto`` resolves to the CPU here even on a machine with a GPU, whose torch would
+    otherwise send the tiny models to CUDA and the reference engine. ``test_hf_device`` patches
+    torch's own device queries instead, to test the resolution itself."""
+    from evalflow.models.hf import device
+
+    monkeypatch.setattr(device, "seen", lambda: device.Seen(cuda=0, mps=False))

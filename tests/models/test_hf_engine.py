@@ -101,7 +101,8 @@ def _code_after_editing(monkeypatch: pytest.MonkeyPatch, edited: str) -> str:
 
 
 @pytest.mark.parametrize("edited", ["hf/fast/packed_linear.py", "hf/fast/decode.py", "hf/fast/kv.py",
-                                    "hf/fast/probes.py", "hf/vlm/vlm_passes.py", "hf/vlm/tiny_vlm.py"])
+                                    "hf/fast/probes.py", "hf/vlm/vlm_passes.py", "hf/vlm/tiny_vlm.py",
+                                    "hf/device.py"])
 def test_an_edit_to_the_speed_engine_or_the_vlm_room_keeps_the_hf_answers(monkeypatch, edited: str) -> None:
     before = registry.model_code_hash(HFModel)
     assert _code_after_editing(monkeypatch, edited) == before

@@ -13,6 +13,12 @@
 The engine is part of an HF answer's cache key (``HFModel.identity``): the two engines' floats
 differ in the last digits, and a user asking for lm-eval's floats must never be served the fast
 engine's. The fast modules' source is not in the key; the test above is what keeps them honest.
+
+That test runs on the CPU, so the fast engine runs only on the device types it was proven on
+(:data:`PROVEN_DEVICES`); elsewhere (CUDA, MPS) the model runs the reference engine, saying so in
+one line, unless ``model.force_fast=true`` (what ``benchmarks/gpu_check.py`` sets to prove it on a
+GPU against lm-eval). The key still names the engine asked for: the reference engine's answers are
+the fast engine's up to float noise, as a path a probe turns off (``fast.probes``) is.
 """
 
 from __future__ import annotations
@@ -23,6 +29,11 @@ from dataclasses import dataclass
 from evalflow.errors import ConfigError
 
 ENGINES = ("fast", "reference")
+
+# The device types where every fast path is proven equal to the reference engine (tests/models/
+# test_hf_engine.py and the fast paths' own tests run on the CPU). Add a type only after
+# benchmarks/gpu_check.py (for CUDA) agrees with lm-eval on it; docs/hf-models.md lists the proofs.
+PROVEN_DEVICES = frozenset({"cpu"})
 
 
 @dataclass(frozen=True)
@@ -64,3 +75,15 @@ def engine_paths(engine: str, prefix_sharing: bool, batching: str, draft_tokens:
         return REFERENCE
     return Paths(prefix_sharing=prefix_sharing, continuous=batching == "continuous", draft_tokens=draft_tokens,
                  native_attention=native_attention, packed_linear=packed_linear, logits_to_keep=True)
+
+
+def proven_paths(paths: Paths, device_type: str, force_fast: bool) -> tuple[Paths, str | None]:
+    """The paths to run on a device of ``device_type``: ``paths`` where the fast engine is proven
+    (or ``force_fast``), else the reference engine's, with the one line that says so."""
+    if paths == REFERENCE or force_fast or device_type in PROVEN_DEVICES:
+        return paths, None
+    return REFERENCE, (
+        f"hf model: the fast engine is proven equal to the reference engine on {', '.join(sorted(PROVEN_DEVICES))} "
+        f"only, not yet on {device_type}: this run uses the reference engine (lm-eval's passes, the same answers, "
+        "slower); model.force_fast=true runs the fast engine anyway, benchmarks/gpu_check.py checks it against lm-eval."
+    )

@@ -1,7 +1,7 @@
 """Loading a Hugging Face causal LM as lm-eval's ``HFLM`` does, and the settings that shape it.
 
 Kept apart from ``hf`` (which answers requests) because everything here runs once per model:
-parsing ``threads`` and ``batch_size``, the dtype and device, accelerate's placement
+parsing ``threads`` and ``batch_size``, the dtype, accelerate's placement
 (``parallelize``), the tokenizer and weights (``from_pretrained``, GGUF included) and the pad
 token. None of it is part of the model's identity except what ``HFModel.identity`` names.
 """
@@ -96,6 +96,7 @@ def load(
 ) -> tuple[Any, Any, Any]:
     """(tokenizer, model, input device), loaded as HFLM loads them (``_get_config``,
     ``_create_tokenizer``, ``_create_model``); the model in eval mode, weights tied, pad token set.
+    ``device``: a torch device name this machine has (``device.choose`` resolved ``model.device``).
 
     A local GGUF file is converted once and then read from its memo (``gguf_memo``): the same
     tensors and tokenizer, in a second instead of a GGUF parse and dequantization."""
@@ -103,7 +104,7 @@ def load(
     from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
 
     torch.set_num_threads(threads)
-    torch_dtype_of(dtype), torch_device_of(device)  # refuse bad values before the slow load
+    torch_dtype_of(dtype)  # refuse a bad value before the slow load
     from_files = _file_loader(revision, trust_remote_code, tokenizer, add_bos_token, dtype, placement)
     try:
         gguf_path = Path(pretrained).expanduser() / gguf_file if gguf_file else None
@@ -132,7 +133,7 @@ def load(
     if placement:  # accelerate spread the layers; inputs go where the embeddings are
         where = model.get_input_embeddings().weight.device
     else:
-        where = torch_device_of(device)
+        where = torch.device(device)
         model.to(where)
     model.eval()
     model.tie_weights()
@@ -208,19 +209,6 @@ def torch_dtype_of(dtype: Any) -> Any:
     if not isinstance(value, torch.dtype):
         raise ConfigError(f"model.dtype '{dtype}' is not a torch dtype; {closest(dtype, DTYPES)}")
     return value
-
-
-def torch_device_of(device: str) -> Any:
-    """The torch device for model.device, refusing ones this machine does not have."""
-    import torch
-
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ConfigError(f"model.device '{device}' is not a device name ({e}); use cpu, cuda or cuda:N.") from e
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ModelError(f"model.device is '{device}' but torch sees no CUDA device here; set model.device=cpu.")
-    return dev
 
 
 def configure_pad_token(tokenizer: Any) -> None:

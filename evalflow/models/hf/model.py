@@ -24,7 +24,9 @@ and its imports point one way, from this class down. Two rooms:
 - the speed engine, ``fast/`` (``model.engine=fast``, the default): prefix sharing (``prefix``,
   ``pack``, ``kv``), greedy continuous batching (``decode``, ``stream``, ``lookup``,
   ``shared_attention``, ``native_attention``) and ``packed_linear``. Not in the key: each of its
-  paths gives the reference path's answers (``tests/models/test_hf_engine.py``).
+  paths gives the reference path's answers (``tests/models/test_hf_engine.py``), proven on the
+  CPU; on another device (``engine.PROVEN_DEVICES``) the model runs the reference engine unless
+  ``force_fast``.
 
 Deviations from HFLM, all without effect on single requests:
 - ``batch_size="auto"`` (and ``"auto:N"``) estimates the batch size from the model's sizes and
@@ -49,7 +51,9 @@ Deviations from HFLM, all without effect on single requests:
   lm-eval's batches through ``model.generate``.
 
 Speed settings that never change answers, hence are not part of the model's identity:
-``batch_size``, ``max_batch_size``, ``device``, ``parallelize``/``device_map``/``max_memory_per_gpu``/
+``batch_size``, ``max_batch_size``, ``device`` (``auto``: CUDA, else MPS, else the CPU; a device not
+here falls back as lm-eval's does: ``hf.device``), ``force_fast`` (the fast engine on a device where it is
+not proven), ``parallelize``/``device_map``/``max_memory_per_gpu``/
 ``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
 cores this process may use) and the fast engine's fine switches, for benchmarks: ``prefix_sharing``,
@@ -66,7 +70,8 @@ from typing import Any, ClassVar, Iterable, Iterator, Sequence
 from evalflow.errors import ConfigError
 from evalflow.models.base import LanguageModel
 from evalflow.models.hf import load
-from evalflow.models.hf.engine import engine_paths, parse_engine
+from evalflow.models.hf.device import choose, parse_device
+from evalflow.models.hf.engine import REFERENCE, engine_paths, parse_engine, proven_paths
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.fast.prefix import PrefixMemo
@@ -96,7 +101,7 @@ class HFModel(LanguageModel):
         revision: str | None = None,
         gguf_file: str | None = None,
         dtype: str = "auto",
-        device: str = "cpu",
+        device: str = "auto",
         engine: str = "fast",
         batch_size: int | str = 1,
         max_batch_size: int = 64,
@@ -118,6 +123,7 @@ class HFModel(LanguageModel):
         draft_tokens: int = 4,
         native_attention: bool = True,
         packed_linear: bool = True,
+        force_fast: bool = False,
         **unused: Any,
     ) -> None:
         if unused:
@@ -137,13 +143,19 @@ class HFModel(LanguageModel):
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
         weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
+        force = load.parse_switch("force_fast", force_fast, "set model.force_fast=true to run the fast engine on a "
+                                  "device it is not proven on (only the CPU is, so far), or leave it out (default false).")
         placement = load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
         self.tokenizer, self.model, self.device = load.load(
-            pretrained, revision or "main", gguf_file, dtype, device, trust_remote_code, tokenizer,
-            add_bos_token, self.threads, placement, memo_gguf,
+            pretrained, revision or "main", gguf_file, dtype, choose(device, "hf model").used, trust_remote_code,
+            tokenizer, add_bos_token, self.threads, placement, memo_gguf,
         )
+        log.info("hf model: runs on %s (model.device=%s)", self.device, device)
         from evalflow.models.hf import torch_ops
 
+        self.paths, unproven = proven_paths(self.paths, self.device.type, force)
+        if unproven:
+            log.warning(unproven)
         if self.engine == "fast":
             from evalflow.models.hf.fast import probes
 
@@ -157,6 +169,11 @@ class HFModel(LanguageModel):
         self.prefix_memo: PrefixMemo[Any] = PrefixMemo(capacity=8, max_bytes=256 * 2**20, size_of=lambda s: s.nbytes)
         self.kv_works = (self.paths.prefix_sharing or self.paths.continuous) and self._kv_reuse_works()
         self.share_prefixes = self.paths.prefix_sharing and self.kv_works
+
+    def describe(self) -> dict[str, Any]:
+        """For the manifest: the device the model ran on (``model.device`` resolved here) and the
+        engine that ran (``reference`` where the fast engine is not proven on that device)."""
+        return {"device": str(self.device), "engine": "reference" if self.paths == REFERENCE else self.engine}
 
     @property
     def batching(self) -> str:
@@ -179,8 +196,11 @@ class HFModel(LanguageModel):
         and ``batching`` (how requests are grouped and which key/values are reused), ``draft_tokens``
         (draft tokens checked per decode step: a kept draft is the model's own greedy choice),
         ``native_attention`` (which kernel computes the same decode-step softmax), ``packed_linear``
-        (which kernel computes the same linear layers); ``device``, ``threads`` and the accelerate
-        placement settings (where the same weights run).
+        (which kernel computes the same linear layers), ``force_fast`` (the same engine on a device
+        where it is not proven); ``device`` (``auto`` and what it resolves to alike), ``threads`` and
+        the accelerate placement settings (where the same weights run). The ``engine`` named is the
+        one asked for: where the model runs the reference engine instead (a device the fast engine is
+        not proven on, a private API missing), its answers are the fast engine's up to float noise.
         ``trust_remote_code`` only permits loading; the code it runs is in the folder fingerprint
         (``*.py``) or fixed by the hub commit.
         """
@@ -191,6 +211,7 @@ class HFModel(LanguageModel):
                 "e.g. model=hf model.pretrained=/path/to/model (or model=smollm2)."
             )
         engine = parse_engine(config.get("engine", "fast"))
+        parse_device(config.get("device", "auto"))  # not in the key, but a bad name is refused in a cached run too
         revision = config.get("revision")
         return {
             "backend": "hf-causal",

@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Sequence
 
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.base import LanguageModel
+from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, weights_identity
 from evalflow.records import Request
 
@@ -58,7 +59,7 @@ class HFMultimodalModel(LanguageModel):
         *,
         revision: str | None = None,
         dtype: str = "auto",
-        device: str = "cpu",
+        device: str = "auto",
         batch_size: int | str = 1,
         max_length: int | None = None,
         max_gen_toks: int = 256,
@@ -94,19 +95,23 @@ class HFMultimodalModel(LanguageModel):
         self.resize = (image_width, image_height, image_max_side)
         weights_identity(pretrained, revision, None)  # refuse a bad path before loading
         pixels = {k: v for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v}
-        self.parts = vlm_passes.load_vlm(pretrained, revision or "main", dtype, device, trust_remote_code,
+        placed = choose(device, "hf_multimodal model")
+        self.parts = vlm_passes.load_vlm(pretrained, revision or "main", dtype, placed.used, trust_remote_code,
                                          pixels, load.parse_threads(threads), max_length)
+        log.info("hf_multimodal model: runs on %s (model.device=%s)", self.parts.device, device)
         self.image_token = image_string or self.parts.token_text(image_token_id)
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
         """The weights' and processor's files (one folder fingerprint), the settings that change
-        prompts or images, and library versions. Not included: ``batch_size``, ``device``,
-        ``threads`` (speed only)."""
+        prompts or images, and library versions. Not included: ``batch_size``, ``device`` (``auto``
+        or the device it resolved to: the same weights' answers wherever they run), ``threads``
+        (speed only)."""
         pretrained = config.get("pretrained")
         if not isinstance(pretrained, str) or not pretrained:
             raise ConfigError("model.pretrained is not set: give a local VLM folder or a hub id, "
                               "e.g. model=hf_multimodal model.pretrained=/path/to/vlm.")
+        parse_device(config.get("device", "auto"))  # not in the key, but a bad name is refused in a cached run too
         keys = ("dtype", "max_length", "max_gen_toks", "truncation", "image_token_id", "image_string", "interleave",
                 "max_images", "convert_img_format", "min_pixels", "max_pixels", "image_width", "image_height",
                 "image_max_side")
@@ -115,6 +120,10 @@ class HFMultimodalModel(LanguageModel):
             "weights": weights_identity(pretrained, config.get("revision"), None),
             "settings": {k: config.get(k) for k in keys}, "libraries": library_versions(),
         }
+
+    def describe(self) -> dict[str, Any]:
+        """For the manifest: the device the model ran on (``model.device`` resolved here)."""
+        return {"device": str(self.parts.device)}
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]:
         raise ModelError(_REFUSAL.format(rtype="loglikelihood"))

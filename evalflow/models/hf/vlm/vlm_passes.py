@@ -14,7 +14,7 @@ import torch
 import transformers
 
 from evalflow.errors import ConfigError
-from evalflow.models.hf.load import configure_pad_token, torch_device_of, torch_dtype_of
+from evalflow.models.hf.load import configure_pad_token, torch_dtype_of
 from evalflow.models.lmeval_tokens import resolve_max_length, stop_sequences, strip_at_stops
 from evalflow.models.hf.torch_ops import StopOnSequence
 from evalflow.records import Request
@@ -42,9 +42,10 @@ class VLMParts:
 
 def load_vlm(pretrained: str, revision: str, dtype: str, device: str, trust_remote_code: bool,
              pixels: dict[str, int], threads: int, max_length: int | None) -> VLMParts:
-    """HFMultimodalLM's loading: ``AutoModelForImageTextToText`` and ``AutoProcessor`` from one source."""
+    """HFMultimodalLM's loading: ``AutoModelForImageTextToText`` and ``AutoProcessor`` from one source,
+    onto ``device`` (a torch device name this machine has: ``device.choose`` resolved ``model.device``)."""
     torch.set_num_threads(threads)
-    dev = torch_device_of(device)
+    dev = torch.device(device)
     dtype_arg = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
     model = transformers.AutoModelForImageTextToText.from_pretrained(
         pretrained, revision=revision, trust_remote_code=trust_remote_code, **{dtype_arg: torch_dtype_of(dtype)}
