@@ -27,7 +27,9 @@ from evalflow.judges.model import JudgeEdges
 from evalflow.models.base import feature
 from evalflow.models.modality import refuse_unanswerable
 from evalflow.models.registry import model_class
+from evalflow.output.manifest import cache_facts
 from evalflow.output.results import RunRecord, build_results
+from evalflow.output.run_summary import cache_line
 from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
 from evalflow.output.summary import TaskSummary
@@ -78,6 +80,8 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
             write_run_folder(output_dir, record, results, store)
             if settings.explain:
                 _print_explanation(output_dir)
+        else:  # a command line prints this line from the run folder's manifest; a Python run may have none
+            log.info(cache_line(cache_facts(record)))
         return results
     finally:
         store.close()

@@ -22,6 +22,25 @@ def manifest(record: RunRecord) -> dict[str, Any]:
              **({"requests": dict(e.detail)} if e.detail else {}), "inputs": plain(e.inputs)}
             for e in record.events
         ],
+        **cache_facts(record),
+        # which model replica computed how much (one "local@host:pid", or one per Ray worker)
+        "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
+        "data": {t: record.summary(t).data for t in record.outputs},
+        "data_map": _data_map_record(record.settings.data_map_file),
+        # the sandbox that ran model-written programs, the side environments that ran task code
+        "code_execution": code_execution(record.selection.tasks, record.settings.code_sandbox, record.selection.groups),
+        "fewshot_split": {t: record.summary(t).fewshot_split for t in record.outputs},
+        "packages": {name: _version(name) for name in PACKAGES},
+        "seconds": round(record.finished - record.started, 3),
+        # of which some model replica was answering requests (start-up and model loads excluded)
+        "answering_seconds": round(record.inference.answering_seconds, 6),
+    }
+
+
+def cache_facts(record: RunRecord) -> dict[str, Any]:
+    """What the run's cache line says (output.run_summary.cache_line): the model's identity, the
+    answers read and computed (the judges' too), the cache folder, and whether answers were read."""
+    return {
         "model_identity": plain(record.model_identity),
         "inference": {
             "requests": record.inference.requests,
@@ -35,20 +54,9 @@ def manifest(record: RunRecord) -> dict[str, Any]:
         # judge metrics: the judge models' requests, as the scored model's above, and who the judges were
         **({"judge": {"requests": record.judge.requests, "computed": record.judge.computed, "cached": record.judge.cached,
                       "models": plain(dict(record.judge_identities))}} if record.judge is not None else {}),
-        # which model replica computed how much (one "local@host:pid", or one per Ray worker)
-        "workers": {name: dataclasses.asdict(w) for name, w in sorted(record.inference.workers.items())},
-        "data": {t: record.summary(t).data for t in record.outputs},
-        "data_map": _data_map_record(record.settings.data_map_file),
-        # the sandbox that ran model-written programs, the side environments that ran task code
-        "code_execution": code_execution(record.selection.tasks, record.settings.code_sandbox, record.selection.groups),
-        "fewshot_split": {t: record.summary(t).fewshot_split for t in record.outputs},
-        "packages": {name: _version(name) for name in PACKAGES},
         "cache_dir": str(record.settings.cache_dir),
         # what the run computed anew rather than read from the cache (None: it read what was there)
         "recompute": record.settings.recompute,
-        "seconds": round(record.finished - record.started, 3),
-        # of which some model replica was answering requests (start-up and model loads excluded)
-        "answering_seconds": round(record.inference.answering_seconds, 6),
     }
 
 

@@ -86,3 +86,18 @@ def test_recompute_takes_answers_or_all_only() -> None:
 
 def samples(folder: Path) -> list[list]:
     return [json.loads(line)["resps"] for line in (folder / "samples_toy_mc.jsonl").read_text().splitlines()]
+
+
+def test_a_python_run_without_a_folder_logs_the_line(toy_library: Path, tmp_path: Path, caplog) -> None:
+    from evalflow import evaluate
+
+    def run() -> str:
+        caplog.clear()
+        with caplog.at_level("INFO", logger="evalflow"):
+            evaluate("toy_mc", {"type": "tests.support.models:CountingModel"}, include_path=str(toy_library), limit=2, cache_dir=str(tmp_path / "c"))
+        lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("cache: ")]
+        assert len(lines) == 1, lines
+        return lines[0]
+
+    assert run() == f"cache: 0 of 8 model answers read from the cache {tmp_path / 'c'}, 8 computed"
+    assert run().startswith("cache: 8 of 8 model answers read from the cache ")
