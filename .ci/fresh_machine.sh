@@ -40,6 +40,7 @@ print("\n".join(sorted(p for p in paths if os.path.isdir(p))))')
     esac
   done
   export HOME="$work/home"
+  export PYTEST_ADDOPTS=-rs  # the reason of each skip in the log (what a fresh machine lacks); runs the same tests
   mkdir -p "$HOME"
   "$base" -c 'import sys, importlib.util as u; sys.exit(u.find_spec("xxhash") is not None)' ||
     die "the base interpreter ($base) still sees installed packages (xxhash)"
@@ -80,6 +81,6 @@ echo "fresh_machine: $(git -C "$work/x/evalflow" log -1 --format='%h %s' | cut -
   "in $work/x/evalflow, base Python $base, bubblewrap $([ $with_bwrap = 1 ] && echo installed || echo hidden)"
 start=$SECONDS
 status=0
-unshare --mount --propagation private bash "$repo/.ci/fresh_machine.sh" --in-namespace "$work" "$base" "$with_bwrap" || status=$?
+unshare --mount --propagation private bash "$work/x/evalflow/.ci/fresh_machine.sh" --in-namespace "$work" "$base" "$with_bwrap" || status=$?
 echo "fresh_machine: $((SECONDS - start)) s in all, exit status $status"
 exit "$status"
