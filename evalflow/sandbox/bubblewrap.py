@@ -55,7 +55,22 @@ def command(argv: Sequence[str]) -> list[str]:
     if os.getuid() == 0:
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", shutil.which("setpriv") or "setpriv",
                  f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
-    return args + list(argv)
+    return args + [_by_real_folder(argv[0]), *argv[1:]]
+
+
+def _by_real_folder(program: str) -> str:
+    """``program`` named through its real folder (``..`` and symlinked folders resolved), its own
+    name kept; a bare name (``python``) is left to PATH.
+
+    Inside the sandbox /tmp and the home hold only the interpreter's folders, bound back by their
+    real paths (:func:`_masks`), so a path that walks through a hidden folder names nothing there:
+    ``../venv/bin/python`` typed in a checkout under /tmp is ``/tmp/x/checkout/../venv/bin/python``
+    and ``checkout`` is not in the sandbox. The file itself is not resolved: a venv's ``bin/python``
+    is a symlink to the base interpreter, and only when started through it does Python find the
+    venv's ``pyvenv.cfg`` beside it and run as the venv (its ``sys.prefix``, its packages).
+    """
+    folder, name = os.path.split(program)
+    return os.path.join(os.path.realpath(folder), name) if folder else program
 
 
 @functools.cache

@@ -33,6 +33,7 @@ from evalflow.taskspec.format.installed import code_fingerprint, package_module
 from evalflow.taskspec.format.lmeval_registrations import recording_registrations, registered_filters
 from evalflow.taskspec.sidenv.local_modules import local_closure
 from evalflow.taskspec.format.lmeval_seeds import RngStates, import_under_lm_eval_seeds
+from evalflow.taskspec.format.source_import import from_source, source_spec
 from evalflow.taskspec.sidenv.envs import side_env_for
 from evalflow.taskspec.sidenv.worker import side_function
 from evalflow.taskspec.format.spec import FunctionRef
@@ -169,13 +170,14 @@ def _import_file(path: str, source_hash: str, attr: str) -> ModuleType:
     import x``) find its siblings, imported anew with each source version (``source_hash`` covers
     the siblings it imports). Siblings imported by plain name from ``sys.path`` (``import
     helpers``, run from the task folder) are dropped from ``sys.modules`` first, so an edited one
-    is not served from an earlier import in this process.
+    is not served from an earlier import in this process. The file and those siblings run from
+    their source as it is now, never from a ``.pyc`` (:mod:`evalflow.taskspec.format.source_import`).
     """
     folder, filename = os.path.split(path)
     package = f"_evalflow_task_code_{xxhash.xxh64_hexdigest(path.encode())}_{source_hash[:12]}"
     stem = filename[:-3] if filename.endswith(".py") else filename
     name = f"{package}.{stem}" if stem.isidentifier() else package
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = source_spec(name, path)
     if spec is None or spec.loader is None:
         raise TaskError(f"{path} cannot be imported as a Python module (needed for `{attr}`).")
     if package_module(path) is None:  # an installed package's siblings are its own modules: kept
@@ -187,7 +189,7 @@ def _import_file(path: str, source_hash: str, attr: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        with recording_registrations(path):
+        with recording_registrations(path), from_source(path):
             spec.loader.exec_module(module)
     except BaseException:
         for n in added:
