@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Iterable, Sequence
 
 from evalflow.errors import TaskError
 from evalflow.taskspec.format.escapes import LiteralEscape, literal_escapes
@@ -90,7 +91,7 @@ def _check_reductions(task: TaskConfig, specs: Sequence[Any], pipelines: Sequenc
 
 def load_warnings(tasks: Sequence[TaskConfig], num_fewshot: int | None) -> list[str]:
     """The warnings for ``tasks``, one per problem (a template shared by many tasks warns once)."""
-    out = _escape_warnings(tasks) + [line for task in tasks if (line := uncomputed_warning(task))]
+    out = _escape_warnings(tasks) + [line for task in tasks if (line := _uncomputed_warning(task))]
     pinned = [t.task for t in tasks if t.num_fewshot == 0]
     if num_fewshot and pinned:  # lm-eval's message (it logs it at info level), and what it means here
         its, it = ("its", "it") if len(pinned) == 1 else ("their", "them")
@@ -109,20 +110,23 @@ def uncomputed_metrics(task: TaskConfig) -> list[str]:
     is never called and reports nothing. None with ``process_results``, which returns every value."""
     from evalflow.judges.spec import is_judge_entry
     from evalflow.scoring.process import COMPUTED
+    from evalflow.scoring.registry import METRICS
 
     computed = COMPUTED.get(task.output_type)
     if computed is None or task.process_results is not None or task.metric_list is None:
         return []
     out = []
-    for entry in task.metric_list:  # an entry check_task refuses (no 'metric', a judge here) is not named twice
+    for entry in task.metric_list:  # what check_task refuses (no 'metric', a judge here, an unknown name) is not named twice
         raw = entry.get("metric") if isinstance(entry, Mapping) and not is_judge_entry(entry) else None
+        if isinstance(raw, str) and METRICS.find(raw) is None:
+            continue
         name = raw.attr.rsplit(".", 1)[-1] if isinstance(raw, FunctionRef) else getattr(raw, "__name__", raw)
         if isinstance(name, str) and name not in computed:
             out.append(name)
     return out
 
 
-def uncomputed_warning(task: TaskConfig) -> str | None:
+def _uncomputed_warning(task: TaskConfig) -> str | None:
     """One line naming ``task``'s :func:`uncomputed_metrics`, why, and the fix; None when there are none."""
     from evalflow.scoring.process import COMPUTED
 

@@ -158,7 +158,7 @@ def test_a_metric_the_output_type_never_computes_is_named_once_at_load(
 @pytest.mark.parametrize("output_type,metrics,uncomputed", [
     ("loglikelihood", ["perplexity", "acc", "acc_norm"], ["acc_norm"]),  # registered for it, never computed
     ("loglikelihood_rolling", ["word_perplexity", "perplexity"], ["perplexity"]),
-    ("multiple_choice", ["acc", "exact_match", "acc_mutual_info"], []),
+    ("multiple_choice", ["acc", "exact_match", "acc_mutual_info", "acuracy"], []),  # a typo: check_task's refusal
     ("generate_until", ["exact_match", "bleu"], []),  # calls every metric function
 ])
 def test_uncomputed_metrics_per_output_type(output_type: str, metrics: list[str], uncomputed: list[str]) -> None:
