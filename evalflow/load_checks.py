@@ -6,8 +6,10 @@ A run, ``show`` and ``validate`` all pass through here (``run_parts.select_tasks
   ``!function`` a task names imports (a task module needing a missing package fails now, with the
   module and the package, not at the metrics stage after every answer was generated);
 * warnings: literal ``\\n``/``\\t`` where a newline or tab was meant (:mod:`evalflow.taskspec.format.escapes`),
-  and tasks whose YAML pins ``num_fewshot: 0``, which a run's ``num_fewshot`` does not override
-  (lm-eval 0.4.13's rule, :func:`evalflow.taskspec.prompts.fewshot_context.effective_num_fewshot`).
+  tasks whose YAML pins ``num_fewshot: 0``, which a run's ``num_fewshot`` does not override
+  (lm-eval 0.4.13's rule, :func:`evalflow.taskspec.prompts.fewshot_context.effective_num_fewshot`),
+  and metrics a task's output type never computes (:func:`uncomputed_metrics`: lm-eval drops them
+  without a word; the run does too, but says so).
 
     from evalflow.load_checks import check_selection
     check_selection(selection, num_fewshot=5)   # raises TaskError, logs the warnings
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any, Iterable, Sequence
 
 from evalflow.errors import TaskError
@@ -26,7 +29,7 @@ from evalflow.taskspec.catalog.selection import Selection
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 from evalflow.taskspec.format.taskcode import keyed_function_refs, resolve_function
 
-__all__ = ["check_selection", "check_task", "load_warnings"]
+__all__ = ["check_selection", "check_task", "load_warnings", "uncomputed_metrics"]
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +91,7 @@ def _check_reductions(task: TaskConfig, specs: Sequence[Any], pipelines: Sequenc
 
 def load_warnings(tasks: Sequence[TaskConfig], num_fewshot: int | None) -> list[str]:
     """The warnings for ``tasks``, one per problem (a template shared by many tasks warns once)."""
-    out = _escape_warnings(tasks)
+    out = _escape_warnings(tasks) + [line for task in tasks if (line := _uncomputed_warning(task))]
     pinned = [t.task for t in tasks if t.num_fewshot == 0]
     if num_fewshot and pinned:  # lm-eval's message (it logs it at info level), and what it means here
         its, it = ("its", "it") if len(pinned) == 1 else ("their", "them")
@@ -98,6 +101,47 @@ def load_warnings(tasks: Sequence[TaskConfig], num_fewshot: int | None) -> list[
             f"({its} prompts have no few-shot examples and results.json records n-shot 0)."
         )
     return out
+
+
+def uncomputed_metrics(task: TaskConfig) -> list[str]:
+    """The ``metric_list`` names that ``task``'s output type never computes: lm-eval 0.4.13 builds a
+    loglikelihood, loglikelihood_rolling or multiple_choice task's values from a fixed set
+    (:data:`evalflow.scoring.process.COMPUTED`), so any other metric, a ``!function`` one included,
+    is never called and reports nothing. None with ``process_results``, which returns every value."""
+    from evalflow.judges.spec import is_judge_entry
+    from evalflow.scoring.process import COMPUTED
+    from evalflow.scoring.registry import METRICS
+
+    computed = COMPUTED.get(task.output_type)
+    if computed is None or task.process_results is not None or task.metric_list is None:
+        return []
+    out = []
+    for entry in task.metric_list:  # what check_task refuses (no 'metric', a judge here, an unknown name) is not named twice
+        raw = entry.get("metric") if isinstance(entry, Mapping) and not is_judge_entry(entry) else None
+        if isinstance(raw, str) and METRICS.find(raw) is None:
+            continue
+        name = raw.attr.rsplit(".", 1)[-1] if isinstance(raw, FunctionRef) else getattr(raw, "__name__", raw)
+        if isinstance(name, str) and name not in computed:
+            out.append(name)
+    return out
+
+
+def _uncomputed_warning(task: TaskConfig) -> str | None:
+    """One line naming ``task``'s :func:`uncomputed_metrics`, why, and the fix; None when there are none."""
+    from evalflow.scoring.process import COMPUTED
+
+    names = uncomputed_metrics(task)
+    if not names:
+        return None
+    origin = key_origin(task.source, "metric_list") if task.source else None
+    where = f"{task.source or 'no file'}{f', metric_list in {origin}' if origin and origin != task.source else ''}"
+    them = "it" if len(names) == 1 else "them"
+    return (
+        f"task '{task.task}' ({where}): {_names(names, 'metric')} of its metric_list will not be computed: "
+        f"output_type {task.output_type} computes only {', '.join(COMPUTED[task.output_type])}, and lm-eval "
+        f"0.4.13 drops any other metric of such a task the same way, so the results have no value for {them}. "
+        f"To score {them}, use output_type: generate_until, or a process_results function that returns {them}."
+    )
 
 
 def _escape_warnings(tasks: Iterable[TaskConfig]) -> list[str]:

@@ -1,11 +1,14 @@
 """What ``python -m evalflow validate`` checks of a task before model time is spent on it: the
 load-time checks of :mod:`evalflow.load_checks`, which a run makes too, the metrics and filters it
 names, its templates rendered on the first documents through the run's own stages
-(:mod:`evalflow.preview`), and its judges' prompts.
+(:mod:`evalflow.preview`), and its judges' prompts. What a run accepts but scores in a way the
+author cannot have meant (a metric its output type never computes, a label outside its choices)
+is a warning: the task runs, as in lm-eval 0.4.13, and validate says what to fix.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from evalflow import load_checks
@@ -14,8 +17,21 @@ from evalflow.settings import RunSettings
 from evalflow.taskspec.format.spec import TaskConfig
 
 
-def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -> str:
-    """Raise the task's first problem as an EvalflowError; else a one-line summary."""
+@dataclass(frozen=True)
+class Checked:
+    """A task that can run: a one-line summary, and what it will score other than meant."""
+
+    summary: str
+    warnings: tuple[str, ...] = ()  # this task's documents' problems, one line each
+    uncomputed: tuple[str, ...] = ()  # metrics never computed (the load-time warning names them)
+
+    @property
+    def clean(self) -> bool:
+        return not self.warnings and not self.uncomputed
+
+
+def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -> Checked:
+    """Raise the task's first problem as an EvalflowError; else its summary and warnings."""
     from evalflow.scoring import task_metric_specs, task_pipelines
     from evalflow.taskspec.data.decontamination import decontamination_query
     from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target
@@ -33,8 +49,34 @@ def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -
         decontamination_query(task, docs[doc_id], doc_id=doc_id)
     _check_judges(task, settings, docs, shown)
     requests = sum(1 for inst in outputs["instances"] if inst.doc_id in set(shown))
-    return (f"{len(shown)} document(s) render ({requests} requests); metrics "
-            f"{', '.join(m.name for m in metrics)}; filters {', '.join(p.name for p in pipelines)}")
+    uncomputed = load_checks.uncomputed_metrics(task)
+    names = [m.name + (" (not computed)" if m.name in uncomputed else "") for m in metrics]
+    summary = (f"{len(shown)} document(s) render ({requests} requests); metrics "
+               f"{', '.join(names)}; filters {', '.join(p.name for p in pipelines)}")
+    return Checked(summary, tuple(_label_warnings(task, outputs["load_docs"], shown)), tuple(uncomputed))
+
+
+def _label_warnings(task: TaskConfig, docs: Any, shown: list[int]) -> list[str]:
+    """A multiple_choice document whose gold is not one of its choices, which lm-eval (and a run)
+    logs and scores as wrong whatever the model answers."""
+    from evalflow.scoring.process import gold_index
+    from evalflow.taskspec.prompts.fewshot_context import is_multiple_input
+    from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target, doc_to_text
+
+    if task.output_type != "multiple_choice" or task.process_results is not None or task.doc_to_choice is None:
+        return []
+    gold_of = doc_to_text if is_multiple_input(task, docs) else doc_to_target  # winogrande: the context's index
+    out = []
+    for doc_id in shown:
+        gold, choices = gold_of(task, docs.docs[doc_id]), doc_to_choice(task, docs.docs[doc_id])
+        if gold_index(gold, choices)[1]:
+            out.append(
+                f"task '{task.task}' ({task.source or 'no file'}), document {doc_id}: its label {gold!r} is not "
+                f"within its {len(choices)} choices {choices!r} (an index 0-{len(choices) - 1} or a choice's text), "
+                "so every answer scores as wrong (a run logs 'label index not within the available choices', "
+                "as lm-eval does). Fix the document's label, or doc_to_target/doc_to_choice."
+            )
+    return out
 
 
 def _check_judges(task: TaskConfig, settings: RunSettings, docs: Any, shown: list[int]) -> None:

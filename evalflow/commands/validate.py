@@ -10,8 +10,11 @@ templates render on the first ``n`` documents (default 3): the prompts and reque
 run's own stages (as :mod:`evalflow.preview` shows them), plus each document's target, choices and
 (``should_decontaminate``) decontamination query. Every task is checked; each failure is printed
 as the usual one-paragraph error, and the exit code is 2 if any task failed, else 0. Load-time
-warnings (a literal ``\\n`` in a YAML, a ``num_fewshot`` a task ignores) are printed first. Settings
-are a run's ``key=value`` overrides; no model is loaded.
+warnings (a literal ``\\n`` in a YAML, a ``num_fewshot`` a task ignores, a metric the task's
+output type never computes) are printed first. A task that runs but scores in a way its author
+cannot have meant (such a metric; a multiple_choice label outside its choices, named by document)
+is listed as ``warn``, not ``ok``; it does not fail validation, since it runs as in lm-eval.
+Settings are a run's ``key=value`` overrides; no model is loaded.
 """
 
 from __future__ import annotations
@@ -41,18 +44,23 @@ def main(argv: list[str]) -> int:
     for line in load_checks.load_warnings(selection.tasks, settings.num_fewshot):
         print(f"evalflow: warning: {line}", file=sys.stderr)
     store = CacheStore(settings.cache_dir)
-    failed = 0
+    failed = warned = 0
     try:
         for task in selection.tasks:
             try:
-                summary = check_task(task, settings, store, n)
+                checked = check_task(task, settings, store, n)
             except EvalflowError as exc:
                 failed += 1
                 print(f"evalflow: error: {_located(exc, task)}", file=sys.stderr)
-            else:
-                print(f"ok  {task.task}: {summary}")
+                continue
+            for line in checked.warnings:
+                print(f"evalflow: warning: {line}", file=sys.stderr)
+            warned += not checked.clean
+            print(f"{'ok ' if checked.clean else 'warn'} {task.task}: {checked.summary}")
     finally:
         store.close()
+    if warned:
+        print(f"{warned} of {len(selection.tasks)} task(s) run with the warnings above", file=sys.stderr)
     if failed:
         print(f"{failed} of {len(selection.tasks)} task(s) failed validation", file=sys.stderr)
         return 2

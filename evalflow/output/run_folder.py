@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -250,7 +250,7 @@ def atomic_write(path: Path, chunks: Iterable[str | bytes | memoryview | TextFil
     """Write ``chunks`` (text, UTF-8 bytes as they are, or a cached text's value file, which the
     kernel copies) to a temporary name, then rename it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = _new_file(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             for chunk in chunks:
@@ -264,6 +264,20 @@ def atomic_write(path: Path, chunks: Iterable[str | bytes | memoryview | TextFil
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _new_file(path: Path) -> tuple[int, Path]:
+    """A new, unique temporary file beside ``path``, opened for writing, with the mode ``open()``
+    gives a new file: 0o666 less the umask, which the kernel applies as it creates the file (so
+    threads need not read the process-wide umask). ``tempfile.mkstemp`` would make it 0o600, and
+    the rename would leave a run's results readable by their owner only."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # another writer's name (1 in 2**48): draw again, as mkstemp does
+            continue
 
 
 def write_json(path: Path, value: Any) -> None:

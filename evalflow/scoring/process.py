@@ -29,6 +29,17 @@ from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 log = logging.getLogger(__name__)
 
+COMPUTED: Mapping[str, tuple[str, ...]] = {
+    "loglikelihood": ("perplexity", "acc"),
+    "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte"),
+    "multiple_choice": ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match", "brier_score", "likelihood",
+                        "acc_mutual_info"),
+}
+"""The metrics lm-eval 0.4.13's ``process_results`` computes for each output type but generate_until,
+in the order it reports them: the only ones such a task without ``process_results`` gets. A
+``metric_list`` entry of another name is never called and gets no value, in lm-eval and here;
+:mod:`evalflow.load_checks` warns of it when the task is loaded."""
+
 
 def score_document(
     task: TaskConfig,
@@ -85,12 +96,7 @@ def score_document(
 
 def _loglikelihood(results: Sequence[Any], names: list[str]) -> dict[str, Any]:
     ll, is_greedy = results[0]
-    out: dict[str, Any] = {}
-    if "perplexity" in names:
-        out["perplexity"] = _plain(ll)
-    if "acc" in names:
-        out["acc"] = int(is_greedy)
-    return out
+    return _asked("loglikelihood", {"perplexity": _plain(ll), "acc": int(is_greedy)}, names)
 
 
 def _rolling(results: Sequence[Any], target: Any, names: list[str]) -> dict[str, Any]:
@@ -99,11 +105,18 @@ def _rolling(results: Sequence[Any], target: Any, names: list[str]) -> dict[str,
     words = len(re.split(r"\s+", target))
     size = len(target.encode("utf-8"))
     weights = {"word_perplexity": words, "byte_perplexity": size, "bits_per_byte": size}
-    return {m: (loglikelihood, w) for m, w in weights.items() if m in names}
+    return _asked("loglikelihood_rolling", {m: (loglikelihood, w) for m, w in weights.items()}, names)
 
 
-def _gold_index(target: Any, choices: list[str]) -> tuple[Any, bool]:
-    """lm-eval's gold: an index, a list of indices, -100 marking one outside the choices."""
+def _asked(output_type: str, values: Mapping[str, Any], names: list[str]) -> dict[str, Any]:
+    """The values of the metrics asked for among those ``output_type`` computes, in
+    :data:`COMPUTED`'s order (``values`` holds each of them that was computed)."""
+    return {m: values[m] for m in COMPUTED[output_type] if m in names}
+
+
+def gold_index(target: Any, choices: list[str]) -> tuple[Any, bool]:
+    """lm-eval's gold: an index, a list of indices, -100 marking one outside the choices; and
+    whether one is outside (lm-eval logs it and scores the document: no answer can match it)."""
     if isinstance(target, (list, tuple)):
         golds = [i if i < len(choices) else -100 for i in target]
         return golds, -100 in golds
@@ -142,7 +155,7 @@ def _multiple_choice(
         pred = int(np.argmax(lls))  # ties: the first maximum, as numpy
         pred_norm = int(np.argmax(lls / completion_len))
         pred_byte = int(np.argmax(lls / byte_length))
-    gold, bad = _gold_index(target, choices)
+    gold, bad = gold_index(target, choices)
     if bad:
         log.warning(
             "task %s: label index not within the available choices in document %s", task.task, _short(doc)
@@ -165,11 +178,10 @@ def _multiple_choice(
         "brier_score": (gold, tuple(_softmax(lls).tolist())) if "brier_score" in names else None,
         "likelihood": (gold, tuple(_plain(x) for x in lls)),
     }
-    out = {k: v for k, v in values.items() if k in names}
     if mutual:
         info = [c - u for c, u in zip(lls, unconditional, strict=True)]
-        out["acc_mutual_info"] = 1.0 if int(np.argmax(info)) == gold else 0.0
-    return out
+        values["acc_mutual_info"] = 1.0 if int(np.argmax(info)) == gold else 0.0
+    return _asked("multiple_choice", values, names)
 
 
 def _softmax(x: Sequence[float]) -> np.ndarray:
