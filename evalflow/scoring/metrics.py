@@ -16,6 +16,7 @@ whether higher is better, with lm-eval's defaults when the task has no ``metric_
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
 import string
@@ -186,6 +187,7 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
         )
     if is_judge_entry(entry):
         return _judge_spec(task, entry, where)
+    _refuse_misspelt_keys(entry, where)
     kwargs = {k: v for k, v in entry.items() if k not in _RESERVED}
     raw = entry["metric"]
     registered = None
@@ -284,13 +286,27 @@ def _accepts_keywords(fn: Callable[..., Any] | None, kwargs: Mapping[str, Any]) 
     return True
 
 
+def _refuse_misspelt_keys(entry: Mapping[str, Any], where: str) -> None:
+    """A key one letter or two from an entry key (``aggregaton``) is a typo, whatever the output
+    type: a multiple_choice task's scoring never passes options to its metrics, so nothing else
+    would name it (lm-eval ignores it; options such as f1's ``average`` are far from these)."""
+    for key in entry:
+        near = difflib.get_close_matches(str(key), _RESERVED, n=1, cutoff=0.8) if key not in _RESERVED else []
+        if near:
+            raise TaskError(f"{where}: metric {entry['metric']!r} has a key {key!r}; did you mean {near[0]!r}? "
+                            "Fix the key name.")
+
+
 def _check_kwargs(fn: Callable[..., Any] | None, kwargs: Mapping[str, Any], name: str, where: str) -> bool:
-    """Refuse a misspelt metric option instead of letting lm-eval's fallback call hide it."""
+    """Refuse a misspelt metric option instead of letting lm-eval's fallback call hide it,
+    naming only the options the function does not take."""
     keyword = _accepts_keywords(fn, kwargs)
     if fn is not None and not keyword and kwargs and _accepts_keywords(fn, {}):
         params = [p for p in inspect.signature(fn).parameters if p not in ("references", "predictions")]
+        unknown = [k for k in sorted(kwargs) if k not in params] or sorted(kwargs)
+        hints = "".join(f" ('{k}': {closest(k, params, n=1)})" for k in unknown if params)
         raise TaskError(
-            f"{where}: metric '{name}' does not take option(s) {', '.join(sorted(kwargs))}; "
+            f"{where}: metric '{name}' does not take option(s) {', '.join(unknown)}{hints}; "
             f"it takes {', '.join(params) or 'no options'}. Fix or remove the key."
         )
     return keyword

@@ -185,12 +185,21 @@ def test_only_requested_metrics_are_returned() -> None:
         ([{"aggregation": "mean"}], "needs a 'metric' key"),
         ([{"metric": "acc", "aggregation": "meen"}], "unknown aggregation 'meen'"),
         ([{"metric": "exact_match", "ignore_cas": True}], "does not take option"),
+        ([{"metric": "exact_match", "ignore_case": True, "ignore_punctuaton": True}],
+         r"does not take option\(s\) ignore_punctuaton \('ignore_punctuaton': did you mean 'ignore_punctuation'\?\); it"),
+        ([{"metric": "exact_match", "aggregaton": "mean"}], "has a key 'aggregaton'; did you mean 'aggregation'"),
         ([{"metric": "exact_match", "hf_evaluate": True}], "hub"),
     ],
 )
 def test_bad_metric_lists_are_refused(metric_list: list[dict[str, Any]], message: str) -> None:
     with pytest.raises(TaskError, match=message):
         task_metric_specs(_task("generate_until", metric_list))
+
+
+def test_a_misspelt_entry_key_is_refused_on_a_multiple_choice_task_too() -> None:
+    """multiple_choice scoring passes no options to its metrics, so only this check names the typo."""
+    with pytest.raises(TaskError, match="has a key 'higher_is_bettr'; did you mean 'higher_is_better'"):
+        task_metric_specs(_task("multiple_choice", [{"metric": "acc", "higher_is_bettr": True}]))
 
 
 def test_hf_evaluate_is_accepted_where_lm_eval_never_calls_the_hub_metric(tmp_path: Path) -> None:
