@@ -14,11 +14,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Sequence
 
 from evalflow.errors import ConfigError
+from evalflow.taskspec.format.source_import import source_spec
 
 
 def import_user_modules(names: Sequence[str]) -> tuple[ModuleType, ...]:
@@ -46,7 +47,7 @@ def _from_file(path: Path) -> ModuleType:
     name = f"evalflow_user_{path.stem}"
     if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = source_spec(name, str(path))  # its source as it is now, never a stale .pyc (keys hash the source)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

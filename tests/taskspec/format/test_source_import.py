@@ -55,3 +55,16 @@ def test_an_edit_within_the_second_of_its_pyc_runs_the_new_code(
         assert value() == 2
     finally:
         sys.modules.pop("helpers", None)  # this folder's; another test's `import helpers` finds its own
+
+
+def test_a_module_of_imports_given_by_path_runs_its_new_code(tmp_path: Path) -> None:
+    """``imports=[path/to/mod.py]`` registers components keyed by the module's source: the same rule."""
+    from evalflow.user_modules import import_user_modules
+
+    path = tmp_path / "mine.py"
+    _with_stale_pyc(path, "VALUE = 1\n")
+    try:
+        (module,) = import_user_modules([str(path)])
+        assert module.VALUE == 2
+    finally:
+        sys.modules.pop("evalflow_user_mine", None)
