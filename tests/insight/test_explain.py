@@ -205,20 +205,7 @@ def test_not_a_run_folder(tmp_path: Path) -> None:
 def test_model_object_without_identity(toy_library: Path, tmp_path: Path) -> None:
     from evalflow import evaluate
     from evalflow.insight.explain import explain
-    from evalflow.models.dummy import DummyModel
-
-    class NoIdentity:  # the three request types, no identity(): never cached
-        def __init__(self) -> None:
-            self.inner = DummyModel()
-
-        def loglikelihood(self, requests: Any) -> Any:
-            return self.inner.loglikelihood(requests)
-
-        def loglikelihood_rolling(self, requests: Any) -> Any:
-            return self.inner.loglikelihood_rolling(requests)
-
-        def generate_until(self, requests: Any) -> Any:
-            return self.inner.generate_until(requests)
+    from tests.support.models import IdentitylessModel as NoIdentity  # never cached
 
     kw = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=5, bootstrap_iters=0)
     evaluate("toy_mc", NoIdentity(), output_dir=tmp_path / "outputs" / "a", **kw)

@@ -191,3 +191,22 @@ class VisionCountingModel(CountingModel):
     def reset(cls) -> None:
         super().reset()
         cls.images_seen = []
+
+
+class IdentitylessModel:
+    """The three request types, answered as the dummy model answers, and no ``identity()``: a model
+    object evalflow can never cache. Cooperative (``super().__init__()``), so a test may mix it into
+    lm-eval's ``LM`` (``class MyLM(IdentitylessModel, LM)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = DummyModel()
+
+    def loglikelihood(self, requests: Any) -> Any:
+        return self.inner.loglikelihood(requests)
+
+    def loglikelihood_rolling(self, requests: Any) -> Any:
+        return self.inner.loglikelihood_rolling(requests)
+
+    def generate_until(self, requests: Any) -> Any:
+        return self.inner.generate_until(requests)
