@@ -1,6 +1,10 @@
 """Records each test's CPU time (self + reaped children) and wall time to $CPU_LOG as TSV: where CI's time goes,
 load-independent. Use: CPU_LOG=/tmp/cpu.tsv PYTHONPATH=.ci python -m pytest -p cputime_plugin; sort -t$'\t' -k2 -rn /tmp/cpu.tsv."""
-import os, resource, time
+
+import os
+import resource
+import time
+
 import pytest
 
 _LOG = os.environ.get("CPU_LOG", "/tmp/cpu_times.tsv")

@@ -53,7 +53,9 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--num-concurrent", type=int, default=1)
-    parser.add_argument("--wait-idle", type=float, default=120.0, help="max seconds to wait for an idle machine per run")
+    parser.add_argument(
+        "--wait-idle", type=float, default=120.0, help="max seconds to wait for an idle machine per run"
+    )
     args = parser.parse_args()
     if missing():
         print(f"cannot run: {missing()}")
@@ -75,7 +77,9 @@ def main() -> int:
             "lm-eval cold": shell(peer, env),
             "evalflow cached": shell(ours_warm, env),
             "lm-eval cached": shell(peer_warm, env),
-            "empty Hydra app": shell([sys.executable, str(tmp / "empty_app.py"), f"hydra.run.dir={tmp / 'empty'}"], env),
+            "empty Hydra app": shell(
+                [sys.executable, str(tmp / "empty_app.py"), f"hydra.run.dir={tmp / 'empty'}"], env
+            ),
         }
         for name in ("evalflow cached", "lm-eval cached"):  # fill both caches once
             first = measure.run_once(commands[name])
@@ -88,7 +92,10 @@ def main() -> int:
                 measure.wait_idle(args.wait_idle)
                 res = measure.run_once(cmd)
                 runs[name].append(res)
-                print(f"round {r + 1} {name}: wall {res['wall_s']:.2f} s, foreign {res['foreign_frac']:.2f}, rc {res['rc']}", flush=True)
+                print(
+                    f"round {r + 1} {name}: wall {res['wall_s']:.2f} s, foreign {res['foreign_frac']:.2f}, rc {res['rc']}",
+                    flush=True,
+                )
                 if res["rc"]:
                     print(res["stderr_tail"])
                     return 1
@@ -99,16 +106,31 @@ def main() -> int:
     cached = b["lm-eval cached"]["wall_s"] / b["evalflow cached"]["wall_s"]
     floor = b["lm-eval cached"]["wall_s"] / b["empty Hydra app"]["wall_s"]
     foreign = max(x["foreign"] for x in b.values())
-    print(f"\narc_easy {args.limit} docs, num_concurrent={args.num_concurrent}, min of {args.rounds} rounds, "
-          f"worst foreign CPU load {foreign:.2f} of the machine")
+    print(
+        f"\narc_easy {args.limit} docs, num_concurrent={args.num_concurrent}, min of {args.rounds} rounds, "
+        f"worst foreign CPU load {foreign:.2f} of the machine"
+    )
     for k, v in b.items():
         print(f"  {k:16s} {v['wall_s']:8.2f} s")
     print(f"cold:   lm-eval / evalflow = {cold:.2f}x  (goal >= 1.0: {'met' if cold >= 1.0 else 'NOT met'})")
-    print(f"cached: lm-eval --use_cache / evalflow cached = {cached:.1f}x  (goal >= 50: {'met' if cached >= 50 else 'NOT met'})")
-    print(f"        (an empty Hydra app takes {b['empty Hydra app']['wall_s']:.2f} s here: no Hydra app can show more than "
-          f"{floor:.1f}x)")
-    print(json.dumps({"runs": runs, "best": b, "ratio_cold": round(cold, 3), "ratio_cached": round(cached, 2),
-                      "ratio_cached_floor": round(floor, 2)}))
+    print(
+        f"cached: lm-eval --use_cache / evalflow cached = {cached:.1f}x  (goal >= 50: {'met' if cached >= 50 else 'NOT met'})"
+    )
+    print(
+        f"        (an empty Hydra app takes {b['empty Hydra app']['wall_s']:.2f} s here: no Hydra app can show more than "
+        f"{floor:.1f}x)"
+    )
+    print(
+        json.dumps(
+            {
+                "runs": runs,
+                "best": b,
+                "ratio_cold": round(cold, 3),
+                "ratio_cached": round(cached, 2),
+                "ratio_cached_floor": round(floor, 2),
+            }
+        )
+    )
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

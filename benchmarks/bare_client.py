@@ -24,6 +24,7 @@ async def replay(url: str, bodies: list[bytes], concurrent: int) -> None:
         queue.put_nowait(body)
     headers = {"Content-Type": "application/json"}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrent)) as session:
+
         async def slot() -> None:
             while not queue.empty():
                 body = queue.get_nowait()

@@ -61,8 +61,16 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="evalflow-bench-"))
     lib = write_task(tmp / "tasks")
     warm_cache, cold_cache = tmp / "warm", tmp / "cold"
-    cmd = [sys.executable, "-m", "evalflow", f"model={args.model}", "task=bench_mc", f"include_path=[{lib}]",
-           "batch_size=16", f"hydra.run.dir={tmp / 'run'}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalflow",
+        f"model={args.model}",
+        "task=bench_mc",
+        f"include_path=[{lib}]",
+        "batch_size=16",
+        f"hydra.run.dir={tmp / 'run'}",
+    ]
     cold = ["bash", "-c", f"rm -rf {cold_cache} && cd {ROOT} && " + " ".join(cmd + [f"cache_dir={cold_cache}"])]
     warm = ["bash", "-c", f"cd {ROOT} && " + " ".join(cmd + [f"cache_dir={warm_cache}"])]
     first = measure.run_once(warm)  # fills the warm cache
@@ -77,7 +85,9 @@ def main() -> int:
     best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
     print(f"model={args.model}, 1000 docs x 4 choices")
     print(f"cold run:   {best['cold']:.2f} s   (min of {args.rounds})")
-    print(f"cached run: {best['warm']:.2f} s   (min of {args.rounds}; goal < 2 s: {'met' if best['warm'] < 2 else 'NOT met'})")
+    print(
+        f"cached run: {best['warm']:.2f} s   (min of {args.rounds}; goal < 2 s: {'met' if best['warm'] < 2 else 'NOT met'})"
+    )
     print(f"ratio cold/cached: {best['cold'] / best['warm']:.1f}x")
     print(json.dumps({"runs": runs, "best": best}))
     shutil.rmtree(tmp, ignore_errors=True)

@@ -30,7 +30,17 @@ def cold_command(tree: Path, args: list[str], work: Path, model: str = "smollm2"
     """``tree``'s evalflow on ``args`` (with ``data_map=shared``, batch size 8, no bootstrap), its
     cache and run folders under ``work`` removed first."""
     cache, run = work / "cache", work / "run"
-    line = [sys.executable, "-m", "evalflow", f"model={model}", "data_map=shared", "batch_size=8",
-            "bootstrap_iters=0", f"cache_dir={cache}", f"hydra.run.dir={run}", *args]
+    line = [
+        sys.executable,
+        "-m",
+        "evalflow",
+        f"model={model}",
+        "data_map=shared",
+        "batch_size=8",
+        "bootstrap_iters=0",
+        f"cache_dir={cache}",
+        f"hydra.run.dir={run}",
+        *args,
+    ]
     quoted = " ".join(f"'{a}'" for a in line)
     return ["bash", "-c", f"rm -rf {cache} {run} && cd {tree} && PYTHONPATH={tree} {quoted}"]

@@ -57,15 +57,23 @@ def main() -> int:
                     return 1
                 res.update(waited_s=round(waited, 1), requests_per_s=round(throughput(work), 2))
                 runs[side].append(res)
-                print(f"round {r + 1} {name} {side}: wall {res['wall_s']:.1f}s, {res['requests_per_s']:.1f} req/s, "
-                      f"foreign {res['foreign_frac']:.2f}", flush=True)
-        best = {s: {"min_wall_s": min(x["wall_s"] for x in v), "max_requests_per_s": max(x["requests_per_s"] for x in v)}
-                for s, v in runs.items()}
+                print(
+                    f"round {r + 1} {name} {side}: wall {res['wall_s']:.1f}s, {res['requests_per_s']:.1f} req/s, "
+                    f"foreign {res['foreign_frac']:.2f}",
+                    flush=True,
+                )
+        best = {
+            s: {"min_wall_s": min(x["wall_s"] for x in v), "max_requests_per_s": max(x["requests_per_s"] for x in v)}
+            for s, v in runs.items()
+        }
         summary[name] = {"runs": runs, "best": best}
-        print(f"{name}: wall before {best['before']['min_wall_s']:.1f}s after {best['after']['min_wall_s']:.1f}s "
-              f"({best['before']['min_wall_s'] / best['after']['min_wall_s']:.2f}x); inference "
-              f"{best['before']['max_requests_per_s']:.1f} -> {best['after']['max_requests_per_s']:.1f} req/s "
-              f"({best['after']['max_requests_per_s'] / best['before']['max_requests_per_s']:.2f}x)", flush=True)
+        print(
+            f"{name}: wall before {best['before']['min_wall_s']:.1f}s after {best['after']['min_wall_s']:.1f}s "
+            f"({best['before']['min_wall_s'] / best['after']['min_wall_s']:.2f}x); inference "
+            f"{best['before']['max_requests_per_s']:.1f} -> {best['after']['max_requests_per_s']:.1f} req/s "
+            f"({best['after']['max_requests_per_s'] / best['before']['max_requests_per_s']:.2f}x)",
+            flush=True,
+        )
     print(json.dumps(summary))
     return 0
 

@@ -20,10 +20,11 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -66,11 +67,23 @@ def _lm_eval_verdicts() -> list[bool] | None:
         shutil.copy(REFERENCE, metric / "code_eval.py")
         for folder in (metric, metric.parent, metric.parent.parent, metric.parent.parent.parent):
             (folder / "__init__.py").touch()
-        env = {**os.environ, "HF_ALLOW_CODE_EVAL": "1", "HF_MODULES_CACHE": modules, "HF_EVALUATE_OFFLINE": "1",
-               "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        env = {
+            **os.environ,
+            "HF_ALLOW_CODE_EVAL": "1",
+            "HF_MODULES_CACHE": modules,
+            "HF_EVALUATE_OFFLINE": "1",
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+        }
         cases = [[candidate, TEST] for candidate, _ in CASES.values()]
-        done = subprocess.run([str(python), "-c", LM_EVAL_PASS_AT_1], input=json.dumps(cases), env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [str(python), "-c", LM_EVAL_PASS_AT_1],
+            input=json.dumps(cases),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"lm-eval's pass_at_k failed in {PEER_VENV}:\n{done.stderr[-2000:]}")
     return [float(line) == 1.0 for line in done.stdout.split()]

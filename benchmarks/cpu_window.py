@@ -59,7 +59,7 @@ class Sampler:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def start(self) -> "Sampler":
+    def start(self) -> Sampler:
         self._thread = threading.Thread(target=self._poll, name="cpu-sampler", daemon=True)
         self._thread.start()
         return self

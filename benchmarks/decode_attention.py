@@ -29,11 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from decode_speed import _busy_seconds, timed  # noqa: E402
-
 from types import SimpleNamespace  # noqa: E402
 
 import torch.nn.functional as F  # noqa: E402
+from decode_speed import _busy_seconds, timed  # noqa: E402
 
 from evalflow.models.hf.fast import native_attention, shared_attention  # noqa: E402
 
@@ -47,8 +46,10 @@ def step_inputs(rows: int, tokens: int) -> dict:
     width = int(columns.max()) + 1
     filled = torch.arange(width)[None, None, :] <= columns[:, :, None]
     mask = torch.zeros(filled.shape).masked_fill_(~filled, torch.finfo(torch.float32).min)
-    buffers = [(torch.randn(rows, KV_HEADS, CAPACITY, HEAD_DIM), torch.randn(rows, KV_HEADS, CAPACITY, HEAD_DIM))
-               for _ in range(LAYERS)]
+    buffers = [
+        (torch.randn(rows, KV_HEADS, CAPACITY, HEAD_DIM), torch.randn(rows, KV_HEADS, CAPACITY, HEAD_DIM))
+        for _ in range(LAYERS)
+    ]
     return {
         "query": torch.randn(rows, KV_HEADS, GROUP * tokens, HEAD_DIM),
         "layers": [(k[:, :, :width], v[:, :, :width]) for k, v in buffers],
@@ -84,9 +85,11 @@ def main() -> None:
         for name, fn in (("torch", torch_step), ("native", native_step)):
             wall, _, disturbed = timed(fn, 1, busy)
             best[name], foreign = min(best[name], wall), max(foreign, disturbed)
-    print(f"decode step attention ({args.rows} rows x {args.tokens} tokens, {LAYERS} layers, {torch.get_num_threads()} threads): "
-          f"torch flash {best['torch'] * 1e3:.1f} ms, native {best['native'] * 1e3:.1f} ms: "
-          f"{best['torch'] / best['native']:.2f}x; max |difference| {diff:.1e}; worst foreign CPU {foreign:.2f}")
+    print(
+        f"decode step attention ({args.rows} rows x {args.tokens} tokens, {LAYERS} layers, {torch.get_num_threads()} threads): "
+        f"torch flash {best['torch'] * 1e3:.1f} ms, native {best['native'] * 1e3:.1f} ms: "
+        f"{best['torch'] / best['native']:.2f}x; max |difference| {diff:.1e}; worst foreign CPU {foreign:.2f}"
+    )
     if args.prefill:
         print(prefill_line(args.prefill, args.rounds, attend), flush=True)
 
@@ -98,11 +101,17 @@ def prefill_line(tokens: int, rounds: int, attend: native_attention.Kernel) -> s
     query = torch.randn(1, KV_HEADS * GROUP, tokens, HEAD_DIM)
     key, value = torch.randn(2, 1, KV_HEADS, tokens, HEAD_DIM).unbind(0)
     causal = SimpleNamespace(is_causal=True)
-    runs = {"sdpa": lambda: F.scaled_dot_product_attention(query, key, value, is_causal=True, enable_gqa=True).transpose(1, 2)}
+    runs = {
+        "sdpa": lambda: F.scaled_dot_product_attention(query, key, value, is_causal=True, enable_gqa=True).transpose(
+            1, 2
+        )
+    }
     wide = getattr(attend, "vector_width", 8) == 16
     builds = {"native": attend, **({"native AVX2": native_attention.kernel(HEAD_DIM, avx512=False)} if wide else {})}
     for name, kernel in builds.items():
-        runs[name] = lambda kernel=kernel: shared_attention._causal_prefill(kernel, causal, query, key, value, None, None)
+        runs[name] = lambda kernel=kernel: shared_attention._causal_prefill(
+            kernel, causal, query, key, value, None, None
+        )
     outs = {name: run() for name, run in runs.items()}
     diff = float((outs["native"] - outs["sdpa"]).abs().max())
     busy = _busy_seconds()
@@ -112,13 +121,17 @@ def prefill_line(tokens: int, rounds: int, attend: native_attention.Kernel) -> s
             wall, _, disturbed = timed(run, 1, busy)
             best[name], foreign = min(best[name], wall), max(foreign, disturbed)
     flops = tokens * tokens * KV_HEADS * GROUP * HEAD_DIM * 2  # scores and values over the causal half
-    line = (f"prompt prefill attention ({tokens} tokens, one layer, {torch.get_num_threads()} threads): "
-            f"sdpa {best['sdpa'] * 1e3:.2f} ms, native {best['native'] * 1e3:.2f} ms "
-            f"({flops / best['native'] / 1e9:.0f} GFLOP/s, {'AVX-512' if wide else 'AVX2'}): {best['sdpa'] / best['native']:.2f}x")
+    line = (
+        f"prompt prefill attention ({tokens} tokens, one layer, {torch.get_num_threads()} threads): "
+        f"sdpa {best['sdpa'] * 1e3:.2f} ms, native {best['native'] * 1e3:.2f} ms "
+        f"({flops / best['native'] / 1e9:.0f} GFLOP/s, {'AVX-512' if wide else 'AVX2'}): {best['sdpa'] / best['native']:.2f}x"
+    )
     if wide:
         same = torch.equal(outs["native"], outs["native AVX2"])
-        line += (f"; AVX2 build {best['native AVX2'] * 1e3:.2f} ms: AVX-512 {best['native AVX2'] / best['native']:.2f}x, "
-                 f"{'identical' if same else 'DIFFERENT'} floats")
+        line += (
+            f"; AVX2 build {best['native AVX2'] * 1e3:.2f} ms: AVX-512 {best['native AVX2'] / best['native']:.2f}x, "
+            f"{'identical' if same else 'DIFFERENT'} floats"
+        )
     return line + f"; max |difference| to sdpa {diff:.1e}; worst foreign CPU {foreign:.2f}"
 
 

@@ -22,8 +22,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +42,7 @@ def _busy_seconds() -> Callable[[], float]:
 
 def gsm8k_contexts(docs: int, shots: int = 5) -> list[str]:
     """lm-eval's gsm8k prompt: ``shots`` first training examples, then the question."""
+
     def rows(name: str, n: int) -> list[dict[str, str]]:
         with open(DATA / f"{name}.jsonl") as fh:
             return [json.loads(line) for _, line in zip(range(n), fh)]
@@ -66,7 +68,6 @@ def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens
     import torch
 
     from evalflow.models.hf import HFModel, generate
-
     from evalflow.models.hf.fast import decode, shared_attention
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
@@ -81,12 +82,30 @@ def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens
             width = max(map(len, batch))
             ids = torch.tensor([[pad] * (width - len(c)) + c for c in batch])
             mask = (torch.arange(width)[None] >= torch.tensor([width - len(c) for c in batch])[:, None]).long()
-            lm.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new, min_new_tokens=new,
-                              do_sample=False, pad_token_id=pad)
+            lm.model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=new,
+                min_new_tokens=new,
+                do_sample=False,
+                pad_token_id=pad,
+            )
 
     setup = generate.GenerationSetup(
-        lm.model, lm.tokenizer, lm.device, lm.max_length, tokens, lm.batch_size_for, lm.decode_slots_for,
-        lm.tok_encode, lm.encode_generation_context, True, True, "continuous", lm.min_prefix, lm.prefix_memo,
+        lm.model,
+        lm.tokenizer,
+        lm.device,
+        lm.max_length,
+        tokens,
+        lm.batch_size_for,
+        lm.decode_slots_for,
+        lm.tok_encode,
+        lm.encode_generation_context,
+        True,
+        True,
+        "continuous",
+        lm.min_prefix,
+        lm.prefix_memo,
     )
     family = generate._family_prefixes(setup, contexts)
     with torch.inference_mode():
@@ -103,7 +122,11 @@ def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens
 
     lines = []
     for rows in (1, 8):
-        runs = (("model.generate", plain), ("evalflow decode", ours), ("evalflow decode, prefix per row", ours_prefix_per_row))
+        runs = (
+            ("model.generate", plain),
+            ("evalflow decode", ours),
+            ("evalflow decode, prefix per row", ours_prefix_per_row),
+        )
         for name, run in runs:
             full = timed(lambda: run(rows, tokens + 1), rounds, busy)
             one = timed(lambda: run(rows, 1), rounds, busy)

@@ -41,15 +41,30 @@ from checkouts import source_at  # noqa: E402
 
 
 def evalflow_command(cache: Path, run: Path, tree: Path = ROOT) -> list[str]:
-    args = ["model=dummy", "task=mmlu", "num_fewshot=5", "data_map=shared", f"cache_dir={cache}", f"hydra.run.dir={run}"]
-    return ["bash", "-c", f"rm -rf {run} && cd {tree} && PYTHONPATH={tree} {sys.executable} -m evalflow " + " ".join(args)]
+    args = [
+        "model=dummy",
+        "task=mmlu",
+        "num_fewshot=5",
+        "data_map=shared",
+        f"cache_dir={cache}",
+        f"hydra.run.dir={run}",
+    ]
+    return [
+        "bash",
+        "-c",
+        f"rm -rf {run} && cd {tree} && PYTHONPATH={tree} {sys.executable} -m evalflow " + " ".join(args),
+    ]
 
 
 def lm_eval_command(work: Path, cached: bool) -> list[str]:
     flags = f"--use_cache {work / 'db'} --cache_requests true" if cached else ""
     env = f"LM_HARNESS_CACHE_PATH={work / 'requests'} PEER_OUT={work / 'out'}"
-    return ["bash", "-c", f"rm -rf {work / 'out'} && {env} bash {SHARED / 'parity' / 'peer.sh'} mmlu_local "
-                          f"--num_fewshot 5 --model dummy {flags}"]
+    return [
+        "bash",
+        "-c",
+        f"rm -rf {work / 'out'} && {env} bash {SHARED / 'parity' / 'peer.sh'} mmlu_local "
+        f"--num_fewshot 5 --model dummy {flags}",
+    ]
 
 
 def run_once(cmd: list[str]) -> dict:
@@ -64,28 +79,39 @@ def run_once(cmd: list[str]) -> dict:
     cpu = ru.ru_utime + ru.ru_stime
     foreign = max(0.0, measure.busy_seconds() - b0 - cpu) / (wall * measure.NCPU)
     rc = os.waitstatus_to_exitcode(status)
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "foreign_frac": round(foreign, 3), "rc": rc,
-            "stderr_tail": err[-600:] if rc else ""}
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "foreign_frac": round(foreign, 3),
+        "rc": rc,
+        "stderr_tail": err[-600:] if rc else "",
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--wait-idle", type=float, default=60.0)
-    parser.add_argument("--before", help="also time evalflow at this git ref, or in this folder (before/after a change)")
+    parser.add_argument(
+        "--before", help="also time evalflow at this git ref, or in this folder (before/after a change)"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="evalflow-engine-"))
     commands = {
-        "evalflow cold": lambda: (shutil.rmtree(tmp / "ef-cold", ignore_errors=True),
-                                  evalflow_command(tmp / "ef-cold", tmp / "ef-cold-run"))[1],
+        "evalflow cold": lambda: (
+            shutil.rmtree(tmp / "ef-cold", ignore_errors=True),
+            evalflow_command(tmp / "ef-cold", tmp / "ef-cold-run"),
+        )[1],
         "evalflow cached": lambda: evalflow_command(tmp / "ef-warm", tmp / "ef-warm-run"),
         "lm-eval cold": lambda: lm_eval_command(tmp / "lm-cold", cached=False),
         "lm-eval cached": lambda: lm_eval_command(tmp / "lm-warm", cached=True),
     }
     if args.before:
         old = Path(args.before) if Path(args.before).is_dir() else source_at(args.before, tmp / "before" / "evalflow")
-        commands["before cold"] = lambda: (shutil.rmtree(tmp / "old-cold", ignore_errors=True),
-                                           evalflow_command(tmp / "old-cold", tmp / "old-cold-run", old))[1]
+        commands["before cold"] = lambda: (
+            shutil.rmtree(tmp / "old-cold", ignore_errors=True),
+            evalflow_command(tmp / "old-cold", tmp / "old-cold-run", old),
+        )[1]
         commands["before cached"] = lambda: evalflow_command(tmp / "old-warm", tmp / "old-warm-run", old)
     for name in [n for n in commands if "cached" in n]:  # fill the caches the cached runs read
         first = run_once(commands[name]())
@@ -99,21 +125,28 @@ def main() -> int:
             res = run_once(make())
             res["waited_s"] = round(waited, 1)
             runs[name].append(res)
-            print(f"round {r + 1} {name}: wall {res['wall_s']:.1f}s cpu {res['cpu_s']:.1f}s "
-                  f"foreign {res['foreign_frac']:.2f} rc {res['rc']}", flush=True)
+            print(
+                f"round {r + 1} {name}: wall {res['wall_s']:.1f}s cpu {res['cpu_s']:.1f}s "
+                f"foreign {res['foreign_frac']:.2f} rc {res['rc']}",
+                flush=True,
+            )
             if res["rc"]:
                 print(f"  failed: {res['stderr_tail']}", file=sys.stderr)
                 return 1
     best = {name: {k: min(x[k] for x in v) for k in ("wall_s", "cpu_s")} for name, v in runs.items()}
     for kind, goal in (("cold", 10), ("cached", 25)):
         ours, theirs = best[f"evalflow {kind}"], best[f"lm-eval {kind}"]
-        print(f"{kind}: evalflow {ours['wall_s']:.1f}s wall / {ours['cpu_s']:.1f}s cpu, lm-eval {theirs['wall_s']:.1f}s / "
-              f"{theirs['cpu_s']:.1f}s: {theirs['wall_s'] / ours['wall_s']:.1f}x wall (goal {goal}x), "
-              f"{theirs['cpu_s'] / ours['cpu_s']:.1f}x cpu")
+        print(
+            f"{kind}: evalflow {ours['wall_s']:.1f}s wall / {ours['cpu_s']:.1f}s cpu, lm-eval {theirs['wall_s']:.1f}s / "
+            f"{theirs['cpu_s']:.1f}s: {theirs['wall_s'] / ours['wall_s']:.1f}x wall (goal {goal}x), "
+            f"{theirs['cpu_s'] / ours['cpu_s']:.1f}x cpu"
+        )
     if args.before:
         for kind in ("cold", "cached"):
-            print(f"evalflow {kind} before ({args.before}) / after: {best[f'before {kind}']['wall_s'] / best[f'evalflow {kind}']['wall_s']:.2f}x "
-                  f"wall, {best[f'before {kind}']['cpu_s'] / best[f'evalflow {kind}']['cpu_s']:.2f}x cpu")
+            print(
+                f"evalflow {kind} before ({args.before}) / after: {best[f'before {kind}']['wall_s'] / best[f'evalflow {kind}']['wall_s']:.2f}x "
+                f"wall, {best[f'before {kind}']['cpu_s'] / best[f'evalflow {kind}']['cpu_s']:.2f}x cpu"
+            )
     print(json.dumps({"runs": runs, "best": best}))
     shutil.rmtree(tmp, ignore_errors=True)
     return 0

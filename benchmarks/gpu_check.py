@@ -49,10 +49,7 @@ from pathlib import Path
 from typing import Any
 
 PEER_PYTHON = Path.home() / ".cache" / "evalflow-peer" / "venv" / "bin" / "python"
-WORDS = ("the of and to in is that for it as with was on be by at this which from or have an are not "
-         "water light energy plant animal earth sun moon rock cell heat sound force motion air soil "
-         "river forest student teacher measure change grow move live food small large fast slow warm "
-         "cold year day season weather cloud rain wind tree seed leaf root flower insect bird fish").split()
+WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "at", "this", "which", "from", "or", "have", "an", "are", "not", "water", "light", "energy", "plant", "animal", "earth", "sun", "moon", "rock", "cell", "heat", "sound", "force", "motion", "air", "soil", "river", "forest", "student", "teacher", "measure", "change", "grow", "move", "live", "food", "small", "large", "fast", "slow", "warm", "cold", "year", "day", "season", "weather", "cloud", "rain", "wind", "tree", "seed", "leaf", "root", "flower", "insect", "bird", "fish"]
 
 
 @dataclass(frozen=True)
@@ -71,11 +68,23 @@ class Size:
 
 
 # TinyLlama-1.1B's shape: 1.17B parameters with SmolLM2's 49,152-token vocabulary
-FULL = Size(hidden=2048, layers=22, intermediate=5632, heads=32, kv_heads=4,
-            arc_docs=500, mmlu_docs=100, gen_prompts=64, gen_tokens=128)
-TINY = Size(hidden=64, layers=2, intermediate=128, heads=4, kv_heads=2, arc_docs=6, mmlu_docs=4, gen_prompts=3,
-            gen_tokens=8)
-TINY_VLLM = dataclasses.replace(TINY, hidden=128, intermediate=256, heads=2, kv_heads=1)  # head_dim 64: vLLM's CPU attention takes no less
+FULL = Size(
+    hidden=2048,
+    layers=22,
+    intermediate=5632,
+    heads=32,
+    kv_heads=4,
+    arc_docs=500,
+    mmlu_docs=100,
+    gen_prompts=64,
+    gen_tokens=128,
+)
+TINY = Size(
+    hidden=64, layers=2, intermediate=128, heads=4, kv_heads=2, arc_docs=6, mmlu_docs=4, gen_prompts=3, gen_tokens=8
+)
+TINY_VLLM = dataclasses.replace(
+    TINY, hidden=128, intermediate=256, heads=2, kv_heads=1
+)  # head_dim 64: vLLM's CPU attention takes no less
 
 
 def sentence(rng: Any, lo: int, hi: int) -> str:
@@ -93,6 +102,7 @@ def arc_requests(rng: Any, docs: int) -> list[list[str]]:
 
 def mmlu_requests(rng: Any, docs: int) -> list[list[str]]:
     """mmlu 5-shot's shape: one subject's five examples in front of every question, answers A-D."""
+
     def block(answer: str) -> str:
         choices = "".join(f"{letter}. {sentence(rng, 2, 8)}\n" for letter in "ABCD")
         return f"{sentence(rng, 12, 30)}?\n{choices}Answer:{answer}"
@@ -116,7 +126,7 @@ def tokenizer(folder: Path, tiny: bool) -> tuple[Any, str]:
             from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
             return AutoTokenizer.from_pretrained(smollm2_dir(), gguf_file=SMOLLM2_GGUF), "SmolLM2 (GGUF)"
-        except Exception as exc:  # noqa: BLE001 - any failure falls back to the trained tokenizer, said so
+        except Exception as exc:
             print(f"SmolLM2's tokenizer unavailable ({type(exc).__name__}: {exc}); training a BPE", file=sys.stderr)
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -125,9 +135,15 @@ def tokenizer(folder: Path, tiny: bool) -> tuple[Any, str]:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     corpus = [" ".join(WORDS[i:] + WORDS[:i]) + "?\nA. B. C. D.\nAnswer: Question:" for i in range(len(WORDS))]
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "</s>"],
-                                                        show_progress=False,
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=["<s>", "</s>"],
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>"), "BPE trained here"
 
 
@@ -137,11 +153,19 @@ def build_model(folder: Path, size: Size, seed: int, init_range: float, tiny: bo
     from transformers import LlamaConfig, LlamaForCausalLM
 
     tok, tok_name = tokenizer(folder, tiny)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=size.hidden, intermediate_size=size.intermediate,
-                         num_hidden_layers=size.layers, num_attention_heads=size.heads,
-                         num_key_value_heads=size.kv_heads, max_position_embeddings=2048,
-                         initializer_range=init_range, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                         tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=size.hidden,
+        intermediate_size=size.intermediate,
+        num_hidden_layers=size.layers,
+        num_attention_heads=size.heads,
+        num_key_value_heads=size.kv_heads,
+        max_position_embeddings=2048,
+        initializer_range=init_range,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config).to(torch.bfloat16).eval()
     params = sum(p.numel() for p in model.parameters())
@@ -155,7 +179,7 @@ VLLM_ARGS = {"gpu_memory_utilization": 0.45, "max_model_len": 2048}  # both side
 
 
 def run_evalflow(folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
-    from evalflow.records import Request
+    from evalflow.core.records import Request
 
     if spec.get("backend") == "vllm":
         from evalflow.models.vllm.model import VLLMModel
@@ -165,16 +189,19 @@ def run_evalflow(folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
         from evalflow.models.hf import HFModel
 
         # force_fast: the fast engine even where it is not yet proven (CUDA), since proving it is this check's job
-        model = HFModel(str(folder), dtype=spec["dtype"], device=spec["device"], batch_size=spec["batch_size"],
-                        force_fast=True)
+        model = HFModel(
+            str(folder), dtype=spec["dtype"], device=spec["device"], batch_size=spec["batch_size"], force_fast=True
+        )
     out: dict[str, Any] = {}
     for name, requests in spec["workloads"].items():
         kind = "generate_until" if name == "gen" else "loglikelihood"
         batch = [Request(kind, (r[0], r[1])) for r in requests]
         start = time.perf_counter()
         answers = getattr(model, kind)(batch)
-        out[name] = {"answers": [list(a) if isinstance(a, tuple) else a for a in answers],
-                     "seconds": time.perf_counter() - start}
+        out[name] = {
+            "answers": [list(a) if isinstance(a, tuple) else a for a in answers],
+            "seconds": time.perf_counter() - start,
+        }
     return out
 
 
@@ -188,8 +215,13 @@ def run_peer(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("backend") == "vllm":
         from lm_eval.models.vllm_causallms import VLLM
 
-        lm: Any = VLLM(pretrained=spec["folder"], dtype=spec["dtype"], batch_size="auto",
-                       enforce_eager=spec["device"] == "cpu", **VLLM_ARGS)
+        lm: Any = VLLM(
+            pretrained=spec["folder"],
+            dtype=spec["dtype"],
+            batch_size="auto",
+            enforce_eager=spec["device"] == "cpu",
+            **VLLM_ARGS,
+        )
     else:
         from lm_eval.models.huggingface import HFLM
 
@@ -200,8 +232,10 @@ def run_peer(spec: dict[str, Any]) -> dict[str, Any]:
         batch = [Instance(kind, {}, (r[0], r[1]), i) for i, r in enumerate(requests)]
         start = time.perf_counter()
         answers = getattr(lm, kind)(batch, disable_tqdm=True)
-        out[name] = {"answers": [list(a) if isinstance(a, tuple) else a for a in answers],
-                     "seconds": time.perf_counter() - start}
+        out[name] = {
+            "answers": [list(a) if isinstance(a, tuple) else a for a in answers],
+            "seconds": time.perf_counter() - start,
+        }
     return out
 
 
@@ -224,8 +258,14 @@ def lm_eval_python(given: str | None, backend: str) -> str:
 
 def start_peer(python: str, spec: dict[str, Any]) -> subprocess.Popen[str]:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    return subprocess.Popen([python, __file__, "--peer"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [python, __file__, "--peer"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def finish_peer(proc: subprocess.Popen[str], spec: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +273,7 @@ def finish_peer(proc: subprocess.Popen[str], spec: dict[str, Any]) -> dict[str, 
     if proc.returncode != 0:
         raise SystemExit(f"gpu_check: lm-eval's side failed (exit {proc.returncode}):\n{err[-4000:]}")
     # vLLM logs to stdout too, also after the result: the result is the line that says so
-    return json.loads(next(line for line in out.splitlines() if line.startswith(RESULT))[len(RESULT):])
+    return json.loads(next(line for line in out.splitlines() if line.startswith(RESULT))[len(RESULT) :])
 
 
 def token_counts(folder: Path, workloads: dict[str, list[list[Any]]], answers: dict[str, Any]) -> dict[str, int]:
@@ -257,50 +297,82 @@ def common_prefix(a: str, b: str) -> int:
 def compare_loglikelihoods(ours: list[list[Any]], theirs: list[list[Any]], tol: float) -> dict[str, Any]:
     deltas = [abs(float(a[0]) - float(b[0])) for a, b in zip(ours, theirs)]
     finite = all(abs(float(a[0])) < float("inf") for a in ours + theirs)
-    picks = [max(range(4), key=lambda j: float(rows[i + j][0])) for rows in (ours, theirs)
-             for i in range(0, len(ours), 4)]
+    picks = [
+        max(range(4), key=lambda j: float(rows[i + j][0])) for rows in (ours, theirs) for i in range(0, len(ours), 4)
+    ]
     half = len(picks) // 2
-    return {"requests": len(deltas), "max_abs_diff": max(deltas), "within_tol": sum(d <= tol for d in deltas),
-            "tol": tol, "finite": finite, "greedy_flags_equal": sum(a[1] == b[1] for a, b in zip(ours, theirs)),
-            "same_choice": sum(x == y for x, y in zip(picks[:half], picks[half:])), "questions": half}
+    return {
+        "requests": len(deltas),
+        "max_abs_diff": max(deltas),
+        "within_tol": sum(d <= tol for d in deltas),
+        "tol": tol,
+        "finite": finite,
+        "greedy_flags_equal": sum(a[1] == b[1] for a, b in zip(ours, theirs)),
+        "same_choice": sum(x == y for x, y in zip(picks[:half], picks[half:])),
+        "questions": half,
+    }
 
 
 def compare_generations(ours: list[str], theirs: list[str]) -> dict[str, Any]:
     differ = [(i, common_prefix(a, b)) for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
-    return {"prompts": len(ours), "identical": len(ours) - len(differ),
-            "first_difference_at_chars": [c for _, c in differ][:10]}
+    return {
+        "prompts": len(ours),
+        "identical": len(ours) - len(differ),
+        "first_difference_at_chars": [c for _, c in differ][:10],
+    }
 
 
-def report(spec: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any],
-           tokens: dict[str, int]) -> dict[str, Any]:
-    out: dict[str, Any] = {"backend": spec["backend"], "device": spec["device"], "dtype": spec["dtype"],
-                           "batch_size": spec["batch_size"],
-                           "model": spec["model"], "workloads": {}}
+def report(
+    spec: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], tokens: dict[str, int]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "backend": spec["backend"],
+        "device": spec["device"],
+        "dtype": spec["dtype"],
+        "batch_size": spec["batch_size"],
+        "model": spec["model"],
+        "workloads": {},
+    }
     for name in spec["workloads"]:
         a, b = ours[name], theirs[name]
-        check = (compare_generations(a["answers"], b["answers"]) if name == "gen"
-                 else compare_loglikelihoods(a["answers"], b["answers"], spec["ll_tol"]))
-        speed = {"tokens": tokens[name], "evalflow_tokens_per_s": tokens[name] / a["seconds"],
-                 "lm_eval_tokens_per_s": tokens[name] / b["seconds"], "ratio": b["seconds"] / a["seconds"]}
+        check = (
+            compare_generations(a["answers"], b["answers"])
+            if name == "gen"
+            else compare_loglikelihoods(a["answers"], b["answers"], spec["ll_tol"])
+        )
+        speed = {
+            "tokens": tokens[name],
+            "evalflow_tokens_per_s": tokens[name] / a["seconds"],
+            "lm_eval_tokens_per_s": tokens[name] / b["seconds"],
+            "ratio": b["seconds"] / a["seconds"],
+        }
         out["workloads"][name] = {**check, **speed}
     return out
 
 
 def print_report(result: dict[str, Any]) -> None:
     model = result["model"]
-    print(f"backend: {result['backend']}; model: random Llama, {model['parameters'] / 1e6:.1f}M parameters, {model['tokenizer']} tokenizer "
-          f"(vocab {model['vocab']}), seed {model['seed']}; {result['dtype']} on {result['device']}, "
-          f"batch_size={result['batch_size']}")
+    print(
+        f"backend: {result['backend']}; model: random Llama, {model['parameters'] / 1e6:.1f}M parameters, {model['tokenizer']} tokenizer "
+        f"(vocab {model['vocab']}), seed {model['seed']}; {result['dtype']} on {result['device']}, "
+        f"batch_size={result['batch_size']}"
+    )
     for name, w in result["workloads"].items():
-        speed = (f"tokens/s evalflow {w['evalflow_tokens_per_s']:.0f}, lm-eval {w['lm_eval_tokens_per_s']:.0f} "
-                 f"(ratio {w['ratio']:.2f}x)")
+        speed = (
+            f"tokens/s evalflow {w['evalflow_tokens_per_s']:.0f}, lm-eval {w['lm_eval_tokens_per_s']:.0f} "
+            f"(ratio {w['ratio']:.2f}x)"
+        )
         if name == "gen":
-            print(f"gen: {w['identical']}/{w['prompts']} greedy generations identical "
-                  f"(first differences at chars {w['first_difference_at_chars']}); {speed}")
+            print(
+                f"gen: {w['identical']}/{w['prompts']} greedy generations identical "
+                f"(first differences at chars {w['first_difference_at_chars']}); {speed}"
+            )
         else:
-            print(f"{name}: {w['within_tol']}/{w['requests']} log-likelihoods within {w['tol']} (max |diff| "
-                  f"{w['max_abs_diff']:.2e}), greedy flags equal {w['greedy_flags_equal']}/{w['requests']}, same "
-                  f"answer chosen {w['same_choice']}/{w['questions']}; {speed}")
+            print(
+                f"{name}: {w['within_tol']}/{w['requests']} log-likelihoods within {w['tol']} (max |diff| "
+                f"{w['max_abs_diff']:.2e}), greedy flags equal {w['greedy_flags_equal']}/{w['requests']}, same "
+                f"answer chosen {w['same_choice']}/{w['questions']}; {speed}"
+            )
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -332,17 +404,29 @@ def main(argv: list[str]) -> int:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA device here; run with --tiny for the CPU check")
     rng = np.random.default_rng(args.seed)
-    workloads = {"arc_easy": arc_requests(rng, size.arc_docs), "mmlu": mmlu_requests(rng, size.mmlu_docs),
-                 "gen": gen_requests(rng, size.gen_prompts, size.gen_tokens)}
+    workloads = {
+        "arc_easy": arc_requests(rng, size.arc_docs),
+        "mmlu": mmlu_requests(rng, size.mmlu_docs),
+        "gen": gen_requests(rng, size.gen_prompts, size.gen_tokens),
+    }
     with tempfile.TemporaryDirectory(prefix="gpu_check_") as tmp:
         folder = Path(tmp)
         built = build_model(folder, size, args.seed, args.init_range or (0.3 if args.tiny else 0.05), args.tiny)
-        spec = {"backend": args.backend, "folder": str(folder), "device": device, "dtype": args.dtype, "workloads": workloads, "model": built,
-                "batch_size": args.batch_size or ("auto" if device.startswith("cuda") else 4),
-                "ll_tol": args.ll_tol if args.ll_tol is not None else (0.05 if args.dtype == "bfloat16" else 1e-3)}
+        spec = {
+            "backend": args.backend,
+            "folder": str(folder),
+            "device": device,
+            "dtype": args.dtype,
+            "workloads": workloads,
+            "model": built,
+            "batch_size": args.batch_size or ("auto" if device.startswith("cuda") else 4),
+            "ll_tol": args.ll_tol if args.ll_tol is not None else (0.05 if args.dtype == "bfloat16" else 1e-3),
+        }
         peer_spec = {k: spec[k] for k in ("backend", "folder", "device", "dtype", "workloads", "batch_size")}
         python = lm_eval_python(args.lm_eval_python, args.backend)
-        if device.startswith("cuda") or args.backend == "vllm":  # one side at a time: neither's tokens/s shares the chip
+        if (
+            device.startswith("cuda") or args.backend == "vllm"
+        ):  # one side at a time: neither's tokens/s shares the chip
             ours = run_evalflow(folder, spec)
             theirs = finish_peer(start_peer(python, peer_spec), peer_spec)
         else:

@@ -33,8 +33,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_evalflow(work: Path) -> list[dict]:
-    args = ["task=gsm8k", "model=smollm2", "model.device=cpu", "data_map=shared", "num_fewshot=5", "limit=30", "batch_size=8",
-            f"cache_dir={work / 'cache'}", f"hydra.run.dir={work / 'run'}", "bootstrap_iters=0"]
+    args = [
+        "task=gsm8k",
+        "model=smollm2",
+        "model.device=cpu",
+        "data_map=shared",
+        "num_fewshot=5",
+        "limit=30",
+        "batch_size=8",
+        f"cache_dir={work / 'cache'}",
+        f"hydra.run.dir={work / 'run'}",
+        "bootstrap_iters=0",
+    ]
     subprocess.run([sys.executable, "-m", "evalflow", *args], cwd=ROOT, check=True, capture_output=True)
     with open(work / "run" / "samples_gsm8k.jsonl") as fh:
         return [json.loads(line) for line in fh]
@@ -75,7 +85,13 @@ def main() -> int:
             lm.model(torch.tensor([p]), logits_to_keep=1)
         prompt_floor = time.perf_counter() - start
     config = lm.model.config
-    kv_per_token = config.num_hidden_layers * 2 * config.num_key_value_heads * (config.hidden_size // config.num_attention_heads) * 4
+    kv_per_token = (
+        config.num_hidden_layers
+        * 2
+        * config.num_key_value_heads
+        * (config.hidden_size // config.num_attention_heads)
+        * 4
+    )
     weights = sum(p.numel() * p.element_size() for p in lm.model.parameters())
     kv_reads = sum(kv_per_token * sum(len(p) + t for t in range(n)) for p, n in zip(prompts, generated))
     steps = math.ceil(sum(generated) / args.rows)
@@ -83,9 +99,13 @@ def main() -> int:
     decode_floor = (steps * weights + kv_reads) / bandwidth
     floor = prompt_floor + decode_floor
     print(f"prompts: {len(prompts)}, {sum(map(len, prompts))} tokens, run whole one at a time: {prompt_floor:.1f} s")
-    print(f"generated: {sum(generated)} tokens in >= {steps} steps of {args.rows} rows; weights {weights / 2**20:.0f} MiB, "
-          f"key/values read {kv_reads / 2**30:.2f} GiB in all; read bandwidth {bandwidth / 1e9:.1f} GB/s: decode floor {decode_floor:.1f} s")
-    print(f"floor {floor:.1f} s: against lm-eval's {args.lm_eval_seconds:.1f} s no implementation exceeds {args.lm_eval_seconds / floor:.2f}x")
+    print(
+        f"generated: {sum(generated)} tokens in >= {steps} steps of {args.rows} rows; weights {weights / 2**20:.0f} MiB, "
+        f"key/values read {kv_reads / 2**30:.2f} GiB in all; read bandwidth {bandwidth / 1e9:.1f} GB/s: decode floor {decode_floor:.1f} s"
+    )
+    print(
+        f"floor {floor:.1f} s: against lm-eval's {args.lm_eval_seconds:.1f} s no implementation exceeds {args.lm_eval_seconds / floor:.2f}x"
+    )
     return 0
 
 

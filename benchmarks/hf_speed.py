@@ -94,13 +94,23 @@ def peer_command(w: Workload, limit: int | None, batch_size: int, work: Path) ->
     return shell(f"PEER_OUT={work / 'out'} bash {PEER_SH} {','.join(w.tasks)} {' '.join(args)}", work)
 
 
-def evalflow_command(w: Workload, limit: int | None, batch_size: int, work: Path, extra: tuple[str, ...] = ()) -> list[str]:
+def evalflow_command(
+    w: Workload, limit: int | None, batch_size: int, work: Path, extra: tuple[str, ...] = ()
+) -> list[str]:
     """Delete evalflow's cache folder, then run evalflow into it (with the ``extra`` overrides):
     a cold run every round."""
     cache, run = work / "cache", work / "run"
     tasks = w.tasks[0] if len(w.tasks) == 1 else "[" + ",".join(w.tasks) + "]"
-    args = [f"task={tasks}", "model=smollm2", "data_map=shared", f"num_fewshot={w.num_fewshot}",
-            f"batch_size={batch_size}", f"cache_dir={cache}", f"hydra.run.dir={run}", "bootstrap_iters=0"]
+    args = [
+        f"task={tasks}",
+        "model=smollm2",
+        "data_map=shared",
+        f"num_fewshot={w.num_fewshot}",
+        f"batch_size={batch_size}",
+        f"cache_dir={cache}",
+        f"hydra.run.dir={run}",
+        "bootstrap_iters=0",
+    ]
     args += [f"limit={limit}"] if limit else []
     args += list(extra)
     python = f"cd {ROOT} && rm -rf {cache} {run} && PYTHONPATH={ROOT} {sys.executable} -m evalflow"
@@ -110,17 +120,29 @@ def evalflow_command(w: Workload, limit: int | None, batch_size: int, work: Path
 def run_workload(w: Workload, batch_size: int, rounds: int, work: Path) -> str:
     peer_sizes = w.peer_batch_sizes or (batch_size,)
     print(f"{w.name}: full run", flush=True)
-    full = measure(evalflow_command(w, w.limit, batch_size, work / "ef"),
-                   peer_command(w, w.limit, peer_sizes[0], work / "peer"), rounds, f"{w.name} full")
+    full = measure(
+        evalflow_command(w, w.limit, batch_size, work / "ef"),
+        peer_command(w, w.limit, peer_sizes[0], work / "peer"),
+        rounds,
+        f"{w.name} full",
+    )
     print(f"{w.name}: baseline (limit=1: start-up, task building, model load)", flush=True)
-    base = measure(evalflow_command(w, 1, batch_size, work / "ef1"),
-                   peer_command(w, 1, peer_sizes[0], work / "peer1"), rounds, f"{w.name} limit=1")
+    base = measure(
+        evalflow_command(w, 1, batch_size, work / "ef1"),
+        peer_command(w, 1, peer_sizes[0], work / "peer1"),
+        rounds,
+        f"{w.name} limit=1",
+    )
     ours, ours1 = full["summary"]["A"], base["summary"]["A"]
     peers = [(peer_sizes[0], full["summary"]["B"], base["summary"]["B"])]
     for size in peer_sizes[1:]:  # lm-eval alone at its other batch sizes
         print(f"{w.name}: lm-eval at batch size {size}", flush=True)
-        alone = measure_one(peer_command(w, w.limit, size, work / f"peer_b{size}"), rounds, f"{w.name} lm-eval bs={size}")
-        alone1 = measure_one(peer_command(w, 1, size, work / f"peer1_b{size}"), rounds, f"{w.name} lm-eval bs={size} limit=1")
+        alone = measure_one(
+            peer_command(w, w.limit, size, work / f"peer_b{size}"), rounds, f"{w.name} lm-eval bs={size}"
+        )
+        alone1 = measure_one(
+            peer_command(w, 1, size, work / f"peer1_b{size}"), rounds, f"{w.name} lm-eval bs={size} limit=1"
+        )
         peers.append((size, alone, alone1))
     work_ours = ours["min_wall_s"] - ours1["min_wall_s"]
     size, theirs, theirs1 = min(peers, key=lambda p: p[1]["min_wall_s"] - p[2]["min_wall_s"])
@@ -144,15 +166,22 @@ def ablate_workload(w: Workload, override: str, batch_size: int, rounds: int, wo
     ratios = []
     for limit in (w.limit, 1):
         print(f"{w.name}: evalflow vs evalflow {override}, limit={limit}", flush=True)
-        ratios.append(measure(evalflow_command(w, limit, batch_size, work / f"a{limit}"),
-                              evalflow_command(w, limit, batch_size, work / f"b{limit}", (override,)),
-                              rounds, f"{w.name} {override} limit={limit}")["summary"])
+        ratios.append(
+            measure(
+                evalflow_command(w, limit, batch_size, work / f"a{limit}"),
+                evalflow_command(w, limit, batch_size, work / f"b{limit}", (override,)),
+                rounds,
+                f"{w.name} {override} limit={limit}",
+            )["summary"]
+        )
     (full, one) = ratios
     as_is = full["A"]["min_wall_s"] - one["A"]["min_wall_s"]
     changed = full["B"]["min_wall_s"] - one["B"]["min_wall_s"]
     foreign = max(x[k]["max_foreign_frac"] for x in ratios for k in ("A", "B"))
-    return (f"{w.name}: inference work evalflow {as_is:.1f} s, with {override} {changed:.1f} s: "
-            f"{changed / as_is:.2f}x the time; worst foreign CPU {foreign:.2f}")
+    return (
+        f"{w.name}: inference work evalflow {as_is:.1f} s, with {override} {changed:.1f} s: "
+        f"{changed / as_is:.2f}x the time; worst foreign CPU {foreign:.2f}"
+    )
 
 
 def measure_one(a: list[str], rounds: int, label: str) -> dict:
@@ -165,8 +194,12 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run the workloads whose name contains this text")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--ablate", metavar="OVERRIDE", help="instead of lm-eval, time evalflow against itself "
-                        "with this Hydra override (e.g. model.draft_tokens=0), interleaved in the same rounds")
+    parser.add_argument(
+        "--ablate",
+        metavar="OVERRIDE",
+        help="instead of lm-eval, time evalflow against itself "
+        "with this Hydra override (e.g. model.draft_tokens=0), interleaved in the same rounds",
+    )
     args = parser.parse_args()
     lines = []
     with tempfile.TemporaryDirectory(prefix="hf_speed_") as tmp:

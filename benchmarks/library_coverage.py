@@ -6,7 +6,7 @@
 Each task and group of the library is resolved the way a run resolves ``task=NAME`` with lm-eval's
 folder on ``include_path`` (:class:`~evalflow.taskspec.catalog.index.TaskIndex`, the group expansion) and
 then passes the load-time checks a run, ``show`` and ``validate`` make
-(:func:`evalflow.load_checks.check_selection`: registry names, and every ``!function`` module
+(:func:`evalflow.run.load_checks.check_selection`: registry names, and every ``!function`` module
 imported, once per module file). So whatever fixes the loader or the checks gets is in the figure.
 evalflow's built-in folder is left out of the index, so every name counted is lm-eval's.
 No dataset is opened and no model is built.
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evalflow.errors import EvalflowError  # noqa: E402
-from evalflow.load_checks import check_selection  # noqa: E402
+from evalflow.run.load_checks import check_selection  # noqa: E402
 from evalflow.taskspec.catalog.index import TaskIndex  # noqa: E402
 
 CLASS_TASK = "Python `class:` task (refused: see the README)"
@@ -118,7 +118,9 @@ def version_drift(text: str) -> str | None:
     """'installed P V lacks M' when task code imports what a newer release of P removed."""
     found = re.search(r"it imports '([^']+)', which the installed package '([^']+)'", text)
     name = re.search(r"cannot import name '([^']+)' from '([^']+)'", text)
-    module, package = (found[1], found[2]) if found else (f"{name[2]}.{name[1]}", name[2].split(".")[0]) if name else ("", "")
+    module, package = (
+        (found[1], found[2]) if found else (f"{name[2]}.{name[1]}", name[2].split(".")[0]) if name else ("", "")
+    )
     if not package:
         return None
     try:
@@ -144,9 +146,14 @@ def missing_packages(text: str, extras: dict[str, list[str]]) -> list[str]:
         words += run_words[:1] + [w for w in run_words[1:] if _norm(w) in extras or re.search(r"[-_]", w)]
     names = {_norm(re.split(r"[<>=\[]", w.strip("`"))[0]) for w in words}
     extra_names = {_norm(e) for found in extras.values() for e in found}
-    return sorted(n for n in names if re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]*", n) and _norm(n) not in extra_names
-                  and (_norm(n) in extras or n.lower() not in _WORDS and n[0].islower() or "`" + n in tail)
-                  and not _installed(n))
+    return sorted(
+        n
+        for n in names
+        if re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]*", n)
+        and _norm(n) not in extra_names
+        and (_norm(n) in extras or (n.lower() not in _WORDS and n[0].islower()) or "`" + n in tail)
+        and not _installed(n)
+    )
 
 
 def _installed(name: str) -> bool:
@@ -178,7 +185,7 @@ def measure(index: TaskIndex, names: list[str], extras: dict[str, list[str]], tr
             check(index, name, trust)
         except EvalflowError as exc:
             tally.causes[cause_of(exc, extras)].append(name)
-        except Exception as exc:  # noqa: BLE001 - a crash is a finding too, counted under its type
+        except Exception as exc:
             tally.causes[f"other: crash {type(exc).__name__}: {shape(str(exc))}"].append(name)
         else:
             tally.loaded += 1
@@ -231,7 +238,9 @@ def main() -> None:
     print(f"task modules registering in lm-eval's own registries: {calls} (filters are bridged)")
     print(f"seconds: {seconds:.1f} (index {indexed:.1f}); CPU {time.process_time():.1f}")
     if args.json:
-        args.json.write_text(json.dumps({k: {"loaded": t.loaded, "causes": t.causes} for k, t in by_kind.items()}, indent=1))
+        args.json.write_text(
+            json.dumps({k: {"loaded": t.loaded, "causes": t.causes} for k, t in by_kind.items()}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ Prints one line per run, then the minimum per command, and with --vs the ratio m
 
 Use it from benchmarks: the reported speed figure is the ratio, never an absolute time.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,16 +72,20 @@ def run_once(cmd: list[str]) -> dict:
     busy = busy_seconds() - b0
     err = proc.stderr.read() if proc.stderr else ""
     rc = os.waitstatus_to_exitcode(status)
-    return {"wall_s": round(wall, 3), "rss_mib": round(ru.ru_maxrss / 1024, 1),
-            "foreign_frac": round(max(0.0, busy - own) / (wall * NCPU), 3), "rc": rc,
-            "stderr_tail": err[-300:] if rc else ""}
+    return {
+        "wall_s": round(wall, 3),
+        "rss_mib": round(ru.ru_maxrss / 1024, 1),
+        "foreign_frac": round(max(0.0, busy - own) / (wall * NCPU), 3),
+        "rc": rc,
+        "stderr_tail": err[-300:] if rc else "",
+    }
 
 
 def parse(argv: list[str]):
     opts = {"rounds": 3, "wait_idle": 120.0, "label": "A"}
     if "--" not in argv:
         sys.exit(__doc__)
-    head, rest = argv[: argv.index("--")], argv[argv.index("--") + 1:]
+    head, rest = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     i = 0
     while i < len(head):
         key = head[i].lstrip("-").replace("-", "_")
@@ -89,7 +94,7 @@ def parse(argv: list[str]):
     cmd_b = None
     if "--vs" in rest:
         k = rest.index("--vs")
-        cmd_a, tail = rest[:k], rest[k + 1:]
+        cmd_a, tail = rest[:k], rest[k + 1 :]
         cmd_b = tail[1:] if tail[:1] == ["--"] else tail
     else:
         cmd_a = rest
@@ -107,18 +112,28 @@ def main() -> int:
             res = run_once(cmd)
             res["waited_s"] = round(waited, 1)
             runs[name].append(res)
-            print(f"round {r + 1} {name}: wall {res['wall_s']:.2f}s rss {res['rss_mib']:.0f}MiB "
-                  f"foreign {res['foreign_frac']:.2f} rc {res['rc']}", flush=True)
+            print(
+                f"round {r + 1} {name}: wall {res['wall_s']:.2f}s rss {res['rss_mib']:.0f}MiB "
+                f"foreign {res['foreign_frac']:.2f} rc {res['rc']}",
+                flush=True,
+            )
             if res["rc"]:
                 print(f"  {name} failed: {res['stderr_tail']}", file=sys.stderr)
                 return 1
-    summary = {k: {"min_wall_s": min(x["wall_s"] for x in v),
-                   "median_wall_s": statistics.median(x["wall_s"] for x in v),
-                   "max_rss_mib": max(x["rss_mib"] for x in v),
-                   "max_foreign_frac": max(x["foreign_frac"] for x in v)} for k, v in runs.items()}
+    summary = {
+        k: {
+            "min_wall_s": min(x["wall_s"] for x in v),
+            "median_wall_s": statistics.median(x["wall_s"] for x in v),
+            "max_rss_mib": max(x["rss_mib"] for x in v),
+            "max_foreign_frac": max(x["foreign_frac"] for x in v),
+        }
+        for k, v in runs.items()
+    }
     for k, s in summary.items():
-        print(f"{k}: min {s['min_wall_s']:.2f}s median {s['median_wall_s']:.2f}s "
-              f"peak rss {s['max_rss_mib']:.0f}MiB worst foreign {s['max_foreign_frac']:.2f}")
+        print(
+            f"{k}: min {s['min_wall_s']:.2f}s median {s['median_wall_s']:.2f}s "
+            f"peak rss {s['max_rss_mib']:.0f}MiB worst foreign {s['max_foreign_frac']:.2f}"
+        )
     out = {"label": opts["label"], "cpu": cpu_description(), "runs": runs, "summary": summary}
     if cmd_b is not None:
         ratio = summary["B"]["min_wall_s"] / summary["A"]["min_wall_s"]

@@ -41,8 +41,10 @@ def shape_lines(rows: list[int], layers: int, rounds: int, scale: int = 1) -> li
         cells = []
         for n in rows:
             x = torch.randn(1, n, in_features // scale)
-            runs = {"torch": lambda: [F.linear(x, layer.weight) for layer in plain],
-                    "packed": lambda: [layer(x) for layer in packed]}
+            runs = {
+                "torch": lambda: [F.linear(x, layer.weight) for layer in plain],
+                "packed": lambda: [layer(x) for layer in packed],
+            }
             with torch.inference_mode():
                 diff = max(float((a - b).abs().max()) for a, b in zip(runs["torch"](), runs["packed"]()))
                 best, foreign = {k: float("inf") for k in runs}, 0.0
@@ -50,8 +52,10 @@ def shape_lines(rows: list[int], layers: int, rounds: int, scale: int = 1) -> li
                     for key, run in runs.items():
                         wall, _, disturbed = timed(run, 1, busy)
                         best[key], foreign = min(best[key], wall), max(foreign, disturbed)
-            cells.append(f"{n} rows: torch {best['torch'] * 1e3:.3f} ms, packed {best['packed'] * 1e3:.3f} ms, "
-                         f"{best['torch'] / best['packed']:.2f}x (max |difference| {diff:.1e}, foreign CPU {foreign:.2f})")
+            cells.append(
+                f"{n} rows: torch {best['torch'] * 1e3:.3f} ms, packed {best['packed'] * 1e3:.3f} ms, "
+                f"{best['torch'] / best['packed']:.2f}x (max |difference| {diff:.1e}, foreign CPU {foreign:.2f})"
+            )
         lines.append(f"{name} ({count} x {out_features // scale}x{in_features // scale}): " + "; ".join(cells))
         print(lines[-1], flush=True)
     return lines

@@ -33,14 +33,18 @@ def main() -> int:
     parser.add_argument("--short", action="store_true", help="the default test suite's short scope")
     parser.add_argument("--only", default="", help="run the settings whose task contains this text")
     parser.add_argument("--name", action="append", default=[], help="run the setting of exactly this name (repeatable)")
-    parser.add_argument("--compare-only", action="store_true", help="compare the outputs already in --work, run nothing")
+    parser.add_argument(
+        "--compare-only", action="store_true", help="compare the outputs already in --work, run nothing"
+    )
     parser.add_argument("--list", action="store_true", help="print the settings' names and exit")
     parser.add_argument("--work", default="/tmp/evalflow-parity", help="folder for both sides' outputs")
     args = parser.parse_args()
     if missing():
         print(f"cannot run: {missing()}")
         return 2
-    settings = [s for s in (SHORT if args.short else FULL) if args.only in s.task and (not args.name or s.name in args.name)]
+    settings = [
+        s for s in (SHORT if args.short else FULL) if args.only in s.task and (not args.name or s.name in args.name)
+    ]
     if args.list:
         print("\n".join(s.name for s in settings))
         return 0
@@ -65,7 +69,9 @@ def main() -> int:
             print(f"    aggregate within 1e-3 (from log-likelihoods): {line}", flush=True)
         for task, (code, out) in report.outputs.items():
             if code:
-                print(f"    {task}:\n" + "\n".join("      " + line for line in out.strip().splitlines()[-12:]), flush=True)
+                print(
+                    f"    {task}:\n" + "\n".join("      " + line for line in out.strip().splitlines()[-12:]), flush=True
+                )
         ok = ok and report.ok
     print("\n".join(["", "verdicts:", *verdicts]))
     return 0 if ok else 1

@@ -50,12 +50,18 @@ def main() -> int:
                     print(f"{name} {side} failed: {res['stderr_tail']}", file=sys.stderr)
                     return 1
                 walls[side].append(res["wall_s"])
-                print(f"round {r + 1} {name} {side}: wall {res['wall_s']:.1f}s, foreign CPU {res['foreign_frac']:.2f}, "
-                      f"waited {waited:.0f}s for idle", flush=True)
+                print(
+                    f"round {r + 1} {name} {side}: wall {res['wall_s']:.1f}s, foreign CPU {res['foreign_frac']:.2f}, "
+                    f"waited {waited:.0f}s for idle",
+                    flush=True,
+                )
         ratio = min(walls["after"]) / min(walls["before"])
         summary[name] = {"walls": walls, "after_over_before": round(ratio, 4)}
-        print(f"{name}: wall before {min(walls['before']):.1f}s after {min(walls['after']):.1f}s, "
-              f"after/before {ratio:.3f}", flush=True)
+        print(
+            f"{name}: wall before {min(walls['before']):.1f}s after {min(walls['after']):.1f}s, "
+            f"after/before {ratio:.3f}",
+            flush=True,
+        )
     print(json.dumps({"cpu": measure.cpu_description(), **summary}))
     return 0
 

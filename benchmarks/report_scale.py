@@ -41,9 +41,19 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SALTS = ("a", "b")
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--proxy-server=127.0.0.1:9", "--window-size=1200,900", "--remote-debugging-pipe")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--proxy-server=127.0.0.1:9",
+    "--window-size=1200,900",
+    "--remote-debugging-pipe",
+)
 # Resolves once the first contentful paint is recorded and every chart is drawn.
 PROBE = """new Promise(resolve => {
   const tick = () => {
@@ -76,11 +86,24 @@ def make_runs(work: Path, limit: int | None) -> list[Path]:
         run = work / f"run_{salt}{'' if limit is None else f'_limit{limit}'}"
         if not (run / "results.json").is_file():
             shutil.rmtree(run, ignore_errors=True)
-            args = ["task=mmlu", "data_map=shared", "model=dummy", f"model.salt={salt}", "num_fewshot=0",
-                    f"cache_dir={work / 'cache'}", f"hydra.run.dir={run}", *([f"limit={limit}"] if limit else [])]
+            args = [
+                "task=mmlu",
+                "data_map=shared",
+                "model=dummy",
+                f"model.salt={salt}",
+                "num_fewshot=0",
+                f"cache_dir={work / 'cache'}",
+                f"hydra.run.dir={run}",
+                *([f"limit={limit}"] if limit else []),
+            ]
             print(f"making {run.name}: evalflow {' '.join(args[:5])}", flush=True)
-            subprocess.run([sys.executable, "-m", "evalflow", *args], env=_env(ROOT), check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, "-m", "evalflow", *args],
+                env=_env(ROOT),
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         runs.append(run)
     return runs
 
@@ -92,8 +115,13 @@ def _env(src: Path) -> dict[str, str]:
 def build(src: Path, runs: list[Path], out: Path) -> float:
     """Seconds to build the report with the code in ``src``."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "evalflow", "report", *map(str, runs), f"out={out}"], env=_env(src),
-                   check=True, stdout=subprocess.DEVNULL, cwd=out.parent)
+    subprocess.run(
+        [sys.executable, "-m", "evalflow", "report", *map(str, runs), f"out={out}"],
+        env=_env(src),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=out.parent,
+    )
     return time.perf_counter() - start
 
 
@@ -109,14 +137,20 @@ class Browser:
             os.dup2(read, 3)  # dup2 leaves the copies inheritable (os.pipe's fds are not)
             os.dup2(write, 4)
 
-        self.proc = subprocess.Popen([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"], close_fds=False,
-                                     preexec_fn=wire, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"],
+            close_fds=False,
+            preexec_fn=wire,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_r)
         os.close(from_w)
         self._next, self._buffer, self.events = 0, b"", []
 
-    def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
-             timeout: float = 120.0) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None, timeout: float = 120.0
+    ) -> dict[str, Any]:
         self._next += 1
         message = {"id": self._next, "method": method, "params": params or {}}
         if session:
@@ -164,8 +198,11 @@ def measure_page(chromium: str, page: Path) -> dict[str, float]:
             browser.wait(lambda m: m.get("method") == "Page.loadEventFired" and m.get("sessionId") == session)
             figures = {}
             for name, expression in (("page", PROBE), ("open", OPEN_LARGEST)):
-                result = browser.send("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
-                                                           "returnByValue": True}, session=session)
+                result = browser.send(
+                    "Runtime.evaluate",
+                    {"expression": expression, "awaitPromise": True, "returnByValue": True},
+                    session=session,
+                )
                 figures[name] = result["result"]["value"]
             return {**figures["page"], "open": figures["open"]}
         finally:
@@ -178,10 +215,13 @@ def report(name: str, src: Path, runs: list[Path], out_dir: Path, chromium: str,
     samples = [measure_page(chromium, page) for _ in range(rounds)]
     figures = {k: statistics.median(s[k] for s in samples) if samples[0][k] is not None else None for k in samples[0]}
     opened = "no per-task blobs" if figures["open"] is None else f"{figures['open']:.0f} ms"
-    print(f"{name:>8}: {page.stat().st_size / 1e6:7.2f} MB, built in {seconds:5.1f} s; median of {rounds}: "
-          f"first contentful paint {figures['fcp']:7.0f} ms, DOMContentLoaded {figures['dcl']:7.0f} ms, "
-          f"load {figures['load']:7.0f} ms, charts drawn {figures['charts']:7.0f} ms, "
-          f"{figures['nodes']:.0f} elements; opening the largest task's documents {opened}", flush=True)
+    print(
+        f"{name:>8}: {page.stat().st_size / 1e6:7.2f} MB, built in {seconds:5.1f} s; median of {rounds}: "
+        f"first contentful paint {figures['fcp']:7.0f} ms, DOMContentLoaded {figures['dcl']:7.0f} ms, "
+        f"load {figures['load']:7.0f} ms, charts drawn {figures['charts']:7.0f} ms, "
+        f"{figures['nodes']:.0f} elements; opening the largest task's documents {opened}",
+        flush=True,
+    )
     return {"bytes": page.stat().st_size, "build_s": seconds, **figures}
 
 
@@ -198,13 +238,18 @@ def main() -> int:
         return 2
     args.work.mkdir(parents=True, exist_ok=True)
     runs = make_runs(args.work, args.limit)
-    print(f"mmlu pair ({'all documents' if args.limit is None else f'limit={args.limit}'}), 0-shot, "
-          f"dummy model salts {'/'.join(SALTS)}", flush=True)
+    print(
+        f"mmlu pair ({'all documents' if args.limit is None else f'limit={args.limit}'}), 0-shot, "
+        f"dummy model salts {'/'.join(SALTS)}",
+        flush=True,
+    )
     now = report("current", ROOT, runs, args.work, chromium, args.rounds)
     if args.baseline_src:
         before = report("baseline", args.baseline_src.resolve(), runs, args.work, chromium, args.rounds)
-        print(f"   ratio: size {before['bytes'] / now['bytes']:.1f}x smaller, first contentful paint "
-              f"{before['fcp'] / now['fcp']:.1f}x sooner, load {before['load'] / now['load']:.1f}x sooner")
+        print(
+            f"   ratio: size {before['bytes'] / now['bytes']:.1f}x smaller, first contentful paint "
+            f"{before['fcp'] / now['fcp']:.1f}x sooner, load {before['load'] / now['load']:.1f}x sooner"
+        )
     return 0
 
 

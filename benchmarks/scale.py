@@ -45,12 +45,28 @@ def command(workers: int, limit: int, work: Path) -> list[str]:
     """A cold run (cache folder deleted first), its output in work/log, its manifest kept as
     work/manifest-<ns>.json."""
     cache, run = work / "cache", work / "run"
-    args = ["model=smollm2", "model.threads=1", "task=arc_easy", "data_map=shared", "num_fewshot=0", f"limit={limit}",
-            "batch_size=8", "chunk_size=64", f"workers={workers}", "worker_resources={num_cpus: 1}",
-            f"cache_dir={cache}", f"hydra.run.dir={run}", "bootstrap_iters=0"]
+    args = [
+        "model=smollm2",
+        "model.threads=1",
+        "task=arc_easy",
+        "data_map=shared",
+        "num_fewshot=0",
+        f"limit={limit}",
+        "batch_size=8",
+        "chunk_size=64",
+        f"workers={workers}",
+        "worker_resources={num_cpus: 1}",
+        f"cache_dir={cache}",
+        f"hydra.run.dir={run}",
+        "bootstrap_iters=0",
+    ]
     work.mkdir(parents=True, exist_ok=True)
-    line = " ".join([f"cd {ROOT} && rm -rf {cache} {run} && PYTHONPATH={ROOT} {sys.executable} -m evalflow",
-                     *(f"'{a}'" for a in args)])
+    line = " ".join(
+        [
+            f"cd {ROOT} && rm -rf {cache} {run} && PYTHONPATH={ROOT} {sys.executable} -m evalflow",
+            *(f"'{a}'" for a in args),
+        ]
+    )
     keep = f"cp {run / 'manifest.json'} {work}/manifest-$(date +%s%N).json"
     return ["bash", "-c", f"{line} > {work / 'log'} 2>&1 && {keep} || {{ tail -c 3000 {work / 'log'} >&2; exit 1; }}"]
 

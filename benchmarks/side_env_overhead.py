@@ -24,8 +24,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -89,18 +90,24 @@ def main() -> None:
     local = resolve_function(function_ref("utils.size", str(scratch / "plain")))
     remote = resolve_function(function_ref("utils.size", str(scratch / "side")))
     remote({})  # the worker is started and the module imported
-    print(f"per call (a 3-key document): in-process {_per_call(local, args.calls):.1f} us, "
-          f"through the worker {_per_call(remote, args.calls):.1f} us")
+    print(
+        f"per call (a 3-key document): in-process {_per_call(local, args.calls):.1f} us, "
+        f"through the worker {_per_call(remote, args.calls):.1f} us"
+    )
     same = resolve_function(function_ref("utils.same", str(scratch / "side")))
     mapped, in_memory = _rows(str(scratch / "a")), datasets.Dataset.from_list(list(_rows(str(scratch / "a"))))
     seconds, _ = _timed(lambda: same(datasets.Dataset.from_list([{"a": 1}])))
     print(f"the worker's first Dataset (it imports datasets): {seconds:.2f} s")
     for name, rows in (("memory-mapped", mapped), ("in-memory", in_memory)):
         seconds, back = _timed(lambda: same(rows))
-        print(f"a {len(back)}-row {name} Dataset to the worker and back: {seconds * 1e3:.0f} ms "
-              f"({len(pickle.dumps(rows)) / 1e3:.0f} kB pickled)")
-    here, there = _leaderboard_in_process(tasks), resolve_function(
-        function_ref("utils.process_docs", str(tasks / "leaderboard" / "math")))
+        print(
+            f"a {len(back)}-row {name} Dataset to the worker and back: {seconds * 1e3:.0f} ms "
+            f"({len(pickle.dumps(rows)) / 1e3:.0f} kB pickled)"
+        )
+    here, there = (
+        _leaderboard_in_process(tasks),
+        resolve_function(function_ref("utils.process_docs", str(tasks / "leaderboard" / "math"))),
+    )
     for name, fn, cache in (("in-process", here, "b"), ("through the worker", there, "c")):
         rows = _rows(str(scratch / cache))
         seconds, out = _timed(lambda: list(fn(rows)))

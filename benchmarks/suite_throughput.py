@@ -52,9 +52,9 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -73,9 +73,21 @@ def latency_servers(n: int, latency: float) -> Iterator[list[str]]:
     procs: list[subprocess.Popen] = []
     try:
         for _ in range(n):
-            procs.append(subprocess.Popen(
-                [sys.executable, str(ROOT / "tests" / "support" / "latency_server.py"), "--latency", str(latency), "--record"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(ROOT / "tests" / "support" / "latency_server.py"),
+                        "--latency",
+                        str(latency),
+                        "--record",
+                    ],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT)},
+                )
+            )
         urls = [p.stdout.readline().strip() for p in procs if p.stdout is not None]
         SERVER_PIDS.update(zip(urls, (p.pid for p in procs)))
         yield urls
@@ -139,19 +151,46 @@ def evalflow(urls: list[str], tok: str, args: argparse.Namespace, cache: str, *e
     base = urls[0] if len(urls) == 1 else "[" + ",".join(urls) + "]"
     names = subjects(args.subjects)
     task = "mmlu" if names is None else "[" + ",".join(names) + "]"
-    return [sys.executable, "-m", "evalflow", "model=openai_completions", f"model.base_url={base}", "model.model=loopback",
-            f"model.tokenizer={tok}", "model.check_logprobs=false", "model.revision=loopback", "model.max_retries=1",
-            f"model.num_concurrent={args.num_concurrent}", f"task={task}", f"limit={args.limit}", "data_map=shared",
-            f"cache_dir={cache}", "bootstrap_iters=0", f"hydra.run.dir={cache}/run",
-            *([f"chunk_size={args.chunk_size}"] if args.chunk_size is not None else []), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "evalflow",
+        "model=openai_completions",
+        f"model.base_url={base}",
+        "model.model=loopback",
+        f"model.tokenizer={tok}",
+        "model.check_logprobs=false",
+        "model.revision=loopback",
+        "model.max_retries=1",
+        f"model.num_concurrent={args.num_concurrent}",
+        f"task={task}",
+        f"limit={args.limit}",
+        "data_map=shared",
+        f"cache_dir={cache}",
+        "bootstrap_iters=0",
+        f"hydra.run.dir={cache}/run",
+        *([f"chunk_size={args.chunk_size}"] if args.chunk_size is not None else []),
+        *extra,
+    ]
 
 
 def peer(url: str, tok: str, args: argparse.Namespace, out: str) -> list[str]:
-    model_args = (f"model=loopback,base_url={url}/completions,num_concurrent={args.num_concurrent},"
-                  f"tokenizer_backend=huggingface,tokenizer={tok},max_retries=1")
+    model_args = (
+        f"model=loopback,base_url={url}/completions,num_concurrent={args.num_concurrent},"
+        f"tokenizer_backend=huggingface,tokenizer={tok},max_retries=1"
+    )
     names = subjects(args.subjects)
-    return ["bash", str(PEER), "mmlu_local" if names is None else ",".join(names), "--limit", str(args.limit),
-            "--model", "local-completions", "--model_args", model_args]
+    return [
+        "bash",
+        str(PEER),
+        "mmlu_local" if names is None else ",".join(names),
+        "--limit",
+        str(args.limit),
+        "--model",
+        "local-completions",
+        "--model_args",
+        model_args,
+    ]
 
 
 def measure(cmd: list[str], urls: list[str], env: dict[str, str]) -> Window:
@@ -159,8 +198,9 @@ def measure(cmd: list[str], urls: list[str], env: dict[str, str]) -> Window:
     with the CPU time the run and the servers spent in it (see ``cpu_window``)."""
     for u in urls:
         server_call(u, "/reset", post=True)
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     sampler = Sampler(proc.pid, [SERVER_PIDS[u] for u in urls if u in SERVER_PIDS]).start()
     try:
         _, err = proc.communicate()
@@ -186,8 +226,11 @@ def client_tokenizer(name: str, tmp: Path) -> str:
     if name == "toy":
         return build_tokenizer(tmp / "tok")
     if name == "smollm2":
-        subprocess.run([sys.executable, str(ROOT.parent / "shared" / "serve" / "save_tokenizer.py"), str(tmp / "smollm2")],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, str(ROOT.parent / "shared" / "serve" / "save_tokenizer.py"), str(tmp / "smollm2")],
+            check=True,
+            capture_output=True,
+        )
         return str(tmp / "smollm2")
     return name
 
@@ -206,8 +249,9 @@ def main() -> int:
     parser.add_argument("--ray", action="store_true", help="also two servers from two Ray replicas (workers=2)")
     parser.add_argument("--tokenizer", default="toy", help="toy, smollm2, or a tokenizer folder (client side)")
     parser.add_argument("--subjects", type=int, default=None, help="the first N mmlu subjects (default: all 57)")
-    parser.add_argument("--chunk-size", type=int, default=None,
-                        help="evalflow's chunk_size (default: unset, the served-model default)")
+    parser.add_argument(
+        "--chunk-size", type=int, default=None, help="evalflow's chunk_size (default: unset, the served-model default)"
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _exit_on_signal)
     ideal = args.num_concurrent / args.latency
@@ -216,8 +260,10 @@ def main() -> int:
     with latency_servers(2, args.latency) as urls, tempfile.TemporaryDirectory() as tmp:
         tok = client_tokenizer(args.tokenizer, Path(tmp))
         for r in range(args.rounds):
-            runs = {"evalflow_1": (evalflow(urls[:1], tok, args, f"{tmp}/c1-{r}"), urls[:1]),
-                    "evalflow_2": (evalflow(urls, tok, args, f"{tmp}/c2-{r}"), urls)}
+            runs = {
+                "evalflow_1": (evalflow(urls[:1], tok, args, f"{tmp}/c1-{r}"), urls[:1]),
+                "evalflow_2": (evalflow(urls, tok, args, f"{tmp}/c2-{r}"), urls),
+            }
             if args.ray:
                 runs["evalflow_2_ray"] = (evalflow(urls, tok, args, f"{tmp}/c2r-{r}", "workers=2"), urls)
             if not args.no_peer:
@@ -226,29 +272,48 @@ def main() -> int:
                 got = measure(cmd, used, {**env, "PEER_OUT": f"{tmp}/peer-{r}"})
                 if name == "evalflow_1":  # what replaying its exact requests from a bare client gets
                     bodies = recorded(urls[0], f"{tmp}/bodies-{r}.json")
-                    runs_bare = [sys.executable, str(ROOT / "benchmarks" / "bare_client.py"), urls[0], bodies,
-                                 str(args.num_concurrent)]
+                    runs_bare = [
+                        sys.executable,
+                        str(ROOT / "benchmarks" / "bare_client.py"),
+                        urls[0],
+                        bodies,
+                        str(args.num_concurrent),
+                    ]
                     bare = measure(runs_bare, urls[:1], env)
-                    print(f"round {r + 1} bare_client_1: {bare.answered} requests in {bare.seconds:.2f} s = "
-                          f"{bare.answered / bare.seconds:.1f} requests/s{bare.cpu()}", flush=True)
+                    print(
+                        f"round {r + 1} bare_client_1: {bare.answered} requests in {bare.seconds:.2f} s = "
+                        f"{bare.answered / bare.seconds:.1f} requests/s{bare.cpu()}",
+                        flush=True,
+                    )
                     best["bare_client_1"] = max(best.get("bare_client_1", 0.0), bare.answered / bare.seconds)
                 rate = got.answered / got.seconds
-                client = " (the driver only: Ray's actors are not in its process group)" if name.endswith("_ray") else ""
-                print(f"round {r + 1} {name}: {got.answered} requests in {got.seconds:.2f} s = {rate:.1f} requests/s"
-                      f"{got.cpu()}{client if got.client_ms is not None else ''}", flush=True)
+                client = (
+                    " (the driver only: Ray's actors are not in its process group)" if name.endswith("_ray") else ""
+                )
+                print(
+                    f"round {r + 1} {name}: {got.answered} requests in {got.seconds:.2f} s = {rate:.1f} requests/s"
+                    f"{got.cpu()}{client if got.client_ms is not None else ''}",
+                    flush=True,
+                )
                 best[name] = max(best.get(name, 0.0), rate)
     one = best["evalflow_1"]
     print(f"evalflow, one server: {one:.1f} requests/s = {one / ideal:.3f} of the ideal {ideal:.0f}/s (goal >= 0.9)")
     bare = best["bare_client_1"]
-    print(f"bare aiohttp client replaying evalflow's requests: {bare:.1f} requests/s = {bare / ideal:.3f} of the ideal; "
-          f"evalflow / bare = {one / bare:.2f} (this machine's ceiling under its load now)")
+    print(
+        f"bare aiohttp client replaying evalflow's requests: {bare:.1f} requests/s = {bare / ideal:.3f} of the ideal; "
+        f"evalflow / bare = {one / bare:.2f} (this machine's ceiling under its load now)"
+    )
     if "lm_eval_1" in best:
-        print(f"lm-eval local-completions, one server: {best['lm_eval_1']:.1f} requests/s; "
-              f"evalflow / lm-eval = {one / best['lm_eval_1']:.2f}")
+        print(
+            f"lm-eval local-completions, one server: {best['lm_eval_1']:.1f} requests/s; "
+            f"evalflow / lm-eval = {one / best['lm_eval_1']:.2f}"
+        )
     for name, how in (("evalflow_2", "one process"), ("evalflow_2_ray", "two Ray replicas")):
         if name in best:
-            print(f"evalflow, two servers, {how}: {best[name]:.1f} requests/s = {best[name] / one:.2f}x one server "
-                  "(goal >= 1.8)")
+            print(
+                f"evalflow, two servers, {how}: {best[name]:.1f} requests/s = {best[name] / one:.2f}x one server "
+                "(goal >= 1.8)"
+            )
     return 0
 
 

@@ -35,12 +35,17 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import measure  # noqa: E402
+
 from evalflow.models.vllm import cpu_venv  # noqa: E402
 from tests.parity.harness import PEER_SH, SHARED, Setting, compare, compare_setting  # noqa: E402
 from tests.support import vllm_side  # noqa: E402
 
-PARITY = [Setting("arc_easy", 0, 50), Setting("mmlu_abstract_algebra,mmlu_anatomy,mmlu_astronomy", 5, 10),
-          Setting("gsm8k", 5, 10), Setting("wikitext", 0, 5)]
+PARITY = [
+    Setting("arc_easy", 0, 50),
+    Setting("mmlu_abstract_algebra,mmlu_anatomy,mmlu_astronomy", 5, 10),
+    Setting("gsm8k", 5, 10),
+    Setting("wikitext", 0, 5),
+]
 GSM8K = Setting("gsm8k", 5, 20)
 ENGINE = {"dtype": "float32", "max_model_len": 2048, "enforce_eager": True}
 
@@ -61,27 +66,74 @@ def peer_run(setting: Setting, out: Path, model_flags: list[str], args: list[str
     venv = vllm_side.venv()
     args = setting.peer_args() if args is None else args
     wrappers = Path(tempfile.mkdtemp(prefix="lm-eval-wrappers-"))
-    tasks = subprocess.run([str(venv / "bin" / "python"), "-c", "import lm_eval, os; print(os.path.join(os.path.dirname("
-                            "lm_eval.__file__), 'tasks'))"], capture_output=True, text=True, check=True).stdout.strip()
-    subprocess.run([str(venv / "bin" / "python"), str(PEER_SH.parent / "make_wrappers.py"), tasks, str(SHARED / "data"),
-                    str(wrappers)], check=True, capture_output=True)
-    if setting.task == "wikitext":  # the shared data's wikitext2_approx (a test split only): not one of peer.sh's wrappers
+    tasks = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import lm_eval, os; print(os.path.join(os.path.dirname(lm_eval.__file__), 'tasks'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            str(PEER_SH.parent / "make_wrappers.py"),
+            tasks,
+            str(SHARED / "data"),
+            str(wrappers),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    if (
+        setting.task == "wikitext"
+    ):  # the shared data's wikitext2_approx (a test split only): not one of peer.sh's wrappers
         (wrappers / "wikitext.yaml").write_text(
             f"include: {tasks}/wikitext/wikitext.yaml\ntask: wikitext\ndataset_path: json\ndataset_name: null\n"
             f"dataset_kwargs:\n  data_files:\n    test: {SHARED / 'data' / 'wikitext2_approx' / 'test.jsonl'}\n"
-            "training_split: null\nvalidation_split: null\n")
-    cmd = [str(venv / "bin" / "lm_eval"), *model_flags, "--include_path", str(wrappers),
-           "--tasks", setting.peer_task, "--log_samples", "--output_path", str(out), *args]
-    env = {**os.environ, **cpu_venv.CPU_ENV, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false", "NLTK_DATA": str(SHARED / "data" / "nltk_data")}
+            "training_split: null\nvalidation_split: null\n"
+        )
+    cmd = [
+        str(venv / "bin" / "lm_eval"),
+        *model_flags,
+        "--include_path",
+        str(wrappers),
+        "--tasks",
+        setting.peer_task,
+        "--log_samples",
+        "--output_path",
+        str(out),
+        *args,
+    ]
+    env = {
+        **os.environ,
+        **cpu_venv.CPU_ENV,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_EVALUATE_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "NLTK_DATA": str(SHARED / "data" / "nltk_data"),
+    }
     return timed(cmd, env, f"lm-eval {' '.join(model_flags[:2])} {setting.name}")
 
 
 def evalflow_vllm(setting: Setting, out: Path, cache: Path, folder: Path, *extra: str) -> float:
     """evalflow's ``model=vllm`` on a setting, in the side venv; seconds."""
-    cmd = [str(cpu_venv.venv_python(vllm_side.venv())), "-m", "evalflow", "model=vllm", f"model.pretrained={folder}",
-           *(f"model.{k}={str(v).lower()}" for k, v in ENGINE.items()), *setting.evalflow_args(), *extra,
-           f"cache_dir={cache}", f"hydra.run.dir={out}", "bootstrap_iters=0"]
+    cmd = [
+        str(cpu_venv.venv_python(vllm_side.venv())),
+        "-m",
+        "evalflow",
+        "model=vllm",
+        f"model.pretrained={folder}",
+        *(f"model.{k}={str(v).lower()}" for k, v in ENGINE.items()),
+        *setting.evalflow_args(),
+        *extra,
+        f"cache_dir={cache}",
+        f"hydra.run.dir={out}",
+        "bootstrap_iters=0",
+    ]
     env = {**vllm_side.env(), "NLTK_DATA": str(SHARED / "data" / "nltk_data")}
     return timed(cmd, env, f"evalflow model=vllm {setting.name}")
 
@@ -96,6 +148,7 @@ def timed(cmd: list[str], env: dict[str, str], what: str) -> float:
 
 def max_loglik_difference(reference: Path, candidate: Path) -> float:
     """The largest |difference| of any log-likelihood of two samples files (by doc_id and filter)."""
+
     def values(path: Path) -> dict[tuple, list[float]]:
         out = {}
         for row in map(json.loads, path.read_text().splitlines()):
@@ -114,9 +167,14 @@ def parity(work: Path, folder: Path, only: str = "") -> bool:
         peer_s = peer_vllm(setting, where / "peer", folder)
         ours_s = evalflow_vllm(setting, where / "evalflow", where / "cache", folder)
         report = compare_setting(setting, where)
-        worst = max(max_loglik_difference(p, where / "evalflow" / f"samples_{task_of(p)}.jsonl")
-                    for p in (where / "peer").rglob("samples_*.jsonl"))
-        print(f"vllm: {report.verdict}; max |Δ loglik| {worst:.2e} [lm-eval {peer_s:.0f} s, evalflow {ours_s:.0f} s]", flush=True)
+        worst = max(
+            max_loglik_difference(p, where / "evalflow" / f"samples_{task_of(p)}.jsonl")
+            for p in (where / "peer").rglob("samples_*.jsonl")
+        )
+        print(
+            f"vllm: {report.verdict}; max |Δ loglik| {worst:.2e} [lm-eval {peer_s:.0f} s, evalflow {ours_s:.0f} s]",
+            flush=True,
+        )
         for line in report.generation_diffs[:3]:
             print(f"    {line}")
         ok &= report.ok
@@ -124,8 +182,10 @@ def parity(work: Path, folder: Path, only: str = "") -> bool:
         verdicts = []
         for sample in sorted((where / "hf").glob("samples_*.jsonl")):
             code, out = compare(sample, where / "evalflow" / sample.name)
-            verdicts.append(f"{sample.stem[len('samples_'):]}: {out.strip().splitlines()[-1]}; "
-                            f"max |Δ loglik| {max_loglik_difference(sample, where / 'evalflow' / sample.name):.2e}")
+            verdicts.append(
+                f"{sample.stem[len('samples_') :]}: {out.strip().splitlines()[-1]}; "
+                f"max |Δ loglik| {max_loglik_difference(sample, where / 'evalflow' / sample.name):.2e}"
+            )
         print(f"vllm vs hf backend, {setting.name}: " + " | ".join(verdicts), flush=True)
     return ok
 
@@ -142,13 +202,29 @@ def served(work: Path, folder: Path) -> bool:
     try:
         for setting in SERVED:
             where = work / setting.slug
-            lm_args = (f"model={vllm_side.SERVED_NAME},base_url={server.url}/completions,tokenizer_backend=huggingface,"
-                       f"tokenizer={folder},max_length=2048")
+            lm_args = (
+                f"model={vllm_side.SERVED_NAME},base_url={server.url}/completions,tokenizer_backend=huggingface,"
+                f"tokenizer={folder},max_length=2048"
+            )
             peer_s = peer_run(setting, where / "peer", ["--model", "local-completions", "--model_args", lm_args])
-            ours_s = timed([sys.executable, "-m", "evalflow", "model=openai_completions", f"model.model={vllm_side.SERVED_NAME}",
-                            f"model.base_url={server.url}", f"model.tokenizer={folder}", "model.max_length=2048",
-                            *setting.evalflow_args(), f"cache_dir={where / 'cache'}", f"hydra.run.dir={where / 'evalflow'}",
-                            "bootstrap_iters=0"], {**os.environ, "PYTHONPATH": str(ROOT)}, f"evalflow served {setting.name}")
+            ours_s = timed(
+                [
+                    sys.executable,
+                    "-m",
+                    "evalflow",
+                    "model=openai_completions",
+                    f"model.model={vllm_side.SERVED_NAME}",
+                    f"model.base_url={server.url}",
+                    f"model.tokenizer={folder}",
+                    "model.max_length=2048",
+                    *setting.evalflow_args(),
+                    f"cache_dir={where / 'cache'}",
+                    f"hydra.run.dir={where / 'evalflow'}",
+                    "bootstrap_iters=0",
+                ],
+                {**os.environ, "PYTHONPATH": str(ROOT)},
+                f"evalflow served {setting.name}",
+            )
             report = compare_setting(setting, where)
             print(f"served: {report.verdict} [lm-eval {peer_s:.0f} s, evalflow {ours_s:.0f} s]", flush=True)
             ok &= report.ok
@@ -162,14 +238,26 @@ def hf_backend(setting: Setting, out: Path, cache: Path) -> None:
     ``max_length`` two less than vLLM's window: the window rolling log-likelihoods are cut into is
     ``max_length`` tokens for HF and ``max_model_len - 2`` for vLLM (lm-eval's rules both), so the
     two score the same windows; every other prompt here is shorter than either."""
-    cmd = [sys.executable, "-m", "evalflow", "model=smollm2", f"model.max_length={ENGINE['max_model_len'] - 2}",
-           *setting.evalflow_args(), f"cache_dir={cache}", f"hydra.run.dir={out}", "bootstrap_iters=0"]
-    timed(cmd, {**os.environ, "PYTHONPATH": str(ROOT), "NLTK_DATA": str(SHARED / "data" / "nltk_data")},
-          f"evalflow model=smollm2 {setting.name}")
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalflow",
+        "model=smollm2",
+        f"model.max_length={ENGINE['max_model_len'] - 2}",
+        *setting.evalflow_args(),
+        f"cache_dir={cache}",
+        f"hydra.run.dir={out}",
+        "bootstrap_iters=0",
+    ]
+    timed(
+        cmd,
+        {**os.environ, "PYTHONPATH": str(ROOT), "NLTK_DATA": str(SHARED / "data" / "nltk_data")},
+        f"evalflow model=smollm2 {setting.name}",
+    )
 
 
 def task_of(peer_samples: Path) -> str:
-    return peer_samples.name[len("samples_"):].rsplit("_", 1)[0]
+    return peer_samples.name[len("samples_") :].rsplit("_", 1)[0]
 
 
 def metric_changed_group(folder: Path) -> Path:
@@ -188,23 +276,39 @@ def speed(work: Path, folder: Path, mmlu_limit: int, parts: set[str]) -> None:
     if parts & {"mmlu-cold", "mmlu-changed"}:
         times = {"lm-eval cold": peer_vllm(mmlu, work / "mmlu-peer", folder)}
         times["evalflow cold"] = evalflow_vllm(mmlu, work / "mmlu-ours", work / "mmlu-cache", folder)
-        print(f"mmlu 57 subjects x {mmlu_limit} docs 5-shot, cold: lm-eval {times['lm-eval cold']:.1f} s, evalflow "
-              f"{times['evalflow cold']:.1f} s: lm-eval / evalflow = {times['lm-eval cold'] / times['evalflow cold']:.2f}x "
-              "(goal >= 1.0x)", flush=True)
+        print(
+            f"mmlu 57 subjects x {mmlu_limit} docs 5-shot, cold: lm-eval {times['lm-eval cold']:.1f} s, evalflow "
+            f"{times['evalflow cold']:.1f} s: lm-eval / evalflow = {times['lm-eval cold'] / times['evalflow cold']:.2f}x "
+            "(goal >= 1.0x)",
+            flush=True,
+        )
     if "mmlu-changed" in parts:
-        again = (peer_vllm(mmlu, work / "mmlu-peer-again", folder) if "mmlu-peer-again" in parts
-                 else times["lm-eval cold"])
+        again = (
+            peer_vllm(mmlu, work / "mmlu-peer-again", folder) if "mmlu-peer-again" in parts else times["lm-eval cold"]
+        )
         group = metric_changed_group(work / "mmlu-changed")
-        changed = evalflow_vllm(mmlu, work / "mmlu-ours-changed", work / "mmlu-cache", folder, f"include_path=[{group}]",
-                                "task=mmlu_acc_norm")
+        changed = evalflow_vllm(
+            mmlu,
+            work / "mmlu-ours-changed",
+            work / "mmlu-cache",
+            folder,
+            f"include_path=[{group}]",
+            "task=mmlu_acc_norm",
+        )
         which = "a second run" if "mmlu-peer-again" in parts else "its cold run: no answer cache"
-        print(f"  one metric changed: lm-eval ({which}) {again:.1f} s, evalflow {changed:.1f} s: lm-eval / evalflow = "
-              f"{again / changed:.1f}x (goal >= 20x)", flush=True)
+        print(
+            f"  one metric changed: lm-eval ({which}) {again:.1f} s, evalflow {changed:.1f} s: lm-eval / evalflow = "
+            f"{again / changed:.1f}x (goal >= 20x)",
+            flush=True,
+        )
     if "gsm8k" in parts:
         peer_s = peer_vllm(GSM8K, work / "gsm8k-peer", folder)
         ours_s = evalflow_vllm(GSM8K, work / "gsm8k-ours", work / "gsm8k-cache", folder)
-        print(f"gsm8k 5-shot 20 docs: lm-eval {peer_s:.1f} s, evalflow {ours_s:.1f} s: lm-eval / evalflow = "
-              f"{peer_s / ours_s:.2f}x (goal >= 1.0x)", flush=True)
+        print(
+            f"gsm8k 5-shot 20 docs: lm-eval {peer_s:.1f} s, evalflow {ours_s:.1f} s: lm-eval / evalflow = "
+            f"{peer_s / ours_s:.2f}x (goal >= 1.0x)",
+            flush=True,
+        )
 
 
 def main() -> int:

@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.parity import vlm_harness as h  # noqa: E402
 from evalflow.models.hf.vlm.tiny_vlm import build_tiny_vlm, smollm2_tokenizer  # noqa: E402
+from tests.parity import vlm_harness as h  # noqa: E402
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "evaluate": "evalflow.app",
+    "evaluate": "evalflow.run.phases",
     "simple_evaluate": "evalflow.lmeval_compat.evaluate",
     "EvalflowError": "evalflow.errors",
     "LanguageModel": "evalflow.models.base",

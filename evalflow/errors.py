@@ -8,7 +8,7 @@ fix. Anything else escaping the program is a bug in evalflow.
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class EvalflowError(Exception):

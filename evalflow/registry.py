@@ -128,7 +128,9 @@ class Registry(Generic[T]):
         if found is None:
             place = f"{where}: " if where else ""
             setting = f" ({self.setting})" if self.setting else ""
-            raise self.error(f"{place}unknown {self.kind} {name!r}{setting}; {closest(str(name), self.names())} {self.hint}")
+            raise self.error(
+                f"{place}unknown {self.kind} {name!r}{setting}; {closest(str(name), self.names())} {self.hint}"
+            )
         return found
 
     def find(self, name: str) -> T | None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -79,12 +80,14 @@ def _rows(n: int, offset: int = 0) -> list[dict[str, Any]]:
     rows = []
     for i in range(offset, offset + n):
         a, b = i + 1, i % 5 + 2
-        rows.append({
-            "question": f"What is {a} plus {b}?",
-            "choices": [str(a + b), str(a + b + 1), str(a + b + 10), str(a + b + 20)],
-            "label": 0,
-            "answer": f"{a} + {b} = {a + b}\n#### {a + b}",
-        })
+        rows.append(
+            {
+                "question": f"What is {a} plus {b}?",
+                "choices": [str(a + b), str(a + b + 1), str(a + b + 10), str(a + b + 20)],
+                "label": 0,
+                "answer": f"{a} + {b} = {a + b}\n#### {a + b}",
+            }
+        )
     return rows
 
 
@@ -108,16 +111,19 @@ class Runner:
     def __init__(self, library: Path, cache: Path, out: Path) -> None:
         self.library, self.cache, self.out, self.n = library, cache, out, 0
 
-    def __call__(self, task: Any = "toy_mc", model: str = COUNTING, overrides: Sequence[str] = (),
-                 **values: Any) -> tuple[dict, dict, Path]:
+    def __call__(
+        self, task: Any = "toy_mc", model: str = COUNTING, overrides: Sequence[str] = (), **values: Any
+    ) -> tuple[dict, dict, Path]:
         """(results, manifest, run folder); ``overrides`` are more Hydra overrides (``model.salt=x``)."""
-        from evalflow.app import run
         from evalflow.config.compose import compose_settings
+        from evalflow.run.phases import run
 
         self.n += 1
         folder = self.out / f"run{self.n}"
         settings = compose_settings(
-            task=task, preset="dummy", overrides=[f"model.type={model}", *overrides],
+            task=task,
+            preset="dummy",
+            overrides=[f"model.type={model}", *overrides],
             values={"include_path": [str(self.library)], "cache_dir": str(self.cache), "bootstrap_iters": 0, **values},
         )
         CountingModel.reset()
@@ -134,7 +140,8 @@ def runner(toy_library: Path, tmp_path: Path) -> Runner:
 def with_acc_norm(yaml_text: str) -> str:
     """A task YAML (toy_mc's) that also scores acc_norm: a metric edit, which rescores without inference."""
     return yaml_text.replace(
-        "metric_list:\n", "metric_list:\n  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n")
+        "metric_list:\n", "metric_list:\n  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n"
+    )
 
 
 def stage_hits(manifest: dict, task: str | None = None) -> dict[str, bool]:

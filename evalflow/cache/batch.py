@@ -22,7 +22,7 @@ index); ``tests/cache/test_batch.py`` checks the rows against diskcache's own re
 from __future__ import annotations
 
 import time
-from typing import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import diskcache
 
@@ -33,7 +33,7 @@ BATCH = 900  # keys per statement: under SQLite's historical 999-variable limit
 
 def _batches(keys: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(keys), BATCH):
-        yield keys[start:start + BATCH]
+        yield keys[start : start + BATCH]
 
 
 def fetch_many(cache: diskcache.Cache, keys: Iterable[str]) -> dict[str, bytes | CorruptEntry]:
@@ -45,9 +45,11 @@ def fetch_many(cache: diskcache.Cache, keys: Iterable[str]) -> dict[str, bytes |
     disk = cache.disk
     for batch in _batches(wanted):
         marks = ",".join("?" * len(batch))
-        rows = cache._sql(  # noqa: SLF001 - diskcache's own connection (see the module docstring)
+        rows = cache._sql(
             f"SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"
-            " AND (expire_time IS NULL OR expire_time > ?)", (*batch, now)).fetchall()
+            " AND (expire_time IS NULL OR expire_time > ?)",
+            (*batch, now),
+        ).fetchall()
         for key, mode, filename, value in rows:
             try:
                 found[key] = disk.fetch(mode, filename, value, False)
@@ -56,8 +58,13 @@ def fetch_many(cache: diskcache.Cache, keys: Iterable[str]) -> dict[str, bytes |
     return found
 
 
-def add_many(cache: diskcache.Cache, items: Mapping[str, bytes], tag: str | None, expire: float | None = None,
-             replace: bool = False) -> int:
+def add_many(
+    cache: diskcache.Cache,
+    items: Mapping[str, bytes],
+    tag: str | None,
+    expire: float | None = None,
+    replace: bool = False,
+) -> int:
     """Add the entries whose key is not present (or only expired); returns how many were added.
     An expired row of the same key is replaced, as ``Cache.add`` does; with ``replace``, a present
     one too (``Cache.set``'s semantics)."""
@@ -73,9 +80,11 @@ def add_many(cache: diskcache.Cache, items: Mapping[str, bytes], tag: str | None
     for key, blob in fresh:
         size, mode, filename, value = disk.store(blob, False, key=key)
         rows.append((key, now, None if expire is None else now + expire, now, tag, size, mode, filename, value))
-    cache._con.executemany(  # noqa: SLF001
+    cache._con.executemany(
         "INSERT INTO Cache(key, raw, store_time, expire_time, access_time, access_count, tag, size, mode,"
-        " filename, value) VALUES (?, 1, ?, ?, ?, 0, ?, ?, ?, ?, ?)", rows)
+        " filename, value) VALUES (?, 1, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
+        rows,
+    )
     return len(rows)
 
 
@@ -84,9 +93,10 @@ def delete_many(cache: diskcache.Cache, keys: Sequence[str]) -> None:
     inside a transaction (the files go at once; the callers delete leases, which have none)."""
     for batch in _batches(list(keys)):
         marks = ",".join("?" * len(batch))
-        rows = cache._sql(  # noqa: SLF001
-            f"SELECT filename FROM Cache WHERE raw = 1 AND key IN ({marks}) AND filename IS NOT NULL", batch).fetchall()
-        cache._sql(f"DELETE FROM Cache WHERE raw = 1 AND key IN ({marks})", batch)  # noqa: SLF001
+        rows = cache._sql(
+            f"SELECT filename FROM Cache WHERE raw = 1 AND key IN ({marks}) AND filename IS NOT NULL", batch
+        ).fetchall()
+        cache._sql(f"DELETE FROM Cache WHERE raw = 1 AND key IN ({marks})", batch)
         for (filename,) in rows:
             cache.disk.remove(filename)
 
@@ -97,8 +107,9 @@ def _present(cache: diskcache.Cache, keys: Sequence[str], now: float) -> tuple[s
     expired: list[str] = []
     for batch in _batches(keys):
         marks = ",".join("?" * len(batch))
-        for key, expire_time in cache._sql(  # noqa: SLF001
-                f"SELECT key, expire_time FROM Cache WHERE raw = 1 AND key IN ({marks})", batch).fetchall():
+        for key, expire_time in cache._sql(
+            f"SELECT key, expire_time FROM Cache WHERE raw = 1 AND key IN ({marks})", batch
+        ).fetchall():
             if expire_time is None or expire_time > now:
                 present.add(key)
             else:

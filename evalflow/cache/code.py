@@ -27,9 +27,10 @@ import os
 import re
 import sys
 import weakref
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import CodeType, MappingProxyType, ModuleType
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from evalflow.cache.fingerprint import UnhashableError, canonical, file_fingerprint, fingerprint
 from evalflow.cache.import_memo import remembered_imports
@@ -104,9 +105,11 @@ def _matches_file(obj: Any, path: str) -> bool:
     namespace = obj.__globals__ if inspect.isfunction(obj) else vars(module) if module else {}
     compiled = _compiled(path, file_fingerprint(path))
     real = os.path.realpath(path)
-    return all(compiled.get(f.__code__.co_qualname) == f.__code__
-               for f in _functions([obj, *namespace.values()])
-               if os.path.realpath(f.__code__.co_filename) == real)
+    return all(
+        compiled.get(f.__code__.co_qualname) == f.__code__
+        for f in _functions([obj, *namespace.values()])
+        if os.path.realpath(f.__code__.co_filename) == real
+    )
 
 
 def _functions(objects: list[Any]) -> Iterator[Any]:
@@ -144,13 +147,23 @@ def _loaded(obj: Any, seen: set[int]) -> Any:
         return ("cycle", getattr(obj, "__qualname__", ""))
     seen.add(id(obj))
     if isinstance(obj, type):
-        members = {k: _value(v, seen) for k, v in sorted(vars(obj).items()) if k not in ("__dict__", "__weakref__", "__module__")}
+        members = {
+            k: _value(v, seen)
+            for k, v in sorted(vars(obj).items())
+            if k not in ("__dict__", "__weakref__", "__module__")
+        }
         return ("class", obj.__qualname__, [_value(b, seen) for b in obj.__bases__], members)
     cells = [c.cell_contents for c in obj.__closure__ or () if _filled(c)]
     code = obj.__code__
     reads = {n: _value(obj.__globals__[n], seen) for n in _names(code) if n in obj.__globals__}
-    return ("function", _code(code), _value(obj.__defaults__, seen), _value(obj.__kwdefaults__, seen),
-            _value(cells, seen), reads)
+    return (
+        "function",
+        _code(code),
+        _value(obj.__defaults__, seen),
+        _value(obj.__kwdefaults__, seen),
+        _value(cells, seen),
+        reads,
+    )
 
 
 def _filled(cell: Any) -> bool:
@@ -167,8 +180,17 @@ def _names(code: CodeType) -> list[str]:
 
 def _code(code: CodeType) -> Any:
     consts = [_code(c) if isinstance(c, CodeType) else _const(c) for c in code.co_consts]
-    return (code.co_code, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
-            code.co_argcount, code.co_kwonlyargcount, code.co_flags, consts)
+    return (
+        code.co_code,
+        code.co_names,
+        code.co_varnames,
+        code.co_freevars,
+        code.co_cellvars,
+        code.co_argcount,
+        code.co_kwonlyargcount,
+        code.co_flags,
+        consts,
+    )
 
 
 def _const(value: Any) -> Any:
@@ -217,8 +239,10 @@ def module_closure(module: str, package_dir: Path, exclude: tuple[str, ...] = ()
     """
     package = module.split(".")[0]
     if _module_file(module, package_dir) is None:  # e.g. a zipped install: no source to hash
-        raise FileNotFoundError(f"no source file for module {module} under {package_dir}; its code "
-                                "cannot be hashed into cache keys (install the package from files)")
+        raise FileNotFoundError(
+            f"no source file for module {module} under {package_dir}; its code "
+            "cannot be hashed into cache keys (install the package from files)"
+        )
     found: dict[str, str] = {}
     todo = [module]
     while todo:
@@ -231,8 +255,9 @@ def module_closure(module: str, package_dir: Path, exclude: tuple[str, ...] = ()
             continue
         digest = file_fingerprint(path)
         found[name] = digest
-        todo.extend(m for m in _imports(str(path), digest, name, path.name == "__init__.py")
-                    if m.split(".")[0] == package)
+        todo.extend(
+            m for m in _imports(str(path), digest, name, path.name == "__init__.py") if m.split(".")[0] == package
+        )
     save_imports()
     return MappingProxyType(dict(sorted(found.items())))
 
@@ -254,8 +279,9 @@ def _imports(path: str, digest: str, module: str, is_package: bool) -> tuple[str
     """The absolute names of the modules a file imports. ``from m import a`` names ``m.a`` or,
     when that is no module, ``m`` (the two are told apart by :func:`module_closure`). Remembered
     across runs by the file's content hash (:mod:`evalflow.cache.import_memo`)."""
-    return remembered_imports(path, digest, module, is_package,
-                              lambda data: _parsed_imports(data, path, module, is_package))
+    return remembered_imports(
+        path, digest, module, is_package, lambda data: _parsed_imports(data, path, module, is_package)
+    )
 
 
 def _parsed_imports(data: bytes, path: str, module: str, is_package: bool) -> tuple[str, ...]:

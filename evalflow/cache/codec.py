@@ -1,7 +1,7 @@
 """Cache values as data: JSON with a schema version and a checksum, never pickle.
 
 A shared cache folder must not be a way to run code on whoever reads it, so values are JSON text.
-Records (the frozen dataclasses of :mod:`evalflow.records`) are tagged with their type name and
+Records (the frozen dataclasses of :mod:`evalflow.core.records`) are tagged with their type name and
 rebuilt on the way out, with their tuple fields turned back into tuples. Each value carries a
 checksum of its payload, so a torn or tampered entry is detected instead of being scored.
 
@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 import xxhash
 
-from evalflow.records import RECORD_TYPES
+from evalflow.core.records import RECORD_TYPES
 
 SCHEMA = b"EVF1"
 SHARED = b"EVF2"  # with a table of long strings (see the module docstring)
@@ -83,10 +83,10 @@ def text_start(blob: Any) -> int | None:
     """Where an ``EVFT`` entry's text starts in ``blob`` (bytes, or an mmap of its value file),
     once its checksum over the rest is right; None for an entry of another schema."""
     end = blob.find(b"\n", 0, 64)
-    if end < 0 or blob[:len(TEXT) + 1] != TEXT + b" ":
+    if end < 0 or blob[: len(TEXT) + 1] != TEXT + b" ":
         return None
-    with memoryview(blob) as whole, whole[end + 1:] as payload:
-        if xxhash.xxh64_hexdigest(payload).encode() != blob[len(TEXT) + 1:end]:
+    with memoryview(blob) as whole, whole[end + 1 :] as payload:
+        if xxhash.xxh64_hexdigest(payload).encode() != blob[len(TEXT) + 1 : end]:
             raise CorruptEntry("checksum mismatch (truncated or modified)")
     return end + 1
 

@@ -20,10 +20,28 @@ from pathlib import Path
 from evalflow.errors import CacheError
 
 MOUNTS = Path("/proc/self/mounts")
-NETWORK_TYPES = frozenset({
-    "nfs", "nfs4", "lustre", "gpfs", "cifs", "smb3", "smbfs", "beegfs", "ceph", "glusterfs",
-    "fuse.glusterfs", "fuse.sshfs", "fuse.cephfs", "afs", "9p", "panfs", "wekafs", "fuse.juicefs",
-})
+NETWORK_TYPES = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "lustre",
+        "gpfs",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "beegfs",
+        "ceph",
+        "glusterfs",
+        "fuse.glusterfs",
+        "fuse.sshfs",
+        "fuse.cephfs",
+        "afs",
+        "9p",
+        "panfs",
+        "wekafs",
+        "fuse.juicefs",
+    }
+)
 
 
 def filesystem_type(path: str | os.PathLike[str], mounts: str) -> str | None:

@@ -1,6 +1,6 @@
 """Images stored once, by the hash of their pixels: the cache's content-addressed image table.
 
-Documents and requests hold :class:`~evalflow.records.ImageRef` (a digest, a size, a mode); the
+Documents and requests hold :class:`~evalflow.core.records.ImageRef` (a digest, a size, a mode); the
 image itself is PNG bytes under ``image:<digest>`` in the run's cache, written once however many
 documents, requests or runs show it. PNG is lossless, so the pixels a model receives from the
 store are exactly the pixels the dataset held (a JPEG's decoded pixels, not its bytes).
@@ -20,7 +20,7 @@ from typing import Any
 
 import xxhash
 
-from evalflow.records import ImageRef
+from evalflow.core.records import ImageRef
 
 KEY_PREFIX = "image:"
 # Modes PNG stores as they are; any other (CMYK, YCbCr from some JPEGs) is stored converted to RGB,

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import xxhash
 
@@ -34,8 +34,9 @@ def memo_path() -> Path:
     return user_cache_dir() / f"code-imports-v{VERSION}.json"
 
 
-def remembered_imports(path: str, digest: str, module: str, is_package: bool,
-                       parse: Callable[[bytes], tuple[str, ...]]) -> tuple[str, ...]:
+def remembered_imports(
+    path: str, digest: str, module: str, is_package: bool, parse: Callable[[bytes], tuple[str, ...]]
+) -> tuple[str, ...]:
     """``parse(bytes of path)``, or what it gave for a file with these bytes (``digest``) before."""
     memo = _load()
     key = f"{digest} {module} {int(is_package)}"

@@ -21,8 +21,9 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import diskcache
 
@@ -45,9 +46,11 @@ class Row:
 def live_rows(cache: diskcache.Cache, memo: dict[str, Row]) -> list[Row]:
     """Every unexpired lease row. ``memo`` keeps rows with ``keys`` decoded (written once, never
     changed), so a row is parsed once per process however many claims read it."""
-    rows = cache._sql(  # noqa: SLF001 - diskcache's own table (as evalflow.cache.batch)
+    rows = cache._sql(
         "SELECT key, mode, filename, value FROM Cache WHERE key > ? AND key < ? AND raw = 1"
-        " AND (expire_time IS NULL OR expire_time > ?)", (LEASE, _END, time.time())).fetchall()
+        " AND (expire_time IS NULL OR expire_time > ?)",
+        (LEASE, _END, time.time()),
+    ).fetchall()
     out = []
     for key, mode, filename, value in rows:
         row = memo.get(key)
@@ -74,7 +77,7 @@ def _row(key: str, data: Any) -> Row:
     if isinstance(keys, list) and all(isinstance(k, str) for k in keys):
         holder = {k: v for k, v in data.items() if k != "keys"}
         return Row(key, holder, tuple(keys))
-    return Row(key, data, (key[len(LEASE):],))
+    return Row(key, data, (key[len(LEASE) :],))
 
 
 def holders(rows: Iterable[Row], alive: Callable[[Any], bool]) -> dict[str, tuple[Row, bool]]:

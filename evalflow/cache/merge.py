@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from evalflow.cache.codec import CorruptEntry, decode
 from evalflow.cache.store import ALIVE, LEASE, VALUE_FILE, CacheStore
@@ -51,7 +51,9 @@ def _entries(source: Path, counts: MergeCounts) -> Iterator[tuple[str, str | Non
     """(key, tag, encoded value) of every intact entry of ``source``; damaged ones are counted."""
     db = source / "cache.db"
     if not db.is_file():
-        raise CacheError(f"cache merge: {source} is not an evalflow cache folder (no cache.db in it); give cache folders as sources")
+        raise CacheError(
+            f"cache merge: {source} is not an evalflow cache folder (no cache.db in it); give cache folders as sources"
+        )
     try:
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
             rows = conn.execute("SELECT key, tag, mode, filename, value FROM Cache").fetchall()

@@ -31,9 +31,10 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, TypeVar
 
 import diskcache
 from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
@@ -168,7 +169,7 @@ def _guarded(method: _F) -> _F:
     """SQLite failures (a damaged cache.db, a read-only folder) as a CacheError, not a traceback."""
 
     @functools.wraps(method)
-    def wrapper(self: "CacheStore", *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: CacheStore, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:

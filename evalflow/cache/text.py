@@ -58,9 +58,10 @@ def text_source(store: CacheStore, key: str) -> TextFile | bytes | memoryview | 
     (through a memory map, not read into memory) and open as a :class:`TextFile`; else its
     bytes (:meth:`CacheStore.get_text_bytes`). MISSING when absent, corrupt or not a string."""
     try:
-        row = store.raw._sql(  # noqa: SLF001 - diskcache's own table (as evalflow.cache.batch)
+        row = store.raw._sql(
             "SELECT mode, filename FROM Cache WHERE key = ? AND raw = 1 AND (expire_time IS NULL OR expire_time > ?)",
-            (key, time.time())).fetchone()
+            (key, time.time()),
+        ).fetchone()
     except sqlite3.Error as exc:
         raise unusable(store.directory, exc) from exc
     if row is None:
@@ -79,7 +80,9 @@ def text_source(store: CacheStore, key: str) -> TextFile | bytes | memoryview | 
             start, size = text_start(mapped), len(mapped)
     except (CorruptEntry, ValueError) as exc:  # ValueError: an empty file cannot be mapped
         source.close()
-        return store.drop_corrupt(key, exc if isinstance(exc, CorruptEntry) else CorruptEntry(f"its value file is empty ({exc})"))
+        return store.drop_corrupt(
+            key, exc if isinstance(exc, CorruptEntry) else CorruptEntry(f"its value file is empty ({exc})")
+        )
     if start is None:
         source.close()
         return store.get_text_bytes(key)

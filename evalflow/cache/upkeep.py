@@ -18,12 +18,12 @@ import contextlib
 import re
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from evalflow.cache.codec import CorruptEntry, decode
-from evalflow.cache.store import VALUE_FILE, LEASE, CacheStore, lease_alive, weights_dir
+from evalflow.cache.store import LEASE, VALUE_FILE, CacheStore, lease_alive, weights_dir
 
 
 def clear_files(directory: Path) -> list[Path]:
@@ -79,8 +79,13 @@ def stats(store: CacheStore) -> Footprint:
         folders.append((folder.name, len(files), sum(p.stat().st_size for p in files)))
     shared = weights_dir()
     outside = shared.is_dir() and store.directory.resolve() not in shared.resolve().parents
-    return Footprint(store.directory, folder_bytes(store.directory), {t: (counts[t], sizes[t]) for t in sorted(counts)},
-                     tuple(folders), (shared, folder_bytes(shared)) if outside else None)
+    return Footprint(
+        store.directory,
+        folder_bytes(store.directory),
+        {t: (counts[t], sizes[t]) for t in sorted(counts)},
+        tuple(folders),
+        (shared, folder_bytes(shared)) if outside else None,
+    )
 
 
 def folder_bytes(path: Path) -> int:
@@ -90,8 +95,12 @@ def folder_bytes(path: Path) -> int:
 
 def memos(directory: Path) -> list[tuple[float, Path]]:
     """(last use, folder) of every finished memo in the side folders: ``gc``'s other evictable items."""
-    return [((m / "memo.json").stat().st_mtime, m) for folder in side_folders(directory)
-            for m in folder.iterdir() if m.is_dir() and (m / "memo.json").is_file()]
+    return [
+        ((m / "memo.json").stat().st_mtime, m)
+        for folder in side_folders(directory)
+        for m in folder.iterdir()
+        if m.is_dir() and (m / "memo.json").is_file()
+    ]
 
 
 def side_folders(directory: Path) -> list[Path]:
@@ -145,7 +154,9 @@ def _bound_size(store: CacheStore, budget: float) -> tuple[int, int]:
     """Remove the least recently stored entries and least recently used memos, oldest first, until
     everything the folder holds fits in ``budget`` bytes; (entries, memos) removed. SQLite keeps
     its file's size after a delete (its pages are reused), so an entry counts as its value's bytes."""
-    entries = [(stored, "entry", key, size or 0) for _, key, _, size, stored in _rows(store) if not key.startswith(LEASE)]
+    entries = [
+        (stored, "entry", key, size or 0) for _, key, _, size, stored in _rows(store) if not key.startswith(LEASE)
+    ]
     kept = [(used, "memo", path, folder_bytes(path)) for used, path in memos(store.directory)]
     removed = {"entry": 0, "memo": 0}
     total = folder_bytes(store.directory)
@@ -178,8 +189,11 @@ def _orphan_files(store: CacheStore, min_age: float = 3600.0) -> list[Path]:
     Only files older than ``min_age`` seconds, so a value being written right now is left alone."""
     named = {name for (name,) in store.raw._sql("SELECT filename FROM Cache WHERE filename IS NOT NULL")}
     cutoff = time.time() - min_age
-    return [path for path in store.directory.glob("[0-9a-f][0-9a-f]/[0-9a-f][0-9a-f]/*.val")
-            if path.relative_to(store.directory).as_posix() not in named and path.stat().st_mtime < cutoff]
+    return [
+        path
+        for path in store.directory.glob("[0-9a-f][0-9a-f]/[0-9a-f][0-9a-f]/*.val")
+        if path.relative_to(store.directory).as_posix() not in named and path.stat().st_mtime < cutoff
+    ]
 
 
 def _live_lease(store: CacheStore, key: str) -> bool:

@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from evalflow.cache import upkeep
 from evalflow.cache.store import CacheStore, default_cache_dir, unusable
 from evalflow.commands.words import Usage, parse_words
 from evalflow.errors import CacheError, ConfigError
 
-USAGE = ("usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X], "
-         "or cache merge SRC... cache_dir=DST")
+USAGE = (
+    "usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X], "
+    "or cache merge SRC... cache_dir=DST"
+)
 
 
 def _non_negative(value: str) -> float:
@@ -91,8 +94,10 @@ def _stats(store: CacheStore, opts: Mapping[str, Any]) -> int:
         print(f"  side folder {name + '/':<10} {files:>9} files   {size / 1e6:>11.3f} MB")
     if found.shared_weights is not None:
         shared, size = found.shared_weights
-        print(f"converted model weights, shared by every cache folder (EVALFLOW_WEIGHTS_DIR): {shared} "
-              f"({size / 1e6:.1f} MB)")
+        print(
+            f"converted model weights, shared by every cache folder (EVALFLOW_WEIGHTS_DIR): {shared} "
+            f"({size / 1e6:.1f} MB)"
+        )
     return 0
 
 
@@ -109,8 +114,10 @@ def _verify(store: CacheStore, opts: Mapping[str, Any]) -> int:
 
 def _gc(store: CacheStore, opts: Mapping[str, Any]) -> int:
     done = upkeep.gc(store, opts.get("max_age_days"), opts.get("max_size_gb"))
-    print(f"gc: removed {done.entries} entries, {done.orphans} orphan value files, {done.temporaries} half-written memo "
-          f"temporaries and {done.memos} memos from {store.directory} ({done.bytes_left / 1e6:.1f} MB left)")
+    print(
+        f"gc: removed {done.entries} entries, {done.orphans} orphan value files, {done.temporaries} half-written memo "
+        f"temporaries and {done.memos} memos from {store.directory} ({done.bytes_left / 1e6:.1f} MB left)"
+    )
     return 0
 
 
@@ -129,9 +136,14 @@ def _damaged(command: str, directory: Path, exc: CacheError) -> int:
         print(f"clear: the cache index was damaged; removed {len(removed)} evalflow files and folders from {directory}")
         return 0
     if command == "verify":
-        print(f"corrupt: {directory / 'cache.db'}: the cache index cannot be read ({exc.__cause__ or exc})", file=sys.stderr)
-        print(f"verified 0 entries in {directory}: the index is damaged; `python -m evalflow cache clear "
-              f"cache_dir={directory}` removes it and every entry")
+        print(
+            f"corrupt: {directory / 'cache.db'}: the cache index cannot be read ({exc.__cause__ or exc})",
+            file=sys.stderr,
+        )
+        print(
+            f"verified 0 entries in {directory}: the index is damaged; `python -m evalflow cache clear "
+            f"cache_dir={directory}` removes it and every entry"
+        )
         return 1
     raise exc
 
@@ -153,6 +165,8 @@ def merge_main(argv: list[str]) -> int:
         counts = merge(sources, dest)
     finally:
         dest.close()
-    print(f"merge: {counts.copied} entries copied, {counts.present} already present, "
-          f"{counts.damaged} damaged and skipped, from {len(sources)} cache(s) into {dest_dir}")
+    print(
+        f"merge: {counts.copied} entries copied, {counts.present} already present, "
+        f"{counts.damaged} damaged and skipped, from {len(sources)} cache(s) into {dest_dir}"
+    )
     return 0

@@ -33,9 +33,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
 from evalflow.errors import ConfigError
@@ -48,12 +49,22 @@ def as_table_rows(rows: Sequence[Comparison]) -> list[list[str]]:
     def num(x: float | None, sign: bool = False) -> str:
         return "" if x is None else (f"{x:+.4f}" if sign else f"{x:.4f}")
 
-    return [[
-        f"{r.task} (group)" if r.group else r.task, r.filter, r.metric, num(r.a), num(r.b),
-        num(r.diff, True), f"[{num(r.low, True)}, {num(r.high, True)}]" if r.low is not None else "",
-        "" if r.p_value is None else f"{r.p_value:.4g}", r.test or r.note, str(r.n),
-        _detectable(r),
-    ] for r in rows]
+    return [
+        [
+            f"{r.task} (group)" if r.group else r.task,
+            r.filter,
+            r.metric,
+            num(r.a),
+            num(r.b),
+            num(r.diff, True),
+            f"[{num(r.low, True)}, {num(r.high, True)}]" if r.low is not None else "",
+            "" if r.p_value is None else f"{r.p_value:.4g}",
+            r.test or r.note,
+            str(r.n),
+            _detectable(r),
+        ]
+        for r in rows
+    ]
 
 
 def _detectable(row: Comparison) -> str:
@@ -73,10 +84,17 @@ def metric_pair(value: str) -> tuple[str, str]:
     return (names[0], names[-1])
 
 
-_OPTIONS: dict[str, Callable[[str], Any]] = {"bootstrap_iters": int, "seed": int, "max_drop": float, "alpha": float, "kappa": metric_pair}
+_OPTIONS: dict[str, Callable[[str], Any]] = {
+    "bootstrap_iters": int,
+    "seed": int,
+    "max_drop": float,
+    "alpha": float,
+    "kappa": metric_pair,
+}
 USAGE = Usage("compare", "RUN_A RUN_B", _OPTIONS, ("--json",), 2, 2)
-KAPPA_USAGE = Usage("compare", "RUN_A [RUN_B]", _OPTIONS, ("--json",), 1, 2,
-                    note="(kappa= with one folder: two metrics of that run)")
+KAPPA_USAGE = Usage(
+    "compare", "RUN_A [RUN_B]", _OPTIONS, ("--json",), 1, 2, note="(kappa= with one folder: two metrics of that run)"
+)
 
 
 @dataclass(frozen=True)
@@ -99,8 +117,14 @@ def parse_args(argv: Sequence[str]) -> CompareArgs:
     if kappa:
         _check_kappa(words.positional, options)
     first, second = (*words.positional, *words.positional)[:2]
-    return CompareArgs((Path(first), Path(second)), options.get("bootstrap_iters", DEFAULT_ITERS),
-                       options.get("seed", 1234), gate, "--json" in words.flags, options.get("kappa"))
+    return CompareArgs(
+        (Path(first), Path(second)),
+        options.get("bootstrap_iters", DEFAULT_ITERS),
+        options.get("seed", 1234),
+        gate,
+        "--json" in words.flags,
+        options.get("kappa"),
+    )
 
 
 def _check_kappa(folders: Sequence[str], options: Mapping[str, Any]) -> None:
@@ -137,13 +161,29 @@ def main(argv: list[str]) -> int:
     judged = verdicts(rows, args.gate) if args.gate else []
     failed = failures(judged)
     if args.as_json:
-        print(json.dumps({"a": str(run_a.folder), "b": str(run_b.folder), "bootstrap_iters": args.iters,
-                          "seed": args.seed, "alpha": alpha, "rows": [dataclasses.asdict(r) for r in rows],
-                          "gate": None if args.gate is None else {**dataclasses.asdict(args.gate),
-                                                                  "failed": [v.name for v in failed]}}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "a": str(run_a.folder),
+                    "b": str(run_b.folder),
+                    "bootstrap_iters": args.iters,
+                    "seed": args.seed,
+                    "alpha": alpha,
+                    "rows": [dataclasses.asdict(r) for r in rows],
+                    "gate": None
+                    if args.gate is None
+                    else {**dataclasses.asdict(args.gate), "failed": [v.name for v in failed]},
+                },
+                indent=2,
+            )
+        )
     else:
-        print_table(f"A: {run_a.folder}  B: {run_b.folder}", COLUMNS, as_table_rows(rows),
-                    right=("A", "B", "B - A", "p", "Docs", "Detectable"))
+        print_table(
+            f"A: {run_a.folder}  B: {run_b.folder}",
+            COLUMNS,
+            as_table_rows(rows),
+            right=("A", "B", "B - A", "p", "Docs", "Detectable"),
+        )
         print(f"Detectable: the smallest |B - A| these paired documents can show at alpha={alpha:g}")
         for r in rows:
             if r.test and r.note:  # the Test column shows the test; documents left out of it are said here
@@ -152,8 +192,10 @@ def main(argv: list[str]) -> int:
             if verdict.failed or verdict.reason.startswith("not gated"):
                 print(f"{'REGRESSION' if verdict.failed else 'NOT GATED'}: {verdict.name}: {verdict.reason}")
     if args.gate is not None:
-        print(f"gate: {len(failed)} regression(s) in {len(judged)} metric(s); "
-              f"{'FAILED' if failed else 'passed'}", file=sys.stderr)
+        print(
+            f"gate: {len(failed)} regression(s) in {len(judged)} metric(s); {'FAILED' if failed else 'passed'}",
+            file=sys.stderr,
+        )
     return 1 if failed else 0
 
 
@@ -170,6 +212,10 @@ def _kappa_main(run_a: Run, run_b: Run, metric_a: str, metric_b: str, as_json: b
     if as_json:
         print(json.dumps({"a": str(run_a.folder), "b": str(run_b.folder), "kappa": agreement.as_json(rows)}, indent=2))
     else:
-        print_table(f"Cohen's kappa, A: {run_a.folder} {metric_a}  B: {run_b.folder} {metric_b}", agreement.COLUMNS,
-                    agreement.as_table_rows(rows), right=("Docs", "Agreement", "By chance", "Kappa"))
+        print_table(
+            f"Cohen's kappa, A: {run_a.folder} {metric_a}  B: {run_b.folder} {metric_b}",
+            agreement.COLUMNS,
+            agreement.as_table_rows(rows),
+            right=("Docs", "Agreement", "By chance", "Kappa"),
+        )
     return 0

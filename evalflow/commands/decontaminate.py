@@ -22,7 +22,7 @@ from pathlib import Path
 from evalflow.commands.overrides import preview_settings
 from evalflow.commands.words import asks_for_help, print_help
 from evalflow.errors import ConfigError
-from evalflow.preview import prompt_outputs
+from evalflow.run.preview import prompt_outputs
 
 USAGE = "usage: python -m evalflow decontaminate task=NAME ngrams=DIR [out=clean.json] [any run setting=value ...]"
 
@@ -31,16 +31,17 @@ def main(argv: list[str]) -> int:
     if asks_for_help(argv):
         print_help(__doc__, USAGE)
         return 0
-    from evalflow.run_parts import select_tasks
     from evalflow.cache.store import CacheStore
+    from evalflow.run.parts import select_tasks
     from evalflow.taskspec.data.decontamination import decontamination_query, ngram_size, overlapping_docs
 
     options = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in argv if a.startswith(("ngrams=", "out="))}
     if "ngrams" not in options:
         raise ConfigError(f"decontaminate: give the training n-grams folder, ngrams=DIR. {USAGE}")
     ngram_size(options["ngrams"])  # a bad folder fails before any data is loaded
-    settings, _ = preview_settings([a for a in argv if not a.startswith(("ngrams=", "out="))],
-                                   "decontaminate", n_limits=False)
+    settings, _ = preview_settings(
+        [a for a in argv if not a.startswith(("ngrams=", "out="))], "decontaminate", n_limits=False
+    )
     clean: dict[str, list[int]] = {}
     store = CacheStore(settings.cache_dir)
     try:
@@ -55,12 +56,16 @@ def main(argv: list[str]) -> int:
             dirty = sorted(overlapping_docs(queries, options["ngrams"]))
             clean[task.task] = [i for i in ids if i not in set(dirty)]
             shown = ", ".join(map(str, dirty[:20])) + (", ..." if len(dirty) > 20 else "")
-            print(f"{task.task}: {len(dirty)} of {len(ids)} documents overlap the training n-grams"
-                  + (f" ({shown})" if dirty else ""))
+            print(
+                f"{task.task}: {len(dirty)} of {len(ids)} documents overlap the training n-grams"
+                + (f" ({shown})" if dirty else "")
+            )
     finally:
         store.close()
     if "out" in options:
         Path(options["out"]).write_text(json.dumps(clean, indent=1) + "\n", encoding="utf-8")
-        print(f"clean document ids written to {options['out']} (evaluate them with samples={options['out']})",
-              file=sys.stderr)
+        print(
+            f"clean document ids written to {options['out']} (evaluate them with samples={options['out']})",
+            file=sys.stderr,
+        )
     return 0

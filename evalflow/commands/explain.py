@@ -12,10 +12,14 @@ from evalflow.insight.explain import explain
 def main(argv: list[str]) -> int:
     """``explain RUN [RUN_B]``: prints one line per computed stage; exit 0."""
     if asks_for_help(argv):
-        print_help("usage: python -m evalflow explain RUN_FOLDER [RUN_FOLDER_B]\n"
-                   "  why each computed stage of the run (of RUN_FOLDER_B, against RUN_FOLDER) re-ran")
+        print_help(
+            "usage: python -m evalflow explain RUN_FOLDER [RUN_FOLDER_B]\n"
+            "  why each computed stage of the run (of RUN_FOLDER_B, against RUN_FOLDER) re-ran"
+        )
         return 0
-    folders = parse_words(argv, Usage("explain", "RUN_FOLDER [RUN_FOLDER_B]", min_positional=1, max_positional=2)).positional
+    folders = parse_words(
+        argv, Usage("explain", "RUN_FOLDER [RUN_FOLDER_B]", min_positional=1, max_positional=2)
+    ).positional
     run, ref = (Path(folders[-1]), Path(folders[0]) if len(folders) == 2 else None)
     lines = explain(run, ref)
     print("\n".join(lines) if lines else f"{run}: every stage was served from the cache")

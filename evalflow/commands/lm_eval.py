@@ -28,8 +28,10 @@ def main(argv: list[str]) -> int:
     logging.getLogger("evalflow").setLevel(logging.INFO)
     stop_on_termination()
     if argv[:1] in (["ls"], ["validate"]):
-        print(f"evalflow lm-eval: `lm-eval {argv[0]}` is `python -m evalflow {argv[0]}` here "
-              "(task=NAME for validate)", file=sys.stderr)
+        print(
+            f"evalflow lm-eval: `lm-eval {argv[0]}` is `python -m evalflow {argv[0]}` here (task=NAME for validate)",
+            file=sys.stderr,
+        )
         return 2
     tr = translate(parse(argv))
     print(f"evalflow lm-eval: the same run natively: {tr.native()}", file=sys.stderr)

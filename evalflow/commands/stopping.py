@@ -30,6 +30,7 @@ class Terminated(KeyboardInterrupt):
 def stop_on_termination() -> None:
     """Turn SIGTERM and SIGHUP into :class:`Terminated` in this process, where they still have their
     default disposition (a launcher's or a scheduler's own handler is left alone)."""
+
     def stop(signum: int, frame: FrameType | None) -> None:
         raise Terminated(signum)
 
@@ -48,6 +49,8 @@ def stopped_line(interrupt: KeyboardInterrupt, cache_dir: Path | str | None, out
     it completes) and how to carry on."""
     how = f"stopped by {interrupt.args[0]}" if isinstance(interrupt, Terminated) else "interrupted"
     folder = f" {output_dir} has no results.json (the run did not finish)." if output_dir else ""
-    return (f"evalflow: {how}. Every stage and model answer finished before it is saved in the cache "
-            f"({cache_dir or 'cache_dir'}); run the same command again to resume: only the remaining requests reach "
-            f"the model.{folder}")
+    return (
+        f"evalflow: {how}. Every stage and model answer finished before it is saved in the cache "
+        f"({cache_dir or 'cache_dir'}); run the same command again to resume: only the remaining requests reach "
+        f"the model.{folder}"
+    )

@@ -5,9 +5,9 @@
 
 For each selected task: its YAML resolves (includes, groups, ``!function`` references), its
 metrics and aggregations and its filters exist with the options given, every ``!function`` it
-names imports (the load-time checks of :mod:`evalflow.load_checks`, which a run makes too), and its
+names imports (the load-time checks of :mod:`evalflow.run.load_checks`, which a run makes too), and its
 templates render on the first ``n`` documents (default 3): the prompts and requests through the
-run's own stages (as :mod:`evalflow.preview` shows them), plus each document's target, choices and
+run's own stages (as :mod:`evalflow.run.preview` shows them), plus each document's target, choices and
 (``should_decontaminate``) decontamination query. Every task is checked; each failure is printed
 as the usual one-paragraph error, and the exit code is 2 if any task failed, else 0. Load-time
 warnings (a literal ``\\n`` in a YAML, a ``num_fewshot`` a task ignores, a metric the task's
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import sys
 
-from evalflow import load_checks
 from evalflow.commands.overrides import preview_settings
 from evalflow.commands.words import asks_for_help, print_help
 from evalflow.errors import EvalflowError
+from evalflow.run import load_checks
+from evalflow.run.validate_task import check_task
 from evalflow.taskspec.format.spec import TaskConfig
-from evalflow.validate import check_task
 
 USAGE = "usage: python -m evalflow validate task=NAME|task=[A,B] [n=3] [any run setting=value ...]"
 
@@ -35,8 +35,8 @@ def main(argv: list[str]) -> int:
     if asks_for_help(argv):
         print_help(__doc__, USAGE)
         return 0
-    from evalflow.run_parts import select_tasks
     from evalflow.cache.store import CacheStore
+    from evalflow.run.parts import select_tasks
 
     settings, n = preview_settings(argv, "validate")
     # unknown names, bad YAML, untrusted code: the usual error; the load-time checks run per task below

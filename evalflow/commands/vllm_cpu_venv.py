@@ -8,7 +8,9 @@ from pathlib import Path
 from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
 from evalflow.models.vllm import cpu_venv
 
-USAGE = Usage("vllm-cpu-venv", "[DIR]", max_positional=1, note="(default: $EVALFLOW_VLLM_VENV or ~/.cache/evalflow-vllm/venv)")
+USAGE = Usage(
+    "vllm-cpu-venv", "[DIR]", max_positional=1, note="(default: $EVALFLOW_VLLM_VENV or ~/.cache/evalflow-vllm/venv)"
+)
 
 
 def main(argv: list[str]) -> int:
@@ -19,5 +21,7 @@ def main(argv: list[str]) -> int:
     venv = Path(words.positional[0]).absolute() if words.positional else cpu_venv.default_venv()
     python = cpu_venv.venv_python(cpu_venv.build(venv))
     env = " ".join(f"{k}={v}" for k, v in cpu_venv.CPU_ENV.items())
-    print(f"{python}\nrun evalflow with vLLM's CPU build:\n  {env} {python} -m evalflow model=vllm model.pretrained=DIR ...")
+    print(
+        f"{python}\nrun evalflow with vLLM's CPU build:\n  {env} {python} -m evalflow model=vllm model.pretrained=DIR ..."
+    )
     return 0

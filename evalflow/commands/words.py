@@ -12,11 +12,11 @@ honoured (``rescore ... hydra.run.dir=D`` writing elsewhere, ``compare --jsn`` p
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import ConfigError, closest
-
 
 _KINDS: dict[Any, str] = {int: "a whole number", float: "a number"}
 
@@ -75,10 +75,17 @@ def parse_words(argv: Sequence[str], usage: Usage) -> Words:
             positional.append(word)
     most = usage.max_positional
     if len(positional) < usage.min_positional or (most is not None and len(positional) > most):
-        wanted = f"{usage.min_positional}" if most == usage.min_positional else \
-            f"{usage.min_positional} or more" if most is None else f"{usage.min_positional} to {most}"
-        raise ConfigError(f"{usage.command}: takes {wanted} {usage.positional_name} (got {len(positional)}: "
-                          f"{' '.join(positional) or 'none'}). {usage.line()}")
+        wanted = (
+            f"{usage.min_positional}"
+            if most == usage.min_positional
+            else f"{usage.min_positional} or more"
+            if most is None
+            else f"{usage.min_positional} to {most}"
+        )
+        raise ConfigError(
+            f"{usage.command}: takes {wanted} {usage.positional_name} (got {len(positional)}: "
+            f"{' '.join(positional) or 'none'}). {usage.line()}"
+        )
     return Words(tuple(positional), options, frozenset(flags), tuple(passed))
 
 

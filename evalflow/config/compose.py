@@ -6,7 +6,8 @@ Errors read as on the command line: an unknown preset, a misspelled setting or m
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
@@ -17,8 +18,9 @@ from evalflow.config.messages import has_preset, hydra_paragraph, unknown_model_
 from evalflow.config.packaged import conf_dir
 from evalflow.config.resolvers import register_resolvers
 from evalflow.config.schema import register_configs
+from evalflow.config.settings import RunSettings, settings_from_config
 from evalflow.errors import ConfigError
-from evalflow.settings import RunSettings, settings_from_config
+
 
 def compose_config(overrides: list[str]) -> Any:
     register_configs()
@@ -46,8 +48,11 @@ def without_unused_preset(overrides: list[str]) -> list[str]:
     types = [o for o in parsed if o.key_or_group == "model.type" and not o.is_delete()]
     if not types:
         return list(overrides)
-    values = [v.replace("\\", "") for o in types
-              for v in (o.sweep_string_iterator() if o.is_sweep_override() else [str(o.value())])]
+    values = [
+        v.replace("\\", "")
+        for o in types
+        for v in (o.sweep_string_iterator() if o.is_sweep_override() else [str(o.value())])
+    ]
     if any(has_preset(v) for v in values):
         return list(overrides)
     return [*overrides, "~model"]
@@ -63,16 +68,24 @@ def typed_preset(overrides: list[str]) -> str | None:
 
 
 def compose_settings(
-    task: Any, preset: str | None, overrides: list[str], values: Mapping[str, Any],
-    model: Mapping[str, Any] | None = None, has_model_object: bool = False,
+    task: Any,
+    preset: str | None,
+    overrides: list[str],
+    values: Mapping[str, Any],
+    model: Mapping[str, Any] | None = None,
+    has_model_object: bool = False,
 ) -> RunSettings:
     """The settings of :func:`compose_run_config`'s config."""
     return settings_from_config(compose_run_config(task, preset, overrides, values, model, has_model_object))
 
 
 def compose_run_config(
-    task: Any, preset: str | None, overrides: list[str], values: Mapping[str, Any],
-    model: Mapping[str, Any] | None = None, has_model_object: bool = False,
+    task: Any,
+    preset: str | None,
+    overrides: list[str],
+    values: Mapping[str, Any],
+    model: Mapping[str, Any] | None = None,
+    has_model_object: bool = False,
 ) -> Any:
     """The composed config (what a command-line run snapshots in ``.hydra/config.yaml``): ``conf/``
     plus ``overrides``, then ``values`` (run settings) and ``model``.

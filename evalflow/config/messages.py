@@ -18,9 +18,9 @@ SCHEMA_NOTE = "The settings and their types are listed in evalflow/config/schema
 # lm-eval's command-line options whose evalflow spelling differs, and where they went.
 LM_EVAL_HABITS = {
     "output_path": "each run writes its own folder, Hydra's run directory; write hydra.run.dir=DIR "
-                   "(hydra.sweep.dir=DIR for -m sweeps; default outputs/<date>/<time>)",
+    "(hydra.sweep.dir=DIR for -m sweeps; default outputs/<date>/<time>)",
     "device": "the device is a model setting; write model.device=cpu (or cuda, cuda:0, mps; the default, auto, "
-              "takes CUDA, else MPS, else the CPU)",
+    "takes CUDA, else MPS, else the CPU)",
     "dtype": "the dtype is a model setting; write model.dtype=bfloat16 (or float32, auto)",
     "model_args": "model arguments are model keys; write model.KEY=VALUE (model.pretrained=..., model.dtype=...)",
     "tasks": "write task=NAME or task=[a,b]",
@@ -43,12 +43,19 @@ def unknown_model_key(key: str, model: Any) -> str:
     class of your own not yet added with ``+``."""
     keys = [str(k) for k in model.keys()] if hasattr(model, "keys") else []
     kind = model.get("type") if hasattr(model, "get") else None
-    where = ("the model config" if not kind else f"the '{kind}' model config (conf/model/{kind}.yaml)"
-             if has_preset(kind) else f"the model config of model.type={kind}")
+    where = (
+        "the model config"
+        if not kind
+        else f"the '{kind}' model config (conf/model/{kind}.yaml)"
+        if has_preset(kind)
+        else f"the model config of model.type={kind}"
+    )
     hint = closest(key, keys)
     near = f"{hint} " if hint.startswith("did you mean") else ""
-    return (f"model.{key}: {where} has no key '{key}'; {near}its keys are: {', '.join(keys)}. "
-            f"A model class of your own (model.type=pkg.module:Class) takes new keys as +model.{key}=VALUE.")
+    return (
+        f"model.{key}: {where} has no key '{key}'; {near}its keys are: {', '.join(keys)}. "
+        f"A model class of your own (model.type=pkg.module:Class) takes new keys as +model.{key}=VALUE."
+    )
 
 
 def has_preset(model_type: Any) -> bool:
@@ -74,9 +81,11 @@ def hydra_paragraph(exc: Exception) -> str:
         return f"{group}={name}: there is no '{name}' in conf/{group}/; {hint}"
     if isinstance(exc, OverrideParseException):
         why = str(exc).splitlines()[0]
-        return (f"cannot parse the override '{exc.override}' ({why}). Write overrides as key=value; quote "
-                "values with brackets, commas or spaces (key='[a,b]'); see "
-                "https://hydra.cc/docs/advanced/override_grammar/basic/")
+        return (
+            f"cannot parse the override '{exc.override}' ({why}). Write overrides as key=value; quote "
+            "values with brackets, commas or spaces (key='[a,b]'); see "
+            "https://hydra.cc/docs/advanced/override_grammar/basic/"
+        )
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key:
         full_key = str(cause.full_key)
         if "." not in full_key:

@@ -12,8 +12,9 @@ position (``[5, 2]`` logs document 2 as 5); evalflow's ``doc_id`` is always the 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from evalflow.errors import ConfigError
 
@@ -28,8 +29,10 @@ def parse_samples(value: Any) -> Mapping[str, tuple[int, ...]] | None:
         if not value.lstrip().startswith("{"):
             path = Path(value).expanduser()
             if not path.is_file():
-                raise ConfigError(f"samples={value!r} is neither a JSON mapping nor an existing JSON file; "
-                                  "write samples='{task: [0, 5, 7]}' or samples=path/to/samples.json")
+                raise ConfigError(
+                    f"samples={value!r} is neither a JSON mapping nor an existing JSON file; "
+                    "write samples='{task: [0, 5, 7]}' or samples=path/to/samples.json"
+                )
             text, source = path.read_text(encoding="utf-8"), f"samples file {path}"
         try:
             value = json.loads(text)
@@ -41,13 +44,20 @@ def parse_samples(value: Any) -> Mapping[str, tuple[int, ...]] | None:
             except yaml.YAMLError as exc:
                 raise ConfigError(f"{source}: not a JSON/YAML mapping ({exc})") from None
     if not isinstance(value, Mapping) or not value:
-        raise ConfigError(f"{source} must be a non-empty mapping of task names to lists of document indices, "
-                          f"e.g. {{arc_easy: [0, 5, 7]}}; got {value!r}")
+        raise ConfigError(
+            f"{source} must be a non-empty mapping of task names to lists of document indices, "
+            f"e.g. {{arc_easy: [0, 5, 7]}}; got {value!r}"
+        )
     out: dict[str, tuple[int, ...]] = {}
     for task, indices in value.items():
-        if (not isinstance(indices, (list, tuple)) or not indices
-                or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in indices)):
-            raise ConfigError(f"{source}: task '{task}' must map to a non-empty list of document indices "
-                              f"(whole numbers from 0), got {indices!r}")
+        if (
+            not isinstance(indices, (list, tuple))
+            or not indices
+            or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in indices)
+        ):
+            raise ConfigError(
+                f"{source}: task '{task}' must map to a non-empty list of document indices "
+                f"(whole numbers from 0), got {indices!r}"
+            )
         out[str(task)] = tuple(sorted(set(indices)))  # lm-eval evaluates them in dataset order, once each
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
@@ -39,16 +39,16 @@ def inert(default: Any) -> Any:
 @dataclass
 class RunConfig:
     # The model: `type` (dummy, hf, or a registered name) plus that model's arguments (conf/model/).
-    model: Dict[str, Any] = field(default_factory=lambda: {"type": "dummy"})
+    model: dict[str, Any] = field(default_factory=lambda: {"type": "dummy"})
     # A task, group or tag name, a list of them, or a path to a task YAML.
     task: Any = "arith_mc"
     # Overrides every task's num_fewshot when set (lm-eval's --num_fewshot).
-    num_fewshot: Optional[int] = None
+    num_fewshot: int | None = None
     # The first N documents of each task, or a fraction (< 1.0) of them.
-    limit: Optional[float] = stage(None)
+    limit: float | None = stage(None)
     # Instead of limit, the documents to evaluate per task (lm-eval's --samples): a mapping
     # {task: [doc indices]}, its JSON text, or the path of a JSON file holding it.
-    samples: Optional[Any] = None
+    samples: Any | None = None
     # Generate and log samples, skip the metrics (lm-eval's --predict_only; metric "bypass").
     predict_only: bool = False
     # Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.
@@ -63,22 +63,22 @@ class RunConfig:
     include_path: Any = field(default_factory=list)
     # Maps hub datasets to local files: a map's name in conf/data_maps/ (shared), the path of a
     # YAML/JSON map file, or an in-line mapping; else $EVALFLOW_DATA_MAP.
-    data_map: Optional[Any] = stage(None)
+    data_map: Any | None = stage(None)
     # Chat models (lm-eval's options): format prompts with the model's chat template, keep few-shot
     # examples as separate turns, and prepend a system instruction (plain prompts too).
     apply_chat_template: Any = stage(False)  # true, false, or the name of one of the tokenizer's templates
-    fewshot_as_multiturn: Optional[bool] = None  # None: true with a chat template (lm-eval 0.4.13)
-    system_instruction: Optional[str] = stage(None)
+    fewshot_as_multiturn: bool | None = None  # None: true with a chat template (lm-eval 0.4.13)
+    system_instruction: str | None = stage(None)
     # Reasoning models: the end-of-thinking marker; only the text after it is scored (lm-eval's
     # think_end_token). The raw generation, thinking included, stays cached and in the samples.
-    think_end_token: Optional[str] = stage(None)
+    think_end_token: str | None = stage(None)
     # Where cached stage outputs and model responses live; default $EVALFLOW_CACHE or ~/.cache/evalflow.
-    cache_dir: Optional[str] = inert(None)
+    cache_dir: str | None = inert(None)
     # Compute anew instead of reading the cache: `answers` (every model answer, and every stage
     # computed from them) or `all` (every stage, the documents and prompts too). What is computed
     # is written to cache_dir over the entries not read, so later runs read it; nothing else there
     # is touched (docs/caching.md). None: read whatever the cache holds.
-    recompute: Optional[str] = inert(None)
+    recompute: str | None = inert(None)
     bootstrap_iters: int = stage(100000)
     # Python modules imported before the tasks are loaded: the ones that register your metrics,
     # aggregations, filters or models (imports=[my_metrics] or a .py file's path). Trusted code, as
@@ -98,7 +98,7 @@ class RunConfig:
     # a chunk also closes at 2^18 tokens of estimated work (evalflow/scale/chunks.py), so long
     # prompts and generations travel in smaller chunks. A killed run loses at most one chunk.
     # None: 512, or 64 for a served model (evalflow/scale/chunks.py).
-    chunk_size: Optional[int] = inert(None)
+    chunk_size: int | None = inert(None)
     # The judge model of every judge metric (metric_list entries with a `judge:` block), replacing
     # the one each names: a preset (judge_model=smollm2) or a model config mapping
     # (judge_model='{type: hf, pretrained: PATH}'). None: each judge block's own model. Keys the
@@ -112,7 +112,7 @@ class RunConfig:
     # start a local one; "auto" or an address: an existing cluster).
     workers: int = inert(1)
     worker_resources: Any = inert(None)  # a mapping; typed Any so an override ('{num_gpus: 1}') replaces it whole
-    ray_address: Optional[str] = inert(None)
+    ray_address: str | None = inert(None)
 
 
 def defaults() -> dict[str, Any]:

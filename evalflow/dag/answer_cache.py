@@ -37,16 +37,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.images import ImageStore, visual_refs, with_pixels
 from evalflow.cache.store import CacheStore, Holder
+from evalflow.core.records import REQUEST_TYPES, Request
+from evalflow.dag.progress import RequestProgress
 from evalflow.errors import ModelError
 from evalflow.models.base import feature
-from evalflow.records import REQUEST_TYPES, Request
-from evalflow.dag.progress import RequestProgress
 from evalflow.scale.chunks import plan_chunks
 from evalflow.scale.dispatch import Dispatch, Done, LocalDispatch, WorkerCounts
 
@@ -111,7 +112,9 @@ class CachedModel:
     identity: str | None  # None: a model object with no identity; answers are neither read nor persisted
     load: Callable[[], Any]
     chunk_size: int = 64
-    on_chunk: Callable[[int, int, float], None] | None = field(default_factory=lambda: RequestProgress())  # (done, total, chunk seconds)
+    on_chunk: Callable[[int, int, float], None] | None = field(
+        default_factory=lambda: RequestProgress()
+    )  # (done, total, chunk seconds)
     counts: InferenceCounts = field(default_factory=InferenceCounts)
     lease_seconds: float = 1800.0  # after this, a lease held by a silent process is taken over
     poll_seconds: float = 0.05  # first wait for requests another process computes (doubles to 1 s)
@@ -123,7 +126,9 @@ class CachedModel:
     _model: Any = None
     _computed: set[str] = field(default_factory=set)  # keys of the requests the model answered in this run
     _pooled: dict[str, Any] = field(default_factory=dict)  # prefetched: key -> answer
-    _pool_keys: dict[int, tuple[Request, str]] = field(default_factory=dict)  # prefetched: id(request) -> (request, key)
+    _pool_keys: dict[int, tuple[Request, str]] = field(
+        default_factory=dict
+    )  # prefetched: id(request) -> (request, key)
 
     def loglikelihood(self, requests: Sequence[Request]) -> list[Any]:
         return self._answer("loglikelihood", requests)
@@ -173,7 +178,9 @@ class CachedModel:
             of_type = [r for r in requests if r.type == rtype]
             if of_type:
                 keys = [request_key(self.identity, r) for r in of_type]
-                self._pool_keys.update((id(r), (r, k)) for r, k in zip(of_type, keys))  # the stage asks with these objects
+                self._pool_keys.update(
+                    (id(r), (r, k)) for r, k in zip(of_type, keys)
+                )  # the stage asks with these objects
                 answers = self._resolve(rtype, keys, of_type)
                 self._pooled.update((k, answers[k]) for k in keys)
 
@@ -292,8 +299,10 @@ class CachedModel:
                 f"model {finished.model}.{rtype} returned {len(finished.answers)} responses for "
                 f"{len(finished.keys)} requests; it must return exactly one response per request, in order"
             )
-        fresh = {key: checked_answer(finished.model, rtype, requests[key], answer)
-                 for key, answer in zip(finished.keys, finished.answers)}
+        fresh = {
+            key: checked_answer(finished.model, rtype, requests[key], answer)
+            for key, answer in zip(finished.keys, finished.answers)
+        }
         now = time.perf_counter()
         self.counts.answering.append((now - finished.seconds, now))
         self.counts.workers.setdefault(finished.worker, WorkerCounts()).add(finished)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from evalflow.cache.code import module_closure
 from evalflow.config.packaged import package_dir
@@ -99,7 +100,9 @@ class Node:
     # them from by the digests its keyed inputs already determine.
     resources: tuple[str, ...] = ()
 
-    def key_inputs(self, task: TaskConfig, settings: Mapping[str, Any], upstream_keys: Mapping[str, str]) -> dict[str, Any]:
+    def key_inputs(
+        self, task: TaskConfig, settings: Mapping[str, Any], upstream_keys: Mapping[str, str]
+    ) -> dict[str, Any]:
         """Everything the key is a hash of, as plain data (also what `explain` diffs).
 
         ``unhashed`` names fields/settings the stage receives but whose effect an ``identity``

@@ -19,7 +19,8 @@ text), nodes keyed the same way, computed when read.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from evalflow.dag.node import Node
 from evalflow.judges.metric import has_judges, judge_specs
@@ -43,7 +44,9 @@ def _reduces_repeats(task: TaskConfig) -> Any:
     reduction of several repeats. A marker, not the reductions themselves, so that switching one
     reduction for another re-runs no filter, while a task without reductions never runs its
     pipelines on single repeats (a custom filter may need all of them, and it costs k more calls)."""
-    reduced = isinstance(task.repeats, int) and task.repeats > 1 and any("reduction" in m for m in task.metric_list or ())
+    reduced = (
+        isinstance(task.repeats, int) and task.repeats > 1 and any("reduction" in m for m in task.metric_list or ())
+    )
     return ({"reduction": "per-sample answers"},) if reduced else ()
 
 
@@ -78,8 +81,18 @@ PIPELINE: tuple[Node, ...] = (
         "load_docs",
         "evalflow.stages.load_docs:load_docs",
         "docs",
-        task_fields=("dataset_path", "dataset_name", "dataset_kwargs", "custom_dataset", "training_split",
-                     "validation_split", "test_split", "fewshot_split", "fewshot_config", "process_docs"),
+        task_fields=(
+            "dataset_path",
+            "dataset_name",
+            "dataset_kwargs",
+            "custom_dataset",
+            "training_split",
+            "validation_split",
+            "test_split",
+            "fewshot_split",
+            "fewshot_config",
+            "process_docs",
+        ),
         run_settings=("data_map",),
         identity={"data": _data_identity, "dataset_options": _dataset_options},
         unhashed=("dataset_path", "dataset_kwargs", "custom_dataset", "data_map"),
@@ -89,8 +102,17 @@ PIPELINE: tuple[Node, ...] = (
         "fewshot",
         "evalflow.stages.fewshot:fewshot",
         "contexts",
-        task_fields=_RENDERING + ("description", "fewshot_delimiter", "fewshot_config", "gen_prefix",
-                                  "training_split", "validation_split", "test_split", "fewshot_split"),
+        task_fields=_RENDERING
+        + (
+            "description",
+            "fewshot_delimiter",
+            "fewshot_config",
+            "gen_prefix",
+            "training_split",
+            "validation_split",
+            "test_split",
+            "fewshot_split",
+        ),
         run_settings=("num_fewshot", "fewshot_seed", "limit", "samples", "system_instruction", "chat"),
         upstream=("load_docs",),
     ),
@@ -98,8 +120,8 @@ PIPELINE: tuple[Node, ...] = (
         "instances",
         "evalflow.stages.instances:instances",
         "instances",
-        task_fields=_RENDERING + ("generation_kwargs", "repeats", "fewshot_delimiter", "gen_prefix",
-                                  "doc_to_image", "doc_to_audio"),
+        task_fields=_RENDERING
+        + ("generation_kwargs", "repeats", "fewshot_delimiter", "gen_prefix", "doc_to_image", "doc_to_audio"),
         derive={"metric_list": _mutual_info_only},
         run_settings=("gen_kwargs", "seed", "apply_chat_template"),
         upstream=("load_docs", "fewshot"),

@@ -14,8 +14,9 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 log = logging.getLogger("evalflow.dag.answer_cache")  # the edge's logger: its lines keep their name
 
@@ -116,8 +117,13 @@ class RequestProgress:
     ``clock`` and ``timer`` are injectable so that tests drive the heartbeat themselves.
     """
 
-    def __init__(self, log_every: float = LOG_EVERY, stream: Any = None, clock: Callable[[], float] = time.monotonic,
-                 timer: Timer = Heartbeat) -> None:
+    def __init__(
+        self,
+        log_every: float = LOG_EVERY,
+        stream: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+        timer: Timer = Heartbeat,
+    ) -> None:
         import sys
 
         self.log_every, self.stream = log_every, stream or sys.stderr
@@ -227,8 +233,14 @@ def _rich_bar(stream: Any, progress: RequestProgress) -> Any:
             text = "" if progress.start is None else rate + (f", ETA {eta}" if eta else "")
             return Text(text.replace("requests/s", "req/s").replace("s/request", "s/req"))
 
-    bar = Progress(TextColumn("inference"), BarColumn(), MofNCompleteColumn(), RateAndEta(),
-                   console=Console(file=stream), transient=True)
+    bar = Progress(
+        TextColumn("inference"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateAndEta(),
+        console=Console(file=stream),
+        transient=True,
+    )
     bar.add_task("requests", total=progress.run_total, completed=progress.run_done)
     bar.start()
     return bar

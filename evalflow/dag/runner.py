@@ -11,8 +11,9 @@ import functools
 import inspect
 import logging
 import time
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Iterator, Mapping
+from typing import Any
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore
@@ -60,8 +61,12 @@ class StageEvent:
     detail: Mapping[str, Any] = field(default_factory=dict)  # e.g. inference's request counts
 
 
-def plan(task: TaskConfig, settings: Mapping[str, Any], pipeline: tuple[Node, ...] = PIPELINE,
-         upstream_keys: Mapping[str, str | None] | None = None) -> list[PlannedStage]:
+def plan(
+    task: TaskConfig,
+    settings: Mapping[str, Any],
+    pipeline: tuple[Node, ...] = PIPELINE,
+    upstream_keys: Mapping[str, str | None] | None = None,
+) -> list[PlannedStage]:
     """Every node's key, in order (``upstream_keys``: keys already planned, for the output nodes)."""
     keys: dict[str, str | None] = dict(upstream_keys or {})
     planned = []
@@ -217,7 +222,9 @@ class TaskRun:
                 with progress_label(f"{step.node.name} {self.task.task}"):  # a model's progress lines name the task
                     self.outputs.set(step.node.name, compute())
             seconds = time.perf_counter() - t0
-            self.events.append(StageEvent(self.task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs))
+            self.events.append(
+                StageEvent(self.task.task, step.node.name, step.key, hit, round(seconds, 6), step.inputs)
+            )
             log.debug("%s/%s %s in %.3fs", self.task.task, step.node.name, "hit" if hit else "computed", seconds)
             self.done += 1
             if self.finished:
@@ -231,7 +238,9 @@ class TaskRun:
         products = tuple(n for n in self.products if all(u in keys for u in n.upstream))
         for step in plan(self.task, self.settings, products, keys):
             key = None if step.node.name in self.unread else step.key
-            self.outputs.defer(step.node.name, functools.partial(_lookup, store, key), self._computer(step, store, resources))
+            self.outputs.defer(
+                step.node.name, functools.partial(_lookup, store, key), self._computer(step, store, resources)
+            )
             self.outputs.node_keys[step.node.name] = key  # None: no stored text to copy out
 
     def _lookup_deferred(self, store: CacheStore, step: PlannedStage) -> Any:
@@ -242,11 +251,22 @@ class TaskRun:
 
     def _computer(self, step: PlannedStage, store: CacheStore, resources: Mapping[str, Any]) -> Callable[[], Any]:
         """Computes the step's value and stores it (over the entry there for a node computed anew)."""
-        return functools.partial(_compute, step, self.task, self.settings, self.outputs, store, resources, self.pipeline,
-                                 step.node.name in self.unread)
+        return functools.partial(
+            _compute,
+            step,
+            self.task,
+            self.settings,
+            self.outputs,
+            store,
+            resources,
+            self.pipeline,
+            step.node.name in self.unread,
+        )
 
 
-def finish(run: TaskRun, store: CacheStore, resources: Mapping[str, Any], counts: Mapping[str, Any]) -> list[StageEvent]:
+def finish(
+    run: TaskRun, store: CacheStore, resources: Mapping[str, Any], counts: Mapping[str, Any]
+) -> list[StageEvent]:
     """``run`` advanced to its end, every kind of run's last step per task: its events, those of
     the model stages named in ``counts`` (stage name → the live request counts of the edge that
     stage asks, e.g. ``{"inference": edge.counts}``) with how many requests the task sent."""
@@ -260,7 +280,9 @@ def with_request_counts(event: StageEvent, before: Any, after: Any) -> StageEven
     difference around it); a stage served whole from the cache sent none."""
     if event.hit:
         return event
-    return dataclasses.replace(event, detail={f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")})
+    return dataclasses.replace(
+        event, detail={f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")}
+    )
 
 
 class _Miss:
@@ -276,8 +298,16 @@ def _lookup(store: CacheStore, key: str | None) -> Any:
     return MISSING if load is MISSING else load()
 
 
-def _compute(step: PlannedStage, task: TaskConfig, settings: Mapping[str, Any], outputs: Mapping[str, Any],
-             store: CacheStore, resources: Mapping[str, Any], pipeline: tuple[Node, ...], replace: bool = False) -> Any:
+def _compute(
+    step: PlannedStage,
+    task: TaskConfig,
+    settings: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    store: CacheStore,
+    resources: Mapping[str, Any],
+    pipeline: tuple[Node, ...],
+    replace: bool = False,
+) -> Any:
     """Run one stage on its upstream outputs, and store what it returns (when it has a key;
     ``replace``: over the entry there, which the run did not read)."""
     try:

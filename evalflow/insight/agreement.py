@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from evalflow.core.records import SAMPLE_FIELDS
 from evalflow.errors import RunFolderError
 from evalflow.output.run_folder import Run
-from evalflow.records import SAMPLE_FIELDS
 
 Category = int | str
 
@@ -142,13 +143,16 @@ def _filter_pairs(run_a: Run, run_b: Run, metric_a: str, metric_b: str, leaves: 
     reported_a = [f for f in _filters(run_a, leaves) if _values(run_a, leaves, name_a, f)]
     reported_b = [f for f in _filters(run_b, leaves) if _values(run_b, leaves, name_b, f)]
     if given_a or given_b:
-        return [(fa, fb) for fa in ([given_a] if given_a else reported_a) for fb in ([given_b] if given_b else reported_b)]
+        return [
+            (fa, fb) for fa in ([given_a] if given_a else reported_a) for fb in ([given_b] if given_b else reported_b)
+        ]
     shared = [(f, f) for f in reported_a if f in reported_b]
     return shared or [(fa, fb) for fa in reported_a for fb in reported_b]
 
 
-def _rows(run_a: Run, run_b: Run, metric_a: str, metric_b: str, leaves: Sequence[str], name: str,
-          group: bool) -> list[Agreement]:
+def _rows(
+    run_a: Run, run_b: Run, metric_a: str, metric_b: str, leaves: Sequence[str], name: str, group: bool
+) -> list[Agreement]:
     out = []
     name_a, name_b = split_filter(metric_a)[0], split_filter(metric_b)[0]
     for fa, fb in _filter_pairs(run_a, run_b, metric_a, metric_b, leaves):
@@ -156,7 +160,10 @@ def _rows(run_a: Run, run_b: Run, metric_a: str, metric_b: str, leaves: Sequence
         if not va or not vb or (group and not all(any(d[0] == t for d in va) for t in leaves)):
             continue  # a filter reporting one metric only (or a group some leaf of which lacks it)
         scored = _scored(run_a, leaves, fa) | _scored(run_b, leaves, fb) | set(va) | set(vb)
-        pairs = [(_category(va.get(d), run_a, name_a, fa, d), _category(vb.get(d), run_b, name_b, fb, d)) for d in sorted(scored)]
+        pairs = [
+            (_category(va.get(d), run_a, name_a, fa, d), _category(vb.get(d), run_b, name_b, fb, d))
+            for d in sorted(scored)
+        ]
         kept = [(x, y) for x, y in pairs if x is not None and y is not None]
         where = f"filter {fa}" if fa == fb else f"filters {fa} and {fb}"
         if not kept:
@@ -167,8 +174,23 @@ def _rows(run_a: Run, run_b: Run, metric_a: str, metric_b: str, leaves: Sequence
             )
         k = cohen_kappa([x for x, _ in kept], [y for _, y in kept])
         note = "" if k.kappa is not None else f"undefined: both metrics put every document in {k.categories[0]!r}"
-        out.append(Agreement(name, fa, name_a, name_b, len(kept), k.kappa, k.observed, k.expected,
-                             k.categories, len(scored) - len(kept), group, note, fb))
+        out.append(
+            Agreement(
+                name,
+                fa,
+                name_a,
+                name_b,
+                len(kept),
+                k.kappa,
+                k.observed,
+                k.expected,
+                k.categories,
+                len(scored) - len(kept),
+                group,
+                note,
+                fb,
+            )
+        )
     return out
 
 
@@ -208,11 +230,22 @@ def _category(value: Any, run: Run, metric: str, filt: str, doc: tuple[str, int]
 
 
 def as_table_rows(rows: Sequence[Agreement]) -> list[list[str]]:
-    return [[
-        f"{r.task} (group)" if r.group else r.task, r.filter if r.filter_b in ("", r.filter) else f"{r.filter} / {r.filter_b}", r.metric_a, r.metric_b, str(r.n),
-        f"{r.observed:.4f}", f"{r.expected:.4f}", "" if r.kappa is None else f"{r.kappa:+.4f}",
-        "; ".join(x for x in (r.note, f"{r.left_out} documents without both values (left out)" if r.left_out else "") if x),
-    ] for r in rows]
+    return [
+        [
+            f"{r.task} (group)" if r.group else r.task,
+            r.filter if r.filter_b in ("", r.filter) else f"{r.filter} / {r.filter_b}",
+            r.metric_a,
+            r.metric_b,
+            str(r.n),
+            f"{r.observed:.4f}",
+            f"{r.expected:.4f}",
+            "" if r.kappa is None else f"{r.kappa:+.4f}",
+            "; ".join(
+                x for x in (r.note, f"{r.left_out} documents without both values (left out)" if r.left_out else "") if x
+            ),
+        ]
+        for r in rows
+    ]
 
 
 COLUMNS = ("Task", "Filter", "Metric A", "Metric B", "Docs", "Agreement", "By chance", "Kappa", "Note")

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import RunFolderError
 from evalflow.insight.gate import GateSettings, Verdict, bootstrap_detectable, judge, mcnemar_detectable
-from evalflow.output.run_folder import Run, metric_keys
 from evalflow.insight.stats import discordant, is_binary, mcnemar_exact, paired_bootstrap
+from evalflow.output.run_folder import Run, metric_keys
 
 DEFAULT_ITERS = 10000
 Doc = tuple[str, int]  # (leaf task, doc_id)
@@ -47,8 +48,9 @@ class Comparison:
     left_out: int = 0  # documents scored in both runs without a value in both (the note says why)
 
 
-def compare(run_a: Run, run_b: Run, iters: int = DEFAULT_ITERS, seed: int = 1234,
-            alpha: float = 0.05) -> list[Comparison]:
+def compare(
+    run_a: Run, run_b: Run, iters: int = DEFAULT_ITERS, seed: int = 1234, alpha: float = 0.05
+) -> list[Comparison]:
     tasks = [t for t in run_a.tasks() if t in run_b.tasks()]
     if not tasks:
         raise RunFolderError(
@@ -96,8 +98,9 @@ def check_paired(run_a: Run, run_b: Run, task: str) -> int:
     return len(docs_a)
 
 
-def _rows(run_a: Run, run_b: Run, leaves: Sequence[str], name: str, iters: int, seed: int, alpha: float,
-          group: bool) -> list[Comparison]:
+def _rows(
+    run_a: Run, run_b: Run, leaves: Sequence[str], name: str, iters: int, seed: int, alpha: float, group: bool
+) -> list[Comparison]:
     entry_a = run_a.results["results"].get(name, {})
     entry_b = run_b.results["results"].get(name, {})
     out = []
@@ -106,11 +109,22 @@ def _rows(run_a: Run, run_b: Run, leaves: Sequence[str], name: str, iters: int, 
         if key not in entry_b or not (entry_b[key] is None or _number(entry_b[key])):
             continue
         a, b = entry_a[key], entry_b[key]
-        base = Comparison(name, metric, filt, a, b, 0, None if a is None or b is None else b - a, group=group,
-                          higher_is_better=_higher_is_better(run_a, run_b, name, metric))
+        base = Comparison(
+            name,
+            metric,
+            filt,
+            a,
+            b,
+            0,
+            None if a is None or b is None else b - a,
+            group=group,
+            higher_is_better=_higher_is_better(run_a, run_b, name, metric),
+        )
         if a is None or b is None:
             lacking = " and ".join(x for x, v in (("A", a), ("B", b)) if v is None)
-            out.append(dataclasses.replace(base, note=f"no value in {lacking}{_why_missing(entry_a, entry_b, metric, filt)}"))
+            out.append(
+                dataclasses.replace(base, note=f"no value in {lacking}{_why_missing(entry_a, entry_b, metric, filt)}")
+            )
             continue
         va, vb = _pooled(run_a, leaves, metric, filt), _pooled(run_b, leaves, metric, filt)
         if va is None or vb is None:
@@ -118,13 +132,31 @@ def _rows(run_a: Run, run_b: Run, leaves: Sequence[str], name: str, iters: int, 
         elif not (_is_mean(va, a) and _is_mean(vb, b)):
             out.append(dataclasses.replace(base, n=len(va), note="not a mean of per-document values; no paired test"))
         else:
-            out.append(_paired(base, va, vb, _scored(run_a, leaves, filt), _why_missing(entry_a, entry_b, metric, filt),
-                               iters, seed, alpha))
+            out.append(
+                _paired(
+                    base,
+                    va,
+                    vb,
+                    _scored(run_a, leaves, filt),
+                    _why_missing(entry_a, entry_b, metric, filt),
+                    iters,
+                    seed,
+                    alpha,
+                )
+            )
     return out
 
 
-def _paired(base: Comparison, va: Mapping[Doc, float], vb: Mapping[Doc, float], scored: set[Doc], why: str,
-            iters: int, seed: int, alpha: float) -> Comparison:
+def _paired(
+    base: Comparison,
+    va: Mapping[Doc, float],
+    vb: Mapping[Doc, float],
+    scored: set[Doc],
+    why: str,
+    iters: int,
+    seed: int,
+    alpha: float,
+) -> Comparison:
     """The paired test over the documents with a value in both runs; the others are counted, and
     the note says how many each run lacks (a judge's unparsed verdicts, ``on_unparsed: exclude``)."""
     paired = sorted(set(va) & set(vb))
@@ -132,8 +164,10 @@ def _paired(base: Comparison, va: Mapping[Doc, float], vb: Mapping[Doc, float], 
     note = ""
     if left_out:
         lack_a, lack_b = len(scored - set(va)), len(scored - set(vb))
-        note = (f"{left_out} of {len(scored | set(va) | set(vb))} documents without a value in both "
-                f"(A lacks {lack_a}, B lacks {lack_b}{why}); paired on the other {len(paired)}")
+        note = (
+            f"{left_out} of {len(scored | set(va) | set(vb))} documents without a value in both "
+            f"(A lacks {lack_a}, B lacks {lack_b}{why}); paired on the other {len(paired)}"
+        )
     if not paired:
         return dataclasses.replace(base, left_out=left_out, note=note + ": no paired test")
     row = _test(base, [va[d] for d in paired], [vb[d] for d in paired], iters, seed, alpha)
@@ -142,8 +176,9 @@ def _paired(base: Comparison, va: Mapping[Doc, float], vb: Mapping[Doc, float], 
 
 def _why_missing(entry_a: Mapping[str, Any], entry_b: Mapping[str, Any], metric: str, filt: str) -> str:
     """Why a judge metric's documents lack values, when the runs' results say it is one."""
-    judged = any(k.endswith(f"_unparsed,{filt}") and metric.startswith(k.split("_unparsed,", 1)[0])
-                 for k in (*entry_a, *entry_b))
+    judged = any(
+        k.endswith(f"_unparsed,{filt}") and metric.startswith(k.split("_unparsed,", 1)[0]) for k in (*entry_a, *entry_b)
+    )
     return ": judge verdicts unparsed, left out by on_unparsed: exclude" if judged else ""
 
 
@@ -193,8 +228,9 @@ def _test(base: Comparison, a: list[float], b: list[float], iters: int, seed: in
     else:
         p, test = boot.p_value, "bootstrap"
         detectable = bootstrap_detectable(boot.distribution, alpha)
-    return dataclasses.replace(base, n=len(a), low=boot.low, high=boot.high, p_value=p, test=test,
-                               detectable=detectable)
+    return dataclasses.replace(
+        base, n=len(a), low=boot.low, high=boot.high, p_value=p, test=test, detectable=detectable
+    )
 
 
 def verdicts(rows: Sequence[Comparison], gate: GateSettings) -> list[Verdict]:

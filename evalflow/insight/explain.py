@@ -15,9 +15,10 @@ only (every stage's key inputs are recorded there as plain data), so it works wi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import RunFolderError
 from evalflow.output.run_folder import MANIFEST, RESULTS, is_complete
@@ -130,8 +131,11 @@ def _closest(task: str, stages: Mapping[str, Stage], runs: Sequence[Manifest]) -
 
 
 def _differing_inputs(new: Mapping[str, Stage], old: Mapping[str, Stage]) -> int:
-    return sum(len(list(_paths(old[name]["inputs"], s["inputs"]))) for name, s in new.items()
-               if name in old and old[name]["key"] != s["key"])
+    return sum(
+        len(list(_paths(old[name]["inputs"], s["inputs"])))
+        for name, s in new.items()
+        if name in old and old[name]["key"] != s["key"]
+    )
 
 
 def _why(stage: Stage, new: Mapping[str, Stage], old: Mapping[str, Stage], models: tuple[Any, Any], ref: Path) -> str:
@@ -153,8 +157,9 @@ def _why(stage: Stage, new: Mapping[str, Stage], old: Mapping[str, Stage], model
     return text
 
 
-def _upstream_causes(stage: Stage, new: Mapping[str, Stage], old: Mapping[str, Stage],
-                     models: tuple[Any, Any]) -> Iterator[tuple[str, str]]:
+def _upstream_causes(
+    stage: Stage, new: Mapping[str, Stage], old: Mapping[str, Stage], models: tuple[Any, Any]
+) -> Iterator[tuple[str, str]]:
     """The own changes of the nearest upstream stages that changed (the root causes)."""
     for up in stage["inputs"].get("upstream", {}):
         a, b = old.get(up), new.get(up)
@@ -203,14 +208,18 @@ def _own_changes(new: Mapping[str, Any], old: Mapping[str, Any], models: tuple[A
         else:
             out.append(_field_change(name, a.get(name), b.get(name)))
     if not out:  # a component newly called (or no longer) with nothing else changed: a re-registration
-        out.extend(_component_calls(old.get("identity", {}).get("components") or {},
-                                    new.get("identity", {}).get("components") or {}))
+        out.extend(
+            _component_calls(
+                old.get("identity", {}).get("components") or {}, new.get("identity", {}).get("components") or {}
+            )
+        )
     return out
 
 
 def _data_changes(old: Any, new: Any, task: Mapping[str, Any]) -> list[str]:
     """What changed in load_docs' data identity: the data files' bytes (a hash), and for an image
     task whose rows name files, each file by path (``{"data": hash, "image_files": {path: hash}}``)."""
+
     def parts(identity: Any) -> tuple[Any, Mapping[str, Any]]:
         if isinstance(identity, Mapping):
             return identity.get("data"), identity.get("image_files") or {}
@@ -222,28 +231,42 @@ def _data_changes(old: Any, new: Any, task: Mapping[str, Any]) -> list[str]:
         split = task.get("test_split") or task.get("validation_split") or "evaluated"
         out.append(f"data file bytes changed ({split} split; data fingerprint {_short(data_a)} → {_short(data_b)})")
     return out + _entry_changes(
-        files_a, files_b,
-        lambda path, added: f"image file {path} {'newly named by the data' if added else 'no longer named by the data'}",
-        lambda path, _, b: f"image file {path} {'deleted' if b == '<missing>' else 'changed'}")
+        files_a,
+        files_b,
+        lambda path, added: (
+            f"image file {path} {'newly named by the data' if added else 'no longer named by the data'}"
+        ),
+        lambda path, _, b: f"image file {path} {'deleted' if b == '<missing>' else 'changed'}",
+    )
 
 
 def _judge_changes(what: str, old: Any, new: Any) -> list[str]:
     """``judge prompt changed (graded: prompt: 'Rate…' → 'Grade…')``, per judge metric: the judge
     stages' inputs are keyed per metric (judges: metric -> identity; prompts: a list of entries)."""
+
     def by_metric(value: Any) -> dict[str, Any]:
         if isinstance(value, Mapping):
             return dict(value)
-        return {str(e.get("metric")): {k: v for k, v in e.items() if k != "metric"}
-                for e in value or [] if isinstance(e, Mapping)}
+        return {
+            str(e.get("metric")): {k: v for k, v in e.items() if k != "metric"}
+            for e in value or []
+            if isinstance(e, Mapping)
+        }
 
     return _entry_changes(
-        by_metric(old), by_metric(new),
+        by_metric(old),
+        by_metric(new),
         lambda metric, added: f"judge metric {'+ ' if added else '- '}{metric}",
-        lambda metric, a, b: f"{what} changed ({metric}: {'; '.join(_paths(a, b))})")
+        lambda metric, a, b: f"{what} changed ({metric}: {'; '.join(_paths(a, b))})",
+    )
 
 
-def _entry_changes(old: Mapping[str, Any], new: Mapping[str, Any], gone_or_new: Callable[[str, bool], str],
-                   changed: Callable[[str, Any, Any], str]) -> list[str]:
+def _entry_changes(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    gone_or_new: Callable[[str, bool], str],
+    changed: Callable[[str, Any, Any], str],
+) -> list[str]:
     """One line per key, sorted, of an entry added or removed (``gone_or_new(key, added)``) or
     whose value differs (``changed(key, old value, new value)``): keyed identities (image files by
     path, judges by metric) name what changed by its key, not by a position in a list."""
@@ -293,14 +316,21 @@ def _field_change(name: str, old: Any, new: Any) -> str:
         changed = [(a, b) for a, b in zip(old or [], new or []) if a != b]
         if changed and all(isinstance(e, Mapping) and "judge" in e for e in changed[0]):
             return f"judge metric {changed[0][1].get('metric')} changed ({'; '.join(_judge_paths(*changed[0]))})"
-        return (f"metric_list: metric {changed[0][1].get('metric')} changed ({'; '.join(_paths(*changed[0]))})"
-                if changed and all(isinstance(e, Mapping) for e in changed[0]) else "metric_list reordered")
+        return (
+            f"metric_list: metric {changed[0][1].get('metric')} changed ({'; '.join(_paths(*changed[0]))})"
+            if changed and all(isinstance(e, Mapping) for e in changed[0])
+            else "metric_list reordered"
+        )
     if name == "filter_list":
         added_removed = _set_change(_names(old, "name"), _names(new, "name"))
         if added_removed != "reordered or changed":
             return f"filter_list: {added_removed}"
         changed = [n for n in _names(new, "name") if _by_name(old, n) != _by_name(new, n)]
-        return f"filter_list: filter {', '.join(changed)} changed ({'; '.join(_paths(_by_name(old, changed[0]), _by_name(new, changed[0])))})" if changed else "filter_list reordered"
+        return (
+            f"filter_list: filter {', '.join(changed)} changed ({'; '.join(_paths(_by_name(old, changed[0]), _by_name(new, changed[0])))})"
+            if changed
+            else "filter_list reordered"
+        )
     paths = list(_paths(old, new, name))
     return "; ".join(paths) if paths else f"{name} changed"
 
@@ -319,8 +349,11 @@ def _judge_paths(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     if paths:
         return paths
     a, b = old["judge"], new["judge"]  # only a default written out or left out (both judge blocks, mappings)
-    return [f"judge.{key}: the default, now {'written out' if key in b else 'left out'}"
-            for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
+    return [
+        f"judge.{key}: the default, now {'written out' if key in b else 'left out'}"
+        for key in sorted(set(a) | set(b))
+        if a.get(key) != b.get(key)
+    ]
 
 
 def _names(items: Any, key: str) -> list[str]:

@@ -21,8 +21,8 @@ shown a difference of 0.26 or more (13 more one way than the other).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -79,8 +79,7 @@ def bootstrap_detectable(distribution: np.ndarray, alpha: float) -> float:
     return float(high - low) / 2.0
 
 
-def judge(name: str, diff: float, higher_is_better: bool | None, p_value: float | None,
-          gate: GateSettings) -> Verdict:
+def judge(name: str, diff: float, higher_is_better: bool | None, p_value: float | None, gate: GateSettings) -> Verdict:
     """Whether one row (B - A = ``diff``) is a regression under ``gate``."""
     if higher_is_better is None:
         return Verdict(name, False, "not gated: results.json does not say whether higher is better")
@@ -89,13 +88,24 @@ def judge(name: str, diff: float, higher_is_better: bool | None, p_value: float 
     if change >= -gate.max_drop:
         return Verdict(name, False, f"within max_drop={gate.max_drop:g}")
     if p_value is None:
-        return Verdict(name, True, f"{worse} by {abs(diff):.4f} > max_drop={gate.max_drop:g}; no paired test "
-                                   "can say it is noise (not a mean of per-document values)")
+        return Verdict(
+            name,
+            True,
+            f"{worse} by {abs(diff):.4f} > max_drop={gate.max_drop:g}; no paired test "
+            "can say it is noise (not a mean of per-document values)",
+        )
     if p_value < gate.alpha:
-        return Verdict(name, True, f"{worse} by {abs(diff):.4f} > max_drop={gate.max_drop:g}, "
-                                   f"p={p_value:.4g} < alpha={gate.alpha:g}")
-    return Verdict(name, False, f"{worse} by {abs(diff):.4f}, but p={p_value:.4g} >= alpha={gate.alpha:g}: "
-                                "not distinguishable from noise on these documents")
+        return Verdict(
+            name,
+            True,
+            f"{worse} by {abs(diff):.4f} > max_drop={gate.max_drop:g}, p={p_value:.4g} < alpha={gate.alpha:g}",
+        )
+    return Verdict(
+        name,
+        False,
+        f"{worse} by {abs(diff):.4f}, but p={p_value:.4g} >= alpha={gate.alpha:g}: "
+        "not distinguishable from noise on these documents",
+    )
 
 
 def failures(verdicts: Sequence[Verdict]) -> list[Verdict]:

@@ -8,8 +8,9 @@ opened. What the page leaves out it says where it leaves it out. Needs the ``ins
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -22,8 +23,15 @@ from evalflow.insight.report_page import PAGE
 from evalflow.insight.report_tables import SIGNIFICANT, left_out_notes, paired_columns, result_sections
 from evalflow.output.run_folder import SNAPSHOT, SNAPSHOT_OVERRIDES, Run, is_complete, load_run, snapshot_config
 
-__all__ = ["build_report", "document_view", "expand", "run_labels", "shortest_tails", "varying_setting",
-           "varying_settings"]
+__all__ = [
+    "build_report",
+    "document_view",
+    "expand",
+    "run_labels",
+    "shortest_tails",
+    "varying_setting",
+    "varying_settings",
+]
 
 SWEEP_ORDER = ("num_fewshot", "limit", "seed", "model", "apply_chat_template", "gen_kwargs")
 _UNSET = object()
@@ -165,7 +173,9 @@ def build_report(folders: Sequence[Path], max_docs: int | None = None) -> str:
         import altair as alt
         import vl_convert
     except ImportError:
-        raise ConfigError('report needs the insight extra (altair, vl-convert): pip install "evalflow[insight]"') from None
+        raise ConfigError(
+            'report needs the insight extra (altair, vl-convert): pip install "evalflow[insight]"'
+        ) from None
     runs = expand(folders)
     varying = varying_settings(runs)
     axis, _ = varying_setting(runs)
@@ -180,12 +190,20 @@ def build_report(folders: Sequence[Path], max_docs: int | None = None) -> str:
     views = document_view(runs, labels, max_docs)
     bundle = vl_convert.javascript_bundle(vl_version=alt.SCHEMA_VERSION.lstrip("v").rsplit(".", 1)[0])
     return PAGE.render(
-        runs=[{"label": lb, "folder": str(r.folder), "kind": r.kind, "paths": _cut_paths(varying, i, lb)}
-              for i, (lb, r) in enumerate(zip(labels, runs))],
-        labels=labels, sections=result_sections(runs, labels, comparison), paired_columns=paired_columns(comparison),
-        results_notes=left_out_notes(runs, labels), compare_error=compare_error, significant=SIGNIFICANT,
-        charts=[{"id": f"chart{i}", "title": t, "spec": _script_json(s) if s is not None else ""}
-                for i, (t, s) in enumerate(charts(runs, labels, varying, axis, comparison))],
+        runs=[
+            {"label": lb, "folder": str(r.folder), "kind": r.kind, "paths": _cut_paths(varying, i, lb)}
+            for i, (lb, r) in enumerate(zip(labels, runs))
+        ],
+        labels=labels,
+        sections=result_sections(runs, labels, comparison),
+        paired_columns=paired_columns(comparison),
+        results_notes=left_out_notes(runs, labels),
+        compare_error=compare_error,
+        significant=SIGNIFICANT,
+        charts=[
+            {"id": f"chart{i}", "title": t, "spec": _script_json(s) if s is not None else ""}
+            for i, (t, s) in enumerate(charts(runs, labels, varying, axis, comparison))
+        ],
         documents=[{**v, "blob": encode_docs(v), "n": len(v["docs"])} for v in views],
         document_notes=document_notes(runs, labels, views, max_docs),
         bundle=bundle.replace("</script", "<\\/script"),
@@ -194,8 +212,11 @@ def build_report(folders: Sequence[Path], max_docs: int | None = None) -> str:
 
 def _cut_paths(varying: Mapping[str, Sequence[Any]], i: int, label: str) -> str:
     """Run ``i``'s settings that its label shows by a path's tail, in full."""
-    return " ".join(f"{k}={values[i]}" for k, values in varying.items()
-                    if shortest_tails(values)[i] != values[i] and f"{k}={values[i]}" not in label)
+    return " ".join(
+        f"{k}={values[i]}"
+        for k, values in varying.items()
+        if shortest_tails(values)[i] != values[i] and f"{k}={values[i]}" not in label
+    )
 
 
 def _script_json(spec: Mapping[str, Any]) -> str:

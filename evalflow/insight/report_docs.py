@@ -19,7 +19,8 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from evalflow.insight.report_images import Thumbnails
 from evalflow.output.run_folder import Run, image_digests
@@ -38,7 +39,9 @@ def document_view(runs: Sequence[Run], labels: Sequence[str], max_docs: int | No
     return views
 
 
-def _task_view(runs: Sequence[Run], labels: Sequence[str], task: str, max_docs: int | None, thumbs: Thumbnails) -> dict[str, Any]:
+def _task_view(
+    runs: Sequence[Run], labels: Sequence[str], task: str, max_docs: int | None, thumbs: Thumbnails
+) -> dict[str, Any]:
     having = [i for i, r in enumerate(runs) if task in r.samples_files]
     per_run = [_by_doc(runs[i], task) for i in having]
     all_ids = set.union(*(set(p) for p in per_run))
@@ -52,9 +55,14 @@ def _task_view(runs: Sequence[Run], labels: Sequence[str], task: str, max_docs: 
         rows = [p[doc_id] for p in per_run]
         docs.append(_doc(doc_id, rows, columns, *_images(manifests, rows, columns, thumbs, hashed)))
     return {
-        "task": task, "runs": having, "columns": columns, "docs": docs,
-        "filter": runs[having[0]].filters(task)[0], "left_out": len(doc_ids) - len(shown),
-        "unpaired": len(all_ids) - len(doc_ids), "disagree": sum(d["disagree"] for d in docs),
+        "task": task,
+        "runs": having,
+        "columns": columns,
+        "docs": docs,
+        "filter": runs[having[0]].filters(task)[0],
+        "left_out": len(doc_ids) - len(shown),
+        "unpaired": len(all_ids) - len(doc_ids),
+        "disagree": sum(d["disagree"] for d in docs),
     }
 
 
@@ -69,27 +77,47 @@ def _by_doc(run: Run, task: str) -> dict[int, dict[str, Any]]:
     return {int(r["doc_id"]): r for r in run.rows(task) if str(r.get("filter", "none")) == first}
 
 
-def _images(manifests: Sequence[Mapping[str, Any]], rows: Sequence[dict[str, Any]], labels: Sequence[str],
-            thumbs: Thumbnails, hashed: bool) -> tuple[list[dict[str, str]], bool]:
+def _images(
+    manifests: Sequence[Mapping[str, Any]],
+    rows: Sequence[dict[str, Any]],
+    labels: Sequence[str],
+    thumbs: Thumbnails,
+    hashed: bool,
+) -> tuple[list[dict[str, str]], bool]:
     """The document's thumbnails, and whether the runs' pixels differ: once when every run showed
     the same, else each run's, labelled with the run (an edited image file)."""
     if not hashed or len({tuple(image_digests(r.get("arguments"))) for r in rows}) <= 1:
         return thumbs.of_row(manifests[0], rows[0]), False
-    return [{**im, "label": f"{label}: {im['label']}"}
-            for manifest, row, label in zip(manifests, rows, labels) for im in thumbs.of_row(manifest, row)], True
+    return [
+        {**im, "label": f"{label}: {im['label']}"}
+        for manifest, row, label in zip(manifests, rows, labels)
+        for im in thumbs.of_row(manifest, row)
+    ], True
 
 
-def _doc(doc_id: int, rows: Sequence[dict[str, Any]], labels: Sequence[str], images: list[dict[str, str]],
-         images_differ: bool) -> dict[str, Any]:
+def _doc(
+    doc_id: int,
+    rows: Sequence[dict[str, Any]],
+    labels: Sequence[str],
+    images: list[dict[str, str]],
+    images_differ: bool,
+) -> dict[str, Any]:
     scores = [{m: r.get(m) for m in r.get("metrics", [])} for r in rows]
     args = list(rows[0].get("arguments", {}).values())
     return {
-        "doc_id": doc_id, "prompt": str(args[0].get("arg_0", "")) if args else "",
+        "doc_id": doc_id,
+        "prompt": str(args[0].get("arg_0", "")) if args else "",
         **({"images": images} if images else {}),  # thumbnails of an image task (report_images)
         "target": str(rows[0].get("target", "")),
-        "runs": [{"label": lb, "resps": _short(r.get("resps")), "filtered": _short(r.get("filtered_resps")),
-                  "scores": ", ".join(f"{k}={_fmt(v)}" for k, v in s.items())}
-                 for lb, r, s in zip(labels, rows, scores)],
+        "runs": [
+            {
+                "label": lb,
+                "resps": _short(r.get("resps")),
+                "filtered": _short(r.get("filtered_resps")),
+                "scores": ", ".join(f"{k}={_fmt(v)}" for k, v in s.items()),
+            }
+            for lb, r, s in zip(labels, rows, scores)
+        ],
         "disagree": images_differ or (len(rows) > 1 and any(s != scores[0] for s in scores[1:])),
     }
 
@@ -105,27 +133,35 @@ def _fmt(value: Any) -> str:
 
 def encode_docs(view: dict[str, Any]) -> str:
     """The task's documents as base64 of gzip of JSON (mtime 0: the same runs give the same page)."""
-    payload = json.dumps({"columns": view["columns"], "docs": view["docs"]}, ensure_ascii=False,
-                         separators=(",", ":")).encode("utf-8")
+    payload = json.dumps(
+        {"columns": view["columns"], "docs": view["docs"]}, ensure_ascii=False, separators=(",", ":")
+    ).encode("utf-8")
     return base64.b64encode(gzip.compress(payload, compresslevel=6, mtime=0)).decode("ascii")
 
 
-def document_notes(runs: Sequence[Run], labels: Sequence[str], views: Sequence[dict[str, Any]],
-                   max_docs: int | None) -> list[str]:
+def document_notes(
+    runs: Sequence[Run], labels: Sequence[str], views: Sequence[dict[str, Any]], max_docs: int | None
+) -> list[str]:
     """What the Documents section leaves out, one line per reason."""
     notes = []
     without = [labels[i] for i, r in enumerate(runs) if not r.samples_files]
     if without:
-        notes.append(f"no samples files in {', '.join(without)} (evalflow: log_samples=true; lm-eval: "
-                     "--log_samples): their documents are not shown")
+        notes.append(
+            f"no samples files in {', '.join(without)} (evalflow: log_samples=true; lm-eval: "
+            "--log_samples): their documents are not shown"
+        )
     for view in views:
         task, having = view["task"], view["runs"]
         if len(having) < len(runs) and len(runs) > 1:
             runs_with = ", ".join(view["columns"])
-            notes.append(f"{task} is only in {runs_with}: its documents show {'that run' if len(having) == 1 else 'those runs'}")
+            notes.append(
+                f"{task} is only in {runs_with}: its documents show {'that run' if len(having) == 1 else 'those runs'}"
+            )
         if view["unpaired"]:
             notes.append(f"{task}: {view['unpaired']} documents not scored by every run that has it are left out")
         if view["left_out"]:
-            notes.append(f"{task}: the first {max_docs} of {max_docs + view['left_out']} documents are embedded "
-                         "(report docs=N sets how many; docs=all embeds every one)")
+            notes.append(
+                f"{task}: the first {max_docs} of {max_docs + view['left_out']} documents are embedded "
+                "(report docs=N sets how many; docs=all embeds every one)"
+            )
     return notes

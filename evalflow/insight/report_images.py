@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 SIDE = 96  # a thumbnail's longer side, in pixels
 
@@ -27,7 +28,9 @@ class Thumbnails:
     def of_row(self, manifest: Mapping[str, Any], row: Mapping[str, Any]) -> list[dict[str, str]]:
         """``{"src": data URL or "", "label": "WxH MODE xxh3:…"}`` for each image of the row's first request."""
         args = list(row.get("arguments", {}).values())
-        visual = (args[0].get("arg_2") or {}).get("visual", []) if args and isinstance(args[0].get("arg_2"), dict) else []
+        visual = (
+            (args[0].get("arg_2") or {}).get("visual", []) if args and isinstance(args[0].get("arg_2"), dict) else []
+        )
         out = []
         for ref in visual:
             if isinstance(ref, dict) and "__image__" in ref:
@@ -42,10 +45,12 @@ class Thumbnails:
         if store is None:
             return ""
         from evalflow.cache.images import MissingImage
-        from evalflow.records import ImageRef
+        from evalflow.core.records import ImageRef
 
         try:
-            image = store.image(ImageRef(str(ref["__image__"]), int(ref["width"]), int(ref["height"]), str(ref["mode"])))
+            image = store.image(
+                ImageRef(str(ref["__image__"]), int(ref["width"]), int(ref["height"]), str(ref["mode"]))
+            )
         except (MissingImage, OSError, ValueError, KeyError):
             return ""
         small = image.copy()

@@ -157,4 +157,5 @@ openFromHash();
 """
 
 PAGE = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined).from_string(
-    _TEMPLATE, globals={"docs_js": _DOCS_JS})
+    _TEMPLATE, globals={"docs_js": _DOCS_JS}
+)

@@ -14,8 +14,9 @@ below :data:`SIGNIFICANT` is marked.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalflow.insight.compare import Comparison
 from evalflow.output.run_folder import Run, metric_keys
@@ -136,8 +137,9 @@ def _alias(runs: Sequence[Run], name: str) -> str:
     return name
 
 
-def _lines(runs: Sequence[Run], name: str, is_group: bool, paired: Mapping[tuple[str, str], Comparison],
-           extra: bool) -> list[Line]:
+def _lines(
+    runs: Sequence[Run], name: str, is_group: bool, paired: Mapping[tuple[str, str], Comparison], extra: bool
+) -> list[Line]:
     entries = [r.results.get("results", {}).get(name) for r in runs]
     keys = list(dict.fromkeys(f"{m},{f}" for e in entries if e for m, f in metric_keys(e)))
     label = _alias(runs, name) + (" (group)" if is_group else "")
@@ -154,8 +156,9 @@ def _lines(runs: Sequence[Run], name: str, is_group: bool, paired: Mapping[tuple
         recorded = getattr(c, "higher_is_better", None)  # compare()'s own, where it gives one
         higher = higher if recorded is None else bool(recorded)
         direction = ("better" if (c.diff > 0) == higher else "worse") if significant and c.diff != 0 else ""
-        out.append(Line(label, name, key, "↑" if higher else "↓", values, _paired_cells(c, extra), significant,
-                        direction))
+        out.append(
+            Line(label, name, key, "↑" if higher else "↓", values, _paired_cells(c, extra), significant, direction)
+        )
     return out
 
 
@@ -189,6 +192,9 @@ def _paired_cells(c: Comparison, extra: bool) -> tuple[str, ...]:
     if not extra:
         return cells
     detectable = getattr(c, "detectable", None)
-    shown = "" if detectable is None else ("yes" if detectable is True else "no" if detectable is False
-                                           else _num(detectable))
+    shown = (
+        ""
+        if detectable is None
+        else ("yes" if detectable is True else "no" if detectable is False else _num(detectable))
+    )
     return (*cells, shown)

@@ -21,14 +21,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalflow.cache.fingerprint import fingerprint
+from evalflow.core.records import Context, DocSet, Instance, Request, Responses
 from evalflow.dag.node import Node
 from evalflow.dag.pipeline import PIPELINE
 from evalflow.errors import ConfigError, RunFolderError
-from evalflow.records import Context, DocSet, Instance, Request, Responses
 from evalflow.taskspec.format.spec import TaskConfig
 
 Rows = tuple[Mapping[str, Any], ...]  # one samples line per document (the first filter's line)
@@ -78,7 +79,10 @@ def _arguments(row: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     args = row.get("arguments", {})
     if isinstance(args, list):  # lm-eval's in-memory form
         return [tuple(a) for a in args]
-    return [tuple(a[f"arg_{j}"] for j in range(len(a))) for _, a in sorted(args.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[1]))]
+    return [
+        tuple(a[f"arg_{j}"] for j in range(len(a)))
+        for _, a in sorted(args.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[1]))
+    ]
 
 
 def _answer(rtype: str, value: Any) -> Any:
@@ -92,8 +96,14 @@ def _answer(rtype: str, value: Any) -> Any:
 
 def _source(name: str, function: str, output: str, **declared: Any) -> Node:
     """A node that reads the samples (hashed by content, never by path) in place of a stage."""
-    return Node(name, f"evalflow.insight.rescore:{function}", output, run_settings=("recorded",),
-                unhashed=("recorded",), **declared)
+    return Node(
+        name,
+        f"evalflow.insight.rescore:{function}",
+        output,
+        run_settings=("recorded",),
+        unhashed=("recorded",),
+        **declared,
+    )
 
 
 RESCORE_PIPELINE: tuple[Node, ...] = (
@@ -101,7 +111,9 @@ RESCORE_PIPELINE: tuple[Node, ...] = (
     _source("fewshot", "contexts_from_samples", "contexts", upstream=("load_docs",)),
     _source("instances", "instances_from_samples", "instances", task_fields=("output_type",), upstream=("load_docs",)),
     _source("inference", "responses_from_samples", "responses", task_fields=("output_type",), upstream=("instances",)),
-) + tuple(node for node in PIPELINE if node.name in ("filters", "judge_requests", "judge_inference", "metrics", "aggregate"))
+) + tuple(
+    node for node in PIPELINE if node.name in ("filters", "judge_requests", "judge_inference", "metrics", "aggregate")
+)
 """The answers come from the samples; scoring is the evaluation pipeline's own nodes (with the
 judge stages for tasks with judge metrics: only the judge model runs, on the recorded answers)."""
 
@@ -136,15 +148,19 @@ def _task_files(tasks: Sequence[TaskConfig], paths: Sequence[Path]) -> dict[str,
         return {tasks[0].task: list(paths)}
     out: dict[str, list[Path]] = {t.task: [] for t in tasks}
     for path in paths:
-        stem = path.name[len("samples_"):].rsplit(".", 1)[0] if path.name.startswith("samples_") else ""
+        stem = path.name[len("samples_") :].rsplit(".", 1)[0] if path.name.startswith("samples_") else ""
         owner = max((t for t in out if stem == t or stem.startswith(t + "_2")), key=len, default=None)
         if owner is None:
-            raise ConfigError(f"{path}: cannot tell which of the {len(tasks)} selected tasks it belongs to; name it "
-                              "samples_<task>[_<date>].jsonl or rescore one task at a time")
+            raise ConfigError(
+                f"{path}: cannot tell which of the {len(tasks)} selected tasks it belongs to; name it "
+                "samples_<task>[_<date>].jsonl or rescore one task at a time"
+            )
         out[owner].append(path)
     missing = [t for t, files in out.items() if not files]
     if missing:
-        raise ConfigError(f"no samples file given for task(s) {', '.join(missing)}; give samples_<task>*.jsonl for each")
+        raise ConfigError(
+            f"no samples file given for task(s) {', '.join(missing)}; give samples_<task>*.jsonl for each"
+        )
     return out
 
 
@@ -152,12 +168,12 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
     """Score the answers in ``paths`` under the task config ``overrides`` select; write the run folder."""
     from evalflow.cache.store import CacheStore
     from evalflow.config.compose import compose_config
+    from evalflow.config.settings import settings_from_config
     from evalflow.dag.answer_cache import InferenceCounts
     from evalflow.dag.runner import TaskRun, finish
     from evalflow.output.results import RunRecord, build_results
     from evalflow.output.run_folder import write_run_folder
-    from evalflow.run_parts import judge_edges, select_tasks
-    from evalflow.settings import settings_from_config
+    from evalflow.run.parts import judge_edges, select_tasks
 
     started = time.time()
     settings = settings_from_config(compose_config([*overrides, "model=dummy"]))
@@ -170,15 +186,29 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
         for task, files in _task_files(selection.tasks, paths).items():
             config = next(t for t in selection.tasks if t.task == task)
             judge_settings, judge_resource = judges.for_task(config)
-            run_settings = {"recorded": read_samples(files), "think_end_token": settings.think_end_token,
-                            "bootstrap_iters": settings.bootstrap_iters, "code_sandbox": settings.code_sandbox,
-                            "judges": judge_settings}
+            run_settings = {
+                "recorded": read_samples(files),
+                "think_end_token": settings.think_end_token,
+                "bootstrap_iters": settings.bootstrap_iters,
+                "code_sandbox": settings.code_sandbox,
+                "judges": judge_settings,
+            }
             run = TaskRun(config, run_settings, RESCORE_PIPELINE)  # the run's runner, on the recorded answers
             events.extend(finish(run, store, {"judges": judge_resource}, {"judge_inference": judges.counts}))
             outputs[task] = run.outputs
         # written while the cache is open: cached stage outputs are decoded when the writers use them
-        record = RunRecord(settings, selection, outputs, events, InferenceCounts(), started, time.time(), settings.model,
-                           judge=judges.counts if judges.edges else None, judge_identities=judges.identities)
+        record = RunRecord(
+            settings,
+            selection,
+            outputs,
+            events,
+            InferenceCounts(),
+            started,
+            time.time(),
+            settings.model,
+            judge=judges.counts if judges.edges else None,
+            judge_identities=judges.identities,
+        )
         results = build_results(record)
         write_run_folder(output_dir, record, results, store)
     finally:
@@ -191,4 +221,6 @@ def _judge_counts(event: Any, before: Any, after: Any) -> Any:
     """The judge_inference event, with how many judge requests the judge answered."""
     if event.stage != "judge_inference" or event.hit:
         return event
-    return dataclasses.replace(event, detail={f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")})
+    return dataclasses.replace(
+        event, detail={f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")}
+    )

@@ -17,9 +17,9 @@ and checked then (:func:`check_judges`), before any model call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.config.messages import has_preset
@@ -45,8 +45,10 @@ def preset_config(name: str, where: str) -> dict[str, Any]:
         path = conf_dir() / "model" / f"{preset}.yaml"
         if not path.is_file():
             names = sorted(p.stem for p in (conf_dir() / "model").glob("*.yaml"))
-            raise ConfigError(f"{where}: unknown model preset '{preset}'; the presets are {', '.join(names)} (conf/model/). "
-                              "Give a preset's name or a model config mapping with a type, e.g. {type: hf, pretrained: PATH}.")
+            raise ConfigError(
+                f"{where}: unknown model preset '{preset}'; the presets are {', '.join(names)} (conf/model/). "
+                "Give a preset's name or a model config mapping with a type, e.g. {type: hf, pretrained: PATH}."
+            )
         cfg: Any = OmegaConf.load(path)
         defaults = list(cfg.pop("defaults", None) or ["_self_"])
         parts = [cfg if d == "_self_" else raw(str(d)) for d in defaults]
@@ -62,8 +64,10 @@ def judge_model_config(value: Any, where: str) -> dict[str, Any]:
     if isinstance(value, Mapping) and value.get("type"):
         base = preset_config(str(value["type"]), where) if has_preset(value["type"]) else {}
         return {**base, **{str(k): v for k, v in value.items()}}
-    raise ConfigError(f"{where}: the judge model must be a preset name (judge: {{model: smollm2}}) or a model config "
-                      f"mapping with a type; got {value!r}. Set it in the judge block or with judge_model=NAME.")
+    raise ConfigError(
+        f"{where}: the judge model must be a preset name (judge: {{model: smollm2}}) or a model config "
+        f"mapping with a type; got {value!r}. Set it in the judge block or with judge_model=NAME."
+    )
 
 
 @dataclass(frozen=True)
@@ -86,8 +90,10 @@ def task_judges(task: TaskConfig, judge_model: Any) -> tuple[Judge, ...]:
         where = f"task '{task.task}' ({task.source or 'no file'}) metric '{spec.metric}' judge.model"
         chosen = judge_model if judge_model is not None else spec.model
         if chosen is None:
-            raise ConfigError(f"{where}: no judge model; give one in the judge block (model: smollm2) or on the command "
-                              "line (judge_model=smollm2)")
+            raise ConfigError(
+                f"{where}: no judge model; give one in the judge block (model: smollm2) or on the command "
+                "line (judge_model=smollm2)"
+            )
         config = judge_model_config(chosen, "judge_model" if judge_model is not None else where)
         try:
             data = model_identity(config)
@@ -97,7 +103,9 @@ def task_judges(task: TaskConfig, judge_model: Any) -> tuple[Judge, ...]:
     return tuple(out)
 
 
-def check_judges(tasks: Sequence[TaskConfig], judge_model: Any, check_arguments: Callable[[Mapping[str, Any]], Any]) -> None:
+def check_judges(
+    tasks: Sequence[TaskConfig], judge_model: Any, check_arguments: Callable[[Mapping[str, Any]], Any]
+) -> None:
     """Every judge model resolves and can be built from its config (its constructor's arguments
     bind): load-time, before any model call. ``check_arguments`` raises on a config that cannot."""
     for task in tasks:
@@ -107,7 +115,9 @@ def check_judges(tasks: Sequence[TaskConfig], judge_model: Any, check_arguments:
             try:
                 check_arguments(judge.config)
             except EvalflowError as exc:
-                raise TaskError(f"task '{task.task}' ({task.source or 'no file'}) metric '{judge.metric}' judge model: {exc}") from None
+                raise TaskError(
+                    f"task '{task.task}' ({task.source or 'no file'}) metric '{judge.metric}' judge model: {exc}"
+                ) from None
 
 
 @dataclass

@@ -23,9 +23,11 @@ from evalflow.registry import Registry
 Parse = Callable[[str], "float | None"]
 
 JUDGE_PARSERS: Registry[Callable[..., Any]] = Registry(
-    "judge_parser", error=TaskError, noun="component",  # the name comes from a task's YAML, as a metric's
+    "judge_parser",
+    error=TaskError,
+    noun="component",  # the name comes from a task's YAML, as a metric's
     hint="Use a registered judge_parser name, or register yours with evalflow.register_judge_parser(...) in a "
-         "module the run imports first (imports=[my_module] on the command line; from Python, import it).",
+    "module the run imports first (imports=[my_module] on the command line; from Python, import it).",
 )
 
 
@@ -56,12 +58,14 @@ def regex_parser(options: Mapping[str, Any], where: str) -> Parse:
     _options(options, ("pattern", "map", "ignore_case"), where)
     pattern = options.get("pattern")
     if not isinstance(pattern, str) or not pattern:
-        raise TaskError(f"{where}.pattern: give the regular expression, e.g. pattern: \"Score: (\\\\d+)\"")
+        raise TaskError(f'{where}.pattern: give the regular expression, e.g. pattern: "Score: (\\\\d+)"')
     try:
         compiled = re.compile(pattern, re.IGNORECASE if options.get("ignore_case") else 0)
     except re.error as exc:
-        raise TaskError(f"{where}.pattern: {pattern!r} is not a valid regular expression ({exc}); fix it "
-                        "(in YAML, double quotes need \\\\d for \\d)") from None
+        raise TaskError(
+            f"{where}.pattern: {pattern!r} is not a valid regular expression ({exc}); fix it "
+            "(in YAML, double quotes need \\\\d for \\d)"
+        ) from None
     mapping = _score_map(options.get("map"), f"{where}.map") if "map" in options else None
 
     def parse(text: str) -> float | None:
@@ -75,13 +79,20 @@ def regex_parser(options: Mapping[str, Any], where: str) -> Parse:
 
 
 def _score_map(value: Any, where: str) -> dict[str, float]:
-    if not isinstance(value, Mapping) or not value or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
-        raise TaskError(f"{where}: give a non-empty mapping of judge answers to scores, e.g. {{'yes': 1, 'no': 0}}; got {value!r}")
+    if (
+        not isinstance(value, Mapping)
+        or not value
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values())
+    ):
+        raise TaskError(
+            f"{where}: give a non-empty mapping of judge answers to scores, e.g. {{'yes': 1, 'no': 0}}; got {value!r}"
+        )
     unquoted = [k for k in value if not isinstance(k, str)]
     if unquoted:
-        raise TaskError(f"{where}: the judge answers {unquoted!r} are not strings: YAML reads unquoted yes/no, on/off, "
-                        "true/false and numbers as other types. Quote each answer: {\"yes\": 1, \"no\": 0}")
+        raise TaskError(
+            f"{where}: the judge answers {unquoted!r} are not strings: YAML reads unquoted yes/no, on/off, "
+            'true/false and numbers as other types. Quote each answer: {"yes": 1, "no": 0}'
+        )
     return {k: float(v) for k, v in value.items()}
 
 

@@ -32,8 +32,8 @@ from typing import Any
 import jinja2
 from jinja2 import meta
 
+from evalflow.core.records import SAMPLE_FIELDS
 from evalflow.errors import TaskError, closest
-from evalflow.records import SAMPLE_FIELDS
 from evalflow.judges.parsers import JUDGE_PARSERS, Parse
 
 TEMPLATE_NAMES = ("doc", "response", "target", "choices")
@@ -49,8 +49,11 @@ def with_defaults(block: Mapping[str, Any]) -> dict[str, Any]:
     """A judge block as the judge reads it, defaults filled in: ``explain`` shows an edit of an
     omitted key as the default it replaced (``on_unparsed: "exclude" → 0``, not ``null → 0``)."""
     given = block.get("gen_kwargs")
-    return {**block, "on_unparsed": block.get("on_unparsed", ON_UNPARSED_DEFAULT),
-            "gen_kwargs": {**DEFAULT_GEN_KWARGS, **(given if isinstance(given, Mapping) else {})}}
+    return {
+        **block,
+        "on_unparsed": block.get("on_unparsed", ON_UNPARSED_DEFAULT),
+        "gen_kwargs": {**DEFAULT_GEN_KWARGS, **(given if isinstance(given, Mapping) else {})},
+    }
 
 
 @dataclass(frozen=True)
@@ -78,26 +81,36 @@ def is_judge_entry(entry: Any) -> bool:
 def parse_judge(metric: str, block: Any, where: str, source: str = "") -> JudgeSpec:
     """The judge of ``metric_list`` entry ``metric``, or one TaskError naming the key and the fix."""
     if metric in SAMPLE_FIELDS:
-        raise TaskError(f"{where}: the judge metric is named '{metric}', a field every samples row already has "
-                        f"({', '.join(sorted(SAMPLE_FIELDS))}), so its values would be lost; give it another name "
-                        "(metric: judge_correct)")
+        raise TaskError(
+            f"{where}: the judge metric is named '{metric}', a field every samples row already has "
+            f"({', '.join(sorted(SAMPLE_FIELDS))}), so its values would be lost; give it another name "
+            "(metric: judge_correct)"
+        )
     where = f"{where} (judge metric '{metric}'): judge"
     if not isinstance(block, Mapping):
-        raise TaskError(f"{where}: the judge block must be a mapping with model, prompt (or prompt_file) and parser; got {block!r}")
+        raise TaskError(
+            f"{where}: the judge block must be a mapping with model, prompt (or prompt_file) and parser; got {block!r}"
+        )
     unknown = [k for k in block if k not in _KEYS]
     if unknown:
-        raise TaskError(f"{where}: unknown key '{unknown[0]}'; {closest(str(unknown[0]), _KEYS)} The judge block takes {', '.join(_KEYS)}.")
+        raise TaskError(
+            f"{where}: unknown key '{unknown[0]}'; {closest(str(unknown[0]), _KEYS)} The judge block takes {', '.join(_KEYS)}."
+        )
     prompt = _prompt(block, where, source)
     parser = block.get("parser")
     if not isinstance(parser, Mapping) or "type" not in parser:
-        raise TaskError(f"{where}.parser: give a mapping with a type ({', '.join(JUDGE_PARSERS.names())}), "
-                        "e.g. parser: {type: regex, pattern: \"Score: (\\\\d+)\"}")
+        raise TaskError(
+            f"{where}.parser: give a mapping with a type ({', '.join(JUDGE_PARSERS.names())}), "
+            'e.g. parser: {type: regex, pattern: "Score: (\\\\d+)"}'
+        )
     factory = JUDGE_PARSERS.get(str(parser["type"]), where=f"{where}.parser.type")
     options = {k: v for k, v in parser.items() if k != "type"}
     parse = factory(options, f"{where}.parser")
     gen_kwargs = block.get("gen_kwargs") or {}
     if not isinstance(gen_kwargs, Mapping):
-        raise TaskError(f"{where}.gen_kwargs: give a mapping, e.g. gen_kwargs: {{max_gen_toks: 16, until: [\"\\n\"]}}; got {gen_kwargs!r}")
+        raise TaskError(
+            f'{where}.gen_kwargs: give a mapping, e.g. gen_kwargs: {{max_gen_toks: 16, until: ["\\n"]}}; got {gen_kwargs!r}'
+        )
     merged = {**DEFAULT_GEN_KWARGS, **gen_kwargs}
     if isinstance(merged["until"], str):
         merged["until"] = [merged["until"]]
@@ -106,13 +119,17 @@ def parse_judge(metric: str, block: Any, where: str, source: str = "") -> JudgeS
 
 def _prompt(block: Mapping[str, Any], where: str, source: str) -> str:
     if ("prompt" in block) == ("prompt_file" in block):
-        raise TaskError(f"{where}: give exactly one of prompt (a Jinja template) and prompt_file (a file next to the task YAML)")
+        raise TaskError(
+            f"{where}: give exactly one of prompt (a Jinja template) and prompt_file (a file next to the task YAML)"
+        )
     if "prompt_file" in block:
         path = Path(str(block["prompt_file"]))
         if not path.is_absolute() and source:
             path = Path(source).parent / path
         if not path.is_file():
-            raise TaskError(f"{where}.prompt_file: {path} does not exist; give a path relative to the task YAML's folder")
+            raise TaskError(
+                f"{where}.prompt_file: {path} does not exist; give a path relative to the task YAML's folder"
+            )
         text = path.read_text(encoding="utf-8")
     else:
         text = block["prompt"]
@@ -130,7 +147,9 @@ def check_template(text: str, where: str) -> None:
     try:
         names = meta.find_undeclared_variables(ENV.parse(text))
     except jinja2.TemplateSyntaxError as exc:
-        raise TaskError(f"{where}.prompt: the Jinja template does not parse ({exc.message}, line {exc.lineno}); fix it") from None
+        raise TaskError(
+            f"{where}.prompt: the Jinja template does not parse ({exc.message}, line {exc.lineno}); fix it"
+        ) from None
     unknown = sorted(names - set(TEMPLATE_NAMES))
     if unknown:
         raise TaskError(
@@ -145,12 +164,15 @@ def _policy(block: Mapping[str, Any], where: str) -> float | None:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    raise TaskError(f"{where}.on_unparsed: {value!r} is not allowed; use exclude (leave the document out of the "
-                    "aggregate, the default) or a number (the score an unparseable judge answer gets)")
+    raise TaskError(
+        f"{where}.on_unparsed: {value!r} is not allowed; use exclude (leave the document out of the "
+        "aggregate, the default) or a number (the score an unparseable judge answer gets)"
+    )
 
 
-def render_judge_prompt(template: str, doc: Mapping[str, Any], response: str, target: Any, choices: Any,
-                        *, where: str) -> str:
+def render_judge_prompt(
+    template: str, doc: Mapping[str, Any], response: str, target: Any, choices: Any, *, where: str
+) -> str:
     """The judge prompt for one answer (lm-eval's sandboxed Jinja environment, strict undefined)."""
     from evalflow.errors import DataError
     from evalflow.taskspec.prompts.templates import _compile
@@ -158,9 +180,11 @@ def render_judge_prompt(template: str, doc: Mapping[str, Any], response: str, ta
     try:
         return _compile(template).render(doc=doc, response=response, target=target, choices=choices)
     except jinja2.UndefinedError as exc:
-        raise TaskError(f"{where}: the judge prompt uses {exc.message}; the document's fields are {sorted(doc)} "
-                        "(write doc.FIELD). Fix the prompt.") from None
-    except Exception as exc:  # noqa: BLE001 - any failure inside a user template is about the row
+        raise TaskError(
+            f"{where}: the judge prompt uses {exc.message}; the document's fields are {sorted(doc)} "
+            "(write doc.FIELD). Fix the prompt."
+        ) from None
+    except Exception as exc:
         raise DataError(f"{where}: rendering the judge prompt failed with {type(exc).__name__}: {exc}") from None
 
 

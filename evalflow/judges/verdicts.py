@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalflow.records import JudgeRequests, JudgeResponses, Scores
+from evalflow.core.records import JudgeRequests, JudgeResponses, Scores
 from evalflow.judges.spec import JudgeSpec, judge_score
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class Verdicts:
     table: Mapping[Key, Verdict] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, specs: Sequence[JudgeSpec], answered: Iterable[tuple[Key, str]]) -> "Verdicts":
+    def of(cls, specs: Sequence[JudgeSpec], answered: Iterable[tuple[Key, str]]) -> Verdicts:
         by_name = {s.metric: s for s in specs}
         table = {}
         for key, text in answered:
@@ -50,11 +50,14 @@ class Verdicts:
         return cls(tuple(specs), table)
 
     @classmethod
-    def from_stages(cls, specs: Sequence[JudgeSpec], requests: JudgeRequests | None,
-                    responses: JudgeResponses | None) -> "Verdicts":
+    def from_stages(
+        cls, specs: Sequence[JudgeSpec], requests: JudgeRequests | None, responses: JudgeResponses | None
+    ) -> Verdicts:
         if not specs or requests is None or responses is None:
             return cls()
-        return cls.of(specs, (((i.metric, i.doc_id, i.response), text) for i, text in zip(requests.items, responses.values)))
+        return cls.of(
+            specs, (((i.metric, i.doc_id, i.response), text) for i, text in zip(requests.items, responses.values))
+        )
 
     def values(self, doc_id: int, results: Sequence[Any]) -> dict[str, float]:
         """The judge metrics' values for one answer of document ``doc_id`` (``results``: one value
@@ -102,7 +105,7 @@ def unparsed_counts(scores: Scores) -> dict[str, int]:
     return out
 
 
-def judge_gaps(specs: Sequence["MetricSpec"], scores: Scores) -> dict[str, Any]:
+def judge_gaps(specs: Sequence[MetricSpec], scores: Scores) -> dict[str, Any]:
     """What the aggregate of judge metrics lacks, made explicit (``on_unparsed: exclude`` leaves a
     document without a value, and an aggregate over no document is not computed at all):
 

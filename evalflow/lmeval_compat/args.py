@@ -1,11 +1,11 @@
 """lm-eval 0.4.13's argument strings, parsed as lm-eval parses them, and written back as Hydra overrides.
 
-    >>> parse_model_args("pretrained=org/m,dtype=float32,max_length=2048,trust_remote_code=True")
-    {'pretrained': 'org/m', 'dtype': 'float32', 'max_length': 2048, 'trust_remote_code': True}
-    >>> hydra_value({"until": ["Q:", "it's"], "do_sample": False})
-    "{until:['Q:','it\\\\'s'],do_sample:false}"
-    >>> batch_size_value("auto:4"), batch_size_value("8")
-    ('auto:4', 8)
+>>> parse_model_args("pretrained=org/m,dtype=float32,max_length=2048,trust_remote_code=True")
+{'pretrained': 'org/m', 'dtype': 'float32', 'max_length': 2048, 'trust_remote_code': True}
+>>> hydra_value({"until": ["Q:", "it's"], "do_sample": False})
+"{until:['Q:','it\\\\'s'],do_sample:false}"
+>>> batch_size_value("auto:4"), batch_size_value("8")
+('auto:4', 8)
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from evalflow.errors import ConfigError
 
@@ -49,8 +50,10 @@ def parse_model_args(value: str | Mapping[str, Any] | None) -> dict[str, Any]:
         try:
             return dict(json.loads(text))
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"model_args: {text!r} is not valid JSON ({exc.msg}); use double quotes, "
-                              "or the comma form pretrained=NAME,dtype=float32") from None
+            raise ConfigError(
+                f"model_args: {text!r} is not valid JSON ({exc.msg}); use double quotes, "
+                "or the comma form pretrained=NAME,dtype=float32"
+            ) from None
     out: dict[str, Any] = {}
     for part in filter(None, text.split(",")):
         if "=" not in part:

@@ -13,47 +13,80 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import hydra_value
-from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.execute import execute
+from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
 
 _UNSUPPORTED = {  # argument: (lm-eval's default, why evalflow cannot honour another value)
     "rewrite_requests_cache": (False, "evalflow's request cache is keyed by the task's content and never stale"),
     "delete_requests_cache": (False, "`python -m evalflow cache clear` empties evalflow's cache"),
     "check_integrity": (False, "evalflow has no task test suites (`python -m evalflow validate`)"),
-    "evaluation_tracker": (None, "evalflow writes its run folder (output_dir=), and `evalflow lm-eval --output_path` lm-eval's files"),
+    "evaluation_tracker": (
+        None,
+        "evalflow writes its run folder (output_dir=), and `evalflow lm-eval --output_path` lm-eval's files",
+    ),
     "metadata": (None, "evalflow has no run-level task metadata; set it in the task's YAML"),
 }
 
 
-def simple_evaluate(  # noqa: PLR0913 - lm-eval's signature, argument for argument
-    model: Any, model_args: str | Mapping[str, Any] | None = None, tasks: list[str] | str | None = None,
-    num_fewshot: int | None = None, batch_size: int | str | None = None, max_batch_size: int | None = None,
-    device: str | None = None, use_cache: str | None = None, cache_requests: bool = False,
-    rewrite_requests_cache: bool = False, delete_requests_cache: bool = False, limit: int | float | None = None,
-    samples: Mapping[str, list[int]] | None = None, bootstrap_iters: int = 100000, check_integrity: bool = False,
-    write_out: bool = False, log_samples: bool = True, evaluation_tracker: Any = None,
-    system_instruction: str | None = None, apply_chat_template: bool | str = False, fewshot_as_multiturn: bool = True,
-    gen_kwargs: str | Mapping[str, Any] | None = None, task_manager: Any = None, verbosity: str | None = None,
-    predict_only: bool = False, random_seed: int = 0, numpy_random_seed: int = 1234, torch_random_seed: int = 1234,
-    fewshot_random_seed: int = 1234, confirm_run_unsafe_code: bool = False, metadata: Mapping[str, Any] | None = None,
-    *, include_path: str | None = None, output_dir: str | None = None,
+def simple_evaluate(
+    model: Any,
+    model_args: str | Mapping[str, Any] | None = None,
+    tasks: list[str] | str | None = None,
+    num_fewshot: int | None = None,
+    batch_size: int | str | None = None,
+    max_batch_size: int | None = None,
+    device: str | None = None,
+    use_cache: str | None = None,
+    cache_requests: bool = False,
+    rewrite_requests_cache: bool = False,
+    delete_requests_cache: bool = False,
+    limit: int | float | None = None,
+    samples: Mapping[str, list[int]] | None = None,
+    bootstrap_iters: int = 100000,
+    check_integrity: bool = False,
+    write_out: bool = False,
+    log_samples: bool = True,
+    evaluation_tracker: Any = None,
+    system_instruction: str | None = None,
+    apply_chat_template: bool | str = False,
+    fewshot_as_multiturn: bool = True,
+    gen_kwargs: str | Mapping[str, Any] | None = None,
+    task_manager: Any = None,
+    verbosity: str | None = None,
+    predict_only: bool = False,
+    random_seed: int = 0,
+    numpy_random_seed: int = 1234,
+    torch_random_seed: int = 1234,
+    fewshot_random_seed: int = 1234,
+    confirm_run_unsafe_code: bool = False,
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    include_path: str | None = None,
+    output_dir: str | None = None,
 ) -> dict[str, Any]:
     """lm-eval's ``simple_evaluate``; ``include_path`` (or a ``task_manager`` with one) adds task folders."""
     given = dict(locals())
-    refused = [f"{name}={given[name]!r}: {why}" for name, (default, why) in _UNSUPPORTED.items() if given[name] != default]
+    refused = [
+        f"{name}={given[name]!r}: {why}" for name, (default, why) in _UNSUPPORTED.items() if given[name] != default
+    ]
     if refused:
         raise ConfigError("simple_evaluate cannot honour: " + " | ".join(refused))
     if not tasks:
         raise ConfigError("simple_evaluate: tasks is required (names, groups, tags or YAML paths)")
     paths = [include_path] if include_path else list(getattr(task_manager, "include_path", None) or [])
-    argv = _argv(given, [tasks] if isinstance(tasks, str) else list(tasks), paths[:1],
-                 "dummy" if not isinstance(model, str) else model)
+    argv = _argv(
+        given,
+        [tasks] if isinstance(tasks, str) else list(tasks),
+        paths[:1],
+        "dummy" if not isinstance(model, str) else model,
+    )
     tr = translate(parse(argv))
     if len(paths) > 1:
         tr = dataclasses.replace(tr, overrides=(*tr.overrides, f"include_path={hydra_value(paths)}"))
@@ -82,16 +115,25 @@ def _argv(given: Mapping[str, Any], tasks: list[str], include: list[str], model:
         argv += ["--gen_kwargs", gen if isinstance(gen, str) else json.dumps(dict(gen))]
     seeds = [given[k] for k in ("random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed")]
     argv += ["--seed", ",".join("None" if s is None else str(s) for s in seeds)]
-    for flag, value in (("num_fewshot", given["num_fewshot"]), ("batch_size", given["batch_size"]),
-                        ("max_batch_size", given["max_batch_size"]), ("device", given["device"]),
-                        ("use_cache", given["use_cache"]), ("limit", given["limit"]),
-                        ("bootstrap_iters", given["bootstrap_iters"]), ("system_instruction", given["system_instruction"]),
-                        ("verbosity", given["verbosity"]), ("include_path", include[0] if include else None),
-                        ("samples", json.dumps(dict(given["samples"])) if given["samples"] else None)):
+    for flag, value in (
+        ("num_fewshot", given["num_fewshot"]),
+        ("batch_size", given["batch_size"]),
+        ("max_batch_size", given["max_batch_size"]),
+        ("device", given["device"]),
+        ("use_cache", given["use_cache"]),
+        ("limit", given["limit"]),
+        ("bootstrap_iters", given["bootstrap_iters"]),
+        ("system_instruction", given["system_instruction"]),
+        ("verbosity", given["verbosity"]),
+        ("include_path", include[0] if include else None),
+        ("samples", json.dumps(dict(given["samples"])) if given["samples"] else None),
+    ):
         if value is not None:
             argv += [f"--{flag}", str(value)]
     if given["apply_chat_template"]:
-        argv += ["--apply_chat_template"] + ([] if given["apply_chat_template"] is True else [given["apply_chat_template"]])
+        argv += ["--apply_chat_template"] + (
+            [] if given["apply_chat_template"] is True else [given["apply_chat_template"]]
+        )
         argv += ["--fewshot_as_multiturn", str(bool(given["fewshot_as_multiturn"]))]
     for flag in ("log_samples", "predict_only", "write_out", "confirm_run_unsafe_code"):
         if given[flag]:

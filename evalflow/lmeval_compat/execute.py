@@ -25,13 +25,15 @@ def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
     """Run the translation (``--write_out`` first prints each task's first prompt, as lm-eval does)
     and return lm-eval's results dictionary: the model and its arguments as the command gave them;
     ``model``: a model object instead of the translation's preset (simple_evaluate)."""
-    from evalflow.app import evaluate
+    from evalflow.run.phases import evaluate
 
     if tr.verbosity:
         logging.getLogger("evalflow").setLevel(tr.verbosity.upper())
     if tr.write_out:
         print_first_prompts(tr)
-    results = evaluate(list(tr.tasks), tr.preset if model is None else model, output_dir=folder, overrides=list(tr.overrides))
+    results = evaluate(
+        list(tr.tasks), tr.preset if model is None else model, output_dir=folder, overrides=list(tr.overrides)
+    )
     if model is not None:
         return results
     from evalflow.lmeval_compat.layout import as_command_gave
@@ -44,12 +46,15 @@ def print_first_prompts(tr: Translation) -> None:
     prints), through the run's own stages and cache, before the run."""
     from evalflow.cache.store import CacheStore
     from evalflow.config.compose import compose_config
-    from evalflow.preview import prompt_outputs, write_task
-    from evalflow.run_parts import select_tasks
-    from evalflow.settings import settings_from_config
+    from evalflow.config.settings import settings_from_config
+    from evalflow.run.parts import select_tasks
+    from evalflow.run.preview import prompt_outputs, write_task
 
-    overrides = [o for o in tr.overrides if not o.startswith(("model.", "log_samples=", "batch_size=",
-                                                             "max_batch_size=", "predict_only="))]
+    overrides = [
+        o
+        for o in tr.overrides
+        if not o.startswith(("model.", "log_samples=", "batch_size=", "max_batch_size=", "predict_only="))
+    ]
     overrides = ["model=dummy", f"task=[{','.join(tr.tasks)}]", *(o for o in overrides if not o.startswith("model="))]
     settings = settings_from_config(compose_config(overrides))
     if settings.limit is None and settings.samples is None:

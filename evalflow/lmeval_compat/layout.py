@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from evalflow.output.run_info import hash_string, model_name, sanitize_model_name
 
@@ -49,16 +50,22 @@ def _with_model_args(metadata: Mapping[str, Any] | None, model_args: Mapping[str
     return {**meta, **model_args, **({} if source is None else {"config_source": source})}
 
 
-def as_command_gave(results: Mapping[str, Any], lm_model: str, lm_model_args: Mapping[str, Any],
-                    recorded: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def as_command_gave(
+    results: Mapping[str, Any],
+    lm_model: str,
+    lm_model_args: Mapping[str, Any],
+    recorded: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """``config.model``, ``config.model_args`` and ``model_source`` as lm-eval writes them: its
     model name (``local-completions``, not the preset), the model args as given (evalflow's whole
     model config stays under ``evalflow.model``), and ``recorded``: the command's four seeds and
     gen_kwargs as lm-eval records them (translate.recorded_config)."""
     out = dict(results)
     if "configs" in out:  # lm-eval's TaskManager merges the model args into every task's metadata
-        out["configs"] = {task: {**config, "metadata": _with_model_args(config.get("metadata"), lm_model_args)}
-                          for task, config in out["configs"].items()}
+        out["configs"] = {
+            task: {**config, "metadata": _with_model_args(config.get("metadata"), lm_model_args)}
+            for task, config in out["configs"].items()
+        }
     if "config" in out:
         config = {**out["config"], "model": lm_model, "model_args": dict(lm_model_args)}
         out["config"] = {k: (recorded or {}).get(k, v) for k, v in config.items()}  # lm-eval's seeds, gen_kwargs
@@ -67,8 +74,14 @@ def as_command_gave(results: Mapping[str, Any], lm_model: str, lm_model_args: Ma
     return out
 
 
-def write_layout(output_path: str | Path, results: Mapping[str, Any], run_folder: Path, lm_model: str,
-                 lm_model_args: Mapping[str, Any], now: datetime | None = None) -> list[Path]:
+def write_layout(
+    output_path: str | Path,
+    results: Mapping[str, Any],
+    run_folder: Path,
+    lm_model: str,
+    lm_model_args: Mapping[str, Any],
+    now: datetime | None = None,
+) -> list[Path]:
     """Write lm-eval's files for a finished run; returns their paths. The model folder is named
     from lm-eval's model args as lm-eval names it (``pretrained``, ``model``, ...)."""
     date_id = (now or datetime.now()).isoformat().replace(":", "-")

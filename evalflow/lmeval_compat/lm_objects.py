@@ -55,8 +55,10 @@ def lm_identity(model: Any) -> tuple[Any, str]:
     lm_eval_bases = [k for k in cls.__mro__ if k.__module__.split(".")[0] == "lm_eval"]
     if not lm_eval_bases:
         return None, ""
-    return None, (f"is an lm-eval model ({lm_eval_bases[0].__module__}.{lm_eval_bases[0].__qualname__}); evalflow "
-                  "builds an identity for lm-eval's HFLM itself only, as another class may hold state it cannot see")
+    return None, (
+        f"is an lm-eval model ({lm_eval_bases[0].__module__}.{lm_eval_bases[0].__qualname__}); evalflow "
+        "builds an identity for lm-eval's HFLM itself only, as another class may hold state it cannot see"
+    )
 
 
 def hflm_identity(lm: Any) -> tuple[Any, str]:
@@ -74,8 +76,11 @@ def hflm_identity(lm: Any) -> tuple[Any, str]:
         "weights": weights,
         "config": fingerprint(config),
         "tokenizer": tokenizer_fingerprint(lm.tokenizer),
-        "settings": {"max_length": int(lm.max_length), "prefix_token_id": lm.prefix_token_id,
-                     **{name: _plain(getattr(lm, name, None)) for name in _SETTINGS}},
+        "settings": {
+            "max_length": int(lm.max_length),
+            "prefix_token_id": lm.prefix_token_id,
+            **{name: _plain(getattr(lm, name, None)) for name in _SETTINGS},
+        },
         "code": {"lm_eval": _version("lm_eval"), "source": _source(type(lm).__module__)},
         "libraries": {name: _version(name) for name in ("torch", "transformers", "tokenizers")},
     }, ""
@@ -96,8 +101,10 @@ def weights_fingerprint(module: Any) -> str:
     digest = xxhash.xxh3_128()
     for name, tensor in itertools.chain(module.named_parameters(), module.named_buffers()):
         if tensor.device.type == "meta":
-            raise _Unreadable(f"has weights that are not in memory ({name} is on the meta device: offloaded), "
-                              "which evalflow cannot hash into an identity")
+            raise _Unreadable(
+                f"has weights that are not in memory ({name} is on the meta device: offloaded), "
+                "which evalflow cannot hash into an identity"
+            )
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)};".encode())
         try:
             raw = tensor.detach().reshape(-1).contiguous().view(torch.uint8)
@@ -112,13 +119,15 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     (a fast tokenizer's ``to_str()``, else its vocabulary), its special tokens, its sides."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     state = backend.to_str() if backend is not None else sorted(tokenizer.get_vocab().items())
-    return fingerprint({
-        "class": type(tokenizer).__name__,
-        "state": state,
-        "special": {k: str(v) for k, v in tokenizer.special_tokens_map.items()},
-        "sides": [getattr(tokenizer, "padding_side", None), getattr(tokenizer, "truncation_side", None)],
-        "add_tokens": [getattr(tokenizer, "add_bos_token", None), getattr(tokenizer, "add_eos_token", None)],
-    })
+    return fingerprint(
+        {
+            "class": type(tokenizer).__name__,
+            "state": state,
+            "special": {k: str(v) for k, v in tokenizer.special_tokens_map.items()},
+            "sides": [getattr(tokenizer, "padding_side", None), getattr(tokenizer, "truncation_side", None)],
+            "add_tokens": [getattr(tokenizer, "add_bos_token", None), getattr(tokenizer, "add_eos_token", None)],
+        }
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -19,8 +19,9 @@ import functools
 import json
 import logging
 import struct
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 LM_EVAL_VERSION = "0.4.13"
 """The lm-eval whose semantics and results layout evalflow follows (results.json's ``lm_eval_version``)."""
@@ -28,8 +29,9 @@ LM_EVAL_VERSION = "0.4.13"
 log = logging.getLogger(__name__)
 
 
-def lm_eval_fields(model: Mapping[str, Any], identity: Any = None,
-                   store: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def lm_eval_fields(
+    model: Mapping[str, Any], identity: Any = None, store: Any = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(top-level fields, ``config`` fields) for the run's model config; empty for other types.
     With ``store`` (the run's cache) they are kept under the model's identity: reading the tokenizer
     costs importing torch and transformers, which a run served from the cache otherwise never does."""
@@ -45,7 +47,9 @@ def lm_eval_fields(model: Mapping[str, Any], identity: Any = None,
 
         # the fields are what this transformers release reads from the files (4.x and 5.x read a GGUF's
         # special tokens differently), so its version is in the key; metadata, not an import
-        memo = fingerprint(("lm-eval-model-fields", 2, identity, str(model.get("type")), key, _installed("transformers")))
+        memo = fingerprint(
+            ("lm-eval-model-fields", 2, identity, str(model.get("type")), key, _installed("transformers"))
+        )
         found = store.get(memo)
         if found is not MISSING:
             top, config = found
@@ -69,21 +73,40 @@ def _installed(package: str) -> str | None:
         return None
 
 
-def _with_sha(top: Mapping[str, Any], config: Mapping[str, Any], identity: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def _with_sha(
+    top: Mapping[str, Any], config: Mapping[str, Any], identity: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
     weights = identity.get("weights", {}) if isinstance(identity, Mapping) else {}
     commit = weights.get("commit") if isinstance(weights, Mapping) else None
     # model_sha belongs to get_model_info's fields, which only lm-eval's hf models write
     return dict(top), ({**config, "model_sha": str(commit or "")} if config else {})
 
 
-_HF_KEYS = ("pretrained", "revision", "gguf_file", "tokenizer", "dtype", "add_bos_token", "max_length",
-            "memo_gguf", "trust_remote_code")
+_HF_KEYS = (
+    "pretrained",
+    "revision",
+    "gguf_file",
+    "tokenizer",
+    "dtype",
+    "add_bos_token",
+    "max_length",
+    "memo_gguf",
+    "trust_remote_code",
+)
 
 
 @functools.lru_cache(maxsize=8)
-def _hf_fields(pretrained: str, revision: str | None, gguf_file: str | None, tokenizer: str | None,
-               dtype: str | None, add_bos_token: str | None, max_length: str | None, memo_gguf: str | None,
-               trust_remote_code: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _hf_fields(
+    pretrained: str,
+    revision: str | None,
+    gguf_file: str | None,
+    tokenizer: str | None,
+    dtype: str | None,
+    add_bos_token: str | None,
+    max_length: str | None,
+    memo_gguf: str | None,
+    trust_remote_code: str | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     import transformers
 
     from evalflow.models.hf.load import configure_pad_token
@@ -92,13 +115,19 @@ def _hf_fields(pretrained: str, revision: str | None, gguf_file: str | None, tok
     bos = None if add_bos_token is None else add_bos_token == "True"
     source, gguf = _memo_source(pretrained, gguf_file, dtype or "auto", bos, tokenizer, memo_gguf != "False")
     common = {"revision": revision or "main", "trust_remote_code": trust_remote_code == "True"}
-    tok_kwargs = {**common, **({"gguf_file": gguf} if gguf and not tokenizer else {"use_fast": True}),
-                  **({} if bos is None else {"add_bos_token": bos})}
+    tok_kwargs = {
+        **common,
+        **({"gguf_file": gguf} if gguf and not tokenizer else {"use_fast": True}),
+        **({} if bos is None else {"add_bos_token": bos}),
+    }
     where = Path(tokenizer or source).expanduser()
     # a folder with tokenizer.json (every GGUF memo has one): the fast class directly, the same
     # tokens and ids, in a fraction of AutoTokenizer's seconds of class lookup
-    loader = (transformers.PreTrainedTokenizerFast if not (gguf and not tokenizer) and (where / "tokenizer.json").is_file()
-              else transformers.AutoTokenizer)
+    loader = (
+        transformers.PreTrainedTokenizerFast
+        if not (gguf and not tokenizer) and (where / "tokenizer.json").is_file()
+        else transformers.AutoTokenizer
+    )
     tok = loader.from_pretrained(tokenizer or source, **tok_kwargs)
     configure_pad_token(tok)
     config = transformers.AutoConfig.from_pretrained(source, gguf_file=gguf, **common)
@@ -127,8 +156,14 @@ def _api_fields(model: str, tokenizer: str | None, max_length: str | None) -> tu
 
 
 @functools.lru_cache(maxsize=8)
-def _vllm_fields(pretrained: str, tokenizer: str | None, revision: str | None, max_model_len: str | None,
-                 max_length: str | None, trust_remote_code: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _vllm_fields(
+    pretrained: str,
+    tokenizer: str | None,
+    revision: str | None,
+    max_model_len: str | None,
+    max_length: str | None,
+    trust_remote_code: str | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """lm-eval's ``VLLM``: its tokenizer (the pad token configured), ``max_length`` the window set
     or the one vLLM derives from the model config. No ``config`` fields (no ``get_model_info``)."""
     import transformers
@@ -166,8 +201,9 @@ _READERS: dict[str, tuple[tuple[str, ...], Any]] = {
 }
 
 
-def _memo_source(pretrained: str, gguf_file: str | None, dtype: str, bos: bool | None, tokenizer: str | None,
-                 memo: bool) -> tuple[str, str | None]:
+def _memo_source(
+    pretrained: str, gguf_file: str | None, dtype: str, bos: bool | None, tokenizer: str | None, memo: bool
+) -> tuple[str, str | None]:
     """The converted folder of a GGUF file when the hf model has kept one (models/hf/gguf_memo.py):
     the same tokenizer and config, read in a second instead of parsing the GGUF file."""
     path = Path(pretrained).expanduser() / gguf_file if gguf_file else None

@@ -53,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m evalflow lm-eval",
         description="lm-eval 0.4.13's command line, run by evalflow (the same stages, cache and run "
-                    "folder as `python -m evalflow`; the equivalent native command is printed). "
-                    "docs/lm-eval-migration.md maps every flag.",
+        "folder as `python -m evalflow`; the equivalent native command is printed). "
+        "docs/lm-eval-migration.md maps every flag.",
     )
     for names, nargs in FLAGS.items():
         if nargs == 0:

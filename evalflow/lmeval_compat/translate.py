@@ -47,16 +47,16 @@ REFUSED_MODELS: dict[str, str] = {}
 # flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same)
 REFUSED_FLAGS = {
     "config": "evalflow reads no lm-eval YAML run config; pass its settings as flags (or use "
-              "`python -m evalflow` with a Hydra config)",
+    "`python -m evalflow` with a Hydra config)",
     "check_integrity": "evalflow has no task test suites; `python -m evalflow validate task=NAME` checks a task's config",
     "wandb_args": "W&B logging is a Hydra callback of the native command line: python -m evalflow ... "
-                  "hydra/callbacks=wandb hydra.callbacks.wandb.project=NAME",
+    "hydra/callbacks=wandb hydra.callbacks.wandb.project=NAME",
     "wandb_config_args": "W&B logging is a Hydra callback of the native command line (hydra/callbacks=wandb)",
     "trackio_args": "evalflow has no Trackio logger (hydra/callbacks=wandb or hydra/callbacks=mlflow log runs)",
     "hf_hub_log_args": "evalflow does not push results or samples to the Hugging Face Hub; upload the "
-                       "--output_path folder yourself",
+    "--output_path folder yourself",
     "metadata": "evalflow has no run-level task metadata (lm-eval merges it into every task's metadata, "
-                "for RULER's max_seq_lengths and the like); set metadata in the task's YAML",
+    "for RULER's max_seq_lengths and the like); set metadata in the task's YAML",
 }
 
 # model_args evalflow's presets do not have but honour as lm-eval means them
@@ -99,9 +99,14 @@ def translate(ns: argparse.Namespace) -> Translation:
     refused = [f"--{name}: {why}" for name, why in REFUSED_FLAGS.items() if getattr(ns, name) is not None]
     name = ns.model or "hf"  # lm-eval's default model
     if name in REFUSED_MODELS or name not in MODELS:
-        refused.append(f"--model {name}: " + REFUSED_MODELS.get(
-            name, f"evalflow maps lm-eval's models {', '.join(sorted(MODELS))}; a model of your own is "
-                  "model.type=pkg.module:Class on the native command line"))
+        refused.append(
+            f"--model {name}: "
+            + REFUSED_MODELS.get(
+                name,
+                f"evalflow maps lm-eval's models {', '.join(sorted(MODELS))}; a model of your own is "
+                "model.type=pkg.module:Class on the native command line",
+            )
+        )
         raise ConfigError(_refusal(refused))
     mapped = MODELS[name]
     lm_args = {} if ns.model_args is None else _model_args(ns.model_args)
@@ -110,12 +115,24 @@ def translate(ns: argparse.Namespace) -> Translation:
     if refused:
         raise ConfigError(_refusal(refused))
     if not ns.tasks:
-        raise ConfigError("--tasks is required (lm-eval's names, comma lists, groups, tags or YAML paths); "
-                          "`python -m evalflow ls` lists them")
+        raise ConfigError(
+            "--tasks is required (lm-eval's names, comma lists, groups, tags or YAML paths); "
+            "`python -m evalflow ls` lists them"
+        )
     tasks = tuple(t for word in ns.tasks for t in word.split(",") if t)
-    return Translation(name, lm_args, mapped.preset, tasks, tuple(overrides + settings), ns.output_path,
-                       bool(ns.show_config), bool(ns.write_out), ns.verbosity, tuple(notes + more_notes),
-                       recorded_config(ns))
+    return Translation(
+        name,
+        lm_args,
+        mapped.preset,
+        tasks,
+        tuple(overrides + settings),
+        ns.output_path,
+        bool(ns.show_config),
+        bool(ns.write_out),
+        ns.verbosity,
+        tuple(notes + more_notes),
+        recorded_config(ns),
+    )
 
 
 def recorded_config(ns: Any) -> dict[str, Any]:
@@ -128,8 +145,12 @@ def recorded_config(ns: Any) -> dict[str, Any]:
 
 
 def _refusal(refused: list[str]) -> str:
-    return ("evalflow lm-eval cannot honour " + ("this flag" if len(refused) == 1 else f"{len(refused)} flags")
-            + ": " + " | ".join(refused))
+    return (
+        "evalflow lm-eval cannot honour "
+        + ("this flag" if len(refused) == 1 else f"{len(refused)} flags")
+        + ": "
+        + " | ".join(refused)
+    )
 
 
 def _model_args(words: list[str]) -> dict[str, Any]:
@@ -142,8 +163,9 @@ def _model_args(words: list[str]) -> dict[str, Any]:
     return out
 
 
-def _model_overrides(mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Namespace,
-                     refused: list[str]) -> tuple[list[str], list[str]]:
+def _model_overrides(
+    mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Namespace, refused: list[str]
+) -> tuple[list[str], list[str]]:
     """``model.KEY=VALUE`` for the model args, ``--device`` and ``--trust_remote_code``."""
     keys = preset_keys(mapped.preset)
     values = dict(mapped.implied)
@@ -158,28 +180,41 @@ def _model_overrides(mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Nam
             added[key] = value
             continue
         if key not in keys:
-            refused.append(f"--model_args {key}: evalflow's {mapped.preset} model (conf/model/{mapped.preset}.yaml) "
-                           f"has no such key; its keys are {', '.join(sorted(keys - {'type'}))}")
+            refused.append(
+                f"--model_args {key}: evalflow's {mapped.preset} model (conf/model/{mapped.preset}.yaml) "
+                f"has no such key; its keys are {', '.join(sorted(keys - {'type'}))}"
+            )
             continue
         values[key] = value
-    for flag, key, value in (("device", "device", ns.device), ("trust_remote_code", "trust_remote_code",
-                                                                ns.trust_remote_code or None)):
+    for flag, key, value in (
+        ("device", "device", ns.device),
+        ("trust_remote_code", "trust_remote_code", ns.trust_remote_code or None),
+    ):
         if value is None:
             continue
         if key == "device" and mapped.preset == "vllm":  # as lm-eval's VLLM: CUDA_VISIBLE_DEVICES picks the GPUs
-            notes.append("--device: ignored by the vLLM backend, as lm-eval ignores it; CUDA_VISIBLE_DEVICES picks the GPUs")
+            notes.append(
+                "--device: ignored by the vLLM backend, as lm-eval ignores it; CUDA_VISIBLE_DEVICES picks the GPUs"
+            )
             continue
         if key in keys:
             values[key] = value
         else:
-            refused.append(f"--{flag}: evalflow's {mapped.preset} model has no {key} (a served model runs where "
-                           "its server runs)" if key == "device" else f"--{flag}: evalflow's {mapped.preset} "
-                           "model runs no remote code")
+            refused.append(
+                f"--{flag}: evalflow's {mapped.preset} model has no {key} (a served model runs where its server runs)"
+                if key == "device"
+                else f"--{flag}: evalflow's {mapped.preset} model runs no remote code"
+            )
     if mapped.preset == "dummy":
-        notes.append("--model dummy: evalflow's dummy model answers deterministically from a hash of each "
-                     "request (lm-eval's answers at random); its scores differ from lm-eval's dummy")
-    return ([f"model.{k}={hydra_value(v)}" for k, v in values.items()]
-            + [f"+model.{k}={hydra_value(v)}" for k, v in added.items()], notes)
+        notes.append(
+            "--model dummy: evalflow's dummy model answers deterministically from a hash of each "
+            "request (lm-eval's answers at random); its scores differ from lm-eval's dummy"
+        )
+    return (
+        [f"model.{k}={hydra_value(v)}" for k, v in values.items()]
+        + [f"+model.{k}={hydra_value(v)}" for k, v in added.items()],
+        notes,
+    )
 
 
 def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], list[str]]:
@@ -220,8 +255,10 @@ def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], li
         out["confirm_unsafe_code"] = True
     if ns.use_cache is not None:  # lm-eval's response cache: answers read and written there
         out["cache_dir"] = ns.use_cache
-        notes.append(f"--use_cache {ns.use_cache}: model answers are read from and written to this folder, as lm-eval's "
-                     "response cache; evalflow keeps its prompts and scores there too (cache_dir)")
+        notes.append(
+            f"--use_cache {ns.use_cache}: model answers are read from and written to this folder, as lm-eval's "
+            "response cache; evalflow keeps its prompts and scores there too (cache_dir)"
+        )
     else:  # lm-eval reads no cached answer without it: computed anew (and written to the default cache)
         out["recompute"] = "answers"
     if ns.cache_requests is not None:
@@ -241,20 +278,26 @@ def _seed(text: str, refused: list[str]) -> int | None:
         return None
     python, numpy, torch, fewshot = (items + [1234])[:4]
     if fewshot is None or torch != fewshot or python not in (0, fewshot) or numpy not in (1234, fewshot):
-        refused.append(f"--seed {text}: evalflow has one seed, for the few-shot sampler and sampled generation "
-                       "together (its stages draw from no global Python or NumPy generator); give one integer, or "
-                       "four whose torch and fewshot seeds match (python 0 and numpy 1234, lm-eval's defaults, or the same)")
+        refused.append(
+            f"--seed {text}: evalflow has one seed, for the few-shot sampler and sampled generation "
+            "together (its stages draw from no global Python or NumPy generator); give one integer, or "
+            "four whose torch and fewshot seeds match (python 0 and numpy 1234, lm-eval's defaults, or the same)"
+        )
         return None
     return fewshot
 
 
 def _cache_requests(value: str, refused: list[str], notes: list[str]) -> None:
     if value == "true":
-        notes.append("--cache_requests: evalflow caches prompts and requests (the instances stage) always, "
-                     "keyed by the task's content, so they are never stale")
+        notes.append(
+            "--cache_requests: evalflow caches prompts and requests (the instances stage) always, "
+            "keyed by the task's content, so they are never stale"
+        )
     elif value in ("refresh", "delete"):
-        refused.append(f"--cache_requests {value}: evalflow's request cache is keyed by the task's content and "
-                       "never stale; `python -m evalflow ... recompute=all` builds every stage anew (written over "
-                       "the cache), `python -m evalflow cache clear` empties the cache")
+        refused.append(
+            f"--cache_requests {value}: evalflow's request cache is keyed by the task's content and "
+            "never stale; `python -m evalflow ... recompute=all` builds every stage anew (written over "
+            "the cache), `python -m evalflow cache clear` empties the cache"
+        )
     else:
         refused.append(f"--cache_requests {value}: choose from true, refresh, delete")

@@ -1,7 +1,7 @@
 """What a model is to evalflow: lm-eval's three request types, answered in bulk, plus a few
 optional features with declared defaults (:class:`LanguageModel`).
 
-A model receives a list of :class:`~evalflow.records.Request` of one type and returns one answer
+A model receives a list of :class:`~evalflow.core.records.Request` of one type and returns one answer
 per request, in order:
 
 - ``loglikelihood``: args ``(context, continuation)`` -> ``(logprob of continuation, is_greedy)``
@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import abc
 import inspect
-from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol
 
-from evalflow.records import Request
+from evalflow.core.records import Request
 
 OnAnswer = Callable[[int, Any], None]
 
@@ -118,8 +119,20 @@ class LanguageModel(abc.ABC):
         return [dict(config) for _ in range(workers)]
 
 
-FEATURES = ("RUN_SETTINGS", "CHAT_MESSAGES", "ANSWERS_EACH", "CODE", "MULTIMODAL", "identity", "chat_template_source",
-            "describe", "answer_each", "in_flight", "served_counts", "replica_configs")
+FEATURES = (
+    "RUN_SETTINGS",
+    "CHAT_MESSAGES",
+    "ANSWERS_EACH",
+    "CODE",
+    "MULTIMODAL",
+    "identity",
+    "chat_template_source",
+    "describe",
+    "answer_each",
+    "in_flight",
+    "served_counts",
+    "replica_configs",
+)
 
 
 def feature(model: Any, name: str) -> Any:

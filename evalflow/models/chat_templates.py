@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.cache.store import default_cache_dir
@@ -67,7 +68,9 @@ def _templates(model_config: Mapping[str, Any]) -> tuple[str | dict[str, str] | 
     config_file = folder / "tokenizer_config.json"
     config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
     tokens = {k: _token_text(config.get(k)) for k in ("bos_token", "eos_token") if config.get(k)}
-    named = {f.stem: f.read_text(encoding="utf-8") for f in sorted((folder / "additional_chat_templates").glob("*.jinja"))}
+    named = {
+        f.stem: f.read_text(encoding="utf-8") for f in sorted((folder / "additional_chat_templates").glob("*.jinja"))
+    }
     jinja = folder / "chat_template.jinja"
     template = jinja.read_text(encoding="utf-8") if jinja.is_file() else config.get("chat_template")
     if isinstance(template, list):  # the legacy layout of named templates

@@ -11,12 +11,13 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import xxhash
 
+from evalflow.core.records import Request
 from evalflow.models.base import LanguageModel, default_identity
-from evalflow.records import Request
 
 _WORDS = ("the", "answer", "is", "so", "we", "get", "then", "total", "each", "and")
 

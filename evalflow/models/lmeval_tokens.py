@@ -17,7 +17,8 @@ windows, and how generation kwargs and stop sequences are normalized.
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import ModelError
 

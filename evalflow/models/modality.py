@@ -8,7 +8,8 @@ does not answer with images (lm-eval's hf-multimodal has no image log-likelihood
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from evalflow.errors import ConfigError
 from evalflow.models.base import feature

@@ -19,28 +19,35 @@ import importlib
 import importlib.util
 import inspect
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
+from evalflow.core.records import REQUEST_TYPES
 from evalflow.errors import ConfigError, ModelError, closest
-from evalflow.registry import Registry, qualified
 from evalflow.models.base import LanguageModel, default_identity, feature
-from evalflow.records import REQUEST_TYPES
+from evalflow.registry import Registry, qualified
 
 
 def _check_registered(name: str, cls: Any) -> None:
     if ":" in name:
-        raise ModelError(f"a model type must be registered under a name without ':' (that form is an import path, "
-                         f"model.type=pkg.module:Class); got {name!r}")
+        raise ModelError(
+            f"a model type must be registered under a name without ':' (that form is an import path, "
+            f"model.type=pkg.module:Class); got {name!r}"
+        )
     check_model_class(cls, f"register_model({name!r})")
 
 
 MODELS: Registry[type] = Registry(
-    "model type", error=ModelError, setting="config key model.type", noun="model", check=_check_registered,
+    "model type",
+    error=ModelError,
+    setting="config key model.type",
+    noun="model",
+    check=_check_registered,
     consequence="change which model a config names and whose cached answers it reuses",
     hint="Pick a preset with model=<name> (see conf/model/), give a class as model.type=pkg.module:Class, "
-         "or register yours with evalflow.register_model(...) in a module the run imports (imports=[my_module]).",
+    "or register yours with evalflow.register_model(...) in a module the run imports (imports=[my_module]).",
     builtin={
         "dummy": "evalflow.models.dummy:DummyModel",
         "hf": "evalflow.models.hf.model:HFModel",
@@ -117,7 +124,7 @@ def model_code_hash(cls: type) -> str:
     return fingerprint([(Path(path).name, file_fingerprint(path)) for path in code_files(cls)])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def code_files(cls: type) -> tuple[str, ...]:
     """The source files of ``cls``'s code (found once per class: ``inspect`` reads are not free)."""
     files: list[str] = []
@@ -160,8 +167,10 @@ def model_arguments(cls: type, config: Mapping[str, Any], run_values: Mapping[st
     wanted = feature(cls, "RUN_SETTINGS")
     unknown = [k for k in wanted if k not in run_values]
     if unknown:
-        raise ModelError(f"{qualified(cls)}.RUN_SETTINGS names {unknown}, which are not run settings; "
-                         f"pick from: {', '.join(sorted(run_values))}")
+        raise ModelError(
+            f"{qualified(cls)}.RUN_SETTINGS names {unknown}, which are not run settings; "
+            f"pick from: {', '.join(sorted(run_values))}"
+        )
     kwargs = {**{k: v for k, v in config.items() if k != "type"}, **{k: run_values[k] for k in wanted}}
     try:
         params = inspect.signature(cls).parameters
@@ -182,6 +191,8 @@ def model_arguments(cls: type, config: Mapping[str, Any], run_values: Mapping[st
     try:
         inspect.signature(cls).bind(**kwargs)
     except TypeError as exc:
-        raise ConfigError(f"model.type={name}: the model class {qualified(cls)} cannot be built from the keys "
-                          f"{sorted(kwargs)}: {exc}. Set the missing key with +model.KEY=VALUE.") from None
+        raise ConfigError(
+            f"model.type={name}: the model class {qualified(cls)} cannot be built from the keys "
+            f"{sorted(kwargs)}: {exc}. Set the missing key with +model.KEY=VALUE."
+        ) from None
     return kwargs

@@ -37,7 +37,8 @@ def code_execution(tasks: Sequence[TaskConfig], code_sandbox: str, groups: Itera
     coding = [t.task for t in tasks if runs_code(t)]
     users: dict[str, tuple[SideEnv, list[str], list[str]]] = {}  # env name -> (env, tasks, modules)
     for owner, refs in [(t.task, function_refs(t)) for t in tasks] + [
-            (g.name, function_refs(g.aggregate_metric_list)) for g in groups]:
+        (g.name, function_refs(g.aggregate_metric_list)) for g in groups
+    ]:
         for ref in refs:
             env = side_env_for(ref.module_path, ref.source_hash)
             if env is None:
@@ -46,7 +47,9 @@ def code_execution(tasks: Sequence[TaskConfig], code_sandbox: str, groups: Itera
             names.extend([owner] if owner not in names else [])
             modules.extend([ref.module_path] if ref.module_path not in modules else [])
     return {
-        "sandbox": {**sandbox_identity(code_sandbox), "about": _about(code_sandbox), "tasks": coding} if coding else None,
+        "sandbox": {**sandbox_identity(code_sandbox), "about": _about(code_sandbox), "tasks": coding}
+        if coding
+        else None,
         "side_envs": [_side_env_record(env, names, modules) for env, names, modules in users.values()],
     }
 
@@ -56,8 +59,11 @@ def task_execution(execution: Mapping[str, Any], task: str) -> dict[str, Any]:
     box = execution.get("sandbox")
     return {
         "sandbox": {k: v for k, v in box.items() if k != "tasks"} if box and task in box.get("tasks", ()) else None,
-        "side_envs": [{k: v for k, v in e.items() if k not in ("tasks", "modules")}
-                      for e in execution.get("side_envs", ()) if task in e.get("tasks", ())],
+        "side_envs": [
+            {k: v for k, v in e.items() if k not in ("tasks", "modules")}
+            for e in execution.get("side_envs", ())
+            if task in e.get("tasks", ())
+        ],
     }
 
 
@@ -70,12 +76,16 @@ def summary_lines(execution: Mapping[str, Any] | None, name_tasks: bool = True) 
     box = execution.get("sandbox")
     if box:
         which = f" ({_names(box['tasks'])})" if name_tasks else ""
-        lines.append(f"code execution: the programs the model wrote{which} run in the sandbox "
-                     f"'{box['backend']}' (code_sandbox): {box['about']}")
+        lines.append(
+            f"code execution: the programs the model wrote{which} run in the sandbox "
+            f"'{box['backend']}' (code_sandbox): {box['about']}"
+        )
     for env in execution.get("side_envs", ()):
         which = f" of {_names(env['tasks'])}" if name_tasks else ""
-        lines.append(f"code execution: task code{which} runs in the side environment '{env['name']}': "
-                     f"{env['interpreter']} with {', '.join(env['packages']) or 'no pins'} from {env['folder']}")
+        lines.append(
+            f"code execution: task code{which} runs in the side environment '{env['name']}': "
+            f"{env['interpreter']} with {', '.join(env['packages']) or 'no pins'} from {env['folder']}"
+        )
     return lines
 
 
@@ -87,8 +97,15 @@ def task_lines(task: TaskConfig, code_sandbox: str) -> list[str]:
 def _side_env_record(env: SideEnv, tasks: list[str], modules: list[str]) -> dict[str, Any]:
     from evalflow.taskspec.sidenv.provision import env_folder
 
-    return {"name": env.name, "interpreter": f"{sys.executable} -P", "packages": list(env.requirements),
-            "folder": str(env_folder(env)), "why": env.why, "tasks": tasks, "modules": modules}
+    return {
+        "name": env.name,
+        "interpreter": f"{sys.executable} -P",
+        "packages": list(env.requirements),
+        "folder": str(env_folder(env)),
+        "why": env.why,
+        "tasks": tasks,
+        "modules": modules,
+    }
 
 
 def _about(name: str) -> str:

@@ -10,7 +10,18 @@ from evalflow.output.code_execution import code_execution
 from evalflow.output.inputs import plain
 from evalflow.output.results import RunRecord
 
-PACKAGES = ("evalflow", "torch", "transformers", "datasets", "hydra-core", "omegaconf", "diskcache", "xxhash", "numpy", "lm-eval")
+PACKAGES = (
+    "evalflow",
+    "torch",
+    "transformers",
+    "datasets",
+    "hydra-core",
+    "omegaconf",
+    "diskcache",
+    "xxhash",
+    "numpy",
+    "lm-eval",
+)
 
 
 def manifest(record: RunRecord) -> dict[str, Any]:
@@ -18,8 +29,15 @@ def manifest(record: RunRecord) -> dict[str, Any]:
     these), the model's identity as plain data, request counts, data fingerprints, versions."""
     return {
         "stages": [
-            {"task": e.task, "stage": e.stage, "key": e.key, "hit": e.hit, "seconds": e.seconds,
-             **({"requests": dict(e.detail)} if e.detail else {}), "inputs": plain(e.inputs)}
+            {
+                "task": e.task,
+                "stage": e.stage,
+                "key": e.key,
+                "hit": e.hit,
+                "seconds": e.seconds,
+                **({"requests": dict(e.detail)} if e.detail else {}),
+                "inputs": plain(e.inputs),
+            }
             for e in record.events
         ],
         **cache_facts(record),
@@ -52,8 +70,18 @@ def cache_facts(record: RunRecord) -> dict[str, Any]:
             **({"servers": dict(record.inference.servers)} if record.inference.servers else {}),
         },
         # judge metrics: the judge models' requests, as the scored model's above, and who the judges were
-        **({"judge": {"requests": record.judge.requests, "computed": record.judge.computed, "cached": record.judge.cached,
-                      "models": plain(dict(record.judge_identities))}} if record.judge is not None else {}),
+        **(
+            {
+                "judge": {
+                    "requests": record.judge.requests,
+                    "computed": record.judge.computed,
+                    "cached": record.judge.cached,
+                    "models": plain(dict(record.judge_identities)),
+                }
+            }
+            if record.judge is not None
+            else {}
+        ),
         "cache_dir": str(record.settings.cache_dir),
         # what the run computed anew rather than read from the cache (None: it read what was there)
         "recompute": record.settings.recompute,

@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import logging
 import platform
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
+from evalflow.config.settings import RunSettings
 from evalflow.dag.answer_cache import InferenceCounts
 from evalflow.dag.runner import StageEvent, StageOutputs
 from evalflow.output.environment import environment_fields
 from evalflow.output.run_info import run_info
 from evalflow.output.summary import TaskSummary
-from evalflow.settings import RunSettings
 from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
 
@@ -50,7 +51,9 @@ class RunRecord:
     started: float
     finished: float
     model_identity: Any = None  # plain data the model's cache identity is a hash of
-    model: Mapping[str, Any] | None = None  # the model that answered (run_info.object_model for objects); None: settings.model
+    model: Mapping[str, Any] | None = (
+        None  # the model that answered (run_info.object_model for objects); None: settings.model
+    )
     judge: InferenceCounts | None = None  # the judge models' requests (tasks with judge metrics); None: no judge
     judge_identities: Mapping[str, Any] = field(default_factory=dict)  # judge identity key -> its plain data
     summaries: Mapping[str, TaskSummary] = field(default_factory=dict)  # task -> its summary (else read off outputs)
@@ -92,9 +95,13 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
     info = run_info(s, model)
     tokenizer_fields, model_fields = lm_eval_fields(model, record.model_identity, store)
     environment = environment_fields()
-    versions_info = {"pretty_env_info": environment["pretty_env_info"],
-                     "transformers_version": info.pop("transformers_version"), "lm_eval_version": LM_EVAL_VERSION,
-                     "upper_git_hash": environment["upper_git_hash"], **tokenizer_fields}
+    versions_info = {
+        "pretty_env_info": environment["pretty_env_info"],
+        "transformers_version": info.pop("transformers_version"),
+        "lm_eval_version": LM_EVAL_VERSION,
+        "upper_git_hash": environment["upper_git_hash"],
+        **tokenizer_fields,
+    }
     aggregated = {name: groups[name] for name in groups if _aggregates(record, name)}
     return {
         "results": {**results, **groups},
@@ -122,11 +129,41 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
 
 # lm-eval 0.4.13's TaskConfig fields, in its order (the order of its dump)
 LMEVAL_TASK_FIELDS = (
-    "task", "task_alias", "tag", "custom_dataset", "dataset_path", "dataset_name", "dataset_kwargs", "training_split",
-    "validation_split", "test_split", "fewshot_split", "process_docs", "doc_to_text", "doc_to_target", "doc_to_image",
-    "doc_to_audio", "unsafe_code", "doc_to_choice", "process_results", "use_prompt", "description", "target_delimiter",
-    "fewshot_delimiter", "fewshot_config", "num_fewshot", "metric_list", "output_type", "generation_kwargs", "repeats",
-    "filter_list", "should_decontaminate", "doc_to_decontamination_query", "gen_prefix", "metadata")
+    "task",
+    "task_alias",
+    "tag",
+    "custom_dataset",
+    "dataset_path",
+    "dataset_name",
+    "dataset_kwargs",
+    "training_split",
+    "validation_split",
+    "test_split",
+    "fewshot_split",
+    "process_docs",
+    "doc_to_text",
+    "doc_to_target",
+    "doc_to_image",
+    "doc_to_audio",
+    "unsafe_code",
+    "doc_to_choice",
+    "process_results",
+    "use_prompt",
+    "description",
+    "target_delimiter",
+    "fewshot_delimiter",
+    "fewshot_config",
+    "num_fewshot",
+    "metric_list",
+    "output_type",
+    "generation_kwargs",
+    "repeats",
+    "filter_list",
+    "should_decontaminate",
+    "doc_to_decontamination_query",
+    "gen_prefix",
+    "metadata",
+)
 
 
 def lmeval_task_config(task: Any, num_fewshot: int) -> dict[str, Any]:
@@ -137,14 +174,36 @@ def lmeval_task_config(task: Any, num_fewshot: int) -> dict[str, Any]:
     ``num_fewshot`` as the run used it. The split few-shot examples were actually drawn from is the
     manifest's ``fewshot_split``."""
     config = {k: v for k, v in task.to_dict().items() if v is not None and k != "tag"}
-    inherited = {"split": task.fewshot_split, "process_docs": task.process_docs,
-                 "fewshot_delimiter": task.fewshot_delimiter, "target_delimiter": task.target_delimiter,
-                 "gen_prefix": task.gen_prefix, "doc_to_text": task.doc_to_text,
-                 "doc_to_choice": task.doc_to_choice, "doc_to_target": task.doc_to_target}
-    fewshot = {"sampler": "default", "fewshot_indices": None, "samples": None, **inherited,
-               **dict(task.fewshot_config or {})}
-    order = ("sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
-             "doc_to_target", "gen_prefix", "fewshot_delimiter", "target_delimiter")
+    inherited = {
+        "split": task.fewshot_split,
+        "process_docs": task.process_docs,
+        "fewshot_delimiter": task.fewshot_delimiter,
+        "target_delimiter": task.target_delimiter,
+        "gen_prefix": task.gen_prefix,
+        "doc_to_text": task.doc_to_text,
+        "doc_to_choice": task.doc_to_choice,
+        "doc_to_target": task.doc_to_target,
+    }
+    fewshot = {
+        "sampler": "default",
+        "fewshot_indices": None,
+        "samples": None,
+        **inherited,
+        **dict(task.fewshot_config or {}),
+    }
+    order = (
+        "sampler",
+        "split",
+        "process_docs",
+        "fewshot_indices",
+        "samples",
+        "doc_to_text",
+        "doc_to_choice",
+        "doc_to_target",
+        "gen_prefix",
+        "fewshot_delimiter",
+        "target_delimiter",
+    )
     config["fewshot_config"] = {k: _printable(fewshot[k]) for k in (*order, *(k for k in fewshot if k not in order))}
     config["num_fewshot"] = num_fewshot
     source = task.source if task.source and not task.source.startswith("<") else "inline"
@@ -206,7 +265,9 @@ def _propagate(record: RunRecord, n_shot: dict[str, Any], hib: dict[str, Any]) -
                 if metric not in merged:
                     merged[metric] = higher
                 elif merged[metric] is not None and merged[metric] != higher:
-                    log.warning("group '%s': tasks disagree on higher_is_better for %s; recording None", group.name, metric)
+                    log.warning(
+                        "group '%s': tasks disagree on higher_is_better for %s; recording None", group.name, metric
+                    )
                     merged[metric] = None
         if merged:
             hib[group.name] = merged

@@ -20,11 +20,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING
@@ -105,6 +106,7 @@ class Run:
 
         loaded = OmegaConf.to_container(OmegaConf.load(self.config_file), resolve=False)
         return loaded if isinstance(loaded, dict) else {}
+
     def tasks(self) -> list[str]:
         """Leaf tasks (those with samples or configs), in results order."""
         subtasks = self.results.get("group_subtasks", {})  # lm-eval lists leaf tasks too, with []
@@ -153,8 +155,11 @@ class Run:
 
     def per_doc(self, task: str, metric: str, filter_name: str) -> dict[int, Any]:
         """doc_id -> the document's value of ``metric`` under ``filter_name``."""
-        return {int(r["doc_id"]): r[metric] for r in self.rows(task)
-                if str(r.get("filter", "none")) == filter_name and metric in r}
+        return {
+            int(r["doc_id"]): r[metric]
+            for r in self.rows(task)
+            if str(r.get("filter", "none")) == filter_name and metric in r
+        }
 
     def doc_ids(self, task: str, filter_name: str) -> set[int]:
         """The documents scored under ``filter_name``, with or without a value of any one metric."""
@@ -169,6 +174,7 @@ class Run:
         """doc_id -> the identity of what the run read for the document: its row and (``images``)
         the pixel hashes of the images its requests showed. A row that names its image by file
         path stays the same when the file is edited; the hashes do not."""
+
         def identity(row: Mapping[str, Any]) -> str:
             digests = image_digests(row.get("arguments")) if images else []
             return fingerprint({"doc": row.get("doc"), "images": digests}) if digests else fingerprint(row.get("doc"))
@@ -197,7 +203,7 @@ def load_run(folder: Path) -> Run:
     if is_complete(folder):
         results = _json(folder / RESULTS)
         recorded = _json(folder / MANIFEST) if (folder / MANIFEST).is_file() else {}
-        files = {p.name[len("samples_"):-len(".jsonl")]: p for p in folder.glob(SAMPLES_GLOB)}
+        files = {p.name[len("samples_") : -len(".jsonl")]: p for p in folder.glob(SAMPLES_GLOB)}
         return Run(folder, "evalflow", results, files, recorded)
     found = sorted(folder.rglob("results_*.json")) if folder.is_dir() else []
     if found:
@@ -209,11 +215,11 @@ def load_run(folder: Path) -> Run:
 
 
 def _lm_eval(results_file: Path) -> Run:
-    date = results_file.stem[len("results_"):]
+    date = results_file.stem[len("results_") :]
     results = _json(results_file)
     files = {}
     for path in results_file.parent.glob(f"samples_*_{date}.jsonl"):
-        files[path.name[len("samples_"):-len(f"_{date}.jsonl")]] = path
+        files[path.name[len("samples_") : -len(f"_{date}.jsonl")]] = path
     return Run(results_file.parent, "lm-eval", results, files)
 
 
@@ -319,13 +325,17 @@ def pinned(config: dict[str, Any], map_file: str | None) -> dict[str, Any]:
         out["data_map"] = map_file
     tasks = out.get("task")
     if isinstance(tasks, (str, list)):
-        absolute = [str(Path(t).resolve()) if isinstance(t, str) and Path(t).is_file() and not Path(t).is_absolute() else t
-                    for t in ([tasks] if isinstance(tasks, str) else tasks)]
+        absolute = [
+            str(Path(t).resolve()) if isinstance(t, str) and Path(t).is_file() and not Path(t).is_absolute() else t
+            for t in ([tasks] if isinstance(tasks, str) else tasks)
+        ]
         out["task"] = absolute[0] if isinstance(tasks, str) else absolute
     paths = out.get("include_path")
     if isinstance(paths, (str, list)):  # a library name (include_path=lm_eval) stays a name: the installed package
-        folders = [str(Path(p).resolve()) if isinstance(p, str) and Path(p).is_dir() and p not in TASK_LIBRARIES else p
-                   for p in ([paths] if isinstance(paths, str) else paths)]
+        folders = [
+            str(Path(p).resolve()) if isinstance(p, str) and Path(p).is_dir() and p not in TASK_LIBRARIES else p
+            for p in ([paths] if isinstance(paths, str) else paths)
+        ]
         out["include_path"] = folders[0] if isinstance(paths, str) else folders
     return out
 
@@ -343,12 +353,17 @@ def write_snapshot(folder: Path, config: Any, model_object: Any = None, map_file
     if model_object is not None:
         ident = getattr(model_object, "identity", None)
         with open_dict(snapshot):
-            snapshot.model = {"type": OBJECT_MODEL, "class": f"{type(model_object).__module__}.{type(model_object).__qualname__}",
-                              "identity": plain(ident()) if callable(ident) else None}
+            snapshot.model = {
+                "type": OBJECT_MODEL,
+                "class": f"{type(model_object).__module__}.{type(model_object).__qualname__}",
+                "identity": plain(ident()) if callable(ident) else None,
+            }
     hydra = folder / SNAPSHOT
     hydra.mkdir(parents=True, exist_ok=True)
     atomic_write(hydra / SNAPSHOT_CONFIG, [OmegaConf.to_yaml(snapshot)])
-    atomic_write(hydra / SNAPSHOT_OVERRIDES, ["# written by evalflow.evaluate(): config.yaml holds every setting\n[]\n"])
+    atomic_write(
+        hydra / SNAPSHOT_OVERRIDES, ["# written by evalflow.evaluate(): config.yaml holds every setting\n[]\n"]
+    )
 
 
 def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], store: CacheStore | None = None) -> None:
@@ -364,8 +379,9 @@ def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], s
         written = [pool.submit(write_json, folder / MANIFEST, manifest(record))]
         if record.settings.log_samples:
             for task in record.selection.tasks:  # texts built (or found) here, written and synced meanwhile
-                written.append(pool.submit(atomic_write, folder / samples_name(task.task),
-                                           [_samples(task, record, store)]))
+                written.append(
+                    pool.submit(atomic_write, folder / samples_name(task.task), [_samples(task, record, store)])
+                )
         for future in written:  # every file synced and in place (else its error) before results.json
             future.result()
     write_json(folder / RESULTS, results)

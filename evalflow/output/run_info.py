@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
+from collections.abc import Mapping
 from importlib import metadata
-from typing import Any, Mapping
+from typing import Any
 
 from evalflow.config.packaged import source_checkout
-from evalflow.settings import RunSettings
+from evalflow.config.settings import RunSettings
 
 # lm-eval's order: peft and delta adapters name the model before the base model they are on.
 _NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")
@@ -88,8 +89,9 @@ def _git_hash() -> str | None:
     if checkout is None:
         return None
     try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout,
-                              capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None

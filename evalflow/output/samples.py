@@ -24,20 +24,23 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
+from evalflow.core.records import DocSet, Filtered, ImageRef, Instance, Responses, Scores
 from evalflow.output.samples_json import indented_doc_json, row_json
-from evalflow.records import DocSet, Filtered, ImageRef, Instance, Responses, Scores
 
 
-def samples_text(docs: DocSet, instances: Sequence[Instance], responses: Responses, filtered: Filtered,
-                 scores: Scores) -> str:
+def samples_text(
+    docs: DocSet, instances: Sequence[Instance], responses: Responses, filtered: Filtered, scores: Scores
+) -> str:
     """The samples node: one JSON line per document and filter pipeline."""
     return "".join(row_json(row) + "\n" for row in sample_rows(docs, instances, responses, filtered, scores))
 
 
-def sample_rows(doc_set: DocSet, instances: Sequence[Instance], answered: Responses, filtered: Filtered,
-                scores: Scores) -> Iterator[dict[str, Any]]:
+def sample_rows(
+    doc_set: DocSet, instances: Sequence[Instance], answered: Responses, filtered: Filtered, scores: Scores
+) -> Iterator[dict[str, Any]]:
     docs, responses = doc_set.docs, answered.values
     # One lm-eval instance per (doc_id, idx): its arguments once, its answers over all repeats.
     by_doc: dict[int, dict[int, tuple[Any, list[Any]]]] = defaultdict(dict)
@@ -75,8 +78,10 @@ def _judge_entries(judged: Mapping[str, Any]) -> dict[str, Any]:
     """Judge metrics: each graded answer with the judge's text and score, and per metric how many
     judge answers did not parse (the document's metric key is absent when none parsed and the
     policy is exclude)."""
-    return {"judge": _jsonable(dict(judged)),
-            "judge_unparsed": {metric: sum(1 for r in rows if not r["parsed"]) for metric, rows in judged.items()}}
+    return {
+        "judge": _jsonable(dict(judged)),
+        "judge_unparsed": {metric: sum(1 for r in rows if not r["parsed"]) for metric, rows in judged.items()},
+    }
 
 
 def _group(keys: Any, values: Any) -> dict[int, list[Any]]:

@@ -12,7 +12,8 @@ two-space indentation is the same text. Anything else takes ``json`` itself.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
@@ -35,8 +36,9 @@ def row_json(row: Mapping[str, Any]) -> str:
 
 def _arguments_json(value: Any, escaped: dict[str, str]) -> str:
     """``{"gen_args_0": {"arg_0": context, ...}, ...}`` with each long string escaped once."""
-    if type(value) is not dict or not all(type(k) is str and type(v) is dict and all(type(a) is str for a in v)
-                                          for k, v in value.items()):
+    if type(value) is not dict or not all(
+        type(k) is str and type(v) is dict and all(type(a) is str for a in v) for k, v in value.items()
+    ):
         return _ENCODE(value)
     inner = []
     for key, args in value.items():

@@ -12,10 +12,11 @@ beside them), as the samples text is, and a cached run decodes none of them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from evalflow.records import DocSet, Responses
+from evalflow.core.records import DocSet, Responses
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class TaskSummary:
     requests: int  # the inference stage's responses
 
     @classmethod
-    def of(cls, outputs: Mapping[str, Any]) -> "TaskSummary":
+    def of(cls, outputs: Mapping[str, Any]) -> TaskSummary:
         """The summary among a task's outputs (the node's value, read from the cache or computed)."""
         return cls(**outputs["summary"])
 

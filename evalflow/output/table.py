@@ -9,7 +9,8 @@ stdout is a file or a pipe they are printed as markdown with full task names (lm
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterator, Mapping, Sequence, TextIO
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TextIO
 
 COLUMNS = ("Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr")
 RIGHT = ("Version", "n-shot", "Value", "Stderr")
@@ -86,16 +87,31 @@ def no_value_lines(results: Mapping[str, Any]) -> list[str]:
             if value is not None or "," not in key or "_stderr," in key:
                 continue
             metric, filt = key.split(",", 1)
-            counts = [(k, v) for k, v in entry.items() if k.endswith(f"_unparsed,{filt}") and metric.startswith(k.split("_unparsed,")[0])]
-            why = (f"the judge answered {counts[0][1]} times unparsed ({counts[0][0]}) and on_unparsed: exclude left "
-                   "each out" if counts else "no document has a value")
-            lines.append(f"NO VALUE: {task} {key}: none of its {docs if docs is not None else 'scored'} documents has one; "
-                         f"{why}; see the judge_output entries in samples_{task}.jsonl, or score them with on_unparsed: NUMBER")
+            counts = [
+                (k, v)
+                for k, v in entry.items()
+                if k.endswith(f"_unparsed,{filt}") and metric.startswith(k.split("_unparsed,")[0])
+            ]
+            why = (
+                f"the judge answered {counts[0][1]} times unparsed ({counts[0][0]}) and on_unparsed: exclude left "
+                "each out"
+                if counts
+                else "no document has a value"
+            )
+            lines.append(
+                f"NO VALUE: {task} {key}: none of its {docs if docs is not None else 'scored'} documents has one; "
+                f"{why}; see the judge_output entries in samples_{task}.jsonl, or score them with on_unparsed: NUMBER"
+            )
     return lines
 
 
-def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[str] = (),
-                out: TextIO | None = None) -> None:
+def print_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    right: Sequence[str] = (),
+    out: TextIO | None = None,
+) -> None:
     """A rich table on a terminal; markdown (full cell text, never cut) anywhere else."""
     out = out or sys.stdout
     if getattr(out, "isatty", lambda: False)():
@@ -118,8 +134,11 @@ def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]], right:
     widths = [max(3, *(len(r[i]) for r in cells)) for i in range(len(columns))]
 
     def line(row: Sequence[str]) -> str:
-        return "|" + "|".join(c.rjust(w) if col in right else c.ljust(w)
-                              for c, w, col in zip(row, widths, columns)) + "|\n"
+        return (
+            "|"
+            + "|".join(c.rjust(w) if col in right else c.ljust(w) for c, w, col in zip(row, widths, columns))
+            + "|\n"
+        )
 
     rule = "|" + "|".join("-" * (w - 1) + ":" if col in right else "-" * w for w, col in zip(widths, columns)) + "|\n"
     return line(cells[0]) + rule + "".join(line(r) for r in cells[1:])

@@ -101,18 +101,39 @@ class Sandbox(Protocol):
         """
 
 
-def run_limited(argv: Sequence[str], limits: Limits, *, uid: int, cwd: str | None = None,
-                env: Mapping[str, str] | None = None, stdin: bytes = b"") -> Outcome:
+def run_limited(
+    argv: Sequence[str],
+    limits: Limits,
+    *,
+    uid: int,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes = b"",
+) -> Outcome:
     """``argv`` under ``prlimit`` in its own session; the process group is killed at the wall clock.
 
     ``uid`` is the user the program will run as: RLIMIT_NPROC counts every process of that user
     on the machine, so the limit is what it runs now plus ``max_processes``.
     """
     nproc = tasks_of(uid) + limits.max_processes
-    command = [_PRLIMIT, f"--cpu={limits.cpu()}", f"--as={limits.memory_bytes}", f"--nproc={nproc}",
-               "--core=0", "--", *argv]
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            cwd=cwd, env=dict(env or {}), start_new_session=True)
+    command = [
+        _PRLIMIT,
+        f"--cpu={limits.cpu()}",
+        f"--as={limits.memory_bytes}",
+        f"--nproc={nproc}",
+        "--core=0",
+        "--",
+        *argv,
+    ]
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=cwd,
+        env=dict(env or {}),
+        start_new_session=True,
+    )
     kept: list[bytes] = []
     reader = threading.Thread(target=_drain, args=(proc.stdout, kept), daemon=True)
     reader.start()
@@ -166,4 +187,3 @@ def tasks_of(uid: int) -> int:
         except OSError:  # the process ended meanwhile
             continue
     return count
-

@@ -29,17 +29,28 @@ from pathlib import Path
 from evalflow.sandbox.base import Limits, Outcome, run_limited
 
 NOBODY = 65534
-_ISOLATION = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-              "--new-session", "--clearenv", "--chdir", "/tmp")
+_ISOLATION = (
+    "--unshare-net",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--die-with-parent",
+    "--new-session",
+    "--clearenv",
+    "--chdir",
+    "/tmp",
+)
 
 
 class Bubblewrap:
     """The default backend: see the module docstring for what a program sees."""
 
     name = "bwrap"
-    description = ("each program runs in a bubblewrap container (read-only root filesystem, empty /tmp and home, "
-                   "cleared environment, no network, its own PID namespace) under CPU-time, memory, process-count "
-                   "and wall-clock limits")
+    description = (
+        "each program runs in a bubblewrap container (read-only root filesystem, empty /tmp and home, "
+        "cleared environment, no network, its own PID namespace) under CPU-time, memory, process-count "
+        "and wall-clock limits"
+    )
 
     def unavailable(self) -> str | None:
         return _probe()
@@ -53,8 +64,19 @@ def command(argv: Sequence[str]) -> list[str]:
     bwrap = shutil.which("bwrap") or "bwrap"
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *_masks(), *_ISOLATION]
     if os.getuid() == 0:
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", shutil.which("setpriv") or "setpriv",
-                 f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
+        args += [
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            shutil.which("setpriv") or "setpriv",
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ]
     return args + [_by_real_folder(argv[0]), *argv[1:]]
 
 
@@ -107,8 +129,11 @@ def _bind_back(mask: str, paths: Sequence[str]) -> list[str]:
 def _interpreter_paths(under: str, import_path: bool) -> list[str]:
     """The folders of this Python that lie under ``under``, outermost only: its prefixes and the
     installation its executable resolves to, and (``import_path``) the folders of its import path."""
-    found = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                           *(sys.path if import_path else ())) if p}
+    found = {
+        os.path.realpath(p)
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, *(sys.path if import_path else ()))
+        if p
+    }
     found |= {os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
     inside = sorted(p for p in found if p.startswith(under + os.sep) and os.path.isdir(p))
     return [p for p in inside if not any(p.startswith(q + os.sep) for q in inside if q != p)]
@@ -119,10 +144,14 @@ def _probe() -> str | None:
     """Whether bwrap runs a Python program here (once per process): the reason it cannot, or None.
     An empty sandbox (``true``) is tried first, so that a failure names its cause: the sandbox
     itself, or this interpreter inside it."""
-    missing = [tool for tool in ("bwrap", "prlimit") + (("setpriv",) if os.getuid() == 0 else ()) if not shutil.which(tool)]
+    missing = [
+        tool for tool in ("bwrap", "prlimit") + (("setpriv",) if os.getuid() == 0 else ()) if not shutil.which(tool)
+    ]
     if missing:
-        return (f"{' and '.join(missing)} not found on PATH (bwrap is in the Debian/Ubuntu package bubblewrap, "
-                "prlimit and setpriv in util-linux)")
+        return (
+            f"{' and '.join(missing)} not found on PATH (bwrap is in the Debian/Ubuntu package bubblewrap, "
+            "prlimit and setpriv in util-linux)"
+        )
     why = _failure([shutil.which("true") or "/bin/true"])
     if why is not None:
         return probe_message(why, sandbox_started=False)
@@ -146,8 +175,12 @@ def probe_message(why: str, sandbox_started: bool) -> str:
     kernel's or container's refusal; a Python that fails where ``true`` ran (``sandbox_started``)
     is this interpreter, not visible or not runnable inside, whatever the namespaces allow."""
     if not sandbox_started:
-        return (f"bwrap cannot start a sandbox here ({why}); it needs unprivileged user namespaces "
-                "(sysctl kernel.unprivileged_userns_clone=1) or root, and a container may forbid both")
-    return (f"bwrap starts a sandbox here, but this Python ({sys.executable}) does not run inside it ({why}): "
-            f"its installation ({sys.prefix}) or a file it needs is not visible inside (the sandbox shows the root "
-            "filesystem read-only, with /tmp and the home empty but for this interpreter's prefixes)")
+        return (
+            f"bwrap cannot start a sandbox here ({why}); it needs unprivileged user namespaces "
+            "(sysctl kernel.unprivileged_userns_clone=1) or root, and a container may forbid both"
+        )
+    return (
+        f"bwrap starts a sandbox here, but this Python ({sys.executable}) does not run inside it ({why}): "
+        f"its installation ({sys.prefix}) or a file it needs is not visible inside (the sandbox shows the root "
+        "filesystem read-only, with /tmp and the home empty but for this interpreter's prefixes)"
+    )

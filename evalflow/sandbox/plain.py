@@ -22,9 +22,11 @@ class PlainSubprocess:
     """The opt-out: see the module docstring for what a program can reach."""
 
     name = "subprocess"
-    description = ("each program runs as an ordinary child process in an empty temporary folder with a cleared "
-                   "environment, under CPU-time, memory, process-count and wall-clock limits, with no isolation "
-                   "(it can read and write the evaluating user's files, use the network and signal the evaluator)")
+    description = (
+        "each program runs as an ordinary child process in an empty temporary folder with a cleared "
+        "environment, under CPU-time, memory, process-count and wall-clock limits, with no isolation "
+        "(it can read and write the evaluating user's files, use the network and signal the evaluator)"
+    )
 
     def unavailable(self) -> str | None:
         return None if shutil.which("prlimit") else "prlimit (util-linux) is not on PATH; it sets the limits"

@@ -34,17 +34,23 @@ def _check_backend(name: str, cls: Any) -> None:
     description = getattr(cls, "description", None)
     missing += [] if isinstance(description, str) and description.strip() else ["description (a str)"]
     if not isinstance(cls, type) or missing:
-        raise SandboxError(f"register_sandbox({name!r}): {cls!r} is not a sandbox backend; a backend is a class "
-                           f"with a description (one sentence for the manifest), unavailable() and "
-                           f"run(argv, limits, stdin) (see evalflow.sandbox.base.Sandbox)"
-                           f"{f'; missing: {missing}' if missing else ''}")
+        raise SandboxError(
+            f"register_sandbox({name!r}): {cls!r} is not a sandbox backend; a backend is a class "
+            f"with a description (one sentence for the manifest), unavailable() and "
+            f"run(argv, limits, stdin) (see evalflow.sandbox.base.Sandbox)"
+            f"{f'; missing: {missing}' if missing else ''}"
+        )
 
 
 SANDBOXES: Registry[type] = Registry(
-    "sandbox", error=SandboxError, setting="setting code_sandbox", noun="backend", check=_check_backend,
+    "sandbox",
+    error=SandboxError,
+    setting="setting code_sandbox",
+    noun="backend",
+    check=_check_backend,
     consequence="change where model-written code runs",
     hint="Pick one of those, or register yours with evalflow.sandbox.register_sandbox(...) in a module the run "
-         "imports (imports=[my_module]).",
+    "imports (imports=[my_module]).",
     builtin={
         "bwrap": "evalflow.sandbox.bubblewrap:Bubblewrap",
         "subprocess": "evalflow.sandbox.plain:PlainSubprocess",
@@ -72,7 +78,7 @@ def sandbox(name: str) -> Sandbox:
     return _instance(SANDBOXES.get(name))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _instance(cls: type) -> Sandbox:
     return cls()  # type: ignore[no-any-return]
 
@@ -88,8 +94,12 @@ def sandbox_identity(name: str) -> dict[str, Any]:
             pass into a failure) and of the verdict (`evalflow.sandbox.verdict`, its `RUNNER`
             included: what counts as passed).
     """
-    return {"backend": name, "code": code_hash(SANDBOXES.get(name)), "runner": code_hash(run_limited),
-            "verdict": code_hash(run_program)}
+    return {
+        "backend": name,
+        "code": code_hash(SANDBOXES.get(name)),
+        "runner": code_hash(run_limited),
+        "verdict": code_hash(run_program),
+    }
 
 
 def require_sandbox(name: str, needed_by: str) -> None:

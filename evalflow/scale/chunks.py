@@ -28,7 +28,7 @@ what is leased and batched together, not what is saved together: a local model w
 come (``evalflow.scale.dispatch.answered_parts``), so a killed run loses the batches in flight; a
 Ray replica answers whole chunks, so a killed driver loses its replicas' chunks in flight.
 
->>> from evalflow.records import Request
+>>> from evalflow.core.records import Request
 >>> reqs = [Request("loglikelihood", ("Q1", c)) for c in "abc"] + [Request("loglikelihood", ("Q2", "d"))]
 >>> [[r.args for _, r in c] for c in plan_chunks(list(enumerate(reqs)), 2)]
 [[('Q1', 'a'), ('Q1', 'b'), ('Q1', 'c')], [('Q2', 'd')]]
@@ -36,9 +36,10 @@ Ray replica answers whole chunks, so a killed driver loses its replicas' chunks 
 
 from __future__ import annotations
 
-from typing import Any, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
-from evalflow.records import Request
+from evalflow.core.records import Request
 
 K = TypeVar("K")
 
@@ -90,8 +91,9 @@ def chunk_size(setting: int | None, answers_each: bool) -> int:
     return ANSWERS_EACH_CHUNK_SIZE if answers_each else CHUNK_SIZE
 
 
-def plan_chunks(ordered: Sequence[tuple[K, Request]], chunk_size: int,
-                budget: int = BUDGET_TOKENS) -> list[list[tuple[K, Request]]]:
+def plan_chunks(
+    ordered: Sequence[tuple[K, Request]], chunk_size: int, budget: int = BUDGET_TOKENS
+) -> list[list[tuple[K, Request]]]:
     """Consecutive runs of ``ordered`` of at most ``chunk_size`` requests and ``budget`` tokens of
     :func:`work`, except that a family (adjacent requests with one context) is never split: a
     chunk closes early rather than cut one, and a family over either limit is a chunk of its own."""

@@ -15,11 +15,12 @@ import itertools
 import os
 import socket
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
+from evalflow.core.records import Request
 from evalflow.models.base import feature
-from evalflow.records import Request
 
 Chunk = Sequence[tuple[str, Request]]  # (request key, request), as the edge planned them
 
@@ -118,8 +119,9 @@ def answered_chunks(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str
         yield Done(tuple(k for k, _ in chunk), answers, worker, time.perf_counter() - start, type(model).__name__)
 
 
-def answered_parts(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str,
-                   save_every: float = SAVE_EVERY) -> Iterator[Done]:
+def answered_parts(
+    model: Any, rtype: str, chunks: Iterable[Chunk], worker: str, save_every: float = SAVE_EVERY
+) -> Iterator[Done]:
     """The answers of a model declaring ``answer_parts(rtype, chunks)``, saved as they come.
 
     The model pulls lists of requests from ``chunks`` (it may pull the next before the current one
@@ -148,7 +150,9 @@ def answered_parts(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str,
         chunk, seen = pulled[n]
         for i, answer in part.items():
             if i in seen or not 0 <= i < len(chunk):
-                raise _misanswered(model, rtype, f"answered request {i} of a chunk of {len(chunk)} twice or out of range")
+                raise _misanswered(
+                    model, rtype, f"answered request {i} of a chunk of {len(chunk)} twice or out of range"
+                )
             seen.add(i)
             keys.append(chunk[i][0])
             answers.append(answer)

@@ -23,11 +23,12 @@ import socket
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
-from evalflow.records import Request
 from evalflow.scale.dispatch import Chunk, Done, answered
 
 log = logging.getLogger(__name__)
@@ -121,8 +122,11 @@ def shortfall(options: Mapping[str, Any], workers: int, cluster: Mapping[str, fl
     """
     per_actor = {ACTOR_OPTIONS[k]: v for k, v in options.items() if k in ACTOR_OPTIONS}
     per_actor.update(options.get("resources", {}))
-    return {name: (workers * amount, cluster.get(name, 0.0))
-            for name, amount in per_actor.items() if workers * amount > cluster.get(name, 0.0)}
+    return {
+        name: (workers * amount, cluster.get(name, 0.0))
+        for name, amount in per_actor.items()
+        if workers * amount > cluster.get(name, 0.0)
+    }
 
 
 def actor_options(resources: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,8 +243,9 @@ class RayDispatch:
             try:
                 # unset: a Ray of this run's own ("local"); Ray's default (None) would join any cluster
                 # this machine runs (RAY_ADDRESS, /tmp/ray/ray_current_cluster), another job's included
-                ray.init(address=self.address or "local", include_dashboard=False, namespace="evalflow",
-                         log_to_driver=True)
+                ray.init(
+                    address=self.address or "local", include_dashboard=False, namespace="evalflow", log_to_driver=True
+                )
             except ConnectionError as exc:  # ray_address=auto with no cluster on this machine
                 raise ConfigError(
                     f"ray_address={self.address}: {exc} Start a cluster with `ray start --head`, or leave "
@@ -270,7 +275,9 @@ class RayDispatch:
                 "workers, ask less per worker (worker_resources='{num_cpus: 0.5}' runs two per CPU), or join a "
                 "larger cluster with ray_address."
             )
-        log.warning("%s; the workers that do not fit wait until the cluster grows (an autoscaler adding nodes)", message)
+        log.warning(
+            "%s; the workers that do not fit wait until the cluster grows (an autoscaler adding nodes)", message
+        )
 
     def _spawn(self, ray: Any, index: int) -> Any:
         name = f"evalflow-{self._token}-w{index}-{self.replaced}"
@@ -298,8 +305,11 @@ class RayDispatch:
                 "workers' memory (worker_resources) and the Ray logs (/tmp/ray/session_latest/logs). "
                 "Every answered request is in the cache: a re-run resumes from there."
             )
-        log.warning("Ray worker w%d died (%s); its unanswered requests are dealt again to a new worker", index,
-                    type(exc).__name__)
+        log.warning(
+            "Ray worker w%d died (%s); its unanswered requests are dealt again to a new worker",
+            index,
+            type(exc).__name__,
+        )
         gen, _ = self._actors[index]
         actor = self._spawn(ray, index)
         self._actors[index] = (gen + 1, actor)

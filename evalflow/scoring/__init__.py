@@ -15,12 +15,15 @@ Importing this package registers every built-in component. Judge parsers (how a 
 answer becomes a score) are registered in :mod:`evalflow.judges.parsers`.
 """
 
-from evalflow.scoring import code_exec  # noqa: F401  (registers pass_at_k, pass_at_1: sandboxed code execution)
-from evalflow.scoring import filters_tagging  # noqa: F401  (registers regex_pos, format_span)
+from evalflow.scoring import (
+    code_exec,  # noqa: F401  (registers pass_at_k, pass_at_1: sandboxed code execution)
+    filters_tagging,  # noqa: F401  (registers regex_pos, format_span)
+)
 from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines, task_pipelines
 from evalflow.scoring.groups import aggregate_group
 from evalflow.scoring.metrics import DEFAULT_METRICS, MetricSpec, task_metric_specs
 from evalflow.scoring.process import score_document
+from evalflow.scoring.reductions import RepeatSamples, pass_at_k
 from evalflow.scoring.registry import (
     AGGREGATIONS,
     FILTERS,
@@ -33,7 +36,6 @@ from evalflow.scoring.registry import (
     register_metric,
     register_reduction,
 )
-from evalflow.scoring.reductions import RepeatSamples, pass_at_k
 from evalflow.scoring.task_aggregation import aggregate_task
 
 __all__ = [
@@ -51,9 +53,9 @@ __all__ = [
     "aggregate_group",
     "aggregate_task",
     "build_pipelines",
+    "pass_at_k",
     "register_aggregation",
     "register_filter",
-    "pass_at_k",
     "register_metric",
     "register_reduction",
     "score_document",

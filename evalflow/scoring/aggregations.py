@@ -17,10 +17,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evalflow import lazy_numpy as np
-
 from evalflow.errors import TaskError
 from evalflow.scoring import bootstrap
+from evalflow.scoring import lazy_numpy as np
 from evalflow.scoring.bootstrap import bootstrap_stderr, mean, sample_stddev
 from evalflow.scoring.registry import register_aggregation
 

@@ -16,9 +16,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from evalflow import lazy_numpy as np
-
 from evalflow.errors import ConfigError
+from evalflow.scoring import lazy_numpy as np
 
 Batch = Callable[["np.ndarray"], list[float]]
 """Computes the statistic for each row of an index matrix (rows = resamples)."""

@@ -27,11 +27,10 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from evalflow import lazy_numpy as np
-
 import evalflow.scoring.aggregations  # noqa: F401  (registers 'mean', named below)
 from evalflow.errors import TaskError
 from evalflow.sandbox import Limits, active, run_program, sandbox
+from evalflow.scoring import lazy_numpy as np
 from evalflow.scoring.registry import register_metric
 from evalflow.taskspec.format.spec import TaskConfig
 
@@ -64,20 +63,29 @@ def estimate_pass_at_k(n: int, c: int, k: int) -> float:
 
 
 @register_metric("pass_at_k", higher_is_better=True, aggregation="mean")
-def pass_at_k(references: Sequence[str], predictions: Sequence[Sequence[str]], k: int | Sequence[int] | None = None,
-              timeout: float = DEFAULT_TIMEOUT) -> dict[str, float]:
+def pass_at_k(
+    references: Sequence[str],
+    predictions: Sequence[Sequence[str]],
+    k: int | Sequence[int] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> dict[str, float]:
     """lm-eval humaneval's ``utils.pass_at_k``: ``{"pass@k": value}`` for each k <= the candidates."""
     if k is None:
         raise TaskError("metric pass_at_k needs its k (metric_list entry: `k: [1]`), as lm-eval's humaneval sets it")
     ks = [k] if isinstance(k, int) else list(k)
     passes = [candidate_passes(cands, test, timeout) for cands, test in zip(predictions, references, strict=True)]
     totals = [len(p) for p in passes]
-    return {f"pass@{kk}": float(np.mean([estimate_pass_at_k(n, sum(p), kk) for n, p in zip(totals, passes)]))
-            for kk in ks if all(n >= kk for n in totals)}
+    return {
+        f"pass@{kk}": float(np.mean([estimate_pass_at_k(n, sum(p), kk) for n, p in zip(totals, passes)]))
+        for kk in ks
+        if all(n >= kk for n in totals)
+    }
 
 
 @register_metric("pass_at_1", higher_is_better=True, aggregation="mean")
-def pass_at_1(references: str | Sequence[str], predictions: str | Sequence[Any], timeout: float = DEFAULT_TIMEOUT) -> float:
+def pass_at_1(
+    references: str | Sequence[str], predictions: str | Sequence[Any], timeout: float = DEFAULT_TIMEOUT
+) -> float:
     """lm-eval mbpp's ``utils.pass_at_1``: a single candidate (a string) or candidate lists."""
     refs = [references] if isinstance(references, str) else list(references)
     preds = [[p] for p in predictions] if isinstance(predictions[0], str) else list(predictions)

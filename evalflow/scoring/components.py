@@ -23,11 +23,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from evalflow.cache.code import code_hash
-from evalflow.taskspec.format.installed import code_fingerprint
+from evalflow.judges.parsers import JUDGE_PARSERS
 from evalflow.scoring.filters import DEFAULT_PIPELINES, filter_names, task_code_filters
 from evalflow.scoring.metrics import DEFAULT_METRICS  # (imports the reductions, which register themselves)
-from evalflow.judges.parsers import JUDGE_PARSERS
 from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS, REDUCTIONS
+from evalflow.taskspec.format.installed import code_fingerprint
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 

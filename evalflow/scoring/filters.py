@@ -291,9 +291,7 @@ def build_pipelines(
     if filter_list is None:
         return DEFAULT_PIPELINES
     if len(filter_list) == 0:
-        raise TaskError(
-            "filter_list is empty, so no response would be scored; remove the key or add a pipeline"
-        )
+        raise TaskError("filter_list is empty, so no response would be scored; remove the key or add a pipeline")
     pipelines = tuple(_pipeline(i, entry, task_filters or {}) for i, entry in enumerate(filter_list))
     names = [p.name for p in pipelines]
     for name in names:
@@ -305,9 +303,7 @@ def build_pipelines(
 def _pipeline(index: int, entry: Any, task_filters: Mapping[str, type]) -> FilterPipeline:
     where = f"filter_list[{index}]"
     if not isinstance(entry, Mapping) or "name" not in entry or "filter" not in entry:
-        raise TaskError(
-            f"{where} must be a mapping with 'name' and 'filter' (a list of steps), got {entry!r}"
-        )
+        raise TaskError(f"{where} must be a mapping with 'name' and 'filter' (a list of steps), got {entry!r}")
     steps = entry["filter"]
     if isinstance(steps, (str, Mapping)) or not isinstance(steps, Sequence) or not steps:
         raise TaskError(f"{where} ('{entry['name']}'): 'filter' must be a non-empty list of steps")
@@ -346,9 +342,7 @@ def _class_filter(cls: type) -> Callable[..., Any]:
     return apply
 
 
-def _check_signature(
-    fn: Callable[..., Any], target: Any, kwargs: Mapping[str, Any], label: str, where: str
-) -> None:
+def _check_signature(fn: Callable[..., Any], target: Any, kwargs: Mapping[str, Any], label: str, where: str) -> None:
     try:
         if isinstance(target, type):
             inspect.signature(target).bind(**kwargs)

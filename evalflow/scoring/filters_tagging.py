@@ -19,9 +19,21 @@ from evalflow.scoring.registry import register_filter
 _TAGGED_TOKEN = re.compile(r"\('([^']*)', '([^']*)'\)")
 # format_span's label spellings and the tag each becomes; only the word before a ":" is rewritten.
 _SPAN_LABELS = {
-    "person": "PER", "location": "LOC", "organization": "ORG", "counties": "LOC", "places": "LOC",
-    "people": "PER", "persons": "PER", "company": "ORG", "country": "LOC", "continent": "LOC",
-    "time": "DATE", "date": "DATE", "per": "PER", "loc": "LOC", "org": "ORG",
+    "person": "PER",
+    "location": "LOC",
+    "organization": "ORG",
+    "counties": "LOC",
+    "places": "LOC",
+    "people": "PER",
+    "persons": "PER",
+    "company": "ORG",
+    "country": "LOC",
+    "continent": "LOC",
+    "time": "DATE",
+    "date": "DATE",
+    "per": "PER",
+    "loc": "LOC",
+    "org": "ORG",
 }
 _SPAN_ENTITY = re.compile(r"\b(PER|LOC|ORG|DATE):\s*([^$]+)")
 

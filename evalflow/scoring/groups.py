@@ -38,9 +38,7 @@ class AggMetric:
     weight_by_size: bool = True
 
 
-def aggregate_subtask_metrics(
-    metrics: Sequence[float], sizes: Sequence[int], weight_by_size: bool = True
-) -> float:
+def aggregate_subtask_metrics(metrics: Sequence[float], sizes: Sequence[int], weight_by_size: bool = True) -> float:
     """The group value: the members' values averaged, weighted by size unless told otherwise."""
     if not weight_by_size:
         sizes = [1] * len(sizes)
@@ -49,9 +47,7 @@ def aggregate_subtask_metrics(
 
 def pooled_sample_stderr(stderrs: Sequence[float], sizes: Sequence[int]) -> float:
     """Stderr of the size-weighted mean, pooling the members' sample variances."""
-    pooled = sum([(size - 1) * stderr**2 * size for size, stderr in zip(sizes, stderrs)]) / (
-        sum(sizes) - len(sizes)
-    )
+    pooled = sum([(size - 1) * stderr**2 * size for size, stderr in zip(sizes, stderrs)]) / (sum(sizes) - len(sizes))
     return math.sqrt(pooled / sum(sizes))
 
 
@@ -81,16 +77,17 @@ def aggregate_group(
     out: dict[str, Any] = {}
     for index, entry in enumerate(aggregate_metric_list):
         config = _parse(group_name, index, entry)
-        filters = (
-            config.filter_list if config.filter_list is not None else _discover(config.metric, member_results)
-        )
+        filters = config.filter_list if config.filter_list is not None else _discover(config.metric, member_results)
         for filter_name in filters:
             out.update(_aggregate_one(group_name, config, filter_name, member_results, member_names))
     return out
 
 
 def _aggregate_one(
-    group_name: str, config: AggMetric, filter_name: str, members: Sequence[tuple[Mapping[str, Any], int]],
+    group_name: str,
+    config: AggMetric,
+    filter_name: str,
+    members: Sequence[tuple[Mapping[str, Any], int]],
     names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     key, stderr_key = f"{config.metric},{filter_name}", f"{config.metric}_stderr,{filter_name}"
@@ -113,7 +110,11 @@ def _aggregate_one(
         shown = f": {', '.join(lacking[:5])}" + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
         log.warning(
             "group '%s': metric '%s' is missing in %d of %d tasks%s; the group score averages the others only",
-            group_name, key, len(members) - len(values), len(members), shown if lacking else "",
+            group_name,
+            key,
+            len(members) - len(values),
+            len(members),
+            shown if lacking else "",
         )
     out: dict[str, Any] = {key: aggregate_subtask_metrics(values, sizes, config.weight_by_size)}
     if len(stderrs) == len(values) and "N/A" not in stderrs:
@@ -128,12 +129,7 @@ def _aggregate_one(
 def _discover(metric: str, members: Sequence[tuple[Mapping[str, Any], int]]) -> tuple[str, ...]:
     """Every filter a member reports ``metric`` under, sorted (lm-eval's auto-discovery)."""
     prefix = f"{metric},"
-    found = {
-        k[len(prefix) :]
-        for metrics, _ in members
-        for k in metrics
-        if k.startswith(prefix) and "_stderr" not in k
-    }
+    found = {k[len(prefix) :] for metrics, _ in members for k in metrics if k.startswith(prefix) and "_stderr" not in k}
     return tuple(sorted(found))
 
 
@@ -149,9 +145,7 @@ def _parse(group_name: str, index: int, entry: Any) -> AggMetric:
         # lm-eval accepts a callable here but still takes the (weighted) mean; so does evalflow.
         log.warning("%s: a custom group aggregation is ignored by lm-eval 0.4.13; using the mean", where)
     elif aggregation != "mean":
-        raise TaskError(
-            f"{where}: aggregation '{aggregation}' is not supported; 'mean' is the only group aggregation"
-        )
+        raise TaskError(f"{where}: aggregation '{aggregation}' is not supported; 'mean' is the only group aggregation")
     filters = entry.get("filter_list")
     if isinstance(filters, str):
         filters = (filters,)

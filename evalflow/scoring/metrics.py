@@ -24,11 +24,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalflow import lazy_numpy as np
-
-from evalflow.errors import TaskError, closest
 import evalflow.scoring.aggregations  # noqa: F401  (registers the aggregations named below)
+from evalflow.errors import TaskError, closest
 from evalflow.judges.spec import JudgeSpec, is_judge_entry, parse_judge
+from evalflow.scoring import lazy_numpy as np
 from evalflow.scoring.reductions import Reduction, parse_reductions
 from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
@@ -151,14 +150,10 @@ def task_metric_specs(task: TaskConfig) -> tuple[MetricSpec, ...]:
 def _resolve_specs(task: TaskConfig) -> tuple[MetricSpec, ...]:
     where = f"{task.source or '<python>'}: task '{task.task}'"
     if task.output_type not in OUTPUT_TYPES:
-        raise TaskError(
-            f"{where} has output_type {task.output_type!r}; {closest(str(task.output_type), OUTPUT_TYPES)}"
-        )
+        raise TaskError(f"{where} has output_type {task.output_type!r}; {closest(str(task.output_type), OUTPUT_TYPES)}")
     if task.metric_list is None:
         return tuple(_default_spec(name) for name in DEFAULT_METRICS[task.output_type])
-    specs = tuple(
-        _spec(task, i, entry, f"{where} metric_list[{i}]") for i, entry in enumerate(task.metric_list)
-    )
+    specs = tuple(_spec(task, i, entry, f"{where} metric_list[{i}]") for i, entry in enumerate(task.metric_list))
     reduced = [name for s in specs if s.reductions for name in s.output_names]
     for name in reduced:
         if reduced.count(name) > 1:
@@ -211,7 +206,8 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
         else (registered.higher_is_better if registered is not None else None),
         keyword_call=_check_kwargs(fn, kwargs, name, where),
         reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction")
-        if "reduction" in entry else (),
+        if "reduction" in entry
+        else (),
     )
 
 
@@ -222,17 +218,27 @@ def _judge_spec(task: TaskConfig, entry: Mapping[str, Any], where: str) -> Metri
     if not isinstance(name, str) or not name:
         raise TaskError(f"{where}: a judge metric's 'metric' is the name its value is reported under; got {name!r}")
     if task.output_type != "generate_until" or task.process_results is not None:
-        raise TaskError(f"{where}: judge metric '{name}' grades generated text, so it needs output_type: generate_until "
-                        f"and no process_results (the task has output_type {task.output_type!r}"
-                        f"{' and process_results' if task.process_results is not None else ''})")
+        raise TaskError(
+            f"{where}: judge metric '{name}' grades generated text, so it needs output_type: generate_until "
+            f"and no process_results (the task has output_type {task.output_type!r}"
+            f"{' and process_results' if task.process_results is not None else ''})"
+        )
     extra = [k for k in entry if k not in _RESERVED]
     if extra:
-        raise TaskError(f"{where}: judge metric '{name}' takes no option '{extra[0]}'; its options go in the judge: block")
+        raise TaskError(
+            f"{where}: judge metric '{name}' takes no option '{extra[0]}'; its options go in the judge: block"
+        )
     higher = entry.get("higher_is_better", True)
     return MetricSpec(
-        name=name, fn=None, aggregation=_aggregation({"aggregation": "mean", **entry}, None, name, where),
-        higher_is_better=higher, keyword_call=False, judge=parse_judge(name, entry["judge"], where, task.source),
-        reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction") if "reduction" in entry else (),
+        name=name,
+        fn=None,
+        aggregation=_aggregation({"aggregation": "mean", **entry}, None, name, where),
+        higher_is_better=higher,
+        keyword_call=False,
+        judge=parse_judge(name, entry["judge"], where, task.source),
+        reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction")
+        if "reduction" in entry
+        else (),
     )
 
 
@@ -247,8 +253,9 @@ def _hub_metric_unused(task: TaskConfig, metric: Any) -> bool:
     if task.process_results is not None:
         return True
     registered = METRICS.find(metric) if isinstance(metric, str) else None
-    return (task.output_type != "generate_until" and registered is not None
-            and task.output_type in registered.output_types)
+    return (
+        task.output_type != "generate_until" and registered is not None and task.output_type in registered.output_types
+    )
 
 
 def _aggregation(entry: Mapping[str, Any], registered: Any, name: str, where: str) -> Callable[..., Any]:
@@ -293,8 +300,9 @@ def _refuse_misspelt_keys(entry: Mapping[str, Any], where: str) -> None:
     for key in entry:
         near = difflib.get_close_matches(str(key), _RESERVED, n=1, cutoff=0.8) if key not in _RESERVED else []
         if near:
-            raise TaskError(f"{where}: metric {entry['metric']!r} has a key {key!r}; did you mean {near[0]!r}? "
-                            "Fix the key name.")
+            raise TaskError(
+                f"{where}: metric {entry['metric']!r} has a key {key!r}; did you mean {near[0]!r}? Fix the key name."
+            )
 
 
 def _check_kwargs(fn: Callable[..., Any] | None, kwargs: Mapping[str, Any], name: str, where: str) -> bool:

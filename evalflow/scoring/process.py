@@ -21,9 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalflow import lazy_numpy as np
-
 from evalflow.errors import DataError, EvalflowError, TaskError
+from evalflow.scoring import lazy_numpy as np
 from evalflow.scoring.metrics import MetricSpec, task_metric_specs
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
@@ -32,13 +31,22 @@ log = logging.getLogger(__name__)
 COMPUTED: Mapping[str, tuple[str, ...]] = {
     "loglikelihood": ("perplexity", "acc"),
     "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte"),
-    "multiple_choice": ("acc", "f1", "mcc", "acc_norm", "acc_bytes", "exact_match", "brier_score", "likelihood",
-                        "acc_mutual_info"),
+    "multiple_choice": (
+        "acc",
+        "f1",
+        "mcc",
+        "acc_norm",
+        "acc_bytes",
+        "exact_match",
+        "brier_score",
+        "likelihood",
+        "acc_mutual_info",
+    ),
 }
 """The metrics lm-eval 0.4.13's ``process_results`` computes for each output type but generate_until,
 in the order it reports them: the only ones such a task without ``process_results`` gets. A
 ``metric_list`` entry of another name is never called and gets no value, in lm-eval and here;
-:mod:`evalflow.load_checks` warns of it when the task is loaded."""
+:mod:`evalflow.run.load_checks` warns of it when the task is loaded."""
 
 
 def score_document(
@@ -61,7 +69,9 @@ def score_document(
     if task.process_results is not None:
         from evalflow.taskspec.prompts.templates import call_task_function
 
-        values = call_task_function(task.process_results, doc, list(results), task=task, what="process_results", doc=doc)
+        values = call_task_function(
+            task.process_results, doc, list(results), task=task, what="process_results", doc=doc
+        )
         if not isinstance(values, Mapping):
             raise TaskError(
                 f"task '{task.task}': process_results ({task.process_results}) returned "
@@ -84,7 +94,11 @@ def score_document(
     except EvalflowError:
         raise
     except Exception as exc:
-        custom = [str(m["metric"]) for m in task.metric_list or () if isinstance(m, Mapping) and isinstance(m.get("metric"), FunctionRef)]
+        custom = [
+            str(m["metric"])
+            for m in task.metric_list or ()
+            if isinstance(m, Mapping) and isinstance(m.get("metric"), FunctionRef)
+        ]
         if not custom:
             raise  # a built-in metric failing is evalflow's bug: keep its traceback
         raise TaskError(
@@ -157,9 +171,7 @@ def _multiple_choice(
         pred_byte = int(np.argmax(lls / byte_length))
     gold, bad = gold_index(target, choices)
     if bad:
-        log.warning(
-            "task %s: label index not within the available choices in document %s", task.task, _short(doc)
-        )
+        log.warning("task %s: label index not within the available choices in document %s", task.task, _short(doc))
     if many:
         exact = int(any(is_greedy[i] if i != -100 else 0 for i in gold))
     else:

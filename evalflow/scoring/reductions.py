@@ -35,9 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evalflow import lazy_numpy as np
-
 from evalflow.errors import TaskError, closest
+from evalflow.scoring import lazy_numpy as np
 from evalflow.scoring.registry import REDUCTIONS, register_reduction
 
 _WITH_K = re.compile(r"^(?P<base>[A-Za-z_][\w-]*)@(?P<k>k|[0-9]+)$")
@@ -89,8 +88,7 @@ def parse_reductions(value: Any, repeats: int, where: str) -> tuple[Reduction, .
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) for n in names):
         raise TaskError(
-            f"{where}: reduction must be a name or a list of names ({', '.join(REDUCTIONS.names())}), "
-            f"got {value!r}"
+            f"{where}: reduction must be a name or a list of names ({', '.join(REDUCTIONS.names())}), got {value!r}"
         )
     out = tuple(_parse(name, repeats, where) for name in names)
     labels = [r.label for r in out]
@@ -184,4 +182,3 @@ def _number(value: Any, reduction: str) -> float:
         f"reduction {reduction} needs a number per sample, but the metric gave {value!r} "
         f"({type(value).__name__}); reduce metrics that score each sample with a number"
     )
-

@@ -54,9 +54,12 @@ class Registry(GenericRegistry[T]):
 
     def __init__(self, kind: str) -> None:
         super().__init__(
-            kind, error=TaskError, noun="component", identity=_identity,
+            kind,
+            error=TaskError,
+            noun="component",
+            identity=_identity,
             hint=f"Use a registered {kind} name, or register yours with evalflow.register_{kind}(...) in a module "
-                 "the run imports first (imports=[my_module] on the command line; from Python, import it).",
+            "the run imports first (imports=[my_module] on the command line; from Python, import it).",
         )
 
 
@@ -92,6 +95,8 @@ METRICS: Registry[Metric] = Registry("metric")
 AGGREGATIONS: Registry[Callable[..., Any]] = Registry("aggregation")
 FILTERS: Registry[Callable[..., Any]] = Registry("filter")
 REDUCTIONS: Registry[Callable[..., Any]] = Registry("reduction")
+
+
 def register_aggregation(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register an aggregation: `fn(items) -> value`, per-document values into one number.
 
@@ -163,8 +168,7 @@ def register_metric(
     for output_type in types:
         if output_type not in OUTPUT_TYPES:
             raise TaskError(
-                f"register_metric('{name}'): unknown output type {output_type!r}; "
-                f"{closest(output_type, OUTPUT_TYPES)}"
+                f"register_metric('{name}'): unknown output type {output_type!r}; {closest(output_type, OUTPUT_TYPES)}"
             )
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -12,9 +12,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalflow import lazy_numpy as np
-
 from evalflow.errors import DataError
+from evalflow.scoring import lazy_numpy as np
 from evalflow.scoring.aggregations import SLOW_METRICS, stderr_fn
 from evalflow.scoring.bootstrap import mean
 from evalflow.scoring.metrics import metric_for_key, task_metric_specs

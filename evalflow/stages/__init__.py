@@ -15,4 +15,4 @@ from evalflow.stages.instances import instances
 from evalflow.stages.load_docs import load_docs
 from evalflow.stages.metrics import metrics
 
-__all__ = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
+__all__ = ["aggregate", "fewshot", "filters", "inference", "instances", "load_docs", "metrics"]

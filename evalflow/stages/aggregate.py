@@ -4,10 +4,10 @@ judge result that no document has a value for as ``None`` (:func:`~evalflow.judg
 
 from __future__ import annotations
 
-from evalflow.records import Scores, TaskResult
+from evalflow.core.records import Scores, TaskResult
+from evalflow.judges.verdicts import judge_gaps, unparsed_counts
 from evalflow.scoring.metrics import task_metric_specs
 from evalflow.scoring.task_aggregation import aggregate_task
-from evalflow.judges.verdicts import judge_gaps, unparsed_counts
 from evalflow.taskspec.format.spec import TaskConfig
 
 

@@ -6,10 +6,11 @@ options; ``system_instruction`` is prepended to the description in both modes, a
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from evalflow.core.records import Context, DocSet
 from evalflow.errors import ConfigError
-from evalflow.records import Context, DocSet
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.fewshot_context import build_contexts, render_plain
 
@@ -55,11 +56,18 @@ def fewshot(
         from evalflow.taskspec.prompts.chat_format import ChatFormat, chat_render
 
         fmt = ChatFormat(
-            chat.get("template"), bool(chat.get("fewshot_as_multiturn")), chat.get("special_tokens") or {},
+            chat.get("template"),
+            bool(chat.get("fewshot_as_multiturn")),
+            chat.get("special_tokens") or {},
             messages=bool(chat.get("messages")),
         )
         render = chat_render(fmt, add_generation_prompt=not task.gen_prefix)
     return build_contexts(
-        task, docs, num_fewshot, fewshot_seed, evaluated_doc_ids(len(docs.docs), limit, samples),
-        render=render, system_instruction=system_instruction,
+        task,
+        docs,
+        num_fewshot,
+        fewshot_seed,
+        evaluated_doc_ids(len(docs.docs), limit, samples),
+        render=render,
+        system_instruction=system_instruction,
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from evalflow.records import DocSet, Filtered, Instance, Responses
+from evalflow.core.records import DocSet, Filtered, Instance, Responses
 from evalflow.scoring.filters import combines_samples, per_sample, task_pipelines
 from evalflow.taskspec.format.spec import TaskConfig
 

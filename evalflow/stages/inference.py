@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
+from evalflow.core.records import REQUEST_TYPES, Instance, Responses
 from evalflow.errors import ModelError
 from evalflow.models.base import AnswersRequests
-from evalflow.records import REQUEST_TYPES, Instance, Responses
 
 
 def inference(instances: tuple[Instance, ...], model: AnswersRequests) -> Responses:

@@ -8,10 +8,11 @@ A multimodal task's requests end with ``{"visual": [ImageRef, ...]}``, lm-eval's
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import evalflow.cache.images  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
-from evalflow.records import Context, DocSet, Instance
+from evalflow.core.records import Context, DocSet, Instance
 from evalflow.taskspec.data.images import doc_images, is_multimodal
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.requests import build_instances

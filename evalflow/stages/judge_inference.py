@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from evalflow.core.records import JudgeRequests, JudgeResponses
 from evalflow.errors import ModelError
 from evalflow.models.base import AnswersRequests
-from evalflow.records import JudgeRequests, JudgeResponses
 
 
 def judge_inference(judge_requests: JudgeRequests, judges: Mapping[str, AnswersRequests]) -> JudgeResponses:
@@ -22,8 +22,10 @@ def judge_inference(judge_requests: JudgeRequests, judges: Mapping[str, AnswersR
         requests = [judge_requests.items[i].request for i in positions]
         got = list(judges[metric].generate_until(requests))
         if len(got) != len(requests):
-            raise ModelError(f"the judge of metric '{metric}' returned {len(got)} answers for {len(requests)} requests; "
-                             "a model must return exactly one response per request, in order")
+            raise ModelError(
+                f"the judge of metric '{metric}' returned {len(got)} answers for {len(requests)} requests; "
+                "a model must return exactly one response per request, in order"
+            )
         for i, text in zip(positions, got):
             answers[i] = text
     return JudgeResponses(tuple(answers))

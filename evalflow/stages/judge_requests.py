@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from evalflow.records import DocSet, Filtered, JudgeItem, JudgeRequests, Request
+from evalflow.core.records import DocSet, Filtered, JudgeItem, JudgeRequests, Request
 from evalflow.judges.spec import render_judge_prompt
 from evalflow.judges.verdicts import first_text
 from evalflow.taskspec.format.spec import TaskConfig
@@ -29,10 +29,16 @@ def judge_requests(task: TaskConfig, docs: DocSet, filtered: Filtered) -> JudgeR
             if key in items:
                 continue
             doc = docs.docs[doc_id]
-            prompt = render_judge_prompt(judge["prompt"], doc, response, *gold(task, doc),
-                                         where=f"task '{task.task}' ({task.source or 'no file'}) judge metric '{judge['metric']}'")
-            items[key] = JudgeItem(judge["metric"], doc_id, response,
-                                   Request("generate_until", (prompt, dict(judge["gen_kwargs"]))))
+            prompt = render_judge_prompt(
+                judge["prompt"],
+                doc,
+                response,
+                *gold(task, doc),
+                where=f"task '{task.task}' ({task.source or 'no file'}) judge metric '{judge['metric']}'",
+            )
+            items[key] = JudgeItem(
+                judge["metric"], doc_id, response, Request("generate_until", (prompt, dict(judge["gen_kwargs"])))
+            )
     return JudgeRequests(tuple(items.values()))
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import evalflow.cache.images  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
-from evalflow.records import DocSet
+from evalflow.core.records import DocSet
 from evalflow.taskspec.data.docsets import load_docset
 from evalflow.taskspec.format.spec import TaskConfig
 

@@ -24,18 +24,18 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from evalflow.core.records import DocSet, Filtered, JudgeRequests, JudgeResponses, Scores
 from evalflow.errors import TaskError
 from evalflow.judges.metric import judge_specs
 from evalflow.judges.verdicts import Verdicts
-from evalflow.records import DocSet, Filtered, JudgeRequests, JudgeResponses, Scores
 from evalflow.sandbox.current import using
 from evalflow.scoring.metrics import MetricSpec, task_metric_specs
 from evalflow.scoring.process import score_document
 from evalflow.scoring.reductions import RepeatSamples
-from evalflow.taskspec.prompts.fewshot_context import is_multiple_input
 from evalflow.taskspec.format.lmeval_seeds import scoring_rng
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.format.taskcode import rng_effects
+from evalflow.taskspec.prompts.fewshot_context import is_multiple_input
 from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target, doc_to_text
 
 
@@ -70,10 +70,13 @@ def _scores(task: TaskConfig, docs: DocSet, filtered: Filtered, verdicts: Verdic
         samples = _per_doc(filtered.keys, _sample_answers(task, filtered, name)) if reduced else {}
         rows, sample_rows, judged_rows = [], [], []
         for d, gold, choice in zip(doc_ids, golds, choices):
+
             def score(results: Sequence[Any], d: int = d, gold: Any = gold, choice: Any = choice) -> dict[str, Any]:
-                row = score_document(task, docs.docs[d], list(results), target=gold, choices=choice,
-                                     multiple_target=multiple_target)
+                row = score_document(
+                    task, docs.docs[d], list(results), target=gold, choices=choice, multiple_target=multiple_target
+                )
                 return {**row, **verdicts.values(d, results)}
+
             row = score(answers[d])
             if reduced:
                 row, scored = reduce_document(specs, row, _by_repeat(samples[d]), score)
@@ -108,7 +111,9 @@ def reduce_document(
         # a judge metric's samples whose judge answer did not parse (on_unparsed: exclude) have no value
         kept = [j for j, sample in enumerate(scored) if spec.judge is None or spec.name in sample]
         values = tuple(_value(scored[j], spec.name) for j in kept)
-        samples = RepeatSamples(answers=tuple(answers[j] for j in kept), values=values, score=_metric_of(score, spec.name))
+        samples = RepeatSamples(
+            answers=tuple(answers[j] for j in kept), values=values, score=_metric_of(score, spec.name)
+        )
         for reduction in spec.reductions:
             if len(kept) >= reduction.needs:  # else the document has no value for it (counted: `_excluded`)
                 out[reduction.output_name(spec.name)] = reduction(samples)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from evalflow.errors import ConfigError
@@ -55,9 +56,17 @@ def results_rows(results: Mapping[str, Any]) -> list[list[Any]]:
                 continue
             metric, _, filter_name = key.partition(",")
             stderr = entry.get(f"{metric}_stderr,{filter_name}")
-            rows.append([task, str(results.get("versions", {}).get(task)), filter_name,
-                         results.get("n-shot", {}).get(task), metric, value,
-                         stderr if isinstance(stderr, (int, float)) else None])
+            rows.append(
+                [
+                    task,
+                    str(results.get("versions", {}).get(task)),
+                    filter_name,
+                    results.get("n-shot", {}).get(task),
+                    metric,
+                    value,
+                    stderr if isinstance(stderr, (int, float)) else None,
+                ]
+            )
     return rows
 
 

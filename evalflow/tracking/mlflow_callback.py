@@ -11,16 +11,17 @@ before the evaluation (:mod:`evalflow.tracking.preflight`); a failure while logg
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from evalflow.tracking.preflight import check_mlflow_store, log_finished_job
 from evalflow.output.run_folder import finished_run
 from evalflow.tracking.logged import metric_values, refuse_credentials, require, tracker_params
+from evalflow.tracking.preflight import check_mlflow_store, log_finished_job
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +29,14 @@ MAX_PARAM_CHARS = 6000  # MLflow's limit on a parameter value
 
 
 def log_to_mlflow(
-    folder: Path | str, *, tracking_uri: str | None = None, experiment: str = "evalflow", run_name: str | None = None,
-    tags: Mapping[str, str] | None = None, log_samples: bool = True, artifact_location: str | None = None,
+    folder: Path | str,
+    *,
+    tracking_uri: str | None = None,
+    experiment: str = "evalflow",
+    run_name: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    log_samples: bool = True,
+    artifact_location: str | None = None,
 ) -> str | None:
     """Log the finished run in ``folder``; returns the MLflow run id (None if it did not finish).
 
@@ -53,8 +60,16 @@ def log_to_mlflow(
         mlflow.set_tracking_uri(previous)
 
 
-def _log_run(mlflow: Any, run: Any, folder: Path, experiment: str, run_name: str | None,
-             tags: Mapping[str, str] | None, log_samples: bool, artifact_location: str | None) -> str:
+def _log_run(
+    mlflow: Any,
+    run: Any,
+    folder: Path,
+    experiment: str,
+    run_name: str | None,
+    tags: Mapping[str, str] | None,
+    log_samples: bool,
+    artifact_location: str | None,
+) -> str:
     if artifact_location and mlflow.get_experiment_by_name(experiment) is None:
         mlflow.create_experiment(experiment, artifact_location=Path(artifact_location).resolve().as_uri())
     mlflow.set_experiment(experiment)
@@ -72,15 +87,26 @@ def _log_run(mlflow: Any, run: Any, folder: Path, experiment: str, run_name: str
 class MlflowCallback(Callback):
     """Hydra callback: after each job (each sweep job too), log its run folder to MLflow."""
 
-    def __init__(self, tracking_uri: str | None = None, experiment: str = "evalflow", run_name: str | None = None,
-                 tags: Mapping[str, str] | None = None, log_samples: bool = True,
-                 artifact_location: str | None = None) -> None:
+    def __init__(
+        self,
+        tracking_uri: str | None = None,
+        experiment: str = "evalflow",
+        run_name: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        log_samples: bool = True,
+        artifact_location: str | None = None,
+    ) -> None:
         require("mlflow", "hydra/callbacks=mlflow")
         refuse_credentials(tracking_uri, "hydra.callbacks.mlflow.tracking_uri")
         check_mlflow_store(tracking_uri)
-        self.options: dict[str, Any] = dict(tracking_uri=tracking_uri, experiment=experiment, run_name=run_name,
-                                            tags=dict(tags or {}), log_samples=log_samples,
-                                            artifact_location=artifact_location)
+        self.options: dict[str, Any] = dict(
+            tracking_uri=tracking_uri,
+            experiment=experiment,
+            run_name=run_name,
+            tags=dict(tags or {}),
+            log_samples=log_samples,
+            artifact_location=artifact_location,
+        )
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         log_finished_job("mlflow", log_to_mlflow, config, job_return, self.options)

@@ -17,8 +17,9 @@ import importlib.util
 import netrc
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator, NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from evalflow.errors import ConfigError
@@ -26,8 +27,9 @@ from evalflow.errors import ConfigError
 PROBE_TIMEOUT_S = "10"
 
 
-def log_finished_job(tracker: str, log: Callable[..., Any], config: Any, job_return: Any,
-                     options: dict[str, Any]) -> None:
+def log_finished_job(
+    tracker: str, log: Callable[..., Any], config: Any, job_return: Any, options: dict[str, Any]
+) -> None:
     """A callback's ``on_job_end``: log a completed job's run folder with ``log(folder, **options)``;
     a failure ends the run (:func:`tracker_failed`) instead of becoming Hydra's warning."""
     from hydra.core.utils import JobStatus
@@ -48,9 +50,13 @@ def tracker_failed(tracker: str, folder: Path, exc: BaseException, later: str) -
     the run folder and the cache, so fixing the tracker and re-running costs no model call.
     """
     cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    print(f"evalflow: error: {tracker} could not log the finished run in {folder}: {type(exc).__name__}: {cause}. "
-          f"The run folder is complete (results.json, samples); fix the tracker and log it with {later}, or run the "
-          "same command again (every stage is served from the cache).", file=sys.stderr, flush=True)
+    print(
+        f"evalflow: error: {tracker} could not log the finished run in {folder}: {type(exc).__name__}: {cause}. "
+        f"The run folder is complete (results.json, samples); fix the tracker and log it with {later}, or run the "
+        "same command again (every stage is served from the cache).",
+        file=sys.stderr,
+        flush=True,
+    )
     raise SystemExit(1)
 
 
@@ -80,7 +86,7 @@ def check_mlflow_store(tracking_uri: str | None) -> None:
         if missing:
             raise ConfigError(
                 f"hydra/callbacks=mlflow: the tracking store {uri} is a database, which MLflow reaches through "
-                f"{' and '.join(missing)}: pip install \"evalflow[tracking]\" (or the full mlflow package), or point "
+                f'{" and ".join(missing)}: pip install "evalflow[tracking]" (or the full mlflow package), or point '
                 "it at a server: hydra.callbacks.mlflow.tracking_uri=http://HOST:5000 (or set MLFLOW_TRACKING_URI)."
             )
     _probe(uri)

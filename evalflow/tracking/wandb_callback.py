@@ -9,16 +9,17 @@ under the run folder's ``wandb/`` for a later ``wandb sync``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from evalflow.tracking.preflight import check_wandb_login, log_finished_job
 from evalflow.output.run_folder import finished_run
 from evalflow.tracking.logged import metric_values, require, results_rows
+from evalflow.tracking.preflight import check_wandb_login, log_finished_job
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +27,15 @@ TABLE_COLUMNS = ["Task", "Version", "Filter", "num_fewshot", "Metric", "Value", 
 
 
 def log_to_wandb(
-    folder: Path | str, *, project: str | None = None, entity: str | None = None, name: str | None = None,
-    group: str | None = None, job_type: str = "eval", tags: Sequence[str] = (), mode: str | None = None,
+    folder: Path | str,
+    *,
+    project: str | None = None,
+    entity: str | None = None,
+    name: str | None = None,
+    group: str | None = None,
+    job_type: str = "eval",
+    tags: Sequence[str] = (),
+    mode: str | None = None,
     log_samples: bool = True,
 ) -> str | None:
     """Log the finished run in ``folder``; returns the W&B run id (None if the run did not finish)."""
@@ -38,8 +46,17 @@ def log_to_wandb(
         return None
     import wandb
 
-    wb = wandb.init(project=project, entity=entity, name=name, group=group, job_type=job_type,
-                    tags=list(tags) or None, mode=mode, dir=str(folder), config=dict(run.config))
+    wb = wandb.init(
+        project=project,
+        entity=entity,
+        name=name,
+        group=group,
+        job_type=job_type,
+        tags=list(tags) or None,
+        mode=mode,
+        dir=str(folder),
+        config=dict(run.config),
+    )
     try:
         metrics = metric_values(run.results)
         wb.log(metrics)
@@ -60,13 +77,29 @@ def log_to_wandb(
 class WandbCallback(Callback):
     """Hydra callback: after each job (each sweep job too), log its run folder to W&B."""
 
-    def __init__(self, project: str | None = None, entity: str | None = None, name: str | None = None,
-                 group: str | None = None, job_type: str = "eval", tags: Sequence[str] = (),
-                 mode: str | None = None, log_samples: bool = True) -> None:
+    def __init__(
+        self,
+        project: str | None = None,
+        entity: str | None = None,
+        name: str | None = None,
+        group: str | None = None,
+        job_type: str = "eval",
+        tags: Sequence[str] = (),
+        mode: str | None = None,
+        log_samples: bool = True,
+    ) -> None:
         require("wandb", "hydra/callbacks=wandb")
         check_wandb_login(mode)
-        self.options: dict[str, Any] = dict(project=project, entity=entity, name=name, group=group,
-                                            job_type=job_type, tags=tuple(tags or ()), mode=mode, log_samples=log_samples)
+        self.options: dict[str, Any] = dict(
+            project=project,
+            entity=entity,
+            name=name,
+            group=group,
+            job_type=job_type,
+            tags=tuple(tags or ()),
+            mode=mode,
+            log_samples=log_samples,
+        )
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         log_finished_job("wandb", log_to_wandb, config, job_return, self.options)

@@ -8,7 +8,8 @@ doubled spaces. Works on a ``datasets.Dataset`` (what evalflow passes) or a list
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 def preprocess(text: str) -> str:

@@ -10,13 +10,8 @@ def build_predictions(resps: list[list[str]], docs: list[dict]) -> list[list[str
     return [[doc["prompt"] + r for r in resp] for resp, doc in zip(resps, docs)]
 
 
-def build_predictions_instruct(
-    resps: list[list[str]], docs: list[dict]
-) -> list[list[str]]:
+def build_predictions_instruct(resps: list[list[str]], docs: list[dict]) -> list[list[str]]:
     return [
-        [
-            doc["prompt"] + (r if r.find("```") == -1 else r[: r.find("```")])
-            for r in resp
-        ]
+        [doc["prompt"] + (r if r.find("```") == -1 else r[: r.find("```")]) for r in resp]
         for resp, doc in zip(resps, docs)
     ]

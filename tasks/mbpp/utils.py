@@ -7,6 +7,7 @@ extraction and the three few-shot examples are kept, unchanged.
 
 import re
 
+
 def extract_code_blocks(text: str) -> str:
     # Pattern to match ```...``` blocks
     pattern = r"```(?:\w+)?\n?(.*?)\n?```"

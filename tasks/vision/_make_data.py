@@ -13,8 +13,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SEED, N = 11, 12
 SHAPES, COLOURS = ("circle", "square", "triangle"), ("blue", "green", "red", "yellow")
-QUESTIONS = (("What colour is the shape?", "colour"), ("What shape is shown?", "shape"),
-             ("What digit is on the shape?", "digit"))
+QUESTIONS = (
+    ("What colour is the shape?", "colour"),
+    ("What shape is shown?", "shape"),
+    ("What digit is on the shape?", "digit"),
+)
 
 
 def rows() -> list[dict[str, object]]:

@@ -16,10 +16,27 @@ from PIL import Image, ImageDraw  # evalflow's `vision` extra
 SIZE = 64
 COLOURS = {"red": (220, 30, 30), "green": (30, 180, 60), "blue": (40, 70, 220), "yellow": (230, 210, 40)}
 # segments a..g of a seven-segment digit: (x0, y0, x1, y1) on a 3x5 grid of bar units
-_BARS = {"a": (0, 0, 3, 1), "b": (2, 0, 3, 3), "c": (2, 2, 3, 5), "d": (0, 4, 3, 5),
-         "e": (0, 2, 1, 5), "f": (0, 0, 1, 3), "g": (0, 2, 3, 3)}
-_DIGITS = {0: "abcdef", 1: "bc", 2: "abdeg", 3: "abcdg", 4: "bcfg", 5: "acdfg", 6: "acdefg", 7: "abc",
-           8: "abcdefg", 9: "abcdfg"}
+_BARS = {
+    "a": (0, 0, 3, 1),
+    "b": (2, 0, 3, 3),
+    "c": (2, 2, 3, 5),
+    "d": (0, 4, 3, 5),
+    "e": (0, 2, 1, 5),
+    "f": (0, 0, 1, 3),
+    "g": (0, 2, 3, 3),
+}
+_DIGITS = {
+    0: "abcdef",
+    1: "bc",
+    2: "abdeg",
+    3: "abcdg",
+    4: "bcfg",
+    5: "acdfg",
+    6: "acdefg",
+    7: "abc",
+    8: "abcdefg",
+    9: "abcdfg",
+}
 
 
 def draw(digit: int, shape: str, colour: str, size: int = SIZE) -> Image.Image:

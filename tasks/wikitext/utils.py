@@ -7,7 +7,8 @@ text, but perplexities are normalized by the words and bytes of the *original* p
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def wikitext_detokenizer(doc: Mapping[str, Any]) -> str:

@@ -6,7 +6,8 @@ the option in it. The continuation scored after every context is the text after 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 ANSWER_TO_INDEX = {"1": 0, "2": 1}
 

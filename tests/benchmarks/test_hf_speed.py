@@ -22,7 +22,9 @@ def hf_speed(monkeypatch: pytest.MonkeyPatch):
     return module
 
 
-def test_ablation_times_both_variants_in_the_same_rounds_and_reports_the_work_ratio(hf_speed, tmp_path: Path, monkeypatch):
+def test_ablation_times_both_variants_in_the_same_rounds_and_reports_the_work_ratio(
+    hf_speed, tmp_path: Path, monkeypatch
+):
     calls = []
     walls = {("gsm8k full", "A"): 60.0, ("gsm8k full", "B"): 70.0, ("gsm8k 1", "A"): 10.0, ("gsm8k 1", "B"): 10.5}
 
@@ -34,8 +36,10 @@ def test_ablation_times_both_variants_in_the_same_rounds_and_reports_the_work_ra
     monkeypatch.setattr(hf_speed, "measure", fake_measure)
     workload = next(w for w in hf_speed.WORKLOADS if w.name == "gsm8k")
     line = hf_speed.ablate_workload(workload, "model.draft_tokens=0", 8, 2, tmp_path)
-    assert line == ("gsm8k: inference work evalflow 50.0 s, with model.draft_tokens=0 59.5 s: 1.19x the time; "
-                    "worst foreign CPU 0.02")
+    assert line == (
+        "gsm8k: inference work evalflow 50.0 s, with model.draft_tokens=0 59.5 s: 1.19x the time; "
+        "worst foreign CPU 0.02"
+    )
     assert len(calls) == 2 and all(rounds == 2 for *_, rounds in calls)  # interleaved A/B, full and limit=1
     for a, b, _ in calls:
         assert "'model.draft_tokens=0'" in b[-1] and "model.draft_tokens" not in a[-1]

@@ -12,14 +12,34 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_no_benchmark_or_test_imports_the_workplace_s_measuring_helper():
-    offenders = [str(p.relative_to(ROOT)) for folder in ("benchmarks", "evalflow", "tests") for p in (ROOT / folder).rglob("*.py")
-                 if p.name not in (Path(__file__).name, "measure.py") and ('"shared" / "bench"' in p.read_text() or "shared/bench" in p.read_text())]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for folder in ("benchmarks", "evalflow", "tests")
+        for p in (ROOT / folder).rglob("*.py")
+        if p.name not in (Path(__file__).name, "measure.py")
+        and ('"shared" / "bench"' in p.read_text() or "shared/bench" in p.read_text())
+    ]
     assert offenders == []
 
 
 def test_the_carried_helper_measures_a_command():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "measure.py"), "--rounds", "1", "--wait-idle", "0",
-                           "--label", "true", "--", "/bin/true"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "measure.py"),
+            "--rounds",
+            "1",
+            "--wait-idle",
+            "0",
+            "--label",
+            "true",
+            "--",
+            "/bin/true",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout.strip().splitlines()[-1])["summary"]["A"]
     assert summary["min_wall_s"] > 0 and summary["max_rss_mib"] > 0

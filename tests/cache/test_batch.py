@@ -54,8 +54,10 @@ def test_expiring_entries_and_delete_many(tmp_path):
 
 def test_a_foreign_value_file_is_reported_not_read(tmp_path):
     cache = _raw(CacheStore(tmp_path))
-    cache._sql("INSERT INTO Cache(key, raw, store_time, expire_time, access_time, access_count, tag, size, mode,"
-               " filename, value) VALUES ('evil', 1, 0, NULL, 0, 0, NULL, 1, 2, '../../etc/passwd', NULL)")
+    cache._sql(
+        "INSERT INTO Cache(key, raw, store_time, expire_time, access_time, access_count, tag, size, mode,"
+        " filename, value) VALUES ('evil', 1, 0, NULL, 0, 0, NULL, 1, 2, '../../etc/passwd', NULL)"
+    )
     (got,) = fetch_many(cache, ["evil"]).values()
     assert isinstance(got, CorruptEntry)
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.commands.cache import main
 from evalflow.cache.store import CacheStore
+from evalflow.commands.cache import main
 from evalflow.errors import ConfigError
 
 
@@ -52,7 +52,9 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         main(["stats", "dir=/x"])
 
 
-def test_side_folders_are_listed_swept_of_stale_temporaries_and_cleared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_side_folders_are_listed_swept_of_stale_temporaries_and_cleared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import os
     import time
 
@@ -68,13 +70,18 @@ def test_side_folders_are_listed_swept_of_stale_temporaries_and_cleared(tmp_path
     assert "side folder gguf-weights/" in capsys.readouterr().out
     capsys.readouterr()
     assert main(["gc", f"cache_dir={tmp_path}"]) == 0
-    assert "removed 0 entries, 0 orphan value files, 1 half-written memo temporaries and 0 memos" in capsys.readouterr().out
+    assert (
+        "removed 0 entries, 0 orphan value files, 1 half-written memo temporaries and 0 memos"
+        in capsys.readouterr().out
+    )
     assert not stale.exists() and fresh.exists() and (memo / "abc").exists()  # a memo being written is left alone
     assert main(["clear", f"cache_dir={tmp_path}"]) == 0
     assert not memo.exists() and (tmp_path / "cache.db").exists()
 
 
-def test_clear_works_on_a_damaged_index_and_removes_only_evalflow_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_clear_works_on_a_damaged_index_and_removes_only_evalflow_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Issue 9.8: `clear` is the escape hatch, so it must not need a readable cache.db."""
     filled(tmp_path)
     store = CacheStore(tmp_path)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from evalflow.cache.codec import decode, encode
-from evalflow.records import DocSet
+from evalflow.core.records import DocSet
 from tests.conftest import Runner, stage_hits
 
 

@@ -8,7 +8,7 @@ import math
 import xxhash
 
 from evalflow.cache.codec import SHARED_MIN, decode, encode
-from evalflow.records import Instance, Request
+from evalflow.core.records import Instance, Request
 
 
 def _instances(prompt: str) -> tuple[Instance, ...]:

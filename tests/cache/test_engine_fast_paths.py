@@ -17,12 +17,14 @@ from evalflow.cache.codec import decode, encode, encode_text
 from evalflow.cache.fingerprint import canonical
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.cache.text import TextFile, text_source
+from evalflow.core.records import Instance, Request
 from evalflow.dag.answer_cache import _length_order, _length_ordered, request_key
-from evalflow.records import Instance, Request
 
 
 def test_request_keys_are_those_of_the_general_code() -> None:
-    assert request_key("m", Request("loglikelihood", ("Q: 2+2?\nA:", " 4"))) == "request:e9790b6fbf68d8771829e65062466217"
+    assert (
+        request_key("m", Request("loglikelihood", ("Q: 2+2?\nA:", " 4"))) == "request:e9790b6fbf68d8771829e65062466217"
+    )
     greedy = Request("generate_until", ("ctx", {"until": ["\n"], "max_gen_toks": 5}), repeat=3)
     assert request_key("m", greedy) == "request:9f71a7150f3065b7eecaf71c674abf46"  # repeat dropped: greedy
     assert request_key("m", greedy) == request_key("m", dataclasses.replace(greedy, repeat=0))
@@ -54,7 +56,7 @@ def test_length_order_is_the_full_keys_order() -> None:
 
 
 def test_text_entries_round_trip_and_older_json_strings_still_read(tmp_path) -> None:
-    text = "line one é\n{\"doc\": 1}\n"
+    text = 'line one é\n{"doc": 1}\n'
     assert decode(encode_text(text.encode("utf-8"))) == text
     store = CacheStore(tmp_path)
     try:
@@ -87,7 +89,7 @@ def _value_file(store: CacheStore, key: str) -> Path:
 
 
 def test_a_big_cached_text_is_copied_from_its_value_file(tmp_path: Path) -> None:
-    text = ("{\"doc\": \"é ✓\"}\n" * 20000).encode("utf-8")  # beyond diskcache's inline size: a value file
+    text = ('{"doc": "é ✓"}\n' * 20000).encode("utf-8")  # beyond diskcache's inline size: a value file
     store = CacheStore(tmp_path / "c")
     try:
         store.put_text("samples:big", text, tag="samples")

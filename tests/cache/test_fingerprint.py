@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.cache.fingerprint import UnhashableError, file_fingerprint, fingerprint
-from evalflow.records import Request
+from evalflow.core.records import Request
 from evalflow.taskspec.format.spec import FunctionRef
 
 
@@ -14,10 +14,20 @@ def test_mapping_order_and_sequence_kind_do_not_matter() -> None:
     assert fingerprint({"a": 1, "b": [1, 2]}) == fingerprint({"b": (1, 2), "a": 1})
 
 
-@pytest.mark.parametrize("a,b", [
-    (1, 1.0), (1, True), ("1", 1), (None, "None"), ({"a": 1}, {"a": 2}), ([1, 2], [2, 1]),
-    (["ab"], ["a", "b"]), (0.1, 0.1000000001), (Request("loglikelihood", ("a", "b")), Request("loglikelihood", ("a", "b"), repeat=1)),
-])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        (1, 1.0),
+        (1, True),
+        ("1", 1),
+        (None, "None"),
+        ({"a": 1}, {"a": 2}),
+        ([1, 2], [2, 1]),
+        (["ab"], ["a", "b"]),
+        (0.1, 0.1000000001),
+        (Request("loglikelihood", ("a", "b")), Request("loglikelihood", ("a", "b"), repeat=1)),
+    ],
+)
 def test_different_values_give_different_fingerprints(a: object, b: object) -> None:
     assert fingerprint(a) != fingerprint(b)
 

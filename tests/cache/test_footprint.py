@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from evalflow.cache.store import CacheStore
 from evalflow.cache.upkeep import folder_bytes
 from evalflow.commands.cache import main
-from evalflow.cache.store import CacheStore
 
 
 def with_memo(folder: Path, megabytes: float, used: float) -> Path:
@@ -34,11 +34,14 @@ def test_stats_reports_every_byte_of_the_folder(tmp_path: Path, capsys: pytest.C
     with_memo(tmp_path, 2.0, time.time())
     assert main(["stats", f"cache_dir={tmp_path}"]) == 0
     reported = float(re.search(r"\(([\d.]+) MB on disk", capsys.readouterr().out).group(1))
-    assert reported == pytest.approx(folder_bytes(tmp_path) / 1e6, abs=0.15) and reported >= 2.0  # ± the open index's journal
+    assert (
+        reported == pytest.approx(folder_bytes(tmp_path) / 1e6, abs=0.15) and reported >= 2.0
+    )  # ± the open index's journal
 
 
-def test_gc_max_size_bounds_entries_and_memos_least_recently_used_first(tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_gc_max_size_bounds_entries_and_memos_least_recently_used_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = CacheStore(tmp_path)
     store.put_many({f"inference:{i}": "y" * 200_000 for i in range(4)}, tag="inference")  # 0.8 MB in value files
     store.close()
@@ -51,8 +54,9 @@ def test_gc_max_size_bounds_entries_and_memos_least_recently_used_first(tmp_path
     assert folder_bytes(tmp_path) <= 1.3e6
 
 
-def test_converted_weights_live_in_one_place_whatever_the_cache_folder(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_converted_weights_live_in_one_place_whatever_the_cache_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from evalflow.models.hf.gguf_memo import memo_folder
 
     gguf = tmp_path / "model.gguf"

@@ -23,8 +23,9 @@ def fresh_memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def parses(path: Path, module: str) -> list[bytes]:
     """What ``remembered_imports`` parsed for ``path`` (an empty list: it was remembered)."""
     seen: list[bytes] = []
-    import_memo.remembered_imports(str(path), file_fingerprint(path), module, False,
-                                   lambda data: seen.append(data) or ("x",))
+    import_memo.remembered_imports(
+        str(path), file_fingerprint(path), module, False, lambda data: seen.append(data) or ("x",)
+    )
     return seen
 
 

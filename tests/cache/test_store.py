@@ -8,7 +8,7 @@ import pytest
 
 from evalflow.cache.codec import CorruptEntry, decode, encode
 from evalflow.cache.store import MISSING, CacheStore
-from evalflow.records import Context, DocSet, Instance, Request, Responses
+from evalflow.core.records import Context, DocSet, Instance, Request, Responses
 
 
 def test_records_round_trip_with_their_tuples() -> None:

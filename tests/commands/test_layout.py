@@ -43,8 +43,12 @@ def test_library_code_never_imports_the_command_line() -> None:
 
 
 def test_the_import_check_sees_every_form_of_import() -> None:
-    for source in ("from evalflow.commands.words import Usage", "import evalflow.commands.main",
-                   "from evalflow import commands", "def f():\n    from evalflow.commands import words\n"):
+    for source in (
+        "from evalflow.commands.words import Usage",
+        "import evalflow.commands.main",
+        "from evalflow import commands",
+        "def f():\n    from evalflow.commands import words\n",
+    ):
         assert imports_commands(source), source
     assert not imports_commands("from evalflow.insight.compare import compare\nimport evalflow.commandsx")
 
@@ -56,4 +60,6 @@ def test_each_subcommand_is_the_main_of_its_own_module() -> None:
         assert module in modules, f"subcommand {name}: no evalflow/commands/{module}.py"
         assert _defines_main(COMMANDS / f"{module}.py"), f"evalflow/commands/{module}.py defines no main(argv)"
     subcommands = {subcommand_module(name).rsplit(".", 1)[1] for name in SUBCOMMANDS}
-    assert modules - subcommands == HELPERS, "a module of evalflow/commands/ is neither a subcommand nor a shared helper"
+    assert modules - subcommands == HELPERS, (
+        "a module of evalflow/commands/ is neither a subcommand nor a shared helper"
+    )

@@ -31,7 +31,8 @@ def test_this_checkout_is_found_with_its_conf_and_tasks() -> None:
 
 @pytest.mark.parametrize("missing", [None, "pyproject.toml", "conf/__init__.py", "tasks/__init__.py"])
 def test_a_checkout_is_a_folder_with_the_package_pyproject_conf_and_tasks(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str | None) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str | None
+) -> None:
     for name in ("evalflow/__init__.py", "pyproject.toml", "conf/__init__.py", "tasks/__init__.py"):
         if name != missing:
             (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -50,7 +51,8 @@ def test_an_installed_copy_without_its_data_package_is_one_paragraph(monkeypatch
 
 
 def test_shared_data_without_a_checkout_is_the_variable_then_the_working_folder(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An installed wheel has no checkout beside which a shared/ folder could lie."""
     monkeypatch.setattr(packaged, "source_checkout", lambda: None)
     monkeypatch.chdir(tmp_path)
@@ -74,7 +76,8 @@ def file_readers(root: Path) -> set[str]:
 def test_no_other_module_computes_paths_from_its_own_file() -> None:
     assert file_readers(EVALFLOW) == set(READS_FILE), (
         "read evalflow's own files through evalflow.config.packaged (conf_dir, tasks_dir, package_dir, "
-        "source_checkout), not from __file__; a file beside its module is the exception, named in READS_FILE")
+        "source_checkout), not from __file__; a file beside its module is the exception, named in READS_FILE"
+    )
 
 
 def test_the_file_reader_scan_sees_names_not_strings(tmp_path: Path) -> None:

@@ -18,7 +18,11 @@ def test_identical_rerun_hits_every_stage_and_calls_nothing(runner: Runner) -> N
     assert stage_hits(m2) == dict.fromkeys(ALL_STAGES, True)
     assert CountingModel.calls_total == 0
     # the inference stage itself hit, so no request reached the edge: they all count as cached
-    assert m2["inference"] == {"requests": m1["inference"]["requests"], "computed": 0, "cached": m1["inference"]["requests"]}
+    assert m2["inference"] == {
+        "requests": m1["inference"]["requests"],
+        "computed": 0,
+        "cached": m1["inference"]["requests"],
+    }
     assert m1["inference"]["requests"] == 160 and m2["workers"] == {}
     assert 0 < m1["answering_seconds"] <= m1["seconds"] and m2["answering_seconds"] == 0
     assert [w["requests"] for w in m1["workers"].values()] == [m1["inference"]["computed"]]
@@ -85,8 +89,9 @@ def test_wrong_number_of_responses_is_a_clear_error(runner: Runner) -> None:
 
 def test_sampled_repeats_are_separate_cached_answers(runner: Runner, toy_library: Path) -> None:
     yaml_file = toy_library / "toy_gen.yaml"
-    yaml_file.write_text(yaml_file.read_text().replace("  do_sample: false", "  do_sample: true\n  temperature: 0.7")
-                         + "repeats: 3\n")
+    yaml_file.write_text(
+        yaml_file.read_text().replace("  do_sample: false", "  do_sample: true\n  temperature: 0.7") + "repeats: 3\n"
+    )
     _, manifest, folder = runner("toy_gen", limit=4)
     assert CountingModel.calls_total == 4 * 3  # k samples are k requests, each with its repeat index
     assert {r.repeat for r in CountingModel.requests_seen} == {0, 1, 2}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-USER_SCORING = '''\
+USER_SCORING = """\
 from evalflow.scoring import register_aggregation, register_metric
 
 
@@ -28,7 +28,7 @@ def contains_answer(references, predictions, **kwargs):
 @register_metric("answer_len", higher_is_better=False, aggregation="mean")
 def answer_len(references, predictions, **kwargs):
     return float(len(predictions[0]))
-'''
+"""
 
 TASK = """\
 task: toy_user
@@ -64,11 +64,19 @@ print(json.dumps(results["results"]["toy_user"]))
 
 def run_in_new_process(code: Path, out: Path, cache: Path, lib: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(ROOT)])}
-    done = subprocess.run([sys.executable, str(code / "driver.py"), str(out), str(cache), str(lib)],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(code / "driver.py"), str(out), str(cache), str(lib)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
-    return {"results": json.loads(done.stdout.strip().splitlines()[-1]), "stderr": done.stderr,
-            "manifest": json.loads((out / "manifest.json").read_text())}
+    return {
+        "results": json.loads(done.stdout.strip().splitlines()[-1]),
+        "stderr": done.stderr,
+        "manifest": json.loads((out / "manifest.json").read_text()),
+    }
 
 
 def test_edited_user_metric_and_aggregation_rerun_scoring_only(toy_library: Path, tmp_path: Path) -> None:
@@ -86,14 +94,24 @@ def test_edited_user_metric_and_aggregation_rerun_scoring_only(toy_library: Path
     first = run_in_new_process(code, outputs / "first", cache, lib)
     assert first["results"]["contains_answer,none"] > 0  # `ref in pred` holds for some documents
 
-    module.write_text(USER_SCORING.replace("references[0] in predictions[0]", "references[0] == predictions[0]")
-                      .replace("return sum(items) / len(items)", "return max(items)"))
+    module.write_text(
+        USER_SCORING.replace("references[0] in predictions[0]", "references[0] == predictions[0]").replace(
+            "return sum(items) / len(items)", "return max(items)"
+        )
+    )
     second = run_in_new_process(code, outputs / "second", cache, lib)
     fresh = run_in_new_process(code, tmp_path / "fresh", tmp_path / "empty-cache", lib)
 
     hits = {e["stage"]: e["hit"] for e in second["manifest"]["stages"]}
-    assert hits == {"load_docs": True, "fewshot": True, "instances": True, "inference": True,
-                    "filters": True, "metrics": False, "aggregate": False}
+    assert hits == {
+        "load_docs": True,
+        "fewshot": True,
+        "instances": True,
+        "inference": True,
+        "filters": True,
+        "metrics": False,
+        "aggregate": False,
+    }
     requests = first["manifest"]["inference"]["requests"]
     assert requests > 0 and second["manifest"]["inference"] == {"requests": requests, "computed": 0, "cached": requests}
     assert second["results"] == fresh["results"] != first["results"]

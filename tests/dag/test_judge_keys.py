@@ -9,17 +9,35 @@ from typing import Any
 
 import pytest
 
+from evalflow.core.records import Request
 from evalflow.dag.answer_cache import request_key
 from evalflow.dag.runner import plan
-from evalflow.records import Request
 from tests.dag.test_keys import BASE_SETTINGS, BASE_TASK
 
-JUDGE = {"model": "dummy", "prompt": "Rate {{ response }} against {{ target }}:", "parser": {"type": "number"},
-         "gen_kwargs": {"max_gen_toks": 8}}
-TASK = dataclasses.replace(BASE_TASK, output_type="generate_until", doc_to_choice=None,
-                           metric_list=({"metric": "exact_match"}, {"metric": "graded", "judge": JUDGE}))
+JUDGE = {
+    "model": "dummy",
+    "prompt": "Rate {{ response }} against {{ target }}:",
+    "parser": {"type": "number"},
+    "gen_kwargs": {"max_gen_toks": 8},
+}
+TASK = dataclasses.replace(
+    BASE_TASK,
+    output_type="generate_until",
+    doc_to_choice=None,
+    metric_list=({"metric": "exact_match"}, {"metric": "graded", "judge": JUDGE}),
+)
 SETTINGS = {**BASE_SETTINGS, "judges": {"graded": {"type": "dummy", "salt": ""}}}
-STAGES = ["load_docs", "fewshot", "instances", "inference", "filters", "judge_requests", "judge_inference", "metrics", "aggregate"]
+STAGES = [
+    "load_docs",
+    "fewshot",
+    "instances",
+    "inference",
+    "filters",
+    "judge_requests",
+    "judge_inference",
+    "metrics",
+    "aggregate",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +52,9 @@ def keys(task: Any, settings: Any = SETTINGS) -> dict[str, str]:
 
 
 def changed(judge: dict[str, Any] | None = None, **settings: Any) -> list[str]:
-    task = dataclasses.replace(TASK, metric_list=({"metric": "exact_match"}, {"metric": "graded", "judge": {**JUDGE, **(judge or {})}}))
+    task = dataclasses.replace(
+        TASK, metric_list=({"metric": "exact_match"}, {"metric": "graded", "judge": {**JUDGE, **(judge or {})}})
+    )
     before, after = keys(TASK), keys(task, {**SETTINGS, **settings})
     return [s for s in STAGES if before[s] != after[s]]
 
@@ -44,13 +64,19 @@ def test_a_task_with_a_judge_plans_the_judge_stages_and_one_without_does_not() -
     assert "judge_requests" not in keys(dataclasses.replace(TASK, metric_list=({"metric": "exact_match"},)))
 
 
-@pytest.mark.parametrize("edit, expected", [
-    ({"prompt": "Grade {{ response }}:"}, STAGES[5:]),
-    ({"gen_kwargs": {"max_gen_toks": 4}}, STAGES[5:]),
-    ({"parser": {"type": "number", "max": 5}}, ["metrics", "aggregate"]),
-    ({"on_unparsed": 0}, ["metrics", "aggregate"]),
-    ({"model": "smollm2"}, ["metrics", "aggregate"]),  # the YAML names it; the judge's identity is the "judges" setting
-])
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        ({"prompt": "Grade {{ response }}:"}, STAGES[5:]),
+        ({"gen_kwargs": {"max_gen_toks": 4}}, STAGES[5:]),
+        ({"parser": {"type": "number", "max": 5}}, ["metrics", "aggregate"]),
+        ({"on_unparsed": 0}, ["metrics", "aggregate"]),
+        (
+            {"model": "smollm2"},
+            ["metrics", "aggregate"],
+        ),  # the YAML names it; the judge's identity is the "judges" setting
+    ],
+)
 def test_each_judge_input_changes_exactly_its_readers(edit: dict[str, Any], expected: list[str]) -> None:
     assert changed(edit) == expected
 
@@ -60,12 +86,25 @@ def test_the_judge_identity_changes_judge_inference_on() -> None:
 
 
 def test_the_scored_model_changes_the_judge_requests_through_its_answers_only() -> None:
-    assert changed(model="model-b") == ["inference", "filters", "judge_requests", "judge_inference", "metrics", "aggregate"]
+    assert changed(model="model-b") == [
+        "inference",
+        "filters",
+        "judge_requests",
+        "judge_inference",
+        "metrics",
+        "aggregate",
+    ]
 
 
 def test_a_judge_request_key_is_the_judge_identity_and_the_request() -> None:
     request = Request("generate_until", ("Rate 4 against 4:", {"max_gen_toks": 8}))
-    assert request_key("judge-a", request) == request_key("judge-a", Request("generate_until", ("Rate 4 against 4:", {"max_gen_toks": 8})))
+    assert request_key("judge-a", request) == request_key(
+        "judge-a", Request("generate_until", ("Rate 4 against 4:", {"max_gen_toks": 8}))
+    )
     assert request_key("judge-a", request) != request_key("judge-b", request)
-    assert request_key("judge-a", request) != request_key("judge-a", Request("generate_until", ("Rate 5 against 4:", {"max_gen_toks": 8})))
-    assert request_key("judge-a", request) != request_key("judge-a", Request("generate_until", ("Rate 4 against 4:", {"max_gen_toks": 4})))
+    assert request_key("judge-a", request) != request_key(
+        "judge-a", Request("generate_until", ("Rate 5 against 4:", {"max_gen_toks": 8}))
+    )
+    assert request_key("judge-a", request) != request_key(
+        "judge-a", Request("generate_until", ("Rate 4 against 4:", {"max_gen_toks": 4}))
+    )

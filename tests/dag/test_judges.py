@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.app import run
 from evalflow.config.compose import compose_settings
 from evalflow.errors import ConfigError, EvalflowError, TaskError
 from evalflow.insight.explain import explain
 from evalflow.insight.rescore import rescore
+from evalflow.run.phases import run
 from tests.conftest import stage_hits
 from tests.support.judge_models import ScriptedAnswerer, ScriptedJudge
-from tests.support.judged import ANSWERER, JUDGE, N, PROMPT, Judged, right
+from tests.support.judged import ANSWERER, JUDGE, PROMPT, Judged, N, right
+
 
 @pytest.fixture
 def judged(tmp_path: Path) -> Judged:
@@ -39,7 +40,9 @@ def test_first_run_judges_every_answer_and_scores_the_parsed_verdicts(judged: Ju
     row = json.loads((folder / "samples_judged.jsonl").read_text().splitlines()[1])
     assert row["graded"] == 5.0 and row["judge_unparsed"] == {"graded": 0}
     assert row["judge"]["graded"][0] == {"response": "2", "judge_output": "Score: 5", "score": 5.0, "parsed": True}
-    assert "Answer: 2\nGold: 2" in ScriptedJudge.prompts[0] or any("Answer: 2\nGold: 2" in p for p in ScriptedJudge.prompts)
+    assert "Answer: 2\nGold: 2" in ScriptedJudge.prompts[0] or any(
+        "Answer: 2\nGold: 2" in p for p in ScriptedJudge.prompts
+    )
 
 
 def test_changing_3_of_100_answers_makes_exactly_3_judge_calls(judged: Judged) -> None:
@@ -54,8 +57,10 @@ def test_changing_3_of_100_answers_makes_exactly_3_judge_calls(judged: Judged) -
     assert sorted(p.split("Answer: ")[1].split("\n")[0] for p in ScriptedJudge.prompts) == ["wrong again"] * 3
     assert result["graded,none"] == pytest.approx((72 * 5 + 28 * 1) / N)
     lines = explain(folder)
-    assert any(line.startswith("judged judge_inference re-ran: 3 of 100 judge requests new (inference: model identity changed")
-               for line in lines), lines
+    assert any(
+        line.startswith("judged judge_inference re-ran: 3 of 100 judge requests new (inference: model identity changed")
+        for line in lines
+    ), lines
 
 
 def test_editing_the_rubric_reruns_only_judge_calls(judged: Judged) -> None:
@@ -73,7 +78,7 @@ def test_editing_the_rubric_reruns_only_judge_calls(judged: Judged) -> None:
 
 def test_a_parser_edit_makes_no_judge_call(judged: Judged) -> None:
     judged()
-    judged.write(parser='{type: number, min: 1, max: 4}')  # "Score: 5" is now out of range: unparsed
+    judged.write(parser="{type: number, min: 1, max: 4}")  # "Score: 5" is now out of range: unparsed
     result, manifest, folder = judged()
     assert judge_calls(manifest) == 0 and stage_hits(manifest)["judge_inference"]
     assert result["graded_unparsed,none"] == 75 and result["graded,none"] == 1.0  # the 25 wrong ones parsed
@@ -85,8 +90,11 @@ def test_the_judge_model_override_reruns_the_judge_only(judged: Judged) -> None:
     _, manifest, folder = judged(judge_model={"type": JUDGE, "style": "strict"})
     assert ScriptedAnswerer.calls == 0 and judge_calls(manifest) == N
     assert manifest["judge"]["models"] and list(manifest["judge"]["models"].values())[0]["style"] == "strict"
-    assert any("judge_inference re-ran: 100 of 100 judge requests new (judge model changed (graded: style: \"plain\" → \"strict\"" in line
-               for line in explain(folder)), explain(folder)
+    assert any(
+        'judge_inference re-ran: 100 of 100 judge requests new (judge model changed (graded: style: "plain" → "strict"'
+        in line
+        for line in explain(folder)
+    ), explain(folder)
 
 
 def test_unparsed_verdicts_are_counted_and_excluded_or_scored_by_the_policy(judged: Judged) -> None:
@@ -111,23 +119,31 @@ def test_explain_shows_an_omitted_policy_as_its_default(judged: Judged) -> None:
     judged.write(policy="on_unparsed: 0")
     _, _, folder = judged()
     metrics = [line for line in explain(folder) if line.startswith("judged metrics re-ran: ")]
-    assert metrics == [f'judged metrics re-ran: judge metric graded changed (judge.on_unparsed: "{ON_UNPARSED_DEFAULT}" → 0)']
+    assert metrics == [
+        f'judged metrics re-ran: judge metric graded changed (judge.on_unparsed: "{ON_UNPARSED_DEFAULT}" → 0)'
+    ]
     judged.write(policy=f"on_unparsed: {ON_UNPARSED_DEFAULT}")  # the default, now written out
     _, _, folder = judged()
-    assert "judged metrics re-ran: judge metric graded changed (judge.on_unparsed: the default, now written out)" \
+    assert (
+        "judged metrics re-ran: judge metric graded changed (judge.on_unparsed: the default, now written out)"
         in explain(folder, first)
+    )
 
 
 def sampled(judged: Judged, reduction: str, parser: str | None = None) -> None:
     """The task with 3 sampled repeats and ``reduction`` on the judge metric."""
     judged.write(repeats="repeats: 3", **({"parser": parser} if parser else {}))
-    text = judged.yaml.read_text().replace("  until: [\"\\n\"]\n", "  until: [\"\\n\"]\n  do_sample: true\n  temperature: 1.0\n")
+    text = judged.yaml.read_text().replace(
+        '  until: ["\\n"]\n', '  until: ["\\n"]\n  do_sample: true\n  temperature: 1.0\n'
+    )
     judged.yaml.write_text(text.replace("  - metric: graded\n", f"  - metric: graded\n    reduction: {reduction}\n"))
 
 
 def test_every_sampled_repeat_is_judged_and_reduced(judged: Judged) -> None:
     sampled(judged, "[mean, max]")
-    ScriptedAnswerer.SAMPLED = {f"What is {i} plus 1?": [right(i), "wrong", "???" if i == 0 else right(i)] for i in range(N)}
+    ScriptedAnswerer.SAMPLED = {
+        f"What is {i} plus 1?": [right(i), "wrong", "???" if i == 0 else right(i)] for i in range(N)
+    }
     try:
         result, manifest, folder = judged()
     finally:
@@ -141,39 +157,59 @@ def test_every_sampled_repeat_is_judged_and_reduced(judged: Judged) -> None:
 
 
 def test_a_judge_metric_with_every_verdict_unparsed_is_reported_null_not_dropped(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from evalflow.output.table import print_results
 
     judged = Judged(tmp_path, n=10)
-    judged.answers({i: "???" for i in range(10)})
+    judged.answers(dict.fromkeys(range(10), "???"))
     result, manifest, folder = judged()
     assert result["graded,none"] is None and result["graded_stderr,none"] == "N/A"
     assert result["graded_unparsed,none"] == 10 and result["exact_match,none"] == 0.0
     written = json.loads((folder / "results.json").read_text())
-    assert written["results"]["judged"]["graded,none"] is None and written["higher_is_better"]["judged"]["graded"] is True
+    assert (
+        written["results"]["judged"]["graded,none"] is None and written["higher_is_better"]["judged"]["graded"] is True
+    )
     print_results(written)
     out = capsys.readouterr().out
     assert "no value" in out
-    assert ("NO VALUE: judged graded,none: none of its 10 documents has one; the judge answered 10 times unparsed "
-            "(graded_unparsed,none)") in out
+    assert (
+        "NO VALUE: judged graded,none: none of its 10 documents has one; the judge answered 10 times unparsed "
+        "(graded_unparsed,none)"
+    ) in out
 
 
 def test_a_reduction_needs_k_parsed_samples_else_the_document_is_left_out_and_counted(tmp_path: Path) -> None:
     """pass@k's unbiased estimator needs n >= k samples and maj@k votes over k: a document with
     fewer parsed verdicts gets no value (before: pass@3 of two wrong samples was 1.0)."""
     judged = Judged(tmp_path, n=10)
-    sampled(judged, "[pass@3, pass@2, maj@3, mean]", parser='{type: regex, pattern: "Score: (\\\\d+)", map: {"5": 1, "1": 0}}')
+    sampled(
+        judged,
+        "[pass@3, pass@2, maj@3, mean]",
+        parser='{type: regex, pattern: "Score: (\\\\d+)", map: {"5": 1, "1": 0}}',
+    )
     ScriptedAnswerer.SAMPLED = {f"What is {i} plus 1?": [right(i), "wrong", right(i)] for i in range(10)}
-    ScriptedAnswerer.SAMPLED.update({"What is 0 plus 1?": ["wrong", "wrong", "???"], "What is 1 plus 1?": [right(1), "???", "???"],
-                                     "What is 2 plus 1?": ["???"] * 3})
+    ScriptedAnswerer.SAMPLED.update(
+        {
+            "What is 0 plus 1?": ["wrong", "wrong", "???"],
+            "What is 1 plus 1?": [right(1), "???", "???"],
+            "What is 2 plus 1?": ["???"] * 3,
+        }
+    )
     try:
         result, _, folder = judged()
     finally:
         ScriptedAnswerer.SAMPLED = {}
     assert (result["graded_pass@3,none"], result["graded_pass@3_excluded,none"]) == (1.0, 3)  # docs 0, 1, 2
-    assert (result["graded_pass@2,none"], result["graded_pass@2_excluded,none"]) == (pytest.approx(7 / 8), 2)  # doc 0: 0
+    assert (result["graded_pass@2,none"], result["graded_pass@2_excluded,none"]) == (
+        pytest.approx(7 / 8),
+        2,
+    )  # doc 0: 0
     assert (result["graded_maj@3,none"], result["graded_maj@3_excluded,none"]) == (1.0, 3)
-    assert result["graded_mean@3,none"] == pytest.approx((0 + 1 + 7 * 2 / 3) / 9) and result["graded_mean@3_excluded,none"] == 1
+    assert (
+        result["graded_mean@3,none"] == pytest.approx((0 + 1 + 7 * 2 / 3) / 9)
+        and result["graded_mean@3_excluded,none"] == 1
+    )
     rows = [json.loads(line) for line in (folder / "samples_judged.jsonl").read_text().splitlines()]
     assert "graded_pass@3" not in rows[0] and rows[0]["graded_pass@2"] == 0.0 and "graded_mean@3" not in rows[2]
     written = json.loads((folder / "results.json").read_text())["higher_is_better"]["judged"]
@@ -183,8 +219,17 @@ def test_a_reduction_needs_k_parsed_samples_else_the_document_is_left_out_and_co
 def test_a_killed_judge_resumes_from_its_persisted_chunks(judged: Judged) -> None:
     """The judge dies after 4 chunks of 10: those 40 verdicts are in the cache, and the same
     command resumes with the other 60 (the scored model's edge, reused, persists chunk by chunk)."""
-    settings = compose_settings(task="judged", preset="dummy", overrides=[f"model.type={ANSWERER}"], values={
-        "include_path": [str(judged.yaml.parent)], "cache_dir": str(judged.root / "cache"), "bootstrap_iters": 0, "chunk_size": 10})
+    settings = compose_settings(
+        task="judged",
+        preset="dummy",
+        overrides=[f"model.type={ANSWERER}"],
+        values={
+            "include_path": [str(judged.yaml.parent)],
+            "cache_dir": str(judged.root / "cache"),
+            "bootstrap_iters": 0,
+            "chunk_size": 10,
+        },
+    )
     ScriptedJudge.reset()
     ScriptedJudge.fail_after = 40
     try:
@@ -196,17 +241,32 @@ def test_a_killed_judge_resumes_from_its_persisted_chunks(judged: Judged) -> Non
     assert manifest["judge"]["computed"] == N - 40 and manifest["judge"]["cached"] == 40
 
 
-@pytest.mark.parametrize("judge_block, message", [
-    ('{model: {type: "JUDGE"}, prompt: "x", parser: {type: regexp, pattern: "a"}}', "unknown judge_parser 'regexp'"),
-    ('{model: {type: "JUDGE"}, prompt: "x", parser: {type: regex, pattern: "Score: ("}}', "is not a valid regular expression"),
-    ('{model: {type: "JUDGE"}, prompt: "{{ response ", parser: {type: number}}', "does not parse"),
-    ('{model: {type: "JUDGE"}, prompt: "{{ answer }}", parser: {type: number}}', "the template names answer"),
-    ('{model: no_such_preset, prompt: "x", parser: {type: number}}', "unknown model preset 'no_such_preset'"),
-    ('{prompt: "x", parser: {type: number}}', "no judge model"),
-    ('{model: {type: "JUDGE"}, prompt: "x", parser: {type: number}, on_unparsed: zero}', "on_unparsed: 'zero' is not allowed"),
-    ('{model: {type: "JUDGE"}, promt: "x", parser: {type: number}}', "unknown key 'promt'"),
-    ('{model: {type: "tests.support.models:StrictModel", sped: 3}, prompt: "x", parser: {type: number}}', "takes no key 'sped'"),
-])
+@pytest.mark.parametrize(
+    "judge_block, message",
+    [
+        (
+            '{model: {type: "JUDGE"}, prompt: "x", parser: {type: regexp, pattern: "a"}}',
+            "unknown judge_parser 'regexp'",
+        ),
+        (
+            '{model: {type: "JUDGE"}, prompt: "x", parser: {type: regex, pattern: "Score: ("}}',
+            "is not a valid regular expression",
+        ),
+        ('{model: {type: "JUDGE"}, prompt: "{{ response ", parser: {type: number}}', "does not parse"),
+        ('{model: {type: "JUDGE"}, prompt: "{{ answer }}", parser: {type: number}}', "the template names answer"),
+        ('{model: no_such_preset, prompt: "x", parser: {type: number}}', "unknown model preset 'no_such_preset'"),
+        ('{prompt: "x", parser: {type: number}}', "no judge model"),
+        (
+            '{model: {type: "JUDGE"}, prompt: "x", parser: {type: number}, on_unparsed: zero}',
+            "on_unparsed: 'zero' is not allowed",
+        ),
+        ('{model: {type: "JUDGE"}, promt: "x", parser: {type: number}}', "unknown key 'promt'"),
+        (
+            '{model: {type: "tests.support.models:StrictModel", sped: 3}, prompt: "x", parser: {type: number}}',
+            "takes no key 'sped'",
+        ),
+    ],
+)
 def test_a_bad_judge_is_refused_at_load_before_any_model_call(judged: Judged, judge_block: str, message: str) -> None:
     text = judged.yaml.read_text()
     start = text.index("    judge:\n")
@@ -228,7 +288,11 @@ def test_a_judge_metric_may_not_take_a_samples_row_field_name(judged: Judged) ->
 
 
 def test_judge_metrics_need_a_generation_task(judged: Judged) -> None:
-    judged.yaml.write_text(judged.yaml.read_text().replace("output_type: generate_until", "output_type: multiple_choice\ndoc_to_choice: [a, b]"))
+    judged.yaml.write_text(
+        judged.yaml.read_text().replace(
+            "output_type: generate_until", "output_type: multiple_choice\ndoc_to_choice: [a, b]"
+        )
+    )
     with pytest.raises(TaskError, match="needs output_type: generate_until"):
         judged()
 
@@ -242,15 +306,25 @@ def test_rescore_reuses_the_answers_and_runs_only_the_judge(judged: Judged, tmp_
     first, _, folder = judged()
     ScriptedAnswerer.calls = 0
     ScriptedJudge.reset()
-    overrides = ["task=judged", f"include_path=[{judged.yaml.parent}]", f"cache_dir={tmp_path / 'fresh'}", "bootstrap_iters=0"]
+    overrides = [
+        "task=judged",
+        f"include_path=[{judged.yaml.parent}]",
+        f"cache_dir={tmp_path / 'fresh'}",
+        "bootstrap_iters=0",
+    ]
     results = rescore([folder / "samples_judged.jsonl"], overrides, tmp_path / "rescored")["results"]["judged"]
-    assert ScriptedAnswerer.calls == 0 and len(ScriptedJudge.prompts) == N  # a fresh cache: the judge runs, once per answer
+    assert (
+        ScriptedAnswerer.calls == 0 and len(ScriptedJudge.prompts) == N
+    )  # a fresh cache: the judge runs, once per answer
     assert results["graded,none"] == first["graded,none"]
     manifest = json.loads((tmp_path / "rescored" / "manifest.json").read_text())
     assert manifest["judge"]["computed"] == N
     ScriptedJudge.reset()
-    again = rescore([folder / "samples_judged.jsonl"], [*overrides, f"judge_model={{type: '{JUDGE}', style: strict}}"],
-                    tmp_path / "rescored2")["results"]["judged"]
+    again = rescore(
+        [folder / "samples_judged.jsonl"],
+        [*overrides, f"judge_model={{type: '{JUDGE}', style: strict}}"],
+        tmp_path / "rescored2",
+    )["results"]["judged"]
     assert len(ScriptedJudge.prompts) == N and again["graded,none"] == first["graded,none"]
 
 
@@ -275,13 +349,16 @@ def test_rescore_of_lm_evals_samples_with_a_judge_metric_runs_only_the_judge(tmp
     theirs, samples = _lm_eval_files(FIXTURES / "lm_eval_gsm8k", "gsm8k")
     library = tmp_path / "tasks"
     library.mkdir()
-    judge = (f'  - metric: graded\n    judge:\n      model: {{type: "{JUDGE}"}}\n      prompt: "{PROMPT}"\n'
-             f'      parser: {{type: regex, pattern: "Score: (\\\\d+)"}}\n')
+    judge = (
+        f'  - metric: graded\n    judge:\n      model: {{type: "{JUDGE}"}}\n      prompt: "{PROMPT}"\n'
+        f'      parser: {{type: regex, pattern: "Score: (\\\\d+)"}}\n'
+    )
     text = (ROOT / "tasks" / "gsm8k" / "gsm8k.yaml").read_text()
     (library / "gsm8k.yaml").write_text(text.replace("metadata:\n", judge + "metadata:\n", 1))
     ScriptedJudge.reset()
-    results = rescore([samples], ["task=gsm8k", f"include_path=[{library}]", f"cache_dir={tmp_path / 'cache'}"],
-                      tmp_path / "judged")["results"]["gsm8k"]
+    results = rescore(
+        [samples], ["task=gsm8k", f"include_path=[{library}]", f"cache_dir={tmp_path / 'cache'}"], tmp_path / "judged"
+    )["results"]["gsm8k"]
     rows = [json.loads(line) for line in samples.read_text().splitlines()]
     distinct = {(r["doc_id"], r["filtered_resps"][0]) for r in rows}
     assert len(ScriptedJudge.prompts) == len(distinct)

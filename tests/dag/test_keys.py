@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from evalflow.app import task_settings
+from evalflow.config.settings import settings_from_config
 from evalflow.dag.runner import plan
-from evalflow.settings import settings_from_config
+from evalflow.run.phases import task_settings
 from evalflow.taskspec.format.spec import TaskConfig
 
 BASE_TASK = TaskConfig(
@@ -27,7 +27,8 @@ BASE_TASK = TaskConfig(
 )
 # the stage settings of a run with the schema's defaults, as app.task_settings derives them
 BASE_SETTINGS: dict[str, Any] = task_settings(
-    BASE_TASK, settings_from_config({"task": "t", "bootstrap_iters": 1000, "data_map": {}}), "model-a")
+    BASE_TASK, settings_from_config({"task": "t", "bootstrap_iters": 1000, "data_map": {}}), "model-a"
+)
 S = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
 
 
@@ -105,9 +106,13 @@ def test_equal_inputs_give_equal_keys() -> None:
 
 
 GEN_TASK = dataclasses.replace(
-    BASE_TASK, output_type="generate_until", doc_to_choice=None, repeats=8,
+    BASE_TASK,
+    output_type="generate_until",
+    doc_to_choice=None,
+    repeats=8,
     generation_kwargs={"until": ["\n"], "do_sample": True, "temperature": 0.7},
-    metric_list=({"metric": "exact_match", "reduction": "pass@k"},))
+    metric_list=({"metric": "exact_match", "reduction": "pass@k"},),
+)
 
 
 def test_a_reduction_over_repeats_rekeys_the_filters() -> None:
@@ -136,8 +141,11 @@ def keys(task: TaskConfig = BASE_TASK) -> dict[str, str | None]:
 def _builtin(kind: str, name: str) -> Any:
     from evalflow.scoring import AGGREGATIONS, FILTERS, METRICS
 
-    return {"metric": lambda: METRICS.get(name).fn, "aggregation": lambda: AGGREGATIONS.get(name),
-            "filter": lambda: FILTERS.get(name)}[kind]()
+    return {
+        "metric": lambda: METRICS.get(name).fn,
+        "aggregation": lambda: AGGREGATIONS.get(name),
+        "filter": lambda: FILTERS.get(name),
+    }[kind]()
 
 
 COMPONENT_CASES = [
@@ -161,8 +169,9 @@ def test_a_reductions_code_is_in_the_metrics_key(monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.parametrize("name,kind,component,expected", COMPONENT_CASES, ids=[c[0] for c in COMPONENT_CASES])
-def test_component_source_changes(name: str, kind: str, component: str, expected: list[str],
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_component_source_changes(
+    name: str, kind: str, component: str, expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A registered component's source hash is in the key of exactly the stages that call it."""
     import evalflow.scoring.components as components
 

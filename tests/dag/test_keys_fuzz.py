@@ -7,7 +7,8 @@ import dataclasses
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.dag.pipeline import PIPELINE
@@ -16,7 +17,11 @@ from tests.dag.test_keys import BASE_SETTINGS, BASE_TASK
 
 HASHED_FIELDS = sorted({f for n in PIPELINE for f in n.task_fields if f not in n.unhashed})
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8), st.floats(allow_nan=False))
-json_values = st.recursive(json_scalars, lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(st.text(max_size=4), c, max_size=3)), max_leaves=6)
+json_values = st.recursive(
+    json_scalars,
+    lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(st.text(max_size=4), c, max_size=3)),
+    max_leaves=6,
+)
 
 
 @pytest.fixture(autouse=True)

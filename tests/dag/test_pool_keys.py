@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from evalflow.cache.store import CacheStore
+from evalflow.core.records import Request
 from evalflow.dag import answer_cache
 from evalflow.dag.answer_cache import CachedModel, request_key
-from evalflow.records import Request
 
 
 class Lengths:
@@ -92,7 +92,14 @@ def test_the_run_heap_is_left_out_of_gc_while_the_model_answers(toy_library: Pat
             return super().loglikelihood(requests)
 
     model = Recording()
-    evaluate("toy_mc", model, output_dir=tmp_path / "run",
-             include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), bootstrap_iters=0, limit=4)
+    evaluate(
+        "toy_mc",
+        model,
+        output_dir=tmp_path / "run",
+        include_path=[str(toy_library)],
+        cache_dir=str(tmp_path / "c"),
+        bootstrap_iters=0,
+        limit=4,
+    )
     assert model.frozen and all(n > 1000 for n in model.frozen)
     assert gc.get_freeze_count() == 0

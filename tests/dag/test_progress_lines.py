@@ -10,8 +10,8 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -29,7 +29,7 @@ class ManualTimer:
         self.ticks: list[Callable[[], None]] = []
         self.stopped = 0
 
-    def __call__(self, tick: Callable[[], None], period: float) -> "ManualTimer":
+    def __call__(self, tick: Callable[[], None], period: float) -> ManualTimer:
         self.ticks.append(tick)
         return self
 
@@ -50,29 +50,42 @@ def lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "evalflow.dag.answer_cache"]
 
 
-@pytest.mark.parametrize("n, seconds, text", [
-    (24, 1260.0, "52.5 s/request"),  # the issue's gsm8k_maj8 run: it printed 0.0 requests/s
-    (3, 11.1, "3.7 s/request"),
-    (1, 1.0, "1 requests/s"),
-    (10, 37.0, "3.7 s/request"),
-    (8, 30.0, "3.75 s/request"),
-    (27, 100.0, "3.7 s/request"),
-    (64, 2.0, "32 requests/s"),
-    (192, 21.0, "9.14 requests/s"),
-    (5000, 3.0, "1667 requests/s"),
-    (1, 3600.0, "3600 s/request"),
-    (0, 30.0, "no rate yet"),
-    (5, 0.0, "no rate yet"),
-])
+@pytest.mark.parametrize(
+    "n, seconds, text",
+    [
+        (24, 1260.0, "52.5 s/request"),  # the issue's gsm8k_maj8 run: it printed 0.0 requests/s
+        (3, 11.1, "3.7 s/request"),
+        (1, 1.0, "1 requests/s"),
+        (10, 37.0, "3.7 s/request"),
+        (8, 30.0, "3.75 s/request"),
+        (27, 100.0, "3.7 s/request"),
+        (64, 2.0, "32 requests/s"),
+        (192, 21.0, "9.14 requests/s"),
+        (5000, 3.0, "1667 requests/s"),
+        (1, 3600.0, "3600 s/request"),
+        (0, 30.0, "no rate yet"),
+        (5, 0.0, "no rate yet"),
+    ],
+)
 def test_rate_text_reads_true_at_any_speed(n: int, seconds: float, text: str) -> None:
     assert rate_text(n, seconds) == text
     assert rate_text(n, seconds) not in ("0.0 requests/s", "0 requests/s")
 
 
-@pytest.mark.parametrize("seconds, text", [
-    (0.0, "0 s"), (0.4, "0 s"), (42.4, "42 s"), (59.6, "1 min 0 s"), (250.0, "4 min 10 s"),
-    (3599.0, "59 min 59 s"), (3600.0, "1 h 0 min"), (7260.0, "2 h 1 min"), (-3.0, "0 s"),
-])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (0.0, "0 s"),
+        (0.4, "0 s"),
+        (42.4, "42 s"),
+        (59.6, "1 min 0 s"),
+        (250.0, "4 min 10 s"),
+        (3599.0, "59 min 59 s"),
+        (3600.0, "1 h 0 min"),
+        (7260.0, "2 h 1 min"),
+        (-3.0, "0 s"),
+    ],
+)
 def test_duration_text(seconds: float, text: str) -> None:
     assert duration_text(seconds) == text
 
@@ -127,8 +140,9 @@ def test_on_a_terminal_the_bar_alone_reports(caplog: pytest.LogCaptureFixture) -
     assert "8/24" in stream.getvalue() and "s/req" in stream.getvalue() and progress.bar is None
 
 
-def test_the_run_s_lines_name_the_stage_and_its_task(toy_library: Path, tmp_path: Path,
-                                                     caplog: pytest.LogCaptureFixture) -> None:
+def test_the_run_s_lines_name_the_stage_and_its_task(
+    toy_library: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
         run_once(toy_library, tmp_path / "cache", tmp_path / "one", task="toy_mc")
         run_once(toy_library, tmp_path / "cache2", tmp_path / "two", task=["toy_mc", "toy_gen"])
@@ -150,9 +164,23 @@ def test_a_judge_s_lines_name_the_judge_stage_and_task(tmp_path: Path, caplog: p
 def test_a_command_line_run_off_a_terminal_logs_its_start(toy_library: Path, tmp_path: Path) -> None:
     """``python -m evalflow`` with stderr to a pipe (CI, nohup): the log says inference started."""
     done = subprocess.run(
-        [sys.executable, "-m", "evalflow", "model=dummy", "task=toy_mc", f"include_path=[{toy_library}]",
-         f"cache_dir={tmp_path / 'cache'}", "bootstrap_iters=0", f"hydra.run.dir={tmp_path / 'run'}"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "evalflow",
+            "model=dummy",
+            "task=toy_mc",
+            f"include_path=[{toy_library}]",
+            f"cache_dir={tmp_path / 'cache'}",
+            "bootstrap_iters=0",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "inference toy_mc: 0/160 requests, started" in done.stderr, done.stderr
     assert "inference toy_mc: 160/160 requests, " in done.stderr and " 0.0 requests/s" not in done.stderr

@@ -70,7 +70,8 @@ def test_reductions_match_a_hand_computation_on_the_recorded_samples(runner: Run
     for row, expected in zip(rows, hand):
         assert {k: row[k] for k in expected} == pytest.approx(expected)
         assert [s["exact_match"] for s in row["sample_metrics"]] == [
-            float(a == row["target"]) for a in row["filtered_samples"][0]]
+            float(a == row["target"]) for a in row["filtered_samples"][0]
+        ]
     numbers = results["results"]["toy_gen"]
     for name in hand[0]:
         assert numbers[f"{name},get-answer"] == pytest.approx(sum(h[name] for h in hand) / 10)
@@ -131,8 +132,11 @@ def test_bad_reductions_are_refused_before_any_model_call(
 
 def test_a_voting_pipeline_with_a_reduction_is_refused_before_any_model_call(runner: Runner, sampled: Path) -> None:
     set_yaml(sampled, "pass@k")
-    sampled.write_text(sampled.read_text().replace(
-        "      - function: take_first\n", "      - function: majority_vote\n      - function: take_first\n"))
+    sampled.write_text(
+        sampled.read_text().replace(
+            "      - function: take_first\n", "      - function: majority_vote\n      - function: take_first\n"
+        )
+    )
     with pytest.raises(TaskError, match="combine repeats"):
         runner("toy_gen", model=ORACLE, limit=5)
     assert NoisyOracleModel.calls_total == 0
@@ -150,17 +154,22 @@ def test_a_custom_filter_of_all_repeats_runs_when_no_metric_reduces(runner: Runn
     """Without a reduction, pipelines never run on single repeats (a filter that reads several
     repeats is not called with one); with one, they do, and this filter's failure names it."""
     step = "      - function: test_repeats_second_opinion\n"
-    sampled.write_text(sampled.read_text().replace("      - function: regex\n", step + "      - function: regex\n")
-                       .replace("    reduction: REDUCTIONS\n", ""))
+    sampled.write_text(
+        sampled.read_text()
+        .replace("      - function: regex\n", step + "      - function: regex\n")
+        .replace("    reduction: REDUCTIONS\n", "")
+    )
     results, _, folder = runner("toy_gen", model=ORACLE, limit=3)
     rows = [json.loads(line) for line in (folder / "samples_toy_gen.jsonl").read_text().splitlines()]
     second = [m[0] if (m := re.findall(r"#### (\-?[0-9\.\,]+)", r["resps"][0][1])) else "[invalid]" for r in rows]
     assert [r["filtered_resps"][0] for r in rows] == second  # the second repeat's answer
     assert all("filtered_samples" not in r for r in rows)
     assert results["results"]["toy_gen"]["exact_match,get-answer"] == pytest.approx(
-        sum(float(a == r["target"]) for a, r in zip(second, rows)) / 3)
-    sampled.write_text(sampled.read_text().replace("higher_is_better: true\n", "higher_is_better: true\n"
-                                                   "    reduction: mean\n", 1))
+        sum(float(a == r["target"]) for a, r in zip(second, rows)) / 3
+    )
+    sampled.write_text(
+        sampled.read_text().replace("higher_is_better: true\n", "higher_is_better: true\n    reduction: mean\n", 1)
+    )
     with pytest.raises(Exception, match="second_opinion needs every repeat"):
         runner("toy_gen", model=ORACLE, limit=3)
     assert NoisyOracleModel.calls_total == 0  # the answers came from the cache
@@ -191,12 +200,17 @@ def test_gsm8k_sampled_repeats_8_against_a_hand_computation(runner: Runner, toy_
     docs = [json.loads(line) for line in (SHARED_DATA / "gsm8k" / "test.jsonl").read_text().splitlines()[:5]]
     gold = {d["question"].strip(): d["answer"].split("####")[-1].strip() for d in docs}
     NoisyOracleModel.ANSWERS = {q: int(a.replace(",", "")) for q, a in gold.items()}
-    (toy_library / "gsm8k_sampled.yaml").write_text(GSM8K_SAMPLED.format(builtin=ROOT / "tasks" / "gsm8k" / "gsm8k.yaml"))
+    (toy_library / "gsm8k_sampled.yaml").write_text(
+        GSM8K_SAMPLED.format(builtin=ROOT / "tasks" / "gsm8k" / "gsm8k.yaml")
+    )
     results, manifest, folder = runner("gsm8k_sampled", model=ORACLE, limit=5, data_map="shared")
     assert manifest["inference"]["computed"] == 5 * 8
     rows = [json.loads(line) for line in (folder / "samples_gsm8k_sampled.jsonl").read_text().splitlines()]
     numbers = results["results"]["gsm8k_sampled"]
-    for pipeline, pattern in (("strict-match", r"#### (\-?[0-9\.\,]+)"), ("flexible-extract", r"(-?[$0-9.,]{2,})|(-?[0-9]+)")):
+    for pipeline, pattern in (
+        ("strict-match", r"#### (\-?[0-9\.\,]+)"),
+        ("flexible-extract", r"(-?[$0-9.,]{2,})|(-?[0-9]+)"),
+    ):
         hand: dict[str, list[float]] = {"maj@8": [], "pass@8": [], "pass@2": [], "mean@8": []}
         for row in (r for r in rows if r["filter"] == pipeline):
             found = [re.findall(pattern, text) for text in row["resps"][0]]
@@ -222,7 +236,9 @@ def test_the_built_in_repeats_example_runs_offline(runner: Runner) -> None:
     """tasks/gsm8k/gsm8k_maj8.yaml (the README's example): 8 sampled answers per question, each its
     own request, scored first / maj@8 / pass@8 / mean, which agree with the recorded samples."""
     docs = [json.loads(line) for line in (SHARED_DATA / "gsm8k" / "test.jsonl").read_text().splitlines()[:2]]
-    NoisyOracleModel.ANSWERS = {d["question"].strip(): int(d["answer"].split("####")[-1].replace(",", "")) for d in docs}
+    NoisyOracleModel.ANSWERS = {
+        d["question"].strip(): int(d["answer"].split("####")[-1].replace(",", "")) for d in docs
+    }
     results, manifest, folder = runner("gsm8k_maj8", model=ORACLE, limit=2, data_map="shared")
     assert manifest["inference"]["computed"] == 2 * 8
     assert sorted(r.repeat for r in NoisyOracleModel.requests_seen) == sorted(list(range(8)) * 2)
@@ -248,16 +264,22 @@ def test_show_lists_every_sample_and_how_it_is_scored(
     set_yaml(sampled, "[maj@k, pass@2]")
     assert main(["task=toy_gen", f"include_path=[{toy_library}]", f"cache_dir={tmp_path / 'c'}", "n=1"]) == 0
     out = capsys.readouterr().out
-    assert "repeats: 4 samples per request, every one listed below; scored: exact_match -> " \
-           "exact_match_maj@4, exact_match_pass@2" in out
+    assert (
+        "repeats: 4 samples per request, every one listed below; scored: exact_match -> "
+        "exact_match_maj@4, exact_match_pass@2" in out
+    )
     assert [f"repeat {r}" in out for r in (1, 2, 3)] == [True] * 3 and "requests (4):" in out
 
 
 def test_greedy_repeats_of_a_multiple_choice_task_reduce_to_the_same_number(runner: Runner, toy_library: Path) -> None:
     """Loglikelihood repeats are equal answers, so every reduction agrees with lm-eval's number."""
     path = toy_library / "toy_mc.yaml"
-    path.write_text(path.read_text().replace("    higher_is_better: true\n", "    higher_is_better: true\n"
-                                             "    reduction: [first, mean, max, maj@k]\n") + "repeats: 3\n")
+    path.write_text(
+        path.read_text().replace(
+            "    higher_is_better: true\n", "    higher_is_better: true\n    reduction: [first, mean, max, maj@k]\n"
+        )
+        + "repeats: 3\n"
+    )
     results, _, _ = runner("toy_mc", limit=10)
     assert NoisyOracleModel.calls_total == 10 * 4  # 4 choices; the 3 repeats of each share one answer
     numbers = results["results"]["toy_mc"]

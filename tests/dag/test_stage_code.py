@@ -3,8 +3,8 @@ changes what a stage computes re-keys it without anyone bumping a version number
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -65,19 +65,22 @@ def test_module_closure_reads_imports_from_disk(tmp_path: Path) -> None:
     name is imported from it; excluded packages, modules nothing imports, and parent packages'
     ``__init__`` (which would tie each stage to every stage ``stages/__init__`` re-exports) do not."""
     pkg = tmp_path / "pkg"
-    write(pkg, {
-        "__init__.py": "from pkg.stages.a import run\n",
-        "stages/__init__.py": "from pkg.stages import a, b\n",
-        "stages/a.py": "from ..lib import helper\nfrom pkg.lib import VALUE\n\ndef run():\n    from pkg.lib.lazy import f\n"
-                       "    return helper.x + f() + VALUE\n",
-        "stages/b.py": "import pkg.lib.other\n",
-        "lib/__init__.py": "VALUE = 1\n",
-        "lib/helper.py": "from pkg.models import m\nx = 1\n",
-        "lib/lazy.py": "def f():\n    return 2\n",
-        "lib/other.py": "",
-        "models/__init__.py": "",
-        "models/m.py": "",
-    })
+    write(
+        pkg,
+        {
+            "__init__.py": "from pkg.stages.a import run\n",
+            "stages/__init__.py": "from pkg.stages import a, b\n",
+            "stages/a.py": "from ..lib import helper\nfrom pkg.lib import VALUE\n\ndef run():\n    from pkg.lib.lazy import f\n"
+            "    return helper.x + f() + VALUE\n",
+            "stages/b.py": "import pkg.lib.other\n",
+            "lib/__init__.py": "VALUE = 1\n",
+            "lib/helper.py": "from pkg.models import m\nx = 1\n",
+            "lib/lazy.py": "def f():\n    return 2\n",
+            "lib/other.py": "",
+            "models/__init__.py": "",
+            "models/m.py": "",
+        },
+    )
     closure = module_closure("pkg.stages.a", pkg, exclude=("pkg.models",))
     assert sorted(closure) == ["pkg.lib", "pkg.lib.helper", "pkg.lib.lazy", "pkg.stages.a"]
     (pkg / "lib" / "lazy.py").write_text("def f():\n    return 3\n")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evalflow import evaluate
-from evalflow.records import Request
+from evalflow.core.records import Request
 from evalflow.stages.filters import without_thinking
 
 
@@ -42,7 +43,9 @@ def test_without_thinking_cuts_the_trace_then_the_stop_sequences() -> None:
 
 def test_think_end_token_rescores_without_inference(toy_library: Path, tmp_path: Path) -> None:
     model = ThinkingModel()
-    kw: dict[str, Any] = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=5, bootstrap_iters=0)
+    kw: dict[str, Any] = dict(
+        include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=5, bootstrap_iters=0
+    )
     plain = evaluate("toy_gen", model, **kw)
     assert model.calls == 5
     assert plain["results"]["toy_gen"]["exact_match,get-answer"] == 0.0  # the trace's number is taken

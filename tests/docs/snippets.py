@@ -95,7 +95,9 @@ def blocks(text: str, page: str) -> list[Block]:
 
 
 def all_blocks() -> list[Block]:
-    return [b for path in doc_files() for b in blocks(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())]
+    return [
+        b for path in doc_files() for b in blocks(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+    ]
 
 
 def marking_problems(page_blocks: list[Block]) -> list[str]:
@@ -105,7 +107,9 @@ def marking_problems(page_blocks: list[Block]) -> list[str]:
     for b in page_blocks:
         where = f"{b.page}:{b.line}"
         if b.lang in SHELL_LANGS and b.marker is None:
-            problems.append(f"{where}: a ```{b.lang} block needs <!-- runnable --> or <!-- needs: ... --> right above it")
+            problems.append(
+                f"{where}: a ```{b.lang} block needs <!-- runnable --> or <!-- needs: ... --> right above it"
+            )
         elif b.runnable and b.lang != "bash":
             problems.append(f"{where}: <!-- {b.marker} --> sits above a ```{b.lang} block; only ```bash blocks run")
         elif b.marker and b.marker.startswith("needs:"):
@@ -160,15 +164,21 @@ def check_command(line: str, page: PageFiles, *, slow: bool = False) -> list[str
     if words[0] in READ_ONLY:
         assert all(_relative(w) for w in words[1:] if not w.startswith("-")), f"read only what the page wrote: {line}"
         return words
-    assert words[:3] == ["python", "-m", "evalflow"], f"a runnable line is python -m evalflow or {', '.join(READ_ONLY)}: {line}"
+    assert words[:3] == ["python", "-m", "evalflow"], (
+        f"a runnable line is python -m evalflow or {', '.join(READ_ONLY)}: {line}"
+    )
     args = words[3:]
-    assert all(_relative(p) for p in _values(args, "include_path")), f"include_path names a folder the page writes: {line}"
+    assert all(_relative(p) for p in _values(args, "include_path")), (
+        f"include_path names a folder the page writes: {line}"
+    )
     if args and args[0] in FOLDER_READERS:
         assert all(_relative(a) for a in args[1:]), f"{args[0]} reads run folders the page's lines wrote: {line}"
         return words
     tasks = _values(args, "task")
     allowed = set(SHIPPED_DATA_TASKS) | page.tasks()
-    assert all(t in allowed for t in tasks), f"runnable lines use a task whose data ships or that the page writes: {line}"
+    assert all(t in allowed for t in tasks), (
+        f"runnable lines use a task whose data ships or that the page writes: {line}"
+    )
     if args and args[0] in MODEL_FREE:
         return words
     assert tasks, f"a runnable run names its task: {line}"
@@ -176,7 +186,8 @@ def check_command(line: str, page: PageFiles, *, slow: bool = False) -> list[str
     uses_own_class = bool(own) and own <= page.modules()
     models = ["model=dummy"] + (["model=smollm2"] if slow else [])
     assert any(m in args for m in models) or uses_own_class, (
-        f"a runnable run uses {' or '.join(models)}, or model.type= a class the page writes: {line}")
+        f"a runnable run uses {' or '.join(models)}, or model.type= a class the page writes: {line}"
+    )
     limits = [float(v) for v in _values(args, "limit")]
     assert limits and all(v <= MAX_LIMIT for v in limits), f"a small limit (at most {MAX_LIMIT}): {line}"
     return words

@@ -31,7 +31,9 @@ def test_architecture_page_names_every_package():
     page = (DOCS / "architecture.md").read_text(encoding="utf-8")
     packages = evalflow_packages()
     assert "evalflow/models/hf/" in packages and "evalflow/stages/" in packages
-    assert unnamed_packages(page, packages) == [], "docs/architecture.md must name each package as `evalflow/<package>/`"
+    assert unnamed_packages(page, packages) == [], (
+        "docs/architecture.md must name each package as `evalflow/<package>/`"
+    )
 
 
 def test_architecture_check_fails_for_a_package_the_page_does_not_name():

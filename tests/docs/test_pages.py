@@ -89,7 +89,10 @@ def test_tables_end_before_the_next_paragraph():
 
 def test_a_swallowed_paragraph_is_reported():
     text = "| a | b |\n|---|---|\n| 1 | 2 | More\ntext after.\n"
-    assert table_problems(text, "x.md") == ["x.md:3: a table row must end with |", "x.md:4: a blank line must follow a table"]
+    assert table_problems(text, "x.md") == [
+        "x.md:3: a table row must end with |",
+        "x.md:4: a blank line must follow a table",
+    ]
 
 
 BUILT_INS = """import json, evalflow.scoring
@@ -103,16 +106,30 @@ print(json.dumps({"components": [*METRICS.names(), *AGGREGATIONS.names(), *FILTE
 def built_in_names() -> dict[str, list[str]]:
     """The registries' names in a fresh interpreter: what evalflow itself registers, not what other
     tests in this worker registered (the registries are process-wide)."""
-    done = subprocess.run([sys.executable, "-c", BUILT_INS], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", BUILT_INS],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
 def declared_task_names() -> list[str]:
     """Every key the task format declares (a task, a group, their entries) and every built-in
     component name a task YAML may give: what docs/writing-tasks.md must name."""
-    keys = (*TASK_FIELDS, *HEADER_KEYS, *DROPPED_TASK_KEYS, *GROUP_FIELDS, *AGG_FIELDS, *FEWSHOT_CONFIG_KEYS,
-            *METRIC_ENTRY_KEYS, *SAMPLERS)
+    keys = (
+        *TASK_FIELDS,
+        *HEADER_KEYS,
+        *DROPPED_TASK_KEYS,
+        *GROUP_FIELDS,
+        *AGG_FIELDS,
+        *FEWSHOT_CONFIG_KEYS,
+        *METRIC_ENTRY_KEYS,
+        *SAMPLERS,
+    )
     return sorted(set(keys) | set(built_in_names()["components"]))
 
 
@@ -162,7 +179,11 @@ def covered(message: str, pieces: set[str]) -> float:
 
 def quoted_messages(page: str) -> list[str]:
     """The ```text blocks of the FAQ that quote what evalflow printed (``evalflow: ...``)."""
-    return [m.strip() for m in re.findall(r"^```text\n(.*?)^```", page, flags=re.DOTALL | re.MULTILINE) if m.startswith("evalflow: ")]
+    return [
+        m.strip()
+        for m in re.findall(r"^```text\n(.*?)^```", page, flags=re.DOTALL | re.MULTILINE)
+        if m.startswith("evalflow: ")
+    ]
 
 
 def unsourced(messages: list[str], pieces: set[str]) -> list[str]:

@@ -21,8 +21,15 @@ SPHINX_ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj):`?")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("site")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_DOCS_URL": PUBLISHED_AT, "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return folder
 

@@ -9,8 +9,8 @@ import pytest
 
 from evalflow.cache.images import ImageStore, with_pixels
 from evalflow.cache.store import CacheStore
+from evalflow.core.records import ImageRef, Request
 from evalflow.errors import DataError, TaskError
-from evalflow.records import ImageRef, Request
 from evalflow.taskspec.data.images import doc_images, plain_image
 from evalflow.taskspec.format.spec import TaskConfig
 from tests.support.images import draw, png_b64
@@ -33,8 +33,12 @@ def test_every_form_of_one_image_gives_one_reference(store: ImageStore, tmp_path
     img.save(path)
     jpeg_free = base64.b64decode(png_b64(img))
     forms = {
-        "pil": img, "bytes": jpeg_free, "b64": png_b64(img), "data_url": "data:image/png;base64," + png_b64(img),
-        "path": str(path), "hub_dict": {"bytes": jpeg_free, "path": None},
+        "pil": img,
+        "bytes": jpeg_free,
+        "b64": png_b64(img),
+        "data_url": "data:image/png;base64," + png_b64(img),
+        "path": str(path),
+        "hub_dict": {"bytes": jpeg_free, "path": None},
     }
     refs = {name: doc_images(_task("x"), {"x": value}, 0, store) for name, value in forms.items()}
     assert len(set(refs.values())) == 1
@@ -45,8 +49,12 @@ def test_every_form_of_one_image_gives_one_reference(store: ImageStore, tmp_path
 
 def test_list_jinja_and_function_forms(store: ImageStore, tmp_path: Path) -> None:
     a, b = draw(1, "square", "blue"), draw(2, "triangle", "green")
-    doc = {"image_1": plain_image(a, store), "image_2": plain_image(b, store), "image_3": None,
-           "file": str(tmp_path / "b.png")}
+    doc = {
+        "image_1": plain_image(a, store),
+        "image_2": plain_image(b, store),
+        "image_3": None,
+        "file": str(tmp_path / "b.png"),
+    }
     b.save(doc["file"])
     listed = doc_images(_task(["image_1", "image_3", "image_2"]), doc, 0, store)
     assert [r.digest for r in listed] == [doc["image_1"].digest, doc["image_2"].digest]  # None dropped

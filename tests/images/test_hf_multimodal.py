@@ -10,16 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.records import Request
+from evalflow.core.records import Request
 from tests.support import images
 
-PROMPTS = ["<image>What colour is the shape? Answer:", "<image> and <image>: which is red?",
-           "Compare <image>, <image> and <image>.\nAnswer:"]
+PROMPTS = [
+    "<image>What colour is the shape? Answer:",
+    "<image> and <image>: which is red?",
+    "Compare <image>, <image> and <image>.\nAnswer:",
+]
 
 
 def _requests() -> list[tuple[str, list]]:
     pics = [r["image"] for r in images.rows(6, seed=3)]
-    return [(PROMPTS[i % 3], pics[i: i + 1 + i % 3]) for i in range(4)]
+    return [(PROMPTS[i % 3], pics[i : i + 1 + i % 3]) for i in range(4)]
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +53,9 @@ def test_same_token_ids_pixels_and_generations(ours, theirs) -> None:
         assert mine["input_ids"].tolist() == peer["input_ids"].tolist()
         assert ours.image_token in ours.prompt(prompt) and (mine["pixel_values"] == peer["pixel_values"]).all()
     got = ours.generate_until([Request("generate_until", (p, GEN, {"visual": pics})) for p, pics in reqs])
-    want = theirs.generate_until([Instance("generate_until", {}, (p, dict(GEN), {"visual": pics}), 0) for p, pics in reqs],
-                                 disable_tqdm=True)
+    want = theirs.generate_until(
+        [Instance("generate_until", {}, (p, dict(GEN), {"visual": pics}), 0) for p, pics in reqs], disable_tqdm=True
+    )
     assert got == want and len(set(got)) > 1  # the images change the answers
 
 

@@ -45,7 +45,7 @@ def test_one_changed_image_reruns_exactly_its_document(vrunner: Runner, vqa_libr
 
 def test_images_are_stored_once_and_requests_hold_references(vrunner: Runner, tmp_path: Path) -> None:
     from evalflow.cache.store import CacheStore
-    from evalflow.records import ImageRef
+    from evalflow.core.records import ImageRef
 
     data = images.rows(6)
     data[4]["image"] = data[1]["image"].copy()  # the same pixels in two documents

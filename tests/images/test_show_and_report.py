@@ -14,8 +14,9 @@ from tests.support.models import VisionCountingModel
 VISION = "tests.support.models:VisionCountingModel"
 
 
-def test_show_prints_placeholders_with_each_images_size_and_hash(vqa_library: Path, tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_prints_placeholders_with_each_images_size_and_hash(
+    vqa_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from evalflow.commands.show import main
 
     assert main(["task=toy_vqa", f"include_path=[{vqa_library}]", f"cache_dir={tmp_path / 'cache'}", "n=2"]) == 0

@@ -19,8 +19,8 @@ from tests.conftest import ROOT, stage_hits
 
 
 def test_make_tiny_vlm_then_run_shapes_vqa(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from evalflow.app import run
     from evalflow.config.compose import compose_settings
+    from evalflow.run.phases import run
 
     folder = tmp_path / "tiny-vlm"
     warned: list[logging.LogRecord] = []
@@ -37,8 +37,12 @@ def test_make_tiny_vlm_then_run_shapes_vqa(tmp_path: Path, capsys: pytest.Captur
     assert (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()
 
     def once(name: str) -> tuple[dict, dict, Path]:
-        settings = compose_settings(task="shapes_vqa", preset="hf_multimodal", overrides=[f"model.pretrained={folder}"],
-                                    values={"cache_dir": str(tmp_path / "cache"), "limit": 3, "bootstrap_iters": 0})
+        settings = compose_settings(
+            task="shapes_vqa",
+            preset="hf_multimodal",
+            overrides=[f"model.pretrained={folder}"],
+            values={"cache_dir": str(tmp_path / "cache"), "limit": 3, "bootstrap_iters": 0},
+        )
         results = run(settings, tmp_path / name)
         return results, json.loads((tmp_path / name / "manifest.json").read_text()), tmp_path / name
 
@@ -85,8 +89,8 @@ def test_without_pillow_the_extra_is_named(tmp_path: Path, monkeypatch: pytest.M
 
 def test_a_text_model_refused_by_the_preset_name_typed(tmp_path: Path) -> None:
     """``model=smollm2 task=shapes_vqa`` names smollm2 (the preset typed), not its type hf."""
-    from evalflow.app import evaluate
     from evalflow.config.compose import typed_preset
+    from evalflow.run.phases import evaluate
 
     with pytest.raises(ConfigError, match="model 'smollm2' takes text only"):
         evaluate(task="shapes_vqa", model="smollm2", cache_dir=str(tmp_path / "cache"))

@@ -21,11 +21,21 @@ def test_readme_commands(runner: Runner, tmp_path: Path) -> None:
     assert json.loads(compared.stdout)["rows"][0]["n"] == 8
 
     out = tmp_path / "rescored"
-    rescored = cli(["rescore", str(a / "samples_toy_mc.jsonl"), "task=toy_mc", f"include_path=[{runner.library}]",
-                    f"cache_dir={runner.cache}", f"out={out}"])
+    rescored = cli(
+        [
+            "rescore",
+            str(a / "samples_toy_mc.jsonl"),
+            "task=toy_mc",
+            f"include_path=[{runner.library}]",
+            f"cache_dir={runner.cache}",
+            f"out={out}",
+        ]
+    )
     assert rescored.returncode == 0, rescored.stderr
-    assert json.loads((out / "results.json").read_text())["results"]["toy_mc"]["acc,none"] == \
-        json.loads((a / "results.json").read_text())["results"]["toy_mc"]["acc,none"]
+    assert (
+        json.loads((out / "results.json").read_text())["results"]["toy_mc"]["acc,none"]
+        == json.loads((a / "results.json").read_text())["results"]["toy_mc"]["acc,none"]
+    )
 
     page = tmp_path / "report.html"
     reported = cli(["report", str(a), str(b), f"out={page}"])
@@ -33,4 +43,6 @@ def test_readme_commands(runner: Runner, tmp_path: Path) -> None:
     assert page.read_text().startswith("<!DOCTYPE html>")
 
     refused = cli(["compare", str(a), str(tmp_path)])
-    assert refused.returncode == 2 and refused.stderr.startswith("evalflow: error: ") and "Traceback" not in refused.stderr
+    assert (
+        refused.returncode == 2 and refused.stderr.startswith("evalflow: error: ") and "Traceback" not in refused.stderr
+    )

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalflow.errors import RunFolderError
 from evalflow.commands.compare import main
+from evalflow.errors import RunFolderError
 from evalflow.insight.compare import compare
-from evalflow.output.run_folder import load_run
 from evalflow.insight.stats import batch_rows, mcnemar_exact, paired_bootstrap
+from evalflow.output.run_folder import load_run
 from tests.conftest import Runner
 
 TABLES = [(30, 5, 12, 53), (10, 0, 0, 10), (4, 7, 1, 3), (0, 20, 21, 0), (100, 33, 61, 6), (1, 0, 1, 0)]
@@ -38,9 +38,16 @@ def test_paired_bootstrap_matches_scipy(n: int, iters: int, seed: int) -> None:
     a = rng.normal(size=n)
     b = a + rng.normal(0.1, 1.0, size=n)
     ours = paired_bootstrap(a, b, iters, seed)
-    theirs = bootstrap((a, b), lambda x, y, axis=-1: np.mean(y, axis=axis) - np.mean(x, axis=axis), paired=True,
-                       vectorized=True, n_resamples=iters, batch=batch_rows(n, iters), method="percentile",
-                       rng=np.random.default_rng(seed))
+    theirs = bootstrap(
+        (a, b),
+        lambda x, y, axis=-1: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=iters,
+        batch=batch_rows(n, iters),
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     assert abs(ours.low - theirs.confidence_interval.low) <= 1e-9
     assert abs(ours.high - theirs.confidence_interval.high) <= 1e-9
     dist = theirs.bootstrap_distribution
@@ -61,10 +68,16 @@ def _lm_eval_folder(root: Path, values: list[float], date: str = "2026-01-01T00-
     folder = root / "model__name"
     folder.mkdir(parents=True)
     mean = sum(values) / len(values)
-    results = {"results": {"cont": {"alias": "cont", "score,none": mean, "score_stderr,none": 0.1}},
-               "group_subtasks": {"cont": []}, "versions": {"cont": 1}, "n-shot": {"cont": 0}}
+    results = {
+        "results": {"cont": {"alias": "cont", "score,none": mean, "score_stderr,none": 0.1}},
+        "group_subtasks": {"cont": []},
+        "versions": {"cont": 1},
+        "n-shot": {"cont": 0},
+    }
     (folder / f"results_{date}.json").write_text(json.dumps(results))
-    rows = [{"doc_id": i, "doc": {"q": i}, "filter": "none", "metrics": ["score"], "score": v} for i, v in enumerate(values)]
+    rows = [
+        {"doc_id": i, "doc": {"q": i}, "filter": "none", "metrics": ["score"], "score": v} for i, v in enumerate(values)
+    ]
     (folder / f"samples_cont_{date}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return root
 
@@ -97,7 +110,8 @@ def test_refuses_different_documents(runner: Runner, toy_library: Path) -> None:
 def test_groups_and_json_output(runner: Runner, toy_library: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (toy_library / "toy_group.yaml").write_text(
         "group: toy_group\ntask:\n  - toy_mc\n  - toy_gen\naggregate_metric_list:\n  - metric: acc\n"
-        "metadata:\n  version: 1\n")
+        "metadata:\n  version: 1\n"
+    )
     _, _, a = runner("toy_group", limit=10)
     _, _, b = runner("toy_group", limit=10, num_fewshot=1)
     assert main([str(a), str(b), "--json", "bootstrap_iters=500"]) == 0

@@ -12,7 +12,10 @@ import pytest
 
 from tests.conftest import Runner, with_acc_norm
 
-TEMPLATE = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}" + "{# a real template is long #}" * 8
+TEMPLATE = (
+    "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    + "{# a real template is long #}" * 8
+)
 
 
 def lines_by_stage(folder: Path, reference: Path | None = None) -> dict[str, str]:
@@ -43,9 +46,12 @@ def test_metric_change(runner: Runner, toy_library: Path) -> None:
 
 def test_reduction_change(runner: Runner, toy_library: Path) -> None:
     yaml_file = toy_library / "toy_gen.yaml"
-    yaml_file.write_text(yaml_file.read_text().replace("  do_sample: false", "  do_sample: true")
-                         .replace("    higher_is_better: true\n", "    higher_is_better: true\n    reduction: pass@k\n")
-                         + "repeats: 2\n")
+    yaml_file.write_text(
+        yaml_file.read_text()
+        .replace("  do_sample: false", "  do_sample: true")
+        .replace("    higher_is_better: true\n", "    higher_is_better: true\n    reduction: pass@k\n")
+        + "repeats: 2\n"
+    )
     runner("toy_gen")
     yaml_file.write_text(yaml_file.read_text().replace("reduction: pass@k", "reduction: [maj@k, mean]"))
     _, _, folder = runner("toy_gen")
@@ -211,5 +217,7 @@ def test_model_object_without_identity(toy_library: Path, tmp_path: Path) -> Non
     evaluate("toy_mc", NoIdentity(), output_dir=tmp_path / "outputs" / "a", **kw)
     evaluate("toy_mc", NoIdentity(), output_dir=tmp_path / "outputs" / "b", **kw)
     lines = explain(tmp_path / "outputs" / "b")
-    assert [line.split(" re-ran")[0] for line in lines] == [f"toy_mc {s}" for s in ("inference", "filters", "metrics", "aggregate")]
+    assert [line.split(" re-ran")[0] for line in lines] == [
+        f"toy_mc {s}" for s in ("inference", "filters", "metrics", "aggregate")
+    ]
     assert all("without identity()" in line for line in lines)

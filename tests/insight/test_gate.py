@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.errors import ConfigError
 from evalflow.commands.compare import parse_args
+from evalflow.errors import ConfigError
 from evalflow.insight.gate import GateSettings, judge, mcnemar_detectable
 from evalflow.insight.stats import mcnemar_exact
 from tests.test_cli import cli
@@ -20,8 +20,15 @@ CHECKPOINT = "tests.support.checkpoints:ArithCheckpoint"
 
 def _evaluate(folder: Path, cache: Path, skill: float) -> None:
     """The recipe's first step: evaluate a checkpoint into a named run folder."""
-    done = cli(["task=arith_mc", f"model.type={CHECKPOINT}", f"+model.skill={skill}", f"cache_dir={cache}",
-                f"hydra.run.dir={folder}"])
+    done = cli(
+        [
+            "task=arith_mc",
+            f"model.type={CHECKPOINT}",
+            f"+model.skill={skill}",
+            f"cache_dir={cache}",
+            f"hydra.run.dir={folder}",
+        ]
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -42,8 +49,7 @@ def test_a_candidate_that_lost_questions_fails_the_build(releases: dict[str, Pat
 
 
 def test_an_equal_candidate_passes_and_json_rows_carry_the_direction(releases: dict[str, Path]) -> None:
-    passed = cli(["compare", str(releases["release"]), str(releases["same"]), "max_drop=0.01", "alpha=0.05",
-                  "--json"])
+    passed = cli(["compare", str(releases["release"]), str(releases["same"]), "max_drop=0.01", "alpha=0.05", "--json"])
     assert passed.returncode == 0, passed.stderr
     report = json.loads(passed.stdout)
     assert report["gate"]["failed"] == [] and {r["higher_is_better"] for r in report["rows"]} == {True}
@@ -55,8 +61,18 @@ def test_without_gate_options_compare_reports_and_exits_zero(releases: dict[str,
     assert shown.returncode == 0 and "Detectable" in shown.stdout and "REGRESSION" not in shown.stdout
 
 
-@pytest.mark.parametrize("words", [["--fail-on-regression"], ["--jsn"], ["max_dorp=0.01"], ["alpha=0"],
-                                   ["alpha=1.5"], ["max_drop=-1"], ["max_drop=a"]])
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["--fail-on-regression"],
+        ["--jsn"],
+        ["max_dorp=0.01"],
+        ["alpha=0"],
+        ["alpha=1.5"],
+        ["max_drop=-1"],
+        ["max_drop=a"],
+    ],
+)
 def test_unknown_or_bad_options_exit_2(releases: dict[str, Path], words: list[str]) -> None:
     refused = cli(["compare", str(releases["release"]), str(releases["worse"]), *words])
     assert refused.returncode == 2 and refused.stderr.startswith("evalflow: error: compare: "), refused.stderr
@@ -72,8 +88,11 @@ def test_detectable_difference_is_the_smallest_significant_split(n: int, alpha: 
     for d_observed in range(0, n + 1, 3):
         expected = None
         for d in range(max(d_observed, 1), n + 1):
-            splits = [abs(d - 2 * m) for m in range(d // 2 + 1)
-                      if mcnemar_exact([1] * m + [0] * (d - m), [0] * m + [1] * (d - m)) < alpha]
+            splits = [
+                abs(d - 2 * m)
+                for m in range(d // 2 + 1)
+                if mcnemar_exact([1] * m + [0] * (d - m), [0] * m + [1] * (d - m)) < alpha
+            ]
             if splits:
                 expected = min(splits) / n
                 break

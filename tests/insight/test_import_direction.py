@@ -1,6 +1,6 @@
-"""Imports between the run and the tools that read runs point one way: ``evalflow.app`` may import
+"""Imports between the run and the tools that read runs point one way: ``evalflow.run.phases`` may import
 ``evalflow.insight`` (``explain=true`` prints explain's lines), never the reverse. ``rescore`` runs
-through the same parts and runner as a run (``evalflow.run_parts``, ``evalflow.dag.runner``), not
+through the same parts and runner as a run (``evalflow.run.parts``, ``evalflow.dag.runner``), not
 through ``app``.
 
 Function-level imports count: they hide a circle from the interpreter but not from a reader.
@@ -52,13 +52,13 @@ def _reached(start: str) -> set[str]:
 
 
 def test_app_imports_insight_and_insight_never_imports_app() -> None:
-    assert "evalflow.insight.explain" in GRAPH["evalflow.app"]  # the one direction (and the graph is read)
+    assert "evalflow.insight.explain" in GRAPH["evalflow.run.phases"]  # the one direction (and the graph is read)
     insight = sorted(m for m in GRAPH if m == "evalflow.insight" or m.startswith("evalflow.insight."))
     assert "evalflow.insight.rescore" in insight
-    reaching = {m: sorted(r for r in _reached(m) if r == "evalflow.app") for m in insight}
+    reaching = {m: sorted(r for r in _reached(m) if r == "evalflow.run.phases") for m in insight}
     assert not any(reaching.values()), {m: r for m, r in reaching.items() if r}
 
 
 def test_rescore_runs_through_the_runs_own_parts() -> None:
-    assert {"evalflow.run_parts", "evalflow.dag.runner"} <= GRAPH["evalflow.insight.rescore"]
-    assert {"evalflow.run_parts", "evalflow.dag.runner"} <= GRAPH["evalflow.app"]
+    assert {"evalflow.run.parts", "evalflow.dag.runner"} <= GRAPH["evalflow.insight.rescore"]
+    assert {"evalflow.run.parts", "evalflow.dag.runner"} <= GRAPH["evalflow.run.phases"]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from evalflow.insight.agreement import cohen_kappa
 from evalflow.commands.compare import main
+from evalflow.insight.agreement import cohen_kappa
 from tests.support.judged import Judged, right
 
 N = 20
@@ -34,7 +34,7 @@ def answers(unparsed: range = range(0), wrong: tuple[int, ...] = (), spaced: tup
     """Every 4th document wrong, plus ``wrong``; ``???`` (the judge cannot grade it) for ``unparsed``;
     ``spaced``: right but with a leading space (exact_match 0, the judge, which strips, says right)."""
     out = {i: right(i) if i % 4 and i not in wrong else "wrong" for i in range(N)}
-    out.update({i: "???" for i in unparsed})
+    out.update(dict.fromkeys(unparsed, "???"))
     out.update({i: " " + right(i) for i in spaced})
     return out
 
@@ -57,8 +57,9 @@ def json_out(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0) -> d
     return json.loads(capsys.readouterr().out)
 
 
-def test_compare_pairs_only_documents_with_a_value_in_both_runs(runs: dict[str, Path],
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_pairs_only_documents_with_a_value_in_both_runs(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     rows = {r["metric"]: r for r in json_out(capsys, str(runs["a"]), str(runs["b"]))["rows"]}
     graded, em = rows["graded"], rows["exact_match"]
     assert (graded["n"], graded["left_out"], graded["test"]) == (16, 4, "mcnemar")
@@ -69,11 +70,16 @@ def test_compare_pairs_only_documents_with_a_value_in_both_runs(runs: dict[str, 
     assert "PAIRED: judged graded,none: 4 of 20 documents without a value in both" in capsys.readouterr().out
 
 
-def test_a_judge_metric_without_any_value_is_reported_and_fails_the_gate(runs: dict[str, Path],
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_judge_metric_without_any_value_is_reported_and_fails_the_gate(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     report = json_out(capsys, str(runs["a"]), str(runs["c"]), "max_drop=0.5", "alpha=0.05", code=1)
     graded = next(r for r in report["rows"] if r["metric"] == "graded")
-    assert graded["b"] is None and graded["diff"] is None and graded["note"].startswith("no value in B: judge verdicts unparsed")
+    assert (
+        graded["b"] is None
+        and graded["diff"] is None
+        and graded["note"].startswith("no value in B: judge verdicts unparsed")
+    )
     assert "judged graded,none" in report["gate"]["failed"]
     assert main([str(runs["a"]), str(runs["c"]), "max_drop=0.5", "alpha=0.05"]) == 1
     assert "REGRESSION: judged graded,none: no value in B: judge verdicts unparsed" in capsys.readouterr().out
@@ -81,8 +87,9 @@ def test_a_judge_metric_without_any_value_is_reported_and_fails_the_gate(runs: d
     assert "NOT GATED: judged graded,none: not gated: no value in A" in capsys.readouterr().out
 
 
-def test_kappa_of_the_judge_against_exact_match_leaves_out_the_unparsed(runs: dict[str, Path],
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_kappa_of_the_judge_against_exact_match_leaves_out_the_unparsed(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     (row,) = json_out(capsys, str(runs["b"]), "kappa=graded,exact_match")["kappa"]
     samples = [json.loads(line) for line in (runs["b"] / "samples_judged.jsonl").read_text().splitlines()]
     kept = [s for s in samples if "graded" in s]

@@ -19,8 +19,15 @@ from pathlib import Path
 import pytest
 
 from evalflow.commands.report import main
-from evalflow.insight.report import build_report, document_view, expand, run_labels, varying_setting
-from evalflow.insight.report import shortest_tails, varying_settings
+from evalflow.insight.report import (
+    build_report,
+    document_view,
+    expand,
+    run_labels,
+    shortest_tails,
+    varying_setting,
+    varying_settings,
+)
 from evalflow.insight.report_charts import charts
 from evalflow.insight.report_tables import result_sections
 from tests.conftest import Runner
@@ -40,12 +47,28 @@ def browse(html: Path, *args: str, fragment: str = "") -> subprocess.CompletedPr
     closed port, in a fresh profile."""
     with tempfile.TemporaryDirectory(prefix="report_profile_") as profile:
         return subprocess.run(
-            [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr",
-             "--v=0", "--proxy-server=127.0.0.1:9", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--virtual-time-budget=20000", *args,
-             html.as_uri() + (f"#{fragment}" if fragment else "")],
-            capture_output=True, text=True, timeout=180,
+            [
+                chromium(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--proxy-server=127.0.0.1:9",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=20000",
+                *args,
+                html.as_uri() + (f"#{fragment}" if fragment else ""),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
 
 
@@ -92,8 +115,10 @@ def test_sweep_setting_and_disagreements(sweep: Path) -> None:
     runs = expand([sweep])
     assert varying_setting(runs) == ("num_fewshot", [0, 1])
     (view,) = document_view(runs, ["a", "b"])
-    rows = [[json.loads(line) for line in (sweep / job / "samples_toy_mc.jsonl").read_text().splitlines()]
-            for job in ("0", "1")]
+    rows = [
+        [json.loads(line) for line in (sweep / job / "samples_toy_mc.jsonl").read_text().splitlines()]
+        for job in ("0", "1")
+    ]
     expected = {a["doc_id"] for a, b in zip(*rows) if a["acc"] != b["acc"]}
     assert {d["doc_id"] for d in view["docs"] if d["disagree"]} == expected
     assert all(d["runs"][0]["scores"].startswith("acc=") for d in view["docs"])
@@ -173,7 +198,8 @@ def group_pair(runner: Runner, toy_library: Path, tmp_path: Path) -> tuple[Path,
     document is answered right: its toy_mc and group acc differ from A's with a tiny p."""
     (toy_library / "toy_group.yaml").write_text(
         "group: toy_group\ntask:\n  - toy_mc\n  - toy_gen\naggregate_metric_list:\n  - metric: acc\n"
-        "metadata:\n  version: 1\n")
+        "metadata:\n  version: 1\n"
+    )
     _, _, a = runner("toy_group", limit=10)
     b = tmp_path / "all_right"
     shutil.copytree(a, b)
@@ -192,11 +218,23 @@ def test_grouped_comparison_table(group_pair: tuple[Path, Path]) -> None:
     runs = expand([a, b])
     sections = result_sections(runs, ["A", "B"], [])
     assert [(s.title, [ln.task for ln in s.head], [ln.task for ln in s.folded]) for s in sections] == [
-        ("toy_group", ["toy_group"], ["toy_mc", "toy_gen"])]
+        ("toy_group", ["toy_group"], ["toy_mc", "toy_gen"])
+    ]
     rows = parse_rows(build_report([a, b]))
     header = next(cells for _, _, cells in rows if cells[:3] == ["Task", "Filter", "Metric"])
-    assert header == ["Task", "Filter", "Metric", f"A: {a.name}", f"B: {b.name}", "B − A", "95% CI", "p", "Test", "Docs",
-                      "Detectable"]  # compare()'s smallest difference the paired documents can show
+    assert header == [
+        "Task",
+        "Filter",
+        "Metric",
+        f"A: {a.name}",
+        f"B: {b.name}",
+        "B − A",
+        "95% CI",
+        "p",
+        "Test",
+        "Docs",
+        "Detectable",
+    ]  # compare()'s smallest difference the paired documents can show
     table = {(cells[0], cells[2]): (folded, cls, cells) for folded, cls, cells in rows if len(cells) == len(header)}
     folded, cls, mc = table[("toy_mc", "acc ↑")]
     a_acc = float(mc[3].split(" ± ")[0])
@@ -232,8 +270,19 @@ def test_documents_decoded_on_demand_in_a_real_browser(group_pair: tuple[Path, P
 def sweep_cli(tmp_path: Path, toy_library: Path, *overrides: str) -> Path:
     """A sweep as a user starts it: ``python -m evalflow -m ...`` over the toy tasks, dummy model."""
     folder = tmp_path / "sweep"
-    command = [sys.executable, "-m", "evalflow", "-m", "model=dummy", "limit=5", "bootstrap_iters=0",
-               f"include_path=[{toy_library}]", f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={folder}", *overrides]
+    command = [
+        sys.executable,
+        "-m",
+        "evalflow",
+        "-m",
+        "model=dummy",
+        "limit=5",
+        "bootstrap_iters=0",
+        f"include_path=[{toy_library}]",
+        f"cache_dir={tmp_path / 'cache'}",
+        f"hydra.sweep.dir={folder}",
+        *overrides,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     return folder
@@ -244,8 +293,12 @@ def test_sweep_runs_named_by_every_setting_one_line_each(tmp_path: Path, toy_lib
     varying = varying_settings(runs)
     assert varying == {"model.salt": ["a", "a", "b", "b"], "num_fewshot": [0, 1, 0, 1]}
     labels = run_labels(runs, varying)
-    assert labels == ["model.salt=a num_fewshot=0", "model.salt=a num_fewshot=1",
-                      "model.salt=b num_fewshot=0", "model.salt=b num_fewshot=1"]
+    assert labels == [
+        "model.salt=a num_fewshot=0",
+        "model.salt=a num_fewshot=1",
+        "model.salt=b num_fewshot=0",
+        "model.salt=b num_fewshot=1",
+    ]
     axis, _ = varying_setting(runs)
     assert axis == "num_fewshot"
     specs = dict(charts(runs, labels, varying, axis, []))
@@ -253,14 +306,19 @@ def test_sweep_runs_named_by_every_setting_one_line_each(tmp_path: Path, toy_lib
     points: dict[str, list[tuple[str, int]]] = {}
     for row in line["data"]["values"]:
         points.setdefault(row["series"], []).append((row["run"].split()[0], row["num_fewshot"]))
-    assert points == {"toy_mc acc,none model.salt=a": [("model.salt=a", 0), ("model.salt=a", 1)],
-                      "toy_mc acc,none model.salt=b": [("model.salt=b", 0), ("model.salt=b", 1)]}
+    assert points == {
+        "toy_mc acc,none model.salt=a": [("model.salt=a", 0), ("model.salt=a", 1)],
+        "toy_mc acc,none model.salt=b": [("model.salt=b", 0), ("model.salt=b", 1)],
+    }
 
 
 def test_task_by_shot_sweep_says_what_it_leaves_out(tmp_path: Path, toy_library: Path) -> None:
     folder = sweep_cli(tmp_path, toy_library, "task=toy_mc,toy_gen", "num_fewshot=0,1")
     html = build_report([folder], max_docs=3)
-    mc, gen = "task=toy_mc num_fewshot=0, task=toy_mc num_fewshot=1", "task=toy_gen num_fewshot=0, task=toy_gen num_fewshot=1"
+    mc, gen = (
+        "task=toy_mc num_fewshot=0, task=toy_mc num_fewshot=1",
+        "task=toy_gen num_fewshot=0, task=toy_gen num_fewshot=1",
+    )
     assert f"toy_mc is only in {mc} (— in the other runs" in html and f"toy_gen is only in {gen} (—" in html
     assert f"toy_gen is only in {gen}: its documents show those runs" in html
     assert "toy_mc: the first 3 of 5 documents are embedded" in html
@@ -275,8 +333,11 @@ def test_docs_option_is_checked(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match=r"docs=some: docs takes a whole number of documents embedded per task"):
         main([str(tmp_path), "docs=some"])
-    with pytest.raises(ConfigError, match=r"unknown option 'limit='\. usage: python -m evalflow report RUN\.\.\. "
-                                          r"\[out=\.\.\.\] \[docs=\.\.\.\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown option 'limit='\. usage: python -m evalflow report RUN\.\.\. "
+        r"\[out=\.\.\.\] \[docs=\.\.\.\]",
+    ):
         main([str(tmp_path), "limit=3"])
 
 
@@ -296,8 +357,20 @@ def test_runs_are_not_named_by_settings_that_cannot_change_results(runner: Runne
     """explain, batch_size, workers... (the schema's inert settings) and Hydra's own keys differ
     between these runs, and nothing else: the runs are named by their folders."""
     a = _with_overrides(runner, tmp_path, "a", ["task=toy_mc"])
-    b = _with_overrides(runner, tmp_path, "b", ["task=toy_mc", "explain=true", "batch_size=8", "workers=2",
-                                                 "chunk_size=3", "hydra/callbacks=wandb", "hydra.job.chdir=true"])
+    b = _with_overrides(
+        runner,
+        tmp_path,
+        "b",
+        [
+            "task=toy_mc",
+            "explain=true",
+            "batch_size=8",
+            "workers=2",
+            "chunk_size=3",
+            "hydra/callbacks=wandb",
+            "hydra.job.chdir=true",
+        ],
+    )
     runs = expand([a, b])
     assert varying_settings(runs) == {}
     assert run_labels(runs, {}) == ["a", "b"]
@@ -311,7 +384,10 @@ def test_a_setting_one_run_left_unset_reads_as_its_value(runner: Runner, tmp_pat
     c = _with_overrides(runner, tmp_path, "c", [])
     varying = varying_settings(expand([a, b, c]))
     assert varying == {"seed": [7, 1234, 1234], "model.salt": ["x", "y", "unset"]}
-    assert run_labels(expand([a, b]), varying_settings(expand([a, b]))) == ["seed=7 model.salt=x", "seed=1234 model.salt=y"]
+    assert run_labels(expand([a, b]), varying_settings(expand([a, b]))) == [
+        "seed=7 model.salt=x",
+        "seed=1234 model.salt=y",
+    ]
 
 
 def test_runs_differing_by_a_path_are_named_by_its_shortest_distinguishing_tail(runner: Runner, tmp_path: Path) -> None:
@@ -322,12 +398,21 @@ def test_runs_differing_by_a_path_are_named_by_its_shortest_distinguishing_tail(
     c = _with_overrides(runner, tmp_path, "c", ["model.pretrained=/tmp/pytest-1/y/other"])
     runs = expand([a, b, c])
     assert run_labels(runs, varying_settings(runs)) == [
-        "model.pretrained=x/tiny-vlm", "model.pretrained=y/tiny-vlm", "model.pretrained=other"]
+        "model.pretrained=x/tiny-vlm",
+        "model.pretrained=y/tiny-vlm",
+        "model.pretrained=other",
+    ]
     assert run_labels(expand([a, c]), varying_settings(expand([a, c]))) == [
-        "model.pretrained=tiny-vlm", "model.pretrained=other"]
+        "model.pretrained=tiny-vlm",
+        "model.pretrained=other",
+    ]
     html = build_report([a, c])
     assert "<b>model.pretrained=tiny-vlm</b>: " in html and "model.pretrained=/tmp/pytest-1/x/tiny-vlm)" in html
-    assert shortest_tails(["a", "b"]) == ["a", "b"] and shortest_tails(["/m/", "/n/m"]) == ["/m/", "n/m"] and shortest_tails(["/a", "/a"]) == ["a", "a"]
+    assert (
+        shortest_tails(["a", "b"]) == ["a", "b"]
+        and shortest_tails(["/m/", "/n/m"]) == ["/m/", "n/m"]
+        and shortest_tails(["/a", "/a"]) == ["a", "a"]
+    )
 
 
 def test_an_all_zero_bar_chart_says_so_instead_of_an_empty_box(runner: Runner, tmp_path: Path) -> None:

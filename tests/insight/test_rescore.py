@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.errors import ConfigError, RunFolderError
 from evalflow.commands.rescore import main
+from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.rescore import rescore
 from tests.conftest import Runner, stage_hits
 from tests.support.models import CountingModel
@@ -91,7 +91,9 @@ def assert_reproduces(folder: Path, task: str, tmp_path: Path) -> dict:
     ours = rescore([samples], [f"task={task}", f"cache_dir={tmp_path / 'cache'}"], out)["results"][task]
     expected = {k: v for k, v in theirs["results"][task].items() if "," in k}
     assert expected and {k: ours[k] for k in expected} == expected
-    mine = {(r["doc_id"], r["filter"]): r for r in map(json.loads, (out / f"samples_{task}.jsonl").read_text().splitlines())}
+    mine = {
+        (r["doc_id"], r["filter"]): r for r in map(json.loads, (out / f"samples_{task}.jsonl").read_text().splitlines())
+    }
     for row in map(json.loads, samples.read_text().splitlines()):
         ours_row = mine[(row["doc_id"], row["filter"])]
         assert all(ours_row[m] == row[m] for m in row["metrics"])
@@ -119,8 +121,9 @@ def test_lm_eval_gsm8k_fixture_and_a_changed_regex(tmp_path: Path) -> None:
     pattern = r"= (\-?[0-9\.\,]+) \*"
     (library / "gsm8k.yaml").write_text(yaml_text.replace(r'"#### (\\-?[0-9\\.\\,]+)"', json.dumps(pattern)))
     _, samples = _lm_eval_files(FIXTURES / "lm_eval_gsm8k", "gsm8k")
-    new = rescore([samples], ["task=gsm8k", f"include_path=[{library}]", f"cache_dir={tmp_path / 'cache'}"],
-                  tmp_path / "changed")["results"]["gsm8k"]
+    new = rescore(
+        [samples], ["task=gsm8k", f"include_path=[{library}]", f"cache_dir={tmp_path / 'cache'}"], tmp_path / "changed"
+    )["results"]["gsm8k"]
     import re
 
     def normalize(text: str) -> str:
@@ -134,15 +137,21 @@ def test_lm_eval_gsm8k_fixture_and_a_changed_regex(tmp_path: Path) -> None:
         found = re.findall(pattern, row["resps"][0][0])
         answer = found[0] if found else "[invalid]"
         hits.append(normalize(answer.strip()) == normalize(row["doc"]["answer"]))
-    assert new["exact_match,strict-match"] == sum(hits) / len(hits) > theirs["results"]["gsm8k"]["exact_match,strict-match"]
+    assert (
+        new["exact_match,strict-match"]
+        == sum(hits) / len(hits)
+        > theirs["results"]["gsm8k"]["exact_match,strict-match"]
+    )
     assert new["exact_match,flexible-extract"] == theirs["results"]["gsm8k"]["exact_match,flexible-extract"]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-@pytest.mark.skipif(os.environ.get("EVALFLOW_FULL_PARITY") != "1",
-                    reason="the parity suite's full scope (EVALFLOW_FULL_PARITY=1): lm-eval's start-up costs a CPU-minute, "
-                           "and the recorded lm-eval fixtures above cover the same files")
+@pytest.mark.skipif(
+    os.environ.get("EVALFLOW_FULL_PARITY") != "1",
+    reason="the parity suite's full scope (EVALFLOW_FULL_PARITY=1): lm-eval's start-up costs a CPU-minute, "
+    "and the recorded lm-eval fixtures above cover the same files",
+)
 def test_live_lm_eval_run_rescored(tmp_path: Path) -> None:
     """Runs lm-eval itself (../shared/parity/peer.sh) when its venv exists, then as the fixtures."""
     from tests.parity.harness import Setting, missing, run_peer

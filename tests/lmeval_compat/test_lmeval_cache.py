@@ -24,24 +24,41 @@ from tests.test_cli import cli
 def test_use_cache_is_the_cache_folder_and_without_it_answers_are_computed_anew() -> None:
     given = translate(parse(["--model", "dummy", "--tasks", "t", "--use_cache", "/c"]))
     assert "cache_dir=/c" in given.overrides and not any(o.startswith("recompute=") for o in given.overrides)
-    assert any(n.startswith("--use_cache /c: model answers are read from and written to this folder") for n in given.notes)
+    assert any(
+        n.startswith("--use_cache /c: model answers are read from and written to this folder") for n in given.notes
+    )
     absent = translate(parse(["--model", "dummy", "--tasks", "t"]))
     assert "recompute=answers" in absent.overrides and "recompute=answers" in absent.native()
     assert not any(o.startswith("cache_dir=") for o in absent.overrides)
 
 
 def test_lm_eval_command_prints_where_answers_came_from(toy_library: Path, tmp_path: Path) -> None:
-    args = ["lm-eval", "--model", "dummy", "--tasks", "toy_mc", "--include_path", str(toy_library), "--limit", "3",
-            "--bootstrap_iters", "0"]
+    args = [
+        "lm-eval",
+        "--model",
+        "dummy",
+        "--tasks",
+        "toy_mc",
+        "--include_path",
+        str(toy_library),
+        "--limit",
+        "3",
+        "--bootstrap_iters",
+        "0",
+    ]
     default = tmp_path / "default-cache"
     fresh = cli(args, env_extra={"EVALFLOW_CACHE": str(default)}, cwd=tmp_path)
     assert fresh.returncode == 0, fresh.stderr
-    assert (f"cache: 0 of 12 model answers read (no --use_cache: computed anew, as lm-eval does), 12 computed and "
-            f"written to the cache {default}") in fresh.stdout.splitlines()
+    assert (
+        f"cache: 0 of 12 model answers read (no --use_cache: computed anew, as lm-eval does), 12 computed and "
+        f"written to the cache {default}"
+    ) in fresh.stdout.splitlines()
     cached = cli([*args, "--use_cache", str(default)], cwd=tmp_path)
     assert cached.returncode == 0, cached.stderr
-    assert (f"cache: 12 of 12 model answers read from the cache {default}, 0 computed (leave out --use_cache to "
-            "compute them anew)") in cached.stdout.splitlines()
+    assert (
+        f"cache: 12 of 12 model answers read from the cache {default}, 0 computed (leave out --use_cache to "
+        "compute them anew)"
+    ) in cached.stdout.splitlines()
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +77,15 @@ def hflm(folder: Path, **kwargs: Any) -> Any:
 
 def run(model: Any, folder: Path, library: Path, **kwargs: Any) -> dict:
     """simple_evaluate on toy_mc; returns the run's manifest."""
-    simple_evaluate(model=model, tasks=["toy_mc"], include_path=str(library), limit=3, bootstrap_iters=0,
-                    output_dir=str(folder), **kwargs)
+    simple_evaluate(
+        model=model,
+        tasks=["toy_mc"],
+        include_path=str(library),
+        limit=3,
+        bootstrap_iters=0,
+        output_dir=str(folder),
+        **kwargs,
+    )
     return json.loads((folder / "manifest.json").read_text())
 
 
@@ -69,8 +93,9 @@ def answers(manifest: dict) -> tuple[int, int]:
     return manifest["inference"]["cached"], manifest["inference"]["computed"]
 
 
-def test_an_hflm_is_cached_under_what_it_loaded(tiny_hf: Path, toy_library: Path, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_hflm_is_cached_under_what_it_loaded(
+    tiny_hf: Path, toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from evalflow.lmeval_compat.lm_objects import lm_identity
 
     lm = hflm(tiny_hf)
@@ -89,8 +114,9 @@ def test_an_hflm_is_cached_under_what_it_loaded(tiny_hf: Path, toy_library: Path
     assert lm_identity(hflm(tiny_hf, batch_size=4))[0] == lm_identity(lm)[0]  # how many at once changes no answer
 
 
-def test_another_lm_eval_model_is_not_cached_and_the_run_says_why_once(toy_library: Path, tmp_path: Path,
-                                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_another_lm_eval_model_is_not_cached_and_the_run_says_why_once(
+    toy_library: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     pytest.importorskip("lm_eval.api.model")
     from lm_eval.api.model import LM
 

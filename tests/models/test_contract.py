@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 import evalflow.cache.fingerprint as fingerprint_module
+from evalflow.core.records import Request
 from evalflow.errors import ModelError
 from evalflow.models import registry
 from evalflow.models.base import LanguageModel, feature
 from evalflow.models.dummy import DummyModel
-from evalflow.records import Request
 from tests.support.models import UserModel
 
 REQUESTS = [Request("loglikelihood", ("2+2=", " 4")), Request("loglikelihood", ("2+2=", " 5"))]
@@ -28,7 +28,10 @@ def test_a_duck_typed_model_gets_the_contracts_defaults() -> None:
     assert feature(UserModel, "ANSWERS_EACH") is False and feature(UserModel, "CODE") == ()
     assert feature(UserModel, "identity")(salt="x") is None and feature(model, "identity")() is None
     assert feature(model, "describe")() is None
-    assert feature(UserModel, "chat_template_source")({"type": "x", "pretrained": "p"}) == {"type": "x", "pretrained": "p"}
+    assert feature(UserModel, "chat_template_source")({"type": "x", "pretrained": "p"}) == {
+        "type": "x",
+        "pretrained": "p",
+    }
     got: dict[int, Any] = {}
     feature(model, "answer_each")("loglikelihood", REQUESTS, got.__setitem__)
     assert [got[i] for i in range(2)] == model.loglikelihood(REQUESTS)
@@ -75,9 +78,21 @@ def test_builtin_identities_hash_the_code_that_computes_the_answers() -> None:
         return {str(Path(p).relative_to(Path(registry.__file__).parent)) for p in registry.code_files(cls)}
 
     assert names(HFModel) == {  # the semantic modules only: not hf/fast/ (the speed engine), not hf/vlm/
-        "base.py", "hf/model.py", "hf/load.py", "hf/gguf_memo.py", "hf/identity.py", "hf/batching.py", "hf/engine.py",
-        "hf/score.py", "hf/generate.py", "hf/torch_ops.py", "lmeval_tokens.py"}
-    assert {"api/payloads.py", "api/tokens.py", "api/completions.py", "lmeval_tokens.py", "base.py"} <= names(OpenAICompletions)
+        "base.py",
+        "hf/model.py",
+        "hf/load.py",
+        "hf/gguf_memo.py",
+        "hf/identity.py",
+        "hf/batching.py",
+        "hf/engine.py",
+        "hf/score.py",
+        "hf/generate.py",
+        "hf/torch_ops.py",
+        "lmeval_tokens.py",
+    }
+    assert {"api/payloads.py", "api/tokens.py", "api/completions.py", "lmeval_tokens.py", "base.py"} <= names(
+        OpenAICompletions
+    )
     assert names(DummyModel) == {"dummy.py", "base.py"}
     assert registry.model_identity({"type": "dummy"})["code"] == registry.model_code_hash(DummyModel)
 
@@ -88,8 +103,7 @@ def test_editing_a_declared_code_module_changes_the_identity(tmp_path: Path, mon
     (pkg / "__init__.py").write_text("")
     (pkg / "passes.py").write_text("SCALE = 1.0\n")
     (pkg / "model.py").write_text(
-        "from evalflow.models.dummy import DummyModel\n"
-        "class Engine(DummyModel):\n    CODE = ('engine_pkg',)\n"
+        "from evalflow.models.dummy import DummyModel\nclass Engine(DummyModel):\n    CODE = ('engine_pkg',)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()

@@ -13,10 +13,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf import HFModel
 from evalflow.models.hf.load import parse_batch_size
-from evalflow.records import Request
 
 PAIRS = [
     ("The cat sat on", " the mat"),

@@ -34,7 +34,14 @@ def test_ties_in_length_are_ordered_by_tokens():
     assert [g.rep.index for g in groups] == [1, 2, 0]
 
 
-@given(st.lists(st.tuples(st.lists(st.integers(0, 3), min_size=1, max_size=4), st.lists(st.integers(0, 3), min_size=1, max_size=3)), max_size=30))
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 3), min_size=1, max_size=4), st.lists(st.integers(0, 3), min_size=1, max_size=3)
+        ),
+        max_size=30,
+    )
+)
 def test_every_request_is_in_exactly_one_group_sorted_longest_first(pairs):
     groups = plan_loglikelihood(pairs)
     indices = sorted(m.index for g in groups for m in g.members)

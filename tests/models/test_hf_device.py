@@ -13,47 +13,54 @@ import pytest
 import torch
 
 from evalflow import evaluate
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError
 from evalflow.models import registry
 from evalflow.models.hf import HFModel, device, engine
 from evalflow.models.hf.device import Device, Seen, resolve
 from evalflow.models.hf.engine import REFERENCE, engine_paths, proven_paths
-from evalflow.records import Request
 
 NONE, ONE_GPU, TWO_GPUS, MAC = Seen(0, False), Seen(1, False), Seen(2, False), Seen(0, True)
 
 
-@pytest.mark.parametrize("asked, seen, used", [
-    ("auto", TWO_GPUS, "cuda"),  # lm-eval's device name for the first GPU
-    ("auto", Seen(1, True), "cuda"),  # CUDA before MPS
-    ("auto", MAC, "mps"),
-    ("auto", NONE, "cpu"),
-    ("cpu", TWO_GPUS, "cpu"),  # asked for and here: as asked
-    ("cuda", ONE_GPU, "cuda"),
-    ("cuda:1", TWO_GPUS, "cuda:1"),
-    ("mps", MAC, "mps"),
-    ("mps:0", MAC, "mps:0"),
-    ("CUDA:0", ONE_GPU, "cuda:0"),
-    ("xpu:1", Seen(0, False, (("xpu", 2),)), "xpu:1"),  # lm-eval's list has npu:N, xpu:N, hpu:N too
-    ("hpu:0", Seen(0, False, (("hpu", 1),)), "hpu:0"),
-])
+@pytest.mark.parametrize(
+    "asked, seen, used",
+    [
+        ("auto", TWO_GPUS, "cuda"),  # lm-eval's device name for the first GPU
+        ("auto", Seen(1, True), "cuda"),  # CUDA before MPS
+        ("auto", MAC, "mps"),
+        ("auto", NONE, "cpu"),
+        ("cpu", TWO_GPUS, "cpu"),  # asked for and here: as asked
+        ("cuda", ONE_GPU, "cuda"),
+        ("cuda:1", TWO_GPUS, "cuda:1"),
+        ("mps", MAC, "mps"),
+        ("mps:0", MAC, "mps:0"),
+        ("CUDA:0", ONE_GPU, "cuda:0"),
+        ("xpu:1", Seen(0, False, (("xpu", 2),)), "xpu:1"),  # lm-eval's list has npu:N, xpu:N, hpu:N too
+        ("hpu:0", Seen(0, False, (("hpu", 1),)), "hpu:0"),
+    ],
+)
 def test_a_device_that_is_here_is_used_without_a_word(asked: str, seen: Seen, used: str) -> None:
     assert resolve(asked, seen) == Device(asked, used)
 
 
-@pytest.mark.parametrize("asked, seen, used, why", [
-    ("cuda", NONE, "cpu", "torch sees no CUDA device here"),
-    ("cuda:0", MAC, "cpu", "torch sees no CUDA device here"),  # lm-eval's fallback never picks MPS
-    ("cuda:2", TWO_GPUS, "cuda", r"torch sees 2 CUDA devices \(cuda:0 to cuda:1\)"),  # lm-eval's: cuda if seen
-    ("cuda:1", ONE_GPU, "cuda", r"torch sees 1 CUDA device \(cuda:0 to cuda:0\)"),
-    ("mps", NONE, "cpu", "torch sees no MPS device here"),
-    ("mps", ONE_GPU, "cuda", "torch sees no MPS device here"),
-    ("mps:1", MAC, "cpu", "MPS has one device, mps:0"),
-    ("xpu:0", ONE_GPU, "cuda", "torch sees 0 xpu devices here"),
-    ("npu:1", Seen(0, False, (("npu", 1),)), "cpu", "torch sees 1 npu device here"),
-])
-def test_a_device_that_is_not_here_falls_back_as_lm_eval_does_with_a_warning(asked: str, seen: Seen, used: str,
-                                                                             why: str) -> None:
+@pytest.mark.parametrize(
+    "asked, seen, used, why",
+    [
+        ("cuda", NONE, "cpu", "torch sees no CUDA device here"),
+        ("cuda:0", MAC, "cpu", "torch sees no CUDA device here"),  # lm-eval's fallback never picks MPS
+        ("cuda:2", TWO_GPUS, "cuda", r"torch sees 2 CUDA devices \(cuda:0 to cuda:1\)"),  # lm-eval's: cuda if seen
+        ("cuda:1", ONE_GPU, "cuda", r"torch sees 1 CUDA device \(cuda:0 to cuda:0\)"),
+        ("mps", NONE, "cpu", "torch sees no MPS device here"),
+        ("mps", ONE_GPU, "cuda", "torch sees no MPS device here"),
+        ("mps:1", MAC, "cpu", "MPS has one device, mps:0"),
+        ("xpu:0", ONE_GPU, "cuda", "torch sees 0 xpu devices here"),
+        ("npu:1", Seen(0, False, (("npu", 1),)), "cpu", "torch sees 1 npu device here"),
+    ],
+)
+def test_a_device_that_is_not_here_falls_back_as_lm_eval_does_with_a_warning(
+    asked: str, seen: Seen, used: str, why: str
+) -> None:
     got = resolve(asked, seen)
     assert got.used == used and got.warning is not None
     assert got.warning.startswith(f"model.device={asked} but ") and f"running on {used} instead" in got.warning
@@ -62,18 +69,24 @@ def test_a_device_that_is_not_here_falls_back_as_lm_eval_does_with_a_warning(ask
 
 @pytest.mark.parametrize("asked", ["gpu", "cuda0", "cuda:x", "auto:0", "xla", "", None, 0])
 def test_a_name_that_is_no_device_is_refused_naming_the_choices(asked: object) -> None:
-    with pytest.raises(ConfigError, match=r"model.device .* is not a device name; use one of auto, cpu, cuda, cuda:N, mps"):
+    with pytest.raises(
+        ConfigError, match=r"model.device .* is not a device name; use one of auto, cpu, cuda, cuda:N, mps"
+    ):
         resolve(asked, TWO_GPUS)
 
 
-@pytest.mark.parametrize("available, count, mps, want", [
-    (False, 0, False, NONE),
-    (False, 3, False, NONE),  # devices counted but not usable (no driver): none
-    (True, 2, False, TWO_GPUS),
-    (False, 0, True, MAC),
-])
-def test_what_torch_reports_is_read_from_its_device_queries(monkeypatch, available: bool, count: int, mps: bool,
-                                                             want: Seen) -> None:
+@pytest.mark.parametrize(
+    "available, count, mps, want",
+    [
+        (False, 0, False, NONE),
+        (False, 3, False, NONE),  # devices counted but not usable (no driver): none
+        (True, 2, False, TWO_GPUS),
+        (False, 0, True, MAC),
+    ],
+)
+def test_what_torch_reports_is_read_from_its_device_queries(
+    monkeypatch, available: bool, count: int, mps: bool, want: Seen
+) -> None:
     monkeypatch.undo()  # the folder's fixture stands in for these queries
     monkeypatch.setattr(torch.cuda, "is_available", lambda: available)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
@@ -95,12 +108,14 @@ def test_choose_logs_one_warning_line_naming_the_model(monkeypatch, caplog) -> N
     with caplog.at_level(logging.INFO, logger="evalflow.models.hf"):
         assert device.choose("cuda:0", "hf model").used == "cpu"
         assert device.choose("auto", "hf model").used == "cpu"
-    assert [(r.levelno, r.getMessage()[:35]) for r in caplog.records] == [(logging.WARNING, "hf model: model.device=cuda:0 but t")]
+    assert [(r.levelno, r.getMessage()[:35]) for r in caplog.records] == [
+        (logging.WARNING, "hf model: model.device=cuda:0 but t")
+    ]
 
 
 def test_the_fast_engine_runs_only_where_it_is_proven_unless_forced() -> None:
     fast = engine_paths("fast", True, "continuous", 4, True, True)
-    assert engine.PROVEN_DEVICES == {"cpu"}
+    assert {"cpu"} == engine.PROVEN_DEVICES
     assert proven_paths(fast, "cpu", False) == (fast, None)
     assert proven_paths(fast, "cuda", True) == (fast, None)
     assert proven_paths(REFERENCE, "cuda", False) == (REFERENCE, None)  # engine=reference: nothing to say
@@ -122,8 +137,9 @@ def test_a_device_asked_for_but_not_here_runs_on_the_cpu_with_the_same_answers(t
     assert model.loglikelihood(requests) == HFModel(str(tiny_model_dir), device="cpu").loglikelihood(requests)
 
 
-def test_on_a_device_without_proof_the_model_runs_the_reference_engine(tiny_model_dir: Path, monkeypatch,
-                                                                        caplog) -> None:
+def test_on_a_device_without_proof_the_model_runs_the_reference_engine(
+    tiny_model_dir: Path, monkeypatch, caplog
+) -> None:
     """As on a GPU: the CPU taken out of the proven devices, the model keeps the reference engine's
     paths, says so once, and gives the reference engine's answers; ``force_fast`` keeps the fast one."""
     monkeypatch.setattr(engine, "PROVEN_DEVICES", frozenset())

@@ -14,23 +14,33 @@ from pathlib import Path
 
 import pytest
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError
 from evalflow.models import registry
 from evalflow.models.hf import HFModel
 from evalflow.models.hf.engine import REFERENCE
-from evalflow.records import Request
 from tests.support.generation import FEW_SHOT, gen
 
 TOLERANCE = 1e-5  # test_hf_peer's log-likelihood tolerance against lm-eval
-QUESTIONS = ["Question: What is 2 + 2?\nAnswer:", "Question: What is the capital of France?\nAnswer:",
-             "Question: What sat on the mat?\nAnswer:", "Question: What is 10 - 3?\nAnswer:"]
+QUESTIONS = [
+    "Question: What is 2 + 2?\nAnswer:",
+    "Question: What is the capital of France?\nAnswer:",
+    "Question: What sat on the mat?\nAnswer:",
+    "Question: What is 10 - 3?\nAnswer:",
+]
 CHOICES = [" four", " 4", " Paris", " the cat", " seven"]
 # the fast paths one at a time (the others off), then all of them: the fast engine's default
-ALONE = {"prefix_sharing": {"prefix_sharing": True, "batching": "lmeval", "draft_tokens": 0},
-         "continuous": {"prefix_sharing": False, "batching": "continuous", "draft_tokens": 0},
-         "draft_tokens": {"prefix_sharing": False, "batching": "continuous", "draft_tokens": 4},
-         "native_attention": {"prefix_sharing": False, "batching": "continuous", "draft_tokens": 0,
-                              "native_attention": True}}
+ALONE = {
+    "prefix_sharing": {"prefix_sharing": True, "batching": "lmeval", "draft_tokens": 0},
+    "continuous": {"prefix_sharing": False, "batching": "continuous", "draft_tokens": 0},
+    "draft_tokens": {"prefix_sharing": False, "batching": "continuous", "draft_tokens": 4},
+    "native_attention": {
+        "prefix_sharing": False,
+        "batching": "continuous",
+        "draft_tokens": 0,
+        "native_attention": True,
+    },
+}
 OFF = {"native_attention": False, "packed_linear": False}
 
 
@@ -38,8 +48,11 @@ def _answers(model: HFModel) -> dict[str, list]:
     scored = [Request("loglikelihood", (FEW_SHOT + q, c)) for q in QUESTIONS for c in CHOICES]
     rolling = [Request("loglikelihood_rolling", (FEW_SHOT + q,)) for q in QUESTIONS]
     generated = [gen(FEW_SHOT + q, until=["\n\n"], max_gen_toks=12) for q in QUESTIONS]
-    return {"loglikelihood": model.loglikelihood(scored), "rolling": model.loglikelihood_rolling(rolling),
-            "generate_until": model.generate_until(generated)}
+    return {
+        "loglikelihood": model.loglikelihood(scored),
+        "rolling": model.loglikelihood_rolling(rolling),
+        "generate_until": model.generate_until(generated),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +74,12 @@ def test_each_fast_path_gives_the_reference_answers(tiny_model_dir: Path, refere
     if path == "all":
         settings: dict = {}
     elif path == "packed_linear":
-        settings = {**ALONE["prefix_sharing"], "prefix_sharing": False, "packed_linear": True, "native_attention": False}
+        settings = {
+            **ALONE["prefix_sharing"],
+            "prefix_sharing": False,
+            "packed_linear": True,
+            "native_attention": False,
+        }
     else:
         settings = {**OFF, **ALONE[path]}
     model = HFModel(str(tiny_model_dir), batch_size=3, **settings)
@@ -87,39 +105,60 @@ def test_the_engine_is_part_of_the_answers_key(tiny_model_dir: Path) -> None:
     """The engines' floats differ in the last digits: a run asking for lm-eval's floats must not be
     served the fast engine's, so the key tells them apart (the default being ``fast``)."""
     base = {"type": "hf", "pretrained": str(tiny_model_dir)}
-    fast, ref = registry.model_identity({**base, "engine": "fast"}), registry.model_identity({**base, "engine": "reference"})
+    fast, ref = (
+        registry.model_identity({**base, "engine": "fast"}),
+        registry.model_identity({**base, "engine": "reference"}),
+    )
     assert fast != ref and fast == registry.model_identity(base)
-    assert registry.model_identity({**base, "packed_linear": False, "prefix_sharing": False}) == fast  # fine switches: no
+    assert (
+        registry.model_identity({**base, "packed_linear": False, "prefix_sharing": False}) == fast
+    )  # fine switches: no
 
 
 def _code_after_editing(monkeypatch: pytest.MonkeyPatch, edited: str) -> str:
     """HFModel's code hash as if ``edited`` (a path under evalflow/models/) had been changed."""
     real = registry.file_fingerprint
-    monkeypatch.setattr(registry, "file_fingerprint",
-                        lambda p: real(p) + "-edited" if Path(p).as_posix().endswith(edited) else real(p))
+    monkeypatch.setattr(
+        registry, "file_fingerprint", lambda p: real(p) + "-edited" if Path(p).as_posix().endswith(edited) else real(p)
+    )
     return registry.model_code_hash(HFModel)
 
 
-@pytest.mark.parametrize("edited", ["hf/fast/packed_linear.py", "hf/fast/decode.py", "hf/fast/kv.py",
-                                    "hf/fast/probes.py", "hf/vlm/vlm_passes.py", "hf/vlm/tiny_vlm.py",
-                                    "hf/device.py"])
+@pytest.mark.parametrize(
+    "edited",
+    [
+        "hf/fast/packed_linear.py",
+        "hf/fast/decode.py",
+        "hf/fast/kv.py",
+        "hf/fast/probes.py",
+        "hf/vlm/vlm_passes.py",
+        "hf/vlm/tiny_vlm.py",
+        "hf/device.py",
+    ],
+)
 def test_an_edit_to_the_speed_engine_or_the_vlm_room_keeps_the_hf_answers(monkeypatch, edited: str) -> None:
     before = registry.model_code_hash(HFModel)
     assert _code_after_editing(monkeypatch, edited) == before
 
 
-@pytest.mark.parametrize("edited", ["hf/score.py", "hf/generate.py", "hf/load.py", "hf/torch_ops.py", "lmeval_tokens.py"])
+@pytest.mark.parametrize(
+    "edited", ["hf/score.py", "hf/generate.py", "hf/load.py", "hf/torch_ops.py", "lmeval_tokens.py"]
+)
 def test_an_edit_to_the_semantics_re_keys_the_hf_answers(monkeypatch, edited: str) -> None:
     before = registry.model_code_hash(HFModel)
     assert _code_after_editing(monkeypatch, edited) != before
 
 
-@pytest.mark.parametrize("module, name, paths", [
-    ("transformers.cache_utils", "DynamicLayer", ("prefix_sharing", "continuous")),
-    ("transformers.masking_utils", "sdpa_mask", ("continuous",)),
-])
-def test_a_missing_private_api_falls_back_to_the_reference_path(tiny_model_dir: Path, reference, monkeypatch, caplog,
-                                                                 module: str, name: str, paths: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "module, name, paths",
+    [
+        ("transformers.cache_utils", "DynamicLayer", ("prefix_sharing", "continuous")),
+        ("transformers.masking_utils", "sdpa_mask", ("continuous",)),
+    ],
+)
+def test_a_missing_private_api_falls_back_to_the_reference_path(
+    tiny_model_dir: Path, reference, monkeypatch, caplog, module: str, name: str, paths: tuple[str, ...]
+) -> None:
     import importlib
 
     from evalflow.models.hf.fast import probes

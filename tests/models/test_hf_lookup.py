@@ -13,7 +13,12 @@ from evalflow.models.hf.fast import decode
 from evalflow.models.hf.fast.lookup import NgramIndex
 from tests.support.generation import FEW_SHOT, gen
 
-PROMPTS = ["the cat sat on the mat and the cat", "Question: Paris is the capital of", "a b a b a b a", "Once upon a time"]
+PROMPTS = [
+    "the cat sat on the mat and the cat",
+    "Question: Paris is the capital of",
+    "a b a b a b a",
+    "Once upon a time",
+]
 
 
 def test_the_longest_earlier_ngram_proposes_what_followed_it():

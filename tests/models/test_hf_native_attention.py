@@ -4,8 +4,8 @@ computation, built once per machine, torch's kernel wherever it cannot run."""
 from __future__ import annotations
 
 import logging
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -16,8 +16,10 @@ from evalflow.models.hf import HFModel
 from evalflow.models.hf.fast import decode, native_attention, shared_attention
 from tests.support.generation import gen
 
-needs_kernel = pytest.mark.skipif(not native_attention.cpu_supports() or native_attention._compiler() is None,
-                                  reason="the kernel needs x86-64 with AVX2/FMA and a C compiler")
+needs_kernel = pytest.mark.skipif(
+    not native_attention.cpu_supports() or native_attention._compiler() is None,
+    reason="the kernel needs x86-64 with AVX2/FMA and a C compiler",
+)
 
 
 def _reference(query, key, value, visible, scale):
@@ -46,7 +48,9 @@ def test_the_kernel_equals_float64_attention_over_each_querys_own_columns(head_d
     keys, values = torch.randn(rows, heads, capacity, head_dim) * 2, torch.randn(rows, heads, capacity, head_dim)
     key, value = keys[:, :, :290], values[:, :, :290]  # views into a bigger buffer, as the decode slots are
     query = torch.randn(rows, heads, n, head_dim)
-    visible = torch.tensor([[290 - i % 5 for i in range(n)], [1 + i % 5 for i in range(n)], [130 + i for i in range(n)]])
+    visible = torch.tensor(
+        [[290 - i % 5 for i in range(n)], [1 + i % 5 for i in range(n)], [130 + i for i in range(n)]]
+    )
     attend = native_attention.kernel(head_dim, avx512=avx512)
     assert attend is not None
     got, got_lse = attend(query, key, value, visible, 0.37)
@@ -75,8 +79,10 @@ def test_the_avx512_build_gives_the_avx2_builds_floats_where_the_cpu_has_it():
         assert torch.equal(a, b)
     causal = SimpleNamespace(is_causal=True)
     prompt = (torch.randn(1, 9, 700, 64), key[:1], value[:1], None, None)
-    assert torch.equal(shared_attention._causal_prefill(wide, causal, *prompt),
-                       shared_attention._causal_prefill(narrow, causal, *prompt))
+    assert torch.equal(
+        shared_attention._causal_prefill(wide, causal, *prompt),
+        shared_attention._causal_prefill(narrow, causal, *prompt),
+    )
 
 
 @needs_kernel
@@ -98,12 +104,32 @@ def test_a_prompts_prefill_through_the_kernel_equals_sdpas_causal_attention():
         key, value = torch.randn(2, 1, kv_heads, before + tokens, dim)
         got = shared_attention._causal_prefill(native_attention.kernel(dim), causal, query, key, value, None, None)
         sees = torch.arange(before + tokens)[None, :] <= torch.arange(before, before + tokens)[:, None]
-        want = F.scaled_dot_product_attention(query.double(), key.double(), value.double(), attn_mask=sees, enable_gqa=True)
+        want = F.scaled_dot_product_attention(
+            query.double(), key.double(), value.double(), attn_mask=sees, enable_gqa=True
+        )
         assert got is not None and torch.allclose(got.double(), want.transpose(1, 2), atol=2e-6)
-    assert shared_attention._causal_prefill(native_attention.kernel(dim), causal, query, key, value, torch.zeros(1, 1, 70, 103), None) is None
-    assert shared_attention._causal_prefill(native_attention.kernel(dim), causal, query.expand(2, -1, -1, -1), key.expand(2, -1, -1, -1),
-                                            value.expand(2, -1, -1, -1), None, None) is None  # padded batches: sdpa
-    assert shared_attention._causal_prefill(native_attention.kernel(dim), bidirectional, query, key, value, None, None) is None
+    assert (
+        shared_attention._causal_prefill(
+            native_attention.kernel(dim), causal, query, key, value, torch.zeros(1, 1, 70, 103), None
+        )
+        is None
+    )
+    assert (
+        shared_attention._causal_prefill(
+            native_attention.kernel(dim),
+            causal,
+            query.expand(2, -1, -1, -1),
+            key.expand(2, -1, -1, -1),
+            value.expand(2, -1, -1, -1),
+            None,
+            None,
+        )
+        is None
+    )  # padded batches: sdpa
+    assert (
+        shared_attention._causal_prefill(native_attention.kernel(dim), bidirectional, query, key, value, None, None)
+        is None
+    )
 
 
 @needs_kernel
@@ -132,7 +158,9 @@ def test_head_sizes_the_kernel_is_not_built_for_are_refused_before_compiling():
 @needs_kernel
 def test_greedy_decoding_with_the_kernel_generates_what_torchs_kernel_does(tiny_model_dir: Path, monkeypatch):
     """Same tokens (draft tokens on, rows of different lengths), and the kernel really ran."""
-    requests = [gen(q, until=[], max_gen_toks=12) for q in ["The cat sat", "Paris is the capital of a", "3 + 3 =", "Once"]]
+    requests = [
+        gen(q, until=[], max_gen_toks=12) for q in ["The cat sat", "Paris is the capital of a", "3 + 3 =", "Once"]
+    ]
     expected = HFModel(str(tiny_model_dir), batch_size=3, native_attention=False).generate_until(requests)
     calls: list[tuple[int, ...]] = []
     real = native_attention.kernel(8)
@@ -167,7 +195,9 @@ def test_without_the_setting_decode_steps_never_call_the_kernel(tiny_model_dir: 
         return real(*args, **kwargs)
 
     monkeypatch.setattr(shared_attention, "attention", spy)
-    HFModel(str(tiny_model_dir), batch_size=2, native_attention=False).generate_until([gen("The cat", until=[], max_gen_toks=4)])
+    HFModel(str(tiny_model_dir), batch_size=2, native_attention=False).generate_until(
+        [gen("The cat", until=[], max_gen_toks=4)]
+    )
     assert spied and all(spied)
 
 

@@ -10,13 +10,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError
 from evalflow.models.hf import HFModel
 from evalflow.models.hf.fast import packed_linear
-from evalflow.records import Request
 from tests.support.generation import gen
 
-needs_onednn = pytest.mark.skipif(packed_linear.onednn_missing() is not None, reason="torch without oneDNN's packed linear")
+needs_onednn = pytest.mark.skipif(
+    packed_linear.onednn_missing() is not None, reason="torch without oneDNN's packed linear"
+)
 
 
 def _linears(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -45,7 +47,9 @@ def test_the_model_runs_packed_with_the_answers_of_torchs_layers(tiny_model_dir:
     output = packed.model.get_output_embeddings()
     if output.weight is packed.model.get_input_embeddings().weight:  # tied: the shared tensor stays readable
         assert not output.weight.is_meta
-    requests = [Request("loglikelihood", (c, x)) for c, x in [("The cat", " sat"), ("Paris is", " big"), ("3 + 3 =", " 6")]]
+    requests = [
+        Request("loglikelihood", (c, x)) for c, x in [("The cat", " sat"), ("Paris is", " big"), ("3 + 3 =", " 6")]
+    ]
     for (lp, greedy), (ref_lp, ref_greedy) in zip(packed.loglikelihood(requests), plain.loglikelihood(requests)):
         assert lp == pytest.approx(ref_lp, abs=1e-5) and greedy == ref_greedy
     prompts = [gen(q, until=[], max_gen_toks=10) for q in ["The cat sat", "Once upon", "1 2 3"]]

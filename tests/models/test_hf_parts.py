@@ -3,13 +3,14 @@ once and equal to the whole-chunk answers, so the edge can save them as they com
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pytest
 
+from evalflow.core.records import Request
 from evalflow.models.hf import HFModel
-from evalflow.records import Request
 from evalflow.scale.dispatch import answered_parts
 from tests.support.generation import gen
 
@@ -58,7 +59,10 @@ def test_loglikelihood_parts_cover_every_request_once_and_equal_the_whole_chunk(
 
 
 def test_generation_parts_are_each_row_and_equal_the_whole_chunk(model: HFModel) -> None:
-    chunks = [[gen(c, until=["\n"], max_gen_toks=8) for c in CONTEXTS[:4]], [gen(c, until=["\n"], max_gen_toks=8) for c in CONTEXTS[4:]]]
+    chunks = [
+        [gen(c, until=["\n"], max_gen_toks=8) for c in CONTEXTS[:4]],
+        [gen(c, until=["\n"], max_gen_toks=8) for c in CONTEXTS[4:]],
+    ]
     expected = {n: model.generate_until(chunk) for n, chunk in enumerate(chunks)}
     answers, parts = gathered(model.answer_parts("generate_until", iter(chunks)))
     assert answers == expected

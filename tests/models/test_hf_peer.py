@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from evalflow.core.records import Request
 from evalflow.models.hf import HFModel
-from evalflow.records import Request
 from tests.models import peer_hflm
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not peer_hflm.available(), reason=peer_hflm.SKIP_REASON)]
@@ -66,18 +66,30 @@ def both(request):
         short = kwargs.get("max_length") == 8  # generation needs room for max_gen_toks
         gens, pairs = ([], PAIRS[:-1]) if short else (GENS, PAIRS)  # the last pair is > 8 tokens
         pairs = pairs + [["The cat", greedy[name]]]
-        runs.append({"model_args": {"pretrained": dirs[name], **kwargs}, "loglikelihood": pairs,
-                     "loglikelihood_rolling": TEXTS, "generate_until": gens})
+        runs.append(
+            {
+                "model_args": {"pretrained": dirs[name], **kwargs},
+                "loglikelihood": pairs,
+                "loglikelihood_rolling": TEXTS,
+                "generate_until": gens,
+            }
+        )
     proc = peer_hflm.start(runs)
     ours = []
     for run in runs:
         args = dict(run["model_args"])
         m = HFModel(args.pop("pretrained"), **args)
-        ours.append({
-            "loglikelihood": m.loglikelihood([Request("loglikelihood", tuple(p)) for p in run["loglikelihood"]]),
-            "loglikelihood_rolling": m.loglikelihood_rolling([Request("loglikelihood_rolling", (t,)) for t in TEXTS]),
-            "generate_until": m.generate_until([Request("generate_until", tuple(g)) for g in run["generate_until"]]),
-        })
+        ours.append(
+            {
+                "loglikelihood": m.loglikelihood([Request("loglikelihood", tuple(p)) for p in run["loglikelihood"]]),
+                "loglikelihood_rolling": m.loglikelihood_rolling(
+                    [Request("loglikelihood_rolling", (t,)) for t in TEXTS]
+                ),
+                "generate_until": m.generate_until(
+                    [Request("generate_until", tuple(g)) for g in run["generate_until"]]
+                ),
+            }
+        )
     return peer_hflm.finish(proc), ours
 
 

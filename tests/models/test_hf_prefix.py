@@ -44,7 +44,9 @@ def best_partition_savings(rows, caps, min_prefix) -> int:
         for end in [k + 1 for k in range(n - 1) if cuts[k]] + [n]:
             members = order[start:end]
             if len(members) >= 2:
-                share = min(min(common_prefix_len(rows[members[0]], rows[i]) for i in members), min(caps[i] for i in members))
+                share = min(
+                    min(common_prefix_len(rows[members[0]], rows[i]) for i in members), min(caps[i] for i in members)
+                )
                 total += (len(members) - 1) * share if share >= min_prefix else 0
             start = end
         best = max(best, total)

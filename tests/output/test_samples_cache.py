@@ -58,13 +58,17 @@ def test_the_samples_key_is_its_stages_keys_and_nothing_else() -> None:
 
 
 def test_cached_stages_are_decoded_on_first_use_only(toy_library: Path, tmp_path: Path) -> None:
-    from evalflow.app import task_settings
     from evalflow.config.compose import compose_settings
     from evalflow.dag.runner import execute
+    from evalflow.run.phases import task_settings
     from evalflow.taskspec.catalog.index import TaskIndex
 
-    settings = compose_settings(task="toy_mc", preset="dummy", overrides=[], values={"include_path": [str(toy_library)],
-                                                                        "cache_dir": str(tmp_path / "c"), "limit": 4})
+    settings = compose_settings(
+        task="toy_mc",
+        preset="dummy",
+        overrides=[],
+        values={"include_path": [str(toy_library)], "cache_dir": str(tmp_path / "c"), "limit": 4},
+    )
     task = TaskIndex.build(settings.include_path).resolve(["toy_mc"]).tasks[0]
     prompt_stages = ("load_docs", "fewshot", "instances")
     from evalflow.dag.pipeline import PIPELINE
@@ -84,8 +88,9 @@ def test_cached_stages_are_decoded_on_first_use_only(toy_library: Path, tmp_path
         store.close()
 
 
-def test_a_cached_run_decodes_no_documents_prompts_or_answers(toy_library: Path, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cached_run_decodes_no_documents_prompts_or_answers(
+    toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Their sizes, few-shot split and data fingerprint come from the task's memoized summary."""
     import json
 

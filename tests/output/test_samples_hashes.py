@@ -40,8 +40,15 @@ def test_hashes_equal_lm_eval_samples_file(run: dict, tmp_path: Path) -> None:
     from evalflow import evaluate
 
     task = run["task"]
-    evaluate(task=task, model="dummy", bootstrap_iters=0, data_map="shared", cache_dir=str(tmp_path / "cache"),
-             output_dir=tmp_path / "run", **_run_values(run["peer_args"]))
+    evaluate(
+        task=task,
+        model="dummy",
+        bootstrap_iters=0,
+        data_map="shared",
+        cache_dir=str(tmp_path / "cache"),
+        output_dir=tmp_path / "run",
+        **_run_values(run["peer_args"]),
+    )
     lines = [json.loads(line) for line in (tmp_path / "run" / f"samples_{task}.jsonl").read_text().splitlines()]
     keys = ("doc_id", "filter", "doc_hash", "prompt_hash", "target_hash")
     mine = sorted(({k: line[k] for k in keys} for line in lines), key=lambda r: (r["doc_id"], r["filter"]))
@@ -54,4 +61,8 @@ def test_list_targets_hash_as_lm_eval_prints_them() -> None:
     """lm-eval hashes str(target): a list target is its Python repr, a tuple would differ."""
     hashes = lm_eval_hashes({"q": "é"}, "Q: é", ["a", "b"])
     assert hashes["target_hash"] == lm_eval_hashes({}, "", "['a', 'b']")["target_hash"]
-    assert hashes["doc_hash"] == lm_eval_hashes({"q": "é"}, "", 0)["doc_hash"] != lm_eval_hashes({"q": "e"}, "", 0)["doc_hash"]
+    assert (
+        hashes["doc_hash"]
+        == lm_eval_hashes({"q": "é"}, "", 0)["doc_hash"]
+        != lm_eval_hashes({"q": "e"}, "", 0)["doc_hash"]
+    )

@@ -18,7 +18,8 @@ def _group_library(toy_library: Path) -> None:
     (toy_library / f"{LONG}.yaml").write_text(mc.replace("task: toy_mc", f"task: {LONG}"))
     (toy_library / "toy_group.yaml").write_text(
         f"group: toy_group\ntask:\n  - toy_mc\n  - {LONG}\naggregate_metric_list:\n  - metric: acc\n"
-        "metadata:\n  version: 1\n")
+        "metadata:\n  version: 1\n"
+    )
 
 
 def test_groups_table_with_indented_subtasks(runner: Runner, toy_library: Path) -> None:
@@ -47,7 +48,8 @@ def test_redirected_stdout_is_the_markdown_table_alone(toy_library: Path, tmp_pa
     assert "task toy_mc" in done.stderr  # they went to stderr
     assert all(line.startswith(("|", "cache: ", "run folder:")) or not line for line in lines)
     assert [line for line in lines if line.startswith("cache: ")] == [  # the summary's one cache line
-        f"cache: 0 of 32 model answers read from the cache {tmp_path / 'cache'}, 32 computed"]
+        f"cache: 0 of 32 model answers read from the cache {tmp_path / 'cache'}, 32 computed"
+    ]
 
 
 def test_markdown_escapes_pipes_and_aligns() -> None:

@@ -23,8 +23,11 @@ LL_TOL = 1e-3  # compare.py's tolerance: a mean of values computed from log-like
 def metric_values(entry: dict) -> dict[str, float]:
     """``metric,filter`` -> value of one task's or group's results entry (no stderr: bootstrap is
     off on our side, and lm-eval's own stderr is a sampling estimate, not a score)."""
-    return {key: float(value) for key, value in entry.items()
-            if "," in key and "_stderr," not in key and isinstance(value, (int, float)) and not isinstance(value, bool)}
+    return {
+        key: float(value)
+        for key, value in entry.items()
+        if "," in key and "_stderr," not in key and isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
 
 
 def aggregate_differences(reference: Path, candidate: Path) -> tuple[list[str], list[str], int]:

@@ -66,15 +66,24 @@ class ApiReport:
             return False
         if self.generative:  # metrics follow the generations, which may differ on a near-tie
             same_prompts = " 0 prompt diffs" in self.compare_out
-            return same_prompts and self.documents > 0 and len(self.generation_diffs) <= (1 - GEN_MIN_SHARE) * self.documents
+            return (
+                same_prompts
+                and self.documents > 0
+                and len(self.generation_diffs) <= (1 - GEN_MIN_SHARE) * self.documents
+            )
         return self.compare_code == 0
 
     @property
     def verdict(self) -> str:
         last = self.compare_out.strip().splitlines()[-1] if self.compare_out.strip() else "no comparison"
-        bodies = ("request bodies identical" if not self.body_diff else f"{len(self.body_diff)} request bodies differ") + (
-            f" ({self.bodies_ours} vs {self.bodies_peer})")
-        gen = f", generations identical for {self.documents - len(self.generation_diffs)}/{self.documents} docs" if self.generative else ""
+        bodies = (
+            "request bodies identical" if not self.body_diff else f"{len(self.body_diff)} request bodies differ"
+        ) + (f" ({self.bodies_ours} vs {self.bodies_peer})")
+        gen = (
+            f", generations identical for {self.documents - len(self.generation_diffs)}/{self.documents} docs"
+            if self.generative
+            else ""
+        )
         return f"{self.setting.name}: {'PARITY OK' if self.ok else 'PARITY FAILS'} ({last}; {bodies}{gen})"
 
 
@@ -82,8 +91,12 @@ def tokenizer_folder(work: Path) -> Path:
     """SmolLM2's tokenizer as a folder, for lm-eval (``../shared/serve/save_tokenizer.py``)."""
     folder = work / "tokenizer"
     if not (folder / "tokenizer_config.json").is_file():
-        subprocess.run([str(PEER_VENV / "bin" / "python"), str(served.SERVE_SH.parent / "save_tokenizer.py"), str(folder)],
-                       check=True, capture_output=True, text=True)
+        subprocess.run(
+            [str(PEER_VENV / "bin" / "python"), str(served.SERVE_SH.parent / "save_tokenizer.py"), str(folder)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     return folder
 
 
@@ -93,23 +106,52 @@ def peer_command(s: ApiSetting, url: str, tokdir: Path) -> list[str]:
         extra = ["--apply_chat_template"]
     else:
         model = "local-completions"
-        args = (f"model={served.MODEL_NAME},base_url={url}/v1/completions,tokenizer_backend=huggingface,"
-                f"tokenizer={tokdir},tokenized_requests=False")
+        args = (
+            f"model={served.MODEL_NAME},base_url={url}/v1/completions,tokenizer_backend=huggingface,"
+            f"tokenizer={tokdir},tokenized_requests=False"
+        )
         extra = []
     args += f",num_concurrent={s.num_concurrent}"
-    return ["bash", str(PEER_SH), s.task, "--limit", str(s.limit), "--num_fewshot", str(s.num_fewshot),
-            "--model", model, "--model_args", args, *extra]
+    return [
+        "bash",
+        str(PEER_SH),
+        s.task,
+        "--limit",
+        str(s.limit),
+        "--num_fewshot",
+        str(s.num_fewshot),
+        "--model",
+        model,
+        "--model_args",
+        args,
+        *extra,
+    ]
 
 
 def evalflow_command(s: ApiSetting, url: str, out: Path, cache: Path) -> list[str]:
-    model = [f"model=openai_{s.kind}", f"model.base_url={url}/v1", f"model.model={served.MODEL_NAME}",
-             f"model.num_concurrent={s.num_concurrent}"]
+    model = [
+        f"model=openai_{s.kind}",
+        f"model.base_url={url}/v1",
+        f"model.model={served.MODEL_NAME}",
+        f"model.num_concurrent={s.num_concurrent}",
+    ]
     if s.kind == "chat":
         model.append("apply_chat_template=true")
     else:
         model += [f"model.tokenizer={served.gguf_file()}", "model.tokenized_requests=false"]
-    return [sys.executable, "-m", "evalflow", *model, f"task={s.task}", "data_map=shared", f"limit={s.limit}",
-            f"num_fewshot={s.num_fewshot}", f"cache_dir={cache}", f"hydra.run.dir={out}", "bootstrap_iters=0"]
+    return [
+        sys.executable,
+        "-m",
+        "evalflow",
+        *model,
+        f"task={s.task}",
+        "data_map=shared",
+        f"limit={s.limit}",
+        f"num_fewshot={s.num_fewshot}",
+        f"cache_dir={cache}",
+        f"hydra.run.dir={out}",
+        "bootstrap_iters=0",
+    ]
 
 
 def _run(cmd: list[str], env: dict[str, str], what: str) -> None:
@@ -125,7 +167,7 @@ def _run(cmd: list[str], env: dict[str, str], what: str) -> None:
 PREFIX_RESET = ("/v1/completions", json.dumps({"prompt": "\u00a4", "max_tokens": 1, "temperature": 0}).encode())
 
 
-def _through_proxy(server: served.LlamaServer, run) -> list:  # noqa: ANN001
+def _through_proxy(server: served.LlamaServer, run) -> list:
     proxy = FaultProxy(server.url.removesuffix("/v1"))
     proxy.before_each = PREFIX_RESET
     proxy.start()
@@ -140,7 +182,11 @@ def _task_bodies(bodies: list) -> Counter:
     from evalflow.models.api.alignment import PROMPT
 
     def probe(b: dict) -> bool:
-        return isinstance(b.get("prompt"), str) and b["prompt"].startswith(PROMPT) and (b.get("logprobs") == 5 or b.get("echo"))
+        return (
+            isinstance(b.get("prompt"), str)
+            and b["prompt"].startswith(PROMPT)
+            and (b.get("logprobs") == 5 or b.get("echo"))
+        )
         # evalflow's alignment probes: a 5-logprob completion of PROMPT, then the echo of PROMPT + its token
 
     kept = [b for b in bodies if not probe(b)]
@@ -165,13 +211,21 @@ def run_api_setting(setting: ApiSetting, server: served.LlamaServer, work: Path)
     work.mkdir(parents=True, exist_ok=True)
     tokdir = tokenizer_folder(work.parent)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PEER_OUT": str(work / "peer"), "OMP_NUM_THREADS": "1"}
-    peer_bodies = _through_proxy(server, lambda url: _run(peer_command(setting, url, tokdir), env, f"lm-eval {setting.name}"))
-    our_bodies = _through_proxy(server, lambda url: _run(
-        evalflow_command(setting, url, work / "evalflow", work / "cache"), env, f"evalflow {setting.name}"))
+    peer_bodies = _through_proxy(
+        server, lambda url: _run(peer_command(setting, url, tokdir), env, f"lm-eval {setting.name}")
+    )
+    our_bodies = _through_proxy(
+        server,
+        lambda url: _run(
+            evalflow_command(setting, url, work / "evalflow", work / "cache"), env, f"evalflow {setting.name}"
+        ),
+    )
     report = ApiReport(setting)
     ours, theirs = _task_bodies(our_bodies), _task_bodies(peer_bodies)
     report.bodies_ours, report.bodies_peer = sum(ours.values()), sum(theirs.values())
-    report.body_diff = [f"only evalflow sent: {b[:300]}" for b in (ours - theirs)] + [f"only lm-eval sent: {b[:300]}" for b in (theirs - ours)]
+    report.body_diff = [f"only evalflow sent: {b[:300]}" for b in (ours - theirs)] + [
+        f"only lm-eval sent: {b[:300]}" for b in (theirs - ours)
+    ]
     ref = unwrap_chat_prompts(next((work / "peer").rglob(f"samples_{setting.task}_*.jsonl")))
     cand = work / "evalflow" / f"samples_{setting.task}.jsonl"
     proc = subprocess.run([sys.executable, str(COMPARE), str(ref), str(cand)], capture_output=True, text=True)

@@ -97,8 +97,11 @@ class Setting:
         args = [f"task={self.evalflow_task}", f"limit={self.limit}", f"batch_size={self.batch_size}"]
         args += [] if self.num_fewshot is None else [f"num_fewshot={self.num_fewshot}"]
         if self.library:
-            args += [f"include_path={lm_eval_tasks()}", f"data_map={SHARED / 'data' / 'lm_eval_tasks_map.yaml'}",
-                     "trust_task_code=true"]
+            args += [
+                f"include_path={lm_eval_tasks()}",
+                f"data_map={SHARED / 'data' / 'lm_eval_tasks_map.yaml'}",
+                "trust_task_code=true",
+            ]
         else:
             args.append("data_map=shared")
         args += [f"gen_kwargs={{max_gen_toks: {self.max_gen_toks}}}"] if self.max_gen_toks else []
@@ -148,7 +151,11 @@ class Report:
     @property
     def verdict(self) -> str:
         bad = [t for t, (code, _) in self.outputs.items() if code != 0]
-        gen = f", generations identical for {self.documents - len(self.generation_diffs)}/{self.documents} docs" if self.documents else ""
+        gen = (
+            f", generations identical for {self.documents - len(self.generation_diffs)}/{self.documents} docs"
+            if self.documents
+            else ""
+        )
         groups = f" incl. group {'+'.join(self.groups)}" if self.groups else ""
         same = self.aggregates - len(self.aggregate_diffs) - len(self.aggregate_close)
         close = f" + {len(self.aggregate_close)} within 1e-3" if self.aggregate_close else ""
@@ -169,8 +176,17 @@ def run_peer(setting: Setting, out: Path) -> None:
 
 def run_evalflow(setting: Setting, out: Path, cache_dir: Path) -> None:
     """evalflow on a setting (cold cache): its samples files and results.json land in ``out``."""
-    cmd = [sys.executable, "-m", "evalflow", "model=smollm2", *setting.evalflow_args(), f"cache_dir={cache_dir}",
-           f"hydra.run.dir={out}", "bootstrap_iters=0", "++model.threads=1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalflow",
+        "model=smollm2",
+        *setting.evalflow_args(),
+        f"cache_dir={cache_dir}",
+        f"hydra.run.dir={out}",
+        "bootstrap_iters=0",
+        "++model.threads=1",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NLTK_DATA": str(SHARED / "data" / "nltk_data")}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -178,7 +194,9 @@ def run_evalflow(setting: Setting, out: Path, cache_dir: Path) -> None:
 
 
 def compare(reference: Path, candidate: Path) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, str(COMPARE), str(reference), str(candidate)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(COMPARE), str(reference), str(candidate)], capture_output=True, text=True
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -201,8 +219,10 @@ def generation_differences(reference: Path, candidate: Path) -> tuple[int, list[
         a, b = ref[doc], cand[doc]
         if a != b:
             at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            diffs.append(f"doc {doc}: the texts agree for {at} characters, then lm-eval has {a[at:at + 40]!r} and "
-                         f"evalflow {b[at:at + 40]!r}")
+            diffs.append(
+                f"doc {doc}: the texts agree for {at} characters, then lm-eval has {a[at : at + 40]!r} and "
+                f"evalflow {b[at : at + 40]!r}"
+            )
     return len(set(ref) & set(cand)), diffs
 
 
@@ -235,6 +255,7 @@ def compare_setting(setting: Setting, work: Path) -> Report:
         report.documents += n
         report.generation_diffs += [f"{task} {d}" for d in diffs]
     report.aggregate_diffs, report.aggregate_close, report.aggregates = aggregate_differences(
-        ref_results, work / "evalflow" / "results.json")
+        ref_results, work / "evalflow" / "results.json"
+    )
     report.groups = groups_of(ref_results)
     return report

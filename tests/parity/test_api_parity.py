@@ -20,8 +20,10 @@ from tests.support import served
 # tests/models/api/test_server.py, and with lm-eval in the full scope)
 SHORT = [ApiSetting("gsm8k", 5, 2, "chat")]
 FULL = [
-    ApiSetting("arc_easy", 0, 50), ApiSetting("arc_challenge", 5, 25),
-    ApiSetting("gsm8k", 5, 10, "completions"), ApiSetting("gsm8k", 5, 10, "chat"),
+    ApiSetting("arc_easy", 0, 50),
+    ApiSetting("arc_challenge", 5, 25),
+    ApiSetting("gsm8k", 5, 10, "completions"),
+    ApiSetting("gsm8k", 5, 10, "chat"),
 ]
 SETTINGS = FULL if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else SHORT
 

@@ -36,7 +36,11 @@ def test_a_builtin_setting_keeps_its_old_arguments() -> None:
 
 
 def test_generations_are_read_from_one_filter_and_loglikelihoods_are_not_generations(tmp_path: Path) -> None:
-    gen = [{"doc_id": d, "filter": f, "resps": [[f"text {d}"]]} for d in (0, 1) for f in ("strict-match", "flexible-extract")]
+    gen = [
+        {"doc_id": d, "filter": f, "resps": [[f"text {d}"]]}
+        for d in (0, 1)
+        for f in ("strict-match", "flexible-extract")
+    ]
     assert generated_texts(write_jsonl(tmp_path / "g.jsonl", gen)) == {0: "text 0", 1: "text 1"}
     ll = [{"doc_id": 0, "filter": "none", "resps": [[["-1.5", "False"]], [["-0.5", "True"]]]}]
     assert generated_texts(write_jsonl(tmp_path / "l.jsonl", ll)) is None
@@ -51,9 +55,13 @@ def test_a_differing_generation_is_located(tmp_path: Path) -> None:
 
 
 def results(path: Path, acc_a: float, group: float | None) -> Path:
-    data = {"results": {"t_a": {"alias": "t_a", "acc_norm,none": acc_a, "acc_norm_stderr,none": 0.1},
-                        "t_b": {"acc_norm,none": 0.25, "acc_norm_stderr,none": "N/A"}},
-            "groups": {} if group is None else {"g": {"acc_norm,none": group, "acc_norm_stderr,none": 0.2}}}
+    data = {
+        "results": {
+            "t_a": {"alias": "t_a", "acc_norm,none": acc_a, "acc_norm_stderr,none": 0.1},
+            "t_b": {"acc_norm,none": 0.25, "acc_norm_stderr,none": "N/A"},
+        },
+        "groups": {} if group is None else {"g": {"acc_norm,none": group, "acc_norm_stderr,none": 0.2}},
+    }
     path.write_text(json.dumps(data))
     return path
 

@@ -33,11 +33,15 @@ SHORT = [  # one run per side for the classic suite (each lm-eval start indexes 
 FULL = [
     # issue 21's quick case (minutes): a generation task's ifeval scoring and a leaderboard bbh subtask
     Setting("leaderboard_ifeval,leaderboard_bbh_boolean_expressions", None, 3, max_gen_toks=64, **LIB),
-    Setting("arc_easy", 0, 300), Setting("arc_easy", 5, 300),
-    Setting("arc_challenge", 0, 300), Setting("arc_challenge", 5, 300),
-    Setting("mmlu", 5, 10), Setting("gsm8k", 5, 30),
+    Setting("arc_easy", 0, 300),
+    Setting("arc_easy", 5, 300),
+    Setting("arc_challenge", 0, 300),
+    Setting("arc_challenge", 5, 300),
+    Setting("mmlu", 5, 10),
+    Setting("gsm8k", 5, 30),
     Setting("gsm8k_cot", 8, 30),  # one few-shot prefix for every request: the shared-prefix decode path
-    Setting("humaneval", 0, 30), Setting("mbpp", 3, 30),  # programs run: lm-eval's code_eval stand-in vs the sandbox
+    Setting("humaneval", 0, 30),
+    Setting("mbpp", 3, 30),  # programs run: lm-eval's code_eval stand-in vs the sandbox
     # issue 21, lm-eval's library: generations capped on both sides (max_gen_toks) to fit two cores
     Setting("leaderboard_ifeval", None, 10, max_gen_toks=128, **LIB),
     Setting("ifeval", None, 5, max_gen_toks=64, **LIB),
@@ -67,6 +71,7 @@ def test_same_samples_as_lm_eval(setting: Setting, tmp_path: Path) -> None:
     if setting.library and lm_eval_missing():
         pytest.skip(lm_eval_missing())
     report = run_setting(setting, tmp_path)
-    details = "\n".join([*(out for code, out in report.outputs.values() if code), *report.generation_diffs,
-                         *report.aggregate_diffs])
+    details = "\n".join(
+        [*(out for code, out in report.outputs.values() if code), *report.generation_diffs, *report.aggregate_diffs]
+    )
     assert report.ok, f"{report.verdict}\n{details[-6000:]}"

@@ -52,9 +52,12 @@ class Verdict:
 
     def line(self) -> str:
         aggs = ", ".join(f"{k} {a} vs {b}" for k, (a, b) in sorted(self.aggregates.items()))
-        return (f"{'PASS' if self.ok else 'FAIL'} {self.task}: {self.docs} docs, prompts {self.same_prompts}/{self.docs}, "
-                f"generations {self.same_generations}/{self.docs}, metrics {self.same_metrics}/{self.docs}"
-                + (f" (differ: documents {list(self.metric_diffs)})" if self.metric_diffs else "") + f"; {aggs}")
+        return (
+            f"{'PASS' if self.ok else 'FAIL'} {self.task}: {self.docs} docs, prompts {self.same_prompts}/{self.docs}, "
+            f"generations {self.same_generations}/{self.docs}, metrics {self.same_metrics}/{self.docs}"
+            + (f" (differ: documents {list(self.metric_diffs)})" if self.metric_diffs else "")
+            + f"; {aggs}"
+        )
 
 
 def lm_eval_tasks_dir() -> Path:
@@ -67,8 +70,14 @@ def chartqa_rows(n: int, seed: int = 1) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     out = []
     for r in images.rows(n, seed):
-        out.append({"image": r["image"], "query": f"What is the digit on the {r['colour']} {r['shape']}?",
-                    "label": [r["digit"]], "human_or_machine": rng.randrange(2)})
+        out.append(
+            {
+                "image": r["image"],
+                "query": f"What is the digit on the {r['colour']} {r['shape']}?",
+                "label": [r["digit"]],
+                "human_or_machine": rng.randrange(2),
+            }
+        )
     return out
 
 
@@ -79,11 +88,17 @@ def mmmu_rows(n: int, seed: int = 2) -> list[dict[str, Any]]:
     for i in range(n):
         k = 1 + i % 3  # one to three images
         question = " ".join(f"<image {j + 1}>" for j in range(k)) + " Which shape is shown first?"
-        row: dict[str, Any] = {"id": f"validation_Art_{i}", "question": question,
-                               "options": repr(list(images.SHAPES)), "explanation": "",
-                               "answer": "ABC"[images.SHAPES.index(base[3 * i]["shape"])],
-                               "question_type": "multiple-choice" if i % 4 else "open", "subfield": "toy",
-                               "img_type": "['Diagrams']", "topic_difficulty": "Easy"}
+        row: dict[str, Any] = {
+            "id": f"validation_Art_{i}",
+            "question": question,
+            "options": repr(list(images.SHAPES)),
+            "explanation": "",
+            "answer": "ABC"[images.SHAPES.index(base[3 * i]["shape"])],
+            "question_type": "multiple-choice" if i % 4 else "open",
+            "subfield": "toy",
+            "img_type": "['Diagrams']",
+            "topic_difficulty": "Easy",
+        }
         for j in range(7):
             row[f"image_{j + 1}"] = base[3 * i + j]["image"] if j < k else None
         if row["question_type"] == "open":
@@ -102,24 +117,39 @@ def write_tasks(folder: Path, n: int = 6) -> Path:
         ("chartqa_local", chartqa_rows(n), "test", lm_eval_tasks_dir() / "chartqa" / "chartqa.yaml"),
         ("mmmu_local", mmmu_rows(n), "validation", lm_eval_tasks_dir() / "mmmu" / "_template_yaml"),
     ):
-        feats = {k: (datasets.Image() if k.startswith("image") else
-                     datasets.Sequence(datasets.Value("string")) if k == "label" else
-                     datasets.Value("int64") if isinstance(v, int) else datasets.Value("string"))
-                 for k, v in rows[0].items()}
+        feats = {
+            k: (
+                datasets.Image()
+                if k.startswith("image")
+                else datasets.Sequence(datasets.Value("string"))
+                if k == "label"
+                else datasets.Value("int64")
+                if isinstance(v, int)
+                else datasets.Value("string")
+            )
+            for k, v in rows[0].items()
+        }
         data = folder / f"{name}.parquet"
         datasets.Dataset.from_list(rows, features=datasets.Features(feats)).to_parquet(str(data))
         (tasks / f"{name}.yaml").write_text(
             f"include: {template}\ntask: {name}\ndataset_path: parquet\ndataset_name: null\n"
-            f"dataset_kwargs:\n  data_files:\n    {split}: {data}\n")
+            f"dataset_kwargs:\n  data_files:\n    {split}: {data}\n"
+        )
     return tasks
 
 
 def run_evalflow(task: str, tasks: Path, model_dir: Path, out: Path, cache: Path) -> Path:
     from evalflow import evaluate
 
-    evaluate(task, {"type": "hf_multimodal", "pretrained": str(model_dir), "dtype": "float32"},
-             include_path=[str(tasks)], cache_dir=str(cache), output_dir=str(out), bootstrap_iters=0,
-             gen_kwargs=GEN_KWARGS if task != "toy_vqa" else None)
+    evaluate(
+        task,
+        {"type": "hf_multimodal", "pretrained": str(model_dir), "dtype": "float32"},
+        include_path=[str(tasks)],
+        cache_dir=str(cache),
+        output_dir=str(out),
+        bootstrap_iters=0,
+        gen_kwargs=GEN_KWARGS if task != "toy_vqa" else None,
+    )
     return out
 
 
@@ -129,8 +159,20 @@ def run_lm_eval(task: str, tasks: Path, model_dir: Path, out: Path) -> Path:
     env = {**os.environ, "PEER_OUT": str(out)}
     if (Path(sys.executable).parent / "lm_eval").exists():  # this venv has lm-eval and Pillow (peer's may lack Pillow)
         env.setdefault("PEER_VENV", sys.prefix)
-    cmd = ["bash", str(PEER), task, "--model", "hf-multimodal", "--model_args",
-           f"pretrained={model_dir},dtype=float32,gguf_file=None", "--include_path", str(tasks), "--batch_size", "1", *gen]
+    cmd = [
+        "bash",
+        str(PEER),
+        task,
+        "--model",
+        "hf-multimodal",
+        "--model_args",
+        f"pretrained={model_dir},dtype=float32,gguf_file=None",
+        "--include_path",
+        str(tasks),
+        "--batch_size",
+        "1",
+        *gen,
+    ]
     subprocess.run(cmd, check=True, env=env, cwd=str(out.parent), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return out
 

@@ -8,9 +8,10 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tests.conftest import COUNTING, ROOT
 
@@ -29,19 +30,34 @@ def env_with(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """``python -m evalflow ARGS`` in a fresh interpreter, from the repository root."""
-    return subprocess.run([sys.executable, "-m", "evalflow", *args], cwd=ROOT, env=env_with(env),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "evalflow", *args],
+        cwd=ROOT,
+        env=env_with(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def popen(args: list[str], env: dict[str, str] | None = None, out: Path | None = None) -> subprocess.Popen:
     sink = open(out, "w") if out else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
-    return subprocess.Popen([sys.executable, "-m", "evalflow", *args], cwd=ROOT, env=env_with(env),
-                            stdout=sink, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "evalflow", *args], cwd=ROOT, env=env_with(env), stdout=sink, stderr=subprocess.STDOUT
+    )
 
 
 def toy_args(library: Path, cache: Path, run_dir: Path, *extra: str, task: str = "[toy_mc,toy_gen]") -> list[str]:
-    return ["model=dummy", f"model.type={COUNTING}", f"task={task}", f"include_path=[{library}]",
-            f"cache_dir={cache}", "bootstrap_iters=0", f"hydra.run.dir={run_dir}", *extra]
+    return [
+        "model=dummy",
+        f"model.type={COUNTING}",
+        f"task={task}",
+        f"include_path=[{library}]",
+        f"cache_dir={cache}",
+        "bootstrap_iters=0",
+        f"hydra.run.dir={run_dir}",
+        *extra,
+    ]
 
 
 def request_keys(cache: Path) -> set[str]:
@@ -65,8 +81,10 @@ def results_of(run_dir: Path) -> dict[str, Any]:
 
 
 def samples_of(run_dir: Path) -> dict[str, list[Any]]:
-    return {p.name: [json.loads(line) for line in p.read_text().splitlines()]
-            for p in sorted(run_dir.glob("samples_*.jsonl"))}
+    return {
+        p.name: [json.loads(line) for line in p.read_text().splitlines()]
+        for p in sorted(run_dir.glob("samples_*.jsonl"))
+    }
 
 
 @dataclass
@@ -79,8 +97,14 @@ class Zygote:
     """Client of :mod:`tests.reliability.zygote`: forks ``python -m evalflow`` runs, one at a time."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.reliability.zygote"], cwd=ROOT,
-                                     env=env_with(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.reliability.zygote"],
+            cwd=ROOT,
+            env=env_with(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self._read()  # {"ready": pid}
 
     def _read(self) -> dict[str, Any]:

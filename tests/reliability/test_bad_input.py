@@ -48,53 +48,114 @@ def task(name: str, *lines: str, text: str = '"{{question}}"') -> str:
 
 
 CASES: dict[str, Case] = {
-    "malformed_yaml": Case({"bad.yaml": "task: badyaml\ndataset_path: json\n  metric_list: [\n"},
-                           ["task=badyaml"], ["bad.yaml", "line 3", "malformed YAML"]),
-    "malformed_yaml_by_path": Case({"bad.yaml": "task: badyaml\nmetric_list:\n  - metric: acc\n   aggregation: mean\n"},
-                                   ["task={lib}/bad.yaml"], ["bad.yaml", "line 4", "malformed YAML"]),
-    "unknown_task_key": Case({"t.yaml": task("t_key", "metrc_list:\n  - metric: acc")},
-                             ["task=t_key"], ["t.yaml", "metrc_list", "did you mean 'metric_list'"]),
-    "include_cycle": Case({"a.yaml": task("t_cycle", "include: b.yaml"), "b.yaml": "include: a.yaml\n"},
-                          ["task=t_cycle"], ["include cycle", "a.yaml -> ", "b.yaml"]),
-    "missing_include": Case({"a.yaml": task("t_inc", "include: nope.yaml")},
-                            ["task=t_inc"], ["a.yaml", "included file 'nope.yaml' not found"]),
-    "template_missing_field": Case({"t.yaml": task("t_field", text='"Q: {{questoin}}"')},
-                                   ["task=t_field"], ["task 't_field'", "t.yaml", "document 0", "questoin"]),
-    "function_missing_attr": Case({"t.yaml": task("t_fn", text="!function utils.nope"),
-                                   "utils.py": "def doc_to_text(doc):\n    return doc['question']\n"},
-                                  ["task=t_fn", "trust_task_code=true"], ["utils.py", "'nope'", "doc_to_text"]),
-    "function_raises": Case({"t.yaml": task("t_raise", text="!function utils.doc_to_text"),
-                             "utils.py": "def doc_to_text(doc):\n    return doc['questoin']\n"},
-                            ["task=t_raise", "trust_task_code=true"],
-                            ["task 't_raise'", "doc_to_text, document 0", "doc_to_text (", "utils.py",
-                             "KeyError: 'questoin'", "'question': 'What is 1 plus 2?'"]),
+    "malformed_yaml": Case(
+        {"bad.yaml": "task: badyaml\ndataset_path: json\n  metric_list: [\n"},
+        ["task=badyaml"],
+        ["bad.yaml", "line 3", "malformed YAML"],
+    ),
+    "malformed_yaml_by_path": Case(
+        {"bad.yaml": "task: badyaml\nmetric_list:\n  - metric: acc\n   aggregation: mean\n"},
+        ["task={lib}/bad.yaml"],
+        ["bad.yaml", "line 4", "malformed YAML"],
+    ),
+    "unknown_task_key": Case(
+        {"t.yaml": task("t_key", "metrc_list:\n  - metric: acc")},
+        ["task=t_key"],
+        ["t.yaml", "metrc_list", "did you mean 'metric_list'"],
+    ),
+    "include_cycle": Case(
+        {"a.yaml": task("t_cycle", "include: b.yaml"), "b.yaml": "include: a.yaml\n"},
+        ["task=t_cycle"],
+        ["include cycle", "a.yaml -> ", "b.yaml"],
+    ),
+    "missing_include": Case(
+        {"a.yaml": task("t_inc", "include: nope.yaml")},
+        ["task=t_inc"],
+        ["a.yaml", "included file 'nope.yaml' not found"],
+    ),
+    "template_missing_field": Case(
+        {"t.yaml": task("t_field", text='"Q: {{questoin}}"')},
+        ["task=t_field"],
+        ["task 't_field'", "t.yaml", "document 0", "questoin"],
+    ),
+    "function_missing_attr": Case(
+        {
+            "t.yaml": task("t_fn", text="!function utils.nope"),
+            "utils.py": "def doc_to_text(doc):\n    return doc['question']\n",
+        },
+        ["task=t_fn", "trust_task_code=true"],
+        ["utils.py", "'nope'", "doc_to_text"],
+    ),
+    "function_raises": Case(
+        {
+            "t.yaml": task("t_raise", text="!function utils.doc_to_text"),
+            "utils.py": "def doc_to_text(doc):\n    return doc['questoin']\n",
+        },
+        ["task=t_raise", "trust_task_code=true"],
+        [
+            "task 't_raise'",
+            "doc_to_text, document 0",
+            "doc_to_text (",
+            "utils.py",
+            "KeyError: 'questoin'",
+            "'question': 'What is 1 plus 2?'",
+        ],
+    ),
     "metric_function_raises": Case(
-        {"t.yaml": "task: t_metric_fn\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data}/test.jsonl\n"
-                   "test_split: test\noutput_type: generate_until\ndoc_to_text: question\ndoc_to_target: answer\n"
-                   "metric_list:\n  - metric: !function utils.score\n    aggregation: mean\n",
-         "utils.py": "def score(items):\n    raise ValueError('cannot score ' + repr(items[1])[:10])\n"},
+        {
+            "t.yaml": "task: t_metric_fn\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data}/test.jsonl\n"
+            "test_split: test\noutput_type: generate_until\ndoc_to_text: question\ndoc_to_target: answer\n"
+            "metric_list:\n  - metric: !function utils.score\n    aggregation: mean\n",
+            "utils.py": "def score(items):\n    raise ValueError('cannot score ' + repr(items[1])[:10])\n",
+        },
         ["task=t_metric_fn", "trust_task_code=true"],
-        ["task 't_metric_fn'", "metric_list", "score (", "utils.py", "ValueError: cannot score", "'question': 'What is 1 plus 2?'"]),
-    "yaml_alias_bomb": Case({"bomb.yaml": "task: t_bomb\na: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-                                f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8))},
-                            ["task=t_bomb"], ["bomb.yaml", "YAML aliases", "100,000"]),
+        [
+            "task 't_metric_fn'",
+            "metric_list",
+            "score (",
+            "utils.py",
+            "ValueError: cannot score",
+            "'question': 'What is 1 plus 2?'",
+        ],
+    ),
+    "yaml_alias_bomb": Case(
+        {
+            "bomb.yaml": "task: t_bomb\na: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(8))
+        },
+        ["task=t_bomb"],
+        ["bomb.yaml", "YAML aliases", "100,000"],
+    ),
     "lm_eval_output_path": Case({}, ["task=toy_mc", "output_path=results/"], ["output_path", "hydra.run.dir=DIR"]),
     "lm_eval_device": Case({}, ["task=toy_mc", "device=cpu"], ["'device'", "model.device=cpu"]),
     "model_key_misspelled": Case({}, ["task=toy_mc", "model.sallt=x"], ["model.sallt", "did you mean 'salt'"]),
-    "function_missing_module": Case({"t.yaml": task("t_mod", text="!function helpers.doc_to_text")},
-                                    ["task=t_mod", "trust_task_code=true"], ["helpers.py", "does not exist"]),
-    "dataset_offline": Case({"t.yaml": "task: t_hub\ndataset_path: someorg/no_such_dataset\ntest_split: test\n"
-                                       "output_type: multiple_choice\ndoc_to_text: q\ndoc_to_target: 0\n"
-                                       "doc_to_choice: [a, b]\n"},
-                            ["task=t_hub"], ["someorg/no_such_dataset", "data map", "data_files"]),
+    "function_missing_module": Case(
+        {"t.yaml": task("t_mod", text="!function helpers.doc_to_text")},
+        ["task=t_mod", "trust_task_code=true"],
+        ["helpers.py", "does not exist"],
+    ),
+    "dataset_offline": Case(
+        {
+            "t.yaml": "task: t_hub\ndataset_path: someorg/no_such_dataset\ntest_split: test\n"
+            "output_type: multiple_choice\ndoc_to_text: q\ndoc_to_target: 0\n"
+            "doc_to_choice: [a, b]\n"
+        },
+        ["task=t_hub"],
+        ["someorg/no_such_dataset", "data map", "data_files"],
+    ),
     "unknown_task": Case({}, ["task=toy_mx"], ["toy_mx", "did you mean 'toy_mc'"]),
     "unknown_model_preset": Case({}, ["task=toy_mc", "model=dumy"], ["model=dumy", "did you mean 'dummy'"]),
     "unknown_model_type": Case({}, ["task=toy_mc", "model.type=dumy"], ["model.type", "'dumy'", "dummy"]),
-    "unknown_metric": Case({"t.yaml": task("t_metric", "metric_list:\n  - metric: acuracy")},
-                           ["task=t_metric"], ["t.yaml", "acuracy", "did you mean 'acc'"]),
-    "unknown_filter": Case({"t.yaml": task("t_filter", "filter_list:\n  - name: x\n    filter:\n"
-                                                       "      - function: take_frist")},
-                           ["task=t_filter"], ["t.yaml", "take_frist", "did you mean 'take_first'"]),
+    "unknown_metric": Case(
+        {"t.yaml": task("t_metric", "metric_list:\n  - metric: acuracy")},
+        ["task=t_metric"],
+        ["t.yaml", "acuracy", "did you mean 'acc'"],
+    ),
+    "unknown_filter": Case(
+        {"t.yaml": task("t_filter", "filter_list:\n  - name: x\n    filter:\n      - function: take_frist")},
+        ["task=t_filter"],
+        ["t.yaml", "take_frist", "did you mean 'take_first'"],
+    ),
     "override_wrong_type": Case({}, ["task=toy_mc", "num_fewshot=five"], ["num_fewshot", "'five'", "Integer"]),
     "override_unknown_key": Case({}, ["task=toy_mc", "num_fewshots=2"], ["num_fewshots", "did you mean 'num_fewshot'"]),
     "override_unparsable": Case({}, ["task=toy_mc", "include_path=[a,b"], ["include_path=[a,b", "quote"]),
@@ -102,14 +163,25 @@ CASES: dict[str, Case] = {
     "limit_zero": Case({}, ["task=toy_mc", "limit=0"], ["limit=0", "out of range"]),
     "limit_fractional_count": Case({}, ["task=toy_mc", "limit=1.5"], ["limit=1.5", "whole number"]),
     "limit_negative": Case({}, ["task=toy_mc", "limit=-3"], ["limit=-3", "out of range"]),
-    "cache_index_damaged": Case({}, ["task=toy_mc"], ["cache.db", "file is not a database", "move the folder away"],
-                                cache_files={"cache.db": "this is not SQLite\n" * 300}),
-    "cache_dir_is_a_file": Case({}, ["task=toy_mc"], ["cannot be used", "FileExistsError", "cache_dir="],
-                                cache_files={"": "a file\n"}),
-    "model_too_few_responses": Case({}, ["task=toy_mc", "model.type=tests.support.models:WrongCountModel", "chunk_size=64"],
-                                    ["WrongCountModel.loglikelihood", "returned 63 responses for 64 requests"]),
-    "model_too_many_responses": Case({}, ["task=toy_gen", "model.type=tests.support.faulty:WrongGenerateCountModel",
-                                          "chunk_size=8"], ["generate_until", "returned 9 responses for 8 requests"]),
+    "cache_index_damaged": Case(
+        {},
+        ["task=toy_mc"],
+        ["cache.db", "file is not a database", "move the folder away"],
+        cache_files={"cache.db": "this is not SQLite\n" * 300},
+    ),
+    "cache_dir_is_a_file": Case(
+        {}, ["task=toy_mc"], ["cannot be used", "FileExistsError", "cache_dir="], cache_files={"": "a file\n"}
+    ),
+    "model_too_few_responses": Case(
+        {},
+        ["task=toy_mc", "model.type=tests.support.models:WrongCountModel", "chunk_size=64"],
+        ["WrongCountModel.loglikelihood", "returned 63 responses for 64 requests"],
+    ),
+    "model_too_many_responses": Case(
+        {},
+        ["task=toy_gen", "model.type=tests.support.faulty:WrongGenerateCountModel", "chunk_size=8"],
+        ["generate_until", "returned 9 responses for 8 requests"],
+    ),
 }
 
 
@@ -152,8 +224,15 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory, zygotes: list[Zygote]) ->
         for rel, text in case.cache_files.items():
             (cache / rel if rel else cache).parent.mkdir(parents=True, exist_ok=True)
             (cache / rel if rel else cache).write_text(text)
-        args = ["model=dummy", f"model.type={COUNTING}", f"include_path=[{lib}]", f"cache_dir={cache}",
-                "bootstrap_iters=0", f"hydra.run.dir={run_dir}", *(a.replace("{lib}", str(lib)) for a in case.args)]
+        args = [
+            "model=dummy",
+            f"model.type={COUNTING}",
+            f"include_path=[{lib}]",
+            f"cache_dir={cache}",
+            "bootstrap_iters=0",
+            f"hydra.run.dir={run_dir}",
+            *(a.replace("{lib}", str(lib)) for a in case.args),
+        ]
         return Outcome(zygote.cli(args, root / name / "streams", case.env), args, run_dir, cache)
 
     names = list(CASES)

@@ -29,8 +29,16 @@ DELAY = 1.5 * SAVE_EVERY / BATCH
 
 
 def args(library: Path, cache: Path, run_dir: Path) -> list[str]:
-    return ["model=dummy", f"model.type={BATCHING}", "task=toy_mc", f"include_path=[{library}]", "limit=20",
-            f"cache_dir={cache}", "bootstrap_iters=0", f"hydra.run.dir={run_dir}"]
+    return [
+        "model=dummy",
+        f"model.type={BATCHING}",
+        "task=toy_mc",
+        f"include_path=[{library}]",
+        "limit=20",
+        f"cache_dir={cache}",
+        "bootstrap_iters=0",
+        f"hydra.run.dir={run_dir}",
+    ]
 
 
 def batches(log: Path) -> int:
@@ -50,16 +58,21 @@ def test_a_kill_inside_a_chunk_loses_only_the_batches_in_flight(
     toy_library: Path, tmp_path: Path, zygote: Zygote, kill_after: int
 ) -> None:
     ref_dir = tmp_path / "reference"
-    assert zygote.run(args(toy_library, tmp_path / "ref-cache", ref_dir), tmp_path / "ref.out") == 0, \
-        (tmp_path / "ref.out").read_text()
+    assert zygote.run(args(toy_library, tmp_path / "ref-cache", ref_dir), tmp_path / "ref.out") == 0, (
+        tmp_path / "ref.out"
+    ).read_text()
     total = len(request_keys(tmp_path / "ref-cache"))
     assert total == 80  # 20 docs x 4 choices: one chunk, 20 batches
 
     cache, log = tmp_path / "cache", tmp_path / "calls"
-    child = zygote.start(args(toy_library, cache, tmp_path / "killed"), tmp_path / "killed.out",
-                         {"EVALFLOW_TEST_CALL_LOG": str(log), "EVALFLOW_TEST_DELAY": str(DELAY)})
-    assert wait_for(lambda: batches(log) >= kill_after, lambda: pid_alive(child.pid)), \
-        (tmp_path / "killed.out").read_text()
+    child = zygote.start(
+        args(toy_library, cache, tmp_path / "killed"),
+        tmp_path / "killed.out",
+        {"EVALFLOW_TEST_CALL_LOG": str(log), "EVALFLOW_TEST_DELAY": str(DELAY)},
+    )
+    assert wait_for(lambda: batches(log) >= kill_after, lambda: pid_alive(child.pid)), (
+        tmp_path / "killed.out"
+    ).read_text()
     os.kill(child.pid, signal.SIGKILL)
     assert zygote.wait() == -signal.SIGKILL
     started = batches(log)  # read after the kill: every batch the killed run began
@@ -68,8 +81,12 @@ def test_a_kill_inside_a_chunk_loses_only_the_batches_in_flight(
     assert BATCH * (started - 2) <= len(persisted) <= BATCH * started < total, (started, len(persisted))
 
     rerun_dir, rerun_log = tmp_path / "rerun", tmp_path / "rerun-calls"
-    assert zygote.run(args(toy_library, cache, rerun_dir), tmp_path / "rerun.out",
-                      {"EVALFLOW_TEST_CALL_LOG": str(rerun_log)}) == 0, (tmp_path / "rerun.out").read_text()
+    assert (
+        zygote.run(
+            args(toy_library, cache, rerun_dir), tmp_path / "rerun.out", {"EVALFLOW_TEST_CALL_LOG": str(rerun_log)}
+        )
+        == 0
+    ), (tmp_path / "rerun.out").read_text()
     inference = json.loads((rerun_dir / "manifest.json").read_text())["inference"]
     assert inference["computed"] == calls(rerun_log) == total - len(persisted)
     assert inference["cached"] == len(persisted)

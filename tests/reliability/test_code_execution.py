@@ -37,7 +37,9 @@ def coded_library(toy_library: Path, tmp_path: Path) -> tuple[Path, Path]:
     mc = (toy_library / "toy_mc.yaml").read_text()
     (toy_library / "toy_code.yaml").write_text(
         mc.replace("task: toy_mc", "task: toy_code").replace(
-            'doc_to_text: "Question: {{question}}\\nAnswer:"', "doc_to_text: !function helpers.doc_to_text"))
+            'doc_to_text: "Question: {{question}}\\nAnswer:"', "doc_to_text: !function helpers.doc_to_text"
+        )
+    )
     (toy_library / "toy_class.yaml").write_text("task: toy_class\nclass: !function helpers.MyTask\n")
     (toy_library / "toy_unsafe.yaml").write_text(mc.replace("task: toy_mc", "task: toy_unsafe") + "unsafe_code: true\n")
     assert "!function helpers.doc_to_text" in (toy_library / "toy_code.yaml").read_text()
@@ -84,8 +86,9 @@ def test_unsafe_code_tasks_need_confirmation(coded_library: tuple[Path, Path], t
     assert "unsafe_code" in refused.stderr and "confirm_unsafe_code=true" in refused.stderr
     assert not (tmp_path / "refused" / "results.json").exists() and not (tmp_path / "cache").exists()
 
-    confirmed = cli(toy_args(lib, tmp_path / "cache", tmp_path / "confirmed", "confirm_unsafe_code=true",
-                             task="toy_unsafe"))
+    confirmed = cli(
+        toy_args(lib, tmp_path / "cache", tmp_path / "confirmed", "confirm_unsafe_code=true", task="toy_unsafe")
+    )
     assert confirmed.returncode == 0, confirmed.stderr
     assert json.loads((tmp_path / "confirmed" / "results.json").read_text())["results"]["toy_unsafe"]["acc,none"] >= 0
 

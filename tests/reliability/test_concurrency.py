@@ -26,14 +26,16 @@ PROCESSES = 4
 
 def serial_results(library: Path, cache: Path, configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each configuration run one after another, in-process, on a private cache."""
-    from evalflow.app import run
     from evalflow.config.compose import compose_settings
+    from evalflow.run.phases import run
 
     out = []
     for values in configs:
         values = dict(values)
         settings = compose_settings(
-            task=values.pop("task", ["toy_mc", "toy_gen"]), preset="dummy", overrides=[f"model.type={COUNTING}"],
+            task=values.pop("task", ["toy_mc", "toy_gen"]),
+            preset="dummy",
+            overrides=[f"model.type={COUNTING}"],
             values={"include_path": [str(library)], "cache_dir": str(cache), "bootstrap_iters": 0, **values},
         )
         out.append(json.loads(json.dumps(run(settings)["results"])))
@@ -41,8 +43,12 @@ def serial_results(library: Path, cache: Path, configs: list[dict[str, Any]]) ->
 
 
 def gate_env(tmp_path: Path, log: Path) -> dict[str, str]:
-    return {"EVALFLOW_TEST_GATE": str(tmp_path / "gate"), "EVALFLOW_TEST_GATE_N": str(PROCESSES),
-            "EVALFLOW_TEST_CALL_LOG": str(log), "EVALFLOW_TEST_DELAY": "0.002"}
+    return {
+        "EVALFLOW_TEST_GATE": str(tmp_path / "gate"),
+        "EVALFLOW_TEST_GATE_N": str(PROCESSES),
+        "EVALFLOW_TEST_CALL_LOG": str(log),
+        "EVALFLOW_TEST_DELAY": "0.002",
+    }
 
 
 def assert_clean(outputs: list[str], cache: Path) -> None:
@@ -54,14 +60,24 @@ def assert_clean(outputs: list[str], cache: Path) -> None:
 def test_four_plain_processes_share_one_cache(toy_library: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     configs: list[dict[str, Any]] = [
-        {"limit": 40}, {"limit": 40, "num_fewshot": 1}, {"limit": 25}, {"task": ["toy_gen", "toy_mc"]},
+        {"limit": 40},
+        {"limit": 40, "num_fewshot": 1},
+        {"limit": 25},
+        {"task": ["toy_gen", "toy_mc"]},
     ]
     procs = []
     for i, values in enumerate(configs):
         task = values.get("task", ["toy_mc", "toy_gen"])
-        args = ["model=dummy", f"model.type={GATE_MODEL}", f"task=[{','.join(task)}]", f"include_path=[{toy_library}]",
-                f"cache_dir={cache}", "bootstrap_iters=0", f"chunk_size={CHUNK}",
-                f"hydra.run.dir={tmp_path / f'run{i}'}"]
+        args = [
+            "model=dummy",
+            f"model.type={GATE_MODEL}",
+            f"task=[{','.join(task)}]",
+            f"include_path=[{toy_library}]",
+            f"cache_dir={cache}",
+            "bootstrap_iters=0",
+            f"chunk_size={CHUNK}",
+            f"hydra.run.dir={tmp_path / f'run{i}'}",
+        ]
         args += [f"{k}={v}" for k, v in values.items() if k != "task"]
         procs.append(popen(args, gate_env(tmp_path, tmp_path / f"calls{i}"), out=tmp_path / f"out{i}"))
     codes = [p.wait(timeout=300) for p in procs]
@@ -81,9 +97,20 @@ def test_four_plain_processes_share_one_cache(toy_library: Path, tmp_path: Path)
 
 def test_joblib_sweep_of_four_jobs_shares_one_cache(toy_library: Path, tmp_path: Path) -> None:
     cache, sweep, log = tmp_path / "cache", tmp_path / "sweep", tmp_path / "calls"
-    args = ["model=dummy", f"model.type={GATE_MODEL}", "task=[toy_mc,toy_gen]", f"include_path=[{toy_library}]",
-            f"cache_dir={cache}", "bootstrap_iters=0", f"chunk_size={CHUNK}", f"hydra.sweep.dir={sweep}",
-            "-m", "hydra/launcher=parallel", f"hydra.launcher.n_jobs={PROCESSES}", "limit=10,20,30,40"]
+    args = [
+        "model=dummy",
+        f"model.type={GATE_MODEL}",
+        "task=[toy_mc,toy_gen]",
+        f"include_path=[{toy_library}]",
+        f"cache_dir={cache}",
+        "bootstrap_iters=0",
+        f"chunk_size={CHUNK}",
+        f"hydra.sweep.dir={sweep}",
+        "-m",
+        "hydra/launcher=parallel",
+        f"hydra.launcher.n_jobs={PROCESSES}",
+        "limit=10,20,30,40",
+    ]
     proc = popen(args, gate_env(tmp_path, log), out=tmp_path / "out")
     assert proc.wait(timeout=300) == 0, (tmp_path / "out").read_text()[-3000:]
     assert_clean([(tmp_path / "out").read_text()], cache)

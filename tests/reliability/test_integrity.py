@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.commands.cache import main as cache_main
 from evalflow.cache.codec import decode
 from evalflow.cache.store import CacheStore
+from evalflow.commands.cache import main as cache_main
 from tests.reliability.harness import calls, cli, results_of, toy_args
 
 SHOTS = "num_fewshot=3"  # long prompts: the instances entries of toy_mc exceed 32 KB (a value file)
@@ -63,13 +63,16 @@ def test_damaged_entries_are_reported_once_and_recomputed(
 ) -> None:
     cache, first = filled
     entries = rows(cache)
-    (big_key, big_file), = [(key, name) for key, name, _ in entries if name and key.startswith("instances:")]  # toy_mc's
+    ((big_key, big_file),) = [
+        (key, name) for key, name, _ in entries if name and key.startswith("instances:")
+    ]  # toy_mc's
     inline = [key for key, name, _ in entries if not name]
     # toy_mc's inference stage: the one with (logprob, is_greedy) answers; re-running it reads the
     # per-request entries, among them a damaged one of toy_mc's
     stage_key = next(k for k in inline if k.startswith("inference:") and b"[[" in inline_value(cache, k))
-    request_key = next(k for k in inline
-                       if k.startswith("request:") and isinstance(decode(inline_value(cache, k)), list))
+    request_key = next(
+        k for k in inline if k.startswith("request:") and isinstance(decode(inline_value(cache, k)), list)
+    )
 
     update_value(cache, stage_key, inline_value(cache, stage_key).replace(b"true", b"fals", 1))  # bad checksum
     update_value(cache, request_key, inline_value(cache, request_key)[:-4])  # truncated

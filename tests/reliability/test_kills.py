@@ -22,7 +22,14 @@ import pytest
 
 from evalflow.cache.store import CacheStore
 from tests.reliability.harness import (
-    Zygote, calls, pid_alive, request_keys, results_of, samples_of, toy_args, wait_for,
+    Zygote,
+    calls,
+    pid_alive,
+    request_keys,
+    results_of,
+    samples_of,
+    toy_args,
+    wait_for,
 )
 
 PAUSE = 0.06  # seconds each instrumented stage / file write waits after announcing itself
@@ -46,8 +53,9 @@ def schedule(rng: random.Random, chunks: int) -> list[Moment]:
         Moment("prompts", stage("fewshot"), rng.uniform(0, PAUSE * 1.5)),
         Moment("prompts", stage("instances", "toy_gen"), rng.uniform(0, PAUSE * 1.5)),
     ]
-    moments += [Moment("inference", f"call {rng.randint(1, chunks - 1)}", rng.uniform(0, CHUNK * DELAY * 1.2))
-                for _ in range(7)]
+    moments += [
+        Moment("inference", f"call {rng.randint(1, chunks - 1)}", rng.uniform(0, CHUNK * DELAY * 1.2)) for _ in range(7)
+    ]
     moments += [
         Moment("scoring", stage("filters", "toy_gen"), rng.uniform(0, PAUSE * 1.5)),
         Moment("scoring", stage("metrics"), rng.uniform(0, PAUSE * 1.5)),
@@ -82,8 +90,12 @@ def play(zygote: Zygote, library: Path, round_dir: Path, moment: Moment, expecte
     cache, killed_dir = round_dir / "cache", round_dir / "killed"
     events, log = round_dir / "events", round_dir / "calls"
     round_dir.mkdir()
-    env = {"EVALFLOW_TEST_EVENTS": str(events), "EVALFLOW_TEST_PAUSE": str(PAUSE),
-           "EVALFLOW_TEST_CALL_LOG": str(log), "EVALFLOW_TEST_DELAY": str(DELAY)}
+    env = {
+        "EVALFLOW_TEST_EVENTS": str(events),
+        "EVALFLOW_TEST_PAUSE": str(PAUSE),
+        "EVALFLOW_TEST_CALL_LOG": str(log),
+        "EVALFLOW_TEST_DELAY": str(DELAY),
+    }
     child = zygote.start(toy_args(library, cache, killed_dir, f"chunk_size={CHUNK}"), round_dir / "killed.out", env)
     if wait_for(lambda: happened(moment, events, log), lambda: pid_alive(child.pid)):
         time.sleep(moment.offset)
@@ -103,8 +115,11 @@ def play(zygote: Zygote, library: Path, round_dir: Path, moment: Moment, expecte
     finally:
         store.close()
     rerun_dir, rerun_log = round_dir / "rerun", round_dir / "rerun-calls"
-    status = zygote.run(toy_args(library, cache, rerun_dir, f"chunk_size={CHUNK}"), round_dir / "rerun.out",
-                        {"EVALFLOW_TEST_CALL_LOG": str(rerun_log)})
+    status = zygote.run(
+        toy_args(library, cache, rerun_dir, f"chunk_size={CHUNK}"),
+        round_dir / "rerun.out",
+        {"EVALFLOW_TEST_CALL_LOG": str(rerun_log)},
+    )
     context += (round_dir / "rerun.out").read_text()[-2000:]
     assert status == 0, context
     assert results_of(rerun_dir)["results"] == expected.results, context
@@ -129,8 +144,9 @@ def test_twenty_kills_each_rerun_is_complete_and_recomputes_nothing_persisted(
     toy_library: Path, tmp_path: Path, zygotes: list[Zygote]
 ) -> None:
     ref_dir = tmp_path / "reference"
-    assert zygotes[0].run(toy_args(toy_library, tmp_path / "ref-cache", ref_dir), tmp_path / "ref.out") == 0, \
-        (tmp_path / "ref.out").read_text()
+    assert zygotes[0].run(toy_args(toy_library, tmp_path / "ref-cache", ref_dir), tmp_path / "ref.out") == 0, (
+        tmp_path / "ref.out"
+    ).read_text()
     total = len(request_keys(tmp_path / "ref-cache"))
     assert total == 200  # toy_mc: 40 docs x 4 choices; toy_gen: 40 generations
     expected = Expected(results_of(ref_dir)["results"], samples_of(ref_dir), total)
@@ -138,8 +154,10 @@ def test_twenty_kills_each_rerun_is_complete_and_recomputes_nothing_persisted(
     moments = list(enumerate(schedule(random.Random(20240605), total // CHUNK)))
 
     def play_half(half: int) -> list[str | None]:
-        return [play(zygotes[half], toy_library, tmp_path / f"round{i:02d}", moment, expected)
-                for i, moment in moments[half::2]]
+        return [
+            play(zygotes[half], toy_library, tmp_path / f"round{i:02d}", moment, expected)
+            for i, moment in moments[half::2]
+        ]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         landed = [phase for phases in pool.map(play_half, (0, 1)) for phase in phases if phase]

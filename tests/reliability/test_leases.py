@@ -11,12 +11,12 @@ import threading
 import time
 from pathlib import Path
 
-from evalflow.commands.cache import main as cache_main
 from evalflow.cache.codec import decode, encode
 from evalflow.cache.store import LEASE, CacheStore, Holder
+from evalflow.commands.cache import main as cache_main
+from evalflow.core.records import Request
 from evalflow.dag.answer_cache import CachedModel, request_key
 from evalflow.models.dummy import DummyModel
-from evalflow.records import Request
 
 
 def dead_pid() -> int:

@@ -25,11 +25,19 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-
-_WARM = ("datasets.packaged_modules.json.json", "scipy.sparse", "scipy.io", "charset_normalizer", "numpy.testing",
-         "fileinput", "rich._emoji_codes", "encodings.idna")
+_WARM = (
+    "datasets.packaged_modules.json.json",
+    "scipy.sparse",
+    "scipy.io",
+    "charset_normalizer",
+    "numpy.testing",
+    "fileinput",
+    "rich._emoji_codes",
+    "encodings.idna",
+)
 
 
 def _event(line: str) -> None:
@@ -87,7 +95,7 @@ def child(job: dict[str, Any]) -> None:
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:  # noqa: BLE001 - report anything, as the interpreter would
+    except BaseException:
         traceback.print_exc()
     finally:
         sys.stdout.flush()
@@ -97,12 +105,13 @@ def child(job: dict[str, Any]) -> None:
 
 def main() -> None:
     import datasets  # noqa: F401 - the expensive imports, done once
-    import evalflow.commands.main  # noqa: F401
-    import evalflow.app  # noqa: F401
-    import evalflow.config.compose  # noqa: F401
-    import evalflow.output.table  # noqa: F401
-    import evalflow.stages  # noqa: F401
     import hydra  # noqa: F401
+
+    import evalflow.commands.main
+    import evalflow.config.compose
+    import evalflow.output.table
+    import evalflow.run.phases
+    import evalflow.stages  # noqa: F401
     import tests.support.models  # noqa: F401
 
     for name in _WARM:  # what datasets' streaming patches import on the first load_dataset

@@ -24,13 +24,15 @@ from evalflow.sandbox import sandbox
 from evalflow.sandbox.bubblewrap import probe_message
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBE = ("import os, sys\nfrom evalflow.sandbox import Limits, run_program, sandbox\n"
-         "box = sandbox('bwrap')\n"
-         "print(box.unavailable())\n"
-         "prefix = os.path.realpath(sys.prefix)\n"
-         "print(run_program(box, f'import os, sys\\nassert os.path.realpath(sys.prefix) == {prefix!r}', "
-         "Limits(wall_seconds=20)))\n"
-         "print(run_program(box, 'assert False', Limits(wall_seconds=20)))\n")
+PROBE = (
+    "import os, sys\nfrom evalflow.sandbox import Limits, run_program, sandbox\n"
+    "box = sandbox('bwrap')\n"
+    "print(box.unavailable())\n"
+    "prefix = os.path.realpath(sys.prefix)\n"
+    "print(run_program(box, f'import os, sys\\nassert os.path.realpath(sys.prefix) == {prefix!r}', "
+    "Limits(wall_seconds=20)))\n"
+    "print(run_program(box, 'assert False', Limits(wall_seconds=20)))\n"
+)
 needs_bwrap = pytest.mark.skipif(sandbox("bwrap").unavailable() is not None, reason="bubblewrap cannot run here")
 
 
@@ -44,8 +46,13 @@ def tmp_venv() -> Iterator[Path]:
     try:
         venv = folder / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-        purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                 capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+        purelib = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.strip()
         adds = "".join(f"import site; site.addsitedir({path!r})\n" for path in site.getsitepackages())
         (Path(purelib) / "running_environment.pth").write_text(adds)
         yield venv
@@ -57,7 +64,9 @@ def _probe(python: str, cwd: Path) -> None:
     """Run :data:`PROBE` with ``python`` (as typed, from ``cwd``): the sandbox is available, runs a
     program as this venv (its ``sys.prefix``) and fails a failing one."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([python, "-c", PROBE], check=False, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+    done = subprocess.run(
+        [python, "-c", PROBE], check=False, capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["None", "True", "False"], done.stdout
 

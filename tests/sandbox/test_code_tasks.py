@@ -121,14 +121,21 @@ def test_a_taken_backend_name_is_refused() -> None:
 
 
 @needs_bwrap
-def test_the_run_records_which_sandbox_ran_the_programs_and_explain_names_a_change(runner: Runner, code_library: Path) -> None:
+def test_the_run_records_which_sandbox_ran_the_programs_and_explain_names_a_change(
+    runner: Runner, code_library: Path
+) -> None:
     from evalflow.insight.explain import explain
     from evalflow.output.run_summary import summary_lines
 
     _, first, folder_a = _run(runner, code_library)
     _, second, folder_b = _run(runner, code_library, code_sandbox="subprocess")
     box_a, box_b = first["code_execution"]["sandbox"], second["code_execution"]["sandbox"]
-    assert (box_a["backend"], box_a["tasks"], box_b["backend"], box_b["tasks"]) == ("bwrap", ["toy_code"], "subprocess", ["toy_code"])
+    assert (box_a["backend"], box_a["tasks"], box_b["backend"], box_b["tasks"]) == (
+        "bwrap",
+        ["toy_code"],
+        "subprocess",
+        ["toy_code"],
+    )
     assert (box_a["about"], box_b["about"]) == (sandbox("bwrap").description, sandbox("subprocess").description)
     assert "bubblewrap" in box_a["about"] and "no isolation" in box_b["about"]
     assert first["code_execution"]["side_envs"] == []
@@ -137,26 +144,49 @@ def test_the_run_records_which_sandbox_ran_the_programs_and_explain_names_a_chan
     summary = [line for line in summary_lines(folder_b) if line.startswith("code execution")]
     assert len(summary) == 1 and "(toy_code) run in the sandbox 'subprocess' (code_sandbox)" in summary[0]
     lines = explain(folder_b, folder_a)
-    assert any(line.startswith("toy_code metrics re-ran: ") and 'sandbox.backend: "bwrap" → "subprocess"' in line for line in lines)
+    assert any(
+        line.startswith("toy_code metrics re-ran: ") and 'sandbox.backend: "bwrap" → "subprocess"' in line
+        for line in lines
+    )
     assert f"toy_code code ran differently than in {folder_a}: " in "\n".join(lines)
     _, only_gen, _ = runner(task="toy_gen")
     assert only_gen["code_execution"] == {"sandbox": None, "side_envs": []}
 
 
-def test_the_summary_prints_the_sandbox_once_and_show_prints_a_tasks(code_library: Path, tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_summary_prints_the_sandbox_once_and_show_prints_a_tasks(
+    code_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from evalflow.commands.show import main as show
     from tests.test_cli import base_args, cli
 
     args = base_args(code_library, tmp_path / "cache")
     args[2] = "task=[toy_code,toy_gen]"
-    done = cli(args + ["limit=2", "confirm_unsafe_code=true", "trust_task_code=true", "code_sandbox=subprocess",
-                       f"hydra.run.dir={tmp_path / 'run'}"])
+    done = cli(
+        args
+        + [
+            "limit=2",
+            "confirm_unsafe_code=true",
+            "trust_task_code=true",
+            "code_sandbox=subprocess",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ]
+    )
     assert done.returncode == 0, done.stderr
     printed = [line for line in done.stdout.splitlines() if line.startswith("code execution:")]
-    assert printed == ["code execution: the programs the model wrote (toy_code) run in the sandbox 'subprocess' "
-                       f"(code_sandbox): {sandbox('subprocess').description}"]
-    show(["task=toy_code", f"include_path=[{code_library}]", f"cache_dir={tmp_path / 'cache'}", "n=1",
-          "confirm_unsafe_code=true", "trust_task_code=true", "code_sandbox=subprocess"])
+    assert printed == [
+        "code execution: the programs the model wrote (toy_code) run in the sandbox 'subprocess' "
+        f"(code_sandbox): {sandbox('subprocess').description}"
+    ]
+    show(
+        [
+            "task=toy_code",
+            f"include_path=[{code_library}]",
+            f"cache_dir={tmp_path / 'cache'}",
+            "n=1",
+            "confirm_unsafe_code=true",
+            "trust_task_code=true",
+            "code_sandbox=subprocess",
+        ]
+    )
     out = capsys.readouterr().out
     assert "code execution: the programs the model wrote run in the sandbox 'subprocess' (code_sandbox)" in out

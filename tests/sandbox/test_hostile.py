@@ -22,8 +22,9 @@ import pytest
 from evalflow.sandbox import Limits, run_program, sandbox, using
 from evalflow.scoring.code_exec import candidate_passes, pass_at_k
 
-pytestmark = pytest.mark.skipif(sandbox("bwrap").unavailable() is not None,
-                                reason=f"bubblewrap cannot run here: {sandbox('bwrap').unavailable()}")
+pytestmark = pytest.mark.skipif(
+    sandbox("bwrap").unavailable() is not None, reason=f"bubblewrap cannot run here: {sandbox('bwrap').unavailable()}"
+)
 
 SECRET = "EVALFLOW_TEST_SECRET"
 TEST = "assert ok()"
@@ -46,8 +47,10 @@ def test_infinite_loop_is_killed_at_the_wall_clock() -> None:
 
 
 def test_fork_bomb_hits_the_process_limit() -> None:
-    bomb = ("import posix\nwhile True:\n    try:\n        posix.fork()\n    except OSError:\n        posix._exit(1)\n"
-            "def ok():\n    return True")
+    bomb = (
+        "import posix\nwhile True:\n    try:\n        posix.fork()\n    except OSError:\n        posix._exit(1)\n"
+        "def ok():\n    return True"
+    )
     started = time.monotonic()
     assert not _passes(bomb, timeout=3.0)
     assert time.monotonic() - started < 10
@@ -95,7 +98,9 @@ def test_network_connection_to_a_loopback_server_fails() -> None:
     thread = threading.Thread(target=accept)
     thread.start()
     try:
-        attack = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\ndef ok():\n    return True"
+        attack = (
+            f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\ndef ok():\n    return True"
+        )
         assert not _passes(attack)
     finally:
         server.close()
@@ -106,15 +111,21 @@ def test_network_connection_to_a_loopback_server_fails() -> None:
 def test_environment_secret_of_the_parent_is_not_visible(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SECRET, "hunter2")
     assert not _passes(f"import os\ndef ok():\n    return os.environ.get({SECRET!r}) == 'hunter2'")
-    assert not _passes("import os\ndef ok():\n    return any(b'hunter2' in open(f'/proc/{p}/environ', 'rb').read()\n"
-                       "               for p in os.listdir('/proc') if p.isdigit())")
+    assert not _passes(
+        "import os\ndef ok():\n    return any(b'hunter2' in open(f'/proc/{p}/environ', 'rb').read()\n"
+        "               for p in os.listdir('/proc') if p.isdigit())"
+    )
 
 
-@pytest.mark.parametrize("attack", [
-    "import os, posix, signal\nposix.kill(os.getppid(), signal.SIGKILL)",
-    "import posix, signal\nposix.kill(-1, signal.SIGKILL)",
-    f"import posix, signal\nposix.kill({os.getpid()}, signal.SIGKILL)",
-], ids=["parent", "every_process", "evaluator_pid"])  # ids without the pid: xdist workers collect the same names
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "import os, posix, signal\nposix.kill(os.getppid(), signal.SIGKILL)",
+        "import posix, signal\nposix.kill(-1, signal.SIGKILL)",
+        f"import posix, signal\nposix.kill({os.getpid()}, signal.SIGKILL)",
+    ],
+    ids=["parent", "every_process", "evaluator_pid"],
+)  # ids without the pid: xdist workers collect the same names
 def test_killing_the_parent_ends_only_the_sandbox(attack: str) -> None:
     assert not _passes(attack + "\ndef ok():\n    return True")
     assert _passes("def ok():\n    return True")  # this process (the evaluator) is alive and still scoring
@@ -123,7 +134,9 @@ def test_killing_the_parent_ends_only_the_sandbox(attack: str) -> None:
 def test_hostile_candidates_score_as_failures_among_good_ones() -> None:
     good = "def ok():\n    return True"
     with using("bwrap"):
-        scores = pass_at_k([TEST], [[good, "while True: pass", "import os, posix\nposix.kill(os.getppid(), 9)", good]], k=[1, 4])
+        scores = pass_at_k(
+            [TEST], [[good, "while True: pass", "import os, posix\nposix.kill(os.getppid(), 9)", good]], k=[1, 4]
+        )
     assert scores == {"pass@1": 0.5, "pass@4": 1.0}
 
 

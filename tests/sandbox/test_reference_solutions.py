@@ -35,8 +35,9 @@ def _scope(n: int) -> list[int]:
     return list(range(n)) if FULL else sorted(set(range(0, n, 8)) | {i for i in MBPP_WRONG if i < n})
 
 
-def _passed(task_name: str, solution: str, only: list[int] | None = None,
-            timeout: float = DEFAULT_TIMEOUT) -> tuple[list[int], list[int]]:
+def _passed(
+    task_name: str, solution: str, only: list[int] | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[list[int], list[int]]:
     """The documents tried and the indices of those whose solution passes the task's test program."""
     task = all_yaml_tasks()[task_name]
     every = load_docset(task, SHARED_MAP).docs

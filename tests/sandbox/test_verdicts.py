@@ -26,17 +26,22 @@ TRICKS = {
     "builtin exit(0)": "exit(0)\n",
     "raise SystemExit": "raise SystemExit\n",
     "atexit handler os._exit(0)": "import atexit, os\natexit.register(lambda: os._exit(0))\n",
-    "__del__ os._exit(0)": ("import os\nclass Bye:\n    def __del__(self):\n        os._exit(0)\n"
-                            "keep = Bye()\n"),
-    "'passed' to every fd 0-20": ("import os\nfor fd in range(21):\n    try:\n        os.write(fd, b'passed\\n')\n"
-                                  "    except OSError:\n        pass\n"),
-    "rebinding os.write": ("import os\n_write = os.write\n"
-                           "os.write = lambda fd, data: _write(fd, data.replace(b'failed', b'passed'))\n"),
+    "__del__ os._exit(0)": ("import os\nclass Bye:\n    def __del__(self):\n        os._exit(0)\nkeep = Bye()\n"),
+    "'passed' to every fd 0-20": (
+        "import os\nfor fd in range(21):\n    try:\n        os.write(fd, b'passed\\n')\n"
+        "    except OSError:\n        pass\n"
+    ),
+    "rebinding os.write": (
+        "import os\n_write = os.write\nos.write = lambda fd, data: _write(fd, data.replace(b'failed', b'passed'))\n"
+    ),
 }
 """Each trick, placed between the wrong answer and the test."""
 
-CASES = {"canonical solution": (PROMPT + CANONICAL, True), "wrong answer": (PROMPT + WRONG, False),
-         **{trick: (PROMPT + WRONG + code, False) for trick, code in TRICKS.items()}}
+CASES = {
+    "canonical solution": (PROMPT + CANONICAL, True),
+    "wrong answer": (PROMPT + WRONG, False),
+    **{trick: (PROMPT + WRONG + code, False) for trick, code in TRICKS.items()},
+}
 """name -> (candidate, code_eval's verdict)."""
 
 
@@ -63,10 +68,12 @@ def test_the_issue_completion_scores_zero(backend: str) -> None:
 
 
 def test_the_guard_disables_what_code_evals_guard_does() -> None:
-    guarded = ("import builtins, os, shutil, subprocess\n"
-               "assert builtins.exit is None and os.kill is None and os.system is None and os.unlink is None\n"
-               "assert shutil.rmtree is None and subprocess.Popen is None and os.getcwd is None\n"
-               "try:\n    import resource\nexcept ImportError:\n    pass\nelse:\n    raise AssertionError\n")
+    guarded = (
+        "import builtins, os, shutil, subprocess\n"
+        "assert builtins.exit is None and os.kill is None and os.system is None and os.unlink is None\n"
+        "assert shutil.rmtree is None and subprocess.Popen is None and os.getcwd is None\n"
+        "try:\n    import resource\nexcept ImportError:\n    pass\nelse:\n    raise AssertionError\n"
+    )
     assert run_program(sandbox("subprocess"), guarded, Limits(wall_seconds=10))
 
 

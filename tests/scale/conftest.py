@@ -3,7 +3,7 @@ Ray test joins through ``ray_address``; about 15 s and 0.7 GiB to start on the C
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

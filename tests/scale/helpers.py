@@ -5,20 +5,29 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from evalflow.app import run
 from evalflow.config.compose import compose_settings
+from evalflow.run.phases import run
 
 
-def run_once(library: Path, cache: Path, folder: Path, task: str = "toy_mc", model: dict[str, Any] | None = None,
-             preset: str = "dummy", **values: Any) -> tuple[dict, dict]:
+def run_once(
+    library: Path,
+    cache: Path,
+    folder: Path,
+    task: str = "toy_mc",
+    model: dict[str, Any] | None = None,
+    preset: str = "dummy",
+    **values: Any,
+) -> tuple[dict, dict]:
     """One run into ``folder``: (results, manifest)."""
     overrides = [f"++model.{k}={v}" for k, v in (model or {}).items()]
     settings = compose_settings(
-        task=task, preset=preset, overrides=overrides,
+        task=task,
+        preset=preset,
+        overrides=overrides,
         values={"include_path": [str(library)], "cache_dir": str(cache), "bootstrap_iters": 0, **values},
     )
     results = run(settings, folder)

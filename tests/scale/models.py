@@ -16,11 +16,12 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
+from evalflow.core.records import Request
 from evalflow.models.dummy import DummyModel
-from evalflow.records import Request
 from tests.support.models import BatchingModel
 
 HOLD_LIMIT = 120.0  # seconds a held call waits to be killed before it fails the run

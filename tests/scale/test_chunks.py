@@ -5,14 +5,18 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evalflow.core.records import Request
 from evalflow.dag.answer_cache import _length_order
-from evalflow.records import Request
 from evalflow.scale.chunks import GENERATED_WEIGHT, family, plan_chunks, work
 
 
 def _requests(shape: list[int]) -> list[tuple[int, Request]]:
     """``shape[i]`` continuations for context i, in the edge's order."""
-    reqs = [Request("loglikelihood", (f"context {i} " + "x" * (i % 3), f" choice {j}")) for i, n in enumerate(shape) for j in range(n)]
+    reqs = [
+        Request("loglikelihood", (f"context {i} " + "x" * (i % 3), f" choice {j}"))
+        for i, n in enumerate(shape)
+        for j in range(n)
+    ]
     return list(enumerate(sorted(reqs, key=_length_order)))
 
 
@@ -66,9 +70,14 @@ def test_a_served_model_gets_small_chunks_unless_the_run_sets_them() -> None:
     (answering each request as it arrives) 64, any other 512; a set ``chunk_size`` wins for both."""
     from types import SimpleNamespace
 
-    from evalflow.run_parts import chunk_size
     from evalflow.models.registry import model_class
+    from evalflow.run.parts import chunk_size
 
     unset, eight = SimpleNamespace(chunk_size=None), SimpleNamespace(chunk_size=8)
-    assert [chunk_size(unset, model_class(t)) for t in ("openai_completions", "openai_chat", "dummy", "hf")] == [64, 64, 512, 512]
+    assert [chunk_size(unset, model_class(t)) for t in ("openai_completions", "openai_chat", "dummy", "hf")] == [
+        64,
+        64,
+        512,
+        512,
+    ]
     assert chunk_size(eight, model_class("openai_completions")) == chunk_size(eight, model_class("dummy")) == 8

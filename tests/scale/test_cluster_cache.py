@@ -9,17 +9,17 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from evalflow.cache import filesystem
 from evalflow.cache.store import ALIVE, CacheStore, Holder
+from evalflow.core.records import Request
 from evalflow.dag.answer_cache import CachedModel
 from evalflow.errors import CacheError
 from evalflow.models.dummy import DummyModel
-from evalflow.records import Request
 from tests.scale.helpers import outcome, run_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,9 @@ def test_a_cache_dir_on_a_network_file_system_is_refused(tmp_path: Path, monkeyp
         assert kind in filesystem.NETWORK_TYPES
 
 
-def test_merge_of_two_half_runs_equals_one_whole_run(toy_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_merge_of_two_half_runs_equals_one_whole_run(
+    toy_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """A two-task run split over two nodes (one task each, each its own cache), merged: the same
     cache as the whole run on one node, and a third run on it computes nothing."""
     run_once(toy_library, tmp_path / "whole", tmp_path / "w", task=["toy_mc", "toy_gen"])
@@ -45,7 +47,9 @@ def test_merge_of_two_half_runs_equals_one_whole_run(toy_library: Path, tmp_path
     run_once(toy_library, tmp_path / "shard-b", tmp_path / "b", task="toy_gen")
     from evalflow.commands.cache import main
 
-    assert main(["merge", str(tmp_path / "shard-a"), str(tmp_path / "shard-b"), f"cache_dir={tmp_path / 'merged'}"]) == 0
+    assert (
+        main(["merge", str(tmp_path / "shard-a"), str(tmp_path / "shard-b"), f"cache_dir={tmp_path / 'merged'}"]) == 0
+    )
     assert "0 damaged" in capsys.readouterr().out
     whole = _entries(tmp_path / "whole")
     assert _entries(tmp_path / "merged") == whole and len(whole) > 200
@@ -58,7 +62,9 @@ def test_merge_of_two_half_runs_equals_one_whole_run(toy_library: Path, tmp_path
     assert "0 entries copied" in capsys.readouterr().out and _entries(tmp_path / "merged") == whole
 
 
-def test_damaged_entries_in_a_shard_are_skipped_and_counted(toy_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_damaged_entries_in_a_shard_are_skipped_and_counted(
+    toy_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     run_once(toy_library, tmp_path / "shard", tmp_path / "a", limit=10)
     with sqlite3.connect(tmp_path / "shard" / "cache.db") as conn:
         key, value = conn.execute("SELECT key, value FROM Cache WHERE tag = 'request' AND value IS NOT NULL").fetchone()
@@ -67,7 +73,9 @@ def test_damaged_entries_in_a_shard_are_skipped_and_counted(toy_library: Path, t
 
     assert main(["merge", str(tmp_path / "shard"), f"cache_dir={tmp_path / 'merged'}"]) == 0
     assert "1 damaged and skipped" in capsys.readouterr().out
-    assert key not in _keys(tmp_path / "merged") and len(_keys(tmp_path / "merged")) == len(_keys(tmp_path / "shard")) - 1
+    assert (
+        key not in _keys(tmp_path / "merged") and len(_keys(tmp_path / "merged")) == len(_keys(tmp_path / "shard")) - 1
+    )
 
 
 def test_merge_refuses_a_folder_that_is_not_a_cache(tmp_path: Path) -> None:
@@ -77,7 +85,9 @@ def test_merge_refuses_a_folder_that_is_not_a_cache(tmp_path: Path) -> None:
         main(["merge", str(tmp_path), f"cache_dir={tmp_path / 'dst'}"])
 
 
-def test_a_lease_of_a_dead_process_on_another_host_is_taken_over_at_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_lease_of_a_dead_process_on_another_host_is_taken_over_at_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     store = CacheStore(tmp_path)
     remote = Holder(host="node-b.cluster", pid=4242)
     reqs = [Request("loglikelihood", (f"q{i}", " a")) for i in range(4)]
@@ -137,16 +147,24 @@ def test_a_killed_holder_on_another_host_is_dead_once_its_heartbeat_expires(tmp_
         "with s.heartbeat(h, ttl=2.0):\n"
         "    s.claim(iter(['k']), h, 1, ttl=3600); print('leased', flush=True); time.sleep(600)\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "leased"
         store = CacheStore(tmp_path)
         assert store.claim(iter(["k"]), Holder(), 1, ttl=3600).busy == ["k"]
         proc.kill()
         proc.wait(timeout=30)
-        wait_for(lambda: store.claim(iter(["k"]), Holder(), 1, ttl=3600).claimed == ["k"],
-                 "claim of the lease once the heartbeat expired", 30)
+        wait_for(
+            lambda: store.claim(iter(["k"]), Holder(), 1, ttl=3600).claimed == ["k"],
+            "claim of the lease once the heartbeat expired",
+            30,
+        )
         store.close()
     finally:
         proc.kill()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from evalflow.records import Request
+from evalflow.core.records import Request
 from evalflow.scale import dispatch
 from evalflow.scale.dispatch import answered_each
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from evalflow.core.records import Request
 from evalflow.dag.answer_cache import CachedModel, RequestProgress
 from evalflow.models.dummy import DummyModel
-from evalflow.records import Request
 from tests.scale.helpers import run_once
 
 
@@ -22,7 +22,9 @@ def NO_HEARTBEAT(tick: object, period: float) -> types.SimpleNamespace:
 
 
 def test_one_chunk_reports_its_real_rate(caplog: pytest.LogCaptureFixture) -> None:
-    progress = RequestProgress(stream=io.StringIO(), clock=lambda: 500.0, timer=NO_HEARTBEAT)  # no time passes but the chunk's own
+    progress = RequestProgress(
+        stream=io.StringIO(), clock=lambda: 500.0, timer=NO_HEARTBEAT
+    )  # no time passes but the chunk's own
     with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
         progress(64, 64, 2.0)  # all 64 requests in one chunk that took 2 s
     assert [r.getMessage() for r in caplog.records] == ["inference: 64/64 requests, 32 requests/s"]
@@ -39,7 +41,9 @@ def test_the_edge_reports_chunk_durations_so_no_run_says_zero(caplog: pytest.Log
     from evalflow.cache.store import CacheStore
 
     store = CacheStore(tmp_path)
-    edge = CachedModel(store, "slowish", lambda: Slowish(), chunk_size=64, on_chunk=RequestProgress(stream=io.StringIO()))
+    edge = CachedModel(
+        store, "slowish", lambda: Slowish(), chunk_size=64, on_chunk=RequestProgress(stream=io.StringIO())
+    )
     with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
         edge.loglikelihood([Request("loglikelihood", (f"q{i}", " a")) for i in range(10)])
     store.close()
@@ -56,7 +60,9 @@ def test_a_fully_cached_run_counts_its_cached_requests(toy_library: Path, tmp_pa
     assert again["inference"] == {"requests": 200, "computed": 0, "cached": 200}
     assert again["workers"] == {} and sum(w["requests"] for w in first["workers"].values()) == 200
     # one task served whole from the stage cache, the other's requests from the request cache
-    _, mixed = run_once(toy_library, tmp_path / "cache", tmp_path / "c", task=["toy_mc", "toy_gen"], gen_kwargs={"max_gen_toks": 7})
+    _, mixed = run_once(
+        toy_library, tmp_path / "cache", tmp_path / "c", task=["toy_mc", "toy_gen"], gen_kwargs={"max_gen_toks": 7}
+    )
     assert mixed["inference"] == {"requests": 200, "computed": 40, "cached": 160}
 
 

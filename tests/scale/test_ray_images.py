@@ -21,8 +21,16 @@ def test_two_workers_equal_one_on_an_image_task(ray_cluster: str, tmp_path: Path
     seen = {}
     for workers in (1, 2):
         folder = tmp_path / f"w{workers}"
-        _, manifest = run_once(library, tmp_path / f"cache{workers}", folder, task="toy_vqa", model={"type": VISION},
-                               workers=workers, ray_address=ray_cluster, chunk_size=2)
+        _, manifest = run_once(
+            library,
+            tmp_path / f"cache{workers}",
+            folder,
+            task="toy_vqa",
+            model={"type": VISION},
+            workers=workers,
+            ray_address=ray_cluster,
+            chunk_size=2,
+        )
         assert manifest["inference"] == {"requests": 8, "computed": 8, "cached": 0}
         assert len(manifest["workers"]) == workers
         seen[workers] = outcome(folder)

@@ -17,10 +17,10 @@ class FakeRay:
     def __init__(self) -> None:
         self.seen: dict[str, Any] = {}
 
-    def remote(self, *args: Any) -> "FakeRay":
+    def remote(self, *args: Any) -> FakeRay:
         return self
 
-    def options(self, **options: Any) -> "FakeRay":
+    def options(self, **options: Any) -> FakeRay:
         self.seen = options
         return self
 
@@ -54,7 +54,9 @@ def test_only_models_answering_each_request_overlap() -> None:
     from evalflow.models.base import feature
     from evalflow.models.registry import model_class
 
-    assert feature(model_class("openai_completions"), "ANSWERS_EACH") and feature(model_class("openai_chat"), "ANSWERS_EACH")
+    assert feature(model_class("openai_completions"), "ANSWERS_EACH") and feature(
+        model_class("openai_chat"), "ANSWERS_EACH"
+    )
     assert not feature(model_class("hf"), "ANSWERS_EACH") and not feature(model_class("dummy"), "ANSWERS_EACH")
 
 
@@ -83,7 +85,7 @@ def test_chunks_are_dealt_to_each_actor_in_turn() -> None:
             self.answer = self
             self.index = index
 
-        def options(self, num_returns: str) -> "Actor":
+        def options(self, num_returns: str) -> Actor:
             assert num_returns == "streaming"  # answers come back as the replica's model hands them over
             return self
 
@@ -100,4 +102,4 @@ def test_chunks_are_dealt_to_each_actor_in_turn() -> None:
     del inflight[next(k for k, v in inflight.items() if v[0] == 1)]  # actor 1 finished a chunk
     dispatch._deal("loglikelihood", inflight, lambda: next(chunks, None))
     dispatch._deal("loglikelihood", inflight, lambda: next(chunks, None))
-    assert dealt[2 * QUEUED_OVERLAPPING:] == [1]
+    assert dealt[2 * QUEUED_OVERLAPPING :] == [1]

@@ -39,12 +39,21 @@ def saved(monkeypatch: pytest.MonkeyPatch) -> list[Done]:
     return seen
 
 
-def test_replicas_stream_each_batch_to_the_driver(ray_cluster: str, toy_library: Path, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replicas_stream_each_batch_to_the_driver(
+    ray_cluster: str, toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_once(toy_library, tmp_path / "ref-cache", tmp_path / "reference", model={"type": HELD}, limit=20)
     dones = saved(monkeypatch)
-    _, manifest = run_once(toy_library, tmp_path / "cache", tmp_path / "run", model={"type": HELD, "delay": DELAY},
-                           limit=20, workers=2, ray_address=ray_cluster, chunk_size=CHUNK)
+    _, manifest = run_once(
+        toy_library,
+        tmp_path / "cache",
+        tmp_path / "run",
+        model={"type": HELD, "delay": DELAY},
+        limit=20,
+        workers=2,
+        ray_address=ray_cluster,
+        chunk_size=CHUNK,
+    )
     assert manifest["inference"]["computed"] == REQUESTS
     chunks = REQUESTS // CHUNK
     # parts of a chunk were saved before the chunk ended, and each chunk's end was counted once
@@ -56,8 +65,9 @@ def test_replicas_stream_each_batch_to_the_driver(ray_cluster: str, toy_library:
     assert outcome(tmp_path / "run") == outcome(tmp_path / "reference")
 
 
-def test_a_dead_actors_chunk_is_finished_by_its_replacement(ray_cluster: str, toy_library: Path, tmp_path: Path,
-                                                            caplog: pytest.LogCaptureFixture) -> None:
+def test_a_dead_actors_chunk_is_finished_by_its_replacement(
+    ray_cluster: str, toy_library: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The first batch that is the 3rd of its chunk holds until its actor is killed: the two
     batches of that chunk answered before it are saved, so the replacement actor computes only
     the held batch and the one after it; every request is answered once more at most than in
@@ -67,8 +77,16 @@ def test_a_dead_actors_chunk_is_finished_by_its_replacement(ray_cluster: str, to
     cache, hold, log = tmp_path / "cache", tmp_path / "hold", tmp_path / "batches"
     model = {"type": HELD, "delay": DELAY, "log": str(log), "hold": str(hold), "hold_batch": 3}
     with killing_the_holder(hold) as killed, caplog.at_level(logging.WARNING, logger="evalflow.scale.ray_workers"):
-        _, manifest = run_once(toy_library, cache, tmp_path / "run", model=model, limit=20, workers=2,
-                               ray_address=ray_cluster, chunk_size=CHUNK)
+        _, manifest = run_once(
+            toy_library,
+            cache,
+            tmp_path / "run",
+            model=model,
+            limit=20,
+            workers=2,
+            ray_address=ray_cluster,
+            chunk_size=CHUNK,
+        )
     assert len(killed) == 1 and killed[0]["requests"] == BATCH, killed
     assert [r for r in caplog.records if "died" in r.getMessage()], "the run never saw its worker die"
     assert manifest["inference"] == {"requests": REQUESTS, "computed": REQUESTS, "cached": 0}

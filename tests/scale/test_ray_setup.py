@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import socket
 import subprocess
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -22,7 +22,7 @@ from evalflow.errors import ConfigError
 
 pytest.importorskip("ray", reason="Ray is not installed: pip install 'evalflow[ray]'")
 
-from evalflow.scale.ray_workers import RayDispatch, check_reachable, shortfall  # noqa: E402
+from evalflow.scale.ray_workers import RayDispatch, check_reachable, shortfall
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,8 +33,20 @@ def evalflow(tmp_path: Path, *overrides: str, env: dict[str, str] | None = None)
     base = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     short = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay under 108 bytes
     base.update({"PYTHONPATH": str(ROOT), "RAY_TMPDIR": short})
-    cmd = [sys.executable, "-m", "evalflow", "model=dummy", "task=arith_mc", "limit=8", "chunk_size=8", "workers=2",
-           f"cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={tmp_path / 'run'}", "bootstrap_iters=0", *overrides]
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalflow",
+        "model=dummy",
+        "task=arith_mc",
+        "limit=8",
+        "chunk_size=8",
+        "workers=2",
+        f"cache_dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        "bootstrap_iters=0",
+        *overrides,
+    ]
     try:
         return subprocess.run(cmd, cwd=ROOT, env={**base, **(env or {})}, capture_output=True, text=True, timeout=300)
     finally:
@@ -77,7 +89,9 @@ def test_auto_without_a_cluster_on_this_machine_is_a_clear_error(monkeypatch: py
 
     monkeypatch.setattr(ray_workers, "import_ray", lambda: NoCluster)
     dispatch = RayDispatch({"type": "dummy"}, workers=2, address="auto")
-    with pytest.raises(ConfigError, match="ray_address=auto: Could not find any running Ray instance.*ray start --head"):
+    with pytest.raises(
+        ConfigError, match="ray_address=auto: Could not find any running Ray instance.*ray start --head"
+    ):
         dispatch._start()
 
 
@@ -102,7 +116,9 @@ def test_a_joined_cluster_too_small_is_a_warning(ray_cluster: str, caplog: pytes
     """A cluster may have an autoscaler, so joining one that is too small for now only warns."""
     import ray
 
-    dispatch = RayDispatch({"type": "dummy"}, workers=2, resources={"num_cpus": 1000, "tpu_slice": 1}, address=ray_cluster)
+    dispatch = RayDispatch(
+        {"type": "dummy"}, workers=2, resources={"num_cpus": 1000, "tpu_slice": 1}, address=ray_cluster
+    )
     with caplog.at_level(logging.WARNING, logger="evalflow.scale.ray_workers"):
         dispatch._check_capacity(ray)
     assert "need 2000 CPU (the cluster has 4), 2 tpu_slice (the cluster has 0)" in caplog.text

@@ -8,19 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.app import task_settings
-from evalflow.run_parts import model_edge
 from evalflow.cache.store import CacheStore
 from evalflow.config.compose import compose_settings
 from evalflow.dag.runner import plan
 from evalflow.errors import ConfigError
+from evalflow.run.parts import model_edge
+from evalflow.run.phases import task_settings
 from evalflow.taskspec.catalog.index import TaskIndex
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _settings(tmp_path: Path, **values: object):
-    return compose_settings(task="arith_mc", preset="dummy", overrides=[], values={"cache_dir": str(tmp_path), **values})
+    return compose_settings(
+        task="arith_mc", preset="dummy", overrides=[], values={"cache_dir": str(tmp_path), **values}
+    )
 
 
 def test_no_scale_out_setting_enters_a_cache_key(tmp_path: Path) -> None:
@@ -51,7 +53,10 @@ def test_worker_resources_become_ray_actor_options() -> None:
 
     assert actor_options({}) == {"num_cpus": 1}
     assert actor_options({"num_gpus": 1, "num_cpus": 4, "accelerator_A100": 1}) == {
-        "num_cpus": 4, "num_gpus": 1, "resources": {"accelerator_A100": 1}}
+        "num_cpus": 4,
+        "num_gpus": 1,
+        "resources": {"accelerator_A100": 1},
+    }
 
 
 def test_one_worker_and_a_fully_cached_run_never_import_ray(tmp_path: Path) -> None:
@@ -65,8 +70,14 @@ def test_one_worker_and_a_fully_cached_run_never_import_ray(tmp_path: Path) -> N
         "assert 'ray' not in sys.modules, 'a fully cached workers=4 run imported ray'\n"
         "print('no ray')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cache")], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "cache")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("no ray")
 
@@ -74,7 +85,7 @@ def test_one_worker_and_a_fully_cached_run_never_import_ray(tmp_path: Path) -> N
 def test_readme_overrides_compose() -> None:
     """`workers=8 worker_resources='{num_gpus: 1}' ray_address=auto` as typed on the command line."""
     from evalflow.config.compose import compose_config
-    from evalflow.settings import settings_from_config
+    from evalflow.config.settings import settings_from_config
 
     cfg = compose_config(["model=dummy", "workers=8", "worker_resources={num_gpus: 1}", "ray_address=auto"])
     s = settings_from_config(cfg)

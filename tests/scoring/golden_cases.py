@@ -122,9 +122,7 @@ def process_cases() -> list[dict[str, Any]]:
             "docs": [
                 _mc(0, 2, arc, [-5.0, -4.0, -9.0, -6.0], [False, True, False, False]),
                 _mc(1, 0, arc, [-3.0, -3.0, -8.0, -3.0]),  # tie: argmax takes the first
-                _mc(
-                    2, "photosynthesis", arc, [-10.0, -11.0, -12.0, -20.0]
-                ),  # string target; acc_norm differs
+                _mc(2, "photosynthesis", arc, [-10.0, -11.0, -12.0, -20.0]),  # string target; acc_norm differs
                 _mc(3, 7, arc, [-1.0, -2.0, -3.0, -4.0]),  # label outside the choices: -100
                 _mc(4, 1, ["é", "ee"], [-2.0, -2.1], [True, False]),  # chars vs bytes
                 _mc(5, 1, arc, [float("nan"), -1.0, -2.0, -3.0]),  # NaN: numpy argmax picks it
@@ -133,9 +131,7 @@ def process_cases() -> list[dict[str, Any]]:
         {
             "id": "mc_all_metrics",
             "output_type": "multiple_choice",
-            "metric_list": [
-                {"metric": m} for m in ("acc", "acc_norm", "acc_bytes", "exact_match", "brier_score")
-            ],
+            "metric_list": [{"metric": m} for m in ("acc", "acc_norm", "acc_bytes", "exact_match", "brier_score")],
             "docs": [
                 _mc(0, 1, ["ü", "uu", "abc"], [-3.0, -2.5, -4.0], [False, True, False]),
                 _mc(1, 0, ["ü", "uu", "abc"], [-3.0, -3.2, -8.0], [True, False, False]),
@@ -610,12 +606,30 @@ def decontamination_cases() -> list[dict[str, Any]]:
     ]
     train = sorted(["capital city of 17", "does a spider 3", "blue is another 9", "red is two 4"])
     return [
-        {"id": "field", "docs": docs, "doc_to_text": "Q: {{question}}", "query": "question",
-         "ngram_size": 3, "train_ngrams": train},
-        {"id": "default_text", "docs": docs, "doc_to_text": "{{question}} {{passage}}", "query": None,
-         "ngram_size": 3, "train_ngrams": train},
-        {"id": "literal_template", "docs": docs, "doc_to_text": "Q", "query": "{{passage|tojson}}",
-         "ngram_size": 3, "train_ngrams": train},
+        {
+            "id": "field",
+            "docs": docs,
+            "doc_to_text": "Q: {{question}}",
+            "query": "question",
+            "ngram_size": 3,
+            "train_ngrams": train,
+        },
+        {
+            "id": "default_text",
+            "docs": docs,
+            "doc_to_text": "{{question}} {{passage}}",
+            "query": None,
+            "ngram_size": 3,
+            "train_ngrams": train,
+        },
+        {
+            "id": "literal_template",
+            "docs": docs,
+            "doc_to_text": "Q",
+            "query": "{{passage|tojson}}",
+            "ngram_size": 3,
+            "train_ngrams": train,
+        },
     ]
 
 

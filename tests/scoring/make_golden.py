@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from golden_cases import CASES  # noqa: E402
-from scoring_golden import GOLDEN, run_oracle  # noqa: E402
+from golden_cases import CASES
+from scoring_golden import GOLDEN, run_oracle
 
 
 def main() -> None:
@@ -30,9 +30,7 @@ def main() -> None:
             "generated_by": "lm-eval 0.4.13 (tests/scoring/peer_oracle.py via make_golden.py)",
             "cases": [{"input": c, "expected": a} for c, a in zip(cases, answers)],
         }
-        (GOLDEN / f"{kind}.json").write_text(
-            json.dumps(body, indent=1, allow_nan=True, ensure_ascii=False) + "\n"
-        )
+        (GOLDEN / f"{kind}.json").write_text(json.dumps(body, indent=1, allow_nan=True, ensure_ascii=False) + "\n")
         print(f"{kind}: {len(cases)} cases")
 
 

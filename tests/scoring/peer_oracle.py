@@ -100,14 +100,9 @@ def run_filters(case):
     docs = case["docs"]
     out = {}
     for entry in case["filter_list"]:
-        components = [
-            [f["function"], {k: v for k, v in f.items() if k != "function"}] for f in entry["filter"]
-        ]
+        components = [[f["function"], {k: v for k, v in f.items() if k != "function"}] for f in entry["filter"]]
         ensemble = build_filter_ensemble(entry["name"], components)
-        insts = [
-            types.SimpleNamespace(resps=list(r), doc=d, filtered_resps={})
-            for r, d in zip(case["resps"], docs)
-        ]
+        insts = [types.SimpleNamespace(resps=list(r), doc=d, filtered_resps={}) for r, d in zip(case["resps"], docs)]
         ensemble.apply(insts)
         out[entry["name"]] = plain([i.filtered_resps[entry["name"]] for i in insts])
     return out
@@ -154,7 +149,7 @@ def run_decontamination(case):
     from lm_eval.decontamination.decontaminate import get_train_overlap
 
     docs = _Docs(case["docs"])
-    docs.features = {k: None for k in case["docs"][0]}
+    docs.features = dict.fromkeys(case["docs"][0])
     config = {
         "task": case["id"],
         "output_type": "generate_until",

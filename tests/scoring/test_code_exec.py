@@ -49,8 +49,12 @@ def test_pass_at_1_takes_lm_eval_mbpp_forms() -> None:
 
 
 def test_registered_under_lm_eval_names_and_hashed_into_the_metrics_key() -> None:
-    task = TaskConfig(task="t", output_type="generate_until", unsafe_code=True,
-                      metric_list=[{"metric": "pass_at_k", "k": [1]}, {"metric": "pass_at_1"}])
+    task = TaskConfig(
+        task="t",
+        output_type="generate_until",
+        unsafe_code=True,
+        metric_list=[{"metric": "pass_at_k", "k": [1]}, {"metric": "pass_at_1"}],
+    )
     assert {"pass_at_k", "pass_at_1"} <= set(METRICS.names())
     assert set(metric_components(task)) == {"metric 'pass_at_k'", "metric 'pass_at_1'"}
     assert runs_code(task)

@@ -11,19 +11,19 @@ from typing import Any
 
 import pytest
 
-from evalflow.app import task_settings
+from evalflow.config.settings import settings_from_config
 from evalflow.dag.runner import plan
 from evalflow.errors import TaskError
-from evalflow.load_checks import check_selection
+from evalflow.run.load_checks import check_selection
+from evalflow.run.phases import task_settings
 from evalflow.scoring import task_pipelines
 from evalflow.scoring.filters import task_code_filters
-from evalflow.settings import settings_from_config
 from evalflow.taskspec.catalog.index import TaskIndex
 from evalflow.taskspec.format.spec import TaskConfig
 
 pytest.importorskip("lm_eval")
 
-FILTER_MODULE = '''\
+FILTER_MODULE = """\
 from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
@@ -39,7 +39,7 @@ class Suffix(Filter):
 
 def process_results(doc, results):
     return {"exact_match": float(results[0] == doc["answer"])}
-'''
+"""
 
 TASK = """\
 include: toy_gen.yaml
@@ -111,14 +111,17 @@ def _lmeval_filtered(filter_list: Any, docs: list[dict]) -> list[Any]:
     return [inst.filtered_resps[entry["name"]] for inst in instances]
 
 
-@pytest.mark.skipif(any(importlib.util.find_spec(p) is None for p in ACP_PACKAGES),
-                    reason="acpbench's task code needs lark, tarski, pddl and kstar-planner (lm-eval[acpbench])")
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(p) is None for p in ACP_PACKAGES),
+    reason="acpbench's task code needs lark, tarski, pddl and kstar-planner (lm-eval[acpbench])",
+)
 def test_acpbench_tasks_of_both_copies_load_and_filter_as_lm_eval() -> None:
     import lm_eval
 
     library = Path(os.path.dirname(lm_eval.__file__)) / "tasks" / "acpbench"
     selection = TaskIndex.build([str(library)], builtin=False).resolve(
-        ["acp_app_gen", "acp_app_gen_with_pddl", "acp_nexta_gen"])
+        ["acp_app_gen", "acp_app_gen_with_pddl", "acp_nexta_gen"]
+    )
     check_selection(selection, None)  # two modules register ACP_grammar_filter: each task gets its own
     docs = [{} for _ in RESPONSES]
     for task in selection.tasks:

@@ -106,9 +106,7 @@ def test_bootstrap_in_memory_blocks_keeps_the_same_draws(monkeypatch: pytest.Mon
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=2, max_size=25))
 def test_bulk_mcc_equals_scalar_mcc_on_any_labels(pairs: list[tuple[int, int]]) -> None:
-    assert bootstrap.bootstrap_stderr(matthews_corrcoef, pairs, 200) == lm_eval_bootstrap(
-        matthews_corrcoef, pairs, 200
-    )
+    assert bootstrap.bootstrap_stderr(matthews_corrcoef, pairs, 200) == lm_eval_bootstrap(matthews_corrcoef, pairs, 200)
 
 
 @settings(max_examples=25, deadline=None)

@@ -7,8 +7,17 @@ import importlib
 
 import pytest
 
-MODULES = ["aggregations", "filters", "filters_tagging", "groups", "metrics", "process", "task_aggregation", "components",
-           "code_exec"]
+MODULES = [
+    "aggregations",
+    "filters",
+    "filters_tagging",
+    "groups",
+    "metrics",
+    "process",
+    "task_aggregation",
+    "components",
+    "code_exec",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -34,8 +34,7 @@ from tests.scoring.scoring_golden import (
 
 def _ids(kind: str) -> list[str]:
     return [
-        str(c["input"].get("id") or c["input"].get("group") or c["input"].get("aggregation"))
-        for c in load_golden(kind)
+        str(c["input"].get("id") or c["input"].get("group") or c["input"].get("aggregation")) for c in load_golden(kind)
     ]
 
 
@@ -82,9 +81,7 @@ def run_process(case: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("golden", load_golden("process"), ids=_ids("process"))
 def test_process_case_matches_lm_eval(golden: dict[str, Any]) -> None:
     actual, expected = run_process(golden["input"]), golden["expected"]
-    assert normal(actual["filtered"]) == normal(expected["filtered"]) or same(
-        actual["filtered"], expected["filtered"]
-    )
+    assert normal(actual["filtered"]) == normal(expected["filtered"]) or same(actual["filtered"], expected["filtered"])
     assert same(actual["rows"], expected["rows"]), (normal(actual["rows"]), expected["rows"])
     if "metrics" in expected:
         assert same(actual["metrics"], expected["metrics"], rel=1e-9), (
@@ -97,9 +94,7 @@ def test_process_case_matches_lm_eval(golden: dict[str, Any]) -> None:
 @pytest.mark.parametrize("golden", load_golden("filters"), ids=_ids("filters"))
 def test_filter_case_matches_lm_eval(golden: dict[str, Any]) -> None:
     case = golden["input"]
-    actual = {
-        p.name: list(p.apply(case["resps"], case["docs"])) for p in build_pipelines(case["filter_list"])
-    }
+    actual = {p.name: list(p.apply(case["resps"], case["docs"])) for p in build_pipelines(case["filter_list"])}
     assert normal(actual) == golden["expected"]
 
 

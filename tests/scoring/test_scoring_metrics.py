@@ -23,9 +23,7 @@ from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 
 def _task(output_type: str, metric_list: list[dict[str, Any]] | None = None, **kw: Any) -> TaskConfig:
-    return TaskConfig(
-        task="t", output_type=output_type, metric_list=tuple(metric_list) if metric_list else None, **kw
-    )
+    return TaskConfig(task="t", output_type=output_type, metric_list=tuple(metric_list) if metric_list else None, **kw)
 
 
 MC_ALL = _task(
@@ -107,9 +105,7 @@ def test_acc_mutual_info_subtracts_the_unconditional_loglikelihoods() -> None:
 
 def test_multiple_targets_count_any_gold() -> None:
     task = _task("multiple_choice", [{"metric": "acc"}, {"metric": "exact_match"}])
-    row = score_document(
-        task, {}, [(-4.0, False), (-3.0, True), (-5.0, False)], target=[1, 2], choices=["a", "b", "c"]
-    )
+    row = score_document(task, {}, [(-4.0, False), (-3.0, True), (-5.0, False)], target=[1, 2], choices=["a", "b", "c"])
     assert row == {"acc": 1.0, "exact_match": 1}
 
 
@@ -128,16 +124,10 @@ def test_generate_until_exact_match_options_and_casts() -> None:
         "generate_until",
         [{"metric": "exact_match", "ignore_case": True, "regexes_to_ignore": [",", "\\$", "(?s).*#### "]}],
     )
-    assert score_document(gsm, {}, ["$1,234"], target="so...\n#### 1234", choices=None) == {
-        "exact_match": 1.0
-    }
+    assert score_document(gsm, {}, ["$1,234"], target="so...\n#### 1234", choices=None) == {"exact_match": 1.0}
     plain = _task("generate_until")
-    assert score_document(plain, {}, ["42"], target=42, choices=None) == {
-        "exact_match": 1.0
-    }  # gold cast to str
-    assert score_document(plain, {}, [""], target="", choices=None) == {
-        "exact_match": 1.0
-    }  # empty generation
+    assert score_document(plain, {}, ["42"], target=42, choices=None) == {"exact_match": 1.0}  # gold cast to str
+    assert score_document(plain, {}, [""], target="", choices=None) == {"exact_match": 1.0}  # empty generation
     assert score_document(plain, {}, [""], target="x", choices=None) == {"exact_match": 0.0}
     assert score_document(plain, {}, ["beta"], target=1, choices=["alpha", "beta"]) == {"exact_match": 1.0}
 
@@ -159,8 +149,11 @@ def test_generate_until_passthrough_metrics_keep_gold_and_prediction() -> None:
 
 
 def test_process_results_function_ref_is_called_with_doc_and_results(tmp_path: Path) -> None:
-    ref = _function(tmp_path / "utils.py", "score",
-                    "def score(doc, results):\n    return {'hit': float(results[0] == doc['answer']), 'n': len(results)}\n")
+    ref = _function(
+        tmp_path / "utils.py",
+        "score",
+        "def score(doc, results):\n    return {'hit': float(results[0] == doc['answer']), 'n': len(results)}\n",
+    )
     task = _task(
         "generate_until",
         [{"metric": "hit", "aggregation": "mean", "higher_is_better": True}],
@@ -173,9 +166,7 @@ def test_process_results_function_ref_is_called_with_doc_and_results(tmp_path: P
 
 def test_only_requested_metrics_are_returned() -> None:
     task = _task("multiple_choice", [{"metric": "acc_norm"}])
-    assert score_document(task, {}, [(-1.0, False), (-2.0, False)], target=0, choices=["a", "b"]) == {
-        "acc_norm": 1.0
-    }
+    assert score_document(task, {}, [(-1.0, False), (-2.0, False)], target=0, choices=["a", "b"]) == {"acc_norm": 1.0}
 
 
 @pytest.mark.parametrize(
@@ -185,8 +176,10 @@ def test_only_requested_metrics_are_returned() -> None:
         ([{"aggregation": "mean"}], "needs a 'metric' key"),
         ([{"metric": "acc", "aggregation": "meen"}], "unknown aggregation 'meen'"),
         ([{"metric": "exact_match", "ignore_cas": True}], "does not take option"),
-        ([{"metric": "exact_match", "ignore_case": True, "ignore_punctuaton": True}],
-         r"does not take option\(s\) ignore_punctuaton \('ignore_punctuaton': did you mean 'ignore_punctuation'\?\); it"),
+        (
+            [{"metric": "exact_match", "ignore_case": True, "ignore_punctuaton": True}],
+            r"does not take option\(s\) ignore_punctuaton \('ignore_punctuaton': did you mean 'ignore_punctuation'\?\); it",
+        ),
         ([{"metric": "exact_match", "aggregaton": "mean"}], "has a key 'aggregaton'; did you mean 'aggregation'"),
         ([{"metric": "exact_match", "hf_evaluate": True}], "hub"),
     ],
@@ -240,10 +233,7 @@ def test_registered_metric_aggregation_and_filter_used_from_task_config() -> Non
     )
     (pipeline,) = build_pipelines(task.filter_list)
     outputs = pipeline.apply([["ab"], ["abc"]], [{}, {}])
-    rows = [
-        score_document(task, {}, [out], target=gold, choices=None)
-        for out, gold in zip(outputs, ["AB!", "abcd"])
-    ]
+    rows = [score_document(task, {}, [out], target=gold, choices=None) for out, gold in zip(outputs, ["AB!", "abcd"])]
     assert rows == [{"test_len_ratio": 2.0, "exact_match": 1.0}, {"test_len_ratio": 2.0, "exact_match": 0.0}]
     values, higher = aggregate_task(task, {"loud": rows})
     assert values == {
@@ -256,8 +246,11 @@ def test_registered_metric_aggregation_and_filter_used_from_task_config() -> Non
 
 
 def test_dict_returning_metric_keys_inherit_its_aggregation(tmp_path: Path) -> None:
-    ref = _function(tmp_path / "passk.py", "pass_at_k",
-                    "def pass_at_k(references, predictions, k=None):\n    return {f'pass@{k[0]}': float(predictions[0][0] == 'ok')}\n")
+    ref = _function(
+        tmp_path / "passk.py",
+        "pass_at_k",
+        "def pass_at_k(references, predictions, k=None):\n    return {f'pass@{k[0]}': float(predictions[0][0] == 'ok')}\n",
+    )
     task = _task(
         "generate_until",
         [{"metric": ref, "aggregation": "median", "higher_is_better": True, "k": [1]}],

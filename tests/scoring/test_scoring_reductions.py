@@ -59,17 +59,25 @@ def test_pass_at_k_refuses_a_graded_metric() -> None:
 def test_names_resolve_k_from_repeats_or_the_name() -> None:
     reds = parse_reductions(["pass@k", "pass@2", "maj@k", "mean", "max", "first"], 8, "t.yaml")
     assert [(r.name, r.k, r.output_name("em")) for r in reds] == [
-        ("pass@k", 8, "em_pass@8"), ("pass@k", 2, "em_pass@2"), ("maj@k", 8, "em_maj@8"),
-        ("mean", 8, "em_mean@8"), ("max", 8, "em_max@8"), ("first", 8, "em")]
+        ("pass@k", 8, "em_pass@8"),
+        ("pass@k", 2, "em_pass@2"),
+        ("maj@k", 8, "em_maj@8"),
+        ("mean", 8, "em_mean@8"),
+        ("max", 8, "em_max@8"),
+        ("first", 8, "em"),
+    ]
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ("pass@9", "between 1 and the task's repeats (8)"),
-    ("pass@0", "between 1 and the task's repeats"),
-    ("majority", "unknown reduction 'majority'"),
-    ([], "a name or a list of names"),
-    (["pass@k", "pass@8"], "pass@8 twice"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("pass@9", "between 1 and the task's repeats (8)"),
+        ("pass@0", "between 1 and the task's repeats"),
+        ("majority", "unknown reduction 'majority'"),
+        ([], "a name or a list of names"),
+        (["pass@k", "pass@8"], "pass@8 twice"),
+    ],
+)
 def test_bad_names_name_the_place_and_the_fix(value: object, message: str) -> None:
     with pytest.raises(TaskError, match=r"t\.yaml"):
         parse_reductions(value, 8, "t.yaml")

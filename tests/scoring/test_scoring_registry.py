@@ -45,9 +45,7 @@ def test_builtin_components_are_registered() -> None:
         "f1",
         "matthews_corrcoef",
     } <= set(AGGREGATIONS.names())
-    assert {"take_first", "regex", "majority_vote", "multi_choice_regex", "custom", "map"} <= set(
-        FILTERS.names()
-    )
+    assert {"take_first", "regex", "majority_vote", "multi_choice_regex", "custom", "map"} <= set(FILTERS.names())
     assert METRICS.get("acc_norm").aggregation == "mean" and METRICS.get("ter").higher_is_better is False
 
 

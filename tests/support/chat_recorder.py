@@ -28,7 +28,7 @@ class ChatRecorder:
         assert self.server is not None
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def __enter__(self) -> "ChatRecorder":
+    def __enter__(self) -> ChatRecorder:
         rec = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,8 +42,16 @@ class ChatRecorder:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 rec.bodies.append(json.loads(raw))
                 text = "answer " + hashlib.sha256(raw).hexdigest()[:8]
-                self._reply({"id": "x", "object": "chat.completion", "model": rec.model, "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]})
+                self._reply(
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "model": rec.model,
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                        ],
+                    }
+                )
 
             def _reply(self, payload: Any) -> None:
                 data = json.dumps(payload).encode()

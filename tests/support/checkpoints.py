@@ -9,11 +9,12 @@ Used as ``model.type=tests.support.checkpoints:ArithCheckpoint model.skill=0.5``
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import xxhash
 
-from evalflow.records import Request
+from evalflow.core.records import Request
 
 _QUESTION = re.compile(r"What is (\d+) ([+-]) (\d+)\?")
 

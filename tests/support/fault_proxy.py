@@ -50,7 +50,7 @@ class FaultProxy:
         assert self.server is not None
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def start(self) -> "FaultProxy":
+    def start(self) -> FaultProxy:
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from evalflow.records import Request
+from evalflow.core.records import Request
 from tests.support.models import CountingModel
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalflow.records import Request
+from evalflow.core.records import Request
 
 FEW_SHOT = "Question: What is two plus two?\nAnswer: four\n\nQuestion: What is 1 + 1?\nAnswer: 2\n\n"
 """Two worked examples in front of several questions: a prefix the rows of a decode step share."""

@@ -25,9 +25,9 @@ from __future__ import annotations
 import os
 import select
 import signal
-from typing import Sequence
+from collections.abc import Sequence
 
-from evalflow.records import Request
+from evalflow.core.records import Request
 from tests.support.models import CountingModel
 
 HELD = "tests.support.hold:HeldModel"
@@ -103,7 +103,7 @@ class Hold:
             os.close(fd)
         self._open = []
 
-    def __enter__(self) -> "Hold":
+    def __enter__(self) -> Hold:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -45,8 +45,17 @@ def rows(n: int, seed: int = 0) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
         digit, shape, colour = rng.randrange(10), rng.choice(SHAPES), rng.choice(sorted(_shapes_images().COLOURS))
-        out.append({"id": i, "image": draw(digit, shape, colour), "digit": str(digit), "shape": shape,
-                    "colour": colour, "question": "What colour is the shape?", "answer": colour})
+        out.append(
+            {
+                "id": i,
+                "image": draw(digit, shape, colour),
+                "digit": str(digit),
+                "shape": shape,
+                "colour": colour,
+                "question": "What colour is the shape?",
+                "answer": colour,
+            }
+        )
     return out
 
 
@@ -65,8 +74,9 @@ def write_parquet(data: list[dict[str, Any]], path: Path) -> Path:
     """The rows as a parquet file with a datasets ``Image`` column, as hub image datasets are."""
     import datasets
 
-    features = datasets.Features({k: datasets.Image() if k == "image" else datasets.Value("int64" if k == "id" else "string")
-                                  for k in data[0]})
+    features = datasets.Features(
+        {k: datasets.Image() if k == "image" else datasets.Value("int64" if k == "id" else "string") for k in data[0]}
+    )
     datasets.Dataset.from_list(data, features=features).to_parquet(str(path))
     return path
 
@@ -98,7 +108,9 @@ metadata:
 
 def write_task(folder: Path, name: str, data: Path, builder: str = "parquet", doc_to_image: str = "[image]") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.yaml").write_text(VQA_YAML.format(name=name, builder=builder, data=data, doc_to_image=doc_to_image))
+    (folder / f"{name}.yaml").write_text(
+        VQA_YAML.format(name=name, builder=builder, data=data, doc_to_image=doc_to_image)
+    )
     return folder
 
 
@@ -111,6 +123,11 @@ def path_image_task(tmp_path: Path, n: int = 6) -> tuple[Path, Path]:
     for r in data:
         r["image"].save(pictures / f"{r['id']}.png")
     path = tmp_path / "test.jsonl"
-    path.write_text("".join(json.dumps({**{k: v for k, v in r.items() if k != "image"},
-                                        "image_path": str(pictures / f"{r['id']}.png")}) + "\n" for r in data))
+    path.write_text(
+        "".join(
+            json.dumps({**{k: v for k, v in r.items() if k != "image"}, "image_path": str(pictures / f"{r['id']}.png")})
+            + "\n"
+            for r in data
+        )
+    )
     return write_task(tmp_path / "tasks", "toy_paths", path, builder="json", doc_to_image="image_path"), pictures

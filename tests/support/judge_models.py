@@ -7,11 +7,12 @@ whose verdicts follow from the prompt, both counting the requests they answer.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
+from evalflow.core.records import Request
 from evalflow.models.dummy import DummyModel
 from evalflow.models.hf import HFModel
-from evalflow.records import Request
 
 
 class ScriptedAnswerer(DummyModel):
@@ -24,7 +25,11 @@ class ScriptedAnswerer(DummyModel):
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
-        return {"type": "scripted-answerer", "answers": sorted(cls.ANSWERS.items()), "sampled": sorted(cls.SAMPLED.items())}
+        return {
+            "type": "scripted-answerer",
+            "answers": sorted(cls.ANSWERS.items()),
+            "sampled": sorted(cls.SAMPLED.items()),
+        }
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
         ScriptedAnswerer.calls += len(requests)
@@ -79,9 +84,9 @@ class SharedHF(HFModel):
     than judging 5 answers, so a test of several runs pays for one load. Answers, and the cache
     identity (the HF backend's, plus this file's code), are the plain HFModel's."""
 
-    _built: ClassVar[dict[str, "SharedHF"]] = {}
+    _built: ClassVar[dict[str, SharedHF]] = {}
 
-    def __new__(cls, *args: Any, **config: Any) -> "SharedHF":
+    def __new__(cls, *args: Any, **config: Any) -> SharedHF:
         key = repr((args, sorted(config.items())))
         if key not in cls._built:
             cls._built[key] = super().__new__(cls)

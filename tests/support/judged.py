@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalflow.app import run
 from evalflow.config.compose import compose_settings
+from evalflow.run.phases import run
 from tests.support.judge_models import ScriptedAnswerer, ScriptedJudge
 
 ANSWERER = "tests.support.judge_models:ScriptedAnswerer"
@@ -59,14 +59,18 @@ class Judged:
     def __init__(self, tmp_path: Path, n: int = N, model: str = '{type: "' + JUDGE + '"}') -> None:
         self.root, self.docs, self.model = tmp_path, n, model
         data = tmp_path / "test.jsonl"
-        data.write_text("".join(json.dumps({"question": f"What is {i} plus 1?", "answer": right(i)}) + "\n" for i in range(n)))
+        data.write_text(
+            "".join(json.dumps({"question": f"What is {i} plus 1?", "answer": right(i)}) + "\n" for i in range(n))
+        )
         (tmp_path / "tasks").mkdir()
         self.yaml = tmp_path / "tasks" / "judged.yaml"
         self.write()
         self.answers({i: right(i) if i % 4 else "wrong" for i in range(n)})
         self.n = 0
 
-    def write(self, prompt: str = PROMPT, parser: str = PARSER, policy: str = "", repeats: str = "", tokens: int = 8) -> None:
+    def write(
+        self, prompt: str = PROMPT, parser: str = PARSER, policy: str = "", repeats: str = "", tokens: int = 8
+    ) -> None:
         text = TASK_YAML.format(data=self.root / "test.jsonl", model=self.model, prompt=prompt, tokens=tokens)
         self.yaml.write_text(text.replace("PARSER", parser).replace("POLICY", policy).replace("REPEATS", repeats))
 
@@ -76,8 +80,17 @@ class Judged:
     def __call__(self, **values: Any) -> tuple[dict, dict, Path]:
         self.n += 1
         folder = self.root / "outputs" / f"run{self.n}"
-        settings = compose_settings(task="judged", preset="dummy", overrides=[f"model.type={ANSWERER}"], values={
-            "include_path": [str(self.yaml.parent)], "cache_dir": str(self.root / "cache"), "bootstrap_iters": 0, **values})
+        settings = compose_settings(
+            task="judged",
+            preset="dummy",
+            overrides=[f"model.type={ANSWERER}"],
+            values={
+                "include_path": [str(self.yaml.parent)],
+                "cache_dir": str(self.root / "cache"),
+                "bootstrap_iters": 0,
+                **values,
+            },
+        )
         ScriptedJudge.reset()
         ScriptedAnswerer.calls = 0
         results = run(settings, folder)

@@ -42,12 +42,12 @@ import asyncio
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import httptools
 import orjson
-
 
 LOGPROBS = tuple(-(k + 1) / 50 for k in range(97))  # a constant of the formula, not of any request
 
@@ -73,17 +73,33 @@ def choice(index: int, prompt: Any, echo: bool) -> dict[str, Any]:
     if not echo:
         return {"index": index, "text": f" answer {sum(tokens) % 7}", "finish_reason": "stop"}
     names = [str(t) for t in tokens] + ["g"]
-    values: list[float | None] = [None] + [LOGPROBS[(31 * t + 7 * i) % 97] for i, t in enumerate(tokens[1:], 1)] + [-0.5]
+    values: list[float | None] = (
+        [None] + [LOGPROBS[(31 * t + 7 * i) % 97] for i, t in enumerate(tokens[1:], 1)] + [-0.5]
+    )
     tops: list[dict[str, float] | None] = [None] + [{n: v} for n, v in zip(names[1:], values[1:])]  # type: ignore[misc]
-    return {"index": index, "text": "g", "logprobs": {"tokens": names, "token_logprobs": values,
-            "top_logprobs": tops, "text_offset": list(range(len(names)))}, "finish_reason": "length"}
+    return {
+        "index": index,
+        "text": "g",
+        "logprobs": {
+            "tokens": names,
+            "token_logprobs": values,
+            "top_logprobs": tops,
+            "text_offset": list(range(len(names))),
+        },
+        "finish_reason": "length",
+    }
 
 
 def answer(body: dict[str, Any], model: str) -> bytes:
     """The JSON answer to a completion request's body."""
     echo = bool(body.get("echo"))
-    return orjson.dumps({"object": "text_completion", "model": model,
-                         "choices": [choice(i, p, echo) for i, p in enumerate(_prompts(body))]})
+    return orjson.dumps(
+        {
+            "object": "text_completion",
+            "model": model,
+            "choices": [choice(i, p, echo) for i, p in enumerate(_prompts(body))],
+        }
+    )
 
 
 STATUS = {200: b"200 OK", 400: b"400 Bad Request", 404: b"404 Not Found", 405: b"405 Method Not Allowed"}
@@ -92,15 +108,17 @@ STATUS = {200: b"200 OK", 400: b"400 Bad Request", 404: b"404 Not Found", 405: b
 def response(status: int, body: bytes, keep_alive: bool) -> bytes:
     """An HTTP/1.1 response with a JSON body."""
     close = b"" if keep_alive else b"Connection: close\r\n"
-    return (b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n"
-            % (STATUS[status], len(body), close)) + body
+    return (
+        b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n"
+        % (STATUS[status], len(body), close)
+    ) + body
 
 
 @dataclass(eq=False)
 class Exchange:
     """One request on a connection, its answer once ready (``None``: not yet), in arrival order."""
 
-    conn: "Connection"
+    conn: Connection
     arrival: float  # time.monotonic() when its first bytes were read
     keep_alive: bool
     out: bytes | None = None
@@ -112,7 +130,7 @@ class Exchange:
 class Connection(asyncio.Protocol):
     """HTTP/1.1 on one connection: ``httptools`` calls ``on_*`` as it parses; answers go out in order."""
 
-    def __init__(self, server: "LatencyServer") -> None:
+    def __init__(self, server: LatencyServer) -> None:
         self.server = server
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
@@ -167,8 +185,16 @@ class Connection(asyncio.Protocol):
 
 
 class LatencyServer:
-    def __init__(self, latency: float = 0.05, *, model: str = "loopback", hold_until: int = 0,
-                 starve_seconds: float = 1.0, die_after: int | None = None, record: bool = False) -> None:
+    def __init__(
+        self,
+        latency: float = 0.05,
+        *,
+        model: str = "loopback",
+        hold_until: int = 0,
+        starve_seconds: float = 1.0,
+        die_after: int | None = None,
+        record: bool = False,
+    ) -> None:
         self.latency, self.model, self.hold_until = latency, model, hold_until
         self.starve_seconds, self.die_after = starve_seconds, die_after
         self.answered = self.in_flight = self.max_in_flight = self.starved = 0
@@ -185,14 +211,18 @@ class LatencyServer:
         self._thread: threading.Thread | None = None
         self.port = 0
         self._routes: dict[tuple[bytes, bytes], Callable[[Exchange, bytes], None]] = {
-            (b"POST", b"/v1/completions"): self._completion, (b"GET", b"/v1/models"): self._models,
-            (b"GET", b"/stats"): self._stats, (b"POST", b"/reset"): self._reset, (b"GET", b"/recorded"): self._recorded}
+            (b"POST", b"/v1/completions"): self._completion,
+            (b"GET", b"/v1/models"): self._models,
+            (b"GET", b"/stats"): self._stats,
+            (b"POST", b"/reset"): self._reset,
+            (b"GET", b"/recorded"): self._recorded,
+        }
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "LatencyServer":
+    def start(self) -> LatencyServer:
         ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True, name="latency-server")
         self._thread.start()
@@ -201,8 +231,7 @@ class LatencyServer:
 
     def _serve(self, ready: threading.Event) -> None:
         asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(
-            self._loop.create_server(lambda: Connection(self), "127.0.0.1", 0))
+        self._server = self._loop.run_until_complete(self._loop.create_server(lambda: Connection(self), "127.0.0.1", 0))
         self.port = self._server.sockets[0].getsockname()[1]
         ready.set()
         self._loop.run_forever()
@@ -222,8 +251,16 @@ class LatencyServer:
         exchange.conn.respond(exchange, 200, orjson.dumps(value))
 
     def _stats(self, exchange: Exchange, body: bytes) -> None:
-        self._json(exchange, {"answered": self.answered, "first": self.first, "last": self.last,
-                              "max_in_flight": self.max_in_flight, "late": self.late})
+        self._json(
+            exchange,
+            {
+                "answered": self.answered,
+                "first": self.first,
+                "last": self.last,
+                "max_in_flight": self.max_in_flight,
+                "late": self.late,
+            },
+        )
 
     def _reset(self, exchange: Exchange, body: bytes) -> None:
         self.answered = self.max_in_flight = 0
@@ -299,6 +336,7 @@ class LatencyServer:
 
     def stop(self) -> None:
         """Close the listening socket and every connection, end the loop and its thread."""
+
         def end() -> None:
             if self._server is not None:
                 self._server.close()
@@ -327,8 +365,9 @@ def build_tokenizer(folder: Any) -> str:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     corpus = ["Question: What is the answer? Answer: the quick brown fox jumps over the lazy dog 0123456789"] * 4
-    tok.train_from_iterator(corpus, trainer=trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "</s>"],
-                                                                show_progress=False))
+    tok.train_from_iterator(
+        corpus, trainer=trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "</s>"], show_progress=False)
+    )
     PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>").save_pretrained(str(folder))
     return str(folder)
 

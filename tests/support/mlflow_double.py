@@ -39,7 +39,7 @@ class ReadOnlyMlflow:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "ReadOnlyMlflow":
+    def __enter__(self) -> ReadOnlyMlflow:
         self.thread.start()
         return self
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from evalflow.core.records import Request
 from evalflow.models.dummy import DummyModel
-from evalflow.records import Request
 
 
 class CountingModel(DummyModel):
@@ -183,8 +184,12 @@ class VisionCountingModel(CountingModel):
         for r in requests:
             visual = r.args[2]["visual"]
             VisionCountingModel.images_seen.extend(visual)
-            out.append(" ".join(f"{im.width}x{im.height}:{sum(im.convert('L').tobytes()) // (im.width * im.height)}"
-                                for im in visual))
+            out.append(
+                " ".join(
+                    f"{im.width}x{im.height}:{sum(im.convert('L').tobytes()) // (im.width * im.height)}"
+                    for im in visual
+                )
+            )
         return out
 
     @classmethod

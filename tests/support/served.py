@@ -56,7 +56,7 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     @classmethod
-    def start(cls, fixed: bool, port: int | None = None, threads: int = 1) -> "LlamaServer":
+    def start(cls, fixed: bool, port: int | None = None, threads: int = 1) -> LlamaServer:
         port = port or free_port()
         args = [str(SERVE_SH), str(port)] + (["--fixed"] if fixed else [])
         env = {**os.environ, "N_THREADS": str(threads)}

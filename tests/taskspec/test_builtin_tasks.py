@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from evalflow.records import DocSet
+from evalflow.core.records import DocSet
 from evalflow.taskspec.data.docsets import load_docset
 from evalflow.taskspec.format.loader import load_yaml, resolve_function, task_from_dict
 from evalflow.taskspec.format.spec import TaskConfig
@@ -20,9 +20,26 @@ ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tasks"
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
 SHARED_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
-BUILTIN = ["gsm8k", "gsm8k_cot", "gsm8k_maj8", "arc_easy", "arc_challenge", "hellaswag", "piqa", "winogrande", "boolq",
-           "lambada_openai", "wikitext", "arith_mc", "humaneval", "humaneval_instruct", "humaneval_64", "mbpp",
-           "mbpp_instruct", "shapes_vqa"]
+BUILTIN = [
+    "gsm8k",
+    "gsm8k_cot",
+    "gsm8k_maj8",
+    "arc_easy",
+    "arc_challenge",
+    "hellaswag",
+    "piqa",
+    "winogrande",
+    "boolq",
+    "lambada_openai",
+    "wikitext",
+    "arith_mc",
+    "humaneval",
+    "humaneval_instruct",
+    "humaneval_64",
+    "mbpp",
+    "mbpp_instruct",
+    "shapes_vqa",
+]
 
 
 def all_yaml_tasks() -> dict[str, TaskConfig]:
@@ -92,10 +109,20 @@ def test_hellaswag_preprocessing_on_hand_written_rows() -> None:
     t = all_yaml_tasks()["hellaswag"]
     process = resolve_function(t.process_docs)  # type: ignore[arg-type]
     rows = [
-        {"activity_label": "Removing ice from car", "ctx_a": "Then, the man writes over the snow.",
-         "ctx_b": "then", "endings": [" the man continues [step] removing.", "x  y [title] Z"], "label": "1"},
-        {"activity_label": "Baking cookies", "ctx_a": "[header] How to bake [title] Preheat the oven.",
-         "ctx_b": "a woman", "endings": ["[substeps] mixes flour.  ", "leaves."], "label": "0"},
+        {
+            "activity_label": "Removing ice from car",
+            "ctx_a": "Then, the man writes over the snow.",
+            "ctx_b": "then",
+            "endings": [" the man continues [step] removing.", "x  y [title] Z"],
+            "label": "1",
+        },
+        {
+            "activity_label": "Baking cookies",
+            "ctx_a": "[header] How to bake [title] Preheat the oven.",
+            "ctx_b": "a woman",
+            "endings": ["[substeps] mixes flour.  ", "leaves."],
+            "label": "0",
+        },
     ]
     docs = process(rows)
     assert docs[0]["query"] == "Removing ice from car: Then, the man writes over the snow. Then"
@@ -125,17 +152,19 @@ def test_winogrande_is_multiple_input() -> None:
     ctx = build_contexts(t, docs, 1, 1234, [0, 1])
     assert ctx[0].fewshot_ids == (1,) and ctx[1].fewshot_ids == (0,)  # the doc itself is excluded
     shot = "The ball broke the window because the window was fragile.\n\n"
-    assert ctx[0].prompt == (shot + "Sarah was a much better surgeon than Maria so Sarah",
-                             shot + "Sarah was a much better surgeon than Maria so Maria")
+    assert ctx[0].prompt == (
+        shot + "Sarah was a much better surgeon than Maria so Sarah",
+        shot + "Sarah was a much better surgeon than Maria so Maria",
+    )
     args = [i.request.args for i in build_instances(t, 0, rows[0], ctx[0])]
     assert args == [(p, " always got the harder cases.") for p in ctx[0].prompt]
 
 
 def test_wikitext_detokenizer_and_counts() -> None:
     t = all_yaml_tasks()["wikitext"]
-    page = " = Robert = \n He said , \" it 's 1 @,@ 000 @-@ strong \" . \n"
+    page = ' = Robert = \n He said , " it \'s 1 @,@ 000 @-@ strong " . \n'
     text = resolve_function(t.doc_to_target)({"page": page})  # type: ignore[arg-type]
-    assert text == " = Robert =\nHe said, \"it's 1,000-strong\".\n"
+    assert text == ' = Robert =\nHe said, "it\'s 1,000-strong".\n'
     counts = resolve_function(t.process_results)({"page": page}, (-5.0,))  # type: ignore[arg-type]
     # 16 tokens plus the empty strings re.split leaves for the leading and trailing whitespace
     assert counts["word_perplexity"] == (-5.0, 18) and counts["bits_per_byte"] == (-5.0, len(page))
@@ -151,7 +180,7 @@ def test_demo_task_runs_from_its_shipped_data() -> None:
     inst = build_instances(t, 0, doc, ctx)
     assert [i.request.args[1] for i in inst] == [" " + c for c in doc["choices"]]
     for d in docs.docs:  # every question is well formed: one correct sum among 4 distinct choices
-        a, op, b = d["question"][len("What is "):-1].split()
+        a, op, b = d["question"][len("What is ") : -1].split()
         assert d["choices"][d["answer"]] == str(int(a) + int(b) if op == "+" else int(a) - int(b))
         assert len(set(d["choices"])) == 4
 
@@ -175,7 +204,9 @@ def test_shapes_vqa_data_is_what_its_script_writes() -> None:
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="shared benchmark data (../shared/data) is absent")
-@pytest.mark.parametrize("name", [n for n in BUILTIN if n not in ("hellaswag", "arith_mc", "shapes_vqa")] + ["mmlu_anatomy"])
+@pytest.mark.parametrize(
+    "name", [n for n in BUILTIN if n not in ("hellaswag", "arith_mc", "shapes_vqa")] + ["mmlu_anatomy"]
+)
 def test_builtin_task_runs_on_shared_data(name: str) -> None:
     t = all_yaml_tasks()[name]
     docs = load_docset(t, SHARED_MAP)

@@ -79,7 +79,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         state[name] = 1
         for dep in sorted(graph.get(name, ())):
             if state.get(dep) == 1:
-                return path[path.index(dep):] + [dep] if dep in path else [name, dep]
+                return path[path.index(dep) :] + [dep] if dep in path else [name, dep]
             if dep not in state:
                 found = visit(dep, path + [dep])
                 if found:
@@ -97,7 +97,9 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_every_module_lives_in_a_declared_room() -> None:
     graph = import_graph()
-    assert SUBPACKAGES == set(ROOMS), f"rooms on disk {sorted(SUBPACKAGES)}; declared {list(ROOMS)}: add the new one to ROOMS"
+    assert set(ROOMS) == SUBPACKAGES, (
+        f"rooms on disk {sorted(SUBPACKAGES)}; declared {list(ROOMS)}: add the new one to ROOMS"
+    )
     assert {room_of(m) for m in graph} == set(ROOMS) | {None}
 
 

@@ -17,14 +17,22 @@ from tests.conftest import ROOT, SHARED_DATA
 DATA_MAP = SHARED_DATA / "lm_eval_tasks_map.yaml"
 NLTK_DATA = SHARED_DATA / "nltk_data"
 
-pytestmark = pytest.mark.skipif(not (DATA_MAP.is_file() and NLTK_DATA.is_dir()), reason=f"no shared data at {SHARED_DATA}")
+pytestmark = pytest.mark.skipif(
+    not (DATA_MAP.is_file() and NLTK_DATA.is_dir()), reason=f"no shared data at {SHARED_DATA}"
+)
 
 
 def _evalflow(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NLTK_DATA": str(NLTK_DATA), "EVALFLOW_CACHE": str(tmp_path / "cache"),
-           "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "evalflow", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "NLTK_DATA": str(NLTK_DATA),
+        "EVALFLOW_CACHE": str(tmp_path / "cache"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "evalflow", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_ifeval_from_lm_evals_library_runs_and_reproduces(tmp_path: Path) -> None:
@@ -32,8 +40,18 @@ def test_ifeval_from_lm_evals_library_runs_and_reproduces(tmp_path: Path) -> Non
     from importlib import metadata
 
     run = tmp_path / "run"
-    done = _evalflow(["model=dummy", "task=ifeval", "include_path=lm_eval", f"data_map={DATA_MAP}", "limit=3",
-                      "bootstrap_iters=0", f"hydra.run.dir={run}"], tmp_path)
+    done = _evalflow(
+        [
+            "model=dummy",
+            "task=ifeval",
+            "include_path=lm_eval",
+            f"data_map={DATA_MAP}",
+            "limit=3",
+            "bootstrap_iters=0",
+            f"hydra.run.dir={run}",
+        ],
+        tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((run / "results.json").read_text())
     assert set(results["results"]["ifeval"]) >= {"prompt_level_strict_acc,none", "inst_level_loose_acc,none"}
@@ -43,7 +61,9 @@ def test_ifeval_from_lm_evals_library_runs_and_reproduces(tmp_path: Path) -> Non
     assert "include_path: lm_eval\n" in (run / ".hydra" / "config.yaml").read_text()
 
     again = tmp_path / "again"
-    done = _evalflow(["--config-dir", str(run / ".hydra"), "--config-name", "config", f"hydra.run.dir={again}"], tmp_path)
+    done = _evalflow(
+        ["--config-dir", str(run / ".hydra"), "--config-name", "config", f"hydra.run.dir={again}"], tmp_path
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     replay = json.loads((again / "manifest.json").read_text())
     assert replay["inference"]["computed"] == 0

@@ -37,7 +37,10 @@ def lm_eval_names(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[st
     out = tmp_path_factory.mktemp("lm_eval_reference") / "names.json"
     done = subprocess.run(
         [str(PEER_PYTHON), "-c", REFERENCE_SCRIPT, str(out)],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "LMEVAL_LOG_LEVEL": "ERROR"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "LMEVAL_LOG_LEVEL": "ERROR"},
     )
     if done.returncode != 0:
         pytest.fail(f"lm-eval's TaskManager failed:\n{done.stderr[-2000:]}")

@@ -11,13 +11,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from evalflow.errors import TaskError
-from evalflow.load_checks import check_selection
+from evalflow.run.load_checks import check_selection
 from evalflow.taskspec.catalog.index import TaskIndex
 
 pytest.importorskip("lm_eval")
@@ -26,12 +26,39 @@ pytest.importorskip("lm_eval")
 # filters, `!function` prompts and metrics, task_list files, tags, groups with aggregates,
 # `hf_evaluate: true` on multiple_choice f1 (afrimmlu, kobest), nested includes, ifeval's checks.
 SAMPLE = (
-    "arc_easy", "hellaswag", "piqa", "winogrande", "boolq", "lambada_openai", "wikitext",
-    "gsm8k", "gsm8k_cot", "mmlu_abstract_algebra", "truthfulqa_mc1", "truthfulqa_mc2", "truthfulqa_gen",
-    "ifeval", "leaderboard_ifeval", "leaderboard_bbh_boolean_expressions", "bbh_cot_fewshot_date_understanding",
-    "hendrycks_math_algebra", "minerva_math_algebra", "afrimmlu_direct_amh_prompt_1", "kobest_boolq", "xnli_en",
-    "belebele_eng_Latn", "copa", "anli_r1", "race", "sciq", "mgsm_direct_en", "drop", "triviaqa",
-    "blimp_adjunct_island", "wmt16-de-en", "logiqa",
+    "arc_easy",
+    "hellaswag",
+    "piqa",
+    "winogrande",
+    "boolq",
+    "lambada_openai",
+    "wikitext",
+    "gsm8k",
+    "gsm8k_cot",
+    "mmlu_abstract_algebra",
+    "truthfulqa_mc1",
+    "truthfulqa_mc2",
+    "truthfulqa_gen",
+    "ifeval",
+    "leaderboard_ifeval",
+    "leaderboard_bbh_boolean_expressions",
+    "bbh_cot_fewshot_date_understanding",
+    "hendrycks_math_algebra",
+    "minerva_math_algebra",
+    "afrimmlu_direct_amh_prompt_1",
+    "kobest_boolq",
+    "xnli_en",
+    "belebele_eng_Latn",
+    "copa",
+    "anli_r1",
+    "race",
+    "sciq",
+    "mgsm_direct_en",
+    "drop",
+    "triviaqa",
+    "blimp_adjunct_island",
+    "wmt16-de-en",
+    "logiqa",
 )
 GROUPS = ("mmlu", "leaderboard_bbh", "ai2_arc")
 # ifeval's module downloads NLTK's punkt_tab when imported: offline it loads only with the data at hand
@@ -66,8 +93,9 @@ def test_library_task_loads_as_a_run_loads_it(index: TaskIndex, name: str) -> No
         pytest.skip(f"{name} needs NLTK's punkt_tab: neither {NLTK_DATA} nor NLTK_DATA is there")
     selection = index.resolve([name])  # installed task code needs no trust_task_code
     check_selection(selection, num_fewshot=None)  # raises TaskError naming the task and the cause
-    assert selection.tasks and all(t.source.startswith(str(_library().resolve())) or "::" in t.task
-                                   for t in selection.tasks)
+    assert selection.tasks and all(
+        t.source.startswith(str(_library().resolve())) or "::" in t.task for t in selection.tasks
+    )
 
 
 def test_python_class_tasks_are_refused_with_the_reason(index: TaskIndex) -> None:

@@ -41,8 +41,10 @@ def refused_before_evaluation(done, tmp_path: Path, log: Path) -> str:
 
 def test_mlflow_file_store_is_refused_up_front_with_the_fix(toy_library: Path, tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
-    done = cli(run_args(toy_library, tmp_path, "hydra/callbacks=mlflow"),
-               env_extra={"MLFLOW_TRACKING_URI": f"file:{tmp_path / 'mlruns'}", "EVALFLOW_TEST_CALL_LOG": str(log)})
+    done = cli(
+        run_args(toy_library, tmp_path, "hydra/callbacks=mlflow"),
+        env_extra={"MLFLOW_TRACKING_URI": f"file:{tmp_path / 'mlruns'}", "EVALFLOW_TEST_CALL_LOG": str(log)},
+    )
     err = refused_before_evaluation(done, tmp_path, log)
     assert "is MLflow's file store" in err and "MLFLOW_ALLOW_FILE_STORE=true" in err and "sqlite:///" in err
 
@@ -52,9 +54,15 @@ def test_an_mlflow_server_that_does_not_answer_is_refused_up_front(toy_library: 
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]  # closed again before the run: nothing listens there
     log = tmp_path / "calls.log"
-    done = cli(run_args(toy_library, tmp_path, "hydra/callbacks=mlflow",
-                        f"hydra.callbacks.mlflow.tracking_uri=http://127.0.0.1:{port}"),
-               env_extra={"EVALFLOW_TEST_CALL_LOG": str(log)})
+    done = cli(
+        run_args(
+            toy_library,
+            tmp_path,
+            "hydra/callbacks=mlflow",
+            f"hydra.callbacks.mlflow.tracking_uri=http://127.0.0.1:{port}",
+        ),
+        env_extra={"EVALFLOW_TEST_CALL_LOG": str(log)},
+    )
     err = refused_before_evaluation(done, tmp_path, log)
     assert f"the tracking store http://127.0.0.1:{port} cannot be used" in err
 
@@ -66,18 +74,24 @@ def test_wandb_online_without_a_key_is_refused_up_front(toy_library: Path, tmp_p
     assert "needs a W&B API key" in err and "wandb login" in err and "mode=offline" in err
 
 
-def test_a_tracker_failing_while_logging_exits_1_and_the_run_folder_is_complete(toy_library: Path,
-                                                                               tmp_path: Path) -> None:
+def test_a_tracker_failing_while_logging_exits_1_and_the_run_folder_is_complete(
+    toy_library: Path, tmp_path: Path
+) -> None:
     log = tmp_path / "calls.log"
     with ReadOnlyMlflow() as server:
-        done = cli(run_args(toy_library, tmp_path, "hydra/callbacks=mlflow",
-                            f"hydra.callbacks.mlflow.tracking_uri={server.url}"),
-                   env_extra={"EVALFLOW_TEST_CALL_LOG": str(log), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"})
+        done = cli(
+            run_args(
+                toy_library, tmp_path, "hydra/callbacks=mlflow", f"hydra.callbacks.mlflow.tracking_uri={server.url}"
+            ),
+            env_extra={"EVALFLOW_TEST_CALL_LOG": str(log), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"},
+        )
     assert done.returncode == 1, done.stdout + done.stderr
     assert any(p.startswith("/api/2.0/mlflow/experiments/search") for p in server.requests)  # the store check ran
     [paragraph] = [line for line in done.stderr.splitlines() if line.startswith("evalflow: error:")]
     assert paragraph.startswith(f"evalflow: error: mlflow could not log the finished run in {tmp_path / 'run'}")
-    assert "this token may not write" in paragraph and "log_to_mlflow(" in paragraph and "UserWarning" not in done.stderr
+    assert (
+        "this token may not write" in paragraph and "log_to_mlflow(" in paragraph and "UserWarning" not in done.stderr
+    )
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert "toy_mc" in results["results"] and calls(log) > 0  # the evaluation ran and its folder is whole
     assert os.path.isfile(tmp_path / "run" / "manifest.json")
@@ -89,6 +103,9 @@ def test_logging_later_takes_the_folder_as_text(toy_library: Path, tmp_path: Pat
 
     done = cli(run_args(toy_library, tmp_path))
     assert done.returncode == 0, done.stderr
-    run_id = log_to_mlflow(str(tmp_path / "run"), tracking_uri=f"sqlite:///{tmp_path / 'later.db'}",
-                           artifact_location=str(tmp_path / "artifacts"))
+    run_id = log_to_mlflow(
+        str(tmp_path / "run"),
+        tracking_uri=f"sqlite:///{tmp_path / 'later.db'}",
+        artifact_location=str(tmp_path / "artifacts"),
+    )
     assert run_id

@@ -17,13 +17,25 @@ from tests.test_cli import cli
 wandb = pytest.importorskip("wandb", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")
 mlflow = pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")
 
-SECRETS = {"WANDB_API_KEY": "local-0123456789abcdef0123456789abcdef01234567",
-           "MLFLOW_TRACKING_PASSWORD": "hunter2-not-for-files", "MLFLOW_TRACKING_TOKEN": "token-not-for-files"}
+SECRETS = {
+    "WANDB_API_KEY": "local-0123456789abcdef0123456789abcdef01234567",
+    "MLFLOW_TRACKING_PASSWORD": "hunter2-not-for-files",
+    "MLFLOW_TRACKING_TOKEN": "token-not-for-files",
+}
 
 
 def run_args(lib: Path, tmp: Path, *extra: str) -> list[str]:
-    return ["model=dummy", f"model.type={COUNTING}", "task=[toy_mc,toy_gen]", f"include_path=[{lib}]",
-            f"cache_dir={tmp / 'cache'}", "bootstrap_iters=10", "limit=6", f"hydra.run.dir={tmp / 'run'}", *extra]
+    return [
+        "model=dummy",
+        f"model.type={COUNTING}",
+        "task=[toy_mc,toy_gen]",
+        f"include_path=[{lib}]",
+        f"cache_dir={tmp / 'cache'}",
+        "bootstrap_iters=10",
+        "limit=6",
+        f"hydra.run.dir={tmp / 'run'}",
+        *extra,
+    ]
 
 
 def sqlite_store(tmp: Path) -> str:
@@ -31,20 +43,33 @@ def sqlite_store(tmp: Path) -> str:
 
 
 def scores(results: dict) -> dict[str, float]:
-    return {f"{task}/{key}": value for task, entry in results["results"].items()
-            for key, value in entry.items() if "," in key and isinstance(value, float)}
+    return {
+        f"{task}/{key}": value
+        for task, entry in results["results"].items()
+        for key, value in entry.items()
+        if "," in key and isinstance(value, float)
+    }
 
 
-def test_both_callbacks_log_scores_config_and_samples(toy_library: Path, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_both_callbacks_log_scores_config_and_samples(
+    toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.support.wandb_records import records
 
     store = sqlite_store(tmp_path)
-    done = cli(run_args(toy_library, tmp_path, "hydra/callbacks=[wandb,mlflow]", "hydra.callbacks.wandb.mode=offline",
-                        "hydra.callbacks.wandb.project=toys", f"hydra.callbacks.mlflow.tracking_uri={store}",
-                        f"hydra.callbacks.mlflow.artifact_location={tmp_path / 'artifacts'}",
-                        "hydra.callbacks.mlflow.experiment=toys"),
-               env_extra={**SECRETS, "WANDB_SILENT": "true"})
+    done = cli(
+        run_args(
+            toy_library,
+            tmp_path,
+            "hydra/callbacks=[wandb,mlflow]",
+            "hydra.callbacks.wandb.mode=offline",
+            "hydra.callbacks.wandb.project=toys",
+            f"hydra.callbacks.mlflow.tracking_uri={store}",
+            f"hydra.callbacks.mlflow.artifact_location={tmp_path / 'artifacts'}",
+            "hydra.callbacks.mlflow.experiment=toys",
+        ),
+        env_extra={**SECRETS, "WANDB_SILENT": "true"},
+    )
     assert done.returncode == 0, done.stderr
     run = tmp_path / "run"
     results = json.loads((run / "results.json").read_text())
@@ -58,12 +83,22 @@ def test_both_callbacks_log_scores_config_and_samples(toy_library: Path, tmp_pat
     [started] = [r.run for r in recs if r.WhichOneof("record_type") == "run"]
     config = {u.key: json.loads(u.value_json) for u in started.config.update if u.key != "_wandb"}
     assert config == snapshot and started.project == "toys"
-    summary = {u.key or "/".join(u.nested_key): json.loads(u.value_json)
-               for r in recs if r.WhichOneof("record_type") == "summary" for u in r.summary.update}
+    summary = {
+        u.key or "/".join(u.nested_key): json.loads(u.value_json)
+        for r in recs
+        if r.WhichOneof("record_type") == "summary"
+        for u in r.summary.update
+    }
     assert {k: summary[k] for k in expected} == pytest.approx(expected)
-    [artifact] = [r.artifact for r in recs if r.WhichOneof("record_type") == "artifact" and r.artifact.type == "eval_results"]
+    [artifact] = [
+        r.artifact for r in recs if r.WhichOneof("record_type") == "artifact" and r.artifact.type == "eval_results"
+    ]
     assert {c.path for c in artifact.manifest.contents} == {
-        "results.json", "config.yaml", "samples/samples_toy_mc.jsonl", "samples/samples_toy_gen.jsonl"}
+        "results.json",
+        "config.yaml",
+        "samples/samples_toy_mc.jsonl",
+        "samples/samples_toy_gen.jsonl",
+    }
 
     # MLflow: the SQLite store read back through its client
     client = mlflow.tracking.MlflowClient(store)
@@ -75,7 +110,9 @@ def test_both_callbacks_log_scores_config_and_samples(toy_library: Path, tmp_pat
     local = Path(client.download_artifacts(logged.info.run_id, "config.yaml", str(tmp_path / "dl")))
     assert yaml.safe_load(local.read_text()) == snapshot
     assert {a.path for a in client.list_artifacts(logged.info.run_id, "samples")} == {
-        "samples/samples_toy_mc.jsonl", "samples/samples_toy_gen.jsonl"}
+        "samples/samples_toy_mc.jsonl",
+        "samples/samples_toy_gen.jsonl",
+    }
 
     for path in [*tmp_path.rglob("*")]:
         if path.is_file():
@@ -83,9 +120,17 @@ def test_both_callbacks_log_scores_config_and_samples(toy_library: Path, tmp_pat
             assert not any(secret.encode() in data for secret in SECRETS.values()), path
 
 
-def test_a_tracking_uri_with_a_password_is_refused_before_anything_is_written(toy_library: Path, tmp_path: Path) -> None:
-    done = cli(run_args(toy_library, tmp_path, "hydra/callbacks=mlflow",
-                        "hydra.callbacks.mlflow.tracking_uri=https://me:secret@mlflow.example.com"))
+def test_a_tracking_uri_with_a_password_is_refused_before_anything_is_written(
+    toy_library: Path, tmp_path: Path
+) -> None:
+    done = cli(
+        run_args(
+            toy_library,
+            tmp_path,
+            "hydra/callbacks=mlflow",
+            "hydra.callbacks.mlflow.tracking_uri=https://me:secret@mlflow.example.com",
+        )
+    )
     assert done.returncode != 0
     assert "evalflow: error: hydra.callbacks.mlflow.tracking_uri contains a password" in done.stderr
     assert "MLFLOW_TRACKING_PASSWORD" in done.stderr and "Traceback" not in done.stderr
@@ -95,9 +140,17 @@ def test_a_tracking_uri_with_a_password_is_refused_before_anything_is_written(to
 def test_each_sweep_job_is_one_mlflow_run(toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = sqlite_store(tmp_path)
     args = [a for a in run_args(toy_library, tmp_path) if not a.startswith("hydra.run.dir")]
-    done = cli(args + ["hydra/callbacks=mlflow", f"hydra.callbacks.mlflow.tracking_uri={store}",
-                       f"hydra.callbacks.mlflow.artifact_location={tmp_path / 'artifacts'}",
-                       f"hydra.sweep.dir={tmp_path / 'sweep'}", "-m", "num_fewshot=0,1"])
+    done = cli(
+        args
+        + [
+            "hydra/callbacks=mlflow",
+            f"hydra.callbacks.mlflow.tracking_uri={store}",
+            f"hydra.callbacks.mlflow.artifact_location={tmp_path / 'artifacts'}",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+            "-m",
+            "num_fewshot=0,1",
+        ]
+    )
     assert done.returncode == 0, done.stderr
     client = mlflow.tracking.MlflowClient(store)
     logged = client.search_runs([client.get_experiment_by_name("evalflow").experiment_id])
@@ -116,9 +169,15 @@ def test_a_missing_client_or_driver_is_a_clear_error(monkeypatch: pytest.MonkeyP
     from evalflow.tracking.wandb_callback import WandbCallback
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("wandb", "sqlalchemy") else real(name, *a))
-    with pytest.raises(ConfigError, match=r"hydra/callbacks=wandb needs the 'wandb' package: pip install \"evalflow\[tracking\]\""):
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in ("wandb", "sqlalchemy") else real(name, *a)
+    )
+    with pytest.raises(
+        ConfigError, match=r"hydra/callbacks=wandb needs the 'wandb' package: pip install \"evalflow\[tracking\]\""
+    ):
         WandbCallback(project="p")
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    with pytest.raises(ConfigError, match=r"sqlite:///.*mlflow.db is a database.*sqlalchemy.*tracking_uri=http://HOST:5000"):
+    with pytest.raises(
+        ConfigError, match=r"sqlite:///.*mlflow.db is a database.*sqlalchemy.*tracking_uri=http://HOST:5000"
+    ):
         MlflowCallback()

@@ -18,7 +18,8 @@ The check costs two short requests, before the first log-likelihood request to a
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from evalflow.errors import ModelError
 
@@ -35,8 +36,15 @@ def probe_bodies(model: str, seed: int) -> tuple[dict[str, Any], Any]:
     first = {"model": model, "prompt": PROMPT, "max_tokens": 1, "temperature": 0, "logprobs": 5, "seed": seed}
 
     def second(token_text: str) -> dict[str, Any]:
-        return {"model": model, "prompt": PROMPT + token_text, "max_tokens": 1, "temperature": 0,
-                "logprobs": 1, "seed": seed, "echo": True}
+        return {
+            "model": model,
+            "prompt": PROMPT + token_text,
+            "max_tokens": 1,
+            "temperature": 0,
+            "logprobs": 1,
+            "seed": seed,
+            "echo": True,
+        }
 
     return first, second
 
@@ -87,7 +95,9 @@ def check_echo(answer: Any, token: str, expected: float, url: str) -> None:
         "offsets fixed); set model.check_logprobs=false only to evaluate generation tasks or if you know better."
     )
     if not where or values[where[0]] is None:
-        raise MisalignedLogprobs(f"the server at {url} echoed no token starting where '{token}' follows '{PROMPT}'. {fix}")
+        raise MisalignedLogprobs(
+            f"the server at {url} echoed no token starting where '{token}' follows '{PROMPT}'. {fix}"
+        )
     got = float(values[where[0]])
     if abs(got - expected) > TOLERANCE:
         raise MisalignedLogprobs(

@@ -12,12 +12,13 @@ sends its images as lm-eval does: base64 PNG ``image_url`` parts before the last
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.api import payloads
 from evalflow.models.api.served import OnAnswer, ServedModel, grouped_by_kwargs
-from evalflow.records import Request
 
 PATH = "/chat/completions"
 
@@ -46,8 +47,13 @@ class OpenAIChat(ServedModel):
         for group in grouped_by_kwargs(requests):
             gen_kwargs = payloads.plain(requests[group[0]].args[1] or {})
             bodies = [
-                payloads.chat_payload(s.model, with_images(messages(requests[i].args[0]), requests[i], s.max_images),
-                                      gen_kwargs, max_gen_toks=s.max_gen_toks, seed=s.seed)
+                payloads.chat_payload(
+                    s.model,
+                    with_images(messages(requests[i].args[0]), requests[i], s.max_images),
+                    gen_kwargs,
+                    max_gen_toks=s.max_gen_toks,
+                    seed=s.seed,
+                )
                 for i in group
             ]
 
@@ -78,8 +84,10 @@ def with_images(chat: list[dict[str, Any]], request: Request, max_images: int) -
     ``<image>`` placeholders; a text request's messages unchanged."""
     if len(request.args) < 3:
         return chat
-    parts = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png_base64(img)}", "detail": "auto"}}
-             for img in request.args[2]["visual"][:max_images]]
+    parts = [
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png_base64(img)}", "detail": "auto"}}
+        for img in request.args[2]["visual"][:max_images]
+    ]
     last = dict(chat[-1])
     content = last["content"]
     last["content"] = parts + (list(content) if isinstance(content, list) else [{"type": "text", "text": content}])

@@ -21,7 +21,8 @@ import re
 import threading
 import time
 import weakref
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import ModelError
 from evalflow.models.api.server_settings import ApiSettings
@@ -108,7 +109,7 @@ class ApiClient:
         self.settings = settings
         self.urls = settings.root_urls
         self.answered = 0  # requests answered by this client, over its lifetime (for error messages)
-        self.answered_by = {url: 0 for url in self.urls}  # HTTP requests each server answered
+        self.answered_by = dict.fromkeys(self.urls, 0)  # HTTP requests each server answered
         self.dead: set[int] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._start_lock = threading.Lock()
@@ -201,8 +202,12 @@ class ApiClient:
     def _mark_dead(self, server: int, why: BaseException) -> None:
         was_serving = server in self.serving()
         self.dead.add(server)
-        log.warning("%s: %s; its requests go to the other server(s) (%s)", self.urls[server], why,
-                    ", ".join(self.urls[i] for i in self.live()))
+        log.warning(
+            "%s: %s; its requests go to the other server(s) (%s)",
+            self.urls[server],
+            why,
+            ", ".join(self.urls[i] for i in self.live()),
+        )
         if self.settings.failover_only and was_serving and self.live():
             self._open(self.live()[0])
 
@@ -215,7 +220,10 @@ class ApiClient:
         return await self._with_retries(self._send(server, path), path, url)
 
     def post_all(
-        self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None],
+        self,
+        path: str,
+        bodies: Sequence[Mapping[str, Any]],
+        on_answer: Callable[[int, Any], None],
         read: Callable[[int, bytes], Any] | None = None,
     ) -> None:
         """POST every body to a server's ``root_url + path``, in the servers' shared slots;
@@ -226,8 +234,13 @@ class ApiClient:
         if bodies:
             self._run(self._post_all(path, bodies, on_answer, read))
 
-    async def _post_all(self, path: str, bodies: Sequence[Mapping[str, Any]], on_answer: Callable[[int, Any], None],
-                        read: Callable[[int, bytes], Any] | None = None) -> None:
+    async def _post_all(
+        self,
+        path: str,
+        bodies: Sequence[Mapping[str, Any]],
+        on_answer: Callable[[int, Any], None],
+        read: Callable[[int, bytes], Any] | None = None,
+    ) -> None:
         if self._active == 0:
             self._halted = False
         self._active += 1
@@ -242,9 +255,13 @@ class ApiClient:
                     return
                 url = self.urls[server]
                 try:
-                    answer = await self._with_retries(self._send(server, path, bodies[i]), path, url,
-                                                      fail_over=len(self.live()) > 1,
-                                                      read=None if read is None else (lambda body: read(i, body)))
+                    answer = await self._with_retries(
+                        self._send(server, path, bodies[i]),
+                        path,
+                        url,
+                        fail_over=len(self.live()) > 1,
+                        read=None if read is None else (lambda body: read(i, body)),
+                    )
                 except _Down as exc:
                     if len(self.live()) > 1:
                         self._mark_dead(server, exc)
@@ -275,15 +292,24 @@ class ApiClient:
         if failures or len(answered_here) < len(bodies):
             done = len(answered_here)
             first = failures[0] if failures else ServerError("another batch's request failed for good.")
-            fix = ("Fix what the message names" if isinstance(first, RefusedError)
-                   else "Fix the server (or raise model.max_retries or model.timeout)")
+            fix = (
+                "Fix what the message names"
+                if isinstance(first, RefusedError)
+                else "Fix the server (or raise model.max_retries or model.timeout)"
+            )
             raise ServerError(
                 f"{first} {done} of this batch's {len(bodies)} requests ({self.answered} in this run) were "
                 f"answered and are saved in the cache. {fix} and run again: it resumes where this run stopped."
             )
 
-    async def _with_retries(self, send: Callable[[], Any], path: str, url: str, fail_over: bool = False,
-                            read: Callable[[bytes], Any] | None = None) -> Any:
+    async def _with_retries(
+        self,
+        send: Callable[[], Any],
+        path: str,
+        url: str,
+        fail_over: bool = False,
+        read: Callable[[bytes], Any] | None = None,
+    ) -> Any:
         """``send()`` with retries; ``fail_over``: a connection failure, or a final failure, is
         :class:`_Down` (another server takes the request) rather than retried or an error.
 
@@ -296,7 +322,9 @@ class ApiClient:
             first: _Retryable | None = exc
         s = self.settings
         # tenacity>=8.2's pieces (wait_exponential_jitter's `multiplier` is 9.2's)
-        backoff = tenacity.wait_exponential(multiplier=s.retry_wait, max=MAX_BACKOFF) + tenacity.wait_random(0, s.retry_wait)
+        backoff = tenacity.wait_exponential(multiplier=s.retry_wait, max=MAX_BACKOFF) + tenacity.wait_random(
+            0, s.retry_wait
+        )
 
         def wait(state: tenacity.RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
@@ -305,8 +333,15 @@ class ApiClient:
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
-            log.warning("%s%s: %s; retry %d of %d in %.1f s", url, path, exc, state.attempt_number,
-                        s.max_retries, state.next_action.sleep if state.next_action else 0.0)
+            log.warning(
+                "%s%s: %s; retry %d of %d in %.1f s",
+                url,
+                path,
+                exc,
+                state.attempt_number,
+                s.max_retries,
+                state.next_action.sleep if state.next_action else 0.0,
+            )
 
         retrying = tenacity.AsyncRetrying(
             stop=tenacity.stop_after_attempt(s.max_retries + 1),
@@ -330,11 +365,12 @@ class ApiClient:
             ) from None
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
-    async def _attempt(self, send: Callable[[], Any], path: str, url: str, fail_over: bool,
-                       read: Callable[[bytes], Any] | None = None) -> Any:
+    async def _attempt(
+        self, send: Callable[[], Any], path: str, url: str, fail_over: bool, read: Callable[[bytes], Any] | None = None
+    ) -> Any:
         try:
             response = await send()
-        except asyncio.TimeoutError:  # aiohttp's timeouts subclass it
+        except TimeoutError:  # aiohttp's timeouts subclass it
             raise _Retryable(f"no answer within model.timeout={self.settings.timeout:g} s") from None
         except aiohttp.ClientError as exc:  # refused, reset, dropped mid-answer
             if fail_over:  # refused or dropped: the server is gone, the others take the request now
@@ -365,12 +401,13 @@ class ApiClient:
     def _validation_message(self, response: Reply, path: str, url: str) -> str:
         text = f"the server at {url}{path} rejected the request body with {_server_message(response)}"
         if "prompt" in response.text and self.settings.tokenized_requests:
-            return (f"{text}. It does not take token ids as the prompt (llama.cpp's server is one such): set "
-                    "model.tokenized_requests=false to send text.")
+            return (
+                f"{text}. It does not take token ids as the prompt (llama.cpp's server is one such): set "
+                "model.tokenized_requests=false to send text."
+            )
         return f"{text}. The request is malformed for this server, so it is not retried; check the model settings."
 
     def post_one(self, path: str, body: Mapping[str, Any], server: int = 0) -> Any:
         """One POST with retries to one server (the alignment probe); its answer."""
         url = self.urls[server]
         return self._run(self._with_retries(self._send(server, path, body), path, url))
-

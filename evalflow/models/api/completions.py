@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import orjson
 
+from evalflow.core.records import Request
 from evalflow.models.api import alignment, echo, payloads
 from evalflow.models.api.served import OnAnswer, ServedModel, grouped_by_kwargs
 from evalflow.models.api.tokens import ApiTokens, ScoreInput, load_tokenizer
-from evalflow.records import Request
 
 PATH = "/completions"
 
@@ -49,7 +50,9 @@ class OpenAICompletions(ServedModel):
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
         s = self.settings
-        self.tokens = ApiTokens(load_tokenizer(s.tokenizer or s.model), max_length=s.max_length, add_bos_token=s.add_bos_token)
+        self.tokens = ApiTokens(
+            load_tokenizer(s.tokenizer or s.model), max_length=s.max_length, add_bos_token=s.add_bos_token
+        )
         self.aligned = not s.check_logprobs
         self._aligning = threading.Lock()
 
@@ -87,7 +90,9 @@ class OpenAICompletions(ServedModel):
         batches = [order[k : k + s.batch_size] for k in range(0, len(order), s.batch_size)]
         bodies = [
             payloads.loglikelihood_payload(
-                s.model, payloads.batch_prompts([self._prompt(inputs[i].tokens) for i in b], s.tokenized_requests), seed=s.seed
+                s.model,
+                payloads.batch_prompts([self._prompt(inputs[i].tokens) for i in b], s.tokenized_requests),
+                seed=s.seed,
             )
             for b in batches
         ]
@@ -141,14 +146,20 @@ class OpenAICompletions(ServedModel):
             gen_kwargs = payloads.plain(requests[group[0]].args[1] or {})
             max_gen_toks = gen_kwargs.get("max_gen_toks", s.max_gen_toks)
             prompts = {
-                i: self.tokens.generation_prompt(requests[i].args[0], max_gen_toks) if s.tokenized_requests else requests[i].args[0]
+                i: self.tokens.generation_prompt(requests[i].args[0], max_gen_toks)
+                if s.tokenized_requests
+                else requests[i].args[0]
                 for i in group
             }
             batches = [group[k : k + s.batch_size] for k in range(0, len(group), s.batch_size)]
             bodies = [
                 payloads.completion_payload(
-                    s.model, payloads.batch_prompts([prompts[i] for i in b], s.tokenized_requests), gen_kwargs,
-                    max_gen_toks=s.max_gen_toks, seed=s.seed, eos=self.tokens.eos_string,
+                    s.model,
+                    payloads.batch_prompts([prompts[i] for i in b], s.tokenized_requests),
+                    gen_kwargs,
+                    max_gen_toks=s.max_gen_toks,
+                    seed=s.seed,
+                    eos=self.tokens.eos_string,
                 )
                 for b in batches
             ]

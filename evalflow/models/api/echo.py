@@ -22,7 +22,8 @@ answer whole and gets the usual answer or the usual error.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 
@@ -42,7 +43,7 @@ if msgspec is not None:
 
     class _Choice(msgspec.Struct):
         index: int
-        logprobs: Optional[_Logprobs] = None
+        logprobs: _Logprobs | None = None
 
     class _Answer(msgspec.Struct):
         choices: list[_Choice]

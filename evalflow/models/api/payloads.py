@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping, Sequence
 from operator import itemgetter
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import ModelError
 from evalflow.models.lmeval_tokens import stop_sequences  # lm-eval's handle_stop_sequences
@@ -30,7 +31,15 @@ def plain(value: Any) -> Any:
 
 def loglikelihood_payload(model: str, prompt: Any, *, seed: int) -> dict[str, Any]:
     """Score a prompt: echo it with its log-probabilities and one generated token."""
-    return {"model": model, "prompt": prompt, "temperature": 0, "max_tokens": 1, "logprobs": 1, "seed": seed, "echo": True}
+    return {
+        "model": model,
+        "prompt": prompt,
+        "temperature": 0,
+        "max_tokens": 1,
+        "logprobs": 1,
+        "seed": seed,
+        "echo": True,
+    }
 
 
 def _generation_fields(gen_kwargs: Mapping[str, Any] | None, max_gen_toks: int, eos: str | None) -> dict[str, Any]:
@@ -51,8 +60,13 @@ def completion_payload(
     """A generation request to ``/v1/completions``; other generation kwargs pass through."""
     f = _generation_fields(gen_kwargs, max_gen_toks, eos)
     return {
-        "prompt": prompt, "model": model, "max_tokens": f["max_tokens"], "temperature": f["temperature"],
-        "stop": f["stop"], "seed": seed, **f["rest"],
+        "prompt": prompt,
+        "model": model,
+        "max_tokens": f["max_tokens"],
+        "temperature": f["temperature"],
+        "stop": f["stop"],
+        "seed": seed,
+        **f["rest"],
     }
 
 
@@ -63,8 +77,13 @@ def chat_payload(
     lm-eval's cut) and no EOS text (lm-eval's chat model has no tokenizer to read it from)."""
     f = _generation_fields(gen_kwargs, max_gen_toks, None)
     return {
-        "messages": messages, "model": model, "max_tokens": f["max_tokens"], "temperature": f["temperature"],
-        "stop": f["stop"][:4], "seed": seed, **f["rest"],
+        "messages": messages,
+        "model": model,
+        "max_tokens": f["max_tokens"],
+        "temperature": f["temperature"],
+        "stop": f["stop"][:4],
+        "seed": seed,
+        **f["rest"],
     }
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import abc
 import logging
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.api.server_settings import ApiSettings, identity, parse_settings, replica_configs
 from evalflow.models.base import LanguageModel, OnAnswer
-from evalflow.records import Request
 
 log = logging.getLogger(__name__)
 
@@ -67,25 +68,39 @@ class ServedModel(LanguageModel):
             return {"url": url, "models": None, "error": str(exc)}
         names = [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)] if isinstance(listed, dict) else []
         if names and self.settings.model not in names:
-            unlisted = (f"model.model '{self.settings.model}' is not among the models {url} serves "
-                        f"({', '.join(map(str, names))})")
+            unlisted = (
+                f"model.model '{self.settings.model}' is not among the models {url} serves "
+                f"({', '.join(map(str, names))})"
+            )
             if not self.settings.allow_unlisted:  # its answers would be cached under a name no server has
-                raise ConfigError(f"{unlisted}. Use one of those names; if the server's /models listing is "
-                                  "incomplete, set model.allow_unlisted=true.")
+                raise ConfigError(
+                    f"{unlisted}. Use one of those names; if the server's /models listing is "
+                    "incomplete, set model.allow_unlisted=true."
+                )
             log.warning("%s; used anyway (model.allow_unlisted=true)", unlisted)
         if self.settings.revision is None and server == 0:
-            log.warning("model.revision is not set: this server's answers are cached under model.model '%s' alone, "
-                        "so if the weights behind that name change, old answers would be reused. Set "
-                        "model.revision=<the checkpoint's hash or tag> and change it with the weights.", self.settings.model)
+            log.warning(
+                "model.revision is not set: this server's answers are cached under model.model '%s' alone, "
+                "so if the weights behind that name change, old answers would be reused. Set "
+                "model.revision=<the checkpoint's hash or tag> and change it with the weights.",
+                self.settings.model,
+            )
         return {"url": url, "models": listed}
 
     def describe(self) -> dict[str, Any]:
         """For the manifest: the server's model list and the settings that are not secret."""
-        return {"type": f"openai_{self.KIND}", "model": self.settings.model, "revision": self.settings.revision, "server": self.server}
+        return {
+            "type": f"openai_{self.KIND}",
+            "model": self.settings.model,
+            "revision": self.settings.revision,
+            "server": self.server,
+        }
 
     def in_flight(self) -> int:
         """Requests the servers answer at once: ``num_concurrent`` x ``batch_size`` per serving one."""
-        return self.settings.num_concurrent * max(1, getattr(self.settings, "batch_size", 1)) * len(self.client.serving())
+        return (
+            self.settings.num_concurrent * max(1, getattr(self.settings, "batch_size", 1)) * len(self.client.serving())
+        )
 
     def served_counts(self) -> dict[str, int]:
         """HTTP requests each server answered so far (the manifest's ``inference.servers``)."""

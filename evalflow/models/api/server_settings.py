@@ -15,9 +15,10 @@ servers of one model: with ``identity_includes_url`` their sorted set is the URL
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalflow.cache.fingerprint import file_fingerprint
 from evalflow.errors import ConfigError
@@ -85,8 +86,10 @@ def _base_urls(value: Any) -> str | tuple[str, ...]:
     urls = [value] if isinstance(value, str) else list(value) if isinstance(value, Sequence) else [value]
     for url in urls:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ConfigError(f"model.base_url '{url}' is not an http(s) URL; write e.g. http://127.0.0.1:8000/v1 "
-                              "(or a list of them, [http://HOST1:8000/v1,http://HOST2:8000/v1], for several servers).")
+            raise ConfigError(
+                f"model.base_url '{url}' is not an http(s) URL; write e.g. http://127.0.0.1:8000/v1 "
+                "(or a list of them, [http://HOST1:8000/v1,http://HOST2:8000/v1], for several servers)."
+            )
     if not urls or len({_root(u) for u in urls}) != len(urls):
         raise ConfigError(f"model.base_url={urls}: give each server once (a list of distinct URLs, at least one).")
     return value if isinstance(value, str) else tuple(urls)
@@ -108,7 +111,9 @@ def parse_settings(kind: str, config: Mapping[str, Any]) -> ApiSettings:
                 f"model.{key} is not set: give the served model's name and the server's URL, e.g. "
                 "model=openai_completions model.base_url=http://127.0.0.1:8000/v1 model.model=NAME."
             )
-    values: dict[str, Any] = {k: v for k, v in config.items() if k in ApiSettings.__dataclass_fields__ and v is not None}
+    values: dict[str, Any] = {
+        k: v for k, v in config.items() if k in ApiSettings.__dataclass_fields__ and v is not None
+    }
     for key in _INT_KEYS:
         if key in values:
             values[key] = _positive_int(key, values[key], minimum=0 if key in ("max_retries", "seed") else 1)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evalflow.errors import ModelError
 from evalflow.models.gguf_tokenizer import gguf_tokenizer
@@ -74,7 +75,9 @@ class ApiTokens:
 
     def __init__(self, tokenizer: Any, *, max_length: int, add_bos_token: bool) -> None:
         self.tok = tokenizer
-        self._lock = threading.Lock()  # a fast tokenizer's call mutates its settings: chunks tokenize in several threads
+        self._lock = (
+            threading.Lock()
+        )  # a fast tokenizer's call mutates its settings: chunks tokenize in several threads
         self.window = max_length - 1  # lm-eval: "max_length - 1 as we always have 1 token for generation"
         self.add_bos_token = add_bos_token
         # BOS, else EOS: read once (a transformers attribute lookup costs microseconds, and it is
@@ -114,7 +117,9 @@ class ApiTokens:
 
     def score_input(self, context: str, continuation: str, request: Any) -> ScoreInput:
         """lm-eval's ``loglikelihood`` + ``batch_loglikelihood_requests`` for one pair."""
-        ctx, cont = encode_pair(self.encode, lambda s: self.encode(s, special=False), self.prefix_token_id, context, continuation)
+        ctx, cont = encode_pair(
+            self.encode, lambda s: self.encode(s, special=False), self.prefix_token_id, context, continuation
+        )
         check_pair(ctx, cont, self.window, request)
         return self._truncate(ctx, cont)
 
@@ -131,7 +136,9 @@ class ApiTokens:
         encoded, encoded_plain = self.encode_many(special), self.encode_many(plain, special=False)
         out = []
         for (context, continuation), request in zip(pairs, requests):
-            ctx, cont = encode_pair(encoded.__getitem__, encoded_plain.__getitem__, self.prefix_token_id, context, continuation)
+            ctx, cont = encode_pair(
+                encoded.__getitem__, encoded_plain.__getitem__, self.prefix_token_id, context, continuation
+            )
             check_pair(ctx, cont, self.window, request)
             out.append(self._truncate(ctx, cont))
         return out
@@ -144,7 +151,12 @@ class ApiTokens:
     def _truncate(self, ctx: Sequence[int], cont: Sequence[int]) -> ScoreInput:
         whole = list(ctx) + list(cont)
         if len(whole) > self.window:
-            log.warning("context (%d) + continuation (%d) tokens > max_length (%d); left-truncating the context", len(ctx), len(cont), self.window)
+            log.warning(
+                "context (%d) + continuation (%d) tokens > max_length (%d); left-truncating the context",
+                len(ctx),
+                len(cont),
+                self.window,
+            )
         ctxlen = len(ctx) - max(0, len(whole) - self.window)
         return ScoreInput(tuple(whole[-self.window :]), ctxlen)
 
@@ -153,5 +165,9 @@ class ApiTokens:
         tokens = self.encode(context, special=self.add_bos_token)
         keep = self.window - max_gen_toks
         if len(tokens) > keep:
-            log.warning("a context exceeded max_length - max_gen_toks (%d - %d) and was left-truncated", self.window, max_gen_toks)
+            log.warning(
+                "a context exceeded max_length - max_gen_toks (%d - %d) and was left-truncated",
+                self.window,
+                max_gen_toks,
+            )
         return tokens[-keep:]  # as lm-eval slices, whatever the sign

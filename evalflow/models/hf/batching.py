@@ -22,8 +22,9 @@ Sorting longest-first means the first item of a batch sets its padded length, wh
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

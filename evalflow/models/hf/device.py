@@ -84,8 +84,12 @@ def resolve(asked: object, seen: Seen) -> Device:
     if missing is None:
         return Device(str(asked), str(asked).strip().lower())
     fallback = "cuda" if seen.cuda else "cpu"
-    return Device(str(asked), fallback, f"model.device={asked} but {missing}; running on {fallback} instead "
-                                        "(lm-eval's fallback). Set model.device=auto to pick the best device here.")
+    return Device(
+        str(asked),
+        fallback,
+        f"model.device={asked} but {missing}; running on {fallback} instead "
+        "(lm-eval's fallback). Set model.device=auto to pick the best device here.",
+    )
 
 
 def _missing(kind: str, index: int | None, seen: Seen) -> str | None:
@@ -112,8 +116,11 @@ def seen() -> Seen:
     mps = getattr(torch.backends, "mps", None)
     counts = ((kind, _count(getattr(torch, kind, None))) for kind in OTHER_ACCELERATORS)
     others = tuple((kind, count) for kind, count in counts if count)
-    return Seen(cuda=torch.cuda.device_count() if torch.cuda.is_available() else 0,
-                mps=bool(mps is not None and mps.is_available()), others=others)
+    return Seen(
+        cuda=torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        mps=bool(mps is not None and mps.is_available()),
+        others=others,
+    )
 
 
 def _count(backend: object) -> int:

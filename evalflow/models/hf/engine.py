@@ -47,14 +47,20 @@ class Paths:
     packed_linear: bool  # linear layers through oneDNN (``fast.packed_linear``)
     logits_to_keep: bool  # scoring passes ask for the scored positions' logits only
 
-    def without(self, *names: str) -> "Paths":
+    def without(self, *names: str) -> Paths:
         """These paths off (a missing private API): the reference path in their place."""
         off = {n: 0 if n == "draft_tokens" else False for n in names}
         return dataclasses.replace(self, **off)
 
 
-REFERENCE = Paths(prefix_sharing=False, continuous=False, draft_tokens=0, native_attention=False,
-                  packed_linear=False, logits_to_keep=False)
+REFERENCE = Paths(
+    prefix_sharing=False,
+    continuous=False,
+    draft_tokens=0,
+    native_attention=False,
+    packed_linear=False,
+    logits_to_keep=False,
+)
 
 
 def parse_engine(engine: object) -> str:
@@ -68,13 +74,20 @@ def parse_engine(engine: object) -> str:
     return str(engine)
 
 
-def engine_paths(engine: str, prefix_sharing: bool, batching: str, draft_tokens: int, native_attention: bool,
-                 packed_linear: bool) -> Paths:
+def engine_paths(
+    engine: str, prefix_sharing: bool, batching: str, draft_tokens: int, native_attention: bool, packed_linear: bool
+) -> Paths:
     """The paths an engine runs: none for ``reference``; for ``fast``, those its fine switches leave on."""
     if engine == "reference":
         return REFERENCE
-    return Paths(prefix_sharing=prefix_sharing, continuous=batching == "continuous", draft_tokens=draft_tokens,
-                 native_attention=native_attention, packed_linear=packed_linear, logits_to_keep=True)
+    return Paths(
+        prefix_sharing=prefix_sharing,
+        continuous=batching == "continuous",
+        draft_tokens=draft_tokens,
+        native_attention=native_attention,
+        packed_linear=packed_linear,
+        logits_to_keep=True,
+    )
 
 
 def proven_paths(paths: Paths, device_type: str, force_fast: bool) -> tuple[Paths, str | None]:

@@ -14,15 +14,16 @@ its own positions, with the same padded length (hence the same ``max_length``) a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
+from evalflow.core.records import Request
 from evalflow.errors import ModelError
 from evalflow.models.hf.batching import chunk, plan_generation
 from evalflow.models.hf.fast.prefix import common_prefix_len, plan_families
 from evalflow.models.lmeval_tokens import hf_generate_kwargs, normalize_gen_kwargs, stop_sequences, strip_at_stops
-from evalflow.records import Request
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,10 @@ def kwargs_groups(setup: GenerationSetup, requests: Sequence[Request]) -> list[t
             encoded_len[text] = len(setup.tok_encode(text))
         return encoded_len[text]
 
-    return [(indices, normalize_gen_kwargs(raw_kwargs[indices[0]], setup.max_gen_toks))
-            for indices in plan_generation(contexts, raw_kwargs, n_tokens)]
+    return [
+        (indices, normalize_gen_kwargs(raw_kwargs[indices[0]], setup.max_gen_toks))
+        for indices in plan_generation(contexts, raw_kwargs, n_tokens)
+    ]
 
 
 @dataclass(frozen=True)
@@ -94,10 +97,16 @@ class Group:
 
     def continuous(self, setup: GenerationSetup) -> bool:
         """Whether the greedy continuous-batching loop (``decode``) answers this group."""
-        return setup.batching == "continuous" and setup.kv_works and hf_generate_kwargs(self.kwargs) == {"do_sample": False}
+        return (
+            setup.batching == "continuous"
+            and setup.kv_works
+            and hf_generate_kwargs(self.kwargs) == {"do_sample": False}
+        )
 
 
-def prepare_group(setup: GenerationSetup, requests: Sequence[Request], kwargs: dict[str, Any], eos: str | None) -> Group:
+def prepare_group(
+    setup: GenerationSetup, requests: Sequence[Request], kwargs: dict[str, Any], eos: str | None
+) -> Group:
     """The requests' contexts encoded and truncated as lm-eval does, refusing what cannot run."""
     kwargs = dict(kwargs)
     until = stop_sequences(kwargs.pop("until", None), eos)
@@ -118,16 +127,23 @@ def prepare_group(setup: GenerationSetup, requests: Sequence[Request], kwargs: d
     return Group(tuple(until), max_gen_toks, encoded, _family_prefixes(setup, encoded), kwargs)
 
 
-def generate_group(setup: GenerationSetup, requests: list[Request], kwargs: dict[str, Any], eos: str | None) -> list[tuple[int, str]]:
+def generate_group(
+    setup: GenerationSetup, requests: list[Request], kwargs: dict[str, Any], eos: str | None
+) -> list[tuple[int, str]]:
     """Generate for requests sharing generation kwargs: (position in ``requests``, text) pairs."""
     import torch
 
     from evalflow.models.hf import torch_ops
-
     from evalflow.models.hf.fast import kv
 
     group = prepare_group(setup, requests, kwargs, eos)
-    until, max_gen_toks, encoded, family_prefix, kwargs = list(group.until), group.max_gen_toks, group.encoded, group.family_prefix, group.kwargs
+    until, max_gen_toks, encoded, family_prefix, kwargs = (
+        list(group.until),
+        group.max_gen_toks,
+        group.encoded,
+        group.family_prefix,
+        group.kwargs,
+    )
     if group.continuous(setup):
         return _generate_continuous(setup, encoded, family_prefix, until, max_gen_toks)
     sampled = bool(kwargs.get("do_sample"))
@@ -165,8 +181,17 @@ def _generate_continuous(
     stop = decode.StopWatch(until, setup.tokenizer)
     with torch.inference_mode():
         jobs = decode_jobs(setup, encoded, family_prefix)
-        new_tokens = decode.greedy_until(setup.model, jobs, slots, max_gen_toks, stop, eos_ids(setup), setup.device,
-                                         setup.draft_tokens, setup.native_attention)
+        new_tokens = decode.greedy_until(
+            setup.model,
+            jobs,
+            slots,
+            max_gen_toks,
+            stop,
+            eos_ids(setup),
+            setup.device,
+            setup.draft_tokens,
+            setup.native_attention,
+        )
     return [(i, final_text(setup, toks, until)) for i, toks in enumerate(new_tokens)]
 
 
@@ -226,4 +251,3 @@ def _batch_prefix(setup: GenerationSetup, contexts: list[list[int]], family_pref
     states = kv.prefix_states(setup.model, [prefix], setup.device).one(0)
     setup.prefix_memo.put(prefix, states)
     return states
-

@@ -24,8 +24,9 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
 from evalflow.cache.store import weights_dir
@@ -41,7 +42,9 @@ def memo_folder(gguf_path: Path, dtype: str, add_bos_token: bool | None) -> Path
     """Where the converted model of this GGUF file, dtype and tokenizer setting is kept."""
     import transformers
 
-    key = fingerprint(("gguf-memo", MEMO_VERSION, file_fingerprint(gguf_path), str(dtype), add_bos_token, transformers.__version__))
+    key = fingerprint(
+        ("gguf-memo", MEMO_VERSION, file_fingerprint(gguf_path), str(dtype), add_bos_token, transformers.__version__)
+    )
     return weights_dir() / key
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from evalflow.errors import ConfigError, ModelError, closest
 
@@ -30,7 +31,9 @@ def parse_threads(threads: int | None) -> int:
     if threads is None:
         return default_threads()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ConfigError(f"model.threads {threads!r} is not a positive integer; set model.threads=2 or leave it unset (all cores).")
+        raise ConfigError(
+            f"model.threads {threads!r} is not a positive integer; set model.threads=2 or leave it unset (all cores)."
+        )
     return threads
 
 
@@ -142,7 +145,11 @@ def load(
 
 
 def _file_loader(
-    revision: str, trust_remote_code: bool, tokenizer: str | None, add_bos_token: bool | None, dtype: str,
+    revision: str,
+    trust_remote_code: bool,
+    tokenizer: str | None,
+    add_bos_token: bool | None,
+    dtype: str,
     placement: dict[str, Any],
 ) -> Callable[[str, str | None], tuple[Any, Any]]:
     """``from_files(source, gguf)``: the tokenizer and model from a folder or hub id (and GGUF
@@ -184,16 +191,22 @@ def accelerate_args(
     """
     if not parallelize:
         if device_map is not None:
-            log.warning("hf model: device_map=%r is used only with parallelize=true (as in lm-eval); ignoring it", device_map)
+            log.warning(
+                "hf model: device_map=%r is used only with parallelize=true (as in lm-eval); ignoring it", device_map
+            )
         return {}
     import torch
 
     max_memory: dict[Any, Any] | None = None
     if max_memory_per_gpu is not None:
-        max_memory = {i: max_memory_per_gpu for i in range(torch.cuda.device_count())}
+        max_memory = dict.fromkeys(range(torch.cuda.device_count()), max_memory_per_gpu)
     if max_cpu_memory is not None:
         max_memory = {**(max_memory or {}), "cpu": max_cpu_memory}
-    return {"device_map": "auto" if device_map is None else device_map, "max_memory": max_memory, "offload_folder": offload_folder}
+    return {
+        "device_map": "auto" if device_map is None else device_map,
+        "max_memory": max_memory,
+        "offload_folder": offload_folder,
+    }
 
 
 DTYPES = ("auto", "float32", "float16", "bfloat16", "float64", "float", "half", "double")

@@ -5,7 +5,7 @@ rolling windows, same stop-sequence handling, same request order and batch group
 match lm-eval's to float noise (``tests/models/test_smollm2.py`` checks this against lm-eval).
 
     from evalflow.models.hf import HFModel
-    from evalflow.records import Request
+    from evalflow.core.records import Request
 
     m = HFModel("/path/to/folder", gguf_file="model.gguf", dtype="float32", batch_size=8)
     m.loglikelihood([Request("loglikelihood", ("2+2=", " 4"))])        # [(-0.31, True)]
@@ -65,28 +65,40 @@ weights packed once, on a CPU in fp32). ``engine`` is part of it (see :meth:`HFM
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, ClassVar
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError
 from evalflow.models.base import LanguageModel
 from evalflow.models.hf import load
+from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.engine import REFERENCE, engine_paths, parse_engine, proven_paths
-from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
-from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.fast.prefix import PrefixMemo
+from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.lmeval_tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
-from evalflow.records import Request
 
 log = logging.getLogger(__name__)
 
 # The modules that compute an HF model's answers (with this one, which defines the class): their
 # source is part of every HF answer's cache key, so an edit to any of them re-runs inference. The
 # speed engine (``fast/``) and the VLM room (``vlm/``, keyed by its own class) are not.
-SEMANTICS = tuple(f"evalflow.models.{m}" for m in (
-    "hf.load", "hf.gguf_memo", "hf.identity", "hf.batching", "hf.engine", "hf.score", "hf.generate", "hf.torch_ops",
-    "lmeval_tokens",
-))
+SEMANTICS = tuple(
+    f"evalflow.models.{m}"
+    for m in (
+        "hf.load",
+        "hf.gguf_memo",
+        "hf.identity",
+        "hf.batching",
+        "hf.engine",
+        "hf.score",
+        "hf.generate",
+        "hf.torch_ops",
+        "lmeval_tokens",
+    )
+)
+
 
 class HFModel(LanguageModel):
     """A transformers ``AutoModelForCausalLM`` answering lm-eval's three request types."""
@@ -133,22 +145,46 @@ class HFModel(LanguageModel):
         self.fixed_batch_size = load.parse_batch_size(batch_size)
         self.max_batch_size = int(max_batch_size)
         self.paths = engine_paths(
-            self.engine, bool(prefix_sharing), load.parse_batching(batching), load.parse_draft_tokens(draft_tokens),
-            load.parse_switch("native_attention", native_attention, "set model.native_attention=false to decode with "
-                              "torch's attention kernel, or leave it out (default true: a compiled kernel on x86 CPUs with AVX2)."),
-            load.parse_switch("packed_linear", packed_linear, "set model.packed_linear=false to keep torch's linear "
-                              "layers, or leave it out (default true: on a CPU in fp32, oneDNN with the weights packed once)."),
+            self.engine,
+            bool(prefix_sharing),
+            load.parse_batching(batching),
+            load.parse_draft_tokens(draft_tokens),
+            load.parse_switch(
+                "native_attention",
+                native_attention,
+                "set model.native_attention=false to decode with "
+                "torch's attention kernel, or leave it out (default true: a compiled kernel on x86 CPUs with AVX2).",
+            ),
+            load.parse_switch(
+                "packed_linear",
+                packed_linear,
+                "set model.packed_linear=false to keep torch's linear "
+                "layers, or leave it out (default true: on a CPU in fp32, oneDNN with the weights packed once).",
+            ),
         )
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
         weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
-        force = load.parse_switch("force_fast", force_fast, "set model.force_fast=true to run the fast engine on a "
-                                  "device it is not proven on (only the CPU is, so far), or leave it out (default false).")
+        force = load.parse_switch(
+            "force_fast",
+            force_fast,
+            "set model.force_fast=true to run the fast engine on a "
+            "device it is not proven on (only the CPU is, so far), or leave it out (default false).",
+        )
         placement = load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
         self.tokenizer, self.model, self.device = load.load(
-            pretrained, revision or "main", gguf_file, dtype, choose(device, "hf model").used, trust_remote_code,
-            tokenizer, add_bos_token, self.threads, placement, memo_gguf,
+            pretrained,
+            revision or "main",
+            gguf_file,
+            dtype,
+            choose(device, "hf model").used,
+            trust_remote_code,
+            tokenizer,
+            add_bos_token,
+            self.threads,
+            placement,
+            memo_gguf,
         )
         log.info("hf model: runs on %s (model.device=%s)", self.device, device)
         from evalflow.models.hf import torch_ops
@@ -313,8 +349,15 @@ class HFModel(LanguageModel):
         from evalflow.models.hf import score
 
         return score.ScoringSetup(
-            self.model, self.device, self.max_length, self.batch_size_for, self._keep_only_needed,
-            self.share_prefixes, self._exact_keep, self.min_prefix, self.prefix_memo,
+            self.model,
+            self.device,
+            self.max_length,
+            self.batch_size_for,
+            self._keep_only_needed,
+            self.share_prefixes,
+            self._exact_keep,
+            self.min_prefix,
+            self.prefix_memo,
         )
 
     # -- the three request types --------------------------------------------------------------
@@ -385,8 +428,20 @@ class HFModel(LanguageModel):
         from evalflow.models.hf import generate
 
         return generate.GenerationSetup(
-            self.model, self.tokenizer, self.device, self.max_length, self.max_gen_toks, self.batch_size_for,
+            self.model,
+            self.tokenizer,
+            self.device,
+            self.max_length,
+            self.max_gen_toks,
+            self.batch_size_for,
             self.decode_slots_for,
-            self.tok_encode, self.encode_generation_context, self.share_prefixes, self.kv_works, self.batching,
-            self.min_prefix, self.prefix_memo, self.paths.draft_tokens, self.paths.native_attention,
+            self.tok_encode,
+            self.encode_generation_context,
+            self.share_prefixes,
+            self.kv_works,
+            self.batching,
+            self.min_prefix,
+            self.prefix_memo,
+            self.paths.draft_tokens,
+            self.paths.native_attention,
         )

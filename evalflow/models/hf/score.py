@@ -21,8 +21,9 @@ input), so the logits, the largest arrays of a pass, stay within lm-eval's memor
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -92,8 +93,11 @@ def score_parts(setup: ScoringSetup, pairs: Sequence[Pair]) -> Iterator[dict[int
         for member in groups[rows[row].group].members:
             fresh[member.index] = torch_ops.score(logprobs, member.cont)
 
-    passes = _score_shared(setup, rows, deliver) if setup.share_prefixes else \
-        _score_plain(setup, rows, list(range(len(rows))), deliver)
+    passes = (
+        _score_shared(setup, rows, deliver)
+        if setup.share_prefixes
+        else _score_plain(setup, rows, list(range(len(rows))), deliver)
+    )
     while True:
         with torch.inference_mode():  # per pass: not over the caller's code between passes
             ran = next(passes, None) is not None
@@ -107,11 +111,16 @@ def score_parts(setup: ScoringSetup, pairs: Sequence[Pair]) -> Iterator[dict[int
         raise RuntimeError("HFModel lost a request while batching; please report this bug")
 
 
-def _score_plain(setup: ScoringSetup, rows: list[Row], which: list[int], deliver: Callable[[int, torch.Tensor], None]) -> Passes:
+def _score_plain(
+    setup: ScoringSetup, rows: list[Row], which: list[int], deliver: Callable[[int, torch.Tensor], None]
+) -> Passes:
     """Whole rows, longest first, in batches: lm-eval's own computation."""
     for batch in chunk(which, lambda i: setup.batch_size_for(len(rows[i].tokens) + 1)):
         logprobs = torch_ops.continuation_logprobs(
-            setup.model, [rows[i].tokens for i in batch], [rows[i].scored for i in batch], setup.device,
+            setup.model,
+            [rows[i].tokens for i in batch],
+            [rows[i].scored for i in batch],
+            setup.device,
             setup.keep_only_needed,
         )
         for i, lp in zip(batch, logprobs):
@@ -134,7 +143,9 @@ def _score_shared(setup: ScoringSetup, rows: list[Row], deliver: Callable[[int, 
             trees.append(tree(rows[fam.rows[0]].tokens[: fam.prefix_len], branches))
         else:
             cached.append(fam)
-    lone = [whole[i] for i in alone if len(rows[whole[i]].tokens) < MIN_ROW_WIDTH]  # long ones gain nothing from packing
+    lone = [
+        whole[i] for i in alone if len(rows[whole[i]].tokens) < MIN_ROW_WIDTH
+    ]  # long ones gain nothing from packing
     trees += [tree(rows[i].tokens, [], row=i, scored=rows[i].scored) for i in lone]
     budget = _Budget(setup.batch_size_for(longest) * width, setup.batch_size_for(longest) * longest)
     yield from _run_packed(setup, pack(trees, width), None, budget, deliver)

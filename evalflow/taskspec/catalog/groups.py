@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from evalflow.errors import TaskError, UnsafeCodeError, closest
+from evalflow.taskspec.catalog.selection import GroupSpec, IndexEntry, Selection, kind_of
 from evalflow.taskspec.format.installed import package_module
 from evalflow.taskspec.format.loader import DROPPED_TASK_KEYS, load_yaml, task_from_dict, with_includes
-from evalflow.taskspec.catalog.selection import GroupSpec, IndexEntry, Selection, kind_of
 from evalflow.taskspec.format.spec import TASK_FIELDS, FunctionRef, TaskConfig, check_keys
 from evalflow.taskspec.format.taskcode import function_refs
 
@@ -273,9 +274,7 @@ class Expander:
         inline = f"{group}::{name}"
         return self._group(inline, {**item, "group": inline}, overrides, source, chain)
 
-    def _inline_task(
-        self, item: Any, base: str, group: str, cfg: Mapping[str, Any], source: str, via: str
-    ) -> str:
+    def _inline_task(self, item: Any, base: str, group: str, cfg: Mapping[str, Any], source: str, via: str) -> str:
         if isinstance(item, str) or not ("dataset_path" in cfg or "custom_dataset" in cfg):
             raise TaskError(
                 f"{source}: member '{base}' of group '{group}' is not a known task, group or tag, "
@@ -293,9 +292,7 @@ def _member_list(name: str, members: Any, source: str) -> list[Any]:
             f"'{members}' a task labelled '{name}', write `tag: {name}` instead of `group:`."
         )
     if not isinstance(members, list) or not members:
-        raise TaskError(
-            f"{source}: group '{name}' needs a non-empty `task:` list of member tasks, groups or tags."
-        )
+        raise TaskError(f"{source}: group '{name}' needs a non-empty `task:` list of member tasks, groups or tags.")
     return members
 
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from evalflow.config.packaged import tasks_dir
 from evalflow.errors import TaskError
@@ -32,7 +32,7 @@ from evalflow.taskspec.catalog.index_scan import Row, scan_root
 from evalflow.taskspec.catalog.selection import IndexEntry, Selection, kind_of
 from evalflow.taskspec.format.installed import library_folder
 
-__all__ = ["TaskIndex", "Selection", "IndexEntry", "builtin_tasks_dir", "kind_of"]
+__all__ = ["IndexEntry", "Selection", "TaskIndex", "builtin_tasks_dir", "kind_of"]
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class TaskIndex:
         self._warned: set[str] = set()  # overriding names already warned about by this index
 
     @classmethod
-    def build(cls, include_path: Sequence[str | Path] = (), *, builtin: bool = True) -> "TaskIndex":
+    def build(cls, include_path: Sequence[str | Path] = (), *, builtin: bool = True) -> TaskIndex:
         """Scan the built-in folder (if ``builtin``), then each ``include_path`` folder."""
         if isinstance(include_path, (str, Path)):
             include_path = [include_path]
@@ -181,10 +181,15 @@ def _overlay(merged: dict[str, tuple[str, Row]], root: str, rows: list[Row]) -> 
             continue
         if previous is not None:
             before = os.path.join(previous[0], previous[1][2]) if previous[1][2] else "tags"
-            overridden.append((name, (
-                f"{row[1]} '{name}' from {os.path.join(root, row[2]) if row[2] else 'tags'} overrides "
-                f"the {previous[1][1]} of the same name from {before}"
-            )))
+            overridden.append(
+                (
+                    name,
+                    (
+                        f"{row[1]} '{name}' from {os.path.join(root, row[2]) if row[2] else 'tags'} overrides "
+                        f"the {previous[1][1]} of the same name from {before}"
+                    ),
+                )
+            )
         merged[name] = (root, row)
     return overridden
 
@@ -200,5 +205,7 @@ def _warn_overrides(root: str, overridden: list[tuple[str, str]]) -> None:
         log.warning(
             "%d tasks and groups this run uses from %s override those of the same name from earlier folders (%s); "
             "the later folder's definitions are used (each override is logged at debug level)",
-            len(overridden), root, shown,
+            len(overridden),
+            root,
+            shown,
         )

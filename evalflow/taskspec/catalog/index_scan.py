@@ -17,8 +17,9 @@ import logging
 import os
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import xxhash
 
@@ -214,9 +215,7 @@ def _read_json(path: Path, root: str) -> dict[str, Any]:
     return data
 
 
-def _write_cache(
-    base: Path, root: str, digest: str, records: Mapping[str, Record], rows: list[Row]
-) -> None:
+def _write_cache(base: Path, root: str, digest: str, records: Mapping[str, Record], rows: list[Row]) -> None:
     """Two files: what a warm build reads, and the per-file records an incremental one needs.
 
     The warm file holds the listing digest, the included files (stored once: most YAMLs include

@@ -30,8 +30,7 @@ def write_listing(index: TaskIndex, as_json: bool) -> None:
         _print_plain(index, sys.stdout)
     if index.problems:
         print(
-            f"note: {len(index.problems)} YAML file(s) were skipped as invalid, e.g. "
-            f"{index.problems[0][1]}",
+            f"note: {len(index.problems)} YAML file(s) were skipped as invalid, e.g. {index.problems[0][1]}",
             file=sys.stderr,
         )
 
@@ -74,8 +73,7 @@ def _print_rich(index: TaskIndex) -> None:
     from rich.table import Table
 
     table = Table(
-        title=f"{len(index.task_names())} tasks, {len(index.group_names())} groups, "
-        f"{len(index.tag_names())} tags"
+        title=f"{len(index.task_names())} tasks, {len(index.group_names())} groups, {len(index.tag_names())} tags"
     )
     for column in ("kind", "name", "source"):
         table.add_column(column)

@@ -9,7 +9,7 @@ the single metric ``bypass`` (no scoring; it aggregates to lm-eval's placeholder
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from collections.abc import Mapping
 
 from evalflow.errors import ConfigError, closest
 from evalflow.taskspec.catalog.index import Selection

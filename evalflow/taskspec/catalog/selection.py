@@ -7,8 +7,9 @@ the other's internals to describe its result.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from evalflow.taskspec.format.spec import TaskConfig
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import DataError, TaskError
 from evalflow.taskspec.format.spec import TaskConfig
@@ -35,8 +36,20 @@ from evalflow.taskspec.format.spec import TaskConfig
 DATA_MAP_ENV = "EVALFLOW_DATA_MAP"
 # datasets' packaged builders: a dataset_path naming one reads local files given by data_files
 PACKAGED_BUILDERS = frozenset(
-    {"json", "csv", "parquet", "text", "arrow", "pandas", "xml", "sql", "webdataset", "imagefolder",
-     "audiofolder", "videofolder"}
+    {
+        "json",
+        "csv",
+        "parquet",
+        "text",
+        "arrow",
+        "pandas",
+        "xml",
+        "sql",
+        "webdataset",
+        "imagefolder",
+        "audiofolder",
+        "videofolder",
+    }
 )
 DataMapLike = Mapping[str, Any] | str | os.PathLike[str] | None
 
@@ -74,8 +87,11 @@ class DataMap(dict[str, dict[str, Any]]):
 
     def describe(self) -> str:
         """The map and what its relative paths resolve against, as words for a message."""
-        where = (f"whose root is {self.root}" if self.root is not None
-                 else f"which has no `root:` (its relative paths resolve against {self.base})")
+        where = (
+            f"whose root is {self.root}"
+            if self.root is not None
+            else f"which has no `root:` (its relative paths resolve against {self.base})"
+        )
         return f"{self.origin}, {where}"
 
 
@@ -132,8 +148,10 @@ def data_source(task: TaskConfig, data_map: DataMapLike = None) -> DataSource:
             entry = dict(entries[key])
             path, name = entry.pop("path"), entry.pop("name", None)
             where = f"entry '{key}' of {entries.describe()}"
-            fix = (f"Fix that entry's data_files (or the map's root), point data_map at another map, or "
-                   f"unset data_map to load '{task.dataset_path}' from the hub.")
+            fix = (
+                f"Fix that entry's data_files (or the map's root), point data_map at another map, or "
+                f"unset data_map to load '{task.dataset_path}' from the hub."
+            )
             files = _local_files(path, entry, f"task '{task.task}' ({task.source})", f"It comes from {where}. {fix}")
             return DataSource(path, name, entry, files, mapped_from=key, map_origin=where)
     kwargs = dict(task.dataset_kwargs or {})
@@ -144,9 +162,13 @@ def data_source(task: TaskConfig, data_map: DataMapLike = None) -> DataSource:
     path = task.dataset_path
     if base is not None and not os.path.isabs(path) and (base / path).exists():
         path = str((base / path).resolve())
-    fix = ("Fix the path in the task's dataset_kwargs (or map the dataset with a data map); relative paths "
-           "resolve against the task YAML's folder, else the working directory.")
-    return DataSource(path, task.dataset_name, kwargs, _local_files(path, kwargs, f"task '{task.task}' ({task.source})", fix))
+    fix = (
+        "Fix the path in the task's dataset_kwargs (or map the dataset with a data map); relative paths "
+        "resolve against the task YAML's folder, else the working directory."
+    )
+    return DataSource(
+        path, task.dataset_name, kwargs, _local_files(path, kwargs, f"task '{task.task}' ({task.source})", fix)
+    )
 
 
 def check_data_files(tasks: Sequence[TaskConfig], data_map: DataMapLike = None) -> None:
@@ -179,8 +201,10 @@ def _local_files(path: str, kwargs: Mapping[str, Any], task: str = "", fix: str 
             matches = sorted(glob.glob(str(pattern))) if glob.has_magic(str(pattern)) else [str(pattern)]
             if not matches or not all(os.path.exists(m) for m in matches):
                 what = "matches no file" if glob.has_magic(str(pattern)) else "does not exist"
-                raise DataError(f"{task + ': ' if task else ''}data file {str(pattern)!r} (data_files "
-                                f"'{key or 'all'}') {what}. {fix}".strip())
+                raise DataError(
+                    f"{task + ': ' if task else ''}data file {str(pattern)!r} (data_files "
+                    f"'{key or 'all'}') {what}. {fix}".strip()
+                )
             found += matches
         out[str(key)] = tuple(found)
     return out

@@ -32,8 +32,9 @@ from evalflow.errors import ConfigError, TaskError
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 from evalflow.taskspec.prompts.templates import apply_template, call_function, doc_to_text
 
-_NORMALIZE = str.maketrans(string.ascii_lowercase + string.ascii_uppercase, string.ascii_lowercase * 2,
-                           string.punctuation)
+_NORMALIZE = str.maketrans(
+    string.ascii_lowercase + string.ascii_uppercase, string.ascii_lowercase * 2, string.punctuation
+)
 
 
 def decontamination_query(task: TaskConfig, doc: Mapping[str, Any], *, doc_id: int | None = None) -> Any:
@@ -48,8 +49,10 @@ def decontamination_query(task: TaskConfig, doc: Mapping[str, Any], *, doc_id: i
     if callable(spec) or isinstance(spec, FunctionRef):
         return call_function(spec)(doc)
     if not isinstance(spec, str):
-        raise TaskError(f"task '{task.task}' ({task.source}): doc_to_decontamination_query is {spec!r}; use a "
-                        "field name, a Jinja template or a !function reference")
+        raise TaskError(
+            f"task '{task.task}' ({task.source}): doc_to_decontamination_query is {spec!r}; use a "
+            "field name, a Jinja template or a !function reference"
+        )
     text = apply_template(spec, doc, task=task, what="doc_to_decontamination_query", doc_id=doc_id)
     try:
         return ast.literal_eval(text)
@@ -73,9 +76,11 @@ def ngram_size(folder: str | Path) -> int:
     try:
         size = json.loads(info.read_text(encoding="utf-8"))["ngram_size"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"decontamination n-grams folder {folder}: cannot read info.json with an "
-                          f"'ngram_size' ({type(exc).__name__}: {exc}); it is written by lm-eval's "
-                          "scripts/clean_training_data") from None
+        raise ConfigError(
+            f"decontamination n-grams folder {folder}: cannot read info.json with an "
+            f"'ngram_size' ({type(exc).__name__}: {exc}); it is written by lm-eval's "
+            "scripts/clean_training_data"
+        ) from None
     if not isinstance(size, int) or size < 1:
         raise ConfigError(f"{info}: ngram_size must be a positive whole number, got {size!r}")
     return size
@@ -114,8 +119,10 @@ def _lines(path: Path) -> Iterator[str]:
     try:
         import zstandard
     except ImportError:
-        raise ConfigError(f"{path} is zstd-compressed; reading it needs the decontamination extra: "
-                          "pip install 'evalflow[decontamination]' (or decompress it with `zstd -d`)") from None
+        raise ConfigError(
+            f"{path} is zstd-compressed; reading it needs the decontamination extra: "
+            "pip install 'evalflow[decontamination]' (or decompress it with `zstd -d`)"
+        ) from None
     import io
 
     with open(path, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:

@@ -19,17 +19,18 @@ rows to find them).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
+from evalflow.core.records import DocSet
 from evalflow.errors import DataError
-from evalflow.records import DocSet
 from evalflow.taskspec.data.datamap import DATA_MAP_ENV, PACKAGED_BUILDERS, DataMapLike, DataSource, data_source
 from evalflow.taskspec.data.image_files import files_identity, named_files
 from evalflow.taskspec.data.images import is_image_value, plain_image
 from evalflow.taskspec.data.jsonl import read_jsonl_splits
-from evalflow.taskspec.prompts.samplers import fewshot_options, fewshot_source
 from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.samplers import fewshot_options, fewshot_source
 from evalflow.taskspec.prompts.templates import call_function, call_task_function
 
 
@@ -60,7 +61,7 @@ def load_docset(task: TaskConfig, data_map: DataMapLike = None, images: Any = No
     """The evaluated documents and the few-shot pool of ``task``, processed and as plain dicts.
 
     ``images`` (an :class:`~evalflow.cache.images.ImageStore`) receives every image column's
-    pixels, the rows holding :class:`~evalflow.records.ImageRef` instead; without it an image in
+    pixels, the rows holding :class:`~evalflow.core.records.ImageRef` instead; without it an image in
     the data is refused."""
     if task.custom_dataset is not None:  # lm-eval: a custom_dataset function wins over dataset_path
         dataset: Any = _custom_splits(task)
@@ -77,8 +78,12 @@ def load_docset(task: TaskConfig, data_map: DataMapLike = None, images: Any = No
 
 
 def _fewshot_docs(
-    task: TaskConfig, dataset: Any, source: DataSource, eval_split: str,
-    eval_docs: tuple[dict[str, Any], ...], images: Any = None,
+    task: TaskConfig,
+    dataset: Any,
+    source: DataSource,
+    eval_split: str,
+    eval_docs: tuple[dict[str, Any], ...],
+    images: Any = None,
 ) -> tuple[str | None, tuple[dict[str, Any], ...] | None]:
     """lm-eval's few-shot pool. A split the fallback chain names but the data lacks is skipped
     (lm-eval would fail), so a task evaluated on data without a train split still runs, drawing
@@ -143,19 +148,17 @@ def _load(task: TaskConfig, source: DataSource) -> Any:
     try:
         with offline_mode(offline):
             return datasets.load_dataset(source.path, source.name, **source.kwargs)
-    except Exception as exc:  # noqa: BLE001 - every failure here means "the data cannot be read"
+    except Exception as exc:
         cause = exc.__cause__ or exc.__context__
         why = f"{type(exc).__name__}: {str(exc)[:300]}" + (
             f" ({type(cause).__name__}: {str(cause)[:300]})" if cause is not None else ""
         )
         if offline:
             why = ("HF_HUB_OFFLINE is set" if offline_by_env() else f"the hub {hub_endpoint()} is unreachable") + (
-                f" and the dataset is not in the local datasets cache ({why})")
-        if source.is_local or source.mapped_from:
-            fix = (
-                "Check that the files are valid JSON Lines/CSV/Parquet, with the same "
-                "columns in every split."
+                f" and the dataset is not in the local datasets cache ({why})"
             )
+        if source.is_local or source.mapped_from:
+            fix = "Check that the files are valid JSON Lines/CSV/Parquet, with the same columns in every split."
         else:
             key = f"{task.dataset_path}" + (f"/{task.dataset_name}" if task.dataset_name else "")
             fix = (
@@ -178,8 +181,7 @@ def _custom_splits(task: TaskConfig) -> dict[str, list[dict[str, Any]]]:
             "must return a mapping of split names to lists of rows."
         )
     return {
-        str(split): [_plain_row(r, task, str(split), i) for i, r in enumerate(rows)]
-        for split, rows in made.items()
+        str(split): [_plain_row(r, task, str(split), i) for i, r in enumerate(rows)] for split, rows in made.items()
     }
 
 
@@ -197,6 +199,7 @@ def _local_fingerprint(source: DataSource) -> str:
 def _plain_row(row: Any, task: TaskConfig, split: str, index: int, images: Any = None) -> dict[str, Any]:
     """A row as JSON data, so documents hash canonically and cache as data, never as pickles;
     an image (PIL, or datasets' undecoded ``{bytes, path}``) as a reference into ``images``."""
+
     def plain(v: Any, key: str) -> Any:
         if v is None or isinstance(v, (str, bool, int, float)):
             return v
@@ -213,6 +216,7 @@ def _plain_row(row: Any, task: TaskConfig, split: str, index: int, images: Any =
             f"{type(v).__name__}, which evalflow cannot keep as JSON data (images are kept as references "
             "into the cache; other objects must be converted in process_docs)."
         )
+
     if not isinstance(row, Mapping):
         raise DataError(
             f"task '{task.task}', split '{split}', document {index} is a {type(row).__name__}, "

@@ -20,7 +20,7 @@ import functools
 import logging
 import os
 import socket
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import urlparse
 
 log = logging.getLogger(__name__)
@@ -48,15 +48,16 @@ def hub_offline() -> bool:
     return not _reachable(hub_endpoint())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reachable(endpoint: str) -> bool:
     url = urlparse(endpoint)
     port = url.port or (443 if url.scheme == "https" else 80)
     try:
         socket.create_connection((url.hostname or "", port), timeout=PROBE_TIMEOUT).close()
     except OSError as exc:
-        log.info("the Hugging Face hub (%s) is unreachable (%s); hub datasets load from the local cache only",
-                 endpoint, exc)
+        log.info(
+            "the Hugging Face hub (%s) is unreachable (%s); hub datasets load from the local cache only", endpoint, exc
+        )
         return False
     return True
 

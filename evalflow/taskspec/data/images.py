@@ -6,7 +6,7 @@ A task is multimodal when its YAML sets ``doc_to_image`` (or ``doc_to_audio``), 
 a string naming a field is that field; any other string is a Jinja template whose rendering is a
 Python literal; a ``!function`` is called on the document. What comes out may be a PIL image, a
 datasets image dict (``{"bytes": ..., "path": ...}``), raw bytes, a base64 string (or a
-``data:image/...;base64,`` URL) or a file path; each becomes an :class:`~evalflow.records.ImageRef`
+``data:image/...;base64,`` URL) or a file path; each becomes an :class:`~evalflow.core.records.ImageRef`
 whose digest hashes the pixels, and whose PNG is stored once in the cache
 (:class:`~evalflow.cache.images.ImageStore`).
 
@@ -26,10 +26,11 @@ import base64
 import binascii
 import io
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from evalflow.core.records import ImageRef
 from evalflow.errors import DataError, TaskError
-from evalflow.records import ImageRef
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 from evalflow.taskspec.prompts.templates import apply_template, call_task_function
 
@@ -47,8 +48,13 @@ def is_image_value(value: Any) -> bool:
         return True
     if isinstance(value, (bytes, bytearray)):  # JSON cannot hold bytes: an image, or a clear refusal
         return True
-    return isinstance(value, Mapping) and set(value) == {"bytes", "path"} and (
-        isinstance(value["bytes"], (bytes, bytearray)) or value["bytes"] is None and isinstance(value["path"], str))
+    return (
+        isinstance(value, Mapping)
+        and set(value) == {"bytes", "path"}
+        and (
+            isinstance(value["bytes"], (bytes, bytearray)) or (value["bytes"] is None and isinstance(value["path"], str))
+        )
+    )
 
 
 def plain_image(value: Any, images: Any) -> ImageRef:
@@ -134,7 +140,9 @@ def to_pil(value: Any, *, where: str) -> Any:
         image = Image.open(io.BytesIO(data))
         image.load()
     except (UnidentifiedImageError, OSError) as exc:
-        raise DataError(f"{where}: the image data could not be decoded ({exc}). Check the dataset's image column.") from None
+        raise DataError(
+            f"{where}: the image data could not be decoded ({exc}). Check the dataset's image column."
+        ) from None
     return image
 
 

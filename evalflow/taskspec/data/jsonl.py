@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import glob
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import orjson
 
@@ -24,8 +25,9 @@ DATE = re.compile(r"\s*\d{4}-\d\d-\d\d")  # how an ISO-8601 timestamp starts, wh
 _INT64 = (-(2**63), 2**63)
 
 
-def read_jsonl_splits(path: str, name: str | None, kwargs: Mapping[str, Any],
-                      files: Mapping[str, tuple[str, ...]]) -> dict[str, list[dict[str, Any]]] | None:
+def read_jsonl_splits(
+    path: str, name: str | None, kwargs: Mapping[str, Any], files: Mapping[str, tuple[str, ...]]
+) -> dict[str, list[dict[str, Any]]] | None:
     """``{split: rows}`` of a ``json`` builder over local ``.jsonl`` files named per split, as
     ``datasets`` would return them; None when that cannot be certain (see the module docstring)."""
     data_files = kwargs.get("data_files")

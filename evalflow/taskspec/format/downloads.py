@@ -20,8 +20,9 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from evalflow.errors import TaskError
 
@@ -55,7 +56,7 @@ def _strict() -> Iterator[None]:
         if finder is not None and finder in sys.meta_path:
             sys.meta_path.remove(finder)
         for module, original in patched:
-            setattr(module, "download", original)
+            module.download = original
 
 
 def _patch(module: ModuleType, patched: list[tuple[ModuleType, Any]]) -> None:
@@ -66,12 +67,12 @@ def _patch(module: ModuleType, patched: list[tuple[ModuleType, Any]]) -> None:
     def download(info_or_id: Any = None, *args: Any, **kwargs: Any) -> Any:
         ok = original(info_or_id, *args, **kwargs)
         if ok is False:  # NLTK reports a failed download by printing it and returning False
-            caller = sys._getframe(1).f_globals.get("__file__") or "task code"  # noqa: SLF001 - who asked
+            caller = sys._getframe(1).f_globals.get("__file__") or "task code"
             raise ResourceDownloadError(_message(info_or_id, str(caller)))
         return ok
 
     patched.append((module, original))
-    setattr(module, "download", download)
+    module.download = download
 
 
 def _message(resource: Any, caller: str) -> str:

@@ -29,8 +29,9 @@ What is flagged, and why not more:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from evalflow.taskspec.format.spec import TaskConfig
 
@@ -77,9 +78,15 @@ def _findings(task: TaskConfig) -> Iterator[LiteralEscape]:
     for value in [until] if isinstance(until, str) else until if isinstance(until, (list, tuple)) else ():
         found = _PLAIN.search(value) if isinstance(value, str) else None
         if found:
-            yield LiteralEscape("generation_kwargs.until", str(value), found.start(), (
-                "As a stop sequence it never matches, so every answer runs to max_gen_toks (and is "
-                "then scored with the extra text)."))
+            yield LiteralEscape(
+                "generation_kwargs.until",
+                str(value),
+                found.start(),
+                (
+                    "As a stop sequence it never matches, so every answer runs to max_gen_toks (and is "
+                    "then scored with the extra text)."
+                ),
+            )
     few = task.fewshot_config if isinstance(task.fewshot_config, Mapping) else {}
     sections: tuple[tuple[str, Mapping[str, Any]], ...] = (("", _fields(task)), ("fewshot_config.", few))
     for prefix, values in sections:

@@ -22,9 +22,16 @@ __all__ = ["install_hint", "pip_name"]
 
 # Import names whose pip package is named differently (pip treats `_` and `-` alike otherwise).
 _PIP_NAMES = {
-    "sklearn": "scikit-learn", "yaml": "PyYAML", "PIL": "Pillow", "cv2": "opencv-python",
-    "bs4": "beautifulsoup4", "dateutil": "python-dateutil", "lm_eval": "lm-eval",
-    "antlr4": "antlr4-python3-runtime", "Levenshtein": "levenshtein", "google": "protobuf",
+    "sklearn": "scikit-learn",
+    "yaml": "PyYAML",
+    "PIL": "Pillow",
+    "cv2": "opencv-python",
+    "bs4": "beautifulsoup4",
+    "dateutil": "python-dateutil",
+    "lm_eval": "lm-eval",
+    "antlr4": "antlr4-python3-runtime",
+    "Levenshtein": "levenshtein",
+    "google": "protobuf",
 }
 _LM_EVAL = "lm-eval"
 _AGGREGATE_EXTRAS = {"all", "dev", "tasks", "testing"}  # extras that only gather other extras
@@ -43,13 +50,17 @@ def install_hint(module: str) -> str:
     wanted = canonicalize_name(package)
     ours = [e for e, names in _evalflow_extras().items() if wanted in names and e not in _AGGREGATE_EXTRAS]
     if ours:
-        return (f"`pip install 'evalflow[{ours[0]}]'` (evalflow's `{ours[0]}` extra installs {package} "
-                "with versions that resolve alongside Hydra), or `pip install " + package + "`")
+        return (
+            f"`pip install 'evalflow[{ours[0]}]'` (evalflow's `{ours[0]}` extra installs {package} "
+            "with versions that resolve alongside Hydra), or `pip install " + package + "`"
+        )
     core, extras = _lm_eval_requirements()
     theirs = [e for e, names in extras.items() if wanted in names and e not in _AGGREGATE_EXTRAS]
     if theirs:
-        return (f"`pip install {package}`; lm-eval's `{theirs[0]}` extra lists it "
-                f"(`pip install 'lm-eval[{theirs[0]}]'` installs that extra's packages)")
+        return (
+            f"`pip install {package}`; lm-eval's `{theirs[0]}` extra lists it "
+            f"(`pip install 'lm-eval[{theirs[0]}]'` installs that extra's packages)"
+        )
     if wanted in core:
         return f"`pip install {package}` (a dependency of lm-eval itself: its installation is incomplete)"
     return f"`pip install {package}`"
@@ -85,7 +96,9 @@ def _lm_eval_requirements() -> tuple[frozenset[str], dict[str, frozenset[str]]]:
         return frozenset(), {}
     names = metadata.metadata(_LM_EVAL).get_all("Provides-Extra") or []
     core, extras = _by_extra(metadata.requires(_LM_EVAL) or [], names)
-    return frozenset(core), {e: frozenset(canonicalize_name(r.name) for r in map(_parse, reqs) if r) for e, reqs in extras.items()}
+    return frozenset(core), {
+        e: frozenset(canonicalize_name(r.name) for r in map(_parse, reqs) if r) for e, reqs in extras.items()
+    }
 
 
 def _by_extra(requirements: list[str], extra_names: list[str]) -> tuple[set[str], dict[str, list[str]]]:

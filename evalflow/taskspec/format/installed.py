@@ -59,7 +59,11 @@ def library_folder(entry: str) -> str | None:
     locations = list(spec.submodule_search_locations or []) if spec else []
     folder = next((os.path.join(loc, tasks) for loc in locations if os.path.isdir(os.path.join(loc, tasks))), None)
     if folder is None:
-        found = f"the installed '{package}' at {locations[0]} has no '{tasks}' folder" if locations else f"'{package}' is not installed"
+        found = (
+            f"the installed '{package}' at {locations[0]} has no '{tasks}' folder"
+            if locations
+            else f"'{package}' is not installed"
+        )
         raise TaskError(
             f"include_path={entry} names the task library of the Python package '{package}', but {found}. "
             f"Install it with evalflow's extra: pip install 'evalflow[{extra}]' (lm-eval's core package "
@@ -121,7 +125,9 @@ def code_fingerprint(path: str) -> str:
     start, *imported = local_closure(path)
     if not imported:
         return digest
-    return fingerprint(("task-modules", digest, [(os.path.relpath(f, start.parent), file_fingerprint(str(f))) for f in imported]))
+    return fingerprint(
+        ("task-modules", digest, [(os.path.relpath(f, start.parent), file_fingerprint(str(f))) for f in imported])
+    )
 
 
 @functools.lru_cache(maxsize=256)

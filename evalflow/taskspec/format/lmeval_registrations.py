@@ -72,8 +72,10 @@ def _recorder(path: str, registry: Any) -> Callable[[str], Callable[[type], type
             table = _FILTERS.setdefault(path, {})
             current = table.get(name)
             if current is not None and qualified(current) != qualified(cls):
-                raise TaskError(f"{path} registers two filters under the name '{name}' in lm-eval's registry "
-                                f"({qualified(current)} and {qualified(cls)}); give each its own name.")
+                raise TaskError(
+                    f"{path} registers two filters under the name '{name}' in lm-eval's registry "
+                    f"({qualified(current)} and {qualified(cls)}); give each its own name."
+                )
             table[name] = cls
             if name not in registry.filter_registry:
                 registry.filter_registry.register(name)(cls)

@@ -31,9 +31,10 @@ from __future__ import annotations
 import random
 import string
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 RANDOM_SEED = 0  # lm-eval's DEFAULT_RANDOM_SEED
 NUMPY_SEED = 1234  # lm-eval's DEFAULT_OTHER_SEED, for numpy and torch
@@ -104,10 +105,15 @@ def import_under_lm_eval_seeds(load: Callable[[], T]) -> tuple[T, RngStates]:
 def _changed(start: RngStates, after: RngStates) -> RngStates:
     import numpy as np
 
-    same_numpy = start.numpy[0] == after.numpy[0] and np.array_equal(start.numpy[1], after.numpy[1]) \
+    same_numpy = (
+        start.numpy[0] == after.numpy[0]
+        and np.array_equal(start.numpy[1], after.numpy[1])
         and start.numpy[2:] == after.numpy[2:]
+    )
     # torch imported by the module itself: it was not seeded before, so its state is no effect to keep
-    same_torch = start.torch is None or after.torch is None or bool(sys.modules["torch"].equal(start.torch, after.torch))
+    same_torch = (
+        start.torch is None or after.torch is None or bool(sys.modules["torch"].equal(start.torch, after.torch))
+    )
     return RngStates(
         python=None if start.python == after.python else after.python,
         numpy=None if same_numpy else after.numpy,

@@ -19,15 +19,17 @@ Example::
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
 from evalflow.errors import TaskError, closest
 from evalflow.taskspec.format.installed import code_fingerprint
 from evalflow.taskspec.format.spec import OUTPUT_TYPES, FunctionRef, TaskConfig, check_keys
+
 # re-exported: task code lived here, and `from evalflow.taskspec.format.loader import resolve_function` is used
 from evalflow.taskspec.format.taskcode import function_refs as function_refs
 from evalflow.taskspec.format.taskcode import keyed_function_refs as keyed_function_refs
@@ -147,8 +149,11 @@ def _check_expansion(root: yaml.Node | None, path: str) -> None:
                 "it (a recursive structure). Task files must be finite trees; write the value out."
             )
         open_nodes.add(id(node))
-        children: list[Any] = node.value if isinstance(node, yaml.SequenceNode) else (
-            [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
+        children: list[Any] = (
+            node.value
+            if isinstance(node, yaml.SequenceNode)
+            else ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
+        )
         total = 1
         for child in children:
             total += size(child)
@@ -243,9 +248,7 @@ def with_includes(cfg: Mapping[str, Any], yaml_file: str) -> dict[str, Any]:
 
 def _include_path(including: str, inc: Any) -> str:
     if not isinstance(inc, str) or not inc:
-        raise TaskError(
-            f"{including}: `include:` must be a file name or a list of file names, got {inc!r}."
-        )
+        raise TaskError(f"{including}: `include:` must be a file name or a list of file names, got {inc!r}.")
     target = _real(os.path.join(os.path.dirname(including), inc))
     if not os.path.isfile(target):
         raise TaskError(
@@ -347,9 +350,7 @@ def _tags(value: Any, source: str) -> tuple[str, ...]:
     return tuple(tags)
 
 
-def _dict_tuple(
-    value: Any, key: str, required: tuple[str, ...], source: str
-) -> tuple[Mapping[str, Any], ...] | None:
+def _dict_tuple(value: Any, key: str, required: tuple[str, ...], source: str) -> tuple[Mapping[str, Any], ...] | None:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)):

@@ -47,8 +47,9 @@ class _SiblingFinder:
     def __init__(self, files: frozenset[str]) -> None:
         self.files = files
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
         found = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if found is None or found.origin is None or os.path.realpath(found.origin) not in self.files:
             return None

@@ -8,8 +8,9 @@ hash exactly the fields it reads.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from evalflow.errors import TaskError, closest
 
@@ -116,6 +117,5 @@ def check_keys(raw: Mapping[str, Any], source: str, allowed: tuple[str, ...] = T
     for key in raw:
         if key not in allowed:
             raise TaskError(
-                f"{source}: unknown task key '{key}'; {closest(key, allowed)} "
-                "Fix the key name, or remove it."
+                f"{source}: unknown task key '{key}'; {closest(key, allowed)} Fix the key name, or remove it."
             )

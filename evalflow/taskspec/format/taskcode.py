@@ -19,9 +19,10 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import xxhash
 
@@ -31,12 +32,12 @@ from evalflow.taskspec.format.downloads import strict_downloads
 from evalflow.taskspec.format.extras import install_hint
 from evalflow.taskspec.format.installed import code_fingerprint, package_module
 from evalflow.taskspec.format.lmeval_registrations import recording_registrations, registered_filters
-from evalflow.taskspec.sidenv.local_modules import local_closure
 from evalflow.taskspec.format.lmeval_seeds import RngStates, import_under_lm_eval_seeds
 from evalflow.taskspec.format.source_import import from_source, source_spec
-from evalflow.taskspec.sidenv.envs import side_env_for
-from evalflow.taskspec.sidenv.worker import side_function
 from evalflow.taskspec.format.spec import FunctionRef
+from evalflow.taskspec.sidenv.envs import side_env_for
+from evalflow.taskspec.sidenv.local_modules import local_closure
+from evalflow.taskspec.sidenv.worker import side_function
 
 
 def function_refs(value: Any) -> list[FunctionRef]:
@@ -147,8 +148,12 @@ def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
     try:
         with strict_downloads():
             module, effect = import_under_lm_eval_seeds(
-                lambda: _import_installed(installed.name, path) if installed and installed.name
-                else _import_file(path, source_hash, attr))
+                lambda: (
+                    _import_installed(installed.name, path)
+                    if installed and installed.name
+                    else _import_file(path, source_hash, attr)
+                )
+            )
     except ModuleNotFoundError as exc:
         raise TaskError(f"importing {path} (for `!function ...{attr}`) failed: {_missing(exc)}") from exc
     except TaskError as exc:
@@ -222,7 +227,11 @@ def _missing(exc: ModuleNotFoundError) -> str:
     module = exc.name or str(exc)
     top = module.split(".")[0]
     if module != top and importlib.util.find_spec(top) is not None:
-        return (f"it imports '{module}', which the installed package '{top}' does not have (another "
-                f"version of '{top}' may be needed). Install the version the task was written for.")
-    return (f"it imports the module '{module}', which is not installed. Install it with "
-            f"{install_hint(module)}, or leave out the tasks that need it.")
+        return (
+            f"it imports '{module}', which the installed package '{top}' does not have (another "
+            f"version of '{top}' may be needed). Install the version the task was written for."
+        )
+    return (
+        f"it imports the module '{module}', which is not installed. Install it with "
+        f"{install_hint(module)}, or leave out the tasks that need it."
+    )

@@ -9,8 +9,9 @@ so a changed template re-renders prompts and nothing else changes.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalflow.taskspec.prompts.fewshot_context import Render, Turn
 
@@ -53,8 +54,11 @@ def chat_render(fmt: ChatFormat, *, add_generation_prompt: bool) -> Render:
     def render(turns: Sequence[Turn]) -> str:
         messages = chat_messages(turns, fmt.fewshot_as_multiturn)
         return render_chat(
-            fmt.template, messages, add_generation_prompt=add_generation_prompt,
-            continue_final_message=not add_generation_prompt, **dict(fmt.special_tokens),
+            fmt.template,
+            messages,
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=not add_generation_prompt,
+            **dict(fmt.special_tokens),
         )
 
     return render

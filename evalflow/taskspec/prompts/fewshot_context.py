@@ -10,7 +10,7 @@ Few-shot examples come from ONE seeded sampler per task, consumed in document or
 the evaluated documents, as in lm-eval; so a context depends on which documents precede it and
 the whole tuple of contexts is built in one call.
 
->>> from evalflow.records import DocSet
+>>> from evalflow.core.records import DocSet
 >>> from evalflow.taskspec.format.spec import TaskConfig
 >>> t = TaskConfig(task="t", test_split="test", doc_to_text="Q: {{q}}\\nA:", doc_to_target="{{a}}",
 ...                description="Arithmetic.\\n\\n")
@@ -22,11 +22,13 @@ the whole tuple of contexts is built in one call.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
+from evalflow.core.records import Context, DocSet
 from evalflow.errors import ConfigError, DataError, TaskError
-from evalflow.records import Context, DocSet
+from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.samplers import (
     ContextSampler,
     FewshotOptions,
@@ -34,7 +36,6 @@ from evalflow.taskspec.prompts.samplers import (
     fewshot_options,
     make_sampler,
 )
-from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target, doc_to_text, resolve_field
 
 
@@ -72,8 +73,12 @@ def requires_delimiter(prefix: str, suffix: str) -> bool:
 
 
 def qa_turn(
-    question: Any, choices: Sequence[Any] | None, answer: Any, gen_prefix: str | None,
-    target_delimiter: str, fewshot_delimiter: str,
+    question: Any,
+    choices: Sequence[Any] | None,
+    answer: Any,
+    gen_prefix: str | None,
+    target_delimiter: str,
+    fewshot_delimiter: str,
 ) -> list[Turn]:
     """One question and, for an example, its answer (lm-eval's ``build_qa_turn``).
 
@@ -86,9 +91,7 @@ def qa_turn(
             "only multiple-input tasks (doc_to_text returning a choice index) may return an int."
         )
     has_answer = answer is not None and answer != ""
-    needs_delim = (has_answer and not gen_prefix) or bool(
-        gen_prefix and requires_delimiter(question, gen_prefix)
-    )
+    needs_delim = (has_answer and not gen_prefix) or bool(gen_prefix and requires_delimiter(question, gen_prefix))
     turns = [Turn("user", question, target_delimiter if needs_delim else "")]
     if has_answer:
         if choices and isinstance(answer, int):
@@ -136,9 +139,7 @@ def example_turns(
     gen_prefix = resolve_field(example, opts.gen_prefix, task=task, what="fewshot gen_prefix")
     if multiple_input:
         question, choices = _pick(choices, question), None
-    return qa_turn(
-        question, choices, answer, gen_prefix, opts.target_delimiter, opts.fewshot_delimiter
-    )
+    return qa_turn(question, choices, answer, gen_prefix, opts.target_delimiter, opts.fewshot_delimiter)
 
 
 def doc_turns(
@@ -154,8 +155,14 @@ def doc_turns(
 
 
 def build_contexts(
-    task: TaskConfig, docs: DocSet, num_fewshot: int, fewshot_seed: int | None,
-    doc_ids: Sequence[int], *, render: Render = render_plain, system_instruction: str | None = None,
+    task: TaskConfig,
+    docs: DocSet,
+    num_fewshot: int,
+    fewshot_seed: int | None,
+    doc_ids: Sequence[int],
+    *,
+    render: Render = render_plain,
+    system_instruction: str | None = None,
 ) -> tuple[Context, ...]:
     """The context of every evaluated document, drawing few-shot examples from one stream.
 
@@ -213,7 +220,7 @@ def _check_doc_ids(task: TaskConfig, docs: DocSet, doc_ids: Sequence[int], num_f
             f"task '{task.task}': the documents to evaluate must be listed in ascending order without "
             "repeats, since few-shot draws follow document order; sort the selected ids."
         )
-    if doc_ids and not (0 <= doc_ids[0] and doc_ids[-1] < len(docs.docs)):
+    if doc_ids and not (doc_ids[0] >= 0 and doc_ids[-1] < len(docs.docs)):
         raise ConfigError(
             f"task '{task.task}': document ids must lie in 0..{len(docs.docs) - 1} (split "
             f"'{docs.eval_split}' has {len(docs.docs)} documents); got {doc_ids[0]}..{doc_ids[-1]}."

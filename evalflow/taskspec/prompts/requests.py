@@ -12,7 +12,7 @@
 ``repeats`` makes one :class:`Instance` per repeat with the same ``idx`` (lm-eval clones the
 request); a seed is attached only to sampled generation, where it changes the answer.
 
->>> from evalflow.records import Context
+>>> from evalflow.core.records import Context
 >>> from evalflow.taskspec.format.spec import TaskConfig
 >>> t = TaskConfig(task="t", output_type="generate_until", generation_kwargs={"until": "Q:"})
 >>> build_instances(t, 0, {}, Context(0, "Q: 2+2?\\nA:"))[0].request.args[1]
@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from evalflow.core.records import Context, ImageRef, Instance, Request
 from evalflow.errors import ConfigError, TaskError
-from evalflow.records import Context, ImageRef, Instance, Request
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target
 
@@ -45,7 +46,9 @@ def generation_kwargs(task: TaskConfig, overrides: Mapping[str, Any] | None = No
     """
     if task.generation_kwargs is None:
         base: dict[str, Any] = {
-            "temperature": 0.0, "do_sample": False, "max_gen_toks": DEFAULT_MAX_GEN_TOKS,
+            "temperature": 0.0,
+            "do_sample": False,
+            "max_gen_toks": DEFAULT_MAX_GEN_TOKS,
             "until": [task.fewshot_delimiter],
         }
     else:
@@ -76,7 +79,10 @@ def uses_mutual_info(task: TaskConfig) -> bool:
 
 
 def request_args(
-    task: TaskConfig, doc_id: int, doc: Mapping[str, Any], context: Context,
+    task: TaskConfig,
+    doc_id: int,
+    doc: Mapping[str, Any],
+    context: Context,
     gen_kwargs: Mapping[str, Any] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The argument tuples of the document's requests, in lm-eval's order (their ``idx``)."""
@@ -111,8 +117,13 @@ def request_args(
 
 
 def build_instances(
-    task: TaskConfig, doc_id: int, doc: Mapping[str, Any], context: Context, *,
-    gen_kwargs: Mapping[str, Any] | None = None, seed: int | None = None,
+    task: TaskConfig,
+    doc_id: int,
+    doc: Mapping[str, Any],
+    context: Context,
+    *,
+    gen_kwargs: Mapping[str, Any] | None = None,
+    seed: int | None = None,
     visual: tuple[ImageRef, ...] | None = None,
 ) -> tuple[Instance, ...]:
     """Every request of one document, ``task.repeats`` times each (idx-major, then repeat).
@@ -120,9 +131,7 @@ def build_instances(
     ``visual``: a multimodal task's images for this document; as in lm-eval, every request's args
     then end with ``{"visual": [...]}`` (references here: their digests key the request)."""
     if not isinstance(task.repeats, int) or task.repeats < 1:
-        raise TaskError(
-            f"task '{task.task}' ({task.source}): repeats must be an int >= 1, got {task.repeats!r}"
-        )
+        raise TaskError(f"task '{task.task}' ({task.source}): repeats must be an int >= 1, got {task.repeats!r}")
     rtype = "loglikelihood" if task.output_type == "multiple_choice" else task.output_type
     out = []
     for idx, args in enumerate(request_args(task, doc_id, doc, context, gen_kwargs)):
@@ -131,7 +140,10 @@ def build_instances(
         sampled = rtype == "generate_until" and is_sampling(args[1])
         for r in range(task.repeats):
             request = Request(
-                rtype, args, repeat=r, seed=seed if sampled else None  # type: ignore[arg-type]
+                rtype,
+                args,
+                repeat=r,
+                seed=seed if sampled else None,  # type: ignore[arg-type]
             )
             out.append(Instance(doc_id, idx, request))
     return tuple(out)
@@ -149,6 +161,7 @@ def _text_target(task: TaskConfig, doc: Mapping[str, Any], doc_id: int) -> str:
 
 def _json_copy(value: Mapping[str, Any], where: str, error: type[Exception]) -> dict[str, Any]:
     """A deep copy holding only JSON data, so requests hash and cache canonically."""
+
     def check(v: Any, path: str) -> Any:
         if v is None or isinstance(v, (str, bool, int)):
             return v
@@ -164,6 +177,7 @@ def _json_copy(value: Mapping[str, Any], where: str, error: type[Exception]) -> 
             f"{where}: '{path}' is a {type(v).__name__} ({v!r}); generation settings must be JSON "
             "data (strings, numbers, booleans, null, lists, mappings with string keys)."
         )
+
     return {k: check(copy.deepcopy(v), k) for k, v in value.items()}
 
 

@@ -22,8 +22,9 @@ stream. It lives only inside one call of :func:`evalflow.taskspec.prompts.fewsho
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import ConfigError, TaskError, closest
 from evalflow.taskspec.format.spec import TaskConfig
@@ -138,8 +139,17 @@ class FewshotOptions:
 
 
 _OPTION_KEYS = (
-    "sampler", "split", "process_docs", "fewshot_indices", "samples", "doc_to_text", "doc_to_choice",
-    "doc_to_target", "gen_prefix", "fewshot_delimiter", "target_delimiter",
+    "sampler",
+    "split",
+    "process_docs",
+    "fewshot_indices",
+    "samples",
+    "doc_to_text",
+    "doc_to_choice",
+    "doc_to_target",
+    "gen_prefix",
+    "fewshot_delimiter",
+    "target_delimiter",
 )
 
 
@@ -153,11 +163,17 @@ def fewshot_options(task: TaskConfig) -> FewshotOptions:
             f"{closest(unknown[0], _OPTION_KEYS)} Fix or remove the key."
         )
     inherited = {
-        "split": task.fewshot_split, "process_docs": task.process_docs,
-        "fewshot_delimiter": task.fewshot_delimiter, "target_delimiter": task.target_delimiter,
-        "gen_prefix": task.gen_prefix, "doc_to_text": task.doc_to_text,
-        "doc_to_choice": task.doc_to_choice, "doc_to_target": task.doc_to_target,
-        "sampler": "default", "fewshot_indices": None, "samples": None,
+        "split": task.fewshot_split,
+        "process_docs": task.process_docs,
+        "fewshot_delimiter": task.fewshot_delimiter,
+        "target_delimiter": task.target_delimiter,
+        "gen_prefix": task.gen_prefix,
+        "doc_to_text": task.doc_to_text,
+        "doc_to_choice": task.doc_to_choice,
+        "doc_to_target": task.doc_to_target,
+        "sampler": "default",
+        "fewshot_indices": None,
+        "samples": None,
     }
     merged = {**inherited, **cfg}
     for key in ("fewshot_delimiter", "target_delimiter"):  # null in the YAML means "inherit"

@@ -24,7 +24,8 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import jinja2
 from jinja2 import BaseLoader, StrictUndefined
@@ -53,7 +54,11 @@ def _compile(template: str) -> jinja2.Template:
 
 
 def apply_template(
-    template: str, doc: Mapping[str, Any], *, task: TaskConfig | None = None, what: str = "template",
+    template: str,
+    doc: Mapping[str, Any],
+    *,
+    task: TaskConfig | None = None,
+    what: str = "template",
     doc_id: int | None = None,
 ) -> str:
     """Render ``template`` with the document's fields as variables (lm-eval's ``apply_template``).
@@ -83,7 +88,7 @@ def apply_template(
             f"{where}: the template {template!r} uses {exc.message}; the document's fields are "
             f"{sorted(doc)}. Fix the field name in the template, or add the field with process_docs."
         ) from None
-    except Exception as exc:  # noqa: BLE001 - any failure inside a user template is about the row
+    except Exception as exc:
         raise DataError(
             f"{where}: rendering the template {template!r} failed with "
             f"{type(exc).__name__}: {exc}. Check that this document has the shape the template expects."
@@ -100,7 +105,11 @@ def call_function(value: Any) -> Callable[..., Any]:
 
 
 def call_task_function(
-    spec: Any, *args: Any, task: TaskConfig, what: str, doc_id: int | None = None,
+    spec: Any,
+    *args: Any,
+    task: TaskConfig,
+    what: str,
+    doc_id: int | None = None,
     doc: Mapping[str, Any] | None = None,
 ) -> Any:
     """Call a task's ``!function`` on ``args``; an exception it raises becomes a :class:`TaskError`
@@ -110,8 +119,12 @@ def call_task_function(
         return fn(*args)
     except EvalflowError:
         raise
-    except Exception as exc:  # noqa: BLE001 - anything task code raises is reported with its place
-        name = f"{spec.attr} ({spec.module_path})" if isinstance(spec, FunctionRef) else getattr(spec, "__name__", repr(spec))
+    except Exception as exc:
+        name = (
+            f"{spec.attr} ({spec.module_path})"
+            if isinstance(spec, FunctionRef)
+            else getattr(spec, "__name__", repr(spec))
+        )
         shown = "" if doc is None else f" on {_excerpt(doc)}"
         raise TaskError(
             f"{_where(task, what, doc_id)}: the task function {name} raised {type(exc).__name__}: {exc}"

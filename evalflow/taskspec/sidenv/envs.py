@@ -49,7 +49,7 @@ SIDE_ENVS: tuple[SideEnv, ...] = (
         # runs as in lm-eval's own environment (antlr 4.11) only with 4.11.
         triggers=("antlr4", "sympy.parsing.latex", "math_verify", "latex2sympy2_extended"),
         why="sympy's LaTeX parser needs antlr4-python3-runtime 4.11, while Hydra and OmegaConf "
-            "(imported by evalflow) pin 4.9",
+        "(imported by evalflow) pin 4.9",
     ),
 )
 

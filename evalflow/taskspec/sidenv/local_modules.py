@@ -62,8 +62,7 @@ def imported_names(path: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
         elif isinstance(node, ast.ImportFrom):
             base = "." * node.level + (node.module or "")
             names.append(base)
-            names.extend(f"{base}.{a.name}" if base.strip(".") else base + a.name
-                         for a in node.names if a.name != "*")
+            names.extend(f"{base}.{a.name}" if base.strip(".") else base + a.name for a in node.names if a.name != "*")
     return tuple(dict.fromkeys(names))
 
 

@@ -82,9 +82,23 @@ class ProvisionError(Exception):
 
 
 def _pip_install(env: SideEnv, target: Path) -> None:
-    command = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-input", "--quiet",
-               "--disable-pip-version-check", "--retries", "1", "--timeout", "30",
-               "--target", str(target), *env.requirements]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-input",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--retries",
+        "1",
+        "--timeout",
+        "30",
+        "--target",
+        str(target),
+        *env.requirements,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])

@@ -28,8 +28,9 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Callable, Protocol, cast
+from typing import IO, Any, Protocol, cast
 
 import xxhash
 
@@ -77,8 +78,11 @@ class Worker:
         self.lock = threading.Lock()
         self.loaded: set[str] = set()  # task modules imported in this worker, by module name
         self.proc = subprocess.Popen(
-            [sys.executable, "-P", _MAIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,  # Ctrl-C reaches the host only
+            [sys.executable, "-P", _MAIN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # Ctrl-C reaches the host only
         )
         self.stdin, self.stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)
         self._reader = threading.Thread(target=self._forward, args=(self.proc.stderr,), daemon=True)
@@ -109,9 +113,11 @@ class Worker:
         starts a new one) if the exchange does not complete: a crash, or an interrupt here."""
         try:
             body = dumps(message)
-        except Exception as exc:  # noqa: BLE001 - pickle raises several types for one cause
-            raise SideEnvError(f"{what}: its arguments cannot be sent to the '{self.env.name}' "
-                               f"side environment, as they do not pickle ({type(exc).__name__}: {exc})") from exc
+        except Exception as exc:
+            raise SideEnvError(
+                f"{what}: its arguments cannot be sent to the '{self.env.name}' "
+                f"side environment, as they do not pickle ({type(exc).__name__}: {exc})"
+            ) from exc
         with self.lock:
             try:
                 write_frame(self.stdin, body)
@@ -124,10 +130,12 @@ class Worker:
                 raise
         try:
             status, payload = pickle.loads(answer)
-        except Exception as exc:  # noqa: BLE001 - e.g. an object of a class only the worker has
-            raise SideEnvError(f"{what} returned a value this process cannot unpickle "
-                               f"({type(exc).__name__}: {exc}); return plain data (dicts, lists, "
-                               "strings, numbers, datasets.Dataset) from task code.") from exc
+        except Exception as exc:
+            raise SideEnvError(
+                f"{what} returned a value this process cannot unpickle "
+                f"({type(exc).__name__}: {exc}); return plain data (dicts, lists, "
+                "strings, numbers, datasets.Dataset) from task code."
+            ) from exc
         if status == "error":
             raise _reraise(payload, self.env, what)
         return payload
@@ -175,9 +183,9 @@ def _write_stderr(text: str) -> None:
         encoding = getattr(out, "encoding", None) or "ascii"
         try:
             out.write(text.encode(encoding, "backslashreplace").decode(encoding))
-        except Exception:  # noqa: BLE001 - see below
+        except Exception:
             pass
-    except Exception:  # noqa: BLE001 - a closed or replaced stderr must not stop the draining
+    except Exception:
         pass
 
 
@@ -188,11 +196,13 @@ def _reraise(info: dict[str, Any], env: SideEnv, what: str) -> BaseException:
     if info["pickled"] is not None:
         try:
             exc = pickle.loads(info["pickled"])
-        except Exception:  # noqa: BLE001 - a class this process cannot import: sent as text
+        except Exception:
             exc = None
     if not isinstance(exc, Exception):
-        return SideEnvError(f"{what} raised {info['type']}: {info['message']} in the '{env.name}' "
-                            f"side environment. Its traceback there:\n{text}")
+        return SideEnvError(
+            f"{what} raised {info['type']}: {info['message']} in the '{env.name}' "
+            f"side environment. Its traceback there:\n{text}"
+        )
     exc.add_note(f"Raised in the '{env.name}' side-environment worker:\n{text}")
     exc.__cause__ = RemoteTraceback(text)
     return exc
@@ -212,8 +222,10 @@ def worker_for(env: SideEnv, needed_by: str) -> Worker:
             try:
                 worker = _WORKERS[key] = Worker(env, folder)
             except OSError as exc:
-                raise SideEnvError(f"{needed_by} needs the '{env.name}' side environment, whose worker "
-                                   f"({sys.executable} -P) cannot be started: {exc}") from exc
+                raise SideEnvError(
+                    f"{needed_by} needs the '{env.name}' side environment, whose worker "
+                    f"({sys.executable} -P) cannot be started: {exc}"
+                ) from exc
         return worker
 
 
@@ -237,14 +249,21 @@ class SideFunction:
         self.__doc__ = described.get("doc")
         if described.get("params") is not None:
             self.__signature__ = inspect.Signature(
-                [inspect.Parameter(n, getattr(inspect.Parameter, k), default=_REMOTE if d else inspect.Parameter.empty)
-                 for n, k, d in described["params"]])
+                [
+                    inspect.Parameter(
+                        n, getattr(inspect.Parameter, k), default=_REMOTE if d else inspect.Parameter.empty
+                    )
+                    for n, k, d in described["params"]
+                ]
+            )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         worker = worker_for(self.env, self.ref.module_path)
         if self.module not in worker.loaded:  # a new worker, after a crash or in a forked child
             _load(worker, self.ref, self.module)
-        return worker.request(("call", self.module, self.ref.attr, args, kwargs), f"`{self.ref.attr}` of {self.ref.module_path}")
+        return worker.request(
+            ("call", self.module, self.ref.attr, args, kwargs), f"`{self.ref.attr}` of {self.ref.module_path}"
+        )
 
     def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         return side_function, (self.ref, self.env)  # another process starts its own worker
@@ -262,8 +281,9 @@ def _module_name(ref: CodeRef) -> str:
 
 
 def _load(worker: Worker, ref: CodeRef, module: str) -> dict[str, Any]:
-    described: dict[str, Any] = worker.request(("load", ref.module_path, module, ref.attr),
-                                               f"the import of {ref.module_path}")
+    described: dict[str, Any] = worker.request(
+        ("load", ref.module_path, module, ref.attr), f"the import of {ref.module_path}"
+    )
     worker.loaded.add(module)
     return described
 
@@ -283,9 +303,9 @@ def side_function(ref: CodeRef, env: SideEnv) -> SideFunction:
         described = _load(worker, ref, _module_name(ref))
     except SideEnvError:
         raise
-    except Exception as exc:  # noqa: BLE001 - the module's import failed in the worker
+    except Exception as exc:
         missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
-        fix = (f"Install the package that provides '{missing}'" if missing else "Fix the task module")
+        fix = f"Install the package that provides '{missing}'" if missing else "Fix the task module"
         raise TaskError(
             f"importing {ref.module_path} (for `!function ...{ref.attr}`) in the side environment "
             f"'{env.name}' failed: {type(exc).__name__}: {exc}. {fix}, or leave out the tasks that "

@@ -51,10 +51,12 @@ def _error(exc: BaseException) -> tuple[str, dict[str, Any]]:
     try:
         pickled = pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL)
         pickle.loads(pickled)
-    except Exception:  # noqa: BLE001 - an exception that does not round-trip is sent as text
+    except Exception:
         pickled = None
     return "error", {
-        "type": type(exc).__qualname__, "message": str(exc), "pickled": pickled,
+        "type": type(exc).__qualname__,
+        "message": str(exc),
+        "pickled": pickled,
         "missing": getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None,
         "traceback": "".join(traceback.format_exception(exc)),
     }
@@ -63,12 +65,16 @@ def _error(exc: BaseException) -> tuple[str, dict[str, Any]]:
 def _describe(fn: Any) -> dict[str, Any]:
     """What the host's proxy shows of ``fn``: names, docstring, parameters (for ``bind``)."""
     try:
-        params = [(p.name, p.kind.name, p.default is not p.empty)
-                  for p in inspect.signature(fn).parameters.values()]
+        params = [(p.name, p.kind.name, p.default is not p.empty) for p in inspect.signature(fn).parameters.values()]
     except (TypeError, ValueError):
         params = None
-    return {"callable": callable(fn), "type": type(fn).__name__, "params": params,
-            "name": getattr(fn, "__name__", None), "doc": getattr(fn, "__doc__", None)}
+    return {
+        "callable": callable(fn),
+        "type": type(fn).__name__,
+        "params": params,
+        "name": getattr(fn, "__name__", None),
+        "doc": getattr(fn, "__doc__", None),
+    }
 
 
 def _load(modules: dict[str, Any], path: str, name: str, attr: str) -> dict[str, Any]:
@@ -106,7 +112,7 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
                 _, name, attr, args, kwargs = request
                 answer = ("ok", getattr(modules[name], attr)(*args, **kwargs))
             body = dumps(answer)
-        except BaseException as exc:  # noqa: BLE001 - task code's failure goes back to the host
+        except BaseException as exc:
             if isinstance(exc, SystemExit):
                 exc = RuntimeError(f"task code called sys.exit({exc.code})")
             body = dumps(_error(exc))

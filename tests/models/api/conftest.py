@@ -4,8 +4,9 @@ that evaluates toy tasks through ``openai_completions`` / ``openai_chat``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -69,8 +70,13 @@ def api_library(toy_library: Path) -> Path:
 
 def completions_config(url: str, **extra: Any) -> dict[str, Any]:
     return {
-        "type": "openai_completions", "model": served.MODEL_NAME, "base_url": url,
-        "tokenizer": str(served.gguf_file()), "tokenized_requests": False, "retry_wait": 0.05, **extra,
+        "type": "openai_completions",
+        "model": served.MODEL_NAME,
+        "base_url": url,
+        "tokenizer": str(served.gguf_file()),
+        "tokenized_requests": False,
+        "retry_wait": 0.05,
+        **extra,
     }
 
 
@@ -90,8 +96,13 @@ class ApiRunner:
         self.n += 1
         folder = self.out / f"run{self.n}"
         results = evaluate(
-            task, model, output_dir=folder, include_path=[str(self.library)], cache_dir=str(self.cache),
-            bootstrap_iters=0, **values,
+            task,
+            model,
+            output_dir=folder,
+            include_path=[str(self.library)],
+            cache_dir=str(self.cache),
+            bootstrap_iters=0,
+            **values,
         )
         return results, json.loads((folder / "manifest.json").read_text()), folder
 

@@ -15,8 +15,8 @@ import pytest
 from evalflow.errors import ConfigError
 from evalflow.models.api.client import ServerError, is_validation_error
 from tests.models.api.conftest import completions_config
-from tests.support.fault_proxy import FaultProxy
 from tests.support import served
+from tests.support.fault_proxy import FaultProxy
 
 
 @pytest.fixture
@@ -40,8 +40,11 @@ def test_a_refused_key_names_its_variable(proxy, api_run, monkeypatch):
     monkeypatch.delenv("EVALFLOW_TEST_KEY", raising=False)
     proxy.faults = ["ok", "ok", "401"]  # the two alignment probes, then the first request
     with pytest.raises(ServerError) as err:
-        api_run(completions_config(proxy.url + "/v1", api_key_env="EVALFLOW_TEST_KEY", max_retries=3),
-                task="toy_mc", limit=1)
+        api_run(
+            completions_config(proxy.url + "/v1", api_key_env="EVALFLOW_TEST_KEY", max_retries=3),
+            task="toy_mc",
+            limit=1,
+        )
     message = str(err.value)
     assert "refused the API key with HTTP 401" in message and "$EVALFLOW_TEST_KEY, which is not set" in message
     assert "max_retries" not in message and "timeout" not in message
@@ -49,12 +52,17 @@ def test_a_refused_key_names_its_variable(proxy, api_run, monkeypatch):
 
 def test_a_model_name_the_server_does_not_list_is_refused(proxy, api_run, caplog):
     misspelled = served.MODEL_NAME + "-typo"
-    with pytest.raises(ConfigError, match=f"model.model '{misspelled}' is not among the models .*model.allow_unlisted=true"):
+    with pytest.raises(
+        ConfigError, match=f"model.model '{misspelled}' is not among the models .*model.allow_unlisted=true"
+    ):
         api_run(completions_config(proxy.url + "/v1", model=misspelled), task="toy_mc", limit=1)
     assert proxy.bodies == []  # refused before any request
     caplog.set_level(logging.WARNING, logger="evalflow.models.api.served")
-    results, _, _ = api_run(completions_config(proxy.url + "/v1", model=misspelled, allow_unlisted=True,
-                                               check_logprobs=False), task="toy_mc", limit=1)
+    results, _, _ = api_run(
+        completions_config(proxy.url + "/v1", model=misspelled, allow_unlisted=True, check_logprobs=False),
+        task="toy_mc",
+        limit=1,
+    )
     assert "acc,none" in results["results"]["toy_mc"]
     assert any("used anyway (model.allow_unlisted=true)" in r.getMessage() for r in caplog.records)
 
@@ -68,13 +76,19 @@ def test_an_unset_revision_is_warned_about(proxy, api_run, caplog):
     assert not any("model.revision" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("body,deterministic", [
-    ('{"error": {"message": "[{\'type\': \'string_type\', \'loc\': (\'body\', \'prompt\', \'str\'), '
-     '\'msg\': \'Input should be a valid string\'}]", "type": "internal_server_error"}}', True),
-    ('{"detail": [{"loc": ["body", "prompt"], "msg": "field required"}]}', True),
-    ('{"error": {"message": "1 validation error for CompletionRequest"}}', True),
-    ('{"error": {"message": "CUDA out of memory"}}', False),
-    ('{"error": {"message": "injected server error"}}', False),
-])
+@pytest.mark.parametrize(
+    "body,deterministic",
+    [
+        (
+            "{\"error\": {\"message\": \"[{'type': 'string_type', 'loc': ('body', 'prompt', 'str'), "
+            '\'msg\': \'Input should be a valid string\'}]", "type": "internal_server_error"}}',
+            True,
+        ),
+        ('{"detail": [{"loc": ["body", "prompt"], "msg": "field required"}]}', True),
+        ('{"error": {"message": "1 validation error for CompletionRequest"}}', True),
+        ('{"error": {"message": "CUDA out of memory"}}', False),
+        ('{"error": {"message": "injected server error"}}', False),
+    ],
+)
 def test_validation_errors_are_told_from_passing_faults(body: str, deterministic: bool) -> None:
     assert is_validation_error(body) is deterministic

@@ -8,8 +8,18 @@ import pytest
 from evalflow.models.api import alignment
 from evalflow.models.api.alignment import PROMPT, MisalignedLogprobs
 
-COMPLETION = {"choices": [{"text": " Paris", "logprobs": {"tokens": [" Paris"], "token_logprobs": [-0.2644],
-                                                          "top_logprobs": [{" Paris": -0.2644, " the": -2.80}]}}]}
+COMPLETION = {
+    "choices": [
+        {
+            "text": " Paris",
+            "logprobs": {
+                "tokens": [" Paris"],
+                "token_logprobs": [-0.2644],
+                "top_logprobs": [{" Paris": -0.2644, " the": -2.80}],
+            },
+        }
+    ]
+}
 OFFSETS = [0, 3, 11, 14, 21, 24]
 
 

@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 import pytest
 
+from evalflow.core.records import Request
 from evalflow.errors import ModelError
 from evalflow.models.api.completions import OpenAICompletions
 from evalflow.models.api.server_settings import parse_settings
 from evalflow.models.api.tokens import ApiTokens, load_tokenizer
-from evalflow.records import Request
 
 
 class FakeClient:
@@ -31,22 +31,35 @@ class FakeClient:
             choices = []
             for k, prompt in enumerate(prompts):
                 n = len(prompt) + 1  # prompt tokens and the generated one
-                choices.append({"index": k, "text": "x", "logprobs": {
-                    "token_logprobs": [None] + [-1.0] * (n - 1), "top_logprobs": [None] + [{"t": -1.0}] * (n - 1)}})
+                choices.append(
+                    {
+                        "index": k,
+                        "text": "x",
+                        "logprobs": {
+                            "token_logprobs": [None] + [-1.0] * (n - 1),
+                            "top_logprobs": [None] + [{"t": -1.0}] * (n - 1),
+                        },
+                    }
+                )
             answer = {"choices": choices}
             on_answer(i, answer if read is None else read(i, orjson.dumps(answer)))  # as the real client reads it
 
 
 def model(tok_dir: Path, **config: Any) -> OpenAICompletions:
     m = OpenAICompletions.__new__(OpenAICompletions)  # no server: the rules only
-    m.settings = parse_settings("completions", {"model": "m", "base_url": "http://x/v1", "tokenizer": str(tok_dir), **config})
+    m.settings = parse_settings(
+        "completions", {"model": "m", "base_url": "http://x/v1", "tokenizer": str(tok_dir), **config}
+    )
     m.tokens = ApiTokens(load_tokenizer(str(tok_dir)), max_length=m.settings.max_length, add_bos_token=False)
     m.aligned, m.client = True, FakeClient()
     return m
 
 
-PAIRS = [("The quick brown fox", " jumps over the lazy dog."), ("A cat", " sat on the mat"),
-         ("Paris is the capital of France. Berlin is the capital of", " Germany.")]
+PAIRS = [
+    ("The quick brown fox", " jumps over the lazy dog."),
+    ("A cat", " sat on the mat"),
+    ("Paris is the capital of France. Berlin is the capital of", " Germany."),
+]
 
 
 def test_scores_are_the_continuation_tokens_only(tiny_nobos_dir: Path):
@@ -113,8 +126,16 @@ def toy_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(build_tokenizer(tmp_path_factory.mktemp("toy_tok")))
 
 
-TEXTS = ["The quick brown fox", "  leading and trailing  ", "", "élan café — 東京 🙂", "Question: 2+2=\n\nAnswer:",
-         "</s> an EOS text, and <s> a BOS text", "tab\tand\nnewline", "a" * 300]
+TEXTS = [
+    "The quick brown fox",
+    "  leading and trailing  ",
+    "",
+    "élan café — 東京 🙂",
+    "Question: 2+2=\n\nAnswer:",
+    "</s> an EOS text, and <s> a BOS text",
+    "tab\tand\nnewline",
+    "a" * 300,
+]
 
 
 @pytest.mark.parametrize("add_bos", [False, True])

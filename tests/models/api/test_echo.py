@@ -20,15 +20,29 @@ def answer(rng: random.Random, lengths: list[int], greedy_every: int = 3) -> dic
     choices = []
     for index, n in enumerate(lengths):
         values = [None] + [round(-rng.random() * 5, rng.choice([1, 3, 17])) for _ in range(n)]
-        tops = [None] + [{f"t{k}é\"]": v, "x": v - (0.5 if k % greedy_every else -0.5)} for k, v in enumerate(values[1:])]
-        choices.append({"index": index, "text": "g", "logprobs": {"tokens": [f"t{k}" for k in range(n + 1)],
-                        "token_logprobs": values, "top_logprobs": tops, "text_offset": list(range(n + 1))}})
+        tops = [None] + [
+            {f't{k}é"]': v, "x": v - (0.5 if k % greedy_every else -0.5)} for k, v in enumerate(values[1:])
+        ]
+        choices.append(
+            {
+                "index": index,
+                "text": "g",
+                "logprobs": {
+                    "tokens": [f"t{k}" for k in range(n + 1)],
+                    "token_logprobs": values,
+                    "top_logprobs": tops,
+                    "text_offset": list(range(n + 1)),
+                },
+            }
+        )
     rng.shuffle(choices)
     return {"id": "x", "object": "text_completion", "choices": choices}
 
 
 def whole(body: bytes, ctxlens: list[int]) -> list[tuple[float, bool]]:
-    return [payloads.score_choice(c, k) for c, k in zip(payloads.choices(orjson.loads(body), len(ctxlens), "u"), ctxlens)]
+    return [
+        payloads.score_choice(c, k) for c, k in zip(payloads.choices(orjson.loads(body), len(ctxlens), "u"), ctxlens)
+    ]
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -30,7 +30,9 @@ def test_faults_are_retried_then_every_answer_is_persisted_once(proxy, api_run, 
     # after /models and the two alignment probes: a 429, a 500, a stall past the timeout, a drop
     proxy.faults = ["ok", "ok", "429", "500", "stall", "drop"]
     caplog.set_level(logging.WARNING, logger="evalflow.models.api.client")
-    results, manifest, _ = api_run(completions_config(proxy.url + "/v1", timeout=20, num_concurrent=2), task="toy_mc", limit=2)
+    results, manifest, _ = api_run(
+        completions_config(proxy.url + "/v1", timeout=20, num_concurrent=2), task="toy_mc", limit=2
+    )
     assert proxy.faults_served == ["429", "500", "stall", "drop"]
     assert manifest["inference"]["computed"] == 8 and "acc,none" in results["results"]["toy_mc"]
     scored = [b for b in proxy.answered if b.get("echo") and b.get("logprobs") == 1]
@@ -75,9 +77,20 @@ def test_the_api_key_is_sent_but_written_nowhere(proxy, api_library, tmp_path):
     out, cache = tmp_path / "run", tmp_path / "cache"
     config = completions_config(proxy.url + "/v1", api_key_env="EVALFLOW_TEST_KEY")
     overrides = [f"model.{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in config.items() if k != "type"]
-    cmd = [sys.executable, "-m", "evalflow", "model=openai_completions", *overrides, "task=toy_gen", "limit=1",
-           "model.max_gen_toks=8", f"include_path=[{api_library}]", f"cache_dir={cache}", "bootstrap_iters=0",
-           f"hydra.run.dir={out}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalflow",
+        "model=openai_completions",
+        *overrides,
+        "task=toy_gen",
+        "limit=1",
+        "model.max_gen_toks=8",
+        f"include_path=[{api_library}]",
+        f"cache_dir={cache}",
+        "bootstrap_iters=0",
+        f"hydra.run.dir={out}",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_TEST_KEY": secret, "EVALFLOW_DEBUG": "1"}
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

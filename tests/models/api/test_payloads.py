@@ -10,7 +10,13 @@ from evalflow.models.api import payloads
 
 def test_loglikelihood_body_is_lm_evals():
     assert payloads.loglikelihood_payload("m", "text", seed=7) == {
-        "model": "m", "prompt": "text", "temperature": 0, "max_tokens": 1, "logprobs": 1, "seed": 7, "echo": True,
+        "model": "m",
+        "prompt": "text",
+        "temperature": 0,
+        "max_tokens": 1,
+        "logprobs": 1,
+        "seed": 7,
+        "echo": True,
     }
 
 
@@ -18,8 +24,13 @@ def test_completion_body_pops_lm_eval_keys_and_passes_the_rest():
     gen = {"until": ("Question:", "\n\n"), "do_sample": False, "temperature": 0.0, "top_p": 0.9}
     body = payloads.completion_payload("m", "ctx", gen, max_gen_toks=256, seed=1234, eos="<|im_end|>")
     assert body == {
-        "prompt": "ctx", "model": "m", "max_tokens": 256, "temperature": 0.0,
-        "stop": ["Question:", "\n\n", "<|im_end|>"], "seed": 1234, "top_p": 0.9,
+        "prompt": "ctx",
+        "model": "m",
+        "max_tokens": 256,
+        "temperature": 0.0,
+        "stop": ["Question:", "\n\n", "<|im_end|>"],
+        "seed": 1234,
+        "top_p": 0.9,
     }
     assert gen["until"] == ("Question:", "\n\n")  # the request's kwargs are not mutated
 
@@ -27,7 +38,9 @@ def test_completion_body_pops_lm_eval_keys_and_passes_the_rest():
 def test_max_tokens_wins_over_max_gen_toks_then_the_default():
     body = payloads.completion_payload("m", "c", {"max_gen_toks": 5}, max_gen_toks=256, seed=1, eos=None)
     assert body["max_tokens"] == 5 and "max_gen_toks" not in body
-    body = payloads.completion_payload("m", "c", {"max_tokens": 3, "max_gen_toks": 5}, max_gen_toks=256, seed=1, eos=None)
+    body = payloads.completion_payload(
+        "m", "c", {"max_tokens": 3, "max_gen_toks": 5}, max_gen_toks=256, seed=1, eos=None
+    )
     assert body["max_tokens"] == 3 and body["max_gen_toks"] == 5  # lm-eval passes the other one through
 
 
@@ -41,8 +54,17 @@ def test_eos_is_a_stop_sequence_once():
 
 def test_chat_body_has_messages_at_most_four_stops_and_no_eos():
     msgs = [{"role": "user", "content": "hi"}]
-    body = payloads.chat_payload("m", msgs, {"until": ["a", "b", "c", "d", "e"], "do_sample": False}, max_gen_toks=64, seed=1234)
-    assert body == {"messages": msgs, "model": "m", "max_tokens": 64, "temperature": 0, "stop": ["a", "b", "c", "d"], "seed": 1234}
+    body = payloads.chat_payload(
+        "m", msgs, {"until": ["a", "b", "c", "d", "e"], "do_sample": False}, max_gen_toks=64, seed=1234
+    )
+    assert body == {
+        "messages": msgs,
+        "model": "m",
+        "max_tokens": 64,
+        "temperature": 0,
+        "stop": ["a", "b", "c", "d"],
+        "seed": 1234,
+    }
 
 
 def test_batched_prompts_as_lm_eval_sends_them():

@@ -9,10 +9,10 @@ import math
 
 import pytest
 
+from evalflow.core.records import Request
 from evalflow.errors import EvalflowError, ModelError
 from evalflow.models.api.alignment import MisalignedLogprobs
 from evalflow.models.registry import build_model
-from evalflow.records import Request
 from tests.models.api.conftest import ROLL_TEXTS, chat_config, completions_config
 from tests.support import served
 from tests.support.fault_proxy import FaultProxy
@@ -32,8 +32,9 @@ def test_generation_through_completions(stock_server, api_run):
 
 
 def test_generation_through_chat_sends_the_messages(stock_server, api_run):
-    _, manifest, folder = api_run(chat_config(stock_server.url, max_gen_toks=24), task="toy_gen", limit=2,
-                                  apply_chat_template=True, num_fewshot=1)
+    _, manifest, folder = api_run(
+        chat_config(stock_server.url, max_gen_toks=24), task="toy_gen", limit=2, apply_chat_template=True, num_fewshot=1
+    )
     rows = samples(folder, "toy_gen")
     messages = json.loads(rows[0]["arguments"]["gen_args_0"]["arg_0"])
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]  # few-shot as turns, as lm-eval
@@ -105,7 +106,9 @@ def test_server_killed_mid_run_gives_a_clean_error_and_the_rerun_resumes(fixed_s
     doomed = served.LlamaServer.start(fixed=True)
     post_all = client.ApiClient.post_all
 
-    def stop_after_five_answers(self, path, bodies, on_answer, read=None):  # in the client's loop, before the next request
+    def stop_after_five_answers(
+        self, path, bodies, on_answer, read=None
+    ):  # in the client's loop, before the next request
         answered = []
 
         def counted(i, answer):

@@ -27,19 +27,36 @@ def ident(**change):
     return model_identity({**BASE, **change})
 
 
-@pytest.mark.parametrize("key, value", [
-    ("model", "other"), ("revision", "abc123"), ("max_length", 4096), ("max_gen_toks", 64),
-    ("seed", 1), ("tokenized_requests", False), ("add_bos_token", True),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("model", "other"),
+        ("revision", "abc123"),
+        ("max_length", 4096),
+        ("max_gen_toks", 64),
+        ("seed", 1),
+        ("tokenized_requests", False),
+        ("add_bos_token", True),
+    ],
+)
 def test_answer_changing_settings_change_the_identity(key, value):
     assert ident(**{key: value}) != ident()
 
 
-@pytest.mark.parametrize("key, value", [
-    ("base_url", "http://10.0.0.5:8000/v1/completions"), ("num_concurrent", 8), ("batch_size", 4),
-    ("max_retries", 9), ("timeout", 5), ("retry_wait", 0.1), ("check_logprobs", False),
-    ("headers", {"X-Team": "eval"}), ("api_key_env", "MY_KEY"),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("base_url", "http://10.0.0.5:8000/v1/completions"),
+        ("num_concurrent", 8),
+        ("batch_size", 4),
+        ("max_retries", 9),
+        ("timeout", 5),
+        ("retry_wait", 0.1),
+        ("check_logprobs", False),
+        ("headers", {"X-Team": "eval"}),
+        ("api_key_env", "MY_KEY"),
+    ],
+)
 def test_speed_location_and_secret_settings_do_not(key, value):
     assert ident(**{key: value}) == ident()
 
@@ -83,6 +100,12 @@ def test_identity_imports_neither_torch_nor_the_http_client():
         "bad = [m for m in ('torch', 'transformers', 'aiohttp', 'tenacity') if m in sys.modules]; "
         "assert not bad, bad"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+    )
     assert out.returncode == 0, out.stderr

@@ -5,8 +5,9 @@ window, answers per server, a death after the N-th answer) are events, never tim
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -21,8 +22,9 @@ WINDOW = 4  # num_concurrent
 def library(toy_library: Path) -> Path:
     """toy_mc and toy_mc2 (the same documents, another prompt): two log-likelihood tasks."""
     text = (toy_library / "toy_mc.yaml").read_text()
-    (toy_library / "toy_mc2.yaml").write_text(text.replace("task: toy_mc", "task: toy_mc2")
-                                              .replace('"Question: ', '"Q2: '))
+    (toy_library / "toy_mc2.yaml").write_text(
+        text.replace("task: toy_mc", "task: toy_mc2").replace('"Question: ', '"Q2: ')
+    )
     return toy_library
 
 
@@ -40,17 +42,35 @@ def servers() -> Iterator[list[LatencyServer]]:
 
 
 def model(urls: Any, tokenizer: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "openai_completions", "model": "loopback", "base_url": urls, "tokenizer": tokenizer,
-            "revision": "loopback-1", "check_logprobs": False, "num_concurrent": WINDOW, "retry_wait": 0.05,
-            "max_retries": 1, **extra}
+    return {
+        "type": "openai_completions",
+        "model": "loopback",
+        "base_url": urls,
+        "tokenizer": tokenizer,
+        "revision": "loopback-1",
+        "check_logprobs": False,
+        "num_concurrent": WINDOW,
+        "retry_wait": 0.05,
+        "max_retries": 1,
+        **extra,
+    }
 
 
-def run(library: Path, tmp_path: Path, name: str, config: dict[str, Any], tasks: Any, **values: Any) -> tuple[dict, dict]:
+def run(
+    library: Path, tmp_path: Path, name: str, config: dict[str, Any], tasks: Any, **values: Any
+) -> tuple[dict, dict]:
     from evalflow import evaluate
 
     folder = tmp_path / name
-    results = evaluate(tasks, config, output_dir=folder, include_path=[str(library)],
-                       cache_dir=str(tmp_path / f"cache-{name}"), bootstrap_iters=0, **values)
+    results = evaluate(
+        tasks,
+        config,
+        output_dir=folder,
+        include_path=[str(library)],
+        cache_dir=str(tmp_path / f"cache-{name}"),
+        bootstrap_iters=0,
+        **values,
+    )
     return results, json.loads((folder / "manifest.json").read_text())
 
 
@@ -64,8 +84,9 @@ def test_the_window_stays_full_across_chunks_and_tasks(library, tokenizer, serve
     and each request it then answers short of a full window counts as starved. Only the run's
     last WINDOW - 1 requests may be."""
     servers.append(LatencyServer(latency=0.0, hold_until=WINDOW, starve_seconds=1.0).start())
-    results, manifest = run(library, tmp_path, "pooled", model(servers[0].url, tokenizer),
-                            ["toy_mc", "toy_mc2"], chunk_size=8, limit=20)
+    results, manifest = run(
+        library, tmp_path, "pooled", model(servers[0].url, tokenizer), ["toy_mc", "toy_mc2"], chunk_size=8, limit=20
+    )
     total = manifest["inference"]["computed"]
     assert total == servers[0].answered > 8 * 4  # many chunks, all of both tasks
     assert servers[0].max_in_flight == WINDOW
@@ -92,7 +113,9 @@ def test_a_server_dying_mid_run_hands_its_requests_to_the_other(library, tokeniz
     to the second server; the run completes with the answers one server alone gives."""
     servers.append(LatencyServer(latency=0.0, die_after=10).start())
     servers.append(LatencyServer(latency=0.0).start())
-    results, manifest = run(library, tmp_path, "failover", model([s.url for s in servers], tokenizer), ["toy_mc", "toy_mc2"])
+    results, manifest = run(
+        library, tmp_path, "failover", model([s.url for s in servers], tokenizer), ["toy_mc", "toy_mc2"]
+    )
     assert servers[0].died.is_set()
     total = manifest["inference"]["computed"]
     assert manifest["inference"]["servers"] == {servers[0].url: 10, servers[1].url: total - 10}
@@ -111,7 +134,9 @@ def test_a_list_of_urls_is_checked(tokenizer):
     with pytest.raises(ConfigError, match="not an http"):
         parse_settings("completions", model(["http://a:1/v1", "a:2"], tokenizer))
     assert parse_settings("completions", model(["http://a:1/v1/", "http://b:1/v1"], tokenizer)).root_urls == (
-        "http://a:1/v1", "http://b:1/v1")
+        "http://a:1/v1",
+        "http://b:1/v1",
+    )
     replicas = replica_configs(model(["http://a/v1", "http://b/v1"], tokenizer), 2)
     assert [r["base_url"] for r in replicas] == [["http://a/v1", "http://b/v1"], ["http://b/v1", "http://a/v1"]]
     assert all(r["failover_only"] for r in replicas)

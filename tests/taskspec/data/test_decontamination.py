@@ -31,8 +31,12 @@ def ngram_folder(folder: Path, size: int, lines: list[str]) -> Path:
 
 
 def evalflow_side(case: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
-    task = TaskConfig(task=case["id"], doc_to_text=case["doc_to_text"], should_decontaminate=True,
-                      doc_to_decontamination_query=case["query"])
+    task = TaskConfig(
+        task=case["id"],
+        doc_to_text=case["doc_to_text"],
+        should_decontaminate=True,
+        doc_to_decontamination_query=case["query"],
+    )
     queries = [decontamination_query(task, doc, doc_id=i) for i, doc in enumerate(case["docs"])]
     grams = ngram_folder(tmp_path / "grams", case["ngram_size"], case["train_ngrams"])
     return {"queries": queries, "contaminated": sorted(overlapping_docs(dict(enumerate(queries)), grams))}
@@ -44,12 +48,15 @@ def test_queries_and_overlap_match_lm_eval(golden: dict[str, Any], tmp_path: Pat
 
 
 def _peer_reads_zstd() -> bool:
-    return peer_available() and subprocess.run([str(PEER_PYTHON), "-c", "import zstandard, jsonlines"],
-                                               capture_output=True).returncode == 0
+    return (
+        peer_available()
+        and subprocess.run([str(PEER_PYTHON), "-c", "import zstandard, jsonlines"], capture_output=True).returncode == 0
+    )
 
 
-@pytest.mark.skipif(not _peer_reads_zstd(),
-                    reason="lm-eval's venv with zstandard and jsonlines (its decontamination imports) is absent")
+@pytest.mark.skipif(
+    not _peer_reads_zstd(), reason="lm-eval's venv with zstandard and jsonlines (its decontamination imports) is absent"
+)
 def test_golden_file_is_what_lm_eval_computes_today() -> None:
     fresh = run_oracle("decontamination", [c["input"] for c in GOLDEN])
     assert fresh == [c["expected"] for c in GOLDEN]
@@ -82,13 +89,24 @@ def test_decontaminate_command_then_evaluate_the_clean_documents(tmp_path: Path)
     (lib / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     grams = ngram_folder(tmp_path / "grams", 4, sorted(["item number 2 in 55", "number 4 in the 7"]))
 
-    done = cli(["decontaminate", "task=decon", f"include_path=[{lib}]", f"ngrams={grams}", "out=clean.json"],
-               tmp_path, cache)
+    done = cli(
+        ["decontaminate", "task=decon", f"include_path=[{lib}]", f"ngrams={grams}", "out=clean.json"], tmp_path, cache
+    )
     assert done.returncode == 0, done.stderr
     assert "decon: 2 of 6 documents overlap the training n-grams (2, 4)" in done.stdout
     assert json.loads((tmp_path / "clean.json").read_text()) == {"decon": [0, 1, 3, 5]}
-    run = cli(["model=dummy", "task=decon", f"include_path=[{lib}]", "samples=clean.json", "bootstrap_iters=0",
-               f"hydra.run.dir={tmp_path / 'run'}"], tmp_path, cache)
+    run = cli(
+        [
+            "model=dummy",
+            "task=decon",
+            f"include_path=[{lib}]",
+            "samples=clean.json",
+            "bootstrap_iters=0",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        tmp_path,
+        cache,
+    )
     assert run.returncode == 0, run.stderr
     lines = (tmp_path / "run" / "samples_decon.jsonl").read_text().splitlines()
     assert [json.loads(line)["doc_id"] for line in lines] == [0, 1, 3, 5]

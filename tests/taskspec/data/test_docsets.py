@@ -38,10 +38,16 @@ def data(tmp_path: Path) -> Path:
 
 
 def local_task(data: Path, splits: tuple[str, ...] = ("train", "validation", "test"), **kw: object) -> TaskConfig:
-    fields = dict(task="loc", source="<python>", dataset_path="json",
-                  dataset_kwargs={"data_files": {s: str(data / f"{s}.jsonl") for s in splits}},
-                  training_split="train", validation_split="validation", test_split="test",
-                  doc_to_text="{{q}}")
+    fields = dict(
+        task="loc",
+        source="<python>",
+        dataset_path="json",
+        dataset_kwargs={"data_files": {s: str(data / f"{s}.jsonl") for s in splits}},
+        training_split="train",
+        validation_split="validation",
+        test_split="test",
+        doc_to_text="{{q}}",
+    )
     fields.update(kw)
     return TaskConfig(**fields)  # type: ignore[arg-type]
 
@@ -107,8 +113,14 @@ def test_fingerprint_of_local_files_does_not_import_datasets(data: Path) -> None
 
 
 def test_data_map_from_mapping_file_and_env(data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    hub = TaskConfig(task="hubby", dataset_path="org/set", dataset_name="cfg", test_split="test",
-                     training_split="train", doc_to_text="{{q}}")
+    hub = TaskConfig(
+        task="hubby",
+        dataset_path="org/set",
+        dataset_name="cfg",
+        test_split="test",
+        training_split="train",
+        doc_to_text="{{q}}",
+    )
     entry = {"path": "json", "data_files": {"test": "test.jsonl", "train": "train.jsonl"}}
     inline = {"root": str(data), "org/set/cfg": entry}
     ds = load_docset(hub, inline)
@@ -138,8 +150,14 @@ def test_hub_dataset_offline_is_a_data_error_saying_how_to_map_it(monkeypatch: p
 
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     monkeypatch.delenv("EVALFLOW_DATA_MAP", raising=False)
-    t = TaskConfig(task="gsm", dataset_path="openai/gsm8k", dataset_name="main", test_split="test",
-                   doc_to_text="q", source="/tasks/gsm.yaml")
+    t = TaskConfig(
+        task="gsm",
+        dataset_path="openai/gsm8k",
+        dataset_name="main",
+        test_split="test",
+        doc_to_text="q",
+        source="/tasks/gsm.yaml",
+    )
     with pytest.raises(DataError) as err:
         load_docset(t)
     msg = str(err.value)
@@ -151,8 +169,14 @@ def test_relative_data_files_resolve_next_to_the_task_yaml(data: Path, tmp_path:
     folder = tmp_path / "mytask"
     write_jsonl(folder / "rows.jsonl", [{"q": "here"}])
     (folder / "t.yaml").write_text("task: t\n")
-    t = TaskConfig(task="t", source=str(folder / "t.yaml"), dataset_path="json",
-                   dataset_kwargs={"data_files": {"test": "rows.jsonl"}}, test_split="test", doc_to_text="q")
+    t = TaskConfig(
+        task="t",
+        source=str(folder / "t.yaml"),
+        dataset_path="json",
+        dataset_kwargs={"data_files": {"test": "rows.jsonl"}},
+        test_split="test",
+        doc_to_text="q",
+    )
     assert load_docset(t).docs == ({"q": "here"},)
 
 
@@ -160,8 +184,13 @@ def test_custom_dataset_function(tmp_path: Path) -> None:
     from evalflow.taskspec.format.loader import function_ref
 
     (tmp_path / "made.py").write_text("def make(**kw):\n    return {'test': [{'q': kw.get('tag', '?')}]}\n")
-    t = TaskConfig(task="c", custom_dataset=function_ref("made.make", str(tmp_path)), metadata={"tag": "m"},
-                   test_split="test", doc_to_text="q")
+    t = TaskConfig(
+        task="c",
+        custom_dataset=function_ref("made.make", str(tmp_path)),
+        metadata={"tag": "m"},
+        test_split="test",
+        doc_to_text="q",
+    )
     ds = load_docset(t)
     assert ds.docs == ({"q": "m"},) and ds.fingerprint == data_fingerprint(t)
 
@@ -182,8 +211,13 @@ def test_shared_data_map_points_at_existing_files() -> None:
 
 def test_unreadable_local_file_is_a_data_error_about_the_files(tmp_path: Path) -> None:
     (tmp_path / "test.jsonl").write_text('{"q": 1}\n{not json\n')
-    t = TaskConfig(task="bad", dataset_path="json", dataset_kwargs={"data_files": {"test": str(tmp_path / "test.jsonl")}},
-                   test_split="test", doc_to_text="q")
+    t = TaskConfig(
+        task="bad",
+        dataset_path="json",
+        dataset_kwargs={"data_files": {"test": str(tmp_path / "test.jsonl")}},
+        test_split="test",
+        doc_to_text="q",
+    )
     with pytest.raises(DataError, match="'bad'.*valid JSON Lines"):
         load_docset(t)
 
@@ -233,12 +267,20 @@ def test_the_shared_map_finds_its_data_from_any_checkout(tmp_path: Path, monkeyp
     env.mkdir()
     monkeypatch.setenv("EVALFLOW_SHARED_DATA", str(env))
     map_ = read_data_map(SHARED_MAP)
-    assert map_.root == str(env.resolve()) and map_["openai/gsm8k/main"]["data_files"]["test"] == str(env.resolve() / "gsm8k" / "test.jsonl")
+    assert map_.root == str(env.resolve()) and map_["openai/gsm8k/main"]["data_files"]["test"] == str(
+        env.resolve() / "gsm8k" / "test.jsonl"
+    )
 
 
 def _mapped_hub_task(name: str = "hubby") -> TaskConfig:
-    return TaskConfig(task=name, source="/tasks/hubby.yaml", dataset_path="org/set", dataset_name="cfg",
-                      test_split="test", doc_to_text="{{q}}")
+    return TaskConfig(
+        task=name,
+        source="/tasks/hubby.yaml",
+        dataset_path="org/set",
+        dataset_name="cfg",
+        test_split="test",
+        doc_to_text="{{q}}",
+    )
 
 
 def test_a_missing_file_of_a_map_names_the_map_its_root_the_entry_and_the_fix(data: Path, tmp_path: Path) -> None:
@@ -248,42 +290,65 @@ def test_a_missing_file_of_a_map_names_the_map_its_root_the_entry_and_the_fix(da
     with pytest.raises(DataError) as caught:
         data_fingerprint(_mapped_hub_task(), mapfile)
     message = str(caught.value)
-    for part in ("task 'hubby' (/tasks/hubby.yaml)", f"data file {str(data / 'tset.jsonl')!r} (data_files 'test') does not exist",
-                 f"entry 'org/set/cfg' of the data map {mapfile}", f"whose root is {data}",
-                 "Fix that entry's data_files (or the map's root)", "unset data_map to load 'org/set' from the hub"):
+    for part in (
+        "task 'hubby' (/tasks/hubby.yaml)",
+        f"data file {str(data / 'tset.jsonl')!r} (data_files 'test') does not exist",
+        f"entry 'org/set/cfg' of the data map {mapfile}",
+        f"whose root is {data}",
+        "Fix that entry's data_files (or the map's root)",
+        "unset data_map to load 'org/set' from the hub",
+    ):
         assert part in message, (part, message)
     mapfile.write_text("org/set:\n  path: json\n  data_files: {test: 'gone/*.jsonl'}\n")  # no root: the file's folder
-    with pytest.raises(DataError, match=rf"matches no file.*entry 'org/set' of the data map {mapfile}, which has no "
-                                        rf"`root:` \(its relative paths resolve against {mapfile.parent}\)"):
+    with pytest.raises(
+        DataError,
+        match=rf"matches no file.*entry 'org/set' of the data map {mapfile}, which has no "
+        rf"`root:` \(its relative paths resolve against {mapfile.parent}\)",
+    ):
         data_source(_mapped_hub_task(), mapfile)
 
 
-def test_a_missing_file_of_the_shared_map_or_the_env_map_says_which(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_file_of_the_shared_map_or_the_env_map_says_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from evalflow.config.compose import compose_settings
 
     shared = tmp_path / "shared_data"  # not the real ../shared/data, which may be absent
     shared.mkdir()
     monkeypatch.setenv("EVALFLOW_SHARED_DATA", str(shared))
     settings = compose_settings(task="toy", preset="dummy", overrides=[], values={"data_map": "shared"})
-    gsm8k = TaskConfig(task="gsm8k_like", source="/t.yaml", dataset_path="openai/gsm8k", dataset_name="main",
-                       test_split="test", doc_to_text="q")
+    gsm8k = TaskConfig(
+        task="gsm8k_like",
+        source="/t.yaml",
+        dataset_path="openai/gsm8k",
+        dataset_name="main",
+        test_split="test",
+        doc_to_text="q",
+    )
     monkeypatch.setitem(settings.data_map["openai/gsm8k/main"]["data_files"], "test", str(tmp_path / "moved.jsonl"))
-    with pytest.raises(DataError, match=rf"entry 'openai/gsm8k/main' of the data map {SHARED_MAP}, whose root is "
-                                        rf"{shared.resolve()}"):
+    with pytest.raises(
+        DataError,
+        match=rf"entry 'openai/gsm8k/main' of the data map {SHARED_MAP}, whose root is "
+        rf"{shared.resolve()}",
+    ):
         data_source(gsm8k, settings.data_map)  # the run settings hold the map as read, with where it came from
     mapfile = tmp_path / "env.yaml"
     mapfile.write_text(f"root: {tmp_path}\nopenai/gsm8k/main: {{path: json, data_files: {{test: none.jsonl}}}}\n")
     monkeypatch.setenv("EVALFLOW_DATA_MAP", str(mapfile))
-    with pytest.raises(DataError, match=rf"of the data map {mapfile} \(from \$EVALFLOW_DATA_MAP\), whose root is {tmp_path}"):
+    with pytest.raises(
+        DataError, match=rf"of the data map {mapfile} \(from \$EVALFLOW_DATA_MAP\), whose root is {tmp_path}"
+    ):
         data_source(gsm8k)
 
 
 def test_a_missing_mapped_file_is_refused_before_any_model_call(runner: Any, toy_library: Path, tmp_path: Path) -> None:
     from tests.support.models import CountingModel
 
-    (toy_library / "toy_mapped.yaml").write_text("task: toy_mapped\ndataset_path: org/set\ntest_split: test\n"
-                                                 "output_type: generate_until\ndoc_to_text: '{{question}}'\n"
-                                                 "doc_to_target: answer\nmetric_list: [{metric: exact_match}]\n")
+    (toy_library / "toy_mapped.yaml").write_text(
+        "task: toy_mapped\ndataset_path: org/set\ntest_split: test\n"
+        "output_type: generate_until\ndoc_to_text: '{{question}}'\n"
+        "doc_to_target: answer\nmetric_list: [{metric: exact_match}]\n"
+    )
     mapfile = tmp_path / "m.yaml"
     mapfile.write_text(f"root: {tmp_path}\norg/set: {{path: json, data_files: {{test: missing.jsonl}}}}\n")
     with pytest.raises(DataError, match=rf"task 'toy_mapped' .*entry 'org/set' of the data map {mapfile}"):

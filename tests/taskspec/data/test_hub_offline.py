@@ -33,8 +33,16 @@ def network(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
 
     monkeypatch.setattr(socket, "create_connection", connect)
     monkeypatch.setattr(socket, "getaddrinfo", lookup)
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HTTPS_PROXY", "https_proxy",
-                "ALL_PROXY", "all_proxy", "HF_ENDPOINT"):
+    for var in (
+        "HF_HUB_OFFLINE",
+        "HF_DATASETS_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "HF_ENDPOINT",
+    ):
         monkeypatch.delenv(var, raising=False)
     hub._reachable.cache_clear()
     yield calls
@@ -66,11 +74,12 @@ def test_offline_switches_are_restored(network: dict[str, list[Any]]) -> None:
     before = datasets.config.HF_HUB_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE
     with pytest.raises(DataError):
         load_docset(TASK)
-    assert (datasets.config.HF_HUB_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE) == before
+    assert before == (datasets.config.HF_HUB_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE)
 
 
 def test_a_reachable_hub_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe's other answer: a connection that succeeds means online (nothing is forced)."""
+
     class Conn:
         def close(self) -> None:
             pass

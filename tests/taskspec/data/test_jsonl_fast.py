@@ -21,8 +21,9 @@ def _write(folder: Path, splits: dict[str, list[Any]], raw: dict[str, str] | Non
     files = {}
     for split, rows in splits.items():
         path = folder / f"{split}.jsonl"
-        path.write_text((raw or {}).get(split) or "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                        encoding="utf-8")
+        path.write_text(
+            (raw or {}).get(split) or "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+        )
         files[split] = (str(path),)
     return files
 
@@ -42,27 +43,34 @@ def _exact(a: Any, b: Any) -> bool:
 
 
 def test_plain_rows_equal_datasets_rows(tmp_path: Path) -> None:
-    rows = [{"question": "Q é \"quoted\"\n", "choices": ["a", "b", "c"], "answer": 2, "ok": True, "score": 0.1},
-            {"question": "Second", "choices": ["d"], "answer": -7, "ok": False, "score": 1e-07}]
+    rows = [
+        {"question": 'Q é "quoted"\n', "choices": ["a", "b", "c"], "answer": 2, "ok": True, "score": 0.1},
+        {"question": "Second", "choices": ["d"], "answer": -7, "ok": False, "score": 1e-07},
+    ]
     files = _write(tmp_path, {"test": rows, "dev": rows[:1]})
     got = _read(files)
     assert got is not None
-    loaded = datasets.load_dataset("json", data_files={k: v[0] for k, v in files.items()}, cache_dir=str(tmp_path / "hf"))
+    loaded = datasets.load_dataset(
+        "json", data_files={k: v[0] for k, v in files.items()}, cache_dir=str(tmp_path / "hf")
+    )
     assert sorted(got) == sorted(loaded)
     for split in loaded:
         assert _exact(got[split], list(loaded[split]))
 
 
-@pytest.mark.parametrize("rows, why", [
-    ([{"a": "x", "b": 1}, {"a": "y"}], "a missing key becomes null"),
-    ([{"a": "x", "b": 1}, {"b": 2, "a": "y"}], "key order differs"),
-    ([{"a": 1}, {"a": 1.5}], "ints and floats mix: all become floats"),
-    ([{"a": "2021-01-01"}, {"a": "2022-02-02"}], "ISO dates become timestamps"),
-    ([{"a": {"b": 1}}, {"a": {"c": 2}}], "objects become structs filled out with nulls"),
-    ([{"a": []}, {"a": ["x"]}], "an empty list"),
-    ([{"a": None}, {"a": "x"}], "a null"),
-    ([{"a": 2**63}], "an integer beyond int64 (Arrow reads a double)"),
-])
+@pytest.mark.parametrize(
+    "rows, why",
+    [
+        ([{"a": "x", "b": 1}, {"a": "y"}], "a missing key becomes null"),
+        ([{"a": "x", "b": 1}, {"b": 2, "a": "y"}], "key order differs"),
+        ([{"a": 1}, {"a": 1.5}], "ints and floats mix: all become floats"),
+        ([{"a": "2021-01-01"}, {"a": "2022-02-02"}], "ISO dates become timestamps"),
+        ([{"a": {"b": 1}}, {"a": {"c": 2}}], "objects become structs filled out with nulls"),
+        ([{"a": []}, {"a": ["x"]}], "an empty list"),
+        ([{"a": None}, {"a": "x"}], "a null"),
+        ([{"a": 2**63}], "an integer beyond int64 (Arrow reads a double)"),
+    ],
+)
 def test_declines_what_arrow_would_change(tmp_path: Path, rows: list[Any], why: str) -> None:
     assert _read(_write(tmp_path, {"test": rows})) is None, why
 

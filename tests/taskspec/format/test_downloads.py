@@ -54,7 +54,9 @@ def test_a_failed_download_of_an_imported_nltk_fails_the_load(task_dir: Path, mo
     assert fake.download is original  # type: ignore[attr-defined]  # unpatched once the import is over
 
 
-def test_nltk_imported_by_the_task_code_is_caught_too(task_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nltk_imported_by_the_task_code_is_caught_too(
+    task_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site = tmp_path / "site" / "nltk"
     site.mkdir(parents=True)
     (site / "__init__.py").write_text("def download(resource=None, *args, **kwargs):\n    return False\n")
@@ -77,7 +79,6 @@ def test_a_download_that_succeeds_loads(task_dir: Path, monkeypatch: pytest.Monk
 def test_outside_task_code_imports_nltk_is_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = _stand_in(False)
     monkeypatch.setitem(sys.modules, "nltk", fake)
-    with strict_downloads():
-        with pytest.raises(ResourceDownloadError):
-            fake.download("punkt_tab")  # type: ignore[attr-defined]
+    with strict_downloads(), pytest.raises(ResourceDownloadError):
+        fake.download("punkt_tab")  # type: ignore[attr-defined]
     assert fake.download("punkt_tab") is False  # type: ignore[attr-defined]

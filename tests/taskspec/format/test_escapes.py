@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.load_checks import load_warnings
+from evalflow.run.load_checks import load_warnings
 from evalflow.taskspec.format.escapes import literal_escapes
 from evalflow.taskspec.format.loader import load_yaml, task_from_dict
 from evalflow.taskspec.format.spec import TaskConfig
@@ -51,8 +51,11 @@ def test_legitimate_backslashes_are_not_flagged(fields: dict) -> None:
 
 
 def test_no_builtin_task_warns() -> None:
-    tasks = [task_from_dict(raw, str(path)) for path in sorted((Path(__file__).parents[3] / "tasks").rglob("*.yaml"))
-             if "group" not in (raw := load_yaml(path))]
+    tasks = [
+        task_from_dict(raw, str(path))
+        for path in sorted((Path(__file__).parents[3] / "tasks").rglob("*.yaml"))
+        if "group" not in (raw := load_yaml(path))
+    ]
     assert len(tasks) > 60
     assert load_warnings(tasks, None) == []
 
@@ -66,8 +69,12 @@ generation_kwargs:
 
 
 def test_run_show_and_validate_warn_about_a_single_quoted_until(
-    runner: Runner, toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
+    runner: Runner,
+    toy_library: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from evalflow.commands import show, validate
 
@@ -105,6 +112,6 @@ def test_a_template_shared_by_tasks_warns_once_naming_the_template(toy_library: 
 def test_the_warning_quotes_the_value_around_the_sequence() -> None:
     template = "x" * 100 + "{{ q.split('" + BS + "n') }} Answer:" + BS + "n" + "Z" * 100
     (finding,) = literal_escapes(TaskConfig(task="t", doc_to_text=template))
-    assert template[finding.at:finding.at + 2] == BS + "n" and finding.at > 120  # not the one inside {{ }}
+    assert template[finding.at : finding.at + 2] == BS + "n" and finding.at > 120  # not the one inside {{ }}
     message = finding.message("task 't'", "t.yaml")
     assert "holds '...xxx{{ q.split('" + BS + "n') }} Answer:" + BS + "nZZZ" in message and "Z" * 30 not in message

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from evalflow.errors import TaskError, UnsafeCodeError
-from evalflow.load_checks import check_selection
 from evalflow.output.run_folder import pinned
+from evalflow.run.load_checks import check_selection
 from evalflow.taskspec.catalog.index import TaskIndex
 from evalflow.taskspec.format.installed import TASK_LIBRARIES, code_fingerprint, library_folder, package_module
 from evalflow.taskspec.format.loader import function_ref
@@ -72,7 +72,9 @@ def test_an_editable_install_is_its_checkout(fake_site: FakeSite, tmp_path: Path
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 2.0\n")
     (info / "RECORD").write_text("__editable__.fakepkg-2.0.pth,,\n")
-    (info / "direct_url.json").write_text(f'{{"url": "file://{tmp_path / "checkout"}", "dir_info": {{"editable": true}}}}')
+    (info / "direct_url.json").write_text(
+        f'{{"url": "file://{tmp_path / "checkout"}", "dir_info": {{"editable": true}}}}'
+    )
     sys.path.append(str(info.parent))
     try:
         found = package_module(str(tasks / "utils.py"))
@@ -112,7 +114,9 @@ def test_a_library_name_stays_a_name_in_the_run_snapshot(tmp_path: Path, monkeyp
     assert out["include_path"] == ["lm_eval", str(tmp_path / "mine")]
 
 
-def test_a_missing_library_is_one_paragraph_naming_the_extra(monkeypatch: pytest.MonkeyPatch, hide: Callable[..., None]) -> None:
+def test_a_missing_library_is_one_paragraph_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, hide: Callable[..., None]
+) -> None:
     hide("lm_eval")
     assert library_folder("some/folder") is None
     with pytest.raises(TaskError) as caught:

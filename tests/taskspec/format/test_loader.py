@@ -33,23 +33,32 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_include_chain_merges_shallowly_and_including_file_wins(tmp_path: Path) -> None:
-    write(tmp_path / "base.yaml", """
+    write(
+        tmp_path / "base.yaml",
+        """
         output_type: multiple_choice
         description: base
         metadata: {version: 1}
         task_list: [{task: never_inherited}]
-    """)
-    write(tmp_path / "sub/mid.yaml", """
+    """,
+    )
+    write(
+        tmp_path / "sub/mid.yaml",
+        """
         include: ../base.yaml
         description: mid
         num_fewshot: 3
         metadata: {note: mid}
-    """)
-    leaf = write(tmp_path / "sub/deeper/leaf.yaml", """
+    """,
+    )
+    leaf = write(
+        tmp_path / "sub/deeper/leaf.yaml",
+        """
         include: ../mid.yaml
         task: leaf
         num_fewshot: 5
-    """)
+    """,
+    )
     cfg = load_yaml(leaf)
     assert cfg == {
         "output_type": "multiple_choice",
@@ -212,7 +221,10 @@ def test_function_tag_without_module_is_refused(tmp_path: Path) -> None:
 
 def test_function_refs_finds_refs_anywhere(tmp_path: Path) -> None:
     write(tmp_path / "utils.py", "")
-    cfg = load_yaml(write(tmp_path / "t.yaml", """
+    cfg = load_yaml(
+        write(
+            tmp_path / "t.yaml",
+            """
         task: t
         process_docs: !function utils.a
         metric_list:
@@ -220,7 +232,9 @@ def test_function_refs_finds_refs_anywhere(tmp_path: Path) -> None:
         filter_list:
           - name: f
             filter: [{function: custom, filter_fn: !function utils.c}]
-    """))
+    """,
+        )
+    )
     task = task_from_dict(cfg, "t.yaml")
     assert [r.attr for r in function_refs(task)] == ["a", "b", "c"]
     assert [r.attr for r in function_refs(cfg)] == ["a", "b", "c"]

@@ -59,7 +59,7 @@ def test_an_edit_within_the_second_of_its_pyc_runs_the_new_code(
 
 def test_a_module_of_imports_given_by_path_runs_its_new_code(tmp_path: Path) -> None:
     """``imports=[path/to/mod.py]`` registers components keyed by the module's source: the same rule."""
-    from evalflow.user_modules import import_user_modules
+    from evalflow.run.user_modules import import_user_modules
 
     path = tmp_path / "mine.py"
     _with_stale_pyc(path, "VALUE = 1\n")

@@ -26,10 +26,10 @@ UTILS = {
     "relative": "from .helpers import BONUS\n",
     "absolute": "import helpers\nBONUS = None\n",
 }
-PROCESS = '''
+PROCESS = """
 def process_results(doc, results):
     return {"bonus": BONUS if BONUS is not None else helpers.BONUS}
-'''
+"""
 
 
 @pytest.mark.parametrize("style", sorted(UTILS))

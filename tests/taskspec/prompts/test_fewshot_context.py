@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 
+from evalflow.core.records import DocSet
 from evalflow.errors import ConfigError, TaskError
-from evalflow.records import DocSet
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.fewshot_context import (
     Turn,
@@ -24,8 +24,14 @@ TRAIN = tuple({"q": f"{i}*2", "a": str(2 * i), "label": 0} for i in range(6))
 
 
 def qa_task(**kw: object) -> TaskConfig:
-    fields = dict(task="qa", training_split="train", test_split="test", doc_to_text="Q: {{q}}\nA:",
-                  doc_to_target="{{a}}", output_type="generate_until")
+    fields = dict(
+        task="qa",
+        training_split="train",
+        test_split="test",
+        doc_to_text="Q: {{q}}\nA:",
+        doc_to_target="{{a}}",
+        output_type="generate_until",
+    )
     fields.update(kw)
     return TaskConfig(**fields)  # type: ignore[arg-type]
 
@@ -49,8 +55,14 @@ def test_few_shot_examples_use_target_and_fewshot_delimiters() -> None:
 
 
 def test_fewshot_config_formats_examples_differently() -> None:
-    t = qa_task(fewshot_config={"sampler": "first_n", "doc_to_target": "{{a}} (twice {{q}})",
-                                "target_delimiter": "=", "fewshot_delimiter": "\n--\n"})
+    t = qa_task(
+        fewshot_config={
+            "sampler": "first_n",
+            "doc_to_target": "{{a}} (twice {{q}})",
+            "target_delimiter": "=",
+            "fewshot_delimiter": "\n--\n",
+        }
+    )
     ctx = build_contexts(t, docset(), 2, None, [5])[0]
     assert ctx.prompt == "Q: 0*2\nA:=0 (twice 0*2)\n--\nQ: 1*2\nA:=2 (twice 1*2)\n--\nQ: 5+1\nA:"
 
@@ -61,8 +73,12 @@ def test_description_is_a_template_rendered_with_the_evaluated_doc() -> None:
 
 
 def test_multiple_choice_examples_answer_with_the_choice_text() -> None:
-    t = qa_task(output_type="multiple_choice", doc_to_target="label", doc_to_choice=["odd?", "even?"],
-                fewshot_config={"sampler": "first_n"})
+    t = qa_task(
+        output_type="multiple_choice",
+        doc_to_target="label",
+        doc_to_choice=["odd?", "even?"],
+        fewshot_config={"sampler": "first_n"},
+    )
     ctx = build_contexts(t, docset(), 1, None, [1])[0]
     assert ctx.prompt == "Q: 0*2\nA: odd?\n\nQ: 1+1\nA:"
 
@@ -100,9 +116,11 @@ WINO = tuple(
 
 def wino_task(**kw: object) -> TaskConfig:
     fields = dict(
-        task="wino", validation_split="validation", output_type="multiple_choice",
+        task="wino",
+        validation_split="validation",
+        output_type="multiple_choice",
         doc_to_text=lambda d: {"1": 0, "2": 1}[d["answer"]],
-        doc_to_target=lambda d: d["sentence"][d["sentence"].index("_") + 1:].strip(),
+        doc_to_target=lambda d: d["sentence"][d["sentence"].index("_") + 1 :].strip(),
         doc_to_choice=lambda d: [d["sentence"][: d["sentence"].index("_")] + o for o in (d["option1"], d["option2"])],
     )
     fields.update(kw)
@@ -120,8 +138,10 @@ def test_multiple_input_examples_show_the_filled_sentence_and_exclude_the_doc() 
     ctx = build_contexts(wino_task(), docs, 1, 1234, [1])[0]
     (i,) = ctx.fewshot_ids
     assert i != 1  # winogrande has no test split: fewshot split None == test split None -> excluded
-    shot = {0: "The cup fell off the table because the table was wobbly.",
-            2: "The trophy did not fit in the case since the trophy was big."}[i]
+    shot = {
+        0: "The cup fell off the table because the table was wobbly.",
+        2: "The trophy did not fit in the case since the trophy was big.",
+    }[i]
     assert ctx.prompt == (shot + "\n\nAnn thanked Beth because Ann", shot + "\n\nAnn thanked Beth because Beth")
 
 

@@ -40,9 +40,14 @@ DATA_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
 LIMIT = 100
 FEWSHOT_SEED = 1234  # lm-eval's default fewshot_random_seed
 
-ALL_SUBJECTS = sorted(p.stem[len("mmlu_"):] for p in (ROOT / "tasks" / "mmlu").glob("mmlu_*.yaml"))
-SOME_SUBJECTS = ["abstract_algebra", "college_medicine", "high_school_european_history", "moral_scenarios",
-                 "world_religions"]
+ALL_SUBJECTS = sorted(p.stem[len("mmlu_") :] for p in (ROOT / "tasks" / "mmlu").glob("mmlu_*.yaml"))
+SOME_SUBJECTS = [
+    "abstract_algebra",
+    "college_medicine",
+    "high_school_european_history",
+    "moral_scenarios",
+    "world_religions",
+]
 SUBJECTS = ALL_SUBJECTS if os.environ.get("EVALFLOW_PARITY_ALL") == "1" else SOME_SUBJECTS
 MMLU = [f"mmlu_{s}" for s in SUBJECTS]
 RUNS = {  # num_fewshot -> tasks run by lm-eval with it
@@ -67,15 +72,28 @@ def _peer_env() -> dict[str, str]:
 
 def _run_peer(shots: int, out: Path) -> dict[str, dict[int, Requests]]:
     """lm-eval's requests per task and document, from one peer.sh run."""
-    cmd = ["bash", str(PEER_SH), ",".join(RUNS[shots]), "--model", "dummy", "--model_args", "",
-           "--limit", str(LIMIT), "--num_fewshot", str(shots), "--log_samples"]
-    proc = subprocess.run(cmd, cwd=out, env={**_peer_env(), "PEER_OUT": str(out)},
-                          capture_output=True, text=True, timeout=1500)
+    cmd = [
+        "bash",
+        str(PEER_SH),
+        ",".join(RUNS[shots]),
+        "--model",
+        "dummy",
+        "--model_args",
+        "",
+        "--limit",
+        str(LIMIT),
+        "--num_fewshot",
+        str(shots),
+        "--log_samples",
+    ]
+    proc = subprocess.run(
+        cmd, cwd=out, env={**_peer_env(), "PEER_OUT": str(out)}, capture_output=True, text=True, timeout=1500
+    )
     if proc.returncode != 0:
         pytest.fail(f"peer.sh failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     found: dict[str, dict[int, Requests]] = {}
     for path in out.rglob("samples_*.jsonl"):
-        task = path.name[len("samples_"):].rsplit("_", 1)[0]
+        task = path.name[len("samples_") :].rsplit("_", 1)[0]
         docs = found.setdefault(task, {})
         for line in path.read_text(encoding="utf-8").split("\n"):  # not splitlines: rows hold U+2028
             if not line.strip():
@@ -102,14 +120,21 @@ def wrappers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wrappers")
     tasks_dir = subprocess.run(
         [str(PEER_PY), "-c", "import lm_eval, os; print(os.path.join(os.path.dirname(lm_eval.__file__), 'tasks'))"],
-        capture_output=True, text=True, check=True, env=_peer_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_peer_env(),
     ).stdout.strip()
-    subprocess.run([str(PEER_PY), str(MAKE_WRAPPERS), tasks_dir, str(SHARED / "data"), str(out)],
-                   check=True, capture_output=True, env=_peer_env())
+    subprocess.run(
+        [str(PEER_PY), str(MAKE_WRAPPERS), tasks_dir, str(SHARED / "data"), str(out)],
+        check=True,
+        capture_output=True,
+        env=_peer_env(),
+    )
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def builtin_paths() -> dict[str, Path]:
     out = {}
     for path in sorted((ROOT / "tasks").rglob("*.yaml")):

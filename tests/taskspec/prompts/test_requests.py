@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from evalflow.core.records import Context
 from evalflow.errors import ConfigError, TaskError
-from evalflow.records import Context
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.requests import build_instances, generation_kwargs, is_sampling
 
@@ -13,8 +13,9 @@ DOC = {"q": "2+2?", "choices": ["3", "4", "5"], "label": 1, "text": "the cat sat
 
 
 def mc_task(**kw: object) -> TaskConfig:
-    fields = dict(task="mc", output_type="multiple_choice", doc_to_text="{{q}}", doc_to_target="label",
-                  doc_to_choice="choices")
+    fields = dict(
+        task="mc", output_type="multiple_choice", doc_to_text="{{q}}", doc_to_target="label", doc_to_choice="choices"
+    )
     fields.update(kw)
     return TaskConfig(**fields)  # type: ignore[arg-type]
 
@@ -44,13 +45,19 @@ def test_multiple_input_scores_the_target_after_each_context() -> None:
 
 
 def test_loglikelihood_and_rolling() -> None:
-    t = TaskConfig(task="lam", output_type="loglikelihood", doc_to_text="{{text.split(' ')[:-1]|join(' ')}}",
-                   doc_to_target="{{' '+text.split(' ')[-1]}}")
+    t = TaskConfig(
+        task="lam",
+        output_type="loglikelihood",
+        doc_to_text="{{text.split(' ')[:-1]|join(' ')}}",
+        doc_to_target="{{' '+text.split(' ')[-1]}}",
+    )
     assert args(build_instances(t, 0, DOC, Context(0, "the cat"))) == [("the cat", " sat")]
     r = TaskConfig(task="wiki", output_type="loglikelihood_rolling", doc_to_text="", doc_to_target="text")
     assert args(build_instances(r, 0, DOC, Context(0, ""))) == [("the cat sat",)]
     with pytest.raises(TaskError, match="text continuation"):
-        build_instances(TaskConfig(task="x", output_type="loglikelihood", doc_to_target="label"), 0, DOC, Context(0, "c"))
+        build_instances(
+            TaskConfig(task="x", output_type="loglikelihood", doc_to_target="label"), 0, DOC, Context(0, "c")
+        )
 
 
 def test_generation_defaults_follow_lm_eval() -> None:
@@ -92,7 +99,13 @@ def test_repeats_give_one_instance_per_repeat_with_the_same_idx() -> None:
     assert [(i.idx, i.request.repeat, i.request.seed) for i in inst] == [(0, 0, 42), (0, 1, 42), (0, 2, 42)]
     mc = build_instances(mc_task(repeats=2), 0, DOC, Context(0, "Q"), seed=42)
     assert [(i.idx, i.request.repeat, i.request.seed) for i in mc] == [
-        (0, 0, None), (0, 1, None), (1, 0, None), (1, 1, None), (2, 0, None), (2, 1, None)]
+        (0, 0, None),
+        (0, 1, None),
+        (1, 0, None),
+        (1, 1, None),
+        (2, 0, None),
+        (2, 1, None),
+    ]
 
 
 def test_is_sampling() -> None:

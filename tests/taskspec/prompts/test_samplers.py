@@ -78,10 +78,19 @@ def test_errors_unknown_sampler_small_pool_and_missing_seed() -> None:
 
 def test_fewshot_options_inherit_task_fields_and_override_them() -> None:
     t = TaskConfig(
-        task="t", fewshot_split="dev", doc_to_text="Q: {{q}}", doc_to_target="{{a}}",
-        target_delimiter=" ", fewshot_delimiter="\n\n", gen_prefix="So",
-        fewshot_config={"sampler": "first_n", "doc_to_target": "{{long}}", "fewshot_delimiter": "\n###\n",
-                        "target_delimiter": None},
+        task="t",
+        fewshot_split="dev",
+        doc_to_text="Q: {{q}}",
+        doc_to_target="{{a}}",
+        target_delimiter=" ",
+        fewshot_delimiter="\n\n",
+        gen_prefix="So",
+        fewshot_config={
+            "sampler": "first_n",
+            "doc_to_target": "{{long}}",
+            "fewshot_delimiter": "\n###\n",
+            "target_delimiter": None,
+        },
     )
     o = fewshot_options(t)
     assert (o.sampler, o.split, o.doc_to_text, o.doc_to_target) == ("first_n", "dev", "Q: {{q}}", "{{long}}")
@@ -116,9 +125,7 @@ def test_fewshot_source_follows_lm_evals_order(fields: dict, expected: object) -
         ({"fewshot_split": "dev", "test_split": "test"}, False),  # mmlu
     ],
 )
-def test_evaluated_doc_is_excluded_exactly_when_fewshot_split_equals_test_split(
-    fields: dict, excluded: bool
-) -> None:
+def test_evaluated_doc_is_excluded_exactly_when_fewshot_split_equals_test_split(fields: dict, excluded: bool) -> None:
     assert excludes_eval_doc(TaskConfig(task="t", **fields)) is excluded
 
 
@@ -140,8 +147,9 @@ def test_draws_equal_lm_evals_samplers(tmp_path: Path) -> None:
     )
     (tmp_path / "in.json").write_text(json.dumps([pool, evals]))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    proc = subprocess.run([str(PEER_PY), "-c", script, str(tmp_path / "in.json")],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [str(PEER_PY), "-c", script, str(tmp_path / "in.json")], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     theirs = json.loads(proc.stdout.strip().splitlines()[-1])
     for name in ("default", "first_n"):

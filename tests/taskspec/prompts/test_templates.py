@@ -158,4 +158,7 @@ def test_templates_are_sandboxed(tmp_path: Path) -> None:
     assert not marker.exists()
     # ordinary string and list methods, as lm-eval's YAMLs use them, still work
     doc = {"text": "a b c", "choices": {"label": ["A", "B"]}, "k": "B"}
-    assert apply_template("{{text.split(' ')[:-1]|join(' ')}}|{{choices.label.index(k)}}|{{text.upper()}}", doc) == "a b|1|A B C"
+    assert (
+        apply_template("{{text.split(' ')[:-1]|join(' ')}}|{{choices.label.index(k)}}|{{text.upper()}}", doc)
+        == "a b|1|A B C"
+    )

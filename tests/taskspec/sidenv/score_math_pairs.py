@@ -27,7 +27,7 @@ def score(tasks_dir: str, rows: list, pairs: list) -> dict:
             spec = importlib.util.spec_from_file_location(f"_peer_{task}", f"{tasks_dir}/{relative}")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - recorded: evalflow's plain environment fails here
+        except Exception as exc:
             out[task] = {"import_error": f"{type(exc).__name__}: {exc}"}
             continue
         docs = list(module.process_docs(datasets.Dataset.from_list(rows)))
@@ -35,7 +35,7 @@ def score(tasks_dir: str, rows: list, pairs: list) -> dict:
         for index, candidate in pairs:
             try:
                 results.append(module.process_results(docs[index], [candidate]))
-            except Exception:  # noqa: BLE001
+            except Exception:
                 results.append({"error": traceback.format_exc(limit=1)})
         out[task] = {"results": results}
     return out

@@ -10,17 +10,18 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
 from evalflow.errors import TaskError
+from evalflow.taskspec.format.loader import function_ref, resolve_function
 from evalflow.taskspec.sidenv import envs as side_env
 from evalflow.taskspec.sidenv import provision as side_provision
 from evalflow.taskspec.sidenv import worker as side_worker
-from evalflow.taskspec.format.loader import function_ref, resolve_function
 from evalflow.taskspec.sidenv.envs import SIDE_ENVS, SideEnv, side_env_for
 from evalflow.taskspec.sidenv.provision import ProvisionError, ensure_provisioned, is_provisioned, provision
 from evalflow.taskspec.sidenv.worker import SideEnvError, SideFunction
@@ -42,18 +43,28 @@ def _env(path: Path) -> SideEnv | None:
 # ----------------------------------------------------------------------------- the table
 
 
-@pytest.mark.parametrize("source", [
-    "from sympy.parsing.latex import parse_latex\n",
-    "import antlr4\n",
-    "def f():\n    from math_verify import parse\n",  # inside a function still counts
-    "try:\n    import sympy.parsing.latex as L\nexcept ImportError:\n    L = None\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from sympy.parsing.latex import parse_latex\n",
+        "import antlr4\n",
+        "def f():\n    from math_verify import parse\n",  # inside a function still counts
+        "try:\n    import sympy.parsing.latex as L\nexcept ImportError:\n    L = None\n",
+    ],
+)
 def test_a_module_importing_a_trigger_needs_the_side_environment(tmp_path: Path, source: str) -> None:
     assert _env(_module(tmp_path, "utils.py", source)) == ANTLR
 
 
-@pytest.mark.parametrize("source", ["import sympy\nimport re\n", "from sympy.parsing import sympy_parser\n",
-                                    "import datasets\nimport antlr4_helpers\n", ""])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import sympy\nimport re\n",
+        "from sympy.parsing import sympy_parser\n",
+        "import datasets\nimport antlr4_helpers\n",
+        "",
+    ],
+)
 def test_other_modules_run_in_evalflows_process(tmp_path: Path, source: str) -> None:
     assert _env(_module(tmp_path, "utils.py", source)) is None
 
@@ -107,8 +118,11 @@ def env_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         provision(ANTLR, root)
     except ProvisionError as exc:
-        probe = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(root / "probe"),
-                                *ANTLR.requirements], capture_output=True, text=True)
+        probe = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(root / "probe"), *ANTLR.requirements],
+            capture_output=True,
+            text=True,
+        )
         if probe.returncode != 0:
             pytest.skip(f"the package index is unreachable: {exc}")
         raise
@@ -127,8 +141,13 @@ def test_provisioning_installs_the_pins_with_their_metadata(env_root: Path) -> N
     assert (folder / "antlr4" / "__init__.py").is_file() and is_provisioned(ANTLR, env_root)
     assert json.loads((folder / side_provision.MARKER).read_text())["requirements"] == list(ANTLR.requirements)
     code = "import importlib.metadata as m, antlr4; print(m.version('antlr4-python3-runtime'), antlr4.__file__)"
-    seen = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(folder)},
-                          capture_output=True, text=True, check=True).stdout.split()
+    seen = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(folder)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert seen[0] == "4.11.0" and seen[1].startswith(str(folder))
     assert [p.name for p in env_root.iterdir() if p.name.startswith(".")] == []  # no staging left
 
@@ -159,8 +178,16 @@ def test_processes_waiting_on_the_lock_use_the_folder_the_holder_made(tmp_path: 
     """)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     with FileLock(str(folder) + ".lock"):
-        waiting = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], env=env, text=True,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+        waiting = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, str(tmp_path)],
+                env=env,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for _ in range(2)
+        ]
         folder.mkdir()  # what the lock holder's pip and rename produce
         (folder / side_provision.MARKER).write_text(json.dumps({"requirements": list(ANTLR.requirements)}))
     for proc in waiting:
@@ -183,14 +210,27 @@ def test_a_failed_install_leaves_nothing_and_says_what_to_run(tmp_path: Path, mo
 def test_validate_refuses_before_any_model_call_when_it_cannot_provision(tmp_path: Path) -> None:
     lib = tmp_path / "lib"
     _module(lib, "utils.py", "from sympy.parsing.latex import parse_latex\ndef text(doc):\n    return doc['q']\n")
-    (lib / "t.yaml").write_text("task: latex_t\ndataset_path: json\ndataset_kwargs: {data_files: {test: d.jsonl}}\n"
-                                "test_split: test\noutput_type: generate_until\ndoc_to_text: !function utils.text\n"
-                                "doc_to_target: a\n")
+    (lib / "t.yaml").write_text(
+        "task: latex_t\ndataset_path: json\ndataset_kwargs: {data_files: {test: d.jsonl}}\n"
+        "test_split: test\noutput_type: generate_until\ndoc_to_text: !function utils.text\n"
+        "doc_to_target: a\n"
+    )
     (lib / "d.jsonl").write_text('{"q": "x", "a": "y"}\n')
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]), "EVALFLOW_SIDE_ENVS": str(tmp_path / "se"),
-           "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "none"), "EVALFLOW_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-m", "evalflow", "validate", "task=latex_t", f"include_path=[{lib}]",
-                           "trust_task_code=true"], env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
+        "EVALFLOW_SIDE_ENVS": str(tmp_path / "se"),
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(tmp_path / "none"),
+        "EVALFLOW_CACHE": str(tmp_path / "cache"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "evalflow", "validate", "task=latex_t", f"include_path=[{lib}]", "trust_task_code=true"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "side-env provision antlr4-4.11" in done.stderr and "latex_t" in done.stderr
     assert "Traceback" not in done.stderr
@@ -279,7 +319,7 @@ def test_task_code_exceptions_surface_as_themselves_with_the_workers_traceback(t
     with pytest.raises(KeyError) as caught:
         task("boom")({"key": "missing"})
     note = "\n".join(caught.value.__notes__)
-    assert "utils.py" in note and "in boom" in note and "return helper[doc[\"key\"]]" in note
+    assert "utils.py" in note and "in boom" in note and 'return helper[doc["key"]]' in note
     assert isinstance(caught.value.__cause__, side_worker.RemoteTraceback)
     with pytest.raises(SideEnvError, match=r"(?s)raised Odd: cannot be rebuilt .*Traceback.*in odd"):
         task("odd")({})
@@ -312,8 +352,11 @@ def test_import_and_name_errors_come_at_resolve_time(task: Any, env_root: Path, 
     with pytest.raises(TaskError, match="'NOT_A_FUNCTION' is a int, not a function"):
         task("NOT_A_FUNCTION")
     _module(tmp_path / "broken", "utils.py", "import antlr4\nimport no_such_package_here\ndef f(d): pass\n")
-    with pytest.raises(TaskError, match="in the side environment 'antlr4-4.11' failed: ModuleNotFoundError.*"
-                                        "Install the package that provides 'no_such_package_here'"):
+    with pytest.raises(
+        TaskError,
+        match="in the side environment 'antlr4-4.11' failed: ModuleNotFoundError.*"
+        "Install the package that provides 'no_such_package_here'",
+    ):
         resolve_function(function_ref("utils.f", str(tmp_path / "broken")))
 
 
@@ -322,8 +365,9 @@ def test_import_and_name_errors_come_at_resolve_time(task: Any, env_root: Path, 
 
 def _side_env_cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]), "EVALFLOW_SIDE_ENVS": str(root)}
-    return subprocess.run([sys.executable, "-m", "evalflow", "side-env", *args], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "evalflow", "side-env", *args], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_the_subcommand_lists_and_provisions(env_root: Path, tmp_path: Path) -> None:

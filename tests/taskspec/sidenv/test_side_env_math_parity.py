@@ -41,8 +41,10 @@ PER_SUBJECT, MATH500 = (6, 18) if os.environ.get("EVALFLOW_FULL_PARITY") == "1" 
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not PEER_PYTHON.is_file(), reason=f"lm-eval's peer venv is absent ({PEER_PYTHON}); "
-                       "build it with ../shared/parity/peer.sh --setup"),
+    pytest.mark.skipif(
+        not PEER_PYTHON.is_file(),
+        reason=f"lm-eval's peer venv is absent ({PEER_PYTHON}); build it with ../shared/parity/peer.sh --setup",
+    ),
     pytest.mark.skipif(not (DATA / "hendrycks_math").is_dir(), reason=f"{DATA} has no MATH data"),
 ]
 
@@ -54,8 +56,11 @@ def _rows() -> list[dict[str, Any]]:
         hard = [r for r in map(json.loads, path.read_text().splitlines()) if r["level"] == "Level 5"]
         rows += [{k: r[k] for k in ("problem", "solution", "level", "type")} for r in hard[:PER_SUBJECT]]
     math500 = [json.loads(line) for line in (DATA / "math500" / "test.jsonl").read_text().splitlines()]
-    rows += [{"problem": r["problem"], "solution": r["solution"], "level": "Level 5", "type": r["subject"]}
-             for r in math500 if r["level"] == 5][:MATH500]
+    rows += [
+        {"problem": r["problem"], "solution": r["solution"], "level": "Level 5", "type": r["subject"]}
+        for r in math500
+        if r["level"] == 5
+    ][:MATH500]
     return rows
 
 
@@ -77,7 +82,7 @@ def _equivalent(answer: str) -> str:
     fraction = re.fullmatch(r"\\frac\{(\d+)\}\{(\d+)\}", answer)
     if fraction:
         num, den = fraction.groups()
-        if num.isdigit() and den.isdigit() and 10 ** 6 % int(den) == 0:
+        if num.isdigit() and den.isdigit() and 10**6 % int(den) == 0:
             return str(int(num) / int(den))  # \frac{1}{2} -> 0.5
         if len(num) == len(den) == 1:
             return f"\\frac{num}{den}"  # \frac{1}{3} -> \frac13
@@ -85,7 +90,9 @@ def _equivalent(answer: str) -> str:
 
 
 def _final(answer: str) -> str:
-    return f"So the answer is $\\boxed{{{answer}}}$.\nFinal Answer: The final answer is ${answer}$. I hope it is correct."
+    return (
+        f"So the answer is $\\boxed{{{answer}}}$.\nFinal Answer: The final answer is ${answer}$. I hope it is correct."
+    )
 
 
 def _pairs(rows: list[dict[str, Any]]) -> list[tuple[int, str]]:
@@ -93,8 +100,13 @@ def _pairs(rows: list[dict[str, Any]]) -> list[tuple[int, str]]:
     pairs: list[tuple[int, str]] = []
     for i, row in enumerate(rows):
         answer, other = _boxed(row["solution"]), rows[(i + 7) % len(rows)]
-        pairs += [(i, row["solution"]), (i, _final(answer)), (i, other["solution"] + "\n" + _final(_boxed(other["solution"]))),
-                  (i, _final(_equivalent(answer))), (i, _final(broken[i % 3].format(a=answer)))]
+        pairs += [
+            (i, row["solution"]),
+            (i, _final(answer)),
+            (i, other["solution"] + "\n" + _final(_boxed(other["solution"]))),
+            (i, _final(_equivalent(answer))),
+            (i, _final(broken[i % 3].format(a=answer))),
+        ]
     return pairs
 
 
@@ -116,8 +128,13 @@ def _evalflow_side(rows: list[dict[str, Any]], pairs: list[tuple[int, str]]) -> 
 
 
 def _interpreter(python: Path | str, tasks: Path, given: Path, tmp: Path, name: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(python), str(SCORER), str(tasks), str(given), str(tmp / f"{name}.json")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)
+    return subprocess.Popen(
+        [str(python), str(SCORER), str(tasks), str(given), str(tmp / f"{name}.json")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp,
+    )
 
 
 def _finished(proc: subprocess.Popen[str], out: Path) -> dict[str, Any]:
@@ -154,16 +171,25 @@ def test_math_scoring_in_the_side_environment_equals_lm_evals_own(tmp_path: Path
         differing = [(pairs[k], a, b) for k, (a, b) in enumerate(zip(mine, ref)) if a != b]
         assert not differing, f"{task}: {len(differing)} pairs differ from lm-eval's, e.g. {differing[:3]}"
         for metric in ref[0]:
-            lines.append(f"{task} {metric}: {sum(r[metric] for r in ref)} equivalent, all {len(ref)} equal to lm-eval's")
+            lines.append(
+                f"{task} {metric}: {sum(r[metric] for r in ref)} equivalent, all {len(ref)} equal to lm-eval's"
+            )
         plain_out = without[task]
         if "import_error" in plain_out:
-            lines.append(f"{task} without the side environment: cannot be imported ({plain_out['import_error'][:90]}...)")
+            lines.append(
+                f"{task} without the side environment: cannot be imported ({plain_out['import_error'][:90]}...)"
+            )
         else:
             changed = {m: sum(a.get(m) != b[m] for a, b in zip(plain_out["results"], ref)) for m in ref[0]}
             lines.append(f"{task} without the side environment (antlr 4.9): pairs that differ per metric {changed}")
     assert "import_error" in without["minerva_math"]  # the mechanism is what makes minerva load
     plain_lb = without["leaderboard_math_hard"]["results"]
-    assert sum(a["exact_match_original"] != b["exact_match_original"]
-               for a, b in zip(plain_lb, theirs["leaderboard_math_hard"]["results"])) > 0
+    assert (
+        sum(
+            a["exact_match_original"] != b["exact_match_original"]
+            for a, b in zip(plain_lb, theirs["leaderboard_math_hard"]["results"])
+        )
+        > 0
+    )
     with capsys.disabled():
         print("\n" + "\n".join(lines))

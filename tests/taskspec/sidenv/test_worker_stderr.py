@@ -11,8 +11,9 @@ from __future__ import annotations
 import io
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -71,12 +72,16 @@ def _assert_ended(worker: Worker) -> None:
 
 
 def test_a_worker_dying_after_much_output_reports_its_last_lines_and_its_reader_ends(
-        worker: tuple[Worker, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    worker: tuple[Worker, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     started, call = worker
     with pytest.raises(SideEnvError) as caught:
         call("noisy_death")
     message = str(caught.value)
-    assert "'test-env' side-environment worker" in message and "exited with status 3 while running `noisy_death`" in message
+    assert (
+        "'test-env' side-environment worker" in message
+        and "exited with status 3 while running `noisy_death`" in message
+    )
     assert message.index("line 4999 of task code output") < message.index("last line before exit")
     _assert_ended(started)
     forwarded = capsys.readouterr().err.splitlines()
@@ -94,7 +99,8 @@ def test_a_child_left_holding_the_workers_stderr_does_not_keep_the_reader_alive(
 
 @pytest.mark.timeout(120)  # before the fix this call never returned: the worker blocked on a full stderr pipe
 def test_a_line_this_process_cannot_print_does_not_stop_the_forwarding(
-        worker: tuple[Worker, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    worker: tuple[Worker, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     started, call = worker
     ascii_only = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict", write_through=True)
     monkeypatch.setattr(sys, "stderr", ascii_only)

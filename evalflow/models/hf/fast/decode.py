@@ -28,9 +28,10 @@ afterwards, exactly as in lm-eval, where the same miss keeps the row running too
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
@@ -90,7 +91,9 @@ class SlotLayer(DynamicLayer):
             self.key_buffer, self.value_buffer = self.key_buffer[:last], self.value_buffer[:last]
         self.slots -= 1
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         key_buffer, value_buffer = self._buffers(key_states)
         rows = torch.arange(key_states.shape[0], device=self.write_at.device)[:, None]
         key_buffer[rows, :, self.write_at] = key_states.transpose(1, 2)  # [rows, tokens, kv_heads, dim]
@@ -172,8 +175,9 @@ def greedy_stream(
     fit this loop's buffers and shared prefix (``fits``); the first empty answer ends the asking,
     and the rows drain. So a caller can feed the requests of its next chunk of work into the slots
     its current chunk frees, rather than running each chunk down to one row."""
-    loop = _Loop(model, list(jobs), max(1, slots if more is not None else min(slots, len(jobs))), max_new, device, draft,
-                 native)
+    loop = _Loop(
+        model, list(jobs), max(1, slots if more is not None else min(slots, len(jobs))), max_new, device, draft, native
+    )
     dtype = model.dtype if model.dtype.is_floating_point else torch.float32
     while loop.waiting or any(j >= 0 for j in loop.rows):
         with torch.inference_mode(), shared_attention.active(model) if loop.own_attention else nullcontext():
@@ -193,8 +197,9 @@ class _Loop:
     """The state of one continuous-batching run: the slot buffers, which job each row holds, and
     what each row feeds next."""
 
-    def __init__(self, model: Any, jobs: list[Job], slots: int, max_new: int, device: Any, draft: int = 0,
-                 native: bool = False) -> None:
+    def __init__(
+        self, model: Any, jobs: list[Job], slots: int, max_new: int, device: Any, draft: int = 0, native: bool = False
+    ) -> None:
         self.model, self.jobs, self.slots, self.max_new, self.device = model, jobs, slots, max_new, device
         self.draft = max(0, draft)  # draft tokens a row may propose per step (lookup); they need room too
         self.own_attention = shared_attention.applies(model)  # grouped queries, and a shared prefix if any
@@ -225,8 +230,12 @@ class _Loop:
             return False
         if self.shared is None:
             return True
-        return (job.prefix is not None and job.prefix.lengths[0] >= self.skip and len(job.context) - 1 >= self.skip
-                and common_prefix_len(self.jobs[0].context, job.context) >= self.skip)
+        return (
+            job.prefix is not None
+            and job.prefix.lengths[0] >= self.skip
+            and len(job.context) - 1 >= self.skip
+            and common_prefix_len(self.jobs[0].context, job.context) >= self.skip
+        )
 
     def resize(self, slots: int) -> None:
         """Run at most ``slots`` rows (before the first row joins: the buffers do not exist yet)."""
@@ -291,12 +300,19 @@ class _Loop:
         filled = torch.arange(width)[None, None, :] <= columns[:, :, None]  # [rows, span, width]
         mask = torch.zeros(filled.shape, dtype=dtype).masked_fill_(~filled, torch.finfo(dtype).min)
         mask = shared_attention.grouped_mask(mask, self.group) if self.own_attention else mask[:, None]
-        if self.native is not None:  # the mask's visibility as counts: grouped query g * span + t sees columns[:, t] + 1
+        if (
+            self.native is not None
+        ):  # the mask's visibility as counts: grouped query g * span + t sees columns[:, t] + 1
             self.step_kwargs["visible"] = (columns + 1).repeat(1, self.group).to(self.device)
-        ids = torch.tensor([[self.feed[r], *d, *[0] * (span - 1 - len(d))] for r, d in enumerate(drafts)], dtype=torch.long)
+        ids = torch.tensor(
+            [[self.feed[r], *d, *[0] * (span - 1 - len(d))] for r, d in enumerate(drafts)], dtype=torch.long
+        )
         logits = self.model(
-            ids.to(self.device), attention_mask=mask.to(self.device),
-            position_ids=positions.to(self.device), logits_to_keep=1 if span == 1 else 0, **self.step_kwargs,
+            ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            position_ids=positions.to(self.device),
+            logits_to_keep=1 if span == 1 else 0,
+            **self.step_kwargs,
         ).logits
         finished = []
         for r, (draft, choices) in enumerate(zip(drafts, logits.argmax(dim=-1).tolist())):  # [rows, span]
@@ -353,14 +369,27 @@ def _shared_prefix(jobs: Sequence[Job]) -> kv.PrefixStates | None:
     return prefixes[0].head(n) if n > 0 else None
 
 
-def _join(model: Any, layers: list[SlotLayer], slot: int, job: Job, skip: int, device: Any,
-          native: native_attention.Kernel | None) -> None:
+def _join(
+    model: Any,
+    layers: list[SlotLayer],
+    slot: int,
+    job: Job,
+    skip: int,
+    device: Any,
+    native: native_attention.Kernel | None,
+) -> None:
     """Run the job's context (all but its last token, after its memoized prefix) into ``slot``,
     leaving out its first ``skip`` columns (the prefix every row shares); its attention through
     the compiled kernel when given (``native``)."""
     if len(job.context) - 1 <= skip:
         return  # nothing of its own before the token the first step feeds
-    row = kv.generation_cache(model, [list(job.context)], len(job.context) - 1, job.prefix, device,
-                              {"native": native} if native is not None else None)
+    row = kv.generation_cache(
+        model,
+        [list(job.context)],
+        len(job.context) - 1,
+        job.prefix,
+        device,
+        {"native": native} if native is not None else None,
+    )
     for target, source in zip(layers, row.layers):
         target.load(slot, source.keys[:, :, skip:], source.values[:, :, skip:])

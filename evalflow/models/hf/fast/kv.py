@@ -21,8 +21,9 @@ apply; :func:`kv_reuse_error` checks them numerically on the loaded model, once.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -48,7 +49,7 @@ class PrefixStates:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))
 
-    def one(self, i: int, n: int | None = None) -> "PrefixStates":
+    def one(self, i: int, n: int | None = None) -> PrefixStates:
         """Prefix ``i`` alone, cut to its first ``n`` tokens (a prefix's prefix needs no new pass).
 
         Copied, so that keeping it (in a memo) does not keep the whole batch's tensors alive.
@@ -60,7 +61,7 @@ class PrefixStates:
             (n,),
         )
 
-    def head(self, n: int) -> "PrefixStates":
+    def head(self, n: int) -> PrefixStates:
         """The first ``n`` tokens of a single-prefix state (views, no copy)."""
         return PrefixStates(tuple(k[:, :, :n] for k in self.keys), tuple(v[:, :, :n] for v in self.values), (n,))
 
@@ -96,7 +97,9 @@ class PrefixedLayer(DynamicLayer):
         self.prefix_keys, self.prefix_values, self.family = keys, values, family
         self.is_initialized = True
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         return self._joined(self.prefix_keys, key_states), self._joined(self.prefix_values, value_states)
 
     def _joined(self, prefix: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
@@ -198,7 +201,9 @@ def _layout(
                 allowed[r, start:end, :base] = True
                 first = base
             positions[r, start:end] = torch.arange(first, first + end - start)
-            allowed[r, start:end, cached + start : cached + end] |= torch.ones(end - start, end - start, dtype=torch.bool).tril()
+            allowed[r, start:end, cached + start : cached + end] |= torch.ones(
+                end - start, end - start, dtype=torch.bool
+            ).tril()
             for caller, n in seg.scored:
                 keep[r, end - n : end] = True
                 spans.append((caller, r, end - n, end))
@@ -224,7 +229,9 @@ class GrowingLayer(DynamicLayer):
         self.key_buffer: torch.Tensor | None = None
         self.value_buffer: torch.Tensor | None = None
 
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         new = key_states.shape[-2]
         keys = self._room(self.key_buffer, key_states, new)
         values = self._room(self.value_buffer, value_states, new)
@@ -249,7 +256,7 @@ class GrowingLayer(DynamicLayer):
     def get_seq_length(self) -> int:
         return self.filled
 
-    def place(self, row: int, rows: int, column: int, source: "GrowingLayer") -> None:
+    def place(self, row: int, rows: int, column: int, source: GrowingLayer) -> None:
         """Copy ``source``'s single row into row ``row`` of ``rows``, from ``column`` on; the
         columns before stay zero (padding, masked), and the cache counts as filled to the end."""
         keys, values = source.keys, source.values
@@ -276,7 +283,11 @@ def _growing_cache(model: Any, capacity: int) -> Cache:
 
 
 def generation_cache(
-    model: Any, contexts: Sequence[Sequence[int]], capacity: int, prefix: PrefixStates | None, device: Any,
+    model: Any,
+    contexts: Sequence[Sequence[int]],
+    capacity: int,
+    prefix: PrefixStates | None,
+    device: Any,
     attention: dict[str, Any] | None = None,
 ) -> Cache:
     """A cache for ``generate`` over left-padded ``contexts``, holding all but their last token.

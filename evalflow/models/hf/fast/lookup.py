@@ -22,7 +22,7 @@ as tokens are appended, so proposing costs the same however long the row is.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 MAX_NGRAM = 3  # longest n-gram looked up; longer matches add little on gsm8k
 

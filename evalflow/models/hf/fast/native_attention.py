@@ -34,8 +34,8 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -47,7 +47,9 @@ log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("native") / "decode_attention.c"
 MAX_QUERIES = 64  # queries per chunk of a row and head (the kernel's MAX_Q; a prefill's run in many chunks)
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", f"-DMAX_Q={MAX_QUERIES}")
-Kernel = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float], "tuple[torch.Tensor, torch.Tensor] | None"]
+Kernel = Callable[
+    [torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float], "tuple[torch.Tensor, torch.Tensor] | None"
+]
 
 
 def cpu_supports() -> bool:
@@ -77,7 +79,7 @@ def has_avx512() -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel(head_dim: int, avx512: bool = True) -> Kernel | None:
     """The compiled kernel for this head size, built once per machine; None where it cannot run
     (the reason logged once), so the caller uses torch's kernel. ``avx512=False``: the AVX2 build
@@ -120,8 +122,12 @@ def _build(head_dim: int, extra_flags: tuple[str, ...] = ()) -> Path:
     fd, partial = tempfile.mkstemp(dir=target.parent, suffix=".so.partial")
     os.close(fd)
     try:
-        done = subprocess.run([compiler, *flags, f"-DHEAD_DIM={head_dim}", "-o", partial, str(SOURCE)],
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [compiler, *flags, f"-DHEAD_DIM={head_dim}", "-o", partial, str(SOURCE)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if done.returncode:
             raise subprocess.SubprocessError(f"{compiler} exited {done.returncode}: {done.stderr.strip()[-500:]}")
         os.replace(partial, target)
@@ -137,8 +143,9 @@ def _bind(lib: ctypes.CDLL) -> Kernel:
     fn.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, ctypes.c_float, ptr, ptr, ctypes.c_int]
     fn.restype = None
 
-    def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, visible: torch.Tensor,
-               scale: float) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def attend(
+        query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, visible: torch.Tensor, scale: float
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Softmax attention of ``query`` ``[rows, heads, n, dim]`` over ``key``/``value``
         ``[rows, heads, columns, dim]``, query ``i`` of row ``r`` seeing columns
         ``[0, visible[r, i])``: (weighted values ``[rows, heads, n, dim]``, log-sum-exp
@@ -151,8 +158,22 @@ def _bind(lib: ctypes.CDLL) -> Kernel:
         out = torch.empty((rows, heads, n, dim), dtype=torch.float32)
         lse = torch.empty((rows, heads, n, 1), dtype=torch.float32)
         q_strides, k_strides, v_strides = ((ctypes.c_int64 * 3)(*t.stride()[:3]) for t in tensors)
-        fn(query.data_ptr(), q_strides, key.data_ptr(), k_strides, value.data_ptr(), v_strides,
-           visible.data_ptr(), rows, heads, n, scale, out.data_ptr(), lse.data_ptr(), torch.get_num_threads())
+        fn(
+            query.data_ptr(),
+            q_strides,
+            key.data_ptr(),
+            k_strides,
+            value.data_ptr(),
+            v_strides,
+            visible.data_ptr(),
+            rows,
+            heads,
+            n,
+            scale,
+            out.data_ptr(),
+            lse.data_ptr(),
+            torch.get_num_threads(),
+        )
         return out, lse
 
     width = lib.evalflow_vector_width

@@ -17,8 +17,8 @@ them. ``kv.packed_logprobs`` turns rows into one forward pass (a 4D mask, explic
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 
 @dataclass(frozen=True)

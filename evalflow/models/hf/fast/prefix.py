@@ -21,8 +21,9 @@ next chunk of requests (the inference edge sends chunks) finds them again.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Generic, Sequence, TypeVar
+from typing import Generic, TypeVar
 
 V = TypeVar("V")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from evalflow.models.hf.engine import Paths
 
@@ -20,6 +20,7 @@ log = logging.getLogger("evalflow.models.hf")
 
 def _has(module: str, *names: str) -> Callable[[], bool]:
     """A probe: ``module`` imports and has every one of ``names`` (dotted: attributes of attributes)."""
+
     def probe() -> bool:
         try:
             obj = importlib.import_module(module)
@@ -33,6 +34,7 @@ def _has(module: str, *names: str) -> Callable[[], bool]:
                 except (AttributeError, RuntimeError):  # torch.ops raise RuntimeError for a missing op
                     return False
         return True
+
     return probe
 
 
@@ -46,16 +48,31 @@ class Probe:
 
 
 PROBES: tuple[Probe, ...] = (
-    Probe("torch.ops.mkldnn._reorder_linear_weight, _linear_pointwise (fast.packed_linear)", ("packed_linear",),
-          _has("torch", "ops.mkldnn._reorder_linear_weight", "ops.mkldnn._linear_pointwise")),
-    Probe("transformers.cache_utils.DynamicLayer, Cache (fast.kv, fast.decode: evalflow's cache layers)",
-          ("prefix_sharing", "continuous"), _has("transformers.cache_utils", "DynamicLayer", "Cache")),
-    Probe("transformers.masking_utils.AttentionMaskInterface, sdpa_mask; transformers.AttentionInterface "
-          "(fast.shared_attention: the decode loop's attention)", ("continuous",),
-          lambda: _has("transformers.masking_utils", "AttentionMaskInterface", "sdpa_mask")()
-          and _has("transformers", "AttentionInterface")()),
-    Probe("torch.ops.aten._scaled_dot_product_flash_attention_for_cpu (fast.shared_attention: split attention "
-          "with its log-sum-exp)", ("continuous",), _has("torch", "ops.aten._scaled_dot_product_flash_attention_for_cpu")),
+    Probe(
+        "torch.ops.mkldnn._reorder_linear_weight, _linear_pointwise (fast.packed_linear)",
+        ("packed_linear",),
+        _has("torch", "ops.mkldnn._reorder_linear_weight", "ops.mkldnn._linear_pointwise"),
+    ),
+    Probe(
+        "transformers.cache_utils.DynamicLayer, Cache (fast.kv, fast.decode: evalflow's cache layers)",
+        ("prefix_sharing", "continuous"),
+        _has("transformers.cache_utils", "DynamicLayer", "Cache"),
+    ),
+    Probe(
+        "transformers.masking_utils.AttentionMaskInterface, sdpa_mask; transformers.AttentionInterface "
+        "(fast.shared_attention: the decode loop's attention)",
+        ("continuous",),
+        lambda: (
+            _has("transformers.masking_utils", "AttentionMaskInterface", "sdpa_mask")()
+            and _has("transformers", "AttentionInterface")()
+        ),
+    ),
+    Probe(
+        "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu (fast.shared_attention: split attention "
+        "with its log-sum-exp)",
+        ("continuous",),
+        _has("torch", "ops.aten._scaled_dot_product_flash_attention_for_cpu"),
+    ),
 )
 
 
@@ -64,7 +81,10 @@ def available(paths: Paths) -> Paths:
     for probe in PROBES:
         wanted = [p for p in probe.paths if getattr(paths, p)]
         if wanted and not probe.present():
-            log.warning("hf model: %s is missing in this torch/transformers; %s off (the reference path)",
-                        probe.api, ", ".join(wanted))
+            log.warning(
+                "hf model: %s is missing in this torch/transformers; %s off (the reference path)",
+                probe.api,
+                ", ".join(wanted),
+            )
             paths = paths.without(*wanted)
     return paths

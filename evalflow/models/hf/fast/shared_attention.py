@@ -30,7 +30,8 @@ causal visibility (``sdpa``'s CPU kernel reaches ~2/3 of the fp32 matrix-product
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -51,7 +52,11 @@ def active(model: Any) -> Iterator[None]:
 
     AttentionInterface.register(NAME, attention)
     AttentionMaskInterface.register(NAME, sdpa_mask)
-    configs = {id(m.config): m.config for m in model.modules() if getattr(getattr(m, "config", None), "_attn_implementation", None) == "sdpa"}
+    configs = {
+        id(m.config): m.config
+        for m in model.modules()
+        if getattr(getattr(m, "config", None), "_attn_implementation", None) == "sdpa"
+    }
     for config in configs.values():
         config._attn_implementation = NAME
     try:
@@ -109,15 +114,19 @@ def attention(
             prefilled = _causal_prefill(native, module, query, key, value, attention_mask, scaling)
             if prefilled is not None:
                 return prefilled, None
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
     rows, heads, tokens, dim = query.shape
     kv_heads = key.shape[1]
     group = heads // kv_heads
     scale = _scale(scaling, dim)
     grouped = _grouped(query, key)
     if attention_mask is not None and attention_mask.shape[-2] not in (1, group * tokens):
-        raise RuntimeError(f"a decode step's mask has {attention_mask.shape[-2]} query rows, not {group} x {tokens} "
-                           "(grouped_mask); please report this bug")
+        raise RuntimeError(
+            f"a decode step's mask has {attention_mask.shape[-2]} query rows, not {group} x {tokens} "
+            "(grouped_mask); please report this bug"
+        )
     own = native(grouped, key, value, visible, scale) if native is not None and visible is not None else None
     own_out, own_lse = own if own is not None else _softmax_part(grouped, key, value, attention_mask, scale)
     if shared_prefix is not None:
@@ -132,8 +141,15 @@ def attention(
     return _ungrouped(own_out, query.shape), None
 
 
-def _causal_prefill(native: Any, module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                    mask: torch.Tensor | None, scaling: float | None) -> torch.Tensor | None:
+def _causal_prefill(
+    native: Any,
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    scaling: float | None,
+) -> torch.Tensor | None:
     """A prompt's prefill through the compiled kernel (``native``): one row of a causal layer with
     no mask (transformers drops it when the pass is plainly causal, as ``sdpa``'s ``is_causal``
     reads it), so token ``t`` of ``T`` sees the columns up to its own, ``columns - T + t + 1``.
@@ -173,7 +189,9 @@ def _softmax_part(
     On a CPU, torch's flash kernel, which returns the log-sum-exp and never holds the whole score
     matrix; elsewhere the same in plain tensor operations."""
     if query.device.type == "cpu":
-        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(query, key, value, attn_mask=mask, scale=scale)
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            query, key, value, attn_mask=mask, scale=scale
+        )
         return out, lse.unsqueeze(-1)
     return plain_softmax_part(query, key, value, mask, scale)
 

@@ -20,11 +20,12 @@ has drained, then runs on its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
+from evalflow.core.records import Request
 from evalflow.models.hf import generate
-from evalflow.records import Request
 
 Source = Iterator[tuple[int, Sequence[Request]]]
 
@@ -41,11 +42,13 @@ class Lane:
     max_gen_toks: int
     slots: int
 
-    def joins(self, other: "Lane", fits: Callable[[Any], bool]) -> bool:
+    def joins(self, other: Lane, fits: Callable[[Any], bool]) -> bool:
         return self.until == other.until and self.max_gen_toks == other.max_gen_toks and all(map(fits, other.jobs))
 
 
-def generate_parts(setup: generate.GenerationSetup, chunks: Iterable[Sequence[Request]]) -> Iterator[tuple[int, dict[int, str]]]:
+def generate_parts(
+    setup: generate.GenerationSetup, chunks: Iterable[Sequence[Request]]
+) -> Iterator[tuple[int, dict[int, str]]]:
     """``(n, {i: text})`` for request ``i`` of the ``n``-th list of ``chunks``: a row of the decode
     loop as soon as it stops; a chunk that cannot join the loop whole, once it is answered."""
     source: Source = enumerate(chunks)
@@ -100,9 +103,18 @@ class _Run:
         setup, first = self.setup, self.first
         self._add(first)
         stop = decode.StopWatch(list(first.until), setup.tokenizer)
-        rows = decode.greedy_stream(setup.model, first.jobs, first.slots, first.max_gen_toks, stop,
-                                    generate.eos_ids(setup), setup.device, self._more, setup.draft_tokens,
-                                    setup.native_attention)
+        rows = decode.greedy_stream(
+            setup.model,
+            first.jobs,
+            first.slots,
+            first.max_gen_toks,
+            stop,
+            generate.eos_ids(setup),
+            setup.device,
+            self._more,
+            setup.draft_tokens,
+            setup.native_attention,
+        )
         for j, tokens in rows:
             n, i = self.owner[j]
             self.left[n] -= 1

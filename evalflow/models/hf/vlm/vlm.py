@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.base import LanguageModel
 from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, weights_identity
-from evalflow.records import Request
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +48,14 @@ class HFMultimodalModel(LanguageModel):
 
     RUN_SETTINGS: ClassVar[tuple[str, ...]] = ("batch_size",)
     # its passes and what they use of the text backend (loading, plain passes, lm-eval's token rules)
-    CODE: ClassVar[tuple[str, ...]] = ("evalflow.models.hf.vlm.vlm_passes", "evalflow.models.hf.load",
-                                       "evalflow.models.hf.identity", "evalflow.models.hf.torch_ops",
-                                       "evalflow.models.hf.batching", "evalflow.models.lmeval_tokens")
+    CODE: ClassVar[tuple[str, ...]] = (
+        "evalflow.models.hf.vlm.vlm_passes",
+        "evalflow.models.hf.load",
+        "evalflow.models.hf.identity",
+        "evalflow.models.hf.torch_ops",
+        "evalflow.models.hf.batching",
+        "evalflow.models.lmeval_tokens",
+    )
     CHAT_MESSAGES: ClassVar[bool] = True  # chat prompts arrive as messages: <image> becomes an image part
     MULTIMODAL: ClassVar[tuple[str, ...]] = ("generate_until",)
 
@@ -86,18 +92,30 @@ class HFMultimodalModel(LanguageModel):
         if batch_size == "auto":  # the run's default; lm-eval's hf-multimodal has no automatic batch size
             batch_size = 1
         if isinstance(batch_size, str) and not batch_size.isdigit():
-            raise ConfigError(f"hf_multimodal: batch_size={batch_size!r}; give an int (lm-eval's hf-multimodal has no 'auto').")
+            raise ConfigError(
+                f"hf_multimodal: batch_size={batch_size!r}; give an int (lm-eval's hf-multimodal has no 'auto')."
+            )
         if image_max_side and (image_width or image_height):
-            raise ConfigError("hf_multimodal: image_max_side cannot be combined with image_width/image_height "
-                              "(lm-eval refuses the ambiguous resize too); set one of them.")
+            raise ConfigError(
+                "hf_multimodal: image_max_side cannot be combined with image_width/image_height "
+                "(lm-eval refuses the ambiguous resize too); set one of them."
+            )
         self.batch_size, self.max_gen_toks, self.truncation = int(batch_size), int(max_gen_toks), bool(truncation)
         self.interleave, self.max_images, self.rgb = bool(interleave), int(max_images), bool(convert_img_format)
         self.resize = (image_width, image_height, image_max_side)
         weights_identity(pretrained, revision, None)  # refuse a bad path before loading
         pixels = {k: v for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v}
         placed = choose(device, "hf_multimodal model")
-        self.parts = vlm_passes.load_vlm(pretrained, revision or "main", dtype, placed.used, trust_remote_code,
-                                         pixels, load.parse_threads(threads), max_length)
+        self.parts = vlm_passes.load_vlm(
+            pretrained,
+            revision or "main",
+            dtype,
+            placed.used,
+            trust_remote_code,
+            pixels,
+            load.parse_threads(threads),
+            max_length,
+        )
         log.info("hf_multimodal model: runs on %s (model.device=%s)", self.parts.device, device)
         self.image_token = image_string or self.parts.token_text(image_token_id)
 
@@ -109,16 +127,34 @@ class HFMultimodalModel(LanguageModel):
         (speed only)."""
         pretrained = config.get("pretrained")
         if not isinstance(pretrained, str) or not pretrained:
-            raise ConfigError("model.pretrained is not set: give a local VLM folder or a hub id, "
-                              "e.g. model=hf_multimodal model.pretrained=/path/to/vlm.")
+            raise ConfigError(
+                "model.pretrained is not set: give a local VLM folder or a hub id, "
+                "e.g. model=hf_multimodal model.pretrained=/path/to/vlm."
+            )
         parse_device(config.get("device", "auto"))  # not in the key, but a bad name is refused in a cached run too
-        keys = ("dtype", "max_length", "max_gen_toks", "truncation", "image_token_id", "image_string", "interleave",
-                "max_images", "convert_img_format", "min_pixels", "max_pixels", "image_width", "image_height",
-                "image_max_side")
+        keys = (
+            "dtype",
+            "max_length",
+            "max_gen_toks",
+            "truncation",
+            "image_token_id",
+            "image_string",
+            "interleave",
+            "max_images",
+            "convert_img_format",
+            "min_pixels",
+            "max_pixels",
+            "image_width",
+            "image_height",
+            "image_max_side",
+        )
         return {
-            "backend": "hf-multimodal", "semantics": "lm-eval-0.4.13", "identity_version": IDENTITY_VERSION,
+            "backend": "hf-multimodal",
+            "semantics": "lm-eval-0.4.13",
+            "identity_version": IDENTITY_VERSION,
             "weights": weights_identity(pretrained, config.get("revision"), None),
-            "settings": {k: config.get(k) for k in keys}, "libraries": library_versions(),
+            "settings": {k: config.get(k) for k in keys},
+            "libraries": library_versions(),
         }
 
     def describe(self) -> dict[str, Any]:
@@ -147,12 +183,17 @@ class HFMultimodalModel(LanguageModel):
             return replace_placeholders(context, DEFAULT_IMAGE_PLACEHOLDER, self.image_token, self.max_images)
         history = [dict(m, content=image_parts(str(m["content"]), self.interleave, self.max_images)) for m in chat]
         add_generation_prompt = not (history and history[-1]["role"] == "assistant")
-        return str(self.parts.processor.apply_chat_template(
-            history, add_generation_prompt=add_generation_prompt, continue_final_message=not add_generation_prompt))
+        return str(
+            self.parts.processor.apply_chat_template(
+                history, add_generation_prompt=add_generation_prompt, continue_final_message=not add_generation_prompt
+            )
+        )
 
 
-_REFUSAL = ("hf_multimodal does not answer {rtype} requests: lm-eval's hf-multimodal raises NotImplementedError "
-            "for them (no log-likelihoods of text after images). Run a generate_until version of the task.")
+_REFUSAL = (
+    "hf_multimodal does not answer {rtype} requests: lm-eval's hf-multimodal raises NotImplementedError "
+    "for them (no log-likelihoods of text after images). Run a generate_until version of the task."
+)
 
 
 def replace_placeholders(string: str, placeholder: str, image_token: str, max_images: int) -> str:
@@ -172,7 +213,9 @@ def image_parts(text: str, interleave: bool, max_images: int) -> list[dict[str, 
     """One message's content as lm-eval's ``HFMultimodalLM.apply_chat_template`` lays it out."""
     if not interleave:
         count = min(max_images, text.count(DEFAULT_IMAGE_PLACEHOLDER))
-        return [{"type": "image", "image": None}] * count + [{"type": "text", "text": text.replace(DEFAULT_IMAGE_PLACEHOLDER, "")}]
+        return [{"type": "image", "image": None}] * count + [
+            {"type": "text", "text": text.replace(DEFAULT_IMAGE_PLACEHOLDER, "")}
+        ]
     pieces = text.split(DEFAULT_IMAGE_PLACEHOLDER)
     content: list[dict[str, Any]] = []
     for i, piece in enumerate(pieces):

@@ -7,17 +7,18 @@ the semantics; each function names the lm-eval method it follows.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 import transformers
 
+from evalflow.core.records import Request
 from evalflow.errors import ConfigError
 from evalflow.models.hf.load import configure_pad_token, torch_dtype_of
-from evalflow.models.lmeval_tokens import resolve_max_length, stop_sequences, strip_at_stops
 from evalflow.models.hf.torch_ops import StopOnSequence
-from evalflow.records import Request
+from evalflow.models.lmeval_tokens import resolve_max_length, stop_sequences, strip_at_stops
 
 
 @dataclass(frozen=True)
@@ -33,25 +34,42 @@ class VLMParts:
     def token_text(self, image_token_id: int | None) -> str:
         """lm-eval's image token: ``image_token_id`` (or the config's) decoded without skipping specials."""
         config = self.model.config
-        token_id = image_token_id or getattr(config, "image_token_id", None) or getattr(config, "image_token_index", None)
+        token_id = (
+            image_token_id or getattr(config, "image_token_id", None) or getattr(config, "image_token_index", None)
+        )
         if token_id is None:
-            raise ConfigError("hf_multimodal: the model's config has no image_token_id/image_token_index; set "
-                              "model.image_token_id=N or model.image_string=TEXT (the token that marks an image).")
+            raise ConfigError(
+                "hf_multimodal: the model's config has no image_token_id/image_token_index; set "
+                "model.image_token_id=N or model.image_string=TEXT (the token that marks an image)."
+            )
         return str(self.tokenizer.decode([int(token_id)], skip_special_tokens=False))
 
 
-def load_vlm(pretrained: str, revision: str, dtype: str, device: str, trust_remote_code: bool,
-             pixels: dict[str, int], threads: int, max_length: int | None) -> VLMParts:
+def load_vlm(
+    pretrained: str,
+    revision: str,
+    dtype: str,
+    device: str,
+    trust_remote_code: bool,
+    pixels: dict[str, int],
+    threads: int,
+    max_length: int | None,
+) -> VLMParts:
     """HFMultimodalLM's loading: ``AutoModelForImageTextToText`` and ``AutoProcessor`` from one source,
     onto ``device`` (a torch device name this machine has: ``device.choose`` resolved ``model.device``)."""
     torch.set_num_threads(threads)
     dev = torch.device(device)
     dtype_arg = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-    model = transformers.AutoModelForImageTextToText.from_pretrained(
-        pretrained, revision=revision, trust_remote_code=trust_remote_code, **{dtype_arg: torch_dtype_of(dtype)}
-    ).to(dev).eval()
-    processor = transformers.AutoProcessor.from_pretrained(pretrained, revision=revision,
-                                                           trust_remote_code=trust_remote_code, **pixels)
+    model = (
+        transformers.AutoModelForImageTextToText.from_pretrained(
+            pretrained, revision=revision, trust_remote_code=trust_remote_code, **{dtype_arg: torch_dtype_of(dtype)}
+        )
+        .to(dev)
+        .eval()
+    )
+    processor = transformers.AutoProcessor.from_pretrained(
+        pretrained, revision=revision, trust_remote_code=trust_remote_code, **pixels
+    )
     tokenizer = processor.tokenizer
     configure_pad_token(tokenizer)
     window = int(max_length) if max_length else resolve_max_length(model.config, tokenizer)
@@ -61,15 +79,20 @@ def load_vlm(pretrained: str, revision: str, dtype: str, device: str, trust_remo
 def generate_until(vlm: Any, requests: Sequence[Request]) -> list[str]:
     """HFMultimodalLM.generate_until: group by kwargs, longest context first, batches of ``batch_size``."""
     parts: VLMParts = vlm.parts
-    order = sorted(range(len(requests)), key=lambda i: (-len(parts.tokenizer.encode(requests[i].args[0], add_special_tokens=False)),
-                                                        requests[i].args[0]))
+    order = sorted(
+        range(len(requests)),
+        key=lambda i: (
+            -len(parts.tokenizer.encode(requests[i].args[0], add_special_tokens=False)),
+            requests[i].args[0],
+        ),
+    )
     groups: dict[str, list[int]] = {}
     for i in order:
         groups.setdefault(repr(sorted(dict(requests[i].args[1]).items())), []).append(i)
     out: list[str] = [""] * len(requests)
     for members in groups.values():
         for start in range(0, len(members), vlm.batch_size):
-            batch = members[start:start + vlm.batch_size]
+            batch = members[start : start + vlm.batch_size]
             for i, text in zip(batch, _generate_batch(vlm, [requests[i] for i in batch])):
                 out[i] = text
     return out
@@ -104,7 +127,9 @@ def _encode(parts: VLMParts, contexts: list[str], images: list[list[Any]], left_
         visual: Any = images
         if getattr(parts.model.config, "model_type", "") == "llava":  # lm-eval: one flat list for llava
             visual = [img for row in images for img in row]
-        enc = parts.processor(images=visual, text=contexts, truncation=truncation, padding="longest", return_tensors="pt")
+        enc = parts.processor(
+            images=visual, text=contexts, truncation=truncation, padding="longest", return_tensors="pt"
+        )
     finally:
         tok.padding_side = before
     enc = enc.to(parts.device, parts.model.dtype)
@@ -128,8 +153,9 @@ def _model_generate(parts: VLMParts, inputs: Any, until: list[str], kwargs: dict
     inputs = {k: v for k, v in inputs.items() if k != "token_type_ids"}
     criteria = transformers.StoppingCriteriaList([StopOnSequence(s, parts.tokenizer, width, rows) for s in until])
     with torch.no_grad():
-        return parts.model.generate(**inputs, stopping_criteria=criteria, pad_token_id=parts.tokenizer.pad_token_id,
-                                    use_cache=True, **kwargs)
+        return parts.model.generate(
+            **inputs, stopping_criteria=criteria, pad_token_id=parts.tokenizer.pad_token_id, use_cache=True, **kwargs
+        )
 
 
 def resize(image: Any, width: int | None, height: int | None, max_side: int | None) -> Any:

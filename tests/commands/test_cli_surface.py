@@ -27,8 +27,9 @@ doc_to_choice: ["a", "b"]
 
 def cli(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_CACHE": str(cache)}
-    return subprocess.run([sys.executable, "-m", "evalflow", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "evalflow", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def task_folder(folder: Path) -> Path:
@@ -79,8 +80,11 @@ filter_list:
 
 def test_show_prints_prompts_targets_and_requests_without_a_model(tmp_path: Path) -> None:
     lib, cache = task_folder(tmp_path / "T"), tmp_path / "cache"
-    done = cli(["show", "task=mytask", f"include_path=[{lib}]", "n=2", "model=dummy",
-                "model.type=no.such.module:Model"], tmp_path, cache)  # a model that cannot load: none is loaded
+    done = cli(
+        ["show", "task=mytask", f"include_path=[{lib}]", "n=2", "model=dummy", "model.type=no.such.module:Model"],
+        tmp_path,
+        cache,
+    )  # a model that cannot load: none is loaded
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "2 of 12 documents evaluated, showing 2" in out
@@ -97,8 +101,11 @@ def test_show_prints_prompts_targets_and_requests_without_a_model(tmp_path: Path
 
 
 def run_manifest(lib: Path, cache: Path, folder: Path, extra: list[str]) -> dict:
-    done = cli(["model=dummy", "task=mytask", f"include_path=[{lib}]", "bootstrap_iters=0",
-                f"hydra.run.dir={folder}", *extra], folder.parent, cache)
+    done = cli(
+        ["model=dummy", "task=mytask", f"include_path=[{lib}]", "bootstrap_iters=0", f"hydra.run.dir={folder}", *extra],
+        folder.parent,
+        cache,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads((folder / "manifest.json").read_text())
 

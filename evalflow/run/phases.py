@@ -13,12 +13,14 @@ import contextlib
 import gc
 import logging
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from evalflow.cache.images import ImageStore
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
+from evalflow.config.settings import RunSettings
 from evalflow.dag.answer_cache import CachedModel
 from evalflow.dag.progress import pooled_label, progress_label
 from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun, finish, unread_nodes
@@ -29,23 +31,23 @@ from evalflow.models.modality import refuse_unanswerable
 from evalflow.models.registry import model_class
 from evalflow.output.manifest import cache_facts
 from evalflow.output.results import RunRecord, build_results
-from evalflow.output.run_summary import cache_line
-from evalflow.output.run_info import object_model
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
+from evalflow.output.run_info import object_model
+from evalflow.output.run_summary import cache_line
 from evalflow.output.summary import TaskSummary
-from evalflow.run_parts import judge_edges, model_edge, select_tasks
-from evalflow.settings import RunSettings
+from evalflow.run.parts import judge_edges, model_edge, select_tasks
+from evalflow.run.user_modules import import_user_modules
 from evalflow.taskspec.catalog.index import Selection
+from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
 from evalflow.taskspec.prompts.samplers import fewshot_warnings
-from evalflow.taskspec.format.spec import TaskConfig
-from evalflow.user_modules import import_user_modules
 
 log = logging.getLogger(__name__)
 
 
-def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None,
-        preset: str | None = None) -> dict[str, Any]:
+def run(
+    settings: RunSettings, output_dir: Path | None = None, model: Any = None, preset: str | None = None
+) -> dict[str, Any]:
     """Evaluate ``settings`` and return lm-eval's results dict; write the run folder if given.
 
     ``model`` is an already-built model object (for embedding); else ``settings.model`` is built
@@ -59,8 +61,11 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
         import_user_modules(settings.imports)  # and a module of imports= may register the model type
         model_class(str(settings.model["type"]))
     selection = select_tasks(settings)
-    refuse_unanswerable(selection.tasks, model if model is not None else model_class(str(settings.model["type"])),
-                        type(model).__name__ if model is not None else preset or str(settings.model["type"]))
+    refuse_unanswerable(
+        selection.tasks,
+        model if model is not None else model_class(str(settings.model["type"])),
+        type(model).__name__ if model is not None else preset or str(settings.model["type"]),
+    )
     store = CacheStore(settings.cache_dir)
     try:
         edge = model_edge(settings, store, model)
@@ -72,9 +77,20 @@ def run(settings: RunSettings, output_dir: Path | None = None, model: Any = None
             judges.close()
         count_cached_stages(outputs, events, edge, judges, summaries)
         ran = settings.model if model is None else object_model(model, edge.identity_data)
-        record = RunRecord(settings, selection, outputs, events, edge.counts, started, time.time(), edge.identity_data, ran,
-                           judge=judges.counts if judges.edges else None, judge_identities=judges.identities,
-                           summaries=summaries)
+        record = RunRecord(
+            settings,
+            selection,
+            outputs,
+            events,
+            edge.counts,
+            started,
+            time.time(),
+            edge.identity_data,
+            ran,
+            judge=judges.counts if judges.edges else None,
+            judge_identities=judges.identities,
+            summaries=summaries,
+        )
         results = build_results(record, store)
         if output_dir is not None:
             write_run_folder(output_dir, record, results, store)
@@ -97,16 +113,22 @@ def _print_explanation(output_dir: Path) -> None:
     print("\n".join(lines) if lines else "explain: every stage was served from the cache", file=sys.stderr)
 
 
-def count_cached_stages(outputs: Mapping[str, Mapping[str, Any]], events: list[StageEvent], edge: CachedModel,
-                        judges: JudgeEdges | None = None, summaries: Mapping[str, TaskSummary] | None = None) -> None:
+def count_cached_stages(
+    outputs: Mapping[str, Mapping[str, Any]],
+    events: list[StageEvent],
+    edge: CachedModel,
+    judges: JudgeEdges | None = None,
+    summaries: Mapping[str, TaskSummary] | None = None,
+) -> None:
     """A task whose inference stage (or judge_inference stage) was served whole from the stage
     cache never asked the edge: count its requests as cached, so the manifest says what the run
     reused (from the task's summary when there is one: the answers are then not decoded)."""
     for event in events:
         if event.stage == "inference" and event.hit:
             summary = (summaries or {}).get(event.task)
-            edge.counts.served_by_stage(summary.requests if summary is not None
-                                        else len(outputs[event.task]["inference"].values))
+            edge.counts.served_by_stage(
+                summary.requests if summary is not None else len(outputs[event.task]["inference"].values)
+            )
         if event.stage == "judge_inference" and event.hit and judges is not None:
             judges.counts.served_by_stage(len(outputs[event.task]["judge_inference"].values))
 
@@ -141,11 +163,19 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
             f"apply_chat_template=true but model {settings.model.get('pretrained', settings.model.get('type'))} "
             "has no chat template (none in its tokenizer config or GGUF metadata); run without it."
         )
-    return {"template": template, "fewshot_as_multiturn": settings.fewshot_as_multiturn, "special_tokens": special_tokens}
+    return {
+        "template": template,
+        "fewshot_as_multiturn": settings.fewshot_as_multiturn,
+        "special_tokens": special_tokens,
+    }
 
 
 def evaluate_tasks(
-    selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel, judges: JudgeEdges,
+    selection: Selection,
+    settings: RunSettings,
+    store: CacheStore,
+    edge: CachedModel,
+    judges: JudgeEdges,
 ) -> tuple[dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]:
     """Every task through the DAG, the model's work pooled across tasks: each task's stages run
     up to inference; the requests of every task whose inference is a cache miss go to the model
@@ -159,7 +189,9 @@ def evaluate_tasks(
         stage_settings = task_settings(task, settings, edge.identity)
         stage_settings["judges"], judge_resource = judges.for_task(task)
         if stage_settings["num_fewshot"] and task.output_type == "loglikelihood_rolling":
-            raise ConfigError(f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0")
+            raise ConfigError(
+                f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0"
+            )
         log.info("task %s", task.task)
         resources = {"model": edge, "judges": judge_resource, "images": edge.images}
         run = TaskRun(task, stage_settings, unread=unread_nodes(settings.recompute))
@@ -190,8 +222,12 @@ def frozen_heap() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _finish(runs: list[tuple[TaskRun, dict[str, Any]]], store: CacheStore, edge: CachedModel, judges: JudgeEdges,
-            ) -> tuple[dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]:
+def _finish(
+    runs: list[tuple[TaskRun, dict[str, Any]]],
+    store: CacheStore,
+    edge: CachedModel,
+    judges: JudgeEdges,
+) -> tuple[dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]:
     """Each task run on to its end (inference from the pool, then judges and scoring), with the
     request counts of its own model stages."""
     outputs: dict[str, StageOutputs] = {}
@@ -250,13 +286,19 @@ def evaluate(
             any model call where it can be found then.
     """
     from evalflow.config.compose import compose_run_config, typed_preset
-    from evalflow.settings import settings_from_config
+    from evalflow.config.settings import settings_from_config
 
     preset = model if isinstance(model, str) else None
     mapping = model if isinstance(model, Mapping) else None
     model_object = None if model is None or isinstance(model, (str, Mapping)) else model
-    cfg = compose_run_config(task=task, preset=preset, overrides=overrides or [], values=settings, model=mapping,
-                             has_model_object=model_object is not None)
+    cfg = compose_run_config(
+        task=task,
+        preset=preset,
+        overrides=overrides or [],
+        values=settings,
+        model=mapping,
+        has_model_object=model_object is not None,
+    )
     settings_obj = settings_from_config(cfg)
     folder = Path(output_dir) if output_dir else None
     if folder is not None:

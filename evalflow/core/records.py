@@ -17,9 +17,9 @@ This module imports nothing from evalflow.
 from __future__ import annotations
 
 import hashlib
-
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 RequestType = Literal["loglikelihood", "loglikelihood_rolling", "generate_until"]
 REQUEST_TYPES: tuple[str, ...] = ("loglikelihood", "loglikelihood_rolling", "generate_until")
@@ -196,6 +196,22 @@ RECORD_TYPES: tuple[type, ...] = (
 
 
 # The fields of a samples row that are not metrics (evalflow/output/samples.py): no metric may take them.
-SAMPLE_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
-                           "doc_hash", "prompt_hash", "target_hash", "filtered_samples", "sample_metrics", "judge",
-                           "judge_unparsed"})
+SAMPLE_FIELDS = frozenset(
+    {
+        "doc_id",
+        "doc",
+        "target",
+        "arguments",
+        "resps",
+        "filtered_resps",
+        "filter",
+        "metrics",
+        "doc_hash",
+        "prompt_hash",
+        "target_hash",
+        "filtered_samples",
+        "sample_metrics",
+        "judge",
+        "judge_unparsed",
+    }
+)

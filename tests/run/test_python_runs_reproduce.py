@@ -18,8 +18,17 @@ from tests.test_cli import cli
 
 def test_a_python_run_reproduces_from_its_snapshot(toy_library: Path, tmp_path: Path) -> None:
     first = tmp_path / "first"
-    results = evaluate("toy_mc", "dummy", output_dir=first, include_path=[str(toy_library)], limit=7, num_fewshot=1,
-                       cache_dir=str(tmp_path / "cache"), bootstrap_iters=0, overrides=["model.salt=s1"])
+    results = evaluate(
+        "toy_mc",
+        "dummy",
+        output_dir=first,
+        include_path=[str(toy_library)],
+        limit=7,
+        num_fewshot=1,
+        cache_dir=str(tmp_path / "cache"),
+        bootstrap_iters=0,
+        overrides=["model.salt=s1"],
+    )
     snapshot = yaml.safe_load((first / ".hydra" / "config.yaml").read_text())
     assert snapshot["model"]["salt"] == "s1" and snapshot["limit"] == 7 and snapshot["task"] == "toy_mc"
     again = tmp_path / "again"
@@ -33,8 +42,15 @@ def test_a_python_run_reproduces_from_its_snapshot(toy_library: Path, tmp_path: 
 
 def test_a_model_object_is_recorded_and_reproducing_it_says_why_not(toy_library: Path, tmp_path: Path) -> None:
     folder = tmp_path / "obj"
-    evaluate("toy_mc", UserModel("good"), output_dir=folder, include_path=[str(toy_library)], limit=3,
-             cache_dir=str(tmp_path / "cache"), bootstrap_iters=0)
+    evaluate(
+        "toy_mc",
+        UserModel("good"),
+        output_dir=folder,
+        include_path=[str(toy_library)],
+        limit=3,
+        cache_dir=str(tmp_path / "cache"),
+        bootstrap_iters=0,
+    )
     model = yaml.safe_load((folder / ".hydra" / "config.yaml").read_text())["model"]
     assert model["type"] == "python-object" and model["class"] == "tests.support.models.UserModel"
     done = cli(["--config-dir", str(folder / ".hydra"), "--config-name", "config", f"hydra.run.dir={tmp_path / 'r'}"])
@@ -43,10 +59,12 @@ def test_a_model_object_is_recorded_and_reproducing_it_says_why_not(toy_library:
 
 
 def test_evaluate_defaults_to_the_command_line_default_model(monkeypatch) -> None:
-    import evalflow.app as app
+    import evalflow.run.phases as app
 
     seen = {}
-    monkeypatch.setattr(app, "run", lambda settings, output_dir=None, model=None, preset=None: seen.setdefault("model", settings.model))
+    monkeypatch.setattr(
+        app, "run", lambda settings, output_dir=None, model=None, preset=None: seen.setdefault("model", settings.model)
+    )
     evaluate("arith_mc")
     composed = cli(["--cfg", "job", "--resolve"])
     assert composed.returncode == 0, composed.stderr

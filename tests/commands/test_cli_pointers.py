@@ -14,7 +14,7 @@ from evalflow import evaluate
 from evalflow.errors import ConfigError
 from tests.conftest import COUNTING
 from tests.support.hold import Hold
-from tests.test_cli import wait_or_dump, base_args, cli, held_args, start_held
+from tests.test_cli import base_args, cli, held_args, start_held, wait_or_dump
 
 
 def test_ctrl_c_prints_one_line_saying_what_was_saved_and_how_to_resume(toy_library: Path, tmp_path: Path) -> None:
@@ -42,21 +42,29 @@ def test_ctrl_c_prints_one_line_saying_what_was_saved_and_how_to_resume(toy_libr
     resumed = cli(args)  # "the same command", into the same run folder (no hold in its environment)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["inference"] == {
-        "requests": 160, "computed": 144, "cached": 16}
+        "requests": 160,
+        "computed": 144,
+        "cached": 16,
+    }
 
 
-@pytest.mark.parametrize(("sig", "status", "said"), [(signal.SIGTERM, 143, "stopped by SIGTERM"),
-                                                      (signal.SIGHUP, 129, "stopped by SIGHUP")])
-def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does_and_exit_handlers_run(sig, status, said, toy_library: Path,
-                                                                          tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sig", "status", "said"), [(signal.SIGTERM, 143, "stopped by SIGTERM"), (signal.SIGHUP, 129, "stopped by SIGHUP")]
+)
+def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does_and_exit_handlers_run(
+    sig, status, said, toy_library: Path, tmp_path: Path
+) -> None:
     """``kill PID`` mid-inference: the same one line and resumable cache as Ctrl-C, exit status 128 +
     the signal, and the process's exit handlers run (vLLM shuts its engine processes down from one;
     under SIGTERM's default disposition they are skipped and the engine processes left orphaned)."""
     marker = tmp_path / "exit-handlers-ran"
     hook = tmp_path / "exit_hook.py"
     hook.write_text(f"import atexit, pathlib\natexit.register(pathlib.Path({str(marker)!r}).touch)\n")
-    args = held_args(toy_library, tmp_path / "cache") + ["chunk_size=8", f"hydra.run.dir={tmp_path / 'run'}",
-                                                         f"imports=[{hook}]"]
+    args = held_args(toy_library, tmp_path / "cache") + [
+        "chunk_size=8",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        f"imports=[{hook}]",
+    ]
     with Hold(at=2) as hold:
         proc = start_held(args, hold, tmp_path / "stopped")
         try:
@@ -74,11 +82,16 @@ def test_sigterm_and_sighup_end_a_run_as_ctrl_c_does_and_exit_handlers_run(sig, 
 
 
 def test_include_path_accepts_one_folder_without_brackets(toy_library: Path, tmp_path: Path) -> None:
-    args = [a if not a.startswith("include_path=") else f"include_path={toy_library}" for a in base_args(toy_library, tmp_path / "c")]
+    args = [
+        a if not a.startswith("include_path=") else f"include_path={toy_library}"
+        for a in base_args(toy_library, tmp_path / "c")
+    ]
     done = cli(args + ["limit=3", f"hydra.run.dir={tmp_path / 'run'}"])
     assert done.returncode == 0, done.stderr
     assert "toy_mc" in json.loads((tmp_path / "run" / "results.json").read_text())["results"]
-    results = evaluate("toy_mc", "dummy", include_path=str(toy_library), limit=3, cache_dir=str(tmp_path / "c"), bootstrap_iters=0)
+    results = evaluate(
+        "toy_mc", "dummy", include_path=str(toy_library), limit=3, cache_dir=str(tmp_path / "c"), bootstrap_iters=0
+    )
     assert "toy_mc" in results["results"]
 
 
@@ -101,7 +114,10 @@ def test_a_model_mapping_is_laid_over_its_preset(toy_library: Path, tmp_path: Pa
     kw = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=4, bootstrap_iters=0)
     by_mapping = evaluate("toy_mc", {"type": "dummy", "salt": "x"}, **kw)
     by_override = evaluate("toy_mc", "dummy", overrides=["model.salt=x"], **kw)
-    assert by_mapping["results"] == by_override["results"] and by_mapping["evalflow"]["model"] == by_override["evalflow"]["model"]
+    assert (
+        by_mapping["results"] == by_override["results"]
+        and by_mapping["evalflow"]["model"] == by_override["evalflow"]["model"]
+    )
     own = evaluate("toy_mc", {"type": COUNTING, "anything": 1}, **kw)  # a class of the user's own: keys as given
     assert own["evalflow"]["model"] == {"type": COUNTING, "anything": 1}
 
@@ -111,15 +127,17 @@ def test_a_signal_ignored_or_handled_by_a_launcher_is_left_as_it_is() -> None:
     import subprocess
     import sys
 
-    probe = ("import signal\n"
-             "from evalflow.commands.stopping import stop_on_termination\n"
-             "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
-             "mine = lambda *_: None\n"
-             "stop_on_termination()\n"
-             "assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN\n"
-             "assert signal.getsignal(signal.SIGTERM).__name__ == 'stop'\n"
-             "signal.signal(signal.SIGTERM, mine)\n"
-             "stop_on_termination()\n"
-             "assert signal.getsignal(signal.SIGTERM) is mine\n")
+    probe = (
+        "import signal\n"
+        "from evalflow.commands.stopping import stop_on_termination\n"
+        "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+        "mine = lambda *_: None\n"
+        "stop_on_termination()\n"
+        "assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN\n"
+        "assert signal.getsignal(signal.SIGTERM).__name__ == 'stop'\n"
+        "signal.signal(signal.SIGTERM, mine)\n"
+        "stop_on_termination()\n"
+        "assert signal.getsignal(signal.SIGTERM) is mine\n"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

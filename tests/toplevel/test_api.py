@@ -31,8 +31,14 @@ def test_evaluate_with_a_model_object_caches_by_its_identity(toy_library: Path, 
 
 def test_evaluate_with_a_config_mapping_and_output_dir(toy_library: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    results = evaluate(["toy_mc", "toy_gen"], {"type": "dummy", "salt": "x"}, output_dir=out,
-                       include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), bootstrap_iters=0)
+    results = evaluate(
+        ["toy_mc", "toy_gen"],
+        {"type": "dummy", "salt": "x"},
+        output_dir=out,
+        include_path=[str(toy_library)],
+        cache_dir=str(tmp_path / "c"),
+        bootstrap_iters=0,
+    )
     assert set(results["results"]) == {"toy_mc", "toy_gen"}
     assert "exact_match,get-answer" in results["results"]["toy_gen"]
     assert (out / "results.json").exists() and (out / "samples_toy_gen.jsonl").exists()

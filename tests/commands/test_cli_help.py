@@ -12,8 +12,9 @@ from tests.conftest import ROOT
 
 def test_help_names_evalflow_and_every_subcommand() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "evalflow", "--help"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "evalflow", "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert "__main__" not in done.stdout and "powered by Hydra" not in done.stdout
     assert done.stdout.startswith("evalflow: ")
@@ -30,7 +31,14 @@ def test_version_names_the_installed_version_and_the_checkout_it_runs_from() -> 
     from importlib import metadata
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "evalflow", "--version"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "evalflow", "--version"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"evalflow {metadata.version('evalflow')} (source checkout {ROOT})\n"

@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from evalflow.app import task_settings
 from evalflow.config.schema import RunConfig, defaults, inert_settings, stage_settings
+from evalflow.config.settings import RunSettings, settings_from_config
 from evalflow.errors import ConfigError
-from evalflow.settings import RunSettings, settings_from_config
+from evalflow.run.phases import task_settings
 from evalflow.taskspec.format.spec import TaskConfig
 from tests.conftest import Runner, stage_hits
 
@@ -19,16 +19,20 @@ TASK = TaskConfig(task="t", dataset_path="json", test_split="test", output_type=
 
 def test_every_declared_setting_reaches_run_settings() -> None:
     declared = {f.name for f in dataclasses.fields(RunConfig)} - {"task"}
-    assert declared <= {f.name for f in dataclasses.fields(RunSettings)} and "tasks" in {f.name for f in dataclasses.fields(RunSettings)}
-    assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
-               for f in dataclasses.fields(RunSettings)), "RunSettings repeats no default"
+    assert declared <= {f.name for f in dataclasses.fields(RunSettings)} and "tasks" in {
+        f.name for f in dataclasses.fields(RunSettings)
+    }
+    assert all(
+        f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
+        for f in dataclasses.fields(RunSettings)
+    ), "RunSettings repeats no default"
 
 
 def test_unset_settings_take_the_schemas_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     s = settings_from_config({"task": "t"})
     for name in ("seed", "max_batch_size", "bootstrap_iters", "chunk_size", "workers", "predict_only", "explain"):
         assert getattr(s, name) == defaults()[name], name
-    monkeypatch.setattr("evalflow.settings.defaults", lambda: {**defaults(), "bootstrap_iters": 7})
+    monkeypatch.setattr("evalflow.config.settings.defaults", lambda: {**defaults(), "bootstrap_iters": 7})
     assert settings_from_config({"task": "t"}).bootstrap_iters == 7
 
 

@@ -7,9 +7,10 @@ computed; :func:`write_task` writes each document's prompt, target and requests.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
 
-from evalflow.settings import RunSettings
+from evalflow.config.settings import RunSettings
 from evalflow.taskspec.format.spec import TaskConfig
 
 PROMPT_STAGES = ("load_docs", "fewshot", "instances")
@@ -19,16 +20,18 @@ def prompt_outputs(
     task: TaskConfig, settings: RunSettings, store: Any, names: Sequence[str] = PROMPT_STAGES
 ) -> dict[str, Any]:
     """The outputs of the prompt-building stages for ``task``, from (and into) the run cache."""
-    from evalflow.app import task_settings
     from evalflow.dag.pipeline import PIPELINE
     from evalflow.dag.runner import execute
+    from evalflow.run.phases import task_settings
 
     stages = tuple(node for node in PIPELINE if node.name in names)
     outputs, _ = execute(task, task_settings(task, settings, ""), store, {}, pipeline=stages)
     return outputs
 
 
-def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO, code_sandbox: str | None = None) -> None:
+def write_task(
+    task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO, code_sandbox: str | None = None
+) -> None:
     """The task's documents, prompts and requests; with ``code_sandbox``, also what would run its
     code (the sandbox for model-written programs, a side environment for task code)."""
     from evalflow.output.code_execution import task_lines
@@ -39,8 +42,10 @@ def write_task(task: TaskConfig, outputs: Mapping[str, Any], n: int, out: TextIO
     by_doc: dict[int, list[Any]] = {}
     for inst in outputs["instances"]:
         by_doc.setdefault(inst.doc_id, []).append(inst)
-    out.write(f"=== {task.task} ({task.source or 'no file'}): split '{docs.eval_split}', "
-              f"{len(outputs['fewshot'])} of {len(docs.docs)} documents evaluated, showing {len(contexts)}\n")
+    out.write(
+        f"=== {task.task} ({task.source or 'no file'}): split '{docs.eval_split}', "
+        f"{len(outputs['fewshot'])} of {len(docs.docs)} documents evaluated, showing {len(contexts)}\n"
+    )
     if task.repeats > 1:
         out.write(_repeats_line(task))
     for line in task_lines(task, code_sandbox) if code_sandbox is not None else ():
@@ -77,9 +82,14 @@ def _repeats_line(task: TaskConfig) -> str:
     from evalflow.scoring.metrics import task_metric_specs
 
     reduced = [f"{s.name} -> {', '.join(s.output_names)}" for s in task_metric_specs(task) if s.reductions]
-    how = "; ".join(reduced) if reduced else (
-        "as lm-eval 0.4.13, each filter pipeline's one answer (take_first: the first sample), "
-        "as no metric has a 'reduction'")
+    how = (
+        "; ".join(reduced)
+        if reduced
+        else (
+            "as lm-eval 0.4.13, each filter pipeline's one answer (take_first: the first sample), "
+            "as no metric has a 'reduction'"
+        )
+    )
     return f"repeats: {task.repeats} samples per request, every one listed below; scored: {how}\n"
 
 

@@ -13,8 +13,9 @@ from evalflow.scoring import FILTERS
 
 
 def test_builtin_paths_import_on_first_use_and_cannot_be_taken() -> None:
-    reg: Registry[object] = Registry("widget", error=ValueError, hint="Register one.",
-                                     builtin={"od": "collections:OrderedDict"})
+    reg: Registry[object] = Registry(
+        "widget", error=ValueError, hint="Register one.", builtin={"od": "collections:OrderedDict"}
+    )
     assert reg.names() == ("od",) and "od" in reg
     from collections import OrderedDict, defaultdict
 
@@ -37,9 +38,14 @@ def test_a_check_refuses_before_anything_is_registered() -> None:
     assert "minus" not in reg and len(reg) == 0
 
 
-@pytest.mark.parametrize(("registry", "error", "builtin"), [
-    (FILTERS, TaskError, "regex"), (MODELS, ModelError, "hf"), (SANDBOXES, SandboxError, "bwrap"),
-])
+@pytest.mark.parametrize(
+    ("registry", "error", "builtin"),
+    [
+        (FILTERS, TaskError, "regex"),
+        (MODELS, ModelError, "hf"),
+        (SANDBOXES, SandboxError, "bwrap"),
+    ],
+)
 def test_every_extension_point_is_the_generic_registry(registry: Registry, error: type, builtin: str) -> None:
     class Impostor:  # passes every registry's own check: only the taken name refuses it
         description = "an impostor"
@@ -55,4 +61,3 @@ def test_every_extension_point_is_the_generic_registry(registry: Registry, error
         registry.add(builtin, Impostor)
     with pytest.raises(error, match=f"did you mean '{builtin}'"):
         registry.get(builtin + "x")
-

@@ -26,8 +26,15 @@ def test_samples_evaluate_exactly_those_documents(runner: Runner) -> None:
 
     _, again, _ = runner(task=["toy_mc", "toy_gen"], samples={"toy_mc": [2, 5, 9, 11]})
     assert CountingModel.calls_total == 4  # only document 11 reaches the model
-    assert stage_hits(again, "toy_mc") == {"load_docs": True, "fewshot": False, "instances": False,
-                                           "inference": False, "filters": False, "metrics": False, "aggregate": False}
+    assert stage_hits(again, "toy_mc") == {
+        "load_docs": True,
+        "fewshot": False,
+        "instances": False,
+        "inference": False,
+        "filters": False,
+        "metrics": False,
+        "aggregate": False,
+    }
     assert all(stage_hits(again, "toy_gen").values())  # its keys did not change
 
 
@@ -40,13 +47,16 @@ def test_samples_from_a_json_file_and_from_json_text(runner: Runner, tmp_path: P
     assert from_file["results"] == from_text["results"]
 
 
-@pytest.mark.parametrize("values,match", [
-    ({"samples": {"toy_mc": [0]}, "limit": 5}, "limit and samples both given"),
-    ({"samples": {"toy_mc": [3, 40]}}, "index 40 is out of range; the evaluated split has 40 documents"),
-    ({"samples": {"toy_mcc": [0]}}, "samples names the task 'toy_mcc'.*did you mean 'toy_mc'"),
-    ({"samples": {"toy_mc": [-1]}}, "whole numbers from 0"),
-    ({"samples": "no/such/file.json"}, "neither a JSON mapping nor an existing JSON file"),
-])
+@pytest.mark.parametrize(
+    "values,match",
+    [
+        ({"samples": {"toy_mc": [0]}, "limit": 5}, "limit and samples both given"),
+        ({"samples": {"toy_mc": [3, 40]}}, "index 40 is out of range; the evaluated split has 40 documents"),
+        ({"samples": {"toy_mcc": [0]}}, "samples names the task 'toy_mcc'.*did you mean 'toy_mc'"),
+        ({"samples": {"toy_mc": [-1]}}, "whole numbers from 0"),
+        ({"samples": "no/such/file.json"}, "neither a JSON mapping nor an existing JSON file"),
+    ],
+)
 def test_bad_samples_are_refused(runner: Runner, values: dict, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         runner(**values)

@@ -13,7 +13,7 @@ import pytest
 
 from tests.test_cli import cli
 
-METRICS = '''\
+METRICS = """\
 from evalflow import register_aggregation, register_metric
 
 
@@ -25,7 +25,7 @@ def spread_u(items):
 @register_metric("contains_u", higher_is_better=True, aggregation="mean")
 def contains_u(references, predictions, **kwargs):
     return float(str(references[0]) in predictions[0])
-'''
+"""
 
 TASK = """\
 task: user_gen
@@ -56,8 +56,10 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def run(workdir: Path, *extra: str, cwd: Path | None = None):
-    return cli(["model=dummy", "task=tasks/user_gen.yaml", f"cache_dir={workdir / 'cache'}", "bootstrap_iters=0", *extra],
-               cwd=cwd or workdir)
+    return cli(
+        ["model=dummy", "task=tasks/user_gen.yaml", f"cache_dir={workdir / 'cache'}", "bootstrap_iters=0", *extra],
+        cwd=cwd or workdir,
+    )
 
 
 def test_imports_registers_a_metrics_module_before_the_tasks_are_checked(workdir: Path) -> None:
@@ -67,17 +69,27 @@ def test_imports_registers_a_metrics_module_before_the_tasks_are_checked(workdir
     done = run(workdir, "imports=[user_metrics]", f"hydra.run.dir={workdir / 'r1'}")
     assert done.returncode == 0, done.stderr
     assert "contains_u,none" in json.loads((workdir / "r1" / "results.json").read_text())["results"]["user_gen"]
-    by_path = cli(["model=dummy", f"task={workdir / 'tasks' / 'user_gen.yaml'}", f"cache_dir={workdir / 'cache'}",
-                   f"imports={workdir / 'user_metrics.py'}", f"hydra.run.dir={workdir / 'r2'}"], cwd=workdir / "tasks")
+    by_path = cli(
+        [
+            "model=dummy",
+            f"task={workdir / 'tasks' / 'user_gen.yaml'}",
+            f"cache_dir={workdir / 'cache'}",
+            f"imports={workdir / 'user_metrics.py'}",
+            f"hydra.run.dir={workdir / 'r2'}",
+        ],
+        cwd=workdir / "tasks",
+    )
     assert by_path.returncode == 0, by_path.stderr  # a .py file's path, from another working folder
     missing = run(workdir, "imports=[no_such_module]", f"hydra.run.dir={workdir / 'r3'}")
     assert missing.returncode == 2 and "imports: no module 'no_such_module'" in missing.stderr
 
 
 def test_a_model_type_module_may_register_the_metrics(workdir: Path) -> None:
-    (workdir / "user_model.py").write_text("import user_metrics  # registers contains_u\n"
-                                           "from evalflow.models.dummy import DummyModel\n\n\n"
-                                           "class Parrot(DummyModel):\n    pass\n")
+    (workdir / "user_model.py").write_text(
+        "import user_metrics  # registers contains_u\n"
+        "from evalflow.models.dummy import DummyModel\n\n\n"
+        "class Parrot(DummyModel):\n    pass\n"
+    )
     done = run(workdir, "model.type=user_model:Parrot", f"hydra.run.dir={workdir / 'r'}")
     assert done.returncode == 0, done.stderr
 
@@ -89,8 +101,11 @@ def test_a_snapshot_reproduces_into_a_new_suffixed_folder_from_any_working_folde
     elsewhere.mkdir()
     folders = []
     for _ in range(2):
-        again = cli(["--config-dir", str(first / ".hydra"), "--config-name", "config"], cwd=elsewhere,
-                    env_extra={"PYTHONPATH": f"{Path(__file__).resolve().parents[1]}:{workdir}"})
+        again = cli(
+            ["--config-dir", str(first / ".hydra"), "--config-name", "config"],
+            cwd=elsewhere,
+            env_extra={"PYTHONPATH": f"{Path(__file__).resolve().parents[1]}:{workdir}"},
+        )
         assert again.returncode == 0, again.stderr
         folders.append(re.search(r"run folder: (\S+)", again.stdout).group(1))
     assert folders[0] != folders[1] and all(re.search(r"\d\d-\d\d-\d\d-[0-9a-f]{6}$", f) for f in folders)
@@ -98,10 +113,13 @@ def test_a_snapshot_reproduces_into_a_new_suffixed_folder_from_any_working_folde
 
 
 def test_an_identity_written_as_a_plain_method_is_one_clear_error(workdir: Path) -> None:
-    (workdir / "plain_identity.py").write_text("from evalflow.models.dummy import DummyModel\n\n\n"
-                                               "class Oracle(DummyModel):\n"
-                                               "    def identity(self, **config):\n        return {'name': 'oracle'}\n")
-    done = cli(["model.type=plain_identity:Oracle", "task=arith_mc", "limit=2", f"cache_dir={workdir / 'cache'}"],
-               cwd=workdir)
+    (workdir / "plain_identity.py").write_text(
+        "from evalflow.models.dummy import DummyModel\n\n\n"
+        "class Oracle(DummyModel):\n"
+        "    def identity(self, **config):\n        return {'name': 'oracle'}\n"
+    )
+    done = cli(
+        ["model.type=plain_identity:Oracle", "task=arith_mc", "limit=2", f"cache_dir={workdir / 'cache'}"], cwd=workdir
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "Oracle.identity is a plain method" in done.stderr and "@classmethod" in done.stderr

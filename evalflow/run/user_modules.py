@@ -38,7 +38,9 @@ def _import(name: str) -> ModuleType:
                 f"imports: no module '{name}' (looked on sys.path, which starts with the working folder "
                 f"{Path.cwd()}); give its importable name, or the path of its .py file (imports=[lib/{name}.py])"
             ) from None
-        raise ConfigError(f"imports: '{name}' imports '{exc.name}', which is not installed: pip install {exc.name}") from None
+        raise ConfigError(
+            f"imports: '{name}' imports '{exc.name}', which is not installed: pip install {exc.name}"
+        ) from None
 
 
 def _from_file(path: Path) -> ModuleType:

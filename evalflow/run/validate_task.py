@@ -1,7 +1,7 @@
 """What ``python -m evalflow validate`` checks of a task before model time is spent on it: the
-load-time checks of :mod:`evalflow.load_checks`, which a run makes too, the metrics and filters it
+load-time checks of :mod:`evalflow.run.load_checks`, which a run makes too, the metrics and filters it
 names, its templates rendered on the first documents through the run's own stages
-(:mod:`evalflow.preview`), and its judges' prompts. What a run accepts but scores in a way the
+(:mod:`evalflow.run.preview`), and its judges' prompts. What a run accepts but scores in a way the
 author cannot have meant (a metric its output type never computes, a label outside its choices)
 is a warning: the task runs, as in lm-eval 0.4.13, and validate says what to fix.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from evalflow import load_checks
-from evalflow.preview import prompt_outputs
-from evalflow.settings import RunSettings
+from evalflow.config.settings import RunSettings
+from evalflow.run import load_checks
+from evalflow.run.preview import prompt_outputs
 from evalflow.taskspec.format.spec import TaskConfig
 
 
@@ -51,8 +51,10 @@ def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -
     requests = sum(1 for inst in outputs["instances"] if inst.doc_id in set(shown))
     uncomputed = load_checks.uncomputed_metrics(task)
     names = [m.name + (" (not computed)" if m.name in uncomputed else "") for m in metrics]
-    summary = (f"{len(shown)} document(s) render ({requests} requests); metrics "
-               f"{', '.join(names)}; filters {', '.join(p.name for p in pipelines)}")
+    summary = (
+        f"{len(shown)} document(s) render ({requests} requests); metrics "
+        f"{', '.join(names)}; filters {', '.join(p.name for p in pipelines)}"
+    )
     return Checked(summary, tuple(_label_warnings(task, outputs["load_docs"], shown)), tuple(uncomputed))
 
 
@@ -82,15 +84,21 @@ def _label_warnings(task: TaskConfig, docs: Any, shown: list[int]) -> list[str]:
 def _check_judges(task: TaskConfig, settings: RunSettings, docs: Any, shown: list[int]) -> None:
     """A run's judge checks (each judge model resolves and can be built), and each judge prompt
     rendered on the shown documents, with the target standing in for the model's answer."""
-    from evalflow.run_parts import config_arguments
     from evalflow.judges.metric import judge_specs
     from evalflow.judges.model import check_judges
     from evalflow.judges.spec import render_judge_prompt
+    from evalflow.run.parts import config_arguments
     from evalflow.stages.judge_requests import gold
 
     check_judges([task], settings.judge_model, lambda config: config_arguments(config, settings))
     for spec in judge_specs(task):
         for doc_id in shown:
             target, choices = gold(task, docs[doc_id])
-            render_judge_prompt(spec.prompt, docs[doc_id], str(target), target, choices,
-                                where=f"task '{task.task}' ({task.source}) judge metric '{spec.metric}', document {doc_id}")
+            render_judge_prompt(
+                spec.prompt,
+                docs[doc_id],
+                str(target),
+                target,
+                choices,
+                where=f"task '{task.task}' ({task.source}) judge metric '{spec.metric}', document {doc_id}",
+            )

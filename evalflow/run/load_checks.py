@@ -11,7 +11,7 @@ A run, ``show`` and ``validate`` all pass through here (``run_parts.select_tasks
   and metrics a task's output type never computes (:func:`uncomputed_metrics`: lm-eval drops them
   without a word; the run does too, but says so).
 
-    from evalflow.load_checks import check_selection
+    from evalflow.run.load_checks import check_selection
     check_selection(selection, num_fewshot=5)   # raises TaskError, logs the warnings
 """
 
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from evalflow.errors import TaskError
+from evalflow.taskspec.catalog.selection import Selection
 from evalflow.taskspec.format.escapes import LiteralEscape, literal_escapes
 from evalflow.taskspec.format.loader import key_origin
-from evalflow.taskspec.catalog.selection import Selection
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 from evalflow.taskspec.format.taskcode import keyed_function_refs, resolve_function
 
@@ -116,7 +116,9 @@ def uncomputed_metrics(task: TaskConfig) -> list[str]:
     if computed is None or task.process_results is not None or task.metric_list is None:
         return []
     out = []
-    for entry in task.metric_list:  # what check_task refuses (no 'metric', a judge here, an unknown name) is not named twice
+    for (
+        entry
+    ) in task.metric_list:  # what check_task refuses (no 'metric', a judge here, an unknown name) is not named twice
         raw = entry.get("metric") if isinstance(entry, Mapping) and not is_judge_entry(entry) else None
         if isinstance(raw, str) and METRICS.find(raw) is None:
             continue

@@ -1,4 +1,4 @@
-"""numpy, imported on first use (``from evalflow import lazy_numpy as np``).
+"""numpy, imported on first use (``from evalflow.scoring import lazy_numpy as np``).
 
 The scoring modules are imported by every run, but only a run that computes metrics calls numpy:
 importing it up front is some 80 ms of a fully cached run's ~1.2 s, for nothing. Each name is

@@ -20,27 +20,55 @@ def finished(runner: Runner) -> Path:
 def test_rescore_honours_hydra_run_dir(runner: Runner, finished: Path, tmp_path: Path) -> None:
     target, cwd = tmp_path / "rescored_here", tmp_path / "elsewhere"
     cwd.mkdir()
-    done = cli(["rescore", str(finished / "samples_toy_mc.jsonl"), "task=toy_mc", f"include_path=[{runner.library}]",
-                f"cache_dir={runner.cache}", f"hydra.run.dir={target}"], cwd=cwd)
+    done = cli(
+        [
+            "rescore",
+            str(finished / "samples_toy_mc.jsonl"),
+            "task=toy_mc",
+            f"include_path=[{runner.library}]",
+            f"cache_dir={runner.cache}",
+            f"hydra.run.dir={target}",
+        ],
+        cwd=cwd,
+    )
     assert done.returncode == 0, done.stderr
-    assert json.loads((target / "results.json").read_text())["results"]["toy_mc"]["acc,none"] == \
-        json.loads((finished / "results.json").read_text())["results"]["toy_mc"]["acc,none"]
+    assert (
+        json.loads((target / "results.json").read_text())["results"]["toy_mc"]["acc,none"]
+        == json.loads((finished / "results.json").read_text())["results"]["toy_mc"]["acc,none"]
+    )
     assert list(cwd.iterdir()) == []  # nothing written to ./outputs
 
 
 @pytest.mark.parametrize("word", ["num_fewshot=5", "model=hf", "limit=3", "hydra/launcher=parallel", "--json"])
 def test_rescore_refuses_what_the_recorded_answers_fix(runner: Runner, finished: Path, word: str) -> None:
-    refused = cli(["rescore", str(finished / "samples_toy_mc.jsonl"), "task=toy_mc",
-                   f"include_path=[{runner.library}]", f"cache_dir={runner.cache}", word])
+    refused = cli(
+        [
+            "rescore",
+            str(finished / "samples_toy_mc.jsonl"),
+            "task=toy_mc",
+            f"include_path=[{runner.library}]",
+            f"cache_dir={runner.cache}",
+            word,
+        ]
+    )
     assert refused.returncode == 2 and refused.stderr.startswith("evalflow: error: rescore: unknown"), refused.stderr
     assert "recorded answers" in refused.stderr and "Traceback" not in refused.stderr
 
 
-@pytest.mark.parametrize("args", [["explain", "{run}", "--json"], ["explain", "{run}", "limit=3"],
-                                  ["report", "{run}", "--json"], ["report", "{run}", "title=x"],
-                                  ["compare", "{run}", "{run}", "--fail-on-regression"],
-                                  ["cache", "stats", "max_size_gb=1"], ["cache", "verify", "max_age_days=3"],
-                                  ["cache", "gc", "max_size_gb=-1"], ["cache", "merge", "{run}", "--force"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["explain", "{run}", "--json"],
+        ["explain", "{run}", "limit=3"],
+        ["report", "{run}", "--json"],
+        ["report", "{run}", "title=x"],
+        ["compare", "{run}", "{run}", "--fail-on-regression"],
+        ["cache", "stats", "max_size_gb=1"],
+        ["cache", "verify", "max_age_days=3"],
+        ["cache", "gc", "max_size_gb=-1"],
+        ["cache", "merge", "{run}", "--force"],
+    ],
+)
 def test_options_a_subcommand_does_not_take_are_refused(finished: Path, args: list[str]) -> None:
     words = [a.format(run=finished) for a in args]
     refused = cli(words)

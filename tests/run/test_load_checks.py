@@ -1,4 +1,4 @@
-"""Load-time checks (evalflow/load_checks.py): a task that cannot be scored fails before any model
+"""Load-time checks (evalflow/run/load_checks.py): a task that cannot be scored fails before any model
 call, in a run, ``show`` and ``validate`` alike; before, an unknown metric, aggregation or filter
 name, or a task module needing a missing package, failed at the metrics stage, after inference."""
 
@@ -66,9 +66,7 @@ def test_show_and_validate_fail_on_an_unknown_metric(
     assert "task 'toy_typo'" in err and "unknown metric 'exact_mach'" in err
 
 
-def test_task_module_needing_a_missing_package_fails_at_load(
-    runner: Runner, toy_library: Path
-) -> None:
+def test_task_module_needing_a_missing_package_fails_at_load(runner: Runner, toy_library: Path) -> None:
     (toy_library / "needs_pkg.py").write_text(MISSING_PACKAGE_UTILS)
     path = _write_task(toy_library, "toy_pkg", "process_results: !function needs_pkg.process_results\n")
     CountingModel.reset()
@@ -92,7 +90,9 @@ def test_missing_module_messages_name_what_to_install(tmp_path: Path, monkeypatc
     monkeypatch.setitem(extras._PIP_NAMES, "evalflow_test_missing_pkg", "evalflow-test-dist")
     with pytest.raises(TaskError, match=r"`pip install evalflow-test-dist`"):
         resolve_function(function_ref("needs_pkg.process_results", str(tmp_path)))
-    with pytest.raises(TaskError, match=r"imports 'json.no_such_part', which the installed package 'json' does not have"):
+    with pytest.raises(
+        TaskError, match=r"imports 'json.no_such_part', which the installed package 'json' does not have"
+    ):
         resolve_function(function_ref("needs_submodule.f", str(tmp_path)))
 
 
@@ -124,8 +124,12 @@ metric_list:
 
 
 def test_a_metric_the_output_type_never_computes_is_named_once_at_load(
-    runner: Runner, toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
+    runner: Runner,
+    toy_library: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """lm-eval 0.4.13 drops them without a word; the run keeps its numbers (acc only) but warns,
     and validate lists the task as ``warn``, naming them, without failing it."""
@@ -147,35 +151,60 @@ def test_a_metric_the_output_type_never_computes_is_named_once_at_load(
 
     monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path / "cache"))
     capsys.readouterr()
-    assert validate.main(["task=[toy_mc,toy_custom]", f"include_path=[{toy_library}]", "n=1", "trust_task_code=true"]) == 0
+    assert (
+        validate.main(["task=[toy_mc,toy_custom]", f"include_path=[{toy_library}]", "n=1", "trust_task_code=true"]) == 0
+    )
     out, err = capsys.readouterr()
     assert err.count("will not be computed") == 1 and warning in err
     assert "ok  toy_mc: " in out
-    assert "warn toy_custom: 1 document(s) render (4 requests); metrics acc, my_metric (not computed), bleu (not computed)" in out
+    assert (
+        "warn toy_custom: 1 document(s) render (4 requests); metrics acc, my_metric (not computed), bleu (not computed)"
+        in out
+    )
     assert "1 of 2 task(s) run with the warnings above" in err
 
 
-@pytest.mark.parametrize("output_type,metrics,uncomputed", [
-    ("loglikelihood", ["perplexity", "acc", "acc_norm"], ["acc_norm"]),  # registered for it, never computed
-    ("loglikelihood_rolling", ["word_perplexity", "perplexity"], ["perplexity"]),
-    ("multiple_choice", ["acc", "exact_match", "acc_mutual_info", "acuracy"], []),  # a typo: check_task's refusal
-    ("generate_until", ["exact_match", "bleu"], []),  # calls every metric function
-])
+@pytest.mark.parametrize(
+    "output_type,metrics,uncomputed",
+    [
+        ("loglikelihood", ["perplexity", "acc", "acc_norm"], ["acc_norm"]),  # registered for it, never computed
+        ("loglikelihood_rolling", ["word_perplexity", "perplexity"], ["perplexity"]),
+        ("multiple_choice", ["acc", "exact_match", "acc_mutual_info", "acuracy"], []),  # a typo: check_task's refusal
+        ("generate_until", ["exact_match", "bleu"], []),  # calls every metric function
+    ],
+)
 def test_uncomputed_metrics_per_output_type(output_type: str, metrics: list[str], uncomputed: list[str]) -> None:
-    from evalflow.load_checks import uncomputed_metrics
+    from evalflow.run.load_checks import uncomputed_metrics
     from evalflow.taskspec.format.spec import TaskConfig
 
     task = TaskConfig(task="t", output_type=output_type, metric_list=[{"metric": m} for m in metrics])
     assert uncomputed_metrics(task) == uncomputed
-    assert uncomputed_metrics(TaskConfig(task="t", output_type=output_type, metric_list=[{"metric": m} for m in metrics],
-                                         process_results=lambda doc, results: {})) == []  # it returns every value
+    assert (
+        uncomputed_metrics(
+            TaskConfig(
+                task="t",
+                output_type=output_type,
+                metric_list=[{"metric": m} for m in metrics],
+                process_results=lambda doc, results: {},
+            )
+        )
+        == []
+    )  # it returns every value
 
 
-@pytest.mark.parametrize("output_type,results,target,choices", [
-    ("loglikelihood", [(-1.0, True)], None, None),
-    ("loglikelihood_rolling", [-9.0], "two words", None),
-    ("multiple_choice", [(-2.0, False), (-1.0, True), (-3.0, False), (-4.0, False)], 1, ["a", "b"]),  # + unconditional
-])
+@pytest.mark.parametrize(
+    "output_type,results,target,choices",
+    [
+        ("loglikelihood", [(-1.0, True)], None, None),
+        ("loglikelihood_rolling", [-9.0], "two words", None),
+        (
+            "multiple_choice",
+            [(-2.0, False), (-1.0, True), (-3.0, False), (-4.0, False)],
+            1,
+            ["a", "b"],
+        ),  # + unconditional
+    ],
+)
 def test_every_declared_metric_is_the_one_scoring_computes(
     output_type: str, results: list, target: object, choices: list[str] | None
 ) -> None:
@@ -201,12 +230,15 @@ def test_validate_names_a_document_whose_label_is_outside_its_choices(
     data = tmp_path / "labels.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     (toy_library / "toy_labels.yaml").write_text(
-        f"include: toy_mc.yaml\ntask: toy_labels\ndataset_kwargs:\n  data_files:\n    test: {data}\ntraining_split: null\n")
+        f"include: toy_mc.yaml\ntask: toy_labels\ndataset_kwargs:\n  data_files:\n    test: {data}\ntraining_split: null\n"
+    )
     monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path / "cache"))
     assert validate.main(["task=[toy_mc,toy_labels]", f"include_path=[{toy_library}]"]) == 0
     out, err = capsys.readouterr()
     assert "ok  toy_mc: 3 document(s) render" in out and "warn toy_labels: 3 document(s) render" in out
     (warning,) = [line for line in err.splitlines() if "not within its" in line]
-    assert warning.startswith(f"evalflow: warning: task 'toy_labels' ({toy_library / 'toy_labels.yaml'}), document 1: "
-                              "its label 4 is not within its 4 choices ['a', 'b', 'c', 'd'] (an index 0-3")
+    assert warning.startswith(
+        f"evalflow: warning: task 'toy_labels' ({toy_library / 'toy_labels.yaml'}), document 1: "
+        "its label 4 is not within its 4 choices ['a', 'b', 'c', 'd'] (an index 0-3"
+    )
     assert "Fix the document's label, or doc_to_target/doc_to_choice." in warning

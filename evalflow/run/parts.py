@@ -1,6 +1,6 @@
 """The parts every kind of run is built from: its tasks, selected and checked before any model
 call, and the caching edges of the models it asks (the scored model's, the judges'). A run
-(:mod:`evalflow.app`) and a rescore (:mod:`evalflow.insight.rescore`, which asks only judges) both
+(:mod:`evalflow.run.phases`) and a rescore (:mod:`evalflow.insight.rescore`, which asks only judges) both
 build theirs here, as ``show``, ``validate`` and ``decontaminate`` select their tasks here.
 """
 
@@ -8,30 +8,31 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
+from evalflow.config.settings import RunSettings
 from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.judges.model import JudgeEdges, check_judges
-from evalflow.load_checks import check_selection
 from evalflow.models.base import LanguageModel, feature
 from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
+from evalflow.run.load_checks import check_selection
+from evalflow.run.user_modules import import_user_modules
 from evalflow.sandbox.registry import require_sandbox
 from evalflow.scale import chunks
 from evalflow.scoring.code_exec import runs_code
-from evalflow.settings import RunSettings
-from evalflow.taskspec.data.datamap import check_data_files
 from evalflow.taskspec.catalog.index import Selection, TaskIndex
 from evalflow.taskspec.catalog.run_options import apply_run_options
-from evalflow.user_modules import import_user_modules
+from evalflow.taskspec.data.datamap import check_data_files
 
 log = logging.getLogger(__name__)
 
 
 def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
-    """The selected tasks; ``checked``: also every load-time check (evalflow.load_checks, and that
+    """The selected tasks; ``checked``: also every load-time check (evalflow.run.load_checks, and that
     every local data file exists), so a task that cannot be scored fails here, before any model
     call (``validate`` checks per task)."""
     import_user_modules(settings.imports)  # what they register must exist before the checks below
@@ -77,23 +78,36 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
     return config_edge(settings.model, settings, store)
 
 
-def config_edge(model: Mapping[str, Any], settings: RunSettings, store: CacheStore,
-                counts: InferenceCounts | None = None) -> CachedModel:
+def config_edge(
+    model: Mapping[str, Any], settings: RunSettings, store: CacheStore, counts: InferenceCounts | None = None
+) -> CachedModel:
     """The caching edge of a model config (the scored model's, or a judge's, which may share one
     ``counts``): the model is built on its first cache miss."""
     config = dict(model)
     data = model_identity(config)
     load_args = config_arguments(config, settings)  # checked now rather than at the first miss
     cls = model_class(str(config["type"]))
-    edge = CachedModel(store, fingerprint(data), lambda: build_model(load_args), chunk_size=chunk_size(settings, cls),
-                       identity_data=data, read=settings.recompute is None,
-                       **({"counts": counts} if counts is not None else {}))
+    edge = CachedModel(
+        store,
+        fingerprint(data),
+        lambda: build_model(load_args),
+        chunk_size=chunk_size(settings, cls),
+        identity_data=data,
+        read=settings.recompute is None,
+        **({"counts": counts} if counts is not None else {}),
+    )
     if settings.workers > 1:  # Ray is imported on the first miss only: a cached run never needs it
         from evalflow.scale.ray_workers import RayDispatch
 
         replicas = tuple(feature(cls, "replica_configs")(load_args, settings.workers))
-        edge.dispatch = RayDispatch(load_args, settings.workers, settings.worker_resources, settings.ray_address,
-                                    replica_args=replicas, overlap=bool(feature(cls, "ANSWERS_EACH")))
+        edge.dispatch = RayDispatch(
+            load_args,
+            settings.workers,
+            settings.worker_resources,
+            settings.ray_address,
+            replica_args=replicas,
+            overlap=bool(feature(cls, "ANSWERS_EACH")),
+        )
     return edge
 
 
@@ -124,18 +138,28 @@ def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> Cached
         log.warning(
             "model object %s %s: its responses and every stage scored from them (inference, filters, metrics, "
             "aggregate) are computed on every run and never cached; give it an identity() method returning plain "
-            "data (e.g. its name and weights' hash) to cache them", type(model).__name__, why,
+            "data (e.g. its name and weights' hash) to cache them",
+            type(model).__name__,
+            why,
         )
         return CachedModel(store, None, lambda: model, chunk_size=chunk_size(settings, model))
-    return CachedModel(store, fingerprint(data), lambda: model, chunk_size=chunk_size(settings, model), identity_data=data,
-                       read=settings.recompute is None)
+    return CachedModel(
+        store,
+        fingerprint(data),
+        lambda: model,
+        chunk_size=chunk_size(settings, model),
+        identity_data=data,
+        read=settings.recompute is None,
+    )
 
 
 def object_identity(model: Any) -> tuple[Any, str]:
     """What a model object's answers are cached under, or ``(None, why)``: its ``identity()``; for
     an lm-eval model, which has none, the one :mod:`evalflow.lmeval_compat.lm_objects` builds."""
     identity = feature(model, "identity")
-    if getattr(identity, "__func__", None) is LanguageModel.identity.__func__:  # the contract's default: none of its own
+    if (
+        getattr(identity, "__func__", None) is LanguageModel.identity.__func__
+    ):  # the contract's default: none of its own
         from evalflow.lmeval_compat.lm_objects import lm_identity
 
         data, why = lm_identity(model)
@@ -144,8 +168,10 @@ def object_identity(model: Any) -> tuple[Any, str]:
     if data is None:
         return None, "has no identity()"
     if getattr(identity, "__self__", None) is type(model):  # a classmethod: it names a config, not this object
-        return None, ("has a classmethod identity(), which cannot see the object's own settings (two objects built "
-                      "differently would share answers; pass its config, evaluate(task, {'type': ..., ...}), to cache them)")
+        return None, (
+            "has a classmethod identity(), which cannot see the object's own settings (two objects built "
+            "differently would share answers; pass its config, evaluate(task, {'type': ..., ...}), to cache them)"
+        )
     return data, ""
 
 

@@ -6,9 +6,10 @@ with a message naming the key and the fix, not an hour later inside a stage.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -128,7 +129,9 @@ def _limit(data: Mapping[str, Any]) -> float | None:
 def _samples(data: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]] | None:
     samples = parse_samples(data["samples"])
     if samples is not None and data["limit"] is not None:
-        raise ConfigError("limit and samples both given; use one of them (samples names the documents, limit counts them)")
+        raise ConfigError(
+            "limit and samples both given; use one of them (samples names the documents, limit counts them)"
+        )
     return samples
 
 
@@ -137,7 +140,9 @@ def _batch_size(data: Mapping[str, Any]) -> int | str:
     if isinstance(batch_size, str) and batch_size.startswith("auto:") and batch_size[5:].isdigit():
         return "auto"  # lm-eval's auto:N re-tunes N times; evalflow's auto sizes each request type anyway
     if not (batch_size == "auto" or (isinstance(batch_size, int) and batch_size >= 1)):
-        raise ConfigError(f"batch_size={batch_size!r} is not allowed; use a positive integer, batch_size=auto or auto:N")
+        raise ConfigError(
+            f"batch_size={batch_size!r} is not allowed; use a positive integer, batch_size=auto or auto:N"
+        )
     return batch_size  # type: ignore[no-any-return]
 
 
@@ -192,7 +197,9 @@ def _paths(value: Any) -> tuple[str, ...]:
         return (str(value),)
     if isinstance(value, (list, tuple)):
         return tuple(str(p) for p in value)
-    raise ConfigError(f"include_path={value!r} is neither a folder nor a list of folders; write include_path=/dir or include_path=[a,b]")
+    raise ConfigError(
+        f"include_path={value!r} is neither a folder nor a list of folders; write include_path=/dir or include_path=[a,b]"
+    )
 
 
 def _imports(value: Any) -> tuple[str, ...]:
@@ -200,7 +207,9 @@ def _imports(value: Any) -> tuple[str, ...]:
     names = (value,) if isinstance(value, str) else tuple(value or ())
     bad = [n for n in names if not isinstance(n, str) or not n]
     if bad:
-        raise ConfigError(f"imports={value!r}: give module names or .py files, e.g. imports=[my_metrics] or imports=lib/my_metrics.py")
+        raise ConfigError(
+            f"imports={value!r}: give module names or .py files, e.g. imports=[my_metrics] or imports=lib/my_metrics.py"
+        )
     return names
 
 
@@ -211,8 +220,10 @@ def _recompute(value: Any) -> str | None:
         return None
     if value in RECOMPUTE:
         return str(value)
-    raise ConfigError(f"recompute={value!r} is not allowed; use recompute=answers (every model answer and what is "
-                      "scored from it, computed anew) or recompute=all (every stage), or leave it out to read the cache")
+    raise ConfigError(
+        f"recompute={value!r} is not allowed; use recompute=answers (every model answer and what is "
+        "scored from it, computed anew) or recompute=all (every stage), or leave it out to read the cache"
+    )
 
 
 def _judge_model(value: Any) -> Any:
@@ -221,14 +232,18 @@ def _judge_model(value: Any) -> Any:
         return None
     if isinstance(value, str) or (isinstance(value, Mapping) and value.get("type")):
         return value
-    raise ConfigError(f"judge_model={value!r} is not allowed; give a model preset (judge_model=smollm2) or a model "
-                      "config mapping with a type (judge_model='{type: hf, pretrained: PATH}')")
+    raise ConfigError(
+        f"judge_model={value!r} is not allowed; give a model preset (judge_model=smollm2) or a model "
+        "config mapping with a type (judge_model='{type: hf, pretrained: PATH}')"
+    )
 
 
 def _workers(workers: Any) -> int:
     """``workers``, checked before any Ray is started."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ConfigError(f"workers={workers!r} is not allowed; use a whole number >= 1 (1: the model runs in this process)")
+        raise ConfigError(
+            f"workers={workers!r} is not allowed; use a whole number >= 1 (1: the model runs in this process)"
+        )
     return workers
 
 
@@ -269,7 +284,9 @@ def _parse_kv(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "=" not in part:
-            raise ConfigError(f"gen_kwargs: '{part}' is not key=value; write gen_kwargs='temperature=0,max_gen_toks=64'")
+            raise ConfigError(
+                f"gen_kwargs: '{part}' is not key=value; write gen_kwargs='temperature=0,max_gen_toks=64'"
+            )
         key, value = part.split("=", 1)
         out[key.strip()] = parse_value(value.strip())
     return out

@@ -21,8 +21,16 @@ STRICT = "tests.support.models:StrictModel"
 
 
 def run_args(lib: Path, tmp: Path, *extra: str) -> list[str]:
-    return [f"model.type={STRICT}", "task=toy_mc", f"include_path=[{lib}]", f"cache_dir={tmp / 'cache'}",
-            "bootstrap_iters=0", "limit=4", f"hydra.run.dir={tmp / 'run'}", *extra]
+    return [
+        f"model.type={STRICT}",
+        "task=toy_mc",
+        f"include_path=[{lib}]",
+        f"cache_dir={tmp / 'cache'}",
+        "bootstrap_iters=0",
+        "limit=4",
+        f"hydra.run.dir={tmp / 'run'}",
+        *extra,
+    ]
 
 
 def test_a_class_given_by_model_type_alone_gets_only_the_keys_set(toy_library: Path, tmp_path: Path) -> None:
@@ -42,12 +50,23 @@ def test_a_key_the_class_does_not_take_is_one_paragraph(toy_library: Path, tmp_p
 
 
 def test_evaluate_with_a_class_mapping_refuses_a_key_it_does_not_take(toy_library: Path, tmp_path: Path) -> None:
-    results = evaluate("toy_mc", {"type": STRICT, "speed": 2}, include_path=[str(toy_library)],
-                       cache_dir=str(tmp_path / "c"), limit=4, bootstrap_iters=0)
+    results = evaluate(
+        "toy_mc",
+        {"type": STRICT, "speed": 2},
+        include_path=[str(toy_library)],
+        cache_dir=str(tmp_path / "c"),
+        limit=4,
+        bootstrap_iters=0,
+    )
     assert results["config"]["model_args"] == {"speed": 2}
     with pytest.raises(ConfigError, match="takes no key 'pretrained'"):
-        evaluate("toy_mc", {"type": STRICT, "pretrained": "x"}, include_path=[str(toy_library)],
-                 cache_dir=str(tmp_path / "c"), limit=4)
+        evaluate(
+            "toy_mc",
+            {"type": STRICT, "pretrained": "x"},
+            include_path=[str(toy_library)],
+            cache_dir=str(tmp_path / "c"),
+            limit=4,
+        )
 
 
 def test_an_unknown_model_key_lists_the_keys_once() -> None:
@@ -60,11 +79,22 @@ class NamedModel(UserModel):
         return {"name": "my-model", "version": 2}
 
 
-@pytest.mark.parametrize("model, name, args", [(NamedModel(), "my-model", {"version": 2}), (UserModel(), "UserModel", {})])
-def test_results_name_the_model_object_that_ran(model: Any, name: str, args: dict, toy_library: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "model, name, args", [(NamedModel(), "my-model", {"version": 2}), (UserModel(), "UserModel", {})]
+)
+def test_results_name_the_model_object_that_ran(
+    model: Any, name: str, args: dict, toy_library: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "run"
-    evaluate("toy_mc", model, output_dir=out, include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"),
-             limit=4, bootstrap_iters=0)
+    evaluate(
+        "toy_mc",
+        model,
+        output_dir=out,
+        include_path=[str(toy_library)],
+        cache_dir=str(tmp_path / "c"),
+        limit=4,
+        bootstrap_iters=0,
+    )
     results = json.loads((out / "results.json").read_text())
     assert (results["config"]["model"], results["model_name"], results["model_source"]) == (name, name, name)
     assert results["config"]["model_args"] == args and "pretrained" not in json.dumps(results)
@@ -72,8 +102,9 @@ def test_results_name_the_model_object_that_ran(model: Any, name: str, args: dic
     assert logged["model_name"] == name and logged["model.type"] == "python-object"
 
 
-def test_objects_whose_identity_cannot_see_them_are_never_served_each_others_answers(toy_library: Path,
-                                                                                      tmp_path: Path) -> None:
+def test_objects_whose_identity_cannot_see_them_are_never_served_each_others_answers(
+    toy_library: Path, tmp_path: Path
+) -> None:
     """Two DummyModel objects with different salts: their classmethod identity() describes a config,
     not the object, so caching them would serve the second the first one's answers."""
     from evalflow.models.dummy import DummyModel
@@ -81,7 +112,9 @@ def test_objects_whose_identity_cannot_see_them_are_never_served_each_others_ans
     kw = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=20, bootstrap_iters=0)
     first = evaluate("toy_mc", DummyModel(salt="x"), **kw)["results"]["toy_mc"]["acc,none"]
     other = evaluate("toy_mc", DummyModel(salt="y"), **kw)["results"]["toy_mc"]["acc,none"]
-    alone = evaluate("toy_mc", DummyModel(salt="y"), **dict(kw, cache_dir=str(tmp_path / "fresh")))["results"]["toy_mc"]["acc,none"]
+    alone = evaluate("toy_mc", DummyModel(salt="y"), **dict(kw, cache_dir=str(tmp_path / "fresh")))["results"][
+        "toy_mc"
+    ]["acc,none"]
     assert other == alone and first != other
 
 
@@ -89,8 +122,17 @@ def test_a_model_type_registered_by_a_module_of_imports(toy_library: Path, tmp_p
     """``imports=`` is imported before ``model.type`` is looked up, so the module it names may register
     the model type a run uses (docs/model-backends.md)."""
     module = tmp_path / "registers_strict.py"
-    module.write_text("from evalflow import register_model\nfrom tests.support.models import StrictModel\n\n"
-                      "register_model('strict_by_imports')(StrictModel)\n")
-    results = evaluate("toy_mc", {"type": "strict_by_imports", "speed": 2}, include_path=[str(toy_library)],
-                       imports=[str(module)], cache_dir=str(tmp_path / "c"), limit=4, bootstrap_iters=0)
+    module.write_text(
+        "from evalflow import register_model\nfrom tests.support.models import StrictModel\n\n"
+        "register_model('strict_by_imports')(StrictModel)\n"
+    )
+    results = evaluate(
+        "toy_mc",
+        {"type": "strict_by_imports", "speed": 2},
+        include_path=[str(toy_library)],
+        imports=[str(module)],
+        cache_dir=str(tmp_path / "c"),
+        limit=4,
+        bootstrap_iters=0,
+    )
     assert results["config"]["model"] == "strict_by_imports" and results["config"]["model_args"] == {"speed": 2}
