@@ -27,7 +27,7 @@ def test_help_names_evalflow_and_every_subcommand() -> None:
 
 def test_version_names_the_installed_version_and_the_checkout_it_runs_from() -> None:
     """``--version`` is evalflow's (Hydra's own flag would name Hydra), read from the installed
-    metadata; tests/test_distribution.py runs it from an installed wheel."""
+    metadata; tests/config/test_distribution.py runs it from an installed wheel."""
     from importlib import metadata
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

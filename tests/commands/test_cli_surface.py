@@ -93,7 +93,7 @@ def test_show_prints_prompts_targets_and_requests_without_a_model(tmp_path: Path
     assert "0: loglikelihood of continuation ' a'" in out and "1: loglikelihood of continuation ' b'" in out
 
     # Through the run's own stages and cache: a run with the same settings reuses what show computed.
-    from tests.test_cli_surface import run_manifest
+    from tests.commands.test_cli_surface import run_manifest
 
     manifest = run_manifest(lib, cache, tmp_path / "run", ["limit=2"])
     hits = {e["stage"]: e["hit"] for e in manifest["stages"]}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Runner
-from tests.test_cli import cli
+from tests.commands.test_cli import cli
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """evalflow.config.packaged: the one place that locates evalflow's own files (the installed layout
-runs in tests/test_distribution.py, from a wheel)."""
+runs in tests/config/test_distribution.py, from a wheel)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import Runner
-from tests.test_cli import cli
+from tests.commands.test_cli import cli
 
 
 def test_readme_commands(runner: Runner, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 from evalflow import simple_evaluate
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
-from tests.test_cli import cli
+from tests.commands.test_cli import cli
 
 
 def test_use_cache_is_the_cache_folder_and_without_it_answers_are_computed_anew() -> None:

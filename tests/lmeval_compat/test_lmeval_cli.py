@@ -17,7 +17,7 @@ from evalflow.lmeval_compat.native import native_argv
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
 from tests.support.transformers_release import gguf_special_tokens_as_the_file_says
-from tests.test_cli import cli
+from tests.commands.test_cli import cli
 
 HERE = Path(__file__).parent
 DUMMY_FIXTURE = HERE / "lmeval_results_dummy_arc_easy.json"

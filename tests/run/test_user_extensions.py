@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import cli
+from tests.commands.test_cli import cli
 
 METRICS = """\
 from evalflow import register_aggregation, register_metric

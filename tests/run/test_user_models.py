@@ -15,7 +15,7 @@ from evalflow.errors import ConfigError
 from evalflow.output.run_folder import finished_run
 from evalflow.tracking.logged import tracker_params
 from tests.support.models import UserModel
-from tests.test_cli import cli
+from tests.commands.test_cli import cli
 
 STRICT = "tests.support.models:StrictModel"
 

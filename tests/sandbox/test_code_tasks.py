@@ -157,7 +157,7 @@ def test_the_summary_prints_the_sandbox_once_and_show_prints_a_tasks(
     code_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from evalflow.commands.show import main as show
-    from tests.test_cli import base_args, cli
+    from tests.commands.test_cli import base_args, cli
 
     args = base_args(code_library, tmp_path / "cache")
     args[2] = "task=[toy_code,toy_gen]"

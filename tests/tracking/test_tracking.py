@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.conftest import COUNTING
-from tests.test_cli import cli
+from tests.commands.test_cli import cli
 
 wandb = pytest.importorskip("wandb", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")
 mlflow = pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")

@@ -56,7 +56,7 @@ def test_a_venv_runs_this_evalflow_only_when_its_code_is_this_code(tmp_path: Pat
 
 def test_a_checkout_is_installed_editable_and_its_distribution_never_repacked(tmp_path: Path) -> None:
     """From a checkout the venv gets the checkout, editable; an installed copy is packed again as a
-    wheel (tests/test_distribution.py), which a checkout's editable metadata cannot be."""
+    wheel (tests/config/test_distribution.py), which a checkout's editable metadata cannot be."""
     assert cpu_venv.evalflow_requirement(tmp_path, "lm-eval-tasks") == ["-e", f"{REPO}[lm-eval-tasks]"]
     assert cpu_venv.evalflow_requirement(tmp_path) == ["-e", str(REPO)]
     with pytest.raises(ModelError, match="runs from the source checkout .*, which is installed editable instead"):
