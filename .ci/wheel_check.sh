@@ -81,7 +81,7 @@ check "python -m evalflow --version" in_empty bash -c "python -m evalflow --vers
 # lm-eval's command line on SmolLM2, arc_easy read from the shared data (no hub here)
 shared="${EVALFLOW_SHARED_DATA:-$repo/../shared/data}"
 if [ -d "$shared/arc_easy" ]; then
-  smollm2="$("$work/venv/bin/python" -c 'from evalflow.models.smollm2 import smollm2_dir; print(smollm2_dir())')"
+  smollm2="$("$work/venv/bin/python" -c 'from evalflow.config.smollm2 import smollm2_dir; print(smollm2_dir())')"
   check "evalflow lm-eval --model hf (SmolLM2) --tasks arc_easy --limit 5" \
     lm_eval_run EVALFLOW_DATA_MAP=shared EVALFLOW_SHARED_DATA="$(cd "$shared" && pwd)" evalflow lm-eval --model hf \
     --model_args "pretrained=$smollm2,gguf_file=SmolLM2-135M-Instruct.Q4_1.gguf,dtype=float32" --tasks arc_easy --limit 5

@@ -67,9 +67,9 @@ def timed(fn: Callable[[], Any], rounds: int, busy: Callable[[], float]) -> tupl
 def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens: int = 48) -> list[str]:
     import torch
 
+    from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
     from evalflow.models.hf import HFModel, generate
     from evalflow.models.hf.fast import decode, shared_attention
-    from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     lm = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32", threads=threads, device="cpu")  # CPU figures
     busy = _busy_seconds()

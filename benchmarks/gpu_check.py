@@ -49,7 +49,79 @@ from pathlib import Path
 from typing import Any
 
 PEER_PYTHON = Path.home() / ".cache" / "evalflow-peer" / "venv" / "bin" / "python"
-WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "at", "this", "which", "from", "or", "have", "an", "are", "not", "water", "light", "energy", "plant", "animal", "earth", "sun", "moon", "rock", "cell", "heat", "sound", "force", "motion", "air", "soil", "river", "forest", "student", "teacher", "measure", "change", "grow", "move", "live", "food", "small", "large", "fast", "slow", "warm", "cold", "year", "day", "season", "weather", "cloud", "rain", "wind", "tree", "seed", "leaf", "root", "flower", "insect", "bird", "fish"]
+WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "with",
+    "was",
+    "on",
+    "be",
+    "by",
+    "at",
+    "this",
+    "which",
+    "from",
+    "or",
+    "have",
+    "an",
+    "are",
+    "not",
+    "water",
+    "light",
+    "energy",
+    "plant",
+    "animal",
+    "earth",
+    "sun",
+    "moon",
+    "rock",
+    "cell",
+    "heat",
+    "sound",
+    "force",
+    "motion",
+    "air",
+    "soil",
+    "river",
+    "forest",
+    "student",
+    "teacher",
+    "measure",
+    "change",
+    "grow",
+    "move",
+    "live",
+    "food",
+    "small",
+    "large",
+    "fast",
+    "slow",
+    "warm",
+    "cold",
+    "year",
+    "day",
+    "season",
+    "weather",
+    "cloud",
+    "rain",
+    "wind",
+    "tree",
+    "seed",
+    "leaf",
+    "root",
+    "flower",
+    "insect",
+    "bird",
+    "fish",
+]
 
 
 @dataclass(frozen=True)
@@ -123,7 +195,7 @@ def tokenizer(folder: Path, tiny: bool) -> tuple[Any, str]:
         try:
             from transformers import AutoTokenizer
 
-            from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
+            from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
             return AutoTokenizer.from_pretrained(smollm2_dir(), gguf_file=SMOLLM2_GGUF), "SmolLM2 (GGUF)"
         except Exception as exc:
@@ -182,7 +254,7 @@ def run_evalflow(folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
     from evalflow.core.records import Request
 
     if spec.get("backend") == "vllm":
-        from evalflow.models.vllm.model import VLLMModel
+        from evalflow.models.vllm.vllm_model import VLLMModel
 
         model: Any = VLLMModel(str(folder), dtype=spec["dtype"], enforce_eager=spec["device"] == "cpu", **VLLM_ARGS)
     else:

@@ -69,8 +69,8 @@ def main() -> int:
     args = parser.parse_args()
     import torch
 
+    from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
     from evalflow.models.hf import HFModel
-    from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     with tempfile.TemporaryDirectory(prefix="gsm8k_bound_") as tmp:
         samples = run_evalflow(Path(tmp))

@@ -17,7 +17,7 @@ _EXPORTS = {
     "evaluate": "evalflow.run.phases",
     "simple_evaluate": "evalflow.lmeval_compat.evaluate",
     "EvalflowError": "evalflow.errors",
-    "LanguageModel": "evalflow.models.base",
+    "LanguageModel": "evalflow.models.protocol",
     "register_model": "evalflow.models.registry",
     "register_metric": "evalflow.scoring.registry",
     "register_aggregation": "evalflow.scoring.registry",

@@ -40,7 +40,7 @@ from typing import Any
 
 from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
 from evalflow.errors import ConfigError
-from evalflow.insight.compare import DEFAULT_ITERS, Comparison, check_paired, compare, verdicts
+from evalflow.insight.comparison import DEFAULT_ITERS, Comparison, check_paired, compare, verdicts
 from evalflow.insight.gate import GateSettings, failures
 from evalflow.output.run_folder import Run, load_run
 

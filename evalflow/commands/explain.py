@@ -1,12 +1,12 @@
 """``python -m evalflow explain RUN [RUN_B]``: why each computed stage of a run re-ran
-(:func:`evalflow.insight.explain.explain` finds the reasons in the runs' manifest.json)."""
+(:func:`evalflow.insight.explanation.explain` finds the reasons in the runs' manifest.json)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
-from evalflow.insight.explain import explain
+from evalflow.insight.explanation import explain
 
 
 def main(argv: list[str]) -> int:

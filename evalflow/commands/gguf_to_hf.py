@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
     words = parse_words(argv, USAGE)
     folder, gguf_file = words.options.get("folder"), words.options.get("gguf_file")
     if folder is None:
-        from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
+        from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
         folder, gguf_file = smollm2_dir(), gguf_file or SMOLLM2_GGUF
     out = export.gguf_to_folder(

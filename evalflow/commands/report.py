@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
-from evalflow.insight.report import build_report
+from evalflow.insight.report_build import build_report
 
 
 def main(argv: list[str]) -> int:

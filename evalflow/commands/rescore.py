@@ -1,5 +1,5 @@
 """``python -m evalflow rescore SAMPLES... task=NAME``: its words, read and checked; the rescoring
-itself is :func:`evalflow.insight.rescore.rescore`, whose module's docstring is the help."""
+itself is :func:`evalflow.run.rescoring.rescore`, whose module's docstring is the help."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
 from evalflow.errors import ConfigError
-from evalflow.insight import rescore as rescoring
+from evalflow.run import rescoring
 
 # The run settings rescore reads: the task config and where its cache is. The others (the model,
 # num_fewshot, limit, ...) decide the answers, which the samples files already hold: refused.

@@ -11,7 +11,7 @@ from evalflow.config import packaged
 
 
 def _smollm2_dir() -> str:
-    from evalflow.models.smollm2 import smollm2_dir
+    from evalflow.config.smollm2 import smollm2_dir
 
     return smollm2_dir()
 

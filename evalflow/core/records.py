@@ -87,7 +87,7 @@ class Instance:
 class ImageRef:
     """One image, by the hash of its pixels: what documents and requests hold instead of the image.
 
-    The PNG bytes live once in the cache under ``image:<digest>`` (:mod:`evalflow.cache.images`),
+    The PNG bytes live once in the cache under ``image:<digest>`` (:mod:`evalflow.cache.image_store`),
     however many documents or requests show the image; a request's key hashes ``digest``, so an
     edited image changes exactly the keys of the requests that show it. ``digest`` is the xxhash
     of the mode, size and raw pixel bytes, so a re-encoded but identical image keeps its key.

@@ -201,7 +201,7 @@ class TaskRun:
         """Run steps until the end, or until a step named in ``stop_before`` whose output must be
         computed (a cache hit does not stop). True: stopped there."""
         if "images" not in resources:  # a view of this same store: images live beside the stages' results
-            from evalflow.cache.images import ImageStore
+            from evalflow.cache.image_store import ImageStore
 
             resources = {**resources, "images": ImageStore(store)}
         while not self.finished:

@@ -5,7 +5,7 @@ agreement beyond chance, ``(p_o - p_e) / (1 - p_e)``, where ``p_o`` is the fract
 given the same category and ``p_e = sum_c pA(c) * pB(c)`` the agreement of two independent raters
 with the same category frequencies (Cohen 1960; unweighted, as scikit-learn's
 ``cohen_kappa_score``). The two metrics may come from one run (``compare RUN kappa=judge,exact_match``)
-or from two runs paired document by document as :mod:`evalflow.insight.compare` pairs them
+or from two runs paired document by document as :mod:`evalflow.insight.comparison` pairs them
 (``compare RUN_A RUN_B kappa=exact_match``: the same metric in both runs)::
 
     >>> cohen_kappa([1, 1, 0, 0], [1, 0, 0, 0]).kappa

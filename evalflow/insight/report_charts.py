@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalflow.insight.compare import Comparison
+from evalflow.insight.comparison import Comparison
 from evalflow.output.run_folder import Run, metric_keys
 
 SERIES_EXCLUDED = ("task", "tasks")  # already in every series' name

@@ -44,7 +44,7 @@ class Thumbnails:
         store = self._store(str(manifest.get("cache_dir") or ""))
         if store is None:
             return ""
-        from evalflow.cache.images import MissingImage
+        from evalflow.cache.image_store import MissingImage
         from evalflow.core.records import ImageRef
 
         try:
@@ -63,7 +63,7 @@ class Thumbnails:
         if cache_dir not in self._stores:
             store = None
             if cache_dir and (Path(cache_dir) / "cache.db").is_file():
-                from evalflow.cache.images import ImageStore
+                from evalflow.cache.image_store import ImageStore
                 from evalflow.cache.store import CacheStore
 
                 store = ImageStore(CacheStore(cache_dir))

@@ -5,7 +5,7 @@ then the paired table; a release review reads it group by group instead. Each gr
 of its own rows and its member groups' rows, with its leaf subtasks folded under it (the page puts
 them in a ``<details>``), and tasks outside every group get one table of their own. Each row
 holds every run's value ± stderr; with two runs that pair, also B − A, the 95% interval, p, the
-test and the documents paired from :func:`evalflow.insight.compare.compare`, and a row whose p is
+test and the documents paired from :func:`evalflow.insight.comparison.compare`, and a row whose p is
 below :data:`SIGNIFICANT` is marked.
 
     sections = result_sections(runs, labels, compare(runs[0], runs[1]))
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalflow.insight.compare import Comparison
+from evalflow.insight.comparison import Comparison
 from evalflow.output.run_folder import Run, metric_keys
 
 SIGNIFICANT = 0.05  # p below this marks a row (uncorrected: with 60 rows, ~3 are marked by chance)

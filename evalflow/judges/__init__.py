@@ -1,10 +1,10 @@
 """LLM-as-a-judge: metrics whose value a judge model's answer gives, in one package.
 
-- :mod:`~evalflow.judges.spec`: the ``judge:`` block of a ``metric_list`` entry, checked at load
+- :mod:`~evalflow.judges.judge_spec`: the ``judge:`` block of a ``metric_list`` entry, checked at load
   time, and the judge prompt it renders;
 - :mod:`~evalflow.judges.parsers`: the registry of judge parsers (judge text -> score);
 - :mod:`~evalflow.judges.metric`: a task's judge metrics;
-- :mod:`~evalflow.judges.model`: each judge's model config, identity and caching edge;
+- :mod:`~evalflow.judges.judge_models`: each judge's model config, identity and caching edge;
 - :mod:`~evalflow.judges.verdicts`: the judge's answers parsed, as the metrics stage reads them.
 
 The pipeline wires them as every stage (``evalflow/dag/pipeline.py``): the stages

@@ -1,16 +1,16 @@
 """A task's judge metrics: which tasks have one, and each one's resolved judge.
 
-A judge metric is a ``metric_list`` entry with a ``judge:`` block; :mod:`evalflow.scoring.metrics`
-resolves it into a :class:`~evalflow.scoring.metrics.MetricSpec` whose ``judge`` is the
-:class:`~evalflow.judges.spec.JudgeSpec` parsed from that block. The pipeline asks
+A judge metric is a ``metric_list`` entry with a ``judge:`` block; :mod:`evalflow.scoring.metric_functions`
+resolves it into a :class:`~evalflow.scoring.metric_functions.MetricSpec` whose ``judge`` is the
+:class:`~evalflow.judges.judge_spec.JudgeSpec` parsed from that block. The pipeline asks
 :func:`has_judges` which tasks run the judge stages, and the stages, the judge models and the
 load checks read :func:`judge_specs`.
 """
 
 from __future__ import annotations
 
-from evalflow.judges.spec import JudgeSpec, is_judge_entry
-from evalflow.scoring.metrics import task_metric_specs
+from evalflow.judges.judge_spec import JudgeSpec, is_judge_entry
+from evalflow.scoring.metric_functions import task_metric_specs
 from evalflow.taskspec.format.spec import TaskConfig
 
 

@@ -6,7 +6,7 @@ every judge metric: the parsed score, the ``on_unparsed`` score, or no value at 
 the key is left out of the document's row, so the aggregate is over the parsed documents only, and
 a samples file shows no value rather than a made-up 0).
 
-    >>> from evalflow.judges.spec import parse_judge
+    >>> from evalflow.judges.judge_spec import parse_judge
     >>> spec = parse_judge("ok", {"prompt": "{{ response }}", "parser": {"type": "number"}}, "demo")
     >>> v = Verdicts.of((spec,), ((("ok", 0, "4"), "Score: 5"), (("ok", 0, "5"), "no idea")))
     >>> v.values(0, ["4"]), v.values(0, ["5"])
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalflow.core.records import JudgeRequests, JudgeResponses, Scores
-from evalflow.judges.spec import JudgeSpec, judge_score
+from evalflow.judges.judge_spec import JudgeSpec, judge_score
 
 if TYPE_CHECKING:
-    from evalflow.scoring.metrics import MetricSpec
+    from evalflow.scoring.metric_functions import MetricSpec
 
 Key = tuple[str, int, str]  # (metric, doc_id, response)
 

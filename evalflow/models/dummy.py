@@ -17,7 +17,7 @@ from typing import Any
 import xxhash
 
 from evalflow.core.records import Request
-from evalflow.models.base import LanguageModel, default_identity
+from evalflow.models.protocol import LanguageModel, default_identity
 
 _WORDS = ("the", "answer", "is", "so", "we", "get", "then", "total", "each", "and")
 

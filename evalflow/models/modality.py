@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalflow.errors import ConfigError
-from evalflow.models.base import feature
+from evalflow.models.protocol import feature
 from evalflow.taskspec.data.images import is_multimodal
 from evalflow.taskspec.format.spec import TaskConfig
 

@@ -26,7 +26,7 @@ from typing import Any
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
 from evalflow.core.records import REQUEST_TYPES
 from evalflow.errors import ConfigError, ModelError, closest
-from evalflow.models.base import LanguageModel, default_identity, feature
+from evalflow.models.protocol import LanguageModel, default_identity, feature
 from evalflow.registry import Registry, qualified
 
 
@@ -50,18 +50,18 @@ MODELS: Registry[type] = Registry(
     "or register yours with evalflow.register_model(...) in a module the run imports (imports=[my_module]).",
     builtin={
         "dummy": "evalflow.models.dummy:DummyModel",
-        "hf": "evalflow.models.hf.model:HFModel",
+        "hf": "evalflow.models.hf.hf_model:HFModel",
         "hf_multimodal": "evalflow.models.hf.vlm.vlm:HFMultimodalModel",
         "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
         "openai_chat": "evalflow.models.api.chat_model:OpenAIChat",
-        "vllm": "evalflow.models.vllm.model:VLLMModel",
+        "vllm": "evalflow.models.vllm.vllm_model:VLLMModel",
     },
 )
 register_model = MODELS.register
 """Class decorator: ``@register_model("mine")`` makes ``model.type: mine`` build that class.
 
 The class takes its model config's keys as keyword arguments (plus the run settings it lists in
-``RUN_SETTINGS``) and implements the three request types (:class:`evalflow.models.base.LanguageModel`;
+``RUN_SETTINGS``) and implements the three request types (:class:`evalflow.models.protocol.LanguageModel`;
 subclassing it is optional)."""
 
 
@@ -89,7 +89,7 @@ def check_model_class(cls: Any, where: str) -> None:
         raise ModelError(
             f"{where}: {cls!r} is not a model class; a model class implements the three request types "
             f"{', '.join(REQUEST_TYPES)}{f' (missing: {missing})' if isinstance(cls, type) else ''} "
-            "(see evalflow.models.base.LanguageModel)."
+            "(see evalflow.models.protocol.LanguageModel)."
         )
     for name in ("identity", "chat_template_source"):  # called on the class, before any model is built
         declared = inspect.getattr_static(cls, name, None)

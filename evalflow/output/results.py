@@ -13,7 +13,7 @@ left out when none does, as lm-eval leaves it. What only evalflow records lives 
 ``evalflow`` key, so a tool reading lm-eval's keys finds exactly lm-eval's meaning there.
 ``lm_eval_version`` names the lm-eval whose semantics evalflow follows (``evalflow_version`` is
 evalflow's own); the tokenizer and model fields lm-eval writes for ``hf`` models (``max_length``,
-``tokenizer_*_token``, ``config.model_dtype``, ...) come from evalflow.lmeval_compat.model_info.
+``tokenizer_*_token``, ``config.model_dtype``, ...) come from evalflow.output.model_info.
 ``pretty_env_info`` and ``upper_git_hash`` are lm-eval's (output/environment.py); ``task_hashes``,
 which lm-eval's tracker adds to its own results file, is written by ``python -m evalflow lm-eval
 --output_path``.
@@ -67,7 +67,7 @@ class RunRecord:
 def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
     """The run's results.json, in lm-eval 0.4.13's layout and key order (its tools read it);
     ``store``: the run's cache, where the model's tokenizer fields are kept (lmeval_compat.model_info)."""
-    from evalflow.lmeval_compat.model_info import LM_EVAL_VERSION, lm_eval_fields
+    from evalflow.output.model_info import LM_EVAL_VERSION, lm_eval_fields
 
     s = record.settings
     results: dict[str, Any] = {}
@@ -285,7 +285,7 @@ def _group_results(record: RunRecord, results: Mapping[str, Any], n_samples: Map
     ``sample_len`` sums the leaves' documents; ``sample_count`` those behind each metric."""
     if not record.selection.groups:
         return {}
-    from evalflow.scoring.groups import aggregate_group  # numpy: only when there are groups
+    from evalflow.scoring.group_scores import aggregate_group  # numpy: only when there are groups
 
     out: dict[str, Any] = {}
     for group in record.selection.groups:

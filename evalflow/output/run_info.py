@@ -77,7 +77,7 @@ def run_info(settings: RunSettings, model: Mapping[str, Any]) -> dict[str, Any]:
 def _chat_template(settings: RunSettings) -> str | None:
     if not settings.apply_chat_template:
         return None
-    from evalflow.models.chat_templates import chat_template
+    from evalflow.taskspec.prompts.chat_templates import chat_template
 
     return chat_template(dict(settings.model), settings.chat_template_name)[0]
 

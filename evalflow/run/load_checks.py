@@ -76,7 +76,7 @@ def check_task(task: TaskConfig) -> None:
 
 def _check_reductions(task: TaskConfig, specs: Sequence[Any], pipelines: Sequence[Any], where: str) -> None:
     """A reduction scores each repeat alone, which a pipeline voting across repeats cannot give."""
-    from evalflow.scoring.filters import combines_samples
+    from evalflow.scoring.filter_functions import combines_samples
 
     reduced = [s.name for s in specs if s.reductions]
     voting = [p.name for p in pipelines if combines_samples(p)]
@@ -108,7 +108,7 @@ def uncomputed_metrics(task: TaskConfig) -> list[str]:
     loglikelihood, loglikelihood_rolling or multiple_choice task's values from a fixed set
     (:data:`evalflow.scoring.process.COMPUTED`), so any other metric, a ``!function`` one included,
     is never called and reports nothing. None with ``process_results``, which returns every value."""
-    from evalflow.judges.spec import is_judge_entry
+    from evalflow.judges.judge_spec import is_judge_entry
     from evalflow.scoring.process import COMPUTED
     from evalflow.scoring.registry import METRICS
 

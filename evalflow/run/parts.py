@@ -1,6 +1,6 @@
 """The parts every kind of run is built from: its tasks, selected and checked before any model
 call, and the caching edges of the models it asks (the scored model's, the judges'). A run
-(:mod:`evalflow.run.phases`) and a rescore (:mod:`evalflow.insight.rescore`, which asks only judges) both
+(:mod:`evalflow.run.phases`) and a rescore (:mod:`evalflow.run.rescoring`, which asks only judges) both
 build theirs here, as ``show``, ``validate`` and ``decontaminate`` select their tasks here.
 """
 
@@ -16,8 +16,8 @@ from evalflow.cache.store import CacheStore
 from evalflow.config.settings import RunSettings
 from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
-from evalflow.judges.model import JudgeEdges, check_judges
-from evalflow.models.base import LanguageModel, feature
+from evalflow.judges.judge_models import JudgeEdges, check_judges
+from evalflow.models.protocol import LanguageModel, feature
 from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
 from evalflow.run.load_checks import check_selection
 from evalflow.run.user_modules import import_user_modules
@@ -155,12 +155,12 @@ def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> Cached
 
 def object_identity(model: Any) -> tuple[Any, str]:
     """What a model object's answers are cached under, or ``(None, why)``: its ``identity()``; for
-    an lm-eval model, which has none, the one :mod:`evalflow.lmeval_compat.lm_objects` builds."""
+    an lm-eval model, which has none, the one :mod:`evalflow.models.lm_objects` builds."""
     identity = feature(model, "identity")
     if (
         getattr(identity, "__func__", None) is LanguageModel.identity.__func__
     ):  # the contract's default: none of its own
-        from evalflow.lmeval_compat.lm_objects import lm_identity
+        from evalflow.models.lm_objects import lm_identity
 
         data, why = lm_identity(model)
         return data, why or ("" if data is not None else "has no identity()")

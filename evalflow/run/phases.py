@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from evalflow.cache.images import ImageStore
+from evalflow.cache.image_store import ImageStore
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
 from evalflow.config.settings import RunSettings
@@ -25,9 +25,9 @@ from evalflow.dag.answer_cache import CachedModel
 from evalflow.dag.progress import pooled_label, progress_label
 from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun, finish, unread_nodes
 from evalflow.errors import ConfigError
-from evalflow.judges.model import JudgeEdges
-from evalflow.models.base import feature
+from evalflow.judges.judge_models import JudgeEdges
 from evalflow.models.modality import refuse_unanswerable
+from evalflow.models.protocol import feature
 from evalflow.models.registry import model_class
 from evalflow.output.manifest import cache_facts
 from evalflow.output.results import RunRecord, build_results
@@ -107,7 +107,7 @@ def _print_explanation(output_dir: Path) -> None:
     """``explain=true``: the lines of ``python -m evalflow explain`` for this run, on stderr."""
     import sys
 
-    from evalflow.insight.explain import explain
+    from evalflow.insight.explanation import explain
 
     lines = explain(output_dir)
     print("\n".join(lines) if lines else "explain: every stage was served from the cache", file=sys.stderr)
@@ -151,7 +151,7 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
     """The model's chat template and lm-eval's chat options, when prompts are chat-formatted."""
     if not settings.apply_chat_template:
         return None
-    from evalflow.models.chat_templates import chat_template
+    from evalflow.taskspec.prompts.chat_templates import chat_template
 
     cls = model_class(str(settings.model.get("type")))
     if feature(cls, "CHAT_MESSAGES"):  # a chat API: messages as JSON, the server's template

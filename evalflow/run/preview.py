@@ -79,7 +79,7 @@ def write_task(
 
 def _repeats_line(task: TaskConfig) -> str:
     """How the task's k samples per request are scored: lm-eval's first, or each metric's reductions."""
-    from evalflow.scoring.metrics import task_metric_specs
+    from evalflow.scoring.metric_functions import task_metric_specs
 
     reduced = [f"{s.name} -> {', '.join(s.output_names)}" for s in task_metric_specs(task) if s.reductions]
     how = (

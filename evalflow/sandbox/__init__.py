@@ -10,7 +10,7 @@ Backends: ``bwrap`` (bubblewrap, the default) and ``subprocess`` (the documented
 limits, no isolation); add one with `register_sandbox`.
 """
 
-from evalflow.sandbox.base import Limits, Outcome, Sandbox
+from evalflow.sandbox.contract import Limits, Outcome, Sandbox
 from evalflow.sandbox.current import active, using
 from evalflow.sandbox.registry import register_sandbox, require_sandbox, sandbox, sandbox_identity, sandbox_names
 from evalflow.sandbox.verdict import run_program

@@ -9,7 +9,7 @@ and UTS namespaces (it sees and can signal only its own processes; killing its p
 the sandbox), and it dies with the evaluator (``--die-with-parent``). When the evaluator runs as
 root, the program runs as ``nobody`` (``setpriv``), since the kernel exempts root from
 RLIMIT_NPROC. CPU time, address space, process count and the wall clock are limited by
-:func:`evalflow.sandbox.base.run_limited`.
+:func:`evalflow.sandbox.contract.run_limited`.
 
     >>> sandbox = Bubblewrap()
     >>> sandbox.unavailable() is None or "bubblewrap" in sandbox.unavailable()
@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalflow.sandbox.base import Limits, Outcome, run_limited
+from evalflow.sandbox.contract import Limits, Outcome, run_limited
 
 NOBODY = 65534
 _ISOLATION = (

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
-from evalflow.sandbox.base import Limits, Outcome, run_limited
+from evalflow.sandbox.contract import Limits, Outcome, run_limited
 
 
 class PlainSubprocess:

@@ -25,7 +25,7 @@ from typing import Any
 from evalflow.cache.code import code_hash
 from evalflow.errors import SandboxError
 from evalflow.registry import Registry
-from evalflow.sandbox.base import Sandbox, run_limited
+from evalflow.sandbox.contract import Sandbox, run_limited
 from evalflow.sandbox.verdict import run_program
 
 
@@ -37,7 +37,7 @@ def _check_backend(name: str, cls: Any) -> None:
         raise SandboxError(
             f"register_sandbox({name!r}): {cls!r} is not a sandbox backend; a backend is a class "
             f"with a description (one sentence for the manifest), unavailable() and "
-            f"run(argv, limits, stdin) (see evalflow.sandbox.base.Sandbox)"
+            f"run(argv, limits, stdin) (see evalflow.sandbox.contract.Sandbox)"
             f"{f'; missing: {missing}' if missing else ''}"
         )
 

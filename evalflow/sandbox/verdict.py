@@ -26,7 +26,7 @@ from __future__ import annotations
 import secrets
 import sys
 
-from evalflow.sandbox.base import Limits, Sandbox
+from evalflow.sandbox.contract import Limits, Sandbox
 
 RUNNER = r'''
 import builtins, faulthandler, io, os, platform, secrets, shutil, subprocess, sys

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evalflow.core.records import Request
-from evalflow.models.base import feature
+from evalflow.models.protocol import feature
 
 Chunk = Sequence[tuple[str, Request]]  # (request key, request), as the edge planned them
 

@@ -70,7 +70,7 @@ class ModelReplica:
         return self.name, self.load_seconds
 
     def served_counts(self) -> dict[str, int]:
-        from evalflow.models.base import feature
+        from evalflow.models.protocol import feature
 
         return dict(feature(self.model, "served_counts")() or {})
 

@@ -19,9 +19,9 @@ from evalflow.scoring import (
     code_exec,  # noqa: F401  (registers pass_at_k, pass_at_1: sandboxed code execution)
     filters_tagging,  # noqa: F401  (registers regex_pos, format_span)
 )
-from evalflow.scoring.filters import FilterPipeline, FilterStep, build_pipelines, task_pipelines
-from evalflow.scoring.groups import aggregate_group
-from evalflow.scoring.metrics import DEFAULT_METRICS, MetricSpec, task_metric_specs
+from evalflow.scoring.filter_functions import FilterPipeline, FilterStep, build_pipelines, task_pipelines
+from evalflow.scoring.group_scores import aggregate_group
+from evalflow.scoring.metric_functions import DEFAULT_METRICS, MetricSpec, task_metric_specs
 from evalflow.scoring.process import score_document
 from evalflow.scoring.reductions import RepeatSamples, pass_at_k
 from evalflow.scoring.registry import (

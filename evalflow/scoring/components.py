@@ -24,8 +24,8 @@ from typing import Any
 
 from evalflow.cache.code import code_hash
 from evalflow.judges.parsers import JUDGE_PARSERS
-from evalflow.scoring.filters import DEFAULT_PIPELINES, filter_names, task_code_filters
-from evalflow.scoring.metrics import DEFAULT_METRICS  # (imports the reductions, which register themselves)
+from evalflow.scoring.filter_functions import DEFAULT_PIPELINES, filter_names, task_code_filters
+from evalflow.scoring.metric_functions import DEFAULT_METRICS  # (imports the reductions, which register themselves)
 from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS, REDUCTIONS
 from evalflow.taskspec.format.installed import code_fingerprint
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig

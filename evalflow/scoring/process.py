@@ -23,7 +23,7 @@ from typing import Any
 
 from evalflow.errors import DataError, EvalflowError, TaskError
 from evalflow.scoring import lazy_numpy as np
-from evalflow.scoring.metrics import MetricSpec, task_metric_specs
+from evalflow.scoring.metric_functions import MetricSpec, task_metric_specs
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """One task's numbers: every ``(metric, filter)`` aggregated over documents, with its stderr.
 
 :func:`aggregate_task` is lm-eval's ``_compute_task_aggregations``. It sits above both
-:mod:`~evalflow.scoring.metrics` (which metric a per-document key belongs to) and
+:mod:`~evalflow.scoring.metric_functions` (which metric a per-document key belongs to) and
 :mod:`~evalflow.scoring.aggregations` (the functions that turn values into one number), so
 imports point one way: ``task_aggregation → metrics → aggregations → registry``.
 """
@@ -16,7 +16,7 @@ from evalflow.errors import DataError
 from evalflow.scoring import lazy_numpy as np
 from evalflow.scoring.aggregations import SLOW_METRICS, stderr_fn
 from evalflow.scoring.bootstrap import mean
-from evalflow.scoring.metrics import metric_for_key, task_metric_specs
+from evalflow.scoring.metric_functions import metric_for_key, task_metric_specs
 from evalflow.taskspec.format.spec import TaskConfig
 
 log = logging.getLogger(__name__)

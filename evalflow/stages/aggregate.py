@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from evalflow.core.records import Scores, TaskResult
 from evalflow.judges.verdicts import judge_gaps, unparsed_counts
-from evalflow.scoring.metrics import task_metric_specs
+from evalflow.scoring.metric_functions import task_metric_specs
 from evalflow.scoring.task_aggregation import aggregate_task
 from evalflow.taskspec.format.spec import TaskConfig
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from evalflow.core.records import DocSet, Filtered, Instance, Responses
-from evalflow.scoring.filters import combines_samples, per_sample, task_pipelines
+from evalflow.scoring.filter_functions import combines_samples, per_sample, task_pipelines
 from evalflow.taskspec.format.spec import TaskConfig
 
 

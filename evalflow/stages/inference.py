@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from evalflow.core.records import REQUEST_TYPES, Instance, Responses
 from evalflow.errors import ModelError
-from evalflow.models.base import AnswersRequests
+from evalflow.models.protocol import AnswersRequests
 
 
 def inference(instances: tuple[Instance, ...], model: AnswersRequests) -> Responses:

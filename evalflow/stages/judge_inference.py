@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from evalflow.core.records import JudgeRequests, JudgeResponses
 from evalflow.errors import ModelError
-from evalflow.models.base import AnswersRequests
+from evalflow.models.protocol import AnswersRequests
 
 
 def judge_inference(judge_requests: JudgeRequests, judges: Mapping[str, AnswersRequests]) -> JudgeResponses:

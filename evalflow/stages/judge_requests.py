@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from evalflow.core.records import DocSet, Filtered, JudgeItem, JudgeRequests, Request
-from evalflow.judges.spec import render_judge_prompt
+from evalflow.judges.judge_spec import render_judge_prompt
 from evalflow.judges.verdicts import first_text
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target

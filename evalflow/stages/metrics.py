@@ -29,7 +29,7 @@ from evalflow.errors import TaskError
 from evalflow.judges.metric import judge_specs
 from evalflow.judges.verdicts import Verdicts
 from evalflow.sandbox.current import using
-from evalflow.scoring.metrics import MetricSpec, task_metric_specs
+from evalflow.scoring.metric_functions import MetricSpec, task_metric_specs
 from evalflow.scoring.process import score_document
 from evalflow.scoring.reductions import RepeatSamples
 from evalflow.taskspec.format.lmeval_seeds import scoring_rng

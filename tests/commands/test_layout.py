@@ -50,7 +50,7 @@ def test_the_import_check_sees_every_form_of_import() -> None:
         "def f():\n    from evalflow.commands import words\n",
     ):
         assert imports_commands(source), source
-    assert not imports_commands("from evalflow.insight.compare import compare\nimport evalflow.commandsx")
+    assert not imports_commands("from evalflow.insight.comparison import compare\nimport evalflow.commandsx")
 
 
 def test_each_subcommand_is_the_main_of_its_own_module() -> None:

@@ -80,7 +80,7 @@ def run_in_new_process(code: Path, out: Path, cache: Path, lib: Path) -> dict:
 
 
 def test_edited_user_metric_and_aggregation_rerun_scoring_only(toy_library: Path, tmp_path: Path) -> None:
-    from evalflow.insight.explain import explain
+    from evalflow.insight.explanation import explain
 
     code, lib = tmp_path / "code", tmp_path / "user_tasks"
     code.mkdir()

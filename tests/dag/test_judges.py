@@ -14,9 +14,9 @@ import pytest
 
 from evalflow.config.compose import compose_settings
 from evalflow.errors import ConfigError, EvalflowError, TaskError
-from evalflow.insight.explain import explain
-from evalflow.insight.rescore import rescore
+from evalflow.insight.explanation import explain
 from evalflow.run.phases import run
+from evalflow.run.rescoring import rescore
 from tests.conftest import stage_hits
 from tests.support.judge_models import ScriptedAnswerer, ScriptedJudge
 from tests.support.judged import ANSWERER, JUDGE, PROMPT, Judged, N, right
@@ -113,7 +113,7 @@ def test_unparsed_verdicts_are_counted_and_excluded_or_scored_by_the_policy(judg
 def test_explain_shows_an_omitted_policy_as_its_default(judged: Judged) -> None:
     """Regression: explain printed `judge.on_unparsed: null → 0` for a block that had omitted the
     policy, whose documented default is `exclude`; the default comes from the judge itself."""
-    from evalflow.judges.spec import ON_UNPARSED_DEFAULT
+    from evalflow.judges.judge_spec import ON_UNPARSED_DEFAULT
 
     _, _, first = judged()
     judged.write(policy="on_unparsed: 0")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from evalflow.models.base import FEATURES
-from evalflow.scoring.metrics import _RESERVED as METRIC_ENTRY_KEYS
+from evalflow.models.protocol import FEATURES
+from evalflow.scoring.metric_functions import _RESERVED as METRIC_ENTRY_KEYS
 from evalflow.taskspec.catalog.groups import AGG_FIELDS, GROUP_FIELDS
 from evalflow.taskspec.format.loader import DROPPED_TASK_KEYS, HEADER_KEYS
 from evalflow.taskspec.format.spec import TASK_FIELDS

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.cache.images import ImageStore, with_pixels
+from evalflow.cache.image_store import ImageStore, with_pixels
 from evalflow.cache.store import CacheStore
 from evalflow.core.records import ImageRef, Request
 from evalflow.errors import DataError, TaskError

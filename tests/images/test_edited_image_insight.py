@@ -32,7 +32,7 @@ def edited(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
 
 
 def test_compare_refuses_runs_whose_image_file_changed(edited: tuple[Path, Path, Path, Path]) -> None:
-    from evalflow.insight.compare import compare
+    from evalflow.insight.comparison import compare
     from evalflow.output.run_folder import load_run
 
     a, b, c, _ = edited
@@ -45,7 +45,7 @@ def test_compare_refuses_runs_whose_image_file_changed(edited: tuple[Path, Path,
 
 
 def test_report_shows_each_runs_image_where_they_differ(edited: tuple[Path, Path, Path, Path]) -> None:
-    from evalflow.insight.report import document_view, expand
+    from evalflow.insight.report_build import document_view, expand
 
     a, b, _, _ = edited
     (view,) = document_view(expand([a, b]), ["A", "B"])
@@ -58,7 +58,7 @@ def test_report_shows_each_runs_image_where_they_differ(edited: tuple[Path, Path
 
 
 def test_explain_names_the_edited_image_file(edited: tuple[Path, Path, Path, Path]) -> None:
-    from evalflow.insight.explain import explain
+    from evalflow.insight.explanation import explain
 
     a, b, _, pictures = edited
     lines = explain(b, a)

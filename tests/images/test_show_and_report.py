@@ -30,7 +30,7 @@ def test_show_prints_placeholders_with_each_images_size_and_hash(
 def test_report_embeds_each_documents_thumbnails(vqa_library: Path, tmp_path: Path) -> None:
     from PIL import Image
 
-    from evalflow.insight.report import document_view, expand, run_labels
+    from evalflow.insight.report_build import document_view, expand, run_labels
 
     VisionCountingModel.reset()
     _, _, folder = Runner(vqa_library, tmp_path / "cache", tmp_path / "out")("toy_vqa", model=VISION)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalflow.lmeval_compat.model_info import lm_eval_fields
+from evalflow.output.model_info import lm_eval_fields
 
 
 def test_hf_multimodal_writes_the_tokenizer_and_model_fields(tiny_vlm_dir: Path) -> None:

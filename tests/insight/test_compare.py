@@ -11,7 +11,7 @@ import pytest
 
 from evalflow.commands.compare import main
 from evalflow.errors import RunFolderError
-from evalflow.insight.compare import compare
+from evalflow.insight.comparison import compare
 from evalflow.insight.stats import batch_rows, mcnemar_exact, paired_bootstrap
 from evalflow.output.run_folder import load_run
 from tests.conftest import Runner

@@ -19,7 +19,7 @@ TEMPLATE = (
 
 
 def lines_by_stage(folder: Path, reference: Path | None = None) -> dict[str, str]:
-    from evalflow.insight.explain import explain
+    from evalflow.insight.explanation import explain
 
     out = {}
     for line in explain(folder, reference):
@@ -192,7 +192,7 @@ def test_against_a_given_run_and_explain_true(runner: Runner, capsys: pytest.Cap
 
 
 def test_first_run_and_cached_run(runner: Runner) -> None:
-    from evalflow.insight.explain import explain
+    from evalflow.insight.explanation import explain
 
     _, _, first = runner(limit=5)
     assert explain(first) == ["toy_mc: computed for the first time (no run of toy_mc among earlier run folders)"]
@@ -202,7 +202,7 @@ def test_first_run_and_cached_run(runner: Runner) -> None:
 
 def test_not_a_run_folder(tmp_path: Path) -> None:
     from evalflow.errors import RunFolderError
-    from evalflow.insight.explain import explain
+    from evalflow.insight.explanation import explain
 
     with pytest.raises(RunFolderError, match="no manifest.json"):
         explain(tmp_path)
@@ -210,7 +210,7 @@ def test_not_a_run_folder(tmp_path: Path) -> None:
 
 def test_model_object_without_identity(toy_library: Path, tmp_path: Path) -> None:
     from evalflow import evaluate
-    from evalflow.insight.explain import explain
+    from evalflow.insight.explanation import explain
     from tests.support.models import IdentitylessModel as NoIdentity  # never cached
 
     kw = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "c"), limit=5, bootstrap_iters=0)

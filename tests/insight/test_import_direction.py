@@ -52,13 +52,13 @@ def _reached(start: str) -> set[str]:
 
 
 def test_app_imports_insight_and_insight_never_imports_app() -> None:
-    assert "evalflow.insight.explain" in GRAPH["evalflow.run.phases"]  # the one direction (and the graph is read)
+    assert "evalflow.insight.explanation" in GRAPH["evalflow.run.phases"]  # the one direction (and the graph is read)
     insight = sorted(m for m in GRAPH if m == "evalflow.insight" or m.startswith("evalflow.insight."))
-    assert "evalflow.insight.rescore" in insight
+    assert "evalflow.run.rescoring" in insight
     reaching = {m: sorted(r for r in _reached(m) if r == "evalflow.run.phases") for m in insight}
     assert not any(reaching.values()), {m: r for m, r in reaching.items() if r}
 
 
 def test_rescore_runs_through_the_runs_own_parts() -> None:
-    assert {"evalflow.run.parts", "evalflow.dag.runner"} <= GRAPH["evalflow.insight.rescore"]
+    assert {"evalflow.run.parts", "evalflow.dag.runner"} <= GRAPH["evalflow.run.rescoring"]
     assert {"evalflow.run.parts", "evalflow.dag.runner"} <= GRAPH["evalflow.run.phases"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.commands.report import main
-from evalflow.insight.report import (
+from evalflow.insight.report_build import (
     build_report,
     document_view,
     expand,
@@ -125,7 +125,7 @@ def test_sweep_setting_and_disagreements(sweep: Path) -> None:
 
 
 def test_lm_eval_and_evalflow_runs_together(tmp_path: Path) -> None:
-    from evalflow.insight.rescore import rescore
+    from evalflow.run.rescoring import rescore
 
     lm_eval = Path(__file__).parent / "fixtures" / "lm_eval_arc_easy"
     (samples,) = lm_eval.rglob("samples_arc_easy_*.jsonl")

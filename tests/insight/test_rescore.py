@@ -12,7 +12,7 @@ import pytest
 
 from evalflow.commands.rescore import main
 from evalflow.errors import ConfigError, RunFolderError
-from evalflow.insight.rescore import rescore
+from evalflow.run.rescoring import rescore
 from tests.conftest import Runner, stage_hits
 from tests.support.models import CountingModel
 
@@ -83,7 +83,7 @@ def _as_lm_eval_writes(value: object) -> object:
 def assert_reproduces(folder: Path, task: str, tmp_path: Path) -> dict:
     """evalflow's rescore of lm-eval's samples gives lm-eval's results.json numbers, bit for bit,
     and lm-eval's per-document metric values; compare pairs the two folders with difference 0."""
-    from evalflow.insight.compare import compare
+    from evalflow.insight.comparison import compare
     from evalflow.output.run_folder import load_run
 
     theirs, samples = _lm_eval_files(folder, task)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from evalflow.errors import TaskError
-from evalflow.judges.spec import parse_judge
+from evalflow.judges.judge_spec import parse_judge
 
 
 def parse(parser: dict[str, Any], text: str) -> float | None:

@@ -2,7 +2,7 @@
 
 lm-eval reads cached answers only with ``--use_cache PATH``; so does ``evalflow lm-eval``
 (``cache_dir=PATH``), and without it computes every answer anew (``recompute=answers``). An lm-eval
-HFLM handed to ``simple_evaluate`` is cached under what it loaded (evalflow.lmeval_compat.lm_objects);
+HFLM handed to ``simple_evaluate`` is cached under what it loaded (evalflow.models.lm_objects);
 another lm-eval model is not, and the run says why once.
 """
 
@@ -96,7 +96,7 @@ def answers(manifest: dict) -> tuple[int, int]:
 def test_an_hflm_is_cached_under_what_it_loaded(
     tiny_hf: Path, toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalflow.lmeval_compat.lm_objects import lm_identity
+    from evalflow.models.lm_objects import lm_identity
 
     lm = hflm(tiny_hf)
     cache = str(tmp_path / "c")

@@ -16,8 +16,8 @@ from evalflow.lmeval_compat.args import arg_value, merge_kv, parse_model_args
 from evalflow.lmeval_compat.native import native_argv
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
-from tests.support.transformers_release import gguf_special_tokens_as_the_file_says
 from tests.commands.test_cli import cli
+from tests.support.transformers_release import gguf_special_tokens_as_the_file_says
 
 HERE = Path(__file__).parent
 DUMMY_FIXTURE = HERE / "lmeval_results_dummy_arc_easy.json"
@@ -275,7 +275,7 @@ def test_results_keys_match_lm_evals_for_a_dummy_model(toy_library: Path, tmp_pa
 @gguf_special_tokens_as_the_file_says
 def test_hf_fields_as_lm_eval_wrote_them_for_smollm2() -> None:
     from evalflow.config.resolvers import _smollm2_dir
-    from evalflow.lmeval_compat.model_info import lm_eval_fields
+    from evalflow.output.model_info import lm_eval_fields
 
     pretrained = _smollm2_dir()
     if not (Path(pretrained) / "SmolLM2-135M-Instruct.Q4_1.gguf").is_file():

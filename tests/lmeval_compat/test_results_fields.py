@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from evalflow.lmeval_compat.model_info import lm_eval_fields
 from evalflow.output import environment
+from evalflow.output.model_info import lm_eval_fields
 from evalflow.output.results import lmeval_task_config
 from evalflow.taskspec.format.loader import task_from_dict
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.models import chat_templates as chat
+from evalflow.taskspec.prompts import chat_templates as chat
 from tests.conftest import ROOT
 from tests.support.transformers_release import gguf_special_tokens_as_the_file_says
 
@@ -70,7 +70,7 @@ def test_a_folder_without_template_has_none(tiny_model_dir, tmp_path):
 
 def test_reading_a_template_imports_neither_torch_nor_transformers(tokenizer_folder):
     probe = (
-        "import sys; from evalflow.models.chat_templates import chat_template; "
+        "import sys; from evalflow.taskspec.prompts.chat_templates import chat_template; "
         f"t, _ = chat_template({{'pretrained': {str(tokenizer_folder)!r}}}); "
         "print(t is not None, 'torch' in sys.modules, 'transformers' in sys.modules)"
     )
@@ -89,7 +89,7 @@ def test_gguf_template_equals_the_gguf_tokenizers_and_is_memoized(tmp_path, monk
     import gguf
     from transformers import AutoTokenizer
 
-    from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
+    from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path))
     config = {"pretrained": smollm2_dir(), "gguf_file": SMOLLM2_GGUF}
@@ -133,7 +133,9 @@ def test_named_templates_are_chosen_as_lm_eval_chooses_them(named_templates_fold
     assert chat.render_chat(terse, MESSAGES, add_generation_prompt=False, **tokens) == want
     with pytest.raises(ConfigError, match=r"no chat template named 'verbose'.*\['default', 'terse'\]"):
         chat.chat_template(config, "verbose")
-    with caplog.at_level("WARNING", logger="evalflow.models.chat_templates"):  # one template: used whatever the name
+    with caplog.at_level(
+        "WARNING", logger="evalflow.taskspec.prompts.chat_templates"
+    ):  # one template: used whatever the name
         assert chat.chat_template({"pretrained": str(tokenizer_folder)}, "terse")[0] == TEMPLATE
     assert "single chat template" in caplog.text
 

@@ -14,8 +14,8 @@ import evalflow.cache.fingerprint as fingerprint_module
 from evalflow.core.records import Request
 from evalflow.errors import ModelError
 from evalflow.models import registry
-from evalflow.models.base import LanguageModel, feature
 from evalflow.models.dummy import DummyModel
+from evalflow.models.protocol import LanguageModel, feature
 from tests.support.models import UserModel
 
 REQUESTS = [Request("loglikelihood", ("2+2=", " 4")), Request("loglikelihood", ("2+2=", " 5"))]

@@ -72,7 +72,7 @@ def test_smollm2_from_its_memo_gives_the_numbers_of_the_gguf_file(tmp_path, monk
     tensors, tokenizer and answers equal the GGUF file's."""
     import transformers
 
-    from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
+    from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     monkeypatch.setenv("EVALFLOW_WEIGHTS_DIR", str(tmp_path / "gguf-weights"))
     plain = {"dtype": "float32", "packed_linear": False}  # the loaded module tree as transformers built it

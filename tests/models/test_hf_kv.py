@@ -26,7 +26,24 @@ from evalflow.models.hf import HFModel
 from evalflow.models.hf.fast import kv, pack, prefix
 from tests.models.test_hf import assert_close, direct_pair, direct_score
 
-WORDS = ["the", "cat", "sat", "on", "mat", "dog", "log", "Paris", "capital", "France", "Berlin", "Germany", "small", "model", "answered", "questions"]
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "dog",
+    "log",
+    "Paris",
+    "capital",
+    "France",
+    "Berlin",
+    "Germany",
+    "small",
+    "model",
+    "answered",
+    "questions",
+]
 
 
 def sentence(rng: random.Random, n: int) -> str:

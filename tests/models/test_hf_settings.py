@@ -89,7 +89,7 @@ def test_parallelize_lets_accelerate_place_the_layers_and_changes_no_number(tiny
     assert calls[0]["device_map"] == "auto" and list(calls[0]["max_memory"]) == ["cpu"]
     assert placed.device == torch.device("cpu")
     assert placed.loglikelihood(requests) == whole.loglikelihood(requests)
-    with caplog.at_level(logging.WARNING, logger="evalflow.models.hf.model"):
+    with caplog.at_level(logging.WARNING, logger="evalflow.models.hf.hf_model"):
         HFModel(str(tiny_model_dir), device_map="auto")
     assert "only with parallelize=true" in caplog.text
 

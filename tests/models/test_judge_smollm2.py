@@ -57,7 +57,7 @@ def cache_behaviour(judged: Judged) -> None:
 
 
 def test_smollm2_judges_through_the_hf_backend(tmp_path: Path) -> None:
-    from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
+    from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     model = (
         f'{{type: "tests.support.judge_models:SharedHF", pretrained: "{smollm2_dir()}", '

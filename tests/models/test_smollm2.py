@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from evalflow.config import smollm2
 from evalflow.core.records import Request
 from evalflow.errors import ModelError
-from evalflow.models import smollm2
 from evalflow.models.hf import HFModel
 from tests.models import peer_hflm
 

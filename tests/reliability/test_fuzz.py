@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from evalflow.cache.codec import CorruptEntry, decode, encode
 from evalflow.core.records import Context, DocSet, Instance, Request, Responses
 from evalflow.errors import EvalflowError
-from evalflow.scoring.filters import build_pipelines
+from evalflow.scoring.filter_functions import build_pipelines
 from evalflow.taskspec.format.loader import load_yaml, task_from_dict
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.templates import apply_template, doc_to_choice, doc_to_target, doc_to_text

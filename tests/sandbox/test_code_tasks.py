@@ -124,7 +124,7 @@ def test_a_taken_backend_name_is_refused() -> None:
 def test_the_run_records_which_sandbox_ran_the_programs_and_explain_names_a_change(
     runner: Runner, code_library: Path
 ) -> None:
-    from evalflow.insight.explain import explain
+    from evalflow.insight.explanation import explain
     from evalflow.output.run_summary import summary_lines
 
     _, first, folder_a = _run(runner, code_library)

@@ -109,7 +109,7 @@ def test_output_is_capped_and_a_chatty_program_never_blocks() -> None:
     import os
     import sys
 
-    from evalflow.sandbox.base import STDOUT_CAP, run_limited
+    from evalflow.sandbox.contract import STDOUT_CAP, run_limited
 
     chatty = "import os\nfor _ in range(64):\n    os.write(1, b'x' * 65536)\n"  # 4 MiB, far over a pipe's buffer
     outcome = run_limited([sys.executable, "-I", "-c", chatty], Limits(wall_seconds=30), uid=os.getuid())

@@ -51,7 +51,7 @@ def test_actor_concurrency(overlap: bool, expected: int | None) -> None:
 
 def test_only_models_answering_each_request_overlap() -> None:
     """The app sets ``overlap`` from ``ANSWERS_EACH``: served models have it, HF models do not."""
-    from evalflow.models.base import feature
+    from evalflow.models.protocol import feature
     from evalflow.models.registry import model_class
 
     assert feature(model_class("openai_completions"), "ANSWERS_EACH") and feature(

@@ -17,7 +17,7 @@ from evalflow.errors import TaskError
 from evalflow.run.load_checks import check_selection
 from evalflow.run.phases import task_settings
 from evalflow.scoring import task_pipelines
-from evalflow.scoring.filters import task_code_filters
+from evalflow.scoring.filter_functions import task_code_filters
 from evalflow.taskspec.catalog.index import TaskIndex
 from evalflow.taskspec.format.spec import TaskConfig
 

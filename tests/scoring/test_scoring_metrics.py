@@ -18,7 +18,7 @@ from evalflow.scoring import (
     score_document,
     task_metric_specs,
 )
-from evalflow.scoring.metrics import exact_match
+from evalflow.scoring.metric_functions import exact_match
 from evalflow.taskspec.format.spec import FunctionRef, TaskConfig
 
 

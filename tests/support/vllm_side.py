@@ -20,7 +20,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from evalflow.models.vllm import cpu_venv
-from evalflow.models.vllm.model import VLLMModel
+from evalflow.models.vllm.vllm_model import VLLMModel
 from tests.support.served import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,8 +52,8 @@ def smollm2_folder() -> Path:
     folder = venv().parent / "smollm2-hf"
     with FileLock(str(folder) + ".lock"):
         if not (folder / "config.json").is_file():
+            from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
             from evalflow.models.hf.export import gguf_to_folder
-            from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
             gguf_to_folder(smollm2_dir(), SMOLLM2_GGUF, folder)
     return folder

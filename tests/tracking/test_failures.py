@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.mlflow_double import ReadOnlyMlflow
 from tests.commands.test_cli import cli
+from tests.support.mlflow_double import ReadOnlyMlflow
 from tests.tracking.test_tracking import run_args
 
 pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import COUNTING
 from tests.commands.test_cli import cli
+from tests.conftest import COUNTING
 
 wandb = pytest.importorskip("wandb", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")
 mlflow = pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")

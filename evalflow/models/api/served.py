@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.api.server_settings import ApiSettings, identity, parse_settings, replica_configs
-from evalflow.models.base import LanguageModel, OnAnswer
+from evalflow.models.protocol import LanguageModel, OnAnswer
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,6 @@ its docstring. Importing this package imports neither torch nor transformers.
     from evalflow.models.hf import HFModel
 """
 
-from evalflow.models.hf.model import HFModel
+from evalflow.models.hf.hf_model import HFModel
 
 __all__ = ["HFModel"]

@@ -60,7 +60,7 @@ def data_identity(task: TaskConfig, data_map: DataMapLike = None) -> str | dict[
 def load_docset(task: TaskConfig, data_map: DataMapLike = None, images: Any = None) -> DocSet:
     """The evaluated documents and the few-shot pool of ``task``, processed and as plain dicts.
 
-    ``images`` (an :class:`~evalflow.cache.images.ImageStore`) receives every image column's
+    ``images`` (an :class:`~evalflow.cache.image_store.ImageStore`) receives every image column's
     pixels, the rows holding :class:`~evalflow.core.records.ImageRef` instead; without it an image in
     the data is refused."""
     if task.custom_dataset is not None:  # lm-eval: a custom_dataset function wins over dataset_path

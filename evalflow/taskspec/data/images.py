@@ -8,7 +8,7 @@ Python literal; a ``!function`` is called on the document. What comes out may be
 datasets image dict (``{"bytes": ..., "path": ...}``), raw bytes, a base64 string (or a
 ``data:image/...;base64,`` URL) or a file path; each becomes an :class:`~evalflow.core.records.ImageRef`
 whose digest hashes the pixels, and whose PNG is stored once in the cache
-(:class:`~evalflow.cache.images.ImageStore`).
+(:class:`~evalflow.cache.image_store.ImageStore`).
 
 Documents are JSON data in evalflow, so an image column is turned into an ``ImageRef`` when the
 rows are read (:func:`plain_image`); a ``!function`` ``doc_to_image`` (lm-eval's mmmu) still
@@ -52,7 +52,8 @@ def is_image_value(value: Any) -> bool:
         isinstance(value, Mapping)
         and set(value) == {"bytes", "path"}
         and (
-            isinstance(value["bytes"], (bytes, bytearray)) or (value["bytes"] is None and isinstance(value["path"], str))
+            isinstance(value["bytes"], (bytes, bytearray))
+            or (value["bytes"] is None and isinstance(value["path"], str))
         )
     )
 

@@ -2,7 +2,7 @@
 ``system_instruction``, rendered from the turns :mod:`evalflow.taskspec.prompts.fewshot_context` builds.
 
 The chat template is the model tokenizer's template *text*, read at plan time without loading the
-model (:func:`evalflow.models.chat_templates.chat_template_text`); it is part of the few-shot stage's key,
+model (:func:`evalflow.taskspec.prompts.chat_templates.chat_template_text`); it is part of the few-shot stage's key,
 so a changed template re-renders prompts and nothing else changes.
 """
 
@@ -49,7 +49,7 @@ def chat_render(fmt: ChatFormat, *, add_generation_prompt: bool) -> Render:
     if fmt.messages:  # the server applies its template; lm-eval sends json.dumps(messages)
         return lambda turns: json.dumps(chat_messages(turns, fmt.fewshot_as_multiturn), ensure_ascii=False)
 
-    from evalflow.models.chat_templates import render_chat
+    from evalflow.taskspec.prompts.chat_templates import render_chat
 
     def render(turns: Sequence[Turn]) -> str:
         messages = chat_messages(turns, fmt.fewshot_as_multiturn)

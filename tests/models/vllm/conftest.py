@@ -81,7 +81,7 @@ def samples(out: Path, tasks: list[str] = TASKS) -> dict[str, list[dict[str, Any
 def hf_samples(library: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
     """The same tasks through evalflow's hf backend, lm-eval's reference engine, on the GGUF's weights."""
     from evalflow import evaluate
-    from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
+    from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     out = tmp_path_factory.mktemp("hf-run")
     model = {

@@ -13,7 +13,7 @@ import pytest
 
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.registry import model_class, model_identity
-from evalflow.models.vllm.model import SPEED_ONLY, VLLMModel
+from evalflow.models.vllm.vllm_model import SPEED_ONLY, VLLMModel
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -126,7 +126,7 @@ def test_the_chat_template_comes_from_the_tokenizer_folder_vllm_loads(tiny_model
     same template, from ``tokenizer`` (else ``pretrained``), without vLLM, as for the hf backend."""
     from transformers import AutoTokenizer
 
-    from evalflow.models.chat_templates import chat_template
+    from evalflow.taskspec.prompts.chat_templates import chat_template
 
     template = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}"
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -145,7 +145,7 @@ def test_stopping_signals_during_engine_start_are_delivered_once_it_is_up(monkey
     import signal
     import types
 
-    from evalflow.models.vllm import engine
+    from evalflow.models.vllm import vllm_calls as engine
 
     class Stopped(Exception):
         pass
@@ -176,7 +176,7 @@ def test_stopping_signals_during_engine_start_are_delivered_once_it_is_up(monkey
 def test_an_engine_argument_vllm_does_not_take_is_one_paragraph(monkeypatch):
     import types
 
-    from evalflow.models.vllm import engine
+    from evalflow.models.vllm import vllm_calls as engine
 
     def llm(**kwargs):
         raise TypeError("EngineArgs.__init__() got an unexpected keyword argument 'enforce_eagr'")

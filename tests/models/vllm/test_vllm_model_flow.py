@@ -10,8 +10,8 @@ import pytest
 
 from evalflow.core.records import Request
 from evalflow.errors import ModelError
-from evalflow.models.vllm import engine
-from evalflow.models.vllm.model import VLLMModel
+from evalflow.models.vllm import vllm_calls as engine
+from evalflow.models.vllm.vllm_model import VLLMModel
 
 
 class WordTokenizer:

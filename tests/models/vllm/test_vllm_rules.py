@@ -1,4 +1,4 @@
-"""model=vllm's request rules (evalflow.models.vllm.requests) against lm-eval 0.4.13's own functions,
+"""model=vllm's request rules (evalflow.models.vllm.request_rules) against lm-eval 0.4.13's own functions,
 on many inputs; lm-eval's ``VLLM`` methods that need vLLM to import are mirrored by hand and checked
 against the real engine in tests/models/vllm/test_vllm_engine.py."""
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalflow.errors import ConfigError, ModelError
-from evalflow.models.vllm import requests as rules
+from evalflow.models.vllm import request_rules as rules
 
 lm_utils = pytest.importorskip("lm_eval.models.utils")
 

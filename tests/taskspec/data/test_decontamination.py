@@ -15,8 +15,8 @@ import zstandard
 from evalflow.errors import ConfigError
 from evalflow.taskspec.data.decontamination import decontamination_query, overlapping_docs
 from evalflow.taskspec.format.spec import TaskConfig
-from tests.scoring.scoring_golden import PEER_PYTHON, load_golden, peer_available, run_oracle
 from tests.commands.test_cli_surface import cli, task_folder
+from tests.scoring.scoring_golden import PEER_PYTHON, load_golden, peer_available, run_oracle
 
 GOLDEN = load_golden("decontamination")
 

@@ -114,7 +114,7 @@ def lm_eval_chat_samples(tmp_path_factory: pytest.TempPathFactory) -> dict[bool,
 @pytest.mark.parametrize("multiturn", [False, True])
 def test_chat_prompts_equal_lm_evals(tmp_path: Path, multiturn: bool, lm_eval_chat_samples) -> None:
     from evalflow import evaluate
-    from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
+    from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     # lm-eval 0.4.13 makes few-shot examples separate turns by default under a chat template
     ref = lm_eval_chat_samples[multiturn]

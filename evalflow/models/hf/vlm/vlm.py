@@ -34,9 +34,9 @@ from typing import Any, ClassVar
 
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
-from evalflow.models.base import LanguageModel
 from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, weights_identity
+from evalflow.models.protocol import LanguageModel
 
 log = logging.getLogger(__name__)
 

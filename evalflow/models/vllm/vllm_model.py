@@ -6,8 +6,8 @@ Same tokenization (``tok_encode``'s special-token rules, BOS never doubled), sam
 scored sequences (the last ``max_length - 1`` tokens) and of generation contexts
 (``truncation_side``), rolling windows of ``max_length - 2``, log-likelihoods and greedy flags
 from ``prompt_logprobs`` (a one-token continuation from its context's next-token distribution: the
-same number, one prompt per context; :func:`~evalflow.models.vllm.requests.next_token_groups`), ``SamplingParams`` built as lm-eval's ``modify_gen_kwargs`` builds them
-(:mod:`evalflow.models.vllm.requests`). Each list of requests evalflow hands over (a chunk of the
+same number, one prompt per context; :func:`~evalflow.models.vllm.request_rules.next_token_groups`), ``SamplingParams`` built as lm-eval's ``modify_gen_kwargs`` builds them
+(:mod:`evalflow.models.vllm.request_rules`). Each list of requests evalflow hands over (a chunk of the
 run's pool) goes to vLLM in one ``generate`` call, so its scheduler sees all of it at once.
 
 Deviations from lm-eval, none changing a greedy answer:
@@ -33,10 +33,10 @@ from typing import Any, ClassVar
 
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
-from evalflow.models.base import LanguageModel
 from evalflow.models.hf.identity import folder_fingerprint, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.lmeval_tokens import check_pair, encode_pair, rolling_windows, strip_at_stops
-from evalflow.models.vllm import requests as rules
+from evalflow.models.protocol import LanguageModel
+from evalflow.models.vllm import request_rules as rules
 
 IDENTITY_VERSION = 2  # bump when the request rules change, so old cached answers are not reused
 # Engine arguments that change where or how fast the same answers are computed, never which: not in
@@ -65,8 +65,8 @@ class VLLMModel(LanguageModel):
     """A ``vllm.LLM`` answering lm-eval's three request types."""
 
     CODE: ClassVar[tuple[str, ...]] = (
-        "evalflow.models.vllm.requests",
-        "evalflow.models.vllm.engine",
+        "evalflow.models.vllm.request_rules",
+        "evalflow.models.vllm.vllm_calls",
         "evalflow.models.lmeval_tokens",
     )
 
@@ -101,7 +101,7 @@ class VLLMModel(LanguageModel):
         window = _window(max_length, max_model_len)
         _refuse_data_parallel(data_parallel_size, tensor_parallel_size)
         weights_identity(pretrained, revision, None)  # refuse a bad path before vLLM starts
-        from evalflow.models.vllm import engine
+        from evalflow.models.vllm import vllm_calls as engine
 
         args: dict[str, Any] = {
             "model": pretrained,
@@ -234,7 +234,7 @@ class VLLMModel(LanguageModel):
         adapter every continuation token is read as a next token: vLLM's prompt log-probabilities
         crash with one (the CPU build; vllm-project/vllm#29955) or silently leave out an lm_head
         adapter's part (vllm-project/vllm#51594), its next-token ones are right."""
-        from evalflow.models.vllm import engine
+        from evalflow.models.vllm import vllm_calls as engine
 
         inputs = [rules.scored_input(ctx, cont, self.max_length) for ctx, cont in pairs]
         prefixes, asked, positions = (
@@ -262,7 +262,7 @@ class VLLMModel(LanguageModel):
 
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
         """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
-        from evalflow.models.vllm import engine
+        from evalflow.models.vllm import vllm_calls as engine
 
         eos = rules.eos_text(
             self.tokenizer.decode, self.tokenizer.eos_token_id, getattr(self.tokenizer, "eos_token", None)

@@ -14,7 +14,7 @@
 Everything here is checked when the task loads (:func:`parse_judge`), before any model call: the
 keys of the block, the template (it parses, and names only ``doc``, ``response``, ``target`` and
 ``choices``), the parser and its options (a regex that compiles), the policy. The judge's model is
-resolved by :mod:`evalflow.judges.model` (the run's ``judge_model`` setting overrides it).
+resolved by :mod:`evalflow.judges.judge_models` (the run's ``judge_model`` setting overrides it).
 
 Parsers are registered factories (:mod:`evalflow.judges.parsers`): None means the judge's text did
 not parse. It is never silently 0: ``on_unparsed: exclude`` (the

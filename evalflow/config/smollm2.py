@@ -4,7 +4,7 @@ The package is found without importing it: its ``__init__`` imports the ``llm`` 
 evalflow does not need or install.
 
     from evalflow.models.hf import HFModel
-    from evalflow.models.smollm2 import SMOLLM2_GGUF, smollm2_dir
+    from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
     model = HFModel(smollm2_dir(), gguf_file=SMOLLM2_GGUF, dtype="float32")
 """

@@ -16,7 +16,7 @@ import yaml
 
 from evalflow.config.schema import defaults, inert_settings
 from evalflow.errors import ConfigError, RunFolderError
-from evalflow.insight.compare import Comparison, compare
+from evalflow.insight.comparison import Comparison, compare
 from evalflow.insight.report_charts import charts
 from evalflow.insight.report_docs import document_notes, document_view, encode_docs
 from evalflow.insight.report_page import PAGE

@@ -98,7 +98,7 @@ def _source(name: str, function: str, output: str, **declared: Any) -> Node:
     """A node that reads the samples (hashed by content, never by path) in place of a stage."""
     return Node(
         name,
-        f"evalflow.insight.rescore:{function}",
+        f"evalflow.run.rescoring:{function}",
         output,
         run_settings=("recorded",),
         unhashed=("recorded",),

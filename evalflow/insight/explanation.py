@@ -337,9 +337,9 @@ def _field_change(name: str, old: Any, new: Any) -> str:
 
 def _judge_paths(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """The differing leaves of two judge metric entries, an omitted key read as its default (the
-    judge's own, :func:`evalflow.judges.spec.with_defaults`); a default now given explicitly,
+    judge's own, :func:`evalflow.judges.judge_spec.with_defaults`); a default now given explicitly,
     which changes no value, is named as written."""
-    from evalflow.judges.spec import with_defaults
+    from evalflow.judges.judge_spec import with_defaults
 
     def filled(entry: Mapping[str, Any]) -> dict[str, Any]:
         block = entry["judge"]

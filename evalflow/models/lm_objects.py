@@ -18,7 +18,7 @@ PEFT or delta weights, and a tokenizer given apart. So the identity hashes what 
 - ``code``: the source of the lm-eval modules HFLM runs (``lm_eval.models.huggingface`` and what it
   imports of lm-eval) and lm-eval's version; torch, transformers and tokenizers versions.
 
-Left out, as evalflow's own ``hf`` model leaves them out (:meth:`evalflow.models.hf.model.HFModel.identity`):
+Left out, as evalflow's own ``hf`` model leaves them out (:meth:`evalflow.models.hf.hf_model.HFModel.identity`):
 the batch size and device (where and how many at once, not what), and paths. ``name`` (the model's
 ``_name_or_path``, lm-eval's name for a model object) is in it so results name the model.
 

@@ -70,7 +70,6 @@ from typing import Any, ClassVar
 
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError
-from evalflow.models.base import LanguageModel
 from evalflow.models.hf import load
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.device import choose, parse_device
@@ -78,6 +77,7 @@ from evalflow.models.hf.engine import REFERENCE, engine_paths, parse_engine, pro
 from evalflow.models.hf.fast.prefix import PrefixMemo
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.lmeval_tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
+from evalflow.models.protocol import LanguageModel
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from evalflow.errors import ModelError
-from evalflow.models.vllm.requests import Logprobs
+from evalflow.models.vllm.request_rules import Logprobs
 
 
 def require_vllm() -> None:

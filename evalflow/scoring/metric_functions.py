@@ -26,7 +26,7 @@ from typing import Any
 
 import evalflow.scoring.aggregations  # noqa: F401  (registers the aggregations named below)
 from evalflow.errors import TaskError, closest
-from evalflow.judges.spec import JudgeSpec, is_judge_entry, parse_judge
+from evalflow.judges.judge_spec import JudgeSpec, is_judge_entry, parse_judge
 from evalflow.scoring import lazy_numpy as np
 from evalflow.scoring.reductions import Reduction, parse_reductions
 from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
