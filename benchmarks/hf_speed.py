@@ -4,6 +4,7 @@
     python benchmarks/hf_speed.py --only arc --rounds 3    # workloads whose name contains "arc"
     python benchmarks/hf_speed.py --only decode            # the decode loop alone, in this process
     python benchmarks/hf_speed.py --only gsm8k --ablate model.draft_tokens=0  # one setting's worth
+    python benchmarks/hf_speed.py --only arc --before 0f40239  # this tree against an earlier one
 
 Workloads (SmolLM2-135M fp32 on CPU, the local data, evalflow at ``batch_size`` 8):
 
@@ -55,7 +56,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from measured import measure  # benchmarks/measured.py (benchmarks/ is on sys.path when run as a script)
+from checkouts import source_at  # benchmarks/ is on sys.path when run as a script
+from measured import measure
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = (ROOT / ".." / "shared").resolve()
@@ -95,10 +97,10 @@ def peer_command(w: Workload, limit: int | None, batch_size: int, work: Path) ->
 
 
 def evalflow_command(
-    w: Workload, limit: int | None, batch_size: int, work: Path, extra: tuple[str, ...] = ()
+    w: Workload, limit: int | None, batch_size: int, work: Path, extra: tuple[str, ...] = (), tree: Path = ROOT
 ) -> list[str]:
-    """Delete evalflow's cache folder, then run evalflow into it (with the ``extra`` overrides):
-    a cold run every round."""
+    """Delete evalflow's cache folder, then run ``tree``'s evalflow into it (with the ``extra``
+    overrides): a cold run every round."""
     cache, run = work / "cache", work / "run"
     tasks = w.tasks[0] if len(w.tasks) == 1 else "[" + ",".join(w.tasks) + "]"
     args = [
@@ -113,7 +115,7 @@ def evalflow_command(
     ]
     args += [f"limit={limit}"] if limit else []
     args += list(extra)
-    python = f"cd {ROOT} && rm -rf {cache} {run} && PYTHONPATH={ROOT} {sys.executable} -m evalflow"
+    python = f"cd {tree} && rm -rf {cache} {run} && PYTHONPATH={tree} {sys.executable} -m evalflow"
     return shell(" ".join([python, *(f"'{a}'" for a in args)]), work)
 
 
@@ -160,18 +162,21 @@ def run_workload(w: Workload, batch_size: int, rounds: int, work: Path) -> str:
     )
 
 
-def ablate_workload(w: Workload, override: str, batch_size: int, rounds: int, work: Path) -> str:
-    """evalflow as it is against evalflow with ``override``, interleaved in the same rounds: how
-    much one setting is worth, free of the machine's drift between separate runs."""
+def paired_workload(
+    w: Workload, batch_size: int, rounds: int, work: Path, other: str, tree: Path, extra: tuple[str, ...]
+) -> str:
+    """evalflow as it is against ``other`` (``tree``'s evalflow with the ``extra`` overrides),
+    interleaved in the same rounds: what one setting or one change is worth, free of the machine's
+    drift between separate runs."""
     ratios = []
     for limit in (w.limit, 1):
-        print(f"{w.name}: evalflow vs evalflow {override}, limit={limit}", flush=True)
+        print(f"{w.name}: evalflow vs {other}, limit={limit}", flush=True)
         ratios.append(
             measure(
                 evalflow_command(w, limit, batch_size, work / f"a{limit}"),
-                evalflow_command(w, limit, batch_size, work / f"b{limit}", (override,)),
+                evalflow_command(w, limit, batch_size, work / f"b{limit}", extra, tree),
                 rounds,
-                f"{w.name} {override} limit={limit}",
+                f"{w.name} {other} limit={limit}",
             )["summary"]
         )
     (full, one) = ratios
@@ -179,8 +184,9 @@ def ablate_workload(w: Workload, override: str, batch_size: int, rounds: int, wo
     changed = full["B"]["min_wall_s"] - one["B"]["min_wall_s"]
     foreign = max(x[k]["max_foreign_frac"] for x in ratios for k in ("A", "B"))
     return (
-        f"{w.name}: inference work evalflow {as_is:.1f} s, with {override} {changed:.1f} s: "
-        f"{changed / as_is:.2f}x the time; worst foreign CPU {foreign:.2f}"
+        f"{w.name}: inference work evalflow {as_is:.1f} s, {other} {changed:.1f} s: {changed / as_is:.2f}x the time; "
+        f"start-up+load {one['A']['min_wall_s']:.1f} s against {one['B']['min_wall_s']:.1f} s; "
+        f"worst foreign CPU {foreign:.2f}"
     )
 
 
@@ -200,16 +206,28 @@ def main() -> int:
         help="instead of lm-eval, time evalflow against itself "
         "with this Hydra override (e.g. model.draft_tokens=0), interleaved in the same rounds",
     )
+    parser.add_argument(
+        "--before",
+        metavar="REF",
+        help="instead of lm-eval, time evalflow against the evalflow of this git ref "
+        "(benchmarks/checkouts.py extracts it), interleaved in the same rounds",
+    )
     args = parser.parse_args()
     lines = []
     with tempfile.TemporaryDirectory(prefix="hf_speed_") as tmp:
+        before = source_at(args.before, Path(tmp) / "before" / "evalflow") if args.before else None
         for w in [w for w in WORKLOADS if args.only in w.name]:
+            work = Path(tmp) / w.name
             if args.ablate:
-                lines.append(ablate_workload(w, args.ablate, args.batch_size, args.rounds, Path(tmp) / w.name))
+                lines.append(paired_workload(w, args.batch_size, args.rounds, work, args.ablate, ROOT, (args.ablate,)))
+            elif before is not None:
+                lines.append(
+                    paired_workload(w, args.batch_size, args.rounds, work, f"evalflow {args.before}", before, ())
+                )
             else:
-                lines.append(run_workload(w, args.batch_size, args.rounds, Path(tmp) / w.name))
+                lines.append(run_workload(w, args.batch_size, args.rounds, work))
             print(lines[-1], flush=True)
-    if args.only in "decode" and not args.ablate:
+    if args.only in "decode" and not (args.ablate or args.before):
         sys.path.insert(0, str(ROOT))  # this checkout's evalflow, as the commands above run it
         from decode_speed import decode_report  # benchmarks/ is on sys.path when run as a script
 

@@ -1,4 +1,5 @@
-"""``benchmarks/hf_speed.py --ablate``: evalflow against itself with one override, same rounds."""
+"""``benchmarks/hf_speed.py --ablate`` and ``--before``: evalflow against itself with one override, or
+against an earlier tree, in the same rounds."""
 
 from __future__ import annotations
 
@@ -35,12 +36,29 @@ def test_ablation_times_both_variants_in_the_same_rounds_and_reports_the_work_ra
 
     monkeypatch.setattr(hf_speed, "measure", fake_measure)
     workload = next(w for w in hf_speed.WORKLOADS if w.name == "gsm8k")
-    line = hf_speed.ablate_workload(workload, "model.draft_tokens=0", 8, 2, tmp_path)
+    line = hf_speed.paired_workload(workload, 8, 2, tmp_path, "model.draft_tokens=0", ROOT, ("model.draft_tokens=0",))
     assert line == (
-        "gsm8k: inference work evalflow 50.0 s, with model.draft_tokens=0 59.5 s: 1.19x the time; "
-        "worst foreign CPU 0.02"
+        "gsm8k: inference work evalflow 50.0 s, model.draft_tokens=0 59.5 s: 1.19x the time; "
+        "start-up+load 10.0 s against 10.5 s; worst foreign CPU 0.02"
     )
     assert len(calls) == 2 and all(rounds == 2 for *_, rounds in calls)  # interleaved A/B, full and limit=1
     for a, b, _ in calls:
         assert "'model.draft_tokens=0'" in b[-1] and "model.draft_tokens" not in a[-1]
         assert "evalflow" in a[-1] and "peer.sh" not in a[-1] + b[-1]  # evalflow against itself, not lm-eval
+
+
+def test_before_runs_the_earlier_tree_against_this_one(hf_speed, tmp_path: Path, monkeypatch):
+    calls = []
+
+    def fake_measure(a, b, rounds, label):
+        calls.append((a, b))
+        wall = 30.0 if "limit=500" in label else 10.0
+        return {"summary": {side: {"min_wall_s": wall, "max_foreign_frac": 0.0} for side in "AB"}}
+
+    monkeypatch.setattr(hf_speed, "measure", fake_measure)
+    before = tmp_path / "before" / "evalflow"
+    workload = next(w for w in hf_speed.WORKLOADS if w.name == "arc_easy")
+    hf_speed.paired_workload(workload, 8, 1, tmp_path, "evalflow abc123", before, ())
+    for a, b in calls:
+        assert f"PYTHONPATH={ROOT} " in a[-1] and f"PYTHONPATH={before} " in b[-1]
+        assert f"cd {before} " in b[-1] and str(before) not in a[-1]
