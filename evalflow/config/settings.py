@@ -8,7 +8,7 @@ with a message naming the key and the fix, not an hour later inside a stage.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -26,17 +26,20 @@ def settings_from_config(cfg: DictConfig | Mapping[str, Any]) -> RunSettings:
 
 
 def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
-    except OmegaConfBaseException as exc:  # an interpolation (${...}) that does not resolve
-        where = f" (key {exc.full_key})" if getattr(exc, "full_key", None) else ""
-        raise ConfigError(
-            f"the run config does not resolve{where}: {str(exc).splitlines()[0]}. Fix the "
-            "${...} interpolation in the override or YAML."
-        ) from None
+    if not isinstance(cfg, DictConfig):
+        data: dict[str, Any] = dict(cfg)
+    else:
+        try:  # a DictConfig's container is a dict, its keys the settings' names
+            data = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
+        except OmegaConfBaseException as exc:  # an interpolation (${...}) that does not resolve
+            where = f" (key {exc.full_key})" if getattr(exc, "full_key", None) else ""
+            raise ConfigError(
+                f"the run config does not resolve{where}: {str(exc).splitlines()[0]}. Fix the "
+                "${...} interpolation in the override or YAML."
+            ) from None
     data.pop("hydra", None)
     known = defaults()
     for key in data:
         if key not in known:
             raise ConfigError(unknown_setting(str(key)))
-    return data  # type: ignore[return-value]
+    return data

@@ -88,3 +88,12 @@ def test_inert_settings_are_in_no_cache_key(runner: Runner) -> None:
     _, again, _ = runner(limit=5, batch_size=3, max_batch_size=4, chunk_size=2, explain=True, log_samples=False)
     assert all(stage_hits(again).values())
     assert [s["key"] for s in again["stages"]] == [s["key"] for s in first["stages"]]
+
+
+def test_docs_running_lists_every_setting() -> None:
+    """docs/running.md's settings table names every declared setting (its words say more than
+    ``help`` does: examples, links), so a new setting cannot ship undocumented."""
+    page = (CONFIG.parents[1] / "docs" / "running.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1] for line in page.splitlines() if line.startswith("| `")]
+    listed = {name.strip(" `") for row in rows for name in row.split(",")}
+    assert [s.name for s in SETTINGS if s.name not in listed] == []
