@@ -26,8 +26,6 @@ from hydra.core.config_store import ConfigStore
 from evalflow.config import setting_parsers as parse
 from evalflow.config.setting_parsers import RECOMPUTE, Parse
 
-__all__ = ["INERT", "RECOMPUTE", "SETTINGS", "STAGE", "RunConfig", "RunSettings", "Setting", "defaults"]
-
 STAGE = "stage"  # role: an input of every task's stages, under its own name (so in their cache keys)
 INERT = "inert"  # role: where, how fast or how verbosely a run runs, never what it computes: in no cache key,
 # and not a name for a run (the report labels runs by the settings that differ)
