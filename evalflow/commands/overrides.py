@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from evalflow.config.settings import RunSettings
+from evalflow.config.schema import RunSettings
 from evalflow.errors import ConfigError
 
 

@@ -17,8 +17,8 @@ from omegaconf.errors import OmegaConfBaseException
 from evalflow.config.messages import has_preset, hydra_paragraph, unknown_model_key, unknown_setting
 from evalflow.config.packaged import conf_dir
 from evalflow.config.resolvers import register_resolvers
-from evalflow.config.schema import register_configs
-from evalflow.config.settings import RunSettings, settings_from_config
+from evalflow.config.schema import RunSettings, register_configs
+from evalflow.config.settings import settings_from_config
 from evalflow.errors import ConfigError
 
 

@@ -7,10 +7,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from evalflow.config.packaged import conf_dir
+from evalflow.config.schema import SETTINGS
 from evalflow.errors import closest
 
 SCHEMA_NOTE = "The settings and their types are listed in evalflow/config/schema.py."
@@ -30,11 +30,9 @@ LM_EVAL_HABITS = {
 
 
 def unknown_setting(key: str) -> str:
-    from evalflow.config.schema import RunConfig
-
     if key in LM_EVAL_HABITS:
         return f"unknown setting '{key}': {LM_EVAL_HABITS[key]}. {SCHEMA_NOTE}"
-    names = [f.name for f in dataclasses.fields(RunConfig)]
+    names = [s.name for s in SETTINGS]
     return f"unknown setting '{key}'; {closest(key, names)} {SCHEMA_NOTE}"
 
 

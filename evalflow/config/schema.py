@@ -1,133 +1,312 @@
-"""The typed schema of a run: the one place a run setting is declared. YAML under ``conf/`` holds
-values; this file holds each setting's name, type, default and meaning.
+"""The run's settings, declared once: :class:`RunSettings` names each setting with its type, its
+default, its meaning, how its value is read (:mod:`evalflow.config.setting_parsers`) and whether the
+task's stages see it. YAML under ``conf/`` holds values only.
 
-Registered in Hydra's ConfigStore as ``base_config`` so ``conf/config.yaml`` composes on top of it
-and a mistyped override (``num_fewshot=five``) is refused by OmegaConf before anything runs.
-Everything else is derived from :class:`RunConfig`: ``settings.settings_from_config`` fills unset
-settings from its defaults, ``app.task_settings`` hands its :func:`stage` settings to every task's
-stages (so they are in the stages' cache keys), ``--help`` prints it, and an unknown setting's
-did-you-mean lists its fields.
+Derived from this declaration: :data:`SETTINGS` (each setting as ``conf/`` and the command line give
+it: name, OmegaConf type, default, help), Hydra's structured config :data:`RunConfig` (registered as
+``base_config``, so ``conf/config.yaml`` composes on top of it and a mistyped override
+``num_fewshot=five`` is refused by OmegaConf before anything runs), ``settings.settings_from_config``
+(unset settings take these defaults; each field is parsed by its own parser), ``run.phases.task_settings``
+(the stage settings, handed to every task's stages, hence in their cache keys), the report's names
+for runs (not the inert settings), and an unknown setting's did-you-mean.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
-STAGE = "stage"  # field metadata: the setting is an input of the task's stages, as it is named here
+from evalflow.config import setting_parsers as parse
+from evalflow.config.setting_parsers import RECOMPUTE, Parse
+
+STAGE = "stage"  # role: an input of every task's stages, under its own name (so in their cache keys)
+INERT = "inert"  # role: where, how fast or how verbosely a run runs, never what it computes: in no cache key,
+# and not a name for a run (the report labels runs by the settings that differ)
+_DECLARED = "evalflow.setting"  # the metadata key of a RunSettings field: its _Declared
+_ANNOTATION = object()  # a setting's OmegaConf type is its field's annotation
 
 
-RECOMPUTE = ("answers", "all")  # the values of ``recompute``, besides None
+@dataclass(frozen=True)
+class Setting:
+    """One run setting as ``conf/``, the command line (``key=value``) and ``evaluate(**settings)``
+    give it: its key, its OmegaConf type (which refuses a mistyped value), default and meaning."""
 
-INERT = "inert"  # field metadata: the setting cannot change a run's results, so no cache key holds it
-
-
-def stage(default: Any) -> Any:
-    """A setting the task's stages read (hence in their cache keys) under its own name."""
-    return field(default=default, metadata={STAGE: True})
-
-
-def inert(default: Any) -> Any:
-    """A setting of where, how fast or how verbosely a run runs, never of what it computes: in no
-    cache key, and not a name for a run (the report labels runs by the settings that differ)."""
-    return field(default=default, metadata={INERT: True})
+    name: str
+    type: Any
+    default: Any
+    help: str
+    role: str | None = None  # STAGE, INERT, or None
 
 
-@dataclass
-class RunConfig:
-    # The model: `type` (dummy, hf, or a registered name) plus that model's arguments (conf/model/).
-    model: dict[str, Any] = field(default_factory=lambda: {"type": "dummy"})
-    # A task, group or tag name, a list of them, or a path to a task YAML.
-    task: Any = "arith_mc"
-    # Overrides every task's num_fewshot when set (lm-eval's --num_fewshot).
-    num_fewshot: int | None = None
-    # The first N documents of each task, or a fraction (< 1.0) of them.
-    limit: float | None = stage(None)
-    # Instead of limit, the documents to evaluate per task (lm-eval's --samples): a mapping
-    # {task: [doc indices]}, its JSON text, or the path of a JSON file holding it.
-    samples: Any | None = None
-    # Generate and log samples, skip the metrics (lm-eval's --predict_only; metric "bypass").
-    predict_only: bool = False
-    # Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.
-    seed: int = stage(1234)
-    # Requests per model batch (an int, or "auto"); never part of any cache key.
-    batch_size: Any = inert(1)
-    max_batch_size: int = inert(64)
-    # Overrides the generation_kwargs of generate_until tasks (lm-eval's --gen_kwargs).
-    gen_kwargs: Any = stage(None)  # a mapping (or 'k=v,k2=v2'); typed Any so an override replaces it whole
-    # Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path): a list, or
-    # one path (include_path=/dir). Typed Any so that a single path is not refused as a non-list.
-    include_path: Any = field(default_factory=list)
-    # Maps hub datasets to local files: a map's name in conf/data_maps/ (shared), the path of a
-    # YAML/JSON map file, or an in-line mapping; else $EVALFLOW_DATA_MAP.
-    data_map: Any | None = stage(None)
-    # Chat models (lm-eval's options): format prompts with the model's chat template, keep few-shot
-    # examples as separate turns, and prepend a system instruction (plain prompts too).
-    apply_chat_template: Any = stage(False)  # true, false, or the name of one of the tokenizer's templates
-    fewshot_as_multiturn: bool | None = None  # None: true with a chat template (lm-eval 0.4.13)
-    system_instruction: str | None = stage(None)
-    # Reasoning models: the end-of-thinking marker; only the text after it is scored (lm-eval's
-    # think_end_token). The raw generation, thinking included, stays cached and in the samples.
-    think_end_token: str | None = stage(None)
-    # Where cached stage outputs and model responses live; default $EVALFLOW_CACHE or ~/.cache/evalflow.
-    cache_dir: str | None = inert(None)
-    # Compute anew instead of reading the cache: `answers` (every model answer, and every stage
-    # computed from them) or `all` (every stage, the documents and prompts too). What is computed
-    # is written to cache_dir over the entries not read, so later runs read it; nothing else there
-    # is touched (docs/caching.md). None: read whatever the cache holds.
-    recompute: str | None = inert(None)
-    bootstrap_iters: int = stage(100000)
-    # Python modules imported before the tasks are loaded: the ones that register your metrics,
-    # aggregations, filters or models (imports=[my_metrics] or a .py file's path). Trusted code, as
-    # the command line is; in no cache key (what they register is keyed by its own code).
-    imports: Any = field(default_factory=list)
-    # Write samples_<task>.jsonl (lm-eval's --log_samples).
-    log_samples: bool = inert(True)
-    # Run !function code from task folders outside the built-in tasks/.
-    trust_task_code: bool = False
-    # Run tasks marked unsafe_code: true (their metrics execute model-written code).
-    confirm_unsafe_code: bool = False
-    # Where those tasks' programs run (docs/security.md): bwrap (bubblewrap: read-only root,
-    # private /tmp, no network, own PID namespace) or subprocess, the opt-out for machines without
-    # bubblewrap (the same CPU, memory, process and wall-clock limits, no isolation).
-    code_sandbox: str = stage("bwrap")
-    # The most requests the inference edge sends to a model replica at once and persists together;
-    # a chunk also closes at 2^18 tokens of estimated work (evalflow/scale/chunks.py), so long
+@dataclass(frozen=True)
+class _Declared:
+    """A field of :class:`RunSettings`: the setting it reads (``key``) and its parser; ``setting``
+    is None for a value derived from another setting (``chat_template_name`` from ``apply_chat_template``)."""
+
+    key: str | None
+    parse: Parse
+    setting: Setting | None
+
+
+def setting(
+    default: Any, parser: Parse, help: str, *, role: str | None = None, conf: Any = _ANNOTATION, key: str = ""
+) -> Any:
+    """A run setting: its default, its parser and its meaning; ``conf``: its OmegaConf type, when not
+    the field's annotation; ``key``: its name in ``conf/`` when not the field's name."""
+    declared = Setting(key, conf, default, help, role)
+    return field(metadata={_DECLARED: _Declared(key or None, parser, declared)})
+
+
+def derived(key: str, parser: Parse) -> Any:
+    """A value of :class:`RunSettings` parsed from the setting ``key``, not a setting of its own."""
+    return field(metadata={_DECLARED: _Declared(key, parser, None)})
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """A run's settings, validated and parsed (``settings.settings_from_config`` builds it); the
+    comment above each is for readers of this file, ``help`` for the command line."""
+
+    model: Mapping[str, Any] = setting(
+        {"type": "dummy"},
+        parse.model,
+        "The model: `type` (dummy, hf, or a registered name) plus that model's arguments (conf/model/).",
+        conf=dict[str, Any],
+    )
+    tasks: tuple[str, ...] = setting(
+        "arith_mc",
+        parse.tasks,
+        "A task, group or tag name, a list of them, or a path to a task YAML.",
+        conf=Any,
+        key="task",
+    )
+    num_fewshot: int | None = setting(
+        None, parse.num_fewshot, "Overrides every task's num_fewshot when set (lm-eval's --num_fewshot)."
+    )
+    limit: float | None = setting(
+        None, parse.limit, "The first N documents of each task, or a fraction (< 1.0) of them.", role=STAGE
+    )
+    # task -> document indices
+    samples: Mapping[str, tuple[int, ...]] | None = setting(
+        None,
+        parse.samples,
+        "Instead of limit, the documents to evaluate per task (lm-eval's --samples): a mapping "
+        "{task: [doc indices]}, its JSON text, or the path of a JSON file holding it.",
+        conf=Any,
+    )
+    predict_only: bool = setting(
+        False, parse.boolean, "Generate and log samples, skip the metrics (lm-eval's --predict_only; metric bypass)."
+    )
+    seed: int = setting(
+        1234,
+        parse.integer,
+        "Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.",
+        role=STAGE,
+    )
+    batch_size: int | str = setting(
+        1,
+        parse.batch_size,
+        "Requests per model batch: an int, or auto (lm-eval's auto:N reads as auto).",
+        role=INERT,
+        conf=Any,
+    )
+    max_batch_size: int = setting(64, parse.integer, "The largest batch batch_size=auto tries.", role=INERT)
+    # typed Any in conf/ so that an override replaces the mapping whole
+    gen_kwargs: Mapping[str, Any] | None = setting(
+        None,
+        parse.gen_kwargs,
+        "Overrides the generation_kwargs of generate_until tasks (lm-eval's --gen_kwargs): a mapping, or 'k=v,k2=v2'.",
+        role=STAGE,
+        conf=Any,
+    )
+    # typed Any in conf/ so that a single path is not refused as a non-list
+    include_path: tuple[str, ...] = setting(
+        [],
+        parse.paths,
+        "Extra task folders, scanned after the built-in tasks/ (lm-eval's --include_path): a list, or one "
+        "path (include_path=/dir).",
+        conf=Any,
+    )
+    data_map: Mapping[str, Any] | None = setting(
+        None,
+        parse.data_map,
+        "Maps hub datasets to local files: a map's name in conf/data_maps/ (shared), the path of a YAML/JSON "
+        "map file, or an in-line mapping; else $EVALFLOW_DATA_MAP.",
+        role=STAGE,
+        conf=Any,
+    )
+    data_map_file: str | None = derived("data_map", parse.data_map_file)  # recorded in the manifest and snapshot
+    apply_chat_template: bool = setting(
+        False,
+        parse.boolean,
+        "Format prompts with the model's chat template (lm-eval's option): true, false, or the name of "
+        "one of the tokenizer's templates.",
+        role=STAGE,
+        conf=Any,
+    )
+    chat_template_name: str | None = derived("apply_chat_template", parse.template_name)
+    fewshot_as_multiturn: bool = setting(
+        None,
+        parse.multiturn,
+        "Keep few-shot examples as separate chat turns; unset: true with a chat template (lm-eval 0.4.13).",
+        conf=bool | None,
+    )
+    system_instruction: str | None = setting(
+        None, parse.or_none, "A system instruction prepended to every prompt (plain prompts too).", role=STAGE
+    )
+    # The raw generation, thinking included, stays cached and in the samples.
+    think_end_token: str | None = setting(
+        None,
+        parse.or_none,
+        "Reasoning models: the end-of-thinking marker; only the text after it is scored (lm-eval's think_end_token).",
+        role=STAGE,
+    )
+    cache_dir: Path = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
+        None,
+        parse.cache_dir,
+        "Where cached stage outputs and model responses live; default $EVALFLOW_CACHE or ~/.cache/evalflow.",
+        role=INERT,
+        conf=str | None,
+    )
+    # What is computed is written to cache_dir over the entries not read, so later runs read it;
+    # nothing else there is touched (docs/caching.md).
+    recompute: str | None = setting(
+        None,
+        parse.recompute,
+        f"Compute anew instead of reading the cache: {RECOMPUTE[0]} (every model answer, and every stage "
+        f"computed from them) or {RECOMPUTE[1]} (every stage, the documents and prompts too); unset: read "
+        "whatever the cache holds.",
+        role=INERT,
+    )
+    bootstrap_iters: int = setting(
+        100000, parse.integer, "Bootstrap draws for each metric's standard error.", role=STAGE
+    )
+    # Trusted code, as the command line is; what they register is keyed by its own code.
+    imports: tuple[str, ...] = setting(
+        [],
+        parse.imports,
+        "Python modules imported before the tasks are loaded, the ones that register your metrics, "
+        "aggregations, filters or models (imports=[my_metrics] or a .py file's path); in no cache key.",
+        conf=Any,
+    )
+    log_samples: bool = setting(
+        True, parse.log_samples, "Write samples_<task>.jsonl (lm-eval's --log_samples).", role=INERT
+    )
+    trust_task_code: bool = setting(
+        False, parse.boolean, "Run !function code from task folders outside the built-in tasks/."
+    )
+    confirm_unsafe_code: bool = setting(
+        False, parse.boolean, "Run tasks marked unsafe_code: true (their metrics execute model-written code)."
+    )
+    # bwrap: bubblewrap, read-only root, private /tmp, no network, own PID namespace; subprocess:
+    # the same CPU, memory, process and wall-clock limits, no isolation (docs/security.md).
+    code_sandbox: str = setting(
+        "bwrap",
+        parse.text,
+        "Where unsafe_code tasks run the model's programs: bwrap, or subprocess (the opt-out for machines "
+        "without bubblewrap).",
+        role=STAGE,
+    )
+    # A chunk also closes at 2^18 tokens of estimated work (evalflow/scale/chunks.py), so long
     # prompts and generations travel in smaller chunks. A killed run loses at most one chunk.
-    # None: 512, or 64 for a served model (evalflow/scale/chunks.py).
-    chunk_size: int | None = inert(None)
-    # The judge model of every judge metric (metric_list entries with a `judge:` block), replacing
-    # the one each names: a preset (judge_model=smollm2) or a model config mapping
-    # (judge_model='{type: hf, pretrained: PATH}'). None: each judge block's own model. Keys the
-    # judge calls by the judge's identity, as `model` keys the scored model's (docs/judges.md).
-    judge_model: Any = None
-    # Print, at the end of the run, why each computed stage re-ran (`python -m evalflow explain`).
-    explain: bool = inert(False)
-    # Scale-out (docs/scaling.md; never part of any cache key): model replicas answering one
-    # run's cache misses as Ray actors (1: in this process, Ray never imported), the Ray resources
-    # each replica reserves (e.g. {num_gpus: 1, num_cpus: 4}), and the Ray cluster to join (None:
-    # start a local one; "auto" or an address: an existing cluster).
-    workers: int = inert(1)
-    worker_resources: Any = inert(None)  # a mapping; typed Any so an override ('{num_gpus: 1}') replaces it whole
-    ray_address: str | None = inert(None)
+    chunk_size: int | None = setting(
+        None,
+        parse.chunk_size,
+        "The most requests sent to a model replica at once and persisted together; unset: 512, or 64 "
+        "for a served model.",
+        role=INERT,
+    )
+    # Keys the judge calls by the judge's identity, as `model` keys the scored model's (docs/judges.md).
+    judge_model: Any = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
+        None,
+        parse.judge_model,
+        "The judge model of every judge metric, replacing the one each names: a preset (judge_model=smollm2) "
+        "or a model config mapping; unset: each judge block's own model.",
+    )
+    explain: bool = setting(
+        False, parse.boolean, "Print, at the end of the run, why each computed stage re-ran.", role=INERT
+    )
+    # Scale-out (docs/scaling.md): Ray is imported only for workers > 1.
+    workers: int = setting(
+        1,
+        parse.workers,
+        "Model replicas answering the run's cache misses as Ray actors (1: in this process).",
+        role=INERT,
+    )
+    # typed Any in conf/ so that an override ('{num_gpus: 1}') replaces the mapping whole
+    worker_resources: Mapping[str, Any] = setting(
+        None,
+        parse.worker_resources,
+        "The Ray resources each replica reserves, e.g. {num_gpus: 1, num_cpus: 4}.",
+        role=INERT,
+        conf=Any,
+    )
+    ray_address: str | None = setting(
+        None,
+        parse.text_or_none,
+        "The Ray cluster to join: auto or an address; unset: start a local one.",
+        role=INERT,
+    )
+
+
+def _declared(f: dataclasses.Field[Any]) -> _Declared:
+    return typing.cast(_Declared, f.metadata[_DECLARED])
+
+
+def _settings() -> tuple[Setting, ...]:
+    """Each declared setting, its name and OmegaConf type filled in from its field."""
+    hints = typing.get_type_hints(RunSettings)
+    out = []
+    for f in dataclasses.fields(RunSettings):
+        s = _declared(f).setting
+        if s is not None:
+            out.append(
+                dataclasses.replace(s, name=s.name or f.name, type=hints[f.name] if s.type is _ANNOTATION else s.type)
+            )
+    return tuple(out)
+
+
+SETTINGS: tuple[Setting, ...] = _settings()
+
+# What each field of RunSettings is parsed from: (field, setting key, parser), in declaration order.
+PARSERS: tuple[tuple[str, str, Parse], ...] = tuple(
+    (f.name, _declared(f).key or f.name, _declared(f).parse) for f in dataclasses.fields(RunSettings)
+)
+
+
+def _hydra_field(s: Setting) -> tuple[str, Any, Any]:
+    default = s.default
+    if isinstance(default, (dict, list)):
+        return s.name, s.type, field(default_factory=lambda: copy.deepcopy(default))
+    return s.name, s.type, field(default=default)
+
+
+# Hydra's structured config: every setting with its OmegaConf type and default.
+RunConfig = dataclasses.make_dataclass(
+    "RunConfig", [_hydra_field(s) for s in SETTINGS], namespace={"__module__": __name__}
+)
 
 
 def defaults() -> dict[str, Any]:
     """Every setting's default, as plain values."""
-    return dataclasses.asdict(RunConfig())
+    return {s.name: copy.deepcopy(s.default) for s in SETTINGS}
 
 
 def stage_settings() -> tuple[str, ...]:
-    """The settings :func:`stage` marks: the run-level inputs of every task's stages."""
-    return tuple(f.name for f in dataclasses.fields(RunConfig) if f.metadata.get(STAGE))
+    """The settings with role STAGE: the run-level inputs of every task's stages."""
+    return tuple(s.name for s in SETTINGS if s.role == STAGE)
 
 
 def inert_settings() -> tuple[str, ...]:
-    """The settings :func:`inert` marks: none can change a run's results."""
-    return tuple(f.name for f in dataclasses.fields(RunConfig) if f.metadata.get(INERT))
+    """The settings with role INERT: none can change a run's results."""
+    return tuple(s.name for s in SETTINGS if s.role == INERT)
 
 
 def register_configs() -> None:

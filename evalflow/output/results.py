@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalflow.config.settings import RunSettings
+from evalflow.config.schema import RunSettings
 from evalflow.dag.answer_cache import InferenceCounts
 from evalflow.dag.runner import StageEvent, StageOutputs
 from evalflow.output.environment import environment_fields

@@ -18,7 +18,7 @@ from importlib import metadata
 from typing import Any
 
 from evalflow.config.packaged import source_checkout
-from evalflow.config.settings import RunSettings
+from evalflow.config.schema import RunSettings
 
 # lm-eval's order: peft and delta adapters name the model before the base model they are on.
 _NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")

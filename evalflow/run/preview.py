@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from evalflow.config.settings import RunSettings
+from evalflow.config.schema import RunSettings
 from evalflow.taskspec.format.spec import TaskConfig
 
 PROMPT_STAGES = ("load_docs", "fewshot", "instances")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from evalflow.config.settings import RunSettings
+from evalflow.config.schema import RunSettings
 from evalflow.run import load_checks
 from evalflow.run.preview import prompt_outputs
 from evalflow.taskspec.format.spec import TaskConfig

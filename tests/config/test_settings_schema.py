@@ -1,31 +1,61 @@
-"""One declaration per run setting: evalflow/config/schema.py's RunConfig. RunSettings, its
-defaults and the stages' view of the settings are derived from it."""
+"""One declaration per run setting: evalflow/config/schema.py's RunSettings. Hydra's schema, the
+parsed settings, their defaults and the stages' view of the settings are derived from it."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+from pathlib import Path
 
 import pytest
 
-from evalflow.config.schema import RunConfig, defaults, inert_settings, stage_settings
-from evalflow.config.settings import RunSettings, settings_from_config
+from evalflow.config.compose import compose_config
+from evalflow.config.schema import PARSERS, SETTINGS, RunSettings, defaults, inert_settings, stage_settings
+from evalflow.config.settings import settings_from_config
 from evalflow.errors import ConfigError
 from evalflow.run.phases import task_settings
 from evalflow.taskspec.format.spec import TaskConfig
 from tests.conftest import Runner, stage_hits
 
+CONFIG = Path(__file__).resolve().parents[2] / "evalflow" / "config"
 TASK = TaskConfig(task="t", dataset_path="json", test_split="test", output_type="generate_until", doc_to_text="{{q}}")
 
 
-def test_every_declared_setting_reaches_run_settings() -> None:
-    declared = {f.name for f in dataclasses.fields(RunConfig)} - {"task"}
-    assert declared <= {f.name for f in dataclasses.fields(RunSettings)} and "tasks" in {
-        f.name for f in dataclasses.fields(RunSettings)
-    }
+def test_config_declares_each_setting_once() -> None:
+    """No class field or mapping key in evalflow/config/ names a setting but RunSettings' fields
+    (``task`` is declared as the field ``tasks``)."""
+    names = {s.name for s in SETTINGS} | {"tasks"}
+    found: list[str] = []
+    for path in sorted(CONFIG.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                fields = [
+                    s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                ]
+                found += [f"{path.name}:{node.name}.{f}" for f in fields if f in names]
+    assert sorted(found) == sorted(
+        f"schema.py:RunSettings.{f.name}" for f in dataclasses.fields(RunSettings) if f.name in names
+    )
+
+
+def test_each_field_is_parsed_from_a_declared_setting() -> None:
+    assert [name for name, _, _ in PARSERS] == [f.name for f in dataclasses.fields(RunSettings)]
+    declared = {s.name for s in SETTINGS}
+    assert {key for _, key, _ in PARSERS} == declared and "task" in declared and "tasks" not in declared
+    assert all(s.help.endswith(".") and s.help[0].isupper() for s in SETTINGS), "each setting says what it means"
     assert all(
         f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
         for f in dataclasses.fields(RunSettings)
-    ), "RunSettings repeats no default"
+    ), "a RunSettings is only ever built parsed, from every setting"
+
+
+def test_hydra_composes_on_the_declared_types_and_defaults() -> None:
+    cfg = compose_config(["model=dummy"])
+    assert set(cfg.keys()) - {"hydra"} == {s.name for s in SETTINGS}
+    assert (cfg.seed, cfg.bootstrap_iters, cfg.include_path, cfg.worker_resources) == (1234, 100000, [], None)
+    assert cfg.batch_size == "auto"  # conf/config.yaml's value over the declared default (1)
+    with pytest.raises(ConfigError, match="num_fewshot"):
+        compose_config(["model=dummy", "num_fewshot=five"])
 
 
 def test_unset_settings_take_the_schemas_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,3 +88,12 @@ def test_inert_settings_are_in_no_cache_key(runner: Runner) -> None:
     _, again, _ = runner(limit=5, batch_size=3, max_batch_size=4, chunk_size=2, explain=True, log_samples=False)
     assert all(stage_hits(again).values())
     assert [s["key"] for s in again["stages"]] == [s["key"] for s in first["stages"]]
+
+
+def test_docs_running_lists_every_setting() -> None:
+    """docs/running.md's settings table names every declared setting (its words say more than
+    ``help`` does: examples, links), so a new setting cannot ship undocumented."""
+    page = (CONFIG.parents[1] / "docs" / "running.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1] for line in page.splitlines() if line.startswith("| `")]
+    listed = {name.strip(" `") for row in rows for name in row.split(",")}
+    assert [s.name for s in SETTINGS if s.name not in listed] == []

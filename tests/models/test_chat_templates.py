@@ -141,10 +141,10 @@ def test_named_templates_are_chosen_as_lm_eval_chooses_them(named_templates_fold
 
 
 def test_apply_chat_template_takes_a_template_name():
-    from evalflow.config.settings import _template_name
+    from evalflow.config.setting_parsers import template_name
     from evalflow.errors import ConfigError
 
-    assert _template_name(True) is None and _template_name(False) is None and _template_name(None) is None
-    assert _template_name("terse") == "terse"
+    assert template_name(True, {}) is None and template_name(False, {}) is None and template_name(None, {}) is None
+    assert template_name("terse", {}) == "terse"
     with pytest.raises(ConfigError, match="apply_chat_template"):
-        _template_name(3)
+        template_name(3, {})

@@ -166,9 +166,9 @@ def test_each_request_type_checks_its_answer_shape(tmp_path: Path, rtype: str, b
 
 
 def test_gen_kwargs_string_values_are_typed() -> None:
-    from evalflow.config.settings import _parse_kv
+    from evalflow.config.setting_parsers import parse_kv
 
-    parsed = _parse_kv("do_sample=False,max_gen_toks=32,temperature=0.5,top_k=-1,stop=None,until=Q:")
+    parsed = parse_kv("do_sample=False,max_gen_toks=32,temperature=0.5,top_k=-1,stop=None,until=Q:")
     assert parsed == {
         "do_sample": False,
         "max_gen_toks": 32,

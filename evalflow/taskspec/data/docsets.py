@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalflow.cache.fingerprint import file_fingerprint, fingerprint
+from evalflow.config.data_map import DATA_MAP_ENV, PACKAGED_BUILDERS, DataMapLike
 from evalflow.core.records import DocSet
 from evalflow.errors import DataError
-from evalflow.taskspec.data.datamap import DATA_MAP_ENV, PACKAGED_BUILDERS, DataMapLike, DataSource, data_source
+from evalflow.taskspec.data.datamap import DataSource, data_source
 from evalflow.taskspec.data.image_files import files_identity, named_files
 from evalflow.taskspec.data.images import is_image_value, plain_image
 from evalflow.taskspec.data.jsonl import read_jsonl_splits

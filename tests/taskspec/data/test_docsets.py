@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from evalflow.config.data_map import read_data_map
 from evalflow.errors import DataError, TaskError
-from evalflow.taskspec.data.datamap import data_source, read_data_map
+from evalflow.taskspec.data.datamap import data_source
 from evalflow.taskspec.data.docsets import data_fingerprint, load_docset
 from evalflow.taskspec.format.spec import TaskConfig
 
