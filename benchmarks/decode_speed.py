@@ -98,18 +98,11 @@ def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens
         lm.max_length,
         tokens,
         lm.batch_size_for,
-        lm.decode_slots_for,
         lm.tok_encode,
         lm.encode_generation_context,
-        True,
-        True,
-        "continuous",
-        lm.min_prefix,
-        lm.prefix_memo,
     )
-    family = generate._family_prefixes(setup, contexts)
-    with torch.inference_mode():
-        jobs = [decode.Job(tuple(c), generate._batch_prefix(setup, [c], [n])) for c, n in zip(contexts, family)]
+    with torch.inference_mode():  # each context after its family's memoized prefix, as the fast engine runs it
+        jobs = lm.fast.generation.decode_jobs(setup, contexts)
     no_stop = decode.StopWatch([], lm.tokenizer)
 
     def ours(rows: int, new: int) -> None:

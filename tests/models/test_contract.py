@@ -78,8 +78,8 @@ def test_builtin_identities_hash_the_code_that_computes_the_answers() -> None:
         return {str(Path(p).relative_to(Path(registry.__file__).parent)) for p in registry.code_files(cls)}
 
     assert names(HFModel) == {  # the semantic modules only: not hf/fast/ (the speed engine), not hf/vlm/
-        "base.py",
-        "hf/model.py",
+        "protocol.py",
+        "hf/hf_model.py",
         "hf/load.py",
         "hf/gguf_memo.py",
         "hf/identity.py",
@@ -90,10 +90,10 @@ def test_builtin_identities_hash_the_code_that_computes_the_answers() -> None:
         "hf/torch_ops.py",
         "lmeval_tokens.py",
     }
-    assert {"api/payloads.py", "api/tokens.py", "api/completions.py", "lmeval_tokens.py", "base.py"} <= names(
+    assert {"api/payloads.py", "api/tokens.py", "api/completions.py", "lmeval_tokens.py", "protocol.py"} <= names(
         OpenAICompletions
     )
-    assert names(DummyModel) == {"dummy.py", "base.py"}
+    assert names(DummyModel) == {"dummy.py", "protocol.py"}
     assert registry.model_identity({"type": "dummy"})["code"] == registry.model_code_hash(DummyModel)
 
 

@@ -147,7 +147,7 @@ def test_on_a_device_without_proof_the_model_runs_the_reference_engine(
         model = HFModel(str(tiny_model_dir), batch_size=3)
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "not yet on cpu: this run uses the reference engine" in lines[0]
-    assert model.paths == REFERENCE and model.packed_linears == 0 and not model.share_prefixes
+    assert model.paths == REFERENCE and model.fast is None
     assert model.describe() == {"device": "cpu", "engine": "reference"}
     forced = HFModel(str(tiny_model_dir), batch_size=3, force_fast=True)
     assert forced.paths != REFERENCE and forced.describe()["engine"] == "fast"

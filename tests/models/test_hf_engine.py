@@ -58,7 +58,7 @@ def _answers(model: HFModel) -> dict[str, list]:
 @pytest.fixture(scope="module")
 def reference(tiny_model_dir: Path) -> dict[str, list]:
     model = HFModel(str(tiny_model_dir), batch_size=3, engine="reference")
-    assert model.paths == REFERENCE and model.packed_linears == 0 and not model.kv_works and not model._keep_only_needed
+    assert model.paths == REFERENCE and model.fast is None and not model._keep_only_needed
     return _answers(model)
 
 
@@ -84,14 +84,15 @@ def test_each_fast_path_gives_the_reference_answers(tiny_model_dir: Path, refere
         settings = {**OFF, **ALONE[path]}
     model = HFModel(str(tiny_model_dir), batch_size=3, **settings)
     assert model.engine == "fast"  # and the paths apply to this model: they really ran
-    assert model.kv_works == (path != "packed_linear") and model.share_prefixes == (path in ("prefix_sharing", "all"))
-    assert (model.packed_linears > 0) == (path in ("packed_linear", "all") and model.paths.packed_linear)
+    assert model.fast.kv_works == (path != "packed_linear")
+    assert model.fast.share_prefixes == (path in ("prefix_sharing", "all"))
+    assert (model.fast.packed_linears > 0) == (path in ("packed_linear", "all") and model.paths.packed_linear)
     _assert_same(_answers(model), reference)
 
 
 def test_the_reference_engine_ignores_the_fine_switches(tiny_model_dir: Path) -> None:
     model = HFModel(str(tiny_model_dir), engine="reference", prefix_sharing=True, batching="continuous", draft_tokens=4)
-    assert model.paths == REFERENCE and model.batching == "lmeval" and not model.share_prefixes
+    assert model.paths == REFERENCE and model.batching == "lmeval" and model.fast is None
 
 
 def test_an_unknown_engine_is_refused_naming_both() -> None:
@@ -177,7 +178,7 @@ def test_a_missing_private_api_falls_back_to_the_reference_path(
     assert len(missing) == 1 and name in missing[0]
     assert not any(getattr(model.paths, p) for p in paths)
     if "prefix_sharing" in paths:
-        assert not model.kv_works and not model.share_prefixes and model.batching == "lmeval"
+        assert not model.fast.kv_works and not model.fast.share_prefixes and model.batching == "lmeval"
     _assert_same(_answers(model), reference)
 
 
@@ -188,5 +189,5 @@ def test_missing_onednn_ops_keep_torchs_linear_layers(tiny_model_dir: Path, monk
     monkeypatch.setattr(probes, "PROBES", (missing, *probes.PROBES[1:]))
     with caplog.at_level(logging.WARNING, logger="evalflow.models.hf"):
         model = HFModel(str(tiny_model_dir), batch_size=3)
-    assert model.packed_linears == 0 and not model.paths.packed_linear and model.paths.prefix_sharing
+    assert model.fast.packed_linears == 0 and not model.paths.packed_linear and model.paths.prefix_sharing
     assert sum("_reorder_linear_weight" in r.getMessage() for r in caplog.records) == 1

@@ -13,6 +13,7 @@ summation order (whose noise on this model's peaked log-probs, around -40, reach
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import random
 from pathlib import Path
@@ -73,7 +74,7 @@ def hf64(folder: Path, **kwargs) -> HFModel:
 @pytest.fixture(scope="module")
 def shared(tiny_model_dir: Path) -> HFModel:
     model = hf64(tiny_model_dir, batch_size=4)
-    assert model.share_prefixes, "the self-check must accept key/value reuse on a plain Llama"
+    assert model.fast.share_prefixes, "the self-check must accept key/value reuse on a plain Llama"
     return model
 
 
@@ -106,7 +107,7 @@ def test_long_shared_prefix_uses_cached_key_values_and_the_memo_across_calls(sha
     runs: list[int] = []
     real = kv.prefix_states
     monkeypatch.setattr(kv, "prefix_states", lambda m, prefixes, d: runs.append(len(prefixes)) or real(m, prefixes, d))
-    shared.prefix_memo.clear()
+    shared.fast.scoring.memo.clear()
     half = len(requests) // 2
     got = shared.loglikelihood(requests[:half]) + shared.loglikelihood(requests[half:])  # two chunks
     assert runs == [1]  # the few-shot prefix ran once; the second chunk found it in the memo
@@ -124,7 +125,7 @@ def test_results_do_not_depend_on_batch_size_order_or_chunking(tiny_model_dir, s
     shuffled = [requests[i] for i in order]
     got = [x for start in range(0, len(shuffled), 7) for x in other.loglikelihood(shuffled[start : start + 7])]
     assert_close([got[order.index(i)] for i in range(len(requests))], want)
-    other.share_prefixes = False
+    other.fast = dataclasses.replace(other.fast, scoring=None)  # the plain passes
     assert_close(other.loglikelihood(requests), want)
 
 
@@ -169,11 +170,11 @@ def test_generation_cache_holds_exactly_the_plain_key_values(shared, raw):
 def test_a_failing_self_check_keeps_the_plain_path(tiny_model_dir, raw, monkeypatch):
     monkeypatch.setattr(kv, "kv_reuse_error", lambda *a: 0.5)
     model = hf64(tiny_model_dir, batch_size=2)
-    assert not model.share_prefixes
+    assert not model.fast.share_prefixes
     requests = multiple_choice(random.Random(6), docs=3)
     assert_close(model.loglikelihood(requests), reference(raw, requests))
     monkeypatch.setattr(kv, "kv_reuse_error", lambda *a: (_ for _ in ()).throw(TypeError("no cache layers")))
-    assert not HFModel(str(tiny_model_dir)).share_prefixes
+    assert not HFModel(str(tiny_model_dir)).fast.share_prefixes
 
 
 def test_fp32_paths_agree_to_float_noise(tiny_model_dir):
@@ -204,9 +205,10 @@ def test_each_context_runs_once_per_question(shared, monkeypatch):
 
 
 def test_long_rows_that_share_nothing_run_whole_without_a_mask(shared, raw, monkeypatch):
-    from evalflow.models.hf import score, torch_ops
+    from evalflow.models.hf import torch_ops
+    from evalflow.models.hf.fast import shared_scoring
 
-    monkeypatch.setattr(score, "MIN_ROW_WIDTH", 12)
+    monkeypatch.setattr(shared_scoring, "MIN_ROW_WIDTH", 12)
     whole: list[int] = []
     real = torch_ops.continuation_logprobs
     monkeypatch.setattr(

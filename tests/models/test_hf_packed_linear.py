@@ -41,7 +41,7 @@ def test_the_model_runs_packed_with_the_answers_of_torchs_layers(tiny_model_dir:
     plain = HFModel(str(tiny_model_dir), batch_size=3, packed_linear=False)
     packed = HFModel(str(tiny_model_dir), batch_size=3)
     layers = _linears(packed.model)
-    assert plain.packed_linears == 0 and packed.packed_linears == len(layers) > 0
+    assert plain.fast.packed_linears == 0 and packed.fast.packed_linears == len(layers) > 0
     assert all(isinstance(m, packed_linear.PackedLinear) for m in layers)
     assert not any(isinstance(m, packed_linear.PackedLinear) for m in _linears(plain.model))
     output = packed.model.get_output_embeddings()
@@ -63,7 +63,7 @@ def test_a_shape_whose_packed_result_differs_keeps_torchs_layer(tiny_model_dir: 
         model = HFModel(str(tiny_model_dir), batch_size=2)
     square = [m for m in _linears(model.model) if m.in_features == m.out_features]
     assert square and all(type(m) is torch.nn.Linear for m in square)
-    assert model.packed_linears == len(_linears(model.model)) - len(square)
+    assert model.fast.packed_linears == len(_linears(model.model)) - len(square)
     assert "keep torch's kernel" in caplog.text
 
 
@@ -112,4 +112,4 @@ def test_packing_releases_the_loaded_files_memory_mapping(tiny_model_dir: Path):
     if not _in_file_mappings(plain.model, tiny_model_dir):
         pytest.skip("this transformers version copies the weights out of the file itself")
     packed = HFModel(str(tiny_model_dir), batch_size=1)
-    assert packed.packed_linears > 0 and _in_file_mappings(packed.model, tiny_model_dir) == 0
+    assert packed.fast.packed_linears > 0 and _in_file_mappings(packed.model, tiny_model_dir) == 0

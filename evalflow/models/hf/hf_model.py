@@ -19,14 +19,16 @@ and its imports point one way, from this class down. Two rooms:
   ``identity`` (cache key), ``load`` (settings, loading), ``gguf_memo`` (GGUF conversions kept on
   disk), ``evalflow.models.lmeval_tokens`` (lm-eval's token rules), ``batching`` (lm-eval's
   ordering and batch grouping), ``engine`` (``model.engine``: which paths run), the passes
-  ``score`` (log-likelihoods) and ``generate`` (``generate_until``), which take a setup object
-  rather than this class, on ``torch_ops`` (plain passes, ``model.generate``);
-- the speed engine, ``fast/`` (``model.engine=fast``, the default): prefix sharing (``prefix``,
-  ``pack``, ``kv``), greedy continuous batching (``decode``, ``stream``, ``lookup``,
-  ``shared_attention``, ``native_attention``) and ``packed_linear``. Not in the key: each of its
-  paths gives the reference path's answers (``tests/models/test_hf_engine.py``), proven on the
-  CPU; on another device (``engine.PROVEN_DEVICES``) the model runs the reference engine unless
-  ``force_fast``.
+  ``score`` (log-likelihoods) and ``generate`` (``generate_until``), lm-eval's rules only, which
+  take a setup object rather than this class, on ``torch_ops`` (plain passes, ``model.generate``);
+- the speed engine, ``fast/`` (``model.engine=fast``, the default), entered through one module,
+  ``fast.fast_engine``, imported only when the fast engine runs: its load-time checks, prefix
+  sharing (``shared_scoring``, ``shared_generation``, ``prefix``, ``pack``, ``kv``), greedy
+  continuous batching (``decode``, ``stream``, ``lookup``, ``shared_attention``,
+  ``native_attention``) and ``packed_linear``. It plugs into the passes through their setup
+  objects (``ScoringSetup.shared``, ``GenerationSetup.answer_group``); no semantic module imports
+  it. Not in the key (see :data:`SEMANTICS`); on a device it is not proven on
+  (``engine.PROVEN_DEVICES``) the model runs the reference engine unless ``force_fast``.
 
 Deviations from HFLM, all without effect on single requests:
 - ``batch_size="auto"`` (and ``"auto:N"``) estimates the batch size from the model's sizes and
@@ -74,16 +76,26 @@ from evalflow.models.hf import load
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.engine import REFERENCE, engine_paths, parse_engine, proven_paths
-from evalflow.models.hf.fast.prefix import PrefixMemo
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.lmeval_tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
 from evalflow.models.protocol import LanguageModel
 
 log = logging.getLogger(__name__)
 
-# The modules that compute an HF model's answers (with this one, which defines the class): their
-# source is part of every HF answer's cache key, so an edit to any of them re-runs inference. The
-# speed engine (``fast/``) and the VLM room (``vlm/``, keyed by its own class) are not.
+# The modules that define what an HF model's answer is (with this one, which defines the class):
+# tokenisation, the scoring rule, the generation rule. Their source is part of every HF answer's
+# cache key (``registry.model_code_hash`` via ``HFModel.CODE``), so an edit to any of them re-runs
+# inference; none of them imports ``fast/`` (tests/models/test_hf_key.py).
+# Out of the key by design: the speed engine ``fast/`` (its Python modules and the C kernel's
+# source, ``fast/native/decode_attention.c``), because tests prove each of its paths gives the
+# reference path's answers (greedy text identical, log-likelihoods within the parity tolerance):
+# tests/models/test_hf_engine.py::test_each_fast_path_gives_the_reference_answers, test_hf_kv.py
+# (shared prefixes against one request at a time), test_hf_generate.py and test_hf_stream.py
+# (continuous batching against model.generate), test_hf_lookup.py (draft tokens),
+# test_hf_shared_attention.py and test_hf_native_attention.py (the decode step's attention against
+# torch's), test_hf_packed_linear.py (oneDNN against torch's linear layers). An edit there re-runs no
+# answer; the test that proves it equal must pass instead. Also out: ``device`` (where, not what)
+# and the VLM room (``vlm/``, keyed by its own class).
 SEMANTICS = tuple(
     f"evalflow.models.{m}"
     for m in (
@@ -189,22 +201,19 @@ class HFModel(LanguageModel):
         log.info("hf model: runs on %s (model.device=%s)", self.device, device)
         from evalflow.models.hf import torch_ops
 
+        self._free_bytes: int | None = None
         self.paths, unproven = proven_paths(self.paths, self.device.type, force)
         if unproven:
             log.warning(unproven)
-        if self.engine == "fast":
-            from evalflow.models.hf.fast import probes
+        # fast.fast_engine.FastEngine, or None: the reference engine (fast/ is then never imported)
+        self.fast: Any = None
+        if self.paths != REFERENCE:
+            from evalflow.models.hf.fast import fast_engine
 
-            self.paths = probes.available(self.paths)
-        self.packed_linears = self._pack_linears() if self.paths.packed_linear else 0
+            self.fast = fast_engine.start(self.model, self.device, self.paths, self.decode_slots_for)
+            self.paths = self.fast.paths
         self._keep_only_needed = self.paths.logits_to_keep and torch_ops.accepts_logits_to_keep(self.model)
         self.max_length = int(max_length) if max_length else resolve_max_length(self.model.config, self.tokenizer)
-        self._free_bytes: int | None = None
-        self.min_prefix = 8  # shorter shared prefixes save less than the extra pass costs
-        self._exact_keep = False
-        self.prefix_memo: PrefixMemo[Any] = PrefixMemo(capacity=8, max_bytes=256 * 2**20, size_of=lambda s: s.nbytes)
-        self.kv_works = (self.paths.prefix_sharing or self.paths.continuous) and self._kv_reuse_works()
-        self.share_prefixes = self.paths.prefix_sharing and self.kv_works
 
     def describe(self) -> dict[str, Any]:
         """For the manifest: the device the model ran on (``model.device`` resolved here) and the
@@ -215,11 +224,6 @@ class HFModel(LanguageModel):
     def batching(self) -> str:
         """How greedy generation batches: ``continuous`` (the decode loop) or ``lmeval``."""
         return "continuous" if self.paths.continuous else "lmeval"
-
-    def _pack_linears(self) -> int:
-        from evalflow.models.hf.fast import packed_linear
-
-        return packed_linear.pack_linears(self.model)
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
@@ -320,25 +324,6 @@ class HFModel(LanguageModel):
             self._free_bytes = torch_ops.free_memory_bytes(self.device)
         return auto_decode_slots(torch_ops.model_dims(self.model), seq_len, self._free_bytes, self.max_batch_size)
 
-    def _kv_reuse_works(self) -> bool:
-        """Prefix sharing applies to this architecture and reproduces the plain computation here."""
-        from evalflow.models.hf.fast import kv
-
-        if not kv.supports_kv_reuse(self.model):
-            log.info("hf model: %s keeps the plain path (no key/value reuse)", type(self.model).__name__)
-            return False
-        self._exact_keep = kv.exact_keep_supported(self.model)
-        try:
-            error = kv.kv_reuse_error(self.model, self.device, self._exact_keep)
-        except Exception as e:  # an architecture or transformers version the cache layers do not fit
-            log.warning("hf model: key/value reuse fails on %s (%s); not using it", type(self.model).__name__, e)
-            return False
-        tolerance = 1e-3 if self.model.dtype.itemsize >= 4 else 0.1
-        if not error <= tolerance:  # also catches NaN
-            log.warning("hf model: key/value reuse differs from the plain pass by %.3g; not using it", error)
-            return False
-        return True
-
     def score_pairs(self, pairs: Sequence[tuple[list[int], list[int]]]) -> list[tuple[float, bool]]:
         """(logprob, is_greedy) of each (context tokens, continuation tokens) pair, in input order."""
         from evalflow.models.hf import score
@@ -354,10 +339,7 @@ class HFModel(LanguageModel):
             self.max_length,
             self.batch_size_for,
             self._keep_only_needed,
-            self.share_prefixes,
-            self._exact_keep,
-            self.min_prefix,
-            self.prefix_memo,
+            self.fast.scoring if self.fast is not None else None,
         )
 
     # -- the three request types --------------------------------------------------------------
@@ -411,9 +393,7 @@ class HFModel(LanguageModel):
         take the rows the current one frees, rather than each chunk draining its batch to one
         row); rolling log-likelihoods (a text's windows summed) per chunk."""
         if rtype == "generate_until" and self.paths.continuous:
-            from evalflow.models.hf.fast import stream
-
-            yield from stream.generate_parts(self._generation_setup(), chunks)
+            yield from self.fast.generate_parts(self._generation_setup(), chunks)
             return
         from evalflow.models.hf import score
 
@@ -434,14 +414,7 @@ class HFModel(LanguageModel):
             self.max_length,
             self.max_gen_toks,
             self.batch_size_for,
-            self.decode_slots_for,
             self.tok_encode,
             self.encode_generation_context,
-            self.share_prefixes,
-            self.kv_works,
-            self.batching,
-            self.min_prefix,
-            self.prefix_memo,
-            self.paths.draft_tokens,
-            self.paths.native_attention,
+            self.fast.generation.answer_group if self.fast is not None else None,
         )

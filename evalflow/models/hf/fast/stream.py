@@ -2,20 +2,21 @@
 
 The inference edge hands a local model its misses in chunks (``evalflow.scale.chunks``), and saves
 answers as they are handed back (``evalflow.scale.dispatch.answered_parts``), so a killed run
-loses at most the rows in flight. Generation chunks are small (a chunk is sized by estimated work: ~15 gsm8k requests), and
-a decode loop confined to one chunk runs its last rows alone: 30 gsm8k documents at 8 slots ran as
-two loops each draining from 8 rows to 1. Here the loop asks for the next chunk as soon as a row
-frees and no request waits (:func:`evalflow.models.hf.fast.decode.greedy_stream`), so the slots stay
-full from the run's first request to its last, and each row's text is handed back the moment it
-stops, as ``(chunk number, {request index: text})``.
+loses at most the rows in flight. Generation chunks are small (a chunk is sized by estimated work:
+~15 gsm8k requests), and a decode loop confined to one chunk runs its last rows alone: 30 gsm8k
+documents at 8 slots ran as two loops each draining from 8 rows to 1. Here the loop asks for the
+next chunk as soon as a row frees and no request waits
+(:func:`evalflow.models.hf.fast.decode.greedy_stream`), so the slots stay full from the run's first
+request to its last, and each row's text is handed back the moment it stops, as
+``(chunk number, {request index: text})``.
 
-Each chunk is prepared exactly as :func:`generate.generate_until` prepares it alone (lm-eval's
-order and truncation, its family prefixes planned over the chunk, their memoized key/values), so a
-request's answer is the same function of its own context: only which rows share a decode step
-changes, as it does with any other batch composition (float summation order, see ``decode``). A
-chunk that cannot join the running loop (other generation kwargs, several kwargs groups, sampled
-generation, a context longer than the loop's buffers, another shared prefix) waits until that loop
-has drained, then runs on its own.
+Each chunk is prepared exactly as :func:`generate.generate_until` prepares it alone (lm-eval's order
+and truncation; the fast engine's family prefixes planned over the chunk and their memoized
+key/values, ``shared_generation``), so a request's answer is the same function of its own context:
+only which rows share a decode step changes, as it does with any other batch composition (float
+summation order, see ``decode``). A chunk that cannot join the running loop (other generation
+kwargs, several kwargs groups, sampled generation, a context longer than the loop's buffers, another
+shared prefix) waits until that loop has drained, then runs on its own.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 from evalflow.core.records import Request
 from evalflow.models.hf import generate
+from evalflow.models.hf.fast.shared_generation import FastGeneration, eos_ids
 
 Source = Iterator[tuple[int, Sequence[Request]]]
 
@@ -47,25 +49,28 @@ class Lane:
 
 
 def generate_parts(
-    setup: generate.GenerationSetup, chunks: Iterable[Sequence[Request]]
+    setup: generate.GenerationSetup, fast: FastGeneration, chunks: Iterable[Sequence[Request]]
 ) -> Iterator[tuple[int, dict[int, str]]]:
     """``(n, {i: text})`` for request ``i`` of the ``n``-th list of ``chunks``: a row of the decode
-    loop as soon as it stops; a chunk that cannot join the loop whole, once it is answered."""
+    loop as soon as it stops; a chunk that cannot join the loop whole, once it is answered
+    (``setup.answer_group`` being ``fast.answer_group``)."""
     source: Source = enumerate(chunks)
-    pending = _pull(setup, source)
+    pending = _pull(setup, fast, source)
     while pending is not None:
         if isinstance(pending, Lane):
-            run = _Run(setup, pending, source)
+            run = _Run(setup, fast, pending, source)
             yield from run.answers()
             # the loop may end without asking for more (its last rows stopping at one step)
-            pending = run.held if run.held is not None or run.exhausted else _pull(setup, source)
+            pending = run.held if run.held is not None or run.exhausted else _pull(setup, fast, source)
         else:
             n, requests = pending
             yield n, dict(enumerate(generate.generate_until(setup, requests)))
-            pending = _pull(setup, source)
+            pending = _pull(setup, fast, source)
 
 
-def _pull(setup: generate.GenerationSetup, source: Source) -> Lane | tuple[int, Sequence[Request]] | None:
+def _pull(
+    setup: generate.GenerationSetup, fast: FastGeneration, source: Source
+) -> Lane | tuple[int, Sequence[Request]] | None:
     """The next chunk, as a :class:`Lane` when the decode loop can answer it, else as it came."""
     import torch
 
@@ -79,10 +84,10 @@ def _pull(setup: generate.GenerationSetup, source: Source) -> Lane | tuple[int, 
     indices, kwargs = groups[0]
     with torch.inference_mode():
         group = generate.prepare_group(setup, [requests[i] for i in indices], kwargs, generate.eos_text(setup))
-        if not group.continuous(setup):
+        if not fast.greedy(group):
             return pulled
-        jobs = generate.decode_jobs(setup, group.encoded, group.family_prefix)
-    slots = setup.decode_slots_for(max(len(c) for c in group.encoded) + group.max_gen_toks)
+        jobs = fast.decode_jobs(setup, group.encoded)
+    slots = fast.decode_slots_for(max(len(c) for c in group.encoded) + group.max_gen_toks)
     return Lane(n, len(requests), indices, jobs, group.until, group.max_gen_toks, slots)
 
 
@@ -90,8 +95,8 @@ class _Run:
     """One decode loop over the first lane and every later one that joins it; ``held`` is the
     chunk pulled that could not join (None: the source is exhausted)."""
 
-    def __init__(self, setup: generate.GenerationSetup, first: Lane, source: Source) -> None:
-        self.setup, self.first, self.source = setup, first, source
+    def __init__(self, setup: generate.GenerationSetup, fast: FastGeneration, first: Lane, source: Source) -> None:
+        self.setup, self.fast, self.first, self.source = setup, fast, first, source
         self.held: Lane | tuple[int, Sequence[Request]] | None = None
         self.owner: list[tuple[int, int]] = []  # per job: (chunk number, request index)
         self.left: dict[int, int] = {}
@@ -100,7 +105,7 @@ class _Run:
     def answers(self) -> Iterator[tuple[int, dict[int, str]]]:
         from evalflow.models.hf.fast import decode
 
-        setup, first = self.setup, self.first
+        setup, fast, first = self.setup, self.fast, self.first
         self._add(first)
         stop = decode.StopWatch(list(first.until), setup.tokenizer)
         rows = decode.greedy_stream(
@@ -109,11 +114,11 @@ class _Run:
             first.slots,
             first.max_gen_toks,
             stop,
-            generate.eos_ids(setup),
+            eos_ids(setup),
             setup.device,
             self._more,
-            setup.draft_tokens,
-            setup.native_attention,
+            fast.draft_tokens,
+            fast.native_attention,
         )
         for j, tokens in rows:
             n, i = self.owner[j]
@@ -132,7 +137,7 @@ class _Run:
         """The decode loop's refill: the next chunk's jobs if it joins, else nothing (for good)."""
         if self.held is not None or self.exhausted:
             return []
-        pulled = _pull(self.setup, self.source)
+        pulled = _pull(self.setup, self.fast, self.source)
         if pulled is None:
             self.exhausted = True
             return []
