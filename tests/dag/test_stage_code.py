@@ -34,7 +34,7 @@ EDITS = [
     ("scoring/process.py", S[5:]),
     ("scoring/task_aggregation.py", S[6:]),
     ("records.py", S),
-    ("models/base.py", []),  # model-side code is the model identity's, not the stages'
+    ("models/protocol.py", []),  # model-side code is the model identity's, not the stages'
     ("insight/report.py", []),  # no stage runs it
 ]
 

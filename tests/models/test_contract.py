@@ -1,4 +1,4 @@
-"""The model contract (models/base.py) and the model registry: declared defaults that duck-typed
+"""The model contract (models/protocol.py) and the model registry: declared defaults that duck-typed
 models get too, names taken once, and the model's code in its identity."""
 
 from __future__ import annotations
