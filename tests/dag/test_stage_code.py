@@ -33,9 +33,9 @@ EDITS = [
     ("taskspec/prompts/requests.py", S[2:]),
     ("scoring/process.py", S[5:]),
     ("scoring/task_aggregation.py", S[6:]),
-    ("records.py", S),
+    ("core/records.py", S),
     ("models/protocol.py", []),  # model-side code is the model identity's, not the stages'
-    ("insight/report.py", []),  # no stage runs it
+    ("insight/report_build.py", []),  # no stage runs it
 ]
 
 
@@ -45,6 +45,7 @@ def test_an_edited_module_rekeys_exactly_the_stages_that_run_it(
 ) -> None:
     import evalflow.cache.code as code
 
+    assert (EVALFLOW_DIR / module).is_file(), f"{module} is not a module of evalflow: the edit would change nothing"
     before = {p.node.name: p.key for p in plan(BASE_TASK, BASE_SETTINGS)}
     edited, real = str(EVALFLOW_DIR / module), code.file_fingerprint
     monkeypatch.setattr(code, "file_fingerprint", lambda path: "edited" if str(path) == edited else real(path))
