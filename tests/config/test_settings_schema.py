@@ -12,7 +12,7 @@ from evalflow.config.settings import RunSettings, settings_from_config
 from evalflow.errors import ConfigError
 from evalflow.run.phases import task_settings
 from evalflow.taskspec.format.spec import TaskConfig
-from tests.conftest import Runner, stage_hits
+from tests.support.runs import Runner, stage_hits
 
 TASK = TaskConfig(task="t", dataset_path="json", test_split="test", output_type="generate_until", doc_to_text="{{q}}")
 

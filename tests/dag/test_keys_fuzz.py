@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.dag.pipeline import PIPELINE
 from evalflow.dag.runner import plan
-from tests.dag.test_keys import BASE_SETTINGS, BASE_TASK
+from tests.support.plan_keys import BASE_SETTINGS, BASE_TASK
 
 HASHED_FIELDS = sorted({f for n in PIPELINE for f in n.task_fields if f not in n.unhashed})
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8), st.floats(allow_nan=False))
