@@ -1,3 +1,8 @@
-"""Run settings: their types and defaults (``schema.py``); values live in ``conf/`` YAML, found by
-``packaged.py``. Nothing is imported here: the task catalog finds ``tasks/`` through
-``evalflow.config.packaged`` without loading Hydra (``schema.py`` imports it)."""
+"""The run's settings: their schema, their composition, and where evalflow's own files are.
+
+Lives here: ``schema`` (each setting's name, type, default), ``settings``, ``compose``, resolvers, ``packaged``.
+May import only ``errors``, ``registry``, ``core`` and ``cache`` (the rooms below it in docs/architecture.md).
+
+Values live in ``conf/`` YAML, found by ``packaged``. Nothing is imported here: the task catalog finds
+``tasks/`` through ``evalflow.config.packaged`` without loading Hydra (``schema`` imports it).
+"""
