@@ -33,7 +33,7 @@ EDITS = [
     ("taskspec/prompts/requests.py", STAGES[2:]),
     ("scoring/process.py", STAGES[5:]),
     ("scoring/task_aggregation.py", STAGES[6:]),
-    ("records.py", STAGES),
+    ("core/records.py", STAGES),
     ("models/base.py", []),  # model-side code is the model identity's, not the stages'
     ("insight/report.py", []),  # no stage runs it
 ]
