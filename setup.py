@@ -21,7 +21,7 @@ CODE_DATA = {
 }
 
 setup(
-    # namespace packages: evalflow/models has no __init__.py
+    # every package of evalflow/ (found namespace-style, so a folder without __init__.py is never missed)
     packages=[*find_namespace_packages(include=["evalflow*"], exclude=NOT_PACKAGES), *DATA],
     package_dir={"evalflow.conf": "conf", "evalflow.tasks": "tasks"},
     package_data={**CODE_DATA, **DATA},

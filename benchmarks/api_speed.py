@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import measure  # noqa: E402
 
-from tests.parity.api_harness import ApiSetting, evalflow_command, missing, peer_command, tokenizer_folder  # noqa: E402
+from tests.support.parity_api import ApiSetting, evalflow_command, missing, peer_command, tokenizer_folder  # noqa: E402
 from tests.support.served import LlamaServer  # noqa: E402
 
 

@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import measure  # noqa: E402
 
 from evalflow.models.vllm import cpu_venv  # noqa: E402
-from tests.parity.harness import PEER_SH, SHARED, Setting, compare, compare_setting  # noqa: E402
 from tests.support import vllm_side  # noqa: E402
+from tests.support.parity_harness import PEER_SH, SHARED, Setting, compare, compare_setting  # noqa: E402
 
 PARITY = [
     Setting("arc_easy", 0, 50),

@@ -3,7 +3,7 @@
     python benchmarks/vlm_parity.py [--docs 6] [--work /tmp/evalflow-vlm-parity]
 
 Builds the tiny random LLaVA (SmolLM2's tokenizer, fixed seed) and the local image tasks of
-:mod:`tests.parity.vlm_harness` (toy_vqa, lm-eval's chartqa and mmmu YAML on local rows), runs
+:mod:`tests.support.parity_vlm` (toy_vqa, lm-eval's chartqa and mmmu YAML on local rows), runs
 lm-eval through ``../shared/parity/peer.sh`` and evalflow in-process, cold caches, and prints
 per task how many documents have identical prompts (and image counts), identical raw and filtered
 greedy generations and identical metrics, and both sides' aggregates. Exit status 0 iff all pass.
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evalflow.models.hf.vlm.tiny_vlm import build_tiny_vlm, smollm2_tokenizer  # noqa: E402
-from tests.parity import vlm_harness as h  # noqa: E402
+from tests.support import parity_vlm as h  # noqa: E402
 
 
 def main() -> int:

@@ -1,5 +1,8 @@
 """LLM-as-a-judge: metrics whose value a judge model's answer gives, in one package.
 
+Lives here: the judge spec and prompt, judge models and their caching edge, parsers, verdicts (listed below).
+May import ``errors`` … ``scale`` (the rooms below it in docs/architecture.md); never ``scoring``, ``stages``, ``dag``.
+
 - :mod:`~evalflow.judges.judge_spec`: the ``judge:`` block of a ``metric_list`` entry, checked at load
   time, and the judge prompt it renders;
 - :mod:`~evalflow.judges.parsers`: the registry of judge parsers (judge text -> score);

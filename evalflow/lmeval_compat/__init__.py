@@ -1,5 +1,8 @@
 """lm-eval 0.4.13 users' entry points onto evalflow, so their commands and notebooks run unchanged:
 
+Lives here: lm-eval's parser, its translation into an evalflow run, lm-eval's output layout, ``simple_evaluate``.
+May import ``errors`` … ``run`` (the rooms below it in docs/architecture.md); only ``commands`` and the API import it.
+
 - ``python -m evalflow lm-eval ARGS...`` / ``evalflow-lm-eval``: lm-eval's command line (run.py:
   parser.py parses it, translate.py turns it into an evalflow run, layout.py writes lm-eval's files);
 - :func:`evalflow.simple_evaluate`: lm-eval's ``simple_evaluate`` signature (evaluate.py);

@@ -19,7 +19,8 @@ from typing import Any
 
 from evalflow.cache.image_store import ImageStore
 from evalflow.cache.store import CacheStore
-from evalflow.config.schema import RunSettings, stage_settings
+from evalflow.config.schema import stage_settings
+from evalflow.config.settings import RunSettings
 from evalflow.dag.answer_cache import CachedModel
 from evalflow.dag.progress import pooled_label, progress_label
 from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun, finish, unread_nodes
@@ -262,7 +263,7 @@ def evaluate(
             the preset of that type when there is one (so it takes the preset's keys only, as
             `model.KEY=VALUE` on the command line; a type without a preset gets the mapping's keys
             alone); or a model object implementing `loglikelihood`, `loglikelihood_rolling` and
-            `generate_until` (a [`LanguageModel`][models.protocol.LanguageModel] or duck-typed). Give
+            `generate_until` (a [`LanguageModel`][evalflow.models.protocol.LanguageModel] or duck-typed). Give
             an object an `identity()` method returning plain data to have its responses cached;
             its `name` is the model name in results.json. None: the command line's default
             (`conf/config.yaml`: SmolLM2), never a stand-in.

@@ -1,5 +1,8 @@
 """Sandboxed execution of model-written programs (HumanEval, MBPP): one extension point.
 
+Lives here: the sandbox contract, the backends (bubblewrap, a plain subprocess) and their registry, code_eval's verdict.
+May import only ``errors``, ``registry``, ``core``, ``cache`` and ``config`` (the rooms below it).
+
     from evalflow.sandbox import Limits, run_program, sandbox
     run_program(sandbox("bwrap"), program, Limits(wall_seconds=3))  # True: it ran to its end
 

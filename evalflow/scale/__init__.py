@@ -1,5 +1,8 @@
 """Scale-out: cutting a run's cache misses into chunks and dealing them to model replicas.
 
+Lives here: ``chunks``, ``dispatch`` (in this process), ``ray_workers`` (Ray actors), ``shards`` (cache shards).
+May import ``errors`` … ``models`` (the rooms below it in docs/architecture.md); never ``dag``, which calls it.
+
 ``chunks`` (pure) decides which requests travel together; ``dispatch`` runs chunks in this process
 (``workers=1``) and defines what a finished chunk reports; ``ray_workers`` deals them to Ray actors
 (``workers>1``), imported only then. The inference edge (:mod:`evalflow.dag.answer_cache`) stays the

@@ -1,5 +1,8 @@
 """Scoring: filters, per-document metrics, aggregation and group scores, as in lm-eval 0.4.13.
 
+Lives here: filters, metrics, reductions, aggregations, bootstrap, group scores, the component registry.
+May import ``errors`` … ``judges`` (the rooms below it in docs/architecture.md); never ``stages`` or ``dag``.
+
 The pipeline after inference, for one task::
 
     pipelines = task_pipelines(task)                             # filters

@@ -1,5 +1,8 @@
 """The seven stages of an evaluation, in pipeline order, each a pure function named for its output.
 
+Lives here: one module per stage, each a pure function of its inputs (and the two judge stages).
+May import ``errors`` … ``scoring`` (the rooms below it in docs/architecture.md); never ``dag``, which runs them.
+
     load_docs -> fewshot -> instances -> inference -> filters -> metrics -> aggregate
 
 A stage's parameters are its inputs; it knows nothing of caching, run folders or Hydra. The DAG

@@ -1,6 +1,9 @@
 """Experiment tracking: a finished run folder's results, samples and config snapshot logged to
 Weights & Biases or MLflow, as Hydra callbacks (lm-eval's ``--wandb_args``)::
 
+Lives here: the W&B and MLflow callbacks, what they log of a run folder, the checks before a run.
+May import ``errors`` … ``lmeval_compat`` (the rooms below it in docs/architecture.md); never ``commands``.
+
     python -m evalflow task=arc_easy hydra/callbacks=wandb hydra.callbacks.wandb.project=evals
     python -m evalflow task=arc_easy hydra/callbacks=mlflow hydra.callbacks.mlflow.tracking_uri=http://host:5000
     python -m evalflow task=arc_easy 'hydra/callbacks=[wandb,mlflow]'

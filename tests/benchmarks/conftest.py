@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+_BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture
 def benchmarks_alone(tmp_path: Path) -> Path:
     """A copy of ``benchmarks/`` at ``<tmp>/checkout/benchmarks``, with no ``<tmp>/shared``."""
     into = tmp_path / "checkout" / "benchmarks"
-    shutil.copytree(BENCHMARKS, into, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(_BENCHMARKS, into, ignore=shutil.ignore_patterns("__pycache__"))
     assert not (tmp_path / "shared").exists()
     return into

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.models import peer_hflm
+from tests.support import peer_hflm
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not peer_hflm.available(), reason=peer_hflm.SKIP_REASON)]
 

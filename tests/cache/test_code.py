@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 from evalflow.cache.code import code_hash
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 MODULE = """\
 SCALE = 2

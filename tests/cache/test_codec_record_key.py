@@ -7,7 +7,7 @@ from pathlib import Path
 
 from evalflow.cache.codec import decode, encode
 from evalflow.core.records import DocSet
-from tests.conftest import Runner, stage_hits
+from tests.support.runs import Runner, stage_hits
 
 
 def test_mappings_with_the_record_tag_as_a_key_round_trip() -> None:

@@ -5,36 +5,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import COUNTING, ROOT
-from tests.support.hold import HELD, Hold, signals_as_in_a_terminal
-
-
-def cli(args: list[str], env_extra: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "evalflow", *args],
-        cwd=kw.pop("cwd", ROOT),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        **kw,
-    )
-
-
-def base_args(lib: Path, cache: Path) -> list[str]:
-    return [
-        "model=dummy",
-        f"model.type={COUNTING}",
-        "task=toy_mc",
-        f"include_path=[{lib}]",
-        f"cache_dir={cache}",
-        "bootstrap_iters=0",
-    ]
+from tests.support.cli import base_args, cli, held_args, start_held
+from tests.support.hold import Hold
 
 
 def request_entries(cache: Path) -> int:
@@ -45,44 +19,6 @@ def request_entries(cache: Path) -> int:
         return sum(1 for _ in store.raw.iterkeys() if str(_).startswith("request:"))
     finally:
         store.close()
-
-
-def held_args(lib: Path, cache: Path) -> list[str]:
-    """:func:`base_args` with the model that holds a chosen call (tests/support/hold.py)."""
-    return [f"model.type={HELD}" if a.startswith("model.type=") else a for a in base_args(lib, cache)]
-
-
-def start_held(args: list[str], hold: Hold, logs: Path) -> subprocess.Popen:
-    """``python -m evalflow ARGS`` with ``hold``'s pipes, stdout and stderr into ``logs``.{out,err}
-    (files, not pipes: nobody reads a pipe while the test waits for the hold, and a full one would
-    stall the run before it got there). Returns once the child has started."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1", **hold.env}  # SIGABRT dumps every thread
-    with open(f"{logs}.out", "w") as out, open(f"{logs}.err", "w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "evalflow", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=err,
-            pass_fds=hold.child_fds,
-            preexec_fn=signals_as_in_a_terminal,
-        )
-    hold.started()
-    return proc
-
-
-def wait_or_dump(proc: subprocess.Popen, logs: Path, timeout: float = 120.0) -> int:
-    """``proc``'s exit code; if it has not ended within ``timeout`` s, fail the test with the stack
-    of each of its threads (faulthandler, on SIGABRT) and its stderr, so a hang says where it is."""
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGABRT)
-        proc.wait(timeout=60)
-        raise AssertionError(
-            f"the run did not end within {timeout:.0f} s of the signal; its threads and stderr:\n"
-            + Path(f"{logs}.err").read_text()[-6000:]
-        ) from None
 
 
 def test_sigkill_during_inference_then_rerun(toy_library: Path, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from evalflow.commands.main import SUBCOMMANDS
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 
 def test_help_names_evalflow_and_every_subcommand() -> None:

@@ -12,9 +12,9 @@ import pytest
 
 from evalflow import evaluate
 from evalflow.errors import ConfigError
-from tests.commands.test_cli import base_args, cli, held_args, start_held, wait_or_dump
-from tests.conftest import COUNTING
+from tests.support.cli import base_args, cli, held_args, start_held, wait_or_dump
 from tests.support.hold import Hold
+from tests.support.runs import COUNTING
 
 
 def test_ctrl_c_prints_one_line_saying_what_was_saved_and_how_to_resume(toy_library: Path, tmp_path: Path) -> None:

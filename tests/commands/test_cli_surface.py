@@ -4,39 +4,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
-
-MYTASK = """\
-task: mytask
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: data.jsonl
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{q}}"
-doc_to_target: label
-doc_to_choice: ["a", "b"]
-"""
-
-
-def cli(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_CACHE": str(cache)}
-    return subprocess.run(
-        [sys.executable, "-m", "evalflow", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
-
-
-def task_folder(folder: Path) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "mytask.yaml").write_text(MYTASK)
-    (folder / "data.jsonl").write_text("".join(json.dumps({"q": f"q{i}", "label": i % 2}) + "\n" for i in range(12)))
-    return folder
+from tests.support.cli import cli_in, task_folder
 
 
 def test_run_folders_inside_the_task_folder_do_not_break_later_runs(tmp_path: Path) -> None:
@@ -45,15 +15,15 @@ def test_run_folders_inside_the_task_folder_do_not_break_later_runs(tmp_path: Pa
     lib, cache = task_folder(tmp_path / "T"), tmp_path / "cache"
     run = ["model=dummy", "task=mytask", "limit=4", "bootstrap_iters=0"]
     for name in ("a", "b"):
-        done = cli(run + [f"include_path=[{lib}]", f"hydra.run.dir={lib / name}"], tmp_path, cache)
+        done = cli_in(run + [f"include_path=[{lib}]", f"hydra.run.dir={lib / name}"], tmp_path, cache)
         assert done.returncode == 0, done.stderr
         assert (lib / name / "results.json").is_file()
     for _ in range(2):  # the first writes outputs/<date>/<time>/, the second must not read it
-        done = cli(run + ["include_path=[.]"], lib, cache)
+        done = cli_in(run + ["include_path=[.]"], lib, cache)
         assert done.returncode == 0, done.stderr
         assert "could not be read" not in done.stderr
     assert len(list((lib / "outputs").glob("*/*/results.json"))) >= 1
-    listing = cli(["ls", f"include_path=[{lib}]"], tmp_path, cache)
+    listing = cli_in(["ls", f"include_path=[{lib}]"], tmp_path, cache)
     assert listing.returncode == 0 and "skipped" not in listing.stderr, listing.stderr
 
 
@@ -80,7 +50,7 @@ filter_list:
 
 def test_show_prints_prompts_targets_and_requests_without_a_model(tmp_path: Path) -> None:
     lib, cache = task_folder(tmp_path / "T"), tmp_path / "cache"
-    done = cli(
+    done = cli_in(
         ["show", "task=mytask", f"include_path=[{lib}]", "n=2", "model=dummy", "model.type=no.such.module:Model"],
         tmp_path,
         cache,
@@ -93,15 +63,13 @@ def test_show_prints_prompts_targets_and_requests_without_a_model(tmp_path: Path
     assert "0: loglikelihood of continuation ' a'" in out and "1: loglikelihood of continuation ' b'" in out
 
     # Through the run's own stages and cache: a run with the same settings reuses what show computed.
-    from tests.commands.test_cli_surface import run_manifest
-
     manifest = run_manifest(lib, cache, tmp_path / "run", ["limit=2"])
     hits = {e["stage"]: e["hit"] for e in manifest["stages"]}
     assert hits["load_docs"] and hits["fewshot"] and hits["instances"] and not hits["inference"]
 
 
 def run_manifest(lib: Path, cache: Path, folder: Path, extra: list[str]) -> dict:
-    done = cli(
+    done = cli_in(
         ["model=dummy", "task=mytask", f"include_path=[{lib}]", "bootstrap_iters=0", f"hydra.run.dir={folder}", *extra],
         folder.parent,
         cache,
@@ -111,21 +79,21 @@ def run_manifest(lib: Path, cache: Path, folder: Path, extra: list[str]) -> dict
 
 
 def test_show_needs_a_task_and_refuses_bad_arguments(tmp_path: Path) -> None:
-    done = cli(["show", "n=2"], tmp_path, tmp_path / "cache")
+    done = cli_in(["show", "n=2"], tmp_path, tmp_path / "cache")
     assert done.returncode == 2 and "name the task, e.g. task=arc_easy" in done.stderr
-    done = cli(["show", "task=mytask", "n=zero"], tmp_path, tmp_path / "cache")
+    done = cli_in(["show", "task=mytask", "n=zero"], tmp_path, tmp_path / "cache")
     assert done.returncode == 2 and "n=zero must be a whole number" in done.stderr
 
 
 def test_validate_passes_good_tasks_and_names_each_broken_one(tmp_path: Path) -> None:
     lib, cache = task_folder(tmp_path / "T"), tmp_path / "cache"
-    good = cli(["validate", "task=mytask", f"include_path=[{lib}]"], tmp_path, cache)
+    good = cli_in(["validate", "task=mytask", f"include_path=[{lib}]"], tmp_path, cache)
     assert good.returncode == 0, good.stderr
     assert good.stdout.startswith("ok  mytask: 3 document(s) render (6 requests); metrics acc, acc_norm; filters none")
 
     for name, text in (("broken", BROKEN), ("bad_metric", BAD_METRIC), ("bad_filter", BAD_FILTER)):
         (lib / f"{name}.yaml").write_text(text)
-    bad = cli(["validate", "task=[mytask,broken,bad_metric,bad_filter]", f"include_path=[{lib}]"], tmp_path, cache)
+    bad = cli_in(["validate", "task=[mytask,broken,bad_metric,bad_filter]", f"include_path=[{lib}]"], tmp_path, cache)
     assert bad.returncode == 2
     assert "ok  mytask" in bad.stdout
     errors = [line for line in bad.stderr.splitlines() if line.startswith("evalflow: error: ")]
@@ -135,5 +103,5 @@ def test_validate_passes_good_tasks_and_names_each_broken_one(tmp_path: Path) ->
     assert "take_frist" in errors[2] and "take_first" in errors[2]
     assert "3 of 4 task(s) failed validation" in bad.stderr
 
-    unknown = cli(["validate", "task=mytsk", f"include_path=[{lib}]"], tmp_path, cache)
+    unknown = cli_in(["validate", "task=mytsk", f"include_path=[{lib}]"], tmp_path, cache)
     assert unknown.returncode == 2 and "did you mean 'mytask'" in unknown.stderr

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands.test_cli import cli
-from tests.conftest import Runner
+from tests.support.cli import cli
+from tests.support.runs import Runner
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 
 @dataclass(frozen=True)

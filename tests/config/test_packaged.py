@@ -10,7 +10,7 @@ import pytest
 
 from evalflow.config import packaged, resolvers
 from evalflow.errors import ConfigError
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 EVALFLOW = ROOT / "evalflow"
 READS_FILE = {

@@ -15,7 +15,7 @@ from evalflow.config.settings import settings_from_config
 from evalflow.errors import ConfigError
 from evalflow.run.phases import task_settings
 from evalflow.taskspec.format.spec import TaskConfig
-from tests.conftest import Runner, stage_hits
+from tests.support.runs import Runner, stage_hits
 
 CONFIG = Path(__file__).resolve().parents[2] / "evalflow" / "config"
 TASK = TaskConfig(task="t", dataset_path="json", test_split="test", output_type="generate_until", doc_to_text="{{q}}")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import Runner, stage_hits, with_acc_norm
 from tests.support.models import CountingModel
+from tests.support.runs import Runner, stage_hits
+from tests.support.toy_tasks import with_acc_norm
 
 ALL_STAGES = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
 

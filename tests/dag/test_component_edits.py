@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 USER_SCORING = """\
 from evalflow.scoring import register_aggregation, register_metric

@@ -12,7 +12,7 @@ import pytest
 from evalflow.core.records import Request
 from evalflow.dag.answer_cache import request_key
 from evalflow.dag.runner import plan
-from tests.dag.test_keys import BASE_SETTINGS, BASE_TASK
+from tests.support.plan_keys import BASE_SETTINGS, BASE_TASK
 
 JUDGE = {
     "model": "dummy",

@@ -8,28 +8,10 @@ from typing import Any
 
 import pytest
 
-from evalflow.config.settings import settings_from_config
 from evalflow.dag.runner import plan
-from evalflow.run.phases import task_settings
 from evalflow.taskspec.format.spec import TaskConfig
-
-BASE_TASK = TaskConfig(
-    task="t",
-    dataset_path="json",
-    dataset_kwargs={"data_files": {"test": "/nonexistent/test.jsonl"}},
-    test_split="test",
-    training_split="train",
-    output_type="multiple_choice",
-    doc_to_text="Q: {{q}}",
-    doc_to_target="label",
-    doc_to_choice="{{choices}}",
-    metric_list=({"metric": "acc"},),
-)
-# the stage settings of a run with the schema's defaults, as app.task_settings derives them
-BASE_SETTINGS: dict[str, Any] = task_settings(
-    BASE_TASK, settings_from_config({"task": "t", "bootstrap_iters": 1000, "data_map": {}}), "model-a"
-)
-S = ["load_docs", "fewshot", "instances", "inference", "filters", "metrics", "aggregate"]
+from tests.support.plan_keys import BASE_SETTINGS, BASE_TASK
+from tests.support.plan_keys import STAGES as S
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.dag.progress import LOG_EVERY, RequestProgress, duration_text, progress_label, rate_text
-from tests.scale.helpers import run_once
 from tests.support.judged import Judged
+from tests.support.scale_runs import run_once
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ import pytest
 
 from evalflow.errors import ConfigError
 from evalflow.output.run_summary import summary_lines
-from tests.conftest import Runner, stage_hits
 from tests.support.models import CountingModel, DriftingModel
+from tests.support.runs import Runner, stage_hits
 
 DRIFTING = "tests.support.models:DriftingModel"
 CHOICES = 4  # toy_mc's: one loglikelihood request per choice

@@ -11,7 +11,7 @@ import pytest
 from evalflow.cache.code import module_closure
 from evalflow.dag.node import EVALFLOW_DIR, stage_code
 from evalflow.dag.runner import plan
-from tests.dag.test_keys import BASE_SETTINGS, BASE_TASK, S
+from tests.support.plan_keys import BASE_SETTINGS, BASE_TASK, STAGES
 
 
 @pytest.fixture(autouse=True)
@@ -29,11 +29,11 @@ def fixed_data_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 EDITS = [
-    ("stages/load_docs.py", S),
-    ("taskspec/prompts/requests.py", S[2:]),
-    ("scoring/process.py", S[5:]),
-    ("scoring/task_aggregation.py", S[6:]),
-    ("core/records.py", S),
+    ("stages/load_docs.py", STAGES),
+    ("taskspec/prompts/requests.py", STAGES[2:]),
+    ("scoring/process.py", STAGES[5:]),
+    ("scoring/task_aggregation.py", STAGES[6:]),
+    ("core/records.py", STAGES),
     ("models/protocol.py", []),  # model-side code is the model identity's, not the stages'
     ("insight/report_build.py", []),  # no stage runs it
 ]
@@ -51,7 +51,7 @@ def test_an_edited_module_rekeys_exactly_the_stages_that_run_it(
     monkeypatch.setattr(code, "file_fingerprint", lambda path: "edited" if str(path) == edited else real(path))
     stage_code.cache_clear()
     after = {p.node.name: p.key for p in plan(BASE_TASK, BASE_SETTINGS)}
-    assert [s for s in S if before[s] != after[s]] == expected
+    assert [s for s in STAGES if before[s] != after[s]] == expected
 
 
 def write(root: Path, files: dict[str, str]) -> None:

@@ -1,6 +1,7 @@
-"""The documentation cannot rot: its architecture page names every package, and the README stays
-short with every relative link resolving. Its shell blocks: test_snippets.py; its pages as pages
-(titles, tables, the task fields): test_pages.py; the built site: test_site.py.
+"""The documentation cannot rot: its architecture page names every package and module (and only
+those that exist), and the README stays short with every relative link resolving. Its shell blocks:
+test_snippets.py; its pages as pages (titles, tables, the task fields): test_pages.py; the built
+site: test_site.py.
 """
 
 from __future__ import annotations
@@ -39,6 +40,58 @@ def test_architecture_page_names_every_package():
 def test_architecture_check_fails_for_a_package_the_page_does_not_name():
     page = (DOCS / "architecture.md").read_text(encoding="utf-8")
     assert unnamed_packages(page, [*evalflow_packages(), "evalflow/newroom/"]) == ["evalflow/newroom/"]
+
+
+def evalflow_modules() -> dict[str, list[str]]:
+    """Each package of evalflow/ (``evalflow/<package>/``) with its modules' names, ``__init__`` aside;
+    ``evalflow/`` is the top level."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "evalflow").rglob("*.py")):
+        if path.name != "__init__.py":
+            found.setdefault(path.parent.relative_to(ROOT).as_posix() + "/", []).append(path.stem)
+    return found
+
+
+def page_modules(page: str) -> dict[str, set[str]]:
+    """What the page's tables name: per package row (`` `evalflow/<package>/` ``), each bare name in
+    backticks (a module of that package, by the page's convention); the top level's table, its
+    `` `name.py` `` rows."""
+    named: dict[str, set[str]] = {"evalflow/": set()}
+    for line in page.splitlines():
+        if row := re.match(r"\| `(evalflow/[\w/]*/)` \| (.*) \|$", line):
+            named.setdefault(row.group(1), set()).update(re.findall(r"`([a-z_][a-z0-9_]*)`", row.group(2)))
+        elif top := re.match(r"\| `(\w+)\.py` \|", line):
+            named["evalflow/"].add(top.group(1))
+    named["evalflow/"].discard("__init__")
+    return named
+
+
+def module_mismatches(page: str, modules: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """(modules of the tree the page does not name, names the page gives that the tree does not hold)."""
+    named = page_modules(page)
+    unnamed = [f"{pkg}{m}.py" for pkg, mods in modules.items() for m in mods if m not in named.get(pkg, set())]
+    absent = [f"{pkg}{m}.py" for pkg, names in named.items() for m in sorted(names) if m not in modules.get(pkg, [])]
+    paths = set(re.findall(r"`(evalflow/[\w/]*(?:\.py|/))`", page))
+    absent += sorted(p for p in paths if not (ROOT / p).exists())
+    return unnamed, absent
+
+
+def test_architecture_page_names_every_module_and_only_modules_that_exist():
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    unnamed, absent = module_mismatches(page, evalflow_modules())
+    assert unnamed == [], "docs/architecture.md must name each module in its package's row (a bare `name`)"
+    assert absent == [], "docs/architecture.md names modules or paths that are not in evalflow/"
+
+
+def test_architecture_check_fails_for_a_module_left_out_and_a_stale_name():
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    modules = evalflow_modules()
+    assert "pipeline" in modules["evalflow/dag/"] and "errors" in modules["evalflow/"]
+    modules["evalflow/dag/"] = [*modules["evalflow/dag/"], "newmodule"]
+    stale = page.replace("| `evalflow/dag/` | ", "| `evalflow/dag/` | `gone`, ") + "\nSee `evalflow/dag/gone.py`.\n"
+    unnamed, absent = module_mismatches(stale, modules)
+    assert unnamed == ["evalflow/dag/newmodule.py"]
+    assert absent == ["evalflow/dag/gone.py", "evalflow/dag/gone.py"]
 
 
 def test_readme_is_short():

@@ -1,5 +1,5 @@
 """The documentation's shell blocks: every one is runnable or says what it needs, and the runnable
-ones run (tests/docs/snippets.py has the rules; docs/contributing.md states them)."""
+ones run (tests/support/snippets.py has the rules; docs/contributing.md states them)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs import snippets
-from tests.docs.snippets import Block, PageFiles, check_command
+from tests.support import snippets
+from tests.support.snippets import Block, PageFiles, check_command
 
 BLOCKS = snippets.all_blocks()
 MAX_FAST_LINES = 16  # each a run of a few seconds: the fast tier stays fast

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import RunFolderError
-from tests.conftest import Runner
 from tests.support import images
 from tests.support.models import VisionCountingModel
+from tests.support.runs import Runner
 
 VISION = "tests.support.models:VisionCountingModel"
 

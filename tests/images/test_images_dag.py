@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Runner, stage_hits
 from tests.support import images
 from tests.support.models import CountingModel, VisionCountingModel
+from tests.support.runs import Runner, stage_hits
 
 VISION = "tests.support.models:VisionCountingModel"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Runner
 from tests.support.models import VisionCountingModel
+from tests.support.runs import Runner
 
 VISION = "tests.support.models:VisionCountingModel"
 
@@ -49,7 +49,7 @@ def test_thumbnails_render_in_a_real_browser(vqa_library: Path, tmp_path: Path) 
     import re
 
     from evalflow.commands.report import main
-    from tests.insight.test_report import browse
+    from tests.support.browser import browse
 
     VisionCountingModel.reset()
     _, _, folder = Runner(vqa_library, tmp_path / "cache", tmp_path / "out")("toy_vqa", model=VISION)

@@ -15,7 +15,8 @@ from evalflow.commands import make_tiny_vlm
 from evalflow.errors import ConfigError, TaskError
 from evalflow.models.hf import device
 from evalflow.models.hf.vlm import tiny_vlm
-from tests.conftest import ROOT, stage_hits
+from tests.support.paths import ROOT
+from tests.support.runs import stage_hits
 
 
 def test_make_tiny_vlm_then_run_shapes_vqa(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.commands.test_cli import cli
-from tests.conftest import Runner
+from tests.support.cli import cli
+from tests.support.runs import Runner
 
 
 def test_readme_commands(runner: Runner, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from evalflow.errors import RunFolderError
 from evalflow.insight.comparison import compare
 from evalflow.insight.stats import batch_rows, mcnemar_exact, paired_bootstrap
 from evalflow.output.run_folder import load_run
-from tests.conftest import Runner
+from tests.support.runs import Runner
 
 TABLES = [(30, 5, 12, 53), (10, 0, 0, 10), (4, 7, 1, 3), (0, 20, 21, 0), (100, 33, 61, 6), (1, 0, 1, 0)]
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Runner, with_acc_norm
+from tests.support.runs import Runner
+from tests.support.toy_tasks import with_acc_norm
 
 TEMPLATE = (
     "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"

@@ -13,7 +13,7 @@ from evalflow.commands.compare import parse_args
 from evalflow.errors import ConfigError
 from evalflow.insight.gate import GateSettings, judge, mcnemar_detectable
 from evalflow.insight.stats import mcnemar_exact
-from tests.commands.test_cli import cli
+from tests.support.cli import cli
 
 CHECKPOINT = "tests.support.checkpoints:ArithCheckpoint"
 

@@ -1,4 +1,4 @@
-"""`compare`, its release gate and `kappa=` on judged runs (a scripted judge, as in tests/dag/test_judges):
+"""`compare`, its release gate and `kappa=` on judged runs (a scripted judge, as in tests/stages/test_judge_stages):
 documents a judge left without a value (``on_unparsed: exclude``) are left out of the pairing and
 counted, a judge metric with no value at all is reported (and fails the gate in the candidate),
 and kappa pairs a judge metric with exact_match, also under different filters (``metric@filter``).

@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -30,46 +29,10 @@ from evalflow.insight.report_build import (
 )
 from evalflow.insight.report_charts import charts
 from evalflow.insight.report_tables import result_sections
-from tests.conftest import Runner
+from tests.support.browser import browse
+from tests.support.runs import Runner
 
 HEADER_RGB = (0x1F, 0x4E, 0x79)  # the results table's header colour (report_page.py)
-
-
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.skip("chromium is not installed here (apt-get install chromium; .ci/run installs it)")
-    return found
-
-
-def browse(html: Path, *args: str, fragment: str = "") -> subprocess.CompletedProcess:
-    """Chromium headless on the file (``#fragment`` appended), every network request sent to a
-    closed port, in a fresh profile."""
-    with tempfile.TemporaryDirectory(prefix="report_profile_") as profile:
-        return subprocess.run(
-            [
-                chromium(),
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-                "--enable-logging=stderr",
-                "--v=0",
-                "--proxy-server=127.0.0.1:9",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                f"--user-data-dir={profile}",
-                "--virtual-time-budget=20000",
-                *args,
-                html.as_uri() + (f"#{fragment}" if fragment else ""),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ import pytest
 from evalflow.commands.rescore import main
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.run.rescoring import rescore
-from tests.conftest import Runner, stage_hits
+from tests.support.lm_eval_folders import LM_EVAL_FOLDERS, lm_eval_files
 from tests.support.models import CountingModel
+from tests.support.runs import Runner, stage_hits
 
 METRICS = lambda entry: {k: v for k, v in entry.items() if "," in k}  # noqa: E731
 
@@ -66,14 +67,6 @@ def test_bad_input(runner: Runner, tmp_path: Path) -> None:
 
 # --- lm-eval 0.4.13's own output ------------------------------------------------------------------
 
-FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def _lm_eval_files(folder: Path, task: str) -> tuple[dict, Path]:
-    (results_file,) = folder.rglob("results_*.json")
-    (samples,) = folder.rglob(f"samples_{task}_*.jsonl")
-    return json.loads(results_file.read_text()), samples
-
 
 def _as_lm_eval_writes(value: object) -> object:
     """lm-eval's samples writer turns every leaf of the answers into a string (sanitize_list)."""
@@ -86,7 +79,7 @@ def assert_reproduces(folder: Path, task: str, tmp_path: Path) -> dict:
     from evalflow.insight.comparison import compare
     from evalflow.output.run_folder import load_run
 
-    theirs, samples = _lm_eval_files(folder, task)
+    theirs, samples = lm_eval_files(folder, task)
     out = tmp_path / f"rescored_{task}"
     ours = rescore([samples], [f"task={task}", f"cache_dir={tmp_path / 'cache'}"], out)["results"][task]
     expected = {k: v for k, v in theirs["results"][task].items() if "," in k}
@@ -104,23 +97,23 @@ def assert_reproduces(folder: Path, task: str, tmp_path: Path) -> dict:
 
 
 def test_lm_eval_arc_easy_fixture(tmp_path: Path) -> None:
-    theirs = assert_reproduces(FIXTURES / "lm_eval_arc_easy", "arc_easy", tmp_path)
+    theirs = assert_reproduces(LM_EVAL_FOLDERS / "lm_eval_arc_easy", "arc_easy", tmp_path)
     assert {"acc,none", "acc_norm,none"} <= set(theirs["results"]["arc_easy"])
 
 
 def test_lm_eval_gsm8k_fixture_and_a_changed_regex(tmp_path: Path) -> None:
-    theirs = assert_reproduces(FIXTURES / "lm_eval_gsm8k", "gsm8k", tmp_path)
+    theirs = assert_reproduces(LM_EVAL_FOLDERS / "lm_eval_gsm8k", "gsm8k", tmp_path)
     assert {"exact_match,strict-match", "exact_match,flexible-extract"} <= set(theirs["results"]["gsm8k"])
     # strict-match reading the first number after "= " that a "*" follows, instead of "#### N" (SmolLM2
     # got none of these documents right; this regex reads one of them right): the new value, by hand
-    from tests.conftest import ROOT
+    from tests.support.paths import ROOT
 
     library = tmp_path / "tasks"
     library.mkdir()
     yaml_text = (ROOT / "tasks" / "gsm8k" / "gsm8k.yaml").read_text()
     pattern = r"= (\-?[0-9\.\,]+) \*"
     (library / "gsm8k.yaml").write_text(yaml_text.replace(r'"#### (\\-?[0-9\\.\\,]+)"', json.dumps(pattern)))
-    _, samples = _lm_eval_files(FIXTURES / "lm_eval_gsm8k", "gsm8k")
+    _, samples = lm_eval_files(LM_EVAL_FOLDERS / "lm_eval_gsm8k", "gsm8k")
     new = rescore(
         [samples], ["task=gsm8k", f"include_path=[{library}]", f"cache_dir={tmp_path / 'cache'}"], tmp_path / "changed"
     )["results"]["gsm8k"]
@@ -154,7 +147,7 @@ def test_lm_eval_gsm8k_fixture_and_a_changed_regex(tmp_path: Path) -> None:
 )
 def test_live_lm_eval_run_rescored(tmp_path: Path) -> None:
     """Runs lm-eval itself (../shared/parity/peer.sh) when its venv exists, then as the fixtures."""
-    from tests.parity.harness import Setting, missing, run_peer
+    from tests.support.parity_harness import Setting, missing, run_peer
 
     why = missing()
     if why is not None:

@@ -18,7 +18,7 @@ import pytest
 from evalflow import simple_evaluate
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
-from tests.commands.test_cli import cli
+from tests.support.cli import cli
 
 
 def test_use_cache_is_the_cache_folder_and_without_it_answers_are_computed_anew() -> None:
@@ -64,7 +64,7 @@ def test_lm_eval_command_prints_where_answers_came_from(toy_library: Path, tmp_p
 @pytest.fixture(scope="module")
 def tiny_hf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("lm_eval.models.huggingface")
-    from tests.models.conftest import build_tiny_model
+    from tests.support.tiny_models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny_hflm"), add_bos=True)
 

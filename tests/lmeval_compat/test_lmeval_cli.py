@@ -16,7 +16,7 @@ from evalflow.lmeval_compat.args import arg_value, merge_kv, parse_model_args
 from evalflow.lmeval_compat.native import native_argv
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
-from tests.commands.test_cli import cli
+from tests.support.cli import cli
 from tests.support.transformers_release import gguf_special_tokens_as_the_file_says
 
 HERE = Path(__file__).parent
@@ -310,7 +310,7 @@ def test_device_as_lm_eval_users_give_it(toy_library: Path, tmp_path: Path, monk
     import logging
 
     from evalflow.models.hf import device
-    from tests.models.conftest import build_tiny_model
+    from tests.support.tiny_models import build_tiny_model
 
     assert not any(
         "device" in o

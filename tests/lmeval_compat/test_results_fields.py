@@ -60,7 +60,7 @@ def test_a_local_completions_tokenizer_gives_lm_evals_tokenizer_fields(tmp_path:
     from lm_eval.loggers.utils import add_tokenizer_info
     from transformers import AutoTokenizer
 
-    from tests.models.conftest import build_tiny_model
+    from tests.support.tiny_models import build_tiny_model
 
     tiny_model_dir = build_tiny_model(tmp_path / "tiny", add_bos=True)
     tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
@@ -80,7 +80,7 @@ def test_a_vllm_model_gives_lm_evals_tokenizer_fields(tmp_path: Path) -> None:
     from lm_eval.models.utils import configure_pad_token
     from transformers import AutoConfig, AutoTokenizer
 
-    from tests.models.conftest import build_tiny_model
+    from tests.support.tiny_models import build_tiny_model
 
     folder = build_tiny_model(tmp_path / "tiny", add_bos=True)
     tok = configure_pad_token(AutoTokenizer.from_pretrained(str(folder)))

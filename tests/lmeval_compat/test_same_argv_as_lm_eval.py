@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from tests.parity.harness import COMPARE, ROOT, SHARED
-from tests.parity.harness import missing as peer_missing
-from tests.parity.peer_runs import peer_sh_args, run_argvs
 from tests.support import served
+from tests.support.parity_harness import COMPARE, ROOT, SHARED
+from tests.support.parity_harness import missing as peer_missing
+from tests.support.peer_runs import peer_sh_args, run_argvs
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(peer_missing() is not None, reason=str(peer_missing()))]
 
@@ -124,7 +124,7 @@ def test_hf_runs_match_lm_evals_files_keys_and_documents(tmp_path: Path) -> None
 @pytest.mark.timeout(1800)
 @pytest.mark.skipif(served.missing() is not None, reason=str(served.missing()))
 def test_local_completions_matches_lm_eval_against_the_llama_server(tmp_path: Path) -> None:
-    from tests.parity.api_harness import tokenizer_folder
+    from tests.support.parity_api import tokenizer_folder
 
     common = peer_sh_args(tmp_path)  # for its wrappers of the shared data
     wrappers = common[common.index("--include_path") + 1]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.taskspec.prompts import chat_templates as chat
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 from tests.support.transformers_release import gguf_special_tokens_as_the_file_says
 
 MESSAGES = [

@@ -25,7 +25,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from evalflow.core.records import Request
 from evalflow.models.hf import HFModel
 from evalflow.models.hf.fast import kv, pack, prefix
-from tests.models.test_hf import assert_close, direct_pair, direct_score
+from tests.support.hf_direct import assert_close, direct_pair, direct_score
 
 WORDS = [
     "the",

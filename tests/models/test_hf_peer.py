@@ -11,7 +11,7 @@ import pytest
 
 from evalflow.core.records import Request
 from evalflow.models.hf import HFModel
-from tests.models import peer_hflm
+from tests.support import peer_hflm
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not peer_hflm.available(), reason=peer_hflm.SKIP_REASON)]
 

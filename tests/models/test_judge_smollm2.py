@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import stage_hits
 from tests.support import served
 from tests.support.judge_models import ScriptedAnswerer
 from tests.support.judged import Judged, right
+from tests.support.runs import stage_hits
 
 pytestmark = [
     pytest.mark.slow,

@@ -16,7 +16,7 @@ from evalflow.config import smollm2
 from evalflow.core.records import Request
 from evalflow.errors import ModelError
 from evalflow.models.hf import HFModel
-from tests.models import peer_hflm
+from tests.support import peer_hflm
 
 PAIRS = [
     ["Question: What is the capital of France?\nAnswer:", " Paris"],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from tests.commands.test_cli import base_args, cli
+from tests.support.cli import base_args, cli
 
 UMASK = 0o027  # neither the usual 0o022 nor mkstemp's 0o077: a mode that matches it came from the umask
 

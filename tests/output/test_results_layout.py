@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from evalflow import evaluate
-from tests.commands.test_cli import cli
-from tests.conftest import with_acc_norm
-from tests.parity.harness import PEER_SH, PEER_VENV, SHARED, missing
+from tests.support.cli import cli
+from tests.support.parity_harness import PEER_SH, PEER_VENV, SHARED, missing
+from tests.support.toy_tasks import with_acc_norm
 
 # The lm-eval key results.json leaves to `evalflow lm-eval --output_path`, whose file carries it
 # (see evalflow/output/results.py); evalflow's own extras sit under "evalflow".

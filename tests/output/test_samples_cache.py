@@ -10,7 +10,7 @@ from evalflow.cache.store import CacheStore
 from evalflow.dag.pipeline import OUTPUTS, STAGE_NAMES
 from evalflow.dag.runner import StageOutputs, plan
 from evalflow.taskspec.format.spec import TaskConfig
-from tests.conftest import Runner, stage_hits
+from tests.support.runs import Runner, stage_hits
 
 SAMPLE_STAGES = ("load_docs", "instances", "inference", "filters", "metrics")
 SUMMARY_STAGES = ("load_docs", "fewshot", "inference")

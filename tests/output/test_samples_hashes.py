@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.output.samples import lm_eval_hashes
-from tests.conftest import SHARED_DATA
+from tests.support.paths import SHARED_DATA
 
 RUNS = json.loads((Path(__file__).parent / "lmeval_sample_hashes.json").read_text())["runs"]
 

@@ -7,8 +7,8 @@ import io
 from pathlib import Path
 
 from evalflow.output.table import markdown_table, print_results
-from tests.commands.test_cli import base_args, cli
-from tests.conftest import Runner
+from tests.support.cli import base_args, cli
+from tests.support.runs import Runner
 
 LONG = "toy_mc_with_a_task_name_long_enough_to_be_cut_by_an_eighty_column_table_if_anything_cut_it"
 

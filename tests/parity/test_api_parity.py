@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.parity.api_harness import ApiSetting, missing, run_api_setting
 from tests.support import served
+from tests.support.parity_api import ApiSetting, missing, run_api_setting
 
 # the short scope: the chat path (the completions path is compared with the server itself in
 # tests/models/api/test_server.py, and with lm-eval in the full scope)

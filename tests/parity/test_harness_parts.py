@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.parity.aggregates import aggregate_differences, groups_of
-from tests.parity.harness import Report, Setting, generated_texts, generation_differences
+from tests.support.parity_aggregates import aggregate_differences, groups_of
+from tests.support.parity_harness import Report, Setting, generated_texts, generation_differences
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.parity.harness import Setting, lm_eval_missing, missing, run_setting
+from tests.support.parity_harness import Setting, lm_eval_missing, missing, run_setting
 
 LIB = {"library": True}  # lm-eval's own YAML from its tasks folder, the shared data map
 BBH4 = "leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding,leaderboard_bbh_object_counting,leaderboard_bbh_formal_fallacies"

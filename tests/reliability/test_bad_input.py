@@ -2,7 +2,7 @@
 paragraph naming the file / key / document and the fix, no traceback, and no results.json.
 
 The cases run from one module-scoped fixture, each a ``python -m evalflow`` process forked from a
-pre-imported :mod:`tests.reliability.zygote`, two at a time (two dozen interpreter start-ups would dominate the
+pre-imported :mod:`tests.support.zygote`, two at a time (two dozen interpreter start-ups would dominate the
 test's time); each test then checks one case's outcome, and one test re-runs a few cases as
 genuine ``python -m evalflow`` subprocesses to check that they print the same. Unit-level checks
 of the same messages live in tests/taskspec; these cover the command-line path (Hydra, logging,
@@ -11,7 +11,6 @@ exit codes, the run folder).
 
 from __future__ import annotations
 
-import json
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import COUNTING, GEN_YAML, MC_YAML, _rows
-from tests.reliability.harness import Zygote, cli, request_keys
+from tests.support.reliability import Zygote, cli, request_keys
+from tests.support.runs import COUNTING
+from tests.support.toy_tasks import GEN_YAML, MC_YAML, write_toy_data
 
 TASK_BASE = """\
 dataset_path: json
@@ -209,10 +209,7 @@ def zygote(zygotes: list[Zygote]) -> Zygote:
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory, zygotes: list[Zygote]) -> dict[str, Outcome]:
     root = tmp_path_factory.mktemp("bad-input")
-    data = root / "data"
-    data.mkdir()
-    for split, rows in (("train", _rows(10, 100)), ("test", _rows(40))):
-        (data / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = write_toy_data(root)
 
     def play(name: str, zygote: Zygote) -> Outcome:
         case, lib, cache, run_dir = CASES[name], root / name / "tasks", root / name / "cache", root / name / "run"

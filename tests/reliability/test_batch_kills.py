@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.scale.dispatch import SAVE_EVERY
-from tests.reliability.harness import Zygote, calls, pid_alive, request_keys, results_of, samples_of, wait_for
 from tests.support.models import BatchingModel
+from tests.support.reliability import Zygote, calls, pid_alive, request_keys, results_of, samples_of, wait_for
 
 BATCHING = "tests.support.models:BatchingModel"
 BATCH = BatchingModel.BATCH

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import cli, toy_args
+from tests.support.reliability import cli, toy_args
 
 MODULE = """\
 from pathlib import Path

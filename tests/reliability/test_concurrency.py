@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from evalflow.commands.cache import main as cache_main
-from tests.conftest import COUNTING
-from tests.reliability.harness import calls, popen, request_keys, results_of
+from tests.support.reliability import calls, popen, request_keys, results_of
+from tests.support.runs import COUNTING
 
 GATE_MODEL = "tests.support.faulty:GateModel"
 CHUNK = 16

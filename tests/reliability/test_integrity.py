@@ -21,7 +21,7 @@ import pytest
 from evalflow.cache.codec import decode
 from evalflow.cache.store import CacheStore
 from evalflow.commands.cache import main as cache_main
-from tests.reliability.harness import calls, cli, results_of, toy_args
+from tests.support.reliability import calls, cli, results_of, toy_args
 
 SHOTS = "num_fewshot=3"  # long prompts: the instances entries of toy_mc exceed 32 KB (a value file)
 

@@ -3,7 +3,7 @@
 Every re-run must finish with the uninterrupted run's results and samples, compute exactly the
 requests the killed run had not persisted (never one it had), and the killed run's folder must
 never hold a results.json. Kill moments are events the run itself reports (a stage beginning, the
-model receiving a chunk, a file about to be written: see :mod:`tests.reliability.zygote`) plus a
+model receiving a chunk, a file about to be written: see :mod:`tests.support.zygote`) plus a
 random offset from a seeded RNG, never wall-clock guesses.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.cache.store import CacheStore
-from tests.reliability.harness import (
+from tests.support.reliability import (
     Zygote,
     calls,
     pid_alive,

@@ -17,8 +17,8 @@ from evalflow import evaluate
 from evalflow.core.records import Request
 from evalflow.errors import ModelError
 from evalflow.models.dummy import DummyModel
-from tests.conftest import ROOT
 from tests.support.models import UserModel
+from tests.support.paths import ROOT
 
 # --- 1. model objects without identity() must not share cache entries ------------------------
 

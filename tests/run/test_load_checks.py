@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import TaskError
-from tests.conftest import Runner
 from tests.support.models import CountingModel
+from tests.support.runs import Runner
 
 # (what is misspelt, the override of toy_gen it makes, the did-you-mean the error must give)
 MISSPELT = [

@@ -11,9 +11,9 @@ from pathlib import Path
 import yaml
 
 from evalflow import evaluate
-from tests.commands.test_cli import cli
-from tests.conftest import stage_hits
+from tests.support.cli import cli
 from tests.support.models import UserModel
+from tests.support.runs import stage_hits
 
 
 def test_a_python_run_reproduces_from_its_snapshot(toy_library: Path, tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.errors import ConfigError
-from tests.conftest import Runner, stage_hits
 from tests.support.models import CountingModel
+from tests.support.runs import Runner, stage_hits
 
 
 def sample_lines(folder: Path, task: str) -> list[dict]:

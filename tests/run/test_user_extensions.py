@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands.test_cli import cli
+from tests.support.cli import cli
 
 METRICS = """\
 from evalflow import register_aggregation, register_metric

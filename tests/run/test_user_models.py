@@ -14,7 +14,7 @@ from evalflow.config.messages import unknown_model_key
 from evalflow.errors import ConfigError
 from evalflow.output.run_folder import finished_run
 from evalflow.tracking.logged import tracker_params
-from tests.commands.test_cli import cli
+from tests.support.cli import cli
 from tests.support.models import UserModel
 
 STRICT = "tests.support.models:StrictModel"

@@ -13,8 +13,8 @@ import pytest
 
 from evalflow.errors import SandboxError
 from evalflow.sandbox import Outcome, register_sandbox, sandbox
-from tests.conftest import Runner, stage_hits
 from tests.support.models import CountingModel
+from tests.support.runs import Runner, stage_hits
 
 needs_bwrap = pytest.mark.skipif(sandbox("bwrap").unavailable() is not None, reason="bubblewrap cannot run here")
 
@@ -157,7 +157,7 @@ def test_the_summary_prints_the_sandbox_once_and_show_prints_a_tasks(
     code_library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from evalflow.commands.show import main as show
-    from tests.commands.test_cli import base_args, cli
+    from tests.support.cli import base_args, cli
 
     args = base_args(code_library, tmp_path / "cache")
     args[2] = "task=[toy_code,toy_gen]"

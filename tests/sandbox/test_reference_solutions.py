@@ -19,7 +19,8 @@ from evalflow.sandbox import sandbox, using
 from evalflow.scoring.code_exec import DEFAULT_TIMEOUT, pass_at_k
 from evalflow.taskspec.data.docsets import load_docset
 from evalflow.taskspec.prompts.templates import doc_to_target
-from tests.taskspec.test_builtin_tasks import SHARED_DATA, SHARED_MAP, all_yaml_tasks
+from tests.support.builtin_tasks import all_yaml_tasks
+from tests.support.paths import SHARED_DATA, SHARED_MAP
 
 FULL = os.environ.get("EVALFLOW_FULL_PARITY") == "1"
 MBPP_WRONG = [356]  # this reference code fails its own tests, under code_eval too

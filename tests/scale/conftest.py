@@ -7,8 +7,6 @@ from collections.abc import Iterator
 
 import pytest
 
-SLOW = "tests.scale.models:SlowModel"
-
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:

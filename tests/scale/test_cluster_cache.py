@@ -20,7 +20,7 @@ from evalflow.core.records import Request
 from evalflow.dag.answer_cache import CachedModel
 from evalflow.errors import CacheError
 from evalflow.models.dummy import DummyModel
-from tests.scale.helpers import outcome, run_once
+from tests.support.scale_runs import outcome, run_once
 
 ROOT = Path(__file__).resolve().parents[2]
 

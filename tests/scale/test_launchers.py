@@ -64,7 +64,7 @@ def test_slurm_sweep_jobs_leave_cache_shards_that_merge_into_one_cache(
     shards = sorted((tmp_path / "sweep" / "cache-shards").iterdir())
     assert [p.name for p in shards] == ["0", "1"]
     from evalflow.commands.cache import main
-    from tests.scale.helpers import run_once
+    from tests.support.scale_runs import run_once
 
     assert main(["merge", *map(str, shards), f"cache_dir={tmp_path / 'merged'}"]) == 0
     assert "0 damaged" in capsys.readouterr().out

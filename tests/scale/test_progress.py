@@ -13,7 +13,7 @@ import pytest
 from evalflow.core.records import Request
 from evalflow.dag.answer_cache import CachedModel, RequestProgress
 from evalflow.models.dummy import DummyModel
-from tests.scale.helpers import run_once
+from tests.support.scale_runs import run_once
 
 
 def NO_HEARTBEAT(tick: object, period: float) -> types.SimpleNamespace:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.scale.helpers import outcome, run_once
 from tests.support import images
+from tests.support.scale_runs import outcome, run_once
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -12,13 +12,13 @@ import pytest
 
 from evalflow.dag.answer_cache import CachedModel
 from evalflow.scale.dispatch import SAVE_EVERY, Done
-from tests.scale.helpers import killing_the_holder, outcome, request_entries, run_once
-from tests.scale.models import answered_batches
 from tests.support.models import BatchingModel
+from tests.support.scale_models import answered_batches
+from tests.support.scale_runs import killing_the_holder, outcome, request_entries, run_once
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-HELD = "tests.scale.models:HeldBatchingModel"
+HELD = "tests.support.scale_models:HeldBatchingModel"
 BATCH = BatchingModel.BATCH
 CHUNK = 4 * BATCH  # four batches a chunk
 REQUESTS = 80  # toy_mc, limit=20: 20 documents x 4 choices, five chunks

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.scale.conftest import SLOW
-from tests.scale.helpers import killing_the_holder, outcome, request_entries, run_once
-from tests.scale.models import wait_held
+from tests.support.scale_models import SLOW, wait_held
+from tests.support.scale_runs import killing_the_holder, outcome, request_entries, run_once
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -70,7 +69,7 @@ def test_rerun_with_another_worker_count_computes_nothing(ray_cluster: str, toy_
 def test_killed_actor_has_its_chunks_dealt_again(
     ray_cluster: str, toy_library: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The actor answering the run's 3rd chunk holds it (tests/scale/models.py) and is killed while
+    """The actor answering the run's 3rd chunk holds it (tests/support/scale_models.py) and is killed while
     it does: that chunk can only come back through another actor, and the run still ends with every
     request computed once and the reference results."""
 

@@ -1,6 +1,6 @@
 """Regenerate tests/scoring/golden/*.json: the golden cases' inputs with lm-eval's own answers.
 
-    python tests/scoring/make_golden.py        (needs lm-eval's venv, see scoring_golden.PEER_PYTHON)
+    python tests/scoring/make_golden.py        (needs lm-eval's venv, see tests/support/scoring_golden.py's PEER_PYTHON)
 
 The tests then check evalflow against these files, with or without that venv; when it is present,
 test_golden_files_match_lm_eval also recomputes them, so a stale or hand-edited file fails.
@@ -12,10 +12,12 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # golden_cases, beside this script
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the checkout, for tests.support
 
 from golden_cases import CASES
-from scoring_golden import GOLDEN, run_oracle
+
+from tests.support.scoring_golden import GOLDEN, run_oracle
 
 
 def main() -> None:

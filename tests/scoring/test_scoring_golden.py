@@ -23,7 +23,7 @@ from evalflow.scoring import (
 )
 from evalflow.scoring.aggregations import stderr_fn
 from evalflow.taskspec.format.spec import TaskConfig
-from tests.scoring.scoring_golden import (
+from tests.support.scoring_golden import (
     load_golden,
     normal,
     peer_available,

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from evalflow.taskspec.format.lmeval_seeds import scoring_rng
-from tests.conftest import Runner
+from tests.support.runs import Runner
 
 TASK = """\
 include: toy_gen.yaml

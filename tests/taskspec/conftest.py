@@ -49,13 +49,13 @@ def hide(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
 @pytest.fixture
 def fake_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Path]]:
     """``fake_site("site", version="1.0", record=True)``: a site folder on ``sys.path`` holding
-    ``fakepkg`` (see :func:`install_fake_package`); returns its task folder. Each test imports
+    ``fakepkg`` (see :func:`_install_fake_package`); returns its task folder. Each test imports
     ``fakepkg`` afresh."""
 
     def _site(name: str = "site", version: str = "1.0", *, record: bool = True) -> Path:
         site = tmp_path / name
         site.mkdir()
-        tasks = install_fake_package(site, version, record=record)
+        tasks = _install_fake_package(site, version, record=record)
         monkeypatch.syspath_prepend(str(site))
         _forget_fakepkg()
         _clear_caches()
@@ -77,7 +77,7 @@ def _clear_caches() -> None:
     installed._distributions_of.cache_clear()
 
 
-def install_fake_package(site: Path, version: str = "1.0", *, record: bool = True) -> Path:
+def _install_fake_package(site: Path, version: str = "1.0", *, record: bool = True) -> Path:
     """``site/fakepkg`` with a task folder ``tasks/fake`` whose code imports its own package
     relatively, and (``record``) the ``fakepkg-<version>.dist-info`` pip would write beside it.
     Returns the task folder."""

@@ -11,15 +11,12 @@ import pytest
 
 from evalflow.core.records import DocSet
 from evalflow.taskspec.data.docsets import load_docset
-from evalflow.taskspec.format.loader import load_yaml, resolve_function, task_from_dict
-from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.format.loader import resolve_function
 from evalflow.taskspec.prompts.fewshot_context import build_contexts, effective_num_fewshot
 from evalflow.taskspec.prompts.requests import build_instances
+from tests.support.builtin_tasks import TASKS, all_yaml_tasks
+from tests.support.paths import SHARED_DATA, SHARED_MAP
 
-ROOT = Path(__file__).resolve().parents[2]
-TASKS = ROOT / "tasks"
-SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
-SHARED_MAP = ROOT / "conf" / "data_maps" / "shared.yaml"
 BUILTIN = [
     "gsm8k",
     "gsm8k_cot",
@@ -40,15 +37,6 @@ BUILTIN = [
     "mbpp_instruct",
     "shapes_vqa",
 ]
-
-
-def all_yaml_tasks() -> dict[str, TaskConfig]:
-    out = {}
-    for path in sorted(TASKS.rglob("*.yaml")):
-        raw = load_yaml(path)
-        if "group" not in raw:
-            out[raw["task"]] = task_from_dict(raw, str(path))
-    return out
 
 
 def module(path: Path) -> ModuleType:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SHARED_DATA
+from tests.support.paths import ROOT, SHARED_DATA
 
 DATA_MAP = SHARED_DATA / "lm_eval_tasks_map.yaml"
 NLTK_DATA = SHARED_DATA / "nltk_data"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Runner, stage_hits
 from tests.support.models import CountingModel
+from tests.support.runs import Runner, stage_hits
 
 PINNED = """\
 include: toy_gen.yaml

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands.test_cli import cli
+from tests.support.cli import cli
 from tests.support.mlflow_double import ReadOnlyMlflow
-from tests.tracking.test_tracking import run_args
+from tests.support.tracked_runs import run_args
 
 pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")
 pytest.importorskip("wandb", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")

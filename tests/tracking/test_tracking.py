@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.commands.test_cli import cli
-from tests.conftest import COUNTING
+from tests.support.cli import cli
+from tests.support.tracked_runs import run_args
 
 wandb = pytest.importorskip("wandb", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")
 mlflow = pytest.importorskip("mlflow", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")
@@ -22,20 +22,6 @@ SECRETS = {
     "MLFLOW_TRACKING_PASSWORD": "hunter2-not-for-files",
     "MLFLOW_TRACKING_TOKEN": "token-not-for-files",
 }
-
-
-def run_args(lib: Path, tmp: Path, *extra: str) -> list[str]:
-    return [
-        "model=dummy",
-        f"model.type={COUNTING}",
-        "task=[toy_mc,toy_gen]",
-        f"include_path=[{lib}]",
-        f"cache_dir={tmp / 'cache'}",
-        "bootstrap_iters=10",
-        "limit=6",
-        f"hydra.run.dir={tmp / 'run'}",
-        *extra,
-    ]
 
 
 def sqlite_store(tmp: Path) -> str:

@@ -14,8 +14,8 @@ import pytest
 
 from evalflow.errors import ConfigError
 from evalflow.models.api.client import ServerError, is_validation_error
-from tests.models.api.conftest import completions_config
 from tests.support import served
+from tests.support.api_runs import completions_config
 from tests.support.fault_proxy import FaultProxy
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.models.api.client import ServerError
-from tests.models.api.conftest import completions_config
+from tests.support.api_runs import completions_config
 from tests.support.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -13,8 +13,8 @@ from evalflow.core.records import Request
 from evalflow.errors import EvalflowError, ModelError
 from evalflow.models.api.alignment import MisalignedLogprobs
 from evalflow.models.registry import build_model
-from tests.models.api.conftest import ROLL_TEXTS, chat_config, completions_config
 from tests.support import served
+from tests.support.api_runs import ROLL_TEXTS, chat_config, completions_config
 from tests.support.fault_proxy import FaultProxy
 
 

@@ -12,46 +12,22 @@ from typing import Any
 
 import pytest
 
-from tests.models.api.conftest import ROLL_TEXTS, ROLL_YAML
 from tests.support import vllm_side
-
-TASKS = ["toy_mc", "toy_gen", "toy_roll"]
-SHARED_KEYS = {"max_gen_toks": 48}
-LOGPROB_TOLERANCE = 1e-3  # the HF parity tests' (measured here: see test_log_likelihoods_match_the_hf_backend)
+from tests.support.api_runs import ROLL_TEXTS, ROLL_YAML
+from tests.support.vllm_runs import SHARED_KEYS, TASKS, run_args, samples
 
 
 @pytest.fixture(scope="session")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.conftest import GEN_YAML, MC_YAML, _rows
+    from tests.support.toy_tasks import GEN_YAML, MC_YAML, write_toy_data
 
     root = tmp_path_factory.mktemp("vllm-tasks")
-    data, lib = root / "data", root / "tasks"
-    data.mkdir()
+    data, lib = write_toy_data(root), root / "tasks"
     lib.mkdir()
-    for name, rows in (("train", _rows(10, 100)), ("test", _rows(40))):
-        (data / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (data / "roll.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in ROLL_TEXTS))
     for name, text in (("toy_mc", MC_YAML), ("toy_gen", GEN_YAML), ("toy_roll", ROLL_YAML)):
         (lib / f"{name}.yaml").write_text(text.format(data=data))
     return lib
-
-
-def run_args(folder: Path, library: Path, cache: Path, out: Path) -> list[str]:
-    return [
-        "model=vllm",
-        f"model.pretrained={folder}",
-        "model.dtype=float32",
-        "model.enforce_eager=true",
-        "model.max_model_len=2048",
-        *(f"model.{k}={v}" for k, v in SHARED_KEYS.items()),
-        f"task=[{','.join(TASKS)}]",
-        "limit=8",
-        "num_fewshot=0",
-        "bootstrap_iters=0",
-        f"include_path=[{library}]",
-        f"cache_dir={cache}",
-        f"hydra.run.dir={out}",
-    ]
 
 
 @pytest.fixture(scope="session")
@@ -64,17 +40,6 @@ def vllm_run(library: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     done = vllm_side.run_evalflow(run_args(folder, library, root / "cache", root / "out"), cwd=root)
     assert done.returncode == 0, done.stderr[-4000:]
     return {"folder": folder, "root": root, "out": root / "out", "samples": samples(root / "out")}
-
-
-def samples(out: Path, tasks: list[str] = TASKS) -> dict[str, list[dict[str, Any]]]:
-    """Each task's samples file, by document."""
-    return {
-        t: sorted(
-            (json.loads(line) for line in (out / f"samples_{t}.jsonl").read_text().splitlines()),
-            key=lambda s: s["doc_id"],
-        )
-        for t in tasks
-    }
 
 
 @pytest.fixture(scope="session")

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.models.vllm.conftest import LOGPROB_TOLERANCE, SHARED_KEYS, run_args, samples
 from tests.support import vllm_side
 from tests.support.hold import Hold, signals_as_in_a_terminal
+from tests.support.vllm_runs import LOGPROB_TOLERANCE, SHARED_KEYS, run_args, samples
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 TASKS = ["toy_mc", "toy_roll", "toy_gen"]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.models.vllm.conftest import LOGPROB_TOLERANCE, run_args, samples
 from tests.support import vllm_side
+from tests.support.vllm_runs import LOGPROB_TOLERANCE, run_args, samples
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 

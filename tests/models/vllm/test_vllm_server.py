@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from evalflow.models.api.alignment import PROMPT
-from tests.models.vllm.conftest import samples
 from tests.support import vllm_side
 from tests.support.fault_proxy import FaultProxy
+from tests.support.vllm_runs import samples
 
 pytest.importorskip("aiohttp")
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]

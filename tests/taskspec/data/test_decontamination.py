@@ -15,8 +15,8 @@ import zstandard
 from evalflow.errors import ConfigError
 from evalflow.taskspec.data.decontamination import decontamination_query, overlapping_docs
 from evalflow.taskspec.format.spec import TaskConfig
-from tests.commands.test_cli_surface import cli, task_folder
-from tests.scoring.scoring_golden import PEER_PYTHON, load_golden, peer_available, run_oracle
+from tests.support.cli import cli_in, task_folder
+from tests.support.scoring_golden import PEER_PYTHON, load_golden, peer_available, run_oracle
 
 GOLDEN = load_golden("decontamination")
 
@@ -89,13 +89,13 @@ def test_decontaminate_command_then_evaluate_the_clean_documents(tmp_path: Path)
     (lib / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     grams = ngram_folder(tmp_path / "grams", 4, sorted(["item number 2 in 55", "number 4 in the 7"]))
 
-    done = cli(
+    done = cli_in(
         ["decontaminate", "task=decon", f"include_path=[{lib}]", f"ngrams={grams}", "out=clean.json"], tmp_path, cache
     )
     assert done.returncode == 0, done.stderr
     assert "decon: 2 of 6 documents overlap the training n-grams (2, 4)" in done.stdout
     assert json.loads((tmp_path / "clean.json").read_text()) == {"decon": [0, 1, 3, 5]}
-    run = cli(
+    run = cli_in(
         [
             "model=dummy",
             "task=decon",

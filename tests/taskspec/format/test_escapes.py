@@ -13,7 +13,7 @@ from evalflow.run.load_checks import load_warnings
 from evalflow.taskspec.format.escapes import literal_escapes
 from evalflow.taskspec.format.loader import load_yaml, task_from_dict
 from evalflow.taskspec.format.spec import TaskConfig
-from tests.conftest import Runner
+from tests.support.runs import Runner
 
 BS = "\\"  # one backslash, so the cases below read as the YAML values they stand for
 

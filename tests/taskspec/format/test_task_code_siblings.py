@@ -10,7 +10,7 @@ import pytest
 
 from evalflow.taskspec.format.installed import code_fingerprint
 from evalflow.taskspec.sidenv.local_modules import local_closure
-from tests.conftest import Runner, stage_hits
+from tests.support.runs import Runner, stage_hits
 
 TASK = """\
 include: toy_gen.yaml

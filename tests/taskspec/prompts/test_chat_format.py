@@ -11,7 +11,7 @@ import pytest
 
 from evalflow.taskspec.prompts.chat_format import chat_messages
 from evalflow.taskspec.prompts.fewshot_context import Turn
-from tests.conftest import SHARED_DATA
+from tests.support.paths import SHARED_DATA
 
 TURNS = [
     Turn("system", "Be brief."),
@@ -76,7 +76,7 @@ SYSTEM = "Answer the question."
 def lm_eval_chat_samples(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, list[dict]]:
     """lm-eval's arc_easy samples with SmolLM2's chat template, per ``--fewshot_as_multiturn``: both
     runs in one lm-eval process (one start, one GGUF load), as peer.sh runs lm-eval."""
-    from tests.parity.peer_runs import run_all
+    from tests.support.peer_runs import run_all
 
     work = tmp_path_factory.mktemp("lm_eval_chat")
     flags = {

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 lm_eval = pytest.importorskip("lm_eval")
 pytest.importorskip("math_verify")

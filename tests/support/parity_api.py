@@ -20,10 +20,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.parity.harness import COMPARE, PEER_SH, PEER_VENV, ROOT, generation_differences
-from tests.parity.harness import missing as peer_missing
 from tests.support import served
 from tests.support.fault_proxy import FaultProxy
+from tests.support.parity_harness import COMPARE, PEER_SH, PEER_VENV, ROOT, generation_differences
+from tests.support.parity_harness import missing as peer_missing
 
 GEN_MIN_SHARE = 0.9  # the issue: >= 9 of 10 identical generations
 

@@ -1,5 +1,5 @@
 """Helpers for the reliability tests: running ``python -m evalflow`` (as a subprocess, or forked
-from a pre-imported :mod:`tests.reliability.zygote`), and reading what a run left on disk."""
+from a pre-imported :mod:`tests.support.zygote`), and reading what a run left on disk."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import COUNTING, ROOT
+from tests.support.paths import ROOT
+from tests.support.runs import COUNTING
 
 # Offline and single-threaded BLAS: the hub is unreachable, and forked children must not inherit
 # a half-initialized thread pool.
@@ -94,11 +95,11 @@ class Child:
 
 
 class Zygote:
-    """Client of :mod:`tests.reliability.zygote`: forks ``python -m evalflow`` runs, one at a time."""
+    """Client of :mod:`tests.support.zygote`: forks ``python -m evalflow`` runs, one at a time."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.reliability.zygote"],
+            [sys.executable, "-m", "tests.support.zygote"],
             cwd=ROOT,
             env=env_with(env),
             stdin=subprocess.PIPE,

@@ -6,7 +6,7 @@ For tests that need several lm-eval runs differing only in run settings (``--few
 shots, limits): each lm-eval start costs about 10 CPU-seconds (6 of them indexing its task library)
 and its hf model's load of the GGUF file about 17 more, so N runs cost one start and one load.
 
-    from tests.parity.peer_runs import run_all
+    from tests.support.peer_runs import run_all
     run_all([["--tasks", "arc_easy", "--limit", "3"], [...]], [out_a, out_b], work)  # samples under out_a, out_b
 
 As a script (run by the peer venv's python, environment set by :func:`run_all`): argv[1] is a JSON
@@ -36,7 +36,7 @@ def run_all(runs: list[list[str]], outputs: list[Path], work: Path, timeout: flo
 def peer_sh_args(work: Path) -> list[str]:
     """The arguments peer.sh gives lm_eval before its own: SmolLM2's GGUF through the ``hf`` model,
     its wrappers of lm-eval's YAML over the shared data (written under ``work``), ``--log_samples``."""
-    from tests.parity.harness import PEER_VENV, SHARED
+    from tests.support.parity_harness import PEER_VENV, SHARED
 
     py = str(PEER_VENV / "bin" / "python")
     tasks_dir = _peer_eval(py, "import lm_eval, os; print(os.path.join(os.path.dirname(lm_eval.__file__), 'tasks'))")
@@ -64,7 +64,7 @@ def peer_sh_args(work: Path) -> list[str]:
 def run_argvs(argvs: list[list[str]], timeout: float = 1500) -> None:
     """lm_eval's command line with each argument list, in one process of the peer venv (each model
     built once), in the environment peer.sh sets; raises with lm-eval's stderr."""
-    from tests.parity.harness import PEER_VENV, SHARED
+    from tests.support.parity_harness import PEER_VENV, SHARED
 
     data = SHARED / "data"
     env = {
@@ -75,7 +75,7 @@ def run_argvs(argvs: list[list[str]], timeout: float = 1500) -> None:
         "TOKENIZERS_PARALLELISM": "false",
         "NLTK_DATA": str(data / "nltk_data"),  # as peer.sh sets them
         "OMP_NUM_THREADS": "1",
-    }  # as tests.parity.harness runs lm-eval: torch's spinning threads burn a busy CPU
+    }  # as tests.support.parity_harness runs lm-eval: torch's spinning threads burn a busy CPU
     proc = subprocess.run(
         [str(PEER_VENV / "bin" / "python"), __file__, json.dumps(argvs)],
         env=env,

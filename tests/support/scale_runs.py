@@ -56,11 +56,11 @@ def request_entries(cache: Path) -> int:
 @contextlib.contextmanager
 def killing_the_holder(hold: Path) -> Iterator[list[dict]]:
     """While the block runs, a thread waits for a model to hold its call (``hold`` written, see
-    tests/scale/models.py) and kills that Ray actor; yields the list of held calls killed. On exit
+    tests/support/scale_models.py) and kills that Ray actor; yields the list of held calls killed. On exit
     the thread is stopped and joined, and anything it raised is raised here, not lost."""
     import ray
 
-    from tests.scale.models import wait_held
+    from tests.support.scale_models import wait_held
 
     killed: list[dict] = []
     problems: list[BaseException] = []

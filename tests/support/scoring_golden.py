@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-GOLDEN = HERE / "golden"
+SCORING_TESTS = Path(__file__).resolve().parents[1] / "scoring"  # the golden files and lm-eval's side live there
+GOLDEN = SCORING_TESTS / "golden"
 PEER_PYTHON = Path(os.environ.get("PEER_VENV", Path.home() / ".cache/evalflow-peer/venv")) / "bin" / "python"
 
 
@@ -22,7 +22,7 @@ def run_oracle(kind: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What lm-eval 0.4.13 itself computes for these cases (runs peer_oracle.py in its venv)."""
     request = json.dumps({"kind": kind, "cases": cases}, allow_nan=True)
     done = subprocess.run(
-        [str(PEER_PYTHON), str(HERE / "peer_oracle.py")],
+        [str(PEER_PYTHON), str(SCORING_TESTS / "peer_oracle.py")],
         input=request,
         capture_output=True,
         text=True,

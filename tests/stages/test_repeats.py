@@ -17,8 +17,9 @@ import pytest
 
 from evalflow.errors import TaskError
 from evalflow.scoring import register_filter
-from tests.conftest import ROOT, SHARED_DATA, Runner, stage_hits
 from tests.support.models import NoisyOracleModel
+from tests.support.paths import ROOT, SHARED_DATA
+from tests.support.runs import Runner, stage_hits
 
 ORACLE = "tests.support.models:NoisyOracleModel"
 REDUCED = """metric_list:

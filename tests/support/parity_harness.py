@@ -4,7 +4,7 @@ and compare their samples files document by document (``../shared/parity/compare
 Used by ``tests/parity`` (a short scope in the default suite, the full acceptance scope with
 ``EVALFLOW_FULL_PARITY=1``) and by ``benchmarks/parity.py`` (prints the verdict lines).
 
-    from tests.parity.harness import Setting, run_setting
+    from tests.support.parity_harness import Setting, run_setting
     report = run_setting(Setting("arc_easy", 0, 20), Path("/tmp/parity"))
     print(report.verdict)       # "arc_easy 0-shot 20 docs: PARITY OK: 20 lines, ..."
 """
@@ -240,7 +240,7 @@ def run_setting(setting: Setting, work: Path) -> Report:
 
 def compare_setting(setting: Setting, work: Path) -> Report:
     """The comparison of both sides' outputs already in ``work`` (what run_setting left there)."""
-    from tests.parity.aggregates import aggregate_differences, groups_of
+    from tests.support.parity_aggregates import aggregate_differences, groups_of
 
     ref = {p.name[len("samples_") :].rsplit("_", 1)[0]: p for p in (work / "peer").rglob("samples_*.jsonl")}
     cand = {p.name[len("samples_") : -len(".jsonl")]: p for p in (work / "evalflow").glob("samples_*.jsonl")}

@@ -17,9 +17,9 @@ from evalflow.errors import ConfigError, EvalflowError, TaskError
 from evalflow.insight.explanation import explain
 from evalflow.run.phases import run
 from evalflow.run.rescoring import rescore
-from tests.conftest import stage_hits
 from tests.support.judge_models import ScriptedAnswerer, ScriptedJudge
 from tests.support.judged import ANSWERER, JUDGE, PROMPT, Judged, N, right
+from tests.support.runs import stage_hits
 
 
 @pytest.fixture
@@ -343,10 +343,10 @@ def test_validate_checks_the_judge_and_renders_its_prompt(judged: Judged, capsys
 def test_rescore_of_lm_evals_samples_with_a_judge_metric_runs_only_the_judge(tmp_path: Path) -> None:
     """lm-eval 0.4.13's own gsm8k output (SmolLM2's answers), rescored under gsm8k plus a judge
     metric: lm-eval's numbers stay, and the judge grades each distinct filtered answer once."""
-    from tests.conftest import ROOT
-    from tests.insight.test_rescore import FIXTURES, _lm_eval_files
+    from tests.support.lm_eval_folders import LM_EVAL_FOLDERS, lm_eval_files
+    from tests.support.paths import ROOT
 
-    theirs, samples = _lm_eval_files(FIXTURES / "lm_eval_gsm8k", "gsm8k")
+    theirs, samples = lm_eval_files(LM_EVAL_FOLDERS / "lm_eval_gsm8k", "gsm8k")
     library = tmp_path / "tasks"
     library.mkdir()
     judge = (

@@ -25,6 +25,7 @@ from evalflow.models.dummy import DummyModel
 from tests.support.models import BatchingModel
 
 HOLD_LIMIT = 120.0  # seconds a held call waits to be killed before it fails the run
+SLOW = "tests.support.scale_models:SlowModel"  # as model.type
 
 
 class SlowModel(DummyModel):
