@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from evalflow.output.run_info import hash_string, model_name, sanitize_model_name
+from evalflow.output.run_paths import lmeval_date_id, lmeval_output_files, lmeval_samples_name, samples_file
 
 
 def task_hashes(run_folder: Path, tasks: list[str]) -> dict[str, str]:
     """lm-eval's ``task_hashes``, from the run folder's samples files (only tasks that have one)."""
     out = {}
     for task in tasks:
-        path = run_folder / f"samples_{task}.jsonl"
+        path = samples_file(run_folder, task)
         if path.is_file():
             rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
             out[task] = hash_string("".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in rows))
@@ -84,23 +85,17 @@ def write_layout(
 ) -> list[Path]:
     """Write lm-eval's files for a finished run; returns their paths. The model folder is named
     from lm-eval's model args as lm-eval names it (``pretrained``, ``model``, ...)."""
-    date_id = (now or datetime.now()).isoformat().replace(":", "-")
+    date_id = lmeval_date_id(now or datetime.now())
     tasks = list(results.get("configs", {}))
     given = as_command_gave({k: v for k, v in results.items() if k != "samples"}, lm_model, lm_model_args)
     body = with_task_hashes(given, task_hashes(run_folder, tasks))
-    path = Path(output_path)
-    if path.suffix == ".json":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        results_file, folder = path.with_name(f"{path.stem}_{date_id}.json"), path.parent
-    else:
-        name = model_name({"type": lm_model, **dict(lm_model_args)})
-        folder = path / sanitize_model_name(name)
-        folder.mkdir(parents=True, exist_ok=True)
-        results_file = folder / f"results_{date_id}.json"
+    name = sanitize_model_name(model_name({"type": lm_model, **dict(lm_model_args)}))
+    results_file, folder = lmeval_output_files(Path(output_path), name, date_id)
+    folder.mkdir(parents=True, exist_ok=True)
     results_file.write_text(json.dumps(body, indent=2, default=str, ensure_ascii=False), encoding="utf-8")
     written = [results_file]
     for task in tasks:
-        source = run_folder / f"samples_{task}.jsonl"
+        source = samples_file(run_folder, task)
         if source.is_file():
-            written.append(Path(shutil.copyfile(source, folder / f"samples_{task}_{date_id}.jsonl")))
+            written.append(Path(shutil.copyfile(source, folder / lmeval_samples_name(task, date_id))))
     return written
