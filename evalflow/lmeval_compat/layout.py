@@ -4,9 +4,9 @@
     <output_path>/<model_name_sanitized>/samples_<task>_<date>.jsonl     (with --log_samples)
 
 or, when ``output_path`` ends in ``.json``, ``<stem>_<date>.json`` beside it and the samples in its
-folder. ``<date>`` is lm-eval's ``datetime.now().isoformat()`` with ``-`` for ``:``. The results file
-is results.json plus lm-eval's ``task_hashes`` (per task, the hash of its samples' doc, prompt and
-target hashes; ``{}`` without samples), placed where lm-eval's tracker puts it.
+folder (the names: :mod:`evalflow.output.run_paths`). The results file is results.json plus lm-eval's
+``task_hashes`` (:func:`evalflow.output.results.with_task_hashes`; ``{}`` without samples), placed
+where lm-eval's tracker puts it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from evalflow.output.run_info import hash_string, model_name, sanitize_model_name
+from evalflow.output.results import as_command_gave, task_hash, with_task_hashes
+from evalflow.output.run_info import model_name, sanitize_model_name
 from evalflow.output.run_paths import lmeval_date_id, lmeval_output_files, lmeval_samples_name, samples_file
 
 
@@ -28,50 +29,9 @@ def task_hashes(run_folder: Path, tasks: list[str]) -> dict[str, str]:
     for task in tasks:
         path = samples_file(run_folder, task)
         if path.is_file():
-            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-            out[task] = hash_string("".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in rows))
-    return out
-
-
-def with_task_hashes(results: Mapping[str, Any], hashes: Mapping[str, str]) -> dict[str, Any]:
-    """``results`` with ``task_hashes`` just before ``model_source`` (lm-eval's key order)."""
-    out: dict[str, Any] = {}
-    for key, value in results.items():
-        if key == "model_source":
-            out["task_hashes"] = dict(hashes)
-        out[key] = value
-    out.setdefault("task_hashes", dict(hashes))
-    return out
-
-
-def _with_model_args(metadata: Mapping[str, Any] | None, model_args: Mapping[str, Any]) -> dict[str, Any]:
-    """lm-eval's ``task metadata | model args``, with ``config_source`` still last."""
-    meta = dict(metadata or {})
-    source = meta.pop("config_source", None)
-    return {**meta, **model_args, **({} if source is None else {"config_source": source})}
-
-
-def as_command_gave(
-    results: Mapping[str, Any],
-    lm_model: str,
-    lm_model_args: Mapping[str, Any],
-    recorded: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """``config.model``, ``config.model_args`` and ``model_source`` as lm-eval writes them: its
-    model name (``local-completions``, not the preset), the model args as given (evalflow's whole
-    model config stays under ``evalflow.model``), and ``recorded``: the command's four seeds and
-    gen_kwargs as lm-eval records them (translate.recorded_config)."""
-    out = dict(results)
-    if "configs" in out:  # lm-eval's TaskManager merges the model args into every task's metadata
-        out["configs"] = {
-            task: {**config, "metadata": _with_model_args(config.get("metadata"), lm_model_args)}
-            for task, config in out["configs"].items()
-        }
-    if "config" in out:
-        config = {**out["config"], "model": lm_model, "model_args": dict(lm_model_args)}
-        out["config"] = {k: (recorded or {}).get(k, v) for k, v in config.items()}  # lm-eval's seeds, gen_kwargs
-    if "model_source" in out:
-        out["model_source"] = lm_model
+            out[task] = task_hash(
+                [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            )
     return out
 
 
