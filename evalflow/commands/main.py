@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from evalflow.commands.stopping import exit_status, stop_on_termination, stopped_line
 from evalflow.errors import EvalflowError
+from evalflow.output.run_paths import snapshot_config
 
 
 class Subcommand(NamedTuple):
@@ -171,7 +172,7 @@ def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
     """Make the run's ``.hydra/config.yaml`` reproduce it from any folder with no environment
     variable (:func:`evalflow.output.run_folder.pinned`: the data map file, task files and
     include_path folders as absolute paths)."""
-    snapshot = output_dir / ".hydra" / "config.yaml"
+    snapshot = snapshot_config(output_dir)
     if not snapshot.is_file():
         return
     from omegaconf import OmegaConf

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
 from evalflow.errors import ConfigError
+from evalflow.output.run_paths import LMEVAL_SAMPLES_PATTERN, SAMPLES_PATTERN, samples_name
 from evalflow.run import rescoring
 
 # The run settings rescore reads: the task config and where its cache is. The others (the model,
@@ -47,12 +48,13 @@ def main(argv: list[str]) -> int:
     for path in paths:
         if not path.is_file():
             raise ConfigError(
-                f"{path}: no such samples file; give lm-eval's samples_<task>_<date>.jsonl or evalflow's samples_<task>.jsonl"
+                f"{path}: no such samples file; give lm-eval's {LMEVAL_SAMPLES_PATTERN} or evalflow's {SAMPLES_PATTERN}"
             )
     overrides = list(words.passed)
     if not any(a.startswith("task=") for a in overrides):
         raise ConfigError(
-            "rescore needs samples files and task=NAME, e.g. python -m evalflow rescore samples_gsm8k.jsonl task=gsm8k"
+            "rescore needs samples files and task=NAME, e.g. "
+            f"python -m evalflow rescore {samples_name('gsm8k')} task=gsm8k"
         )
     out = words.options.get("out") or words.options.get("hydra.run.dir")
     if "out" in words.options and "hydra.run.dir" in words.options and out != words.options["hydra.run.dir"]:

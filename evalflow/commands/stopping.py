@@ -16,6 +16,8 @@ import signal
 from pathlib import Path
 from types import FrameType
 
+from evalflow.output.run_paths import RESULTS
+
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
@@ -48,7 +50,7 @@ def stopped_line(interrupt: KeyboardInterrupt, cache_dir: Path | str | None, out
     """The one line a stopped run prints: what survived (inference persists each chunk of answers as
     it completes) and how to carry on."""
     how = f"stopped by {interrupt.args[0]}" if isinstance(interrupt, Terminated) else "interrupted"
-    folder = f" {output_dir} has no results.json (the run did not finish)." if output_dir else ""
+    folder = f" {output_dir} has no {RESULTS} (the run did not finish)." if output_dir else ""
     return (
         f"evalflow: {how}. Every stage and model answer finished before it is saved in the cache "
         f"({cache_dir or 'cache_dir'}); run the same command again to resume: only the remaining requests reach "

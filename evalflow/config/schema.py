@@ -197,7 +197,10 @@ class RunSettings:
         conf=Any,
     )
     log_samples: bool = setting(
-        True, parse.log_samples, "Write samples_<task>.jsonl (lm-eval's --log_samples).", role=INERT
+        True,
+        parse.log_samples,
+        "Write each task's samples file, every document's prompt, answers and scores (lm-eval's --log_samples).",
+        role=INERT,
     )
     trust_task_code: bool = setting(
         False, parse.boolean, "Run !function code from task folders outside the built-in tasks/."

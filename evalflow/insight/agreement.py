@@ -32,6 +32,7 @@ import numpy as np
 from evalflow.core.records import SAMPLE_FIELDS
 from evalflow.errors import RunFolderError
 from evalflow.output.run_folder import Run
+from evalflow.output.run_paths import RESULTS
 
 Category = int | str
 
@@ -101,7 +102,7 @@ def agreement(run_a: Run, run_b: Run, metric_a: str, metric_b: str, tasks: Seque
         if name not in known:
             raise RunFolderError(
                 f"compare kappa={metric_a},{metric_b}: {run.folder} has no per-document metric '{name}' in "
-                f"{', '.join(tasks)}; its metrics are {', '.join(known) or 'none'}. Name two of them, as results.json "
+                f"{', '.join(tasks)}; its metrics are {', '.join(known) or 'none'}. Name two of them, as {RESULTS} "
                 "spells them before the comma"
             )
     rows = [row for task in tasks for row in _rows(run_a, run_b, metric_a, metric_b, [task], task, False)]
@@ -111,7 +112,7 @@ def agreement(run_a: Run, run_b: Run, metric_a: str, metric_b: str, tasks: Seque
             f"under a filter where {run_b.folder} reports '{metric_b}' (A's metrics: "
             f"{', '.join(_metrics(run_a, tasks)) or 'none'}; B's: {', '.join(_metrics(run_b, tasks)) or 'none'}; "
             f"filters: {', '.join(dict.fromkeys(f for t in tasks for f in run_a.filters(t))) or 'none'}); "
-            "name metrics of the samples files, as results.json spells them before the comma, and a filter "
+            f"name metrics of the samples files, as {RESULTS} spells them before the comma, and a filter "
             "after @ (kappa=judge_correct@none,exact_match@strict-match). A judge metric none of whose verdicts parsed "
             "has no per-document value to agree on"
         )

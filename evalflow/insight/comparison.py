@@ -21,6 +21,7 @@ from evalflow.errors import RunFolderError
 from evalflow.insight.gate import GateSettings, Verdict, bootstrap_detectable, judge, mcnemar_detectable
 from evalflow.insight.stats import discordant, is_binary, mcnemar_exact, paired_bootstrap
 from evalflow.output.run_folder import Run, metric_keys
+from evalflow.output.run_paths import MANIFEST
 
 DEFAULT_ITERS = 10000
 Doc = tuple[str, int]  # (leaf task, doc_id)
@@ -75,7 +76,7 @@ def check_paired(run_a: Run, run_b: Run, task: str) -> int:
     if fa and fb and fa != fb:
         raise RunFolderError(
             f"task '{task}': {run_a.folder} and {run_b.folder} read different data (data fingerprints "
-            f"{fa[:8]} and {fb[:8]} in their manifest.json); a paired test needs the same documents"
+            f"{fa[:8]} and {fb[:8]} in their {MANIFEST}); a paired test needs the same documents"
         )
     images = run_a.hashes_images and run_b.hashes_images  # a document is its row and its images' pixels
     docs_a, docs_b = run_a.doc_fingerprints(task, images), run_b.doc_fingerprints(task, images)

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from evalflow.errors import RunFolderError
-from evalflow.output.run_folder import MANIFEST, RESULTS, is_complete
+from evalflow.output.run_folder import is_complete
+from evalflow.output.run_paths import MANIFEST, manifest_file, results_file
 
 Stage = Mapping[str, Any]  # one entry of manifest["stages"]
 
@@ -40,10 +41,10 @@ class Manifest:
 
 
 def read_manifest(folder: Path) -> Manifest:
-    path = Path(folder) / MANIFEST
+    path = manifest_file(folder)
     if not path.is_file():
         raise RunFolderError(
-            f"{folder}: no manifest.json; explain needs an evalflow run folder (outputs/<date>/<time>/), "
+            f"{folder}: no {MANIFEST}; explain needs an evalflow run folder (outputs/<date>/<time>/), "
             "written by a run that recorded its stages"
         )
     data = json.loads(path.read_text())
@@ -52,7 +53,7 @@ def read_manifest(folder: Path) -> Manifest:
             f"{path}: its stages carry no key inputs (written by an evalflow before `explain` existed); "
             "re-run it once to record them"
         )
-    results = Path(folder) / RESULTS
+    results = results_file(folder)
     started = json.loads(results.read_text()).get("date", 0.0) if results.is_file() else path.stat().st_mtime
     return Manifest(Path(folder), data, float(started))
 

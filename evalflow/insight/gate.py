@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalflow.errors import ConfigError
+from evalflow.output.run_paths import RESULTS
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def bootstrap_detectable(distribution: np.ndarray, alpha: float) -> float:
 def judge(name: str, diff: float, higher_is_better: bool | None, p_value: float | None, gate: GateSettings) -> Verdict:
     """Whether one row (B - A = ``diff``) is a regression under ``gate``."""
     if higher_is_better is None:
-        return Verdict(name, False, "not gated: results.json does not say whether higher is better")
+        return Verdict(name, False, f"not gated: {RESULTS} does not say whether higher is better")
     change = diff if higher_is_better else -diff
     worse = "dropped" if higher_is_better else "rose"
     if change >= -gate.max_drop:

@@ -21,7 +21,8 @@ from evalflow.insight.report_charts import charts
 from evalflow.insight.report_docs import document_notes, document_view, encode_docs
 from evalflow.insight.report_page import PAGE
 from evalflow.insight.report_tables import SIGNIFICANT, left_out_notes, paired_columns, result_sections
-from evalflow.output.run_folder import SNAPSHOT, SNAPSHOT_OVERRIDES, Run, is_complete, load_run, snapshot_config
+from evalflow.output.run_folder import Run, is_complete, load_run
+from evalflow.output.run_paths import snapshot_config, snapshot_hydra, snapshot_overrides
 
 __all__ = [
     "build_report",
@@ -64,7 +65,7 @@ def _sweep_jobs(folder: Path) -> list[Path]:
 
 def run_settings(run: Run) -> dict[str, Any]:
     """What a run was asked for: its Hydra overrides when recorded, else lm-eval's config block."""
-    overrides = run.folder / SNAPSHOT / SNAPSHOT_OVERRIDES
+    overrides = snapshot_overrides(run.folder)
     if overrides.is_file():
         items = yaml.safe_load(overrides.read_text()) or []
         return dict(str(o).lstrip("+~").split("=", 1) for o in items if "=" in str(o))
@@ -88,7 +89,7 @@ def _configured(run: Run, key: str) -> str:
     """A setting a run was not given on its command line, as it ran: a config group's choice from
     ``.hydra/hydra.yaml`` (``model`` → ``dummy``), a value from ``.hydra/config.yaml`` (the composed
     config, the model preset's keys included), else the schema's default."""
-    choices = _yaml(run.folder / SNAPSHOT / "hydra.yaml").get("hydra", {}).get("runtime", {}).get("choices", {})
+    choices = _yaml(snapshot_hydra(run.folder)).get("hydra", {}).get("runtime", {}).get("choices", {})
     if key in choices:
         return str(choices[key])
     node: Any = _yaml(snapshot_config(run.folder))

@@ -22,6 +22,8 @@ from evalflow.lmeval_compat.args import hydra_value
 from evalflow.lmeval_compat.execute import execute
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
+from evalflow.output.results import with_samples
+from evalflow.output.run_paths import samples_file
 
 _UNSUPPORTED = {  # argument: (lm-eval's default, why evalflow cannot honour another value)
     "rewrite_requests_cache": (False, "evalflow's request cache is keyed by the task's content and never stale"),
@@ -96,7 +98,7 @@ def simple_evaluate(
         folder = Path(output_dir) if output_dir else Path(scratch) / "run"
         results = execute(tr, folder, model=None if isinstance(model, str) else model)
         if log_samples or predict_only:  # lm-eval returns them: read back the run folder's samples files
-            results["samples"] = {task: _rows(folder / f"samples_{task}.jsonl") for task in results["configs"]}
+            results = with_samples(results, lambda task: _rows(samples_file(folder, task)))
     return results
 
 

@@ -36,7 +36,7 @@ def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
     )
     if model is not None:
         return results
-    from evalflow.lmeval_compat.layout import as_command_gave
+    from evalflow.output.results import as_command_gave
 
     return as_command_gave(results, tr.lm_model, tr.lm_model_args, tr.lm_config)  # lm-eval's names for what was given
 

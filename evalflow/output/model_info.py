@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalflow.output.run_paths import RESULTS
+
 LM_EVAL_VERSION = "0.4.13"
 """The lm-eval whose semantics and results layout evalflow follows (results.json's ``lm_eval_version``)."""
 
@@ -57,7 +59,7 @@ def lm_eval_fields(
     try:
         top, config = read(*key)
     except Exception as exc:  # a results file must still be written; the fields are then left out
-        log.warning("results.json: lm-eval's tokenizer and model fields are left out (%s: %s)", type(exc).__name__, exc)
+        log.warning("%s: lm-eval's tokenizer and model fields are left out (%s: %s)", RESULTS, type(exc).__name__, exc)
         return {}, {}
     if memo is not None:
         store.put(memo, [top, config], tag="lmeval_fields")

@@ -1,4 +1,7 @@
-"""lm-eval 0.4.13's results layout, built from the stage outputs of a run.
+"""lm-eval 0.4.13's results layout, built from the stage outputs of a run: every field of
+lm-eval's results dictionary is named here, the ones ``evalflow lm-eval`` and
+``evalflow.simple_evaluate`` rewrite as the command gave them (:func:`as_command_gave`) and
+``task_hashes`` (:func:`with_task_hashes`) included; the modules beside it compute values.
 
     {"results": {task: {"name": ..., "alias": ..., "sample_len": 50, "acc,none": 0.5, "acc_stderr,none": 0.05}},
      "groups": {...}, "group_subtasks": {...}, "configs": {...}, "versions": {...},
@@ -15,15 +18,15 @@ left out when none does, as lm-eval leaves it. What only evalflow records lives 
 evalflow's own); the tokenizer and model fields lm-eval writes for ``hf`` models (``max_length``,
 ``tokenizer_*_token``, ``config.model_dtype``, ...) come from evalflow.output.model_info.
 ``pretty_env_info`` and ``upper_git_hash`` are lm-eval's (output/environment.py); ``task_hashes``,
-which lm-eval's tracker adds to its own results file, is written by ``python -m evalflow lm-eval
---output_path``.
+which lm-eval's tracker adds to its own results file, is in the file ``python -m evalflow lm-eval
+--output_path`` writes (lmeval_compat/layout.py).
 """
 
 from __future__ import annotations
 
 import logging
 import platform
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +34,14 @@ from evalflow.config.schema import RunSettings
 from evalflow.dag.answer_cache import InferenceCounts
 from evalflow.dag.runner import StageEvent, StageOutputs
 from evalflow.output.environment import environment_fields
-from evalflow.output.run_info import run_info
+from evalflow.output.run_info import (
+    chat_template,
+    git_hash,
+    hash_string,
+    model_name,
+    sanitize_model_name,
+    version,
+)
 from evalflow.output.summary import TaskSummary
 from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
@@ -92,16 +102,8 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
         versions[group.name] = str((group.metadata or {}).get("version", "N/A"))
     _propagate(record, n_shot, hib)
     model = dict(s.model if record.model is None else record.model)
-    info = run_info(s, model)
     tokenizer_fields, model_fields = lm_eval_fields(model, record.model_identity, store)
     environment = environment_fields()
-    versions_info = {
-        "pretty_env_info": environment["pretty_env_info"],
-        "transformers_version": info.pop("transformers_version"),
-        "lm_eval_version": LM_EVAL_VERSION,
-        "upper_git_hash": environment["upper_git_hash"],
-        **tokenizer_fields,
-    }
     aggregated = {name: groups[name] for name in groups if _aggregates(record, name)}
     return {
         "results": {**results, **groups},
@@ -113,10 +115,14 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
         "higher_is_better": hib,
         "n-samples": n_samples,
         "config": _config(s, model, model_fields, ran_device(record.inference.model, model)),
-        "git_hash": info.pop("git_hash"),
+        "git_hash": git_hash(),
         "date": record.started,
-        **versions_info,
-        **info,
+        "pretty_env_info": environment["pretty_env_info"],
+        "transformers_version": version("transformers"),
+        "lm_eval_version": LM_EVAL_VERSION,
+        "upper_git_hash": environment["upper_git_hash"],
+        **tokenizer_fields,
+        **_run_fields(s, model),
         "total_evaluation_time_seconds": str(round(record.finished - record.started, 3)),
         "evalflow": {
             "model": model,  # the whole model config, type included
@@ -124,6 +130,24 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
             "seed": s.seed,
             "platform": platform.platform(),
         },
+    }
+
+
+def _run_fields(s: RunSettings, model: Mapping[str, Any]) -> dict[str, Any]:
+    """The model, version and chat fields lm-eval puts at the top level, for the ``model`` that
+    answered (its config, or run_info.object_model of an object)."""
+    name = model_name(model)
+    template = chat_template(s)
+    return {
+        "evalflow_version": version("evalflow"),
+        "model_source": str(model.get("type")),
+        "model_name": name,
+        "model_name_sanitized": sanitize_model_name(name),
+        "system_instruction": s.system_instruction,
+        "system_instruction_sha": hash_string(s.system_instruction) if s.system_instruction else None,
+        "fewshot_as_multiturn": s.fewshot_as_multiturn,
+        "chat_template": template,
+        "chat_template_sha": hash_string(template) if template else None,
     }
 
 
@@ -170,7 +194,7 @@ def lmeval_task_config(task: Any, num_fewshot: int) -> dict[str, Any]:
     """A task's entry under ``configs`` as lm-eval 0.4.13 dumps it (``TaskConfig.to_dict``), in its
     key order: no ``None`` values and no ``tag``; ``fewshot_config`` filled from the task's own
     fields (``FewshotConfig.from_dict``); ``metadata`` with ``config_source`` (the command line's
-    model arguments, which lm-eval's TaskManager merges in, are added by lmeval_compat.layout);
+    model arguments, which lm-eval's TaskManager merges in, are added by :func:`as_command_gave`);
     ``num_fewshot`` as the run used it. The split few-shot examples were actually drawn from is the
     manifest's ``fewshot_split``."""
     config = {k: v for k, v in task.to_dict().items() if v is not None and k != "tag"}
@@ -305,3 +329,59 @@ def _group_results(record: RunRecord, results: Mapping[str, Any], n_samples: Map
 
 def _metrics_only(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if "," in k}
+
+
+# --- what the lm-eval front door changes ------------------------------------------------------
+
+
+def with_samples(results: Mapping[str, Any], rows: Callable[[str], list[dict[str, Any]]]) -> dict[str, Any]:
+    """``results`` with lm-eval's ``samples``: each task's per-document records (``rows(task)``), as
+    ``simple_evaluate`` returns them when samples are logged."""
+    return {**results, "samples": {task: rows(task) for task in results["configs"]}}
+
+
+def task_hash(rows: Sequence[Mapping[str, Any]]) -> str:
+    """lm-eval's ``task_hashes`` entry of a task: the hash of its samples' doc, prompt and target hashes."""
+    return hash_string("".join(r["doc_hash"] + r["prompt_hash"] + r["target_hash"] for r in rows))
+
+
+def with_task_hashes(results: Mapping[str, Any], hashes: Mapping[str, str]) -> dict[str, Any]:
+    """``results`` with ``task_hashes`` just before ``model_source`` (lm-eval's key order)."""
+    out: dict[str, Any] = {}
+    for key, value in results.items():
+        if key == "model_source":
+            out["task_hashes"] = dict(hashes)
+        out[key] = value
+    out.setdefault("task_hashes", dict(hashes))
+    return out
+
+
+def as_command_gave(
+    results: Mapping[str, Any],
+    lm_model: str,
+    lm_model_args: Mapping[str, Any],
+    recorded: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``config.model``, ``config.model_args`` and ``model_source`` as lm-eval writes them: its
+    model name (``local-completions``, not the preset), the model args as given (evalflow's whole
+    model config stays under ``evalflow.model``), and ``recorded``: the command's four seeds and
+    gen_kwargs as lm-eval records them (lmeval_compat.translate.recorded_config)."""
+    out = dict(results)
+    if "configs" in out:  # lm-eval's TaskManager merges the model args into every task's metadata
+        out["configs"] = {
+            task: {**config, "metadata": _with_model_args(config.get("metadata"), lm_model_args)}
+            for task, config in out["configs"].items()
+        }
+    if "config" in out:
+        config = {**out["config"], "model": lm_model, "model_args": dict(lm_model_args)}
+        out["config"] = {k: (recorded or {}).get(k, v) for k, v in config.items()}  # lm-eval's seeds, gen_kwargs
+    if "model_source" in out:
+        out["model_source"] = lm_model
+    return out
+
+
+def _with_model_args(metadata: Mapping[str, Any] | None, model_args: Mapping[str, Any]) -> dict[str, Any]:
+    """lm-eval's ``task metadata | model args``, with ``config_source`` still last."""
+    meta = dict(metadata or {})
+    source = meta.pop("config_source", None)
+    return {**meta, **model_args, **({} if source is None else {"config_source": source})}

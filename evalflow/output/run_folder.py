@@ -1,4 +1,5 @@
-"""Run folders, read and written in one place: the layout is defined here once.
+"""Run folders, read and written in one place; every file's name and path comes from
+:mod:`evalflow.output.run_paths`, the one module that spells them.
 
 A run folder holds ``.hydra/`` (the snapshot: ``config.yaml``, the composed config that reproduces
 the run, and ``overrides.yaml``), ``samples_<task>.jsonl`` (per-document records),
@@ -33,33 +34,32 @@ from evalflow.cache.text import TextFile, text_source
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.output.inputs import plain
 from evalflow.output.json_text import indented_json
+from evalflow.output.run_paths import (
+    LMEVAL_RESULTS_GLOB,
+    LMEVAL_RESULTS_PATTERN,
+    RESULTS,
+    SAMPLES_GLOB,
+    SNAPSHOT_CONFIG,
+    is_lmeval_results,
+    lmeval_samples_files,
+    manifest_file,
+    results_file,
+    samples_file,
+    samples_files,
+    snapshot_config,
+    snapshot_dir,
+    snapshot_overrides,
+)
 
 if TYPE_CHECKING:
     from evalflow.cache.store import CacheStore
     from evalflow.output.results import RunRecord
     from evalflow.taskspec.format.spec import TaskConfig
 
-RESULTS = "results.json"  # written last: its presence means the run finished
-MANIFEST = "manifest.json"
-SNAPSHOT = ".hydra"  # Hydra's folder name; evaluate() writes the same two files
-SNAPSHOT_CONFIG = "config.yaml"
-SNAPSHOT_OVERRIDES = "overrides.yaml"
-SAMPLES_GLOB = "samples_*.jsonl"
-
-
-def samples_name(task: str) -> str:
-    """The file name of a task's per-document records in an evalflow run folder."""
-    return f"samples_{task}.jsonl"
-
-
-def snapshot_config(folder: Path) -> Path:
-    """The composed config a run used: ``--config-dir FOLDER/.hydra --config-name config`` reruns it."""
-    return Path(folder) / SNAPSHOT / SNAPSHOT_CONFIG
-
 
 def is_complete(folder: Path) -> bool:
     """Whether ``folder`` holds a finished evalflow run (its results.json, written last)."""
-    return (Path(folder) / RESULTS).is_file()
+    return results_file(folder).is_file()
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -198,29 +198,23 @@ def load_run(folder: Path) -> Run:
     folder = Path(folder)
     if not folder.exists():
         raise RunFolderError(f"{folder}: no such folder; give the run folder a run wrote (its `run folder:` line)")
-    if folder.is_file() and folder.name.startswith("results_"):
+    if folder.is_file() and is_lmeval_results(folder):
         return _lm_eval(folder)
     if is_complete(folder):
-        results = _json(folder / RESULTS)
-        recorded = _json(folder / MANIFEST) if (folder / MANIFEST).is_file() else {}
-        files = {p.name[len("samples_") : -len(".jsonl")]: p for p in folder.glob(SAMPLES_GLOB)}
-        return Run(folder, "evalflow", results, files, recorded)
-    found = sorted(folder.rglob("results_*.json")) if folder.is_dir() else []
+        manifest = manifest_file(folder)
+        recorded = _json(manifest) if manifest.is_file() else {}
+        return Run(folder, "evalflow", _json(results_file(folder)), samples_files(folder), recorded)
+    found = sorted(folder.rglob(LMEVAL_RESULTS_GLOB)) if folder.is_dir() else []
     if found:
         return _lm_eval(found[-1])  # the latest: lm-eval names them by date
     raise RunFolderError(
-        f"{folder}: neither an evalflow run folder (results.json; a folder without it did not finish) "
-        "nor an lm-eval output folder (results_<date>.json); give the folder a run wrote"
+        f"{folder}: neither an evalflow run folder ({RESULTS}; a folder without it did not finish) "
+        f"nor an lm-eval output folder ({LMEVAL_RESULTS_PATTERN}); give the folder a run wrote"
     )
 
 
-def _lm_eval(results_file: Path) -> Run:
-    date = results_file.stem[len("results_") :]
-    results = _json(results_file)
-    files = {}
-    for path in results_file.parent.glob(f"samples_*_{date}.jsonl"):
-        files[path.name[len("samples_") : -len(f"_{date}.jsonl")]] = path
-    return Run(results_file.parent, "lm-eval", results, files)
+def _lm_eval(results: Path) -> Run:
+    return Run(results.parent, "lm-eval", _json(results), lmeval_samples_files(results))
 
 
 def _json(path: Path) -> Any:
@@ -296,8 +290,8 @@ def run_files(folder: Path) -> list[str]:
     """The files in ``folder`` that a run writes (Hydra's ``.hydra/`` snapshot aside)."""
     if not folder.is_dir():
         return []
-    names = [RESULTS, MANIFEST] + sorted(p.name for p in folder.glob(SAMPLES_GLOB))
-    return [name for name in names if (folder / name).exists()]
+    paths = [results_file(folder), manifest_file(folder), *sorted(folder.glob(SAMPLES_GLOB))]
+    return [path.name for path in paths if path.exists()]
 
 
 def ensure_fresh(folder: Path, setting: str = "hydra.run.dir") -> None:
@@ -358,11 +352,11 @@ def write_snapshot(folder: Path, config: Any, model_object: Any = None, map_file
                 "class": f"{type(model_object).__module__}.{type(model_object).__qualname__}",
                 "identity": plain(ident()) if callable(ident) else None,
             }
-    hydra = folder / SNAPSHOT
-    hydra.mkdir(parents=True, exist_ok=True)
-    atomic_write(hydra / SNAPSHOT_CONFIG, [OmegaConf.to_yaml(snapshot)])
+    snapshot_dir(folder).mkdir(parents=True, exist_ok=True)
+    atomic_write(snapshot_config(folder), [OmegaConf.to_yaml(snapshot)])
     atomic_write(
-        hydra / SNAPSHOT_OVERRIDES, ["# written by evalflow.evaluate(): config.yaml holds every setting\n[]\n"]
+        snapshot_overrides(folder),
+        [f"# written by evalflow.evaluate(): {SNAPSHOT_CONFIG} holds every setting\n[]\n"],
     )
 
 
@@ -376,15 +370,15 @@ def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], s
 
     folder.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="evalflow-write") as pool:
-        written = [pool.submit(write_json, folder / MANIFEST, manifest(record))]
+        written = [pool.submit(write_json, manifest_file(folder), manifest(record))]
         if record.settings.log_samples:
             for task in record.selection.tasks:  # texts built (or found) here, written and synced meanwhile
                 written.append(
-                    pool.submit(atomic_write, folder / samples_name(task.task), [_samples(task, record, store)])
+                    pool.submit(atomic_write, samples_file(folder, task.task), [_samples(task, record, store)])
                 )
         for future in written:  # every file synced and in place (else its error) before results.json
             future.result()
-    write_json(folder / RESULTS, results)
+    write_json(results_file(folder), results)
 
 
 def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> bytes | memoryview | TextFile:

@@ -1,6 +1,7 @@
-"""The top-level fields of lm-eval 0.4.13's results.json that describe the run rather than scores:
-the model (``model_source``, ``model_name``, ``config.model_args``), version fields and the chat
-options, computed as lm-eval computes them (``loggers/evaluation_tracker.py``, ``loggers/utils.py``).
+"""The values of lm-eval 0.4.13's results fields that describe the run rather than scores: the
+model's name, the versions, the chat template, computed as lm-eval computes them
+(``loggers/evaluation_tracker.py``, ``loggers/utils.py``). Which field holds which is
+:mod:`evalflow.output.results`' to say.
 
     >>> model_name({"type": "hf", "pretrained": "org/model", "dtype": "float32"})
     'org/model'
@@ -53,36 +54,16 @@ def hash_string(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def run_info(settings: RunSettings, model: Mapping[str, Any]) -> dict[str, Any]:
-    """The model, version and chat fields lm-eval puts at the top level of results.json, for the
-    ``model`` that answered (its config, or :func:`object_model` of an object)."""
-    model = dict(model)
-    name = model_name(model)
-    template = _chat_template(settings)
-    return {
-        "git_hash": _git_hash(),
-        "transformers_version": _version("transformers"),
-        "evalflow_version": _version("evalflow"),
-        "model_source": str(model.get("type")),
-        "model_name": name,
-        "model_name_sanitized": sanitize_model_name(name),
-        "system_instruction": settings.system_instruction,
-        "system_instruction_sha": hash_string(settings.system_instruction) if settings.system_instruction else None,
-        "fewshot_as_multiturn": settings.fewshot_as_multiturn,
-        "chat_template": template,
-        "chat_template_sha": hash_string(template) if template else None,
-    }
-
-
-def _chat_template(settings: RunSettings) -> str | None:
+def chat_template(settings: RunSettings) -> str | None:
+    """The chat template the run applied (None without ``apply_chat_template``)."""
     if not settings.apply_chat_template:
         return None
-    from evalflow.taskspec.prompts.chat_templates import chat_template
+    from evalflow.taskspec.prompts.chat_templates import chat_template as template_of
 
-    return chat_template(dict(settings.model), settings.chat_template_name)[0]
+    return template_of(dict(settings.model), settings.chat_template_name)[0]
 
 
-def _git_hash() -> str | None:
+def git_hash() -> str | None:
     """The commit of the source checkout evalflow runs from (lm-eval records its own), None for an
     installed wheel, even one installed in a folder inside some git repository."""
     checkout = source_checkout()
@@ -97,7 +78,8 @@ def _git_hash() -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def _version(name: str) -> str | None:
+def version(name: str) -> str | None:
+    """The installed version of the distribution ``name`` (None when it is not installed)."""
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from evalflow.output.code_execution import summary_lines as code_lines
+from evalflow.output.run_paths import manifest_file
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ LM_EVAL = Wording("no --use_cache: computed anew, as lm-eval does", "leave out -
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:
-    """The run folder's manifest.json, or None when there is none."""
-    path = folder / "manifest.json"
+    """The run folder's manifest, or None when there is none."""
+    path = manifest_file(folder)
     if not path.is_file():
         return None
     data = path.read_bytes()  # a megabyte on a large suite: orjson reads it ~4x faster than json

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
+from evalflow.output.run_paths import samples_name
+
 COLUMNS = ("Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr")
 RIGHT = ("Version", "n-shot", "Value", "Stderr")
 
@@ -100,7 +102,7 @@ def no_value_lines(results: Mapping[str, Any]) -> list[str]:
             )
             lines.append(
                 f"NO VALUE: {task} {key}: none of its {docs if docs is not None else 'scored'} documents has one; "
-                f"{why}; see the judge_output entries in samples_{task}.jsonl, or score them with on_unparsed: NUMBER"
+                f"{why}; see the judge_output entries in {samples_name(task)}, or score them with on_unparsed: NUMBER"
             )
     return lines
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from evalflow.errors import TaskError
+from evalflow.output.run_paths import RESULTS
 from evalflow.taskspec.catalog.selection import Selection
 from evalflow.taskspec.format.escapes import LiteralEscape, literal_escapes
 from evalflow.taskspec.format.loader import key_origin
@@ -98,7 +99,7 @@ def load_warnings(tasks: Sequence[TaskConfig], num_fewshot: int | None) -> list[
         out.append(
             f"num_fewshot has been set to 0 for {_names(pinned)} in {its} config. Manual configuration "
             f"will be ignored: num_fewshot={num_fewshot} does not apply to {it}, as in lm-eval 0.4.13 "
-            f"({its} prompts have no few-shot examples and results.json records n-shot 0)."
+            f"({its} prompts have no few-shot examples and {RESULTS} records n-shot 0)."
         )
     return out
 

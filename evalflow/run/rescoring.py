@@ -30,6 +30,7 @@ from evalflow.core.records import Context, DocSet, Instance, Request, Responses
 from evalflow.dag.node import Node
 from evalflow.dag.pipeline import PIPELINE
 from evalflow.errors import ConfigError, RunFolderError
+from evalflow.output.run_paths import LMEVAL_SAMPLES_PATTERN, SAMPLES_PATTERN, samples_stem
 from evalflow.taskspec.format.spec import TaskConfig
 
 Rows = tuple[Mapping[str, Any], ...]  # one samples line per document (the first filter's line)
@@ -134,7 +135,7 @@ def read_samples(paths: Sequence[Path]) -> Rows:
                 except (ValueError, KeyError, TypeError) as exc:
                     raise RunFolderError(
                         f"{path}, line {n}: not a samples line with doc_id, doc, arguments and resps ({exc!r}); "
-                        "rescore reads lm-eval's samples_<task>_<date>.jsonl or evalflow's samples_<task>.jsonl"
+                        f"rescore reads lm-eval's {LMEVAL_SAMPLES_PATTERN} or evalflow's {SAMPLES_PATTERN}"
                     ) from None
                 rows.setdefault(doc_id, row)
     if not rows:
@@ -148,18 +149,19 @@ def _task_files(tasks: Sequence[TaskConfig], paths: Sequence[Path]) -> dict[str,
         return {tasks[0].task: list(paths)}
     out: dict[str, list[Path]] = {t.task: [] for t in tasks}
     for path in paths:
-        stem = path.name[len("samples_") :].rsplit(".", 1)[0] if path.name.startswith("samples_") else ""
+        stem = samples_stem(path)
         owner = max((t for t in out if stem == t or stem.startswith(t + "_2")), key=len, default=None)
         if owner is None:
             raise ConfigError(
                 f"{path}: cannot tell which of the {len(tasks)} selected tasks it belongs to; name it "
-                "samples_<task>[_<date>].jsonl or rescore one task at a time"
+                f"{SAMPLES_PATTERN} or {LMEVAL_SAMPLES_PATTERN}, or rescore one task at a time"
             )
         out[owner].append(path)
     missing = [t for t, files in out.items() if not files]
     if missing:
         raise ConfigError(
-            f"no samples file given for task(s) {', '.join(missing)}; give samples_<task>*.jsonl for each"
+            f"no samples file given for task(s) {', '.join(missing)}; give {SAMPLES_PATTERN} or "
+            f"{LMEVAL_SAMPLES_PATTERN} for each"
         )
     return out
 

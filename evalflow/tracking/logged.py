@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from evalflow.errors import ConfigError
 from evalflow.output.run_folder import Run
+from evalflow.output.run_paths import SNAPSHOT
 
 
 def tracker_params(run: Run) -> dict[str, str]:
@@ -74,7 +75,7 @@ def refuse_credentials(uri: str | None, setting: str) -> None:
     """A URI with a password would be saved in the run folder's .hydra/ snapshot: refuse it."""
     if uri and urlsplit(uri).password:
         raise ConfigError(
-            f"{setting} contains a password; settings are saved in every run folder's .hydra/ snapshot. "
+            f"{setting} contains a password; settings are saved in every run folder's {SNAPSHOT}/ snapshot. "
             "Remove it from the URI and give credentials through the environment "
             "(MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN)."
         )

@@ -20,6 +20,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from evalflow.output.run_folder import finished_run
+from evalflow.output.run_paths import RESULTS, SNAPSHOT_CONFIG, results_file
 from evalflow.tracking.logged import metric_values, refuse_credentials, require, tracker_params
 from evalflow.tracking.preflight import check_mlflow_store, log_finished_job
 
@@ -47,7 +48,7 @@ def log_to_mlflow(
     run = finished_run(folder)
     folder = Path(folder)
     if run is None:
-        log.warning("mlflow: %s has no results.json (the run did not finish); nothing logged", folder)
+        log.warning("mlflow: %s has no %s (the run did not finish); nothing logged", folder, RESULTS)
         return None
     import mlflow
 
@@ -77,8 +78,8 @@ def _log_run(
         params = {k: v[:MAX_PARAM_CHARS] for k, v in tracker_params(run).items()}
         mlflow.log_params(params)
         mlflow.log_metrics({name.replace(",", "/"): value for name, value in metric_values(run.results).items()})
-        mlflow.log_dict(dict(run.config), "config.yaml")
-        mlflow.log_artifact(str(folder / "results.json"))
+        mlflow.log_dict(dict(run.config), SNAPSHOT_CONFIG)
+        mlflow.log_artifact(str(results_file(folder)))
         for sample in run.samples if log_samples else ():
             mlflow.log_artifact(str(sample), artifact_path="samples")
         return str(active.info.run_id)

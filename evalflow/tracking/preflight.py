@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from evalflow.errors import ConfigError
+from evalflow.output.run_paths import RESULTS
 
 PROBE_TIMEOUT_S = "10"
 
@@ -52,7 +53,7 @@ def tracker_failed(tracker: str, folder: Path, exc: BaseException, later: str) -
     cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     print(
         f"evalflow: error: {tracker} could not log the finished run in {folder}: {type(exc).__name__}: {cause}. "
-        f"The run folder is complete (results.json, samples); fix the tracker and log it with {later}, or run the "
+        f"The run folder is complete ({RESULTS}, samples); fix the tracker and log it with {later}, or run the "
         "same command again (every stage is served from the cache).",
         file=sys.stderr,
         flush=True,

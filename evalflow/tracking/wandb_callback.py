@@ -18,6 +18,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from evalflow.output.run_folder import finished_run
+from evalflow.output.run_paths import RESULTS, SNAPSHOT_CONFIG, results_file
 from evalflow.tracking.logged import metric_values, require, results_rows
 from evalflow.tracking.preflight import check_wandb_login, log_finished_job
 
@@ -42,7 +43,7 @@ def log_to_wandb(
     run = finished_run(folder)
     folder = Path(folder)
     if run is None:
-        log.warning("wandb: %s has no results.json (the run did not finish); nothing logged", folder)
+        log.warning("wandb: %s has no %s (the run did not finish); nothing logged", folder, RESULTS)
         return None
     import wandb
 
@@ -63,9 +64,9 @@ def log_to_wandb(
         wb.summary.update({**metrics, "model_name": run.model_name})
         wb.log({"evaluation/eval_results": wandb.Table(columns=TABLE_COLUMNS, data=results_rows(run.results))})
         artifact = wandb.Artifact(f"run-{wb.id}-results", type="eval_results")
-        artifact.add_file(str(folder / "results.json"))
+        artifact.add_file(str(results_file(folder)))
         if run.config_file is not None:
-            artifact.add_file(str(run.config_file), name="config.yaml")
+            artifact.add_file(str(run.config_file), name=SNAPSHOT_CONFIG)
         for sample in run.samples if log_samples else ():
             artifact.add_file(str(sample), name=f"samples/{sample.name}")
         wb.log_artifact(artifact)
