@@ -201,9 +201,7 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
         fn=fn,
         kwargs=kwargs,
         aggregation=_aggregation(entry, registered, name, where),
-        higher_is_better=entry["higher_is_better"]
-        if "higher_is_better" in entry
-        else (registered.higher_is_better if registered is not None else None),
+        higher_is_better=entry.get("higher_is_better", registered.higher_is_better if registered is not None else None),
         keyword_call=_check_kwargs(fn, kwargs, name, where),
         reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction")
         if "reduction" in entry

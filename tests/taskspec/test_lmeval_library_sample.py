@@ -69,7 +69,7 @@ NEEDS_PUNKT = ("ifeval", "leaderboard_ifeval")
 def _library() -> Path:
     spec = importlib.util.find_spec("lm_eval")
     assert spec is not None and spec.submodule_search_locations
-    return Path(list(spec.submodule_search_locations)[0]) / "tasks"
+    return Path(next(iter(spec.submodule_search_locations))) / "tasks"
 
 
 @pytest.fixture(scope="module")
