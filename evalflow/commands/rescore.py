@@ -47,7 +47,8 @@ def main(argv: list[str]) -> int:
     for path in paths:
         if not path.is_file():
             raise ConfigError(
-                f"{path}: no such samples file; give lm-eval's samples_<task>_<date>.jsonl or evalflow's samples_<task>.jsonl"
+                f"{path}: no such samples file; give lm-eval's samples_<task>_<date>.jsonl "
+                "or evalflow's samples_<task>.jsonl"
             )
     overrides = list(words.passed)
     if not any(a.startswith("task=") for a in overrides):

@@ -121,7 +121,8 @@ def _limit(data: Mapping[str, Any]) -> float | None:
     limit = data["limit"]
     if limit is not None and (limit <= 0 or (limit >= 1 and limit != int(limit))):
         raise ConfigError(
-            f"limit={limit} is out of range; use a whole number of documents (limit=50) or a fraction in (0, 1) (limit=0.1)"
+            f"limit={limit} is out of range; use a whole number of documents (limit=50) "
+            "or a fraction in (0, 1) (limit=0.1)"
         )
     return limit  # type: ignore[no-any-return]
 
@@ -198,7 +199,8 @@ def _paths(value: Any) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)):
         return tuple(str(p) for p in value)
     raise ConfigError(
-        f"include_path={value!r} is neither a folder nor a list of folders; write include_path=/dir or include_path=[a,b]"
+        f"include_path={value!r} is neither a folder nor a list of folders; "
+        "write include_path=/dir or include_path=[a,b]"
     )
 
 

@@ -326,11 +326,10 @@ def _field_change(name: str, old: Any, new: Any) -> str:
         if added_removed != "reordered or changed":
             return f"filter_list: {added_removed}"
         changed = [n for n in _names(new, "name") if _by_name(old, n) != _by_name(new, n)]
-        return (
-            f"filter_list: filter {', '.join(changed)} changed ({'; '.join(_paths(_by_name(old, changed[0]), _by_name(new, changed[0])))})"
-            if changed
-            else "filter_list reordered"
-        )
+        if not changed:
+            return "filter_list reordered"
+        paths = _paths(_by_name(old, changed[0]), _by_name(new, changed[0]))
+        return f"filter_list: filter {', '.join(changed)} changed ({'; '.join(paths)})"
     paths = list(_paths(old, new, name))
     return "; ".join(paths) if paths else f"{name} changed"
 

@@ -13,8 +13,8 @@ import pytest
 from tests.conftest import Runner, with_acc_norm
 
 TEMPLATE = (
-    "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
-    + "{# a real template is long #}" * 8
+    "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}" + "{# a real template is long #}" * 8
 )
 
 

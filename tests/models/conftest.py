@@ -2,9 +2,10 @@
 
 The tokenizer is a byte-level BPE trained in the fixture with the ``tokenizers`` library, so
 everything works offline in a second. Its alphabet is only the corpus's characters, so whatever the
-random model generates decodes to readable text that stop sequences can be tested on. Weights are drawn with a large ``initializer_range`` so the
-next-token distribution is peaked: greedy decoding then has no near-ties that float noise from
-different batch shapes could flip, and batching tests compare like with like.
+random model generates decodes to readable text that stop sequences can be tested on. Weights are
+drawn with a large ``initializer_range`` so the next-token distribution is peaked: greedy decoding
+then has no near-ties that float noise from different batch shapes could flip, and batching tests
+compare like with like.
 """
 
 from __future__ import annotations

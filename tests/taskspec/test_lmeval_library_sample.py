@@ -2,8 +2,9 @@
 measures the whole library; this keeps a diverse slice of it from regressing in seconds).
 
 Each name is resolved through the task index over the installed lm_eval package's tasks folder
-(``include_path=lm_eval``, no ``trust_task_code``) and the group expansion, then passes the run's load-time checks (every ``!function`` module
-imported), with no data and no model. Skips without lm_eval (the dev extra installs it).
+(``include_path=lm_eval``, no ``trust_task_code``) and the group expansion, then passes the run's
+load-time checks (every ``!function`` module imported), with no data and no model. Skips without
+lm_eval (the dev extra installs it).
 """
 
 from __future__ import annotations

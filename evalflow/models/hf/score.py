@@ -12,11 +12,12 @@
    keeps the key/values in a memo that the next chunk of requests finds again, and packs its
    branches into rows that continue that cached prefix.
 
-Rows cut by left truncation, long rows that share nothing (a rolling window: packing them would
-only cost a dense mask), and every row when sharing is off, run as lm-eval runs them: whole,
-longest first, right-padded, causal attention without a mask (``torch_ops.continuation_logprobs``). A pass holds at most as many
-scored positions as a batch of lm-eval's would compute logits for (``batch_size`` x the longest
-input), so the logits, the largest arrays of a pass, stay within lm-eval's memory.
+Rows cut by left truncation, long rows that share nothing (a rolling window: packing them would only
+cost a dense mask), and every row when sharing is off, run as lm-eval runs them: whole, longest
+first, right-padded, causal attention without a mask (``torch_ops.continuation_logprobs``). A pass
+holds at most as many scored positions as a batch of lm-eval's would compute logits for
+(``batch_size`` x the longest input), so the logits, the largest arrays of a pass, stay within
+lm-eval's memory.
 """
 
 from __future__ import annotations

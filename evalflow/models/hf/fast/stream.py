@@ -1,13 +1,14 @@
 """Greedy generation across chunks of requests: one continuous-batching loop fed chunk after chunk.
 
 The inference edge hands a local model its misses in chunks (``evalflow.scale.chunks``), and saves
-answers as they are handed back (``evalflow.scale.dispatch.answered_parts``), so a killed run
-loses at most the rows in flight. Generation chunks are small (a chunk is sized by estimated work: ~15 gsm8k requests), and
-a decode loop confined to one chunk runs its last rows alone: 30 gsm8k documents at 8 slots ran as
-two loops each draining from 8 rows to 1. Here the loop asks for the next chunk as soon as a row
-frees and no request waits (:func:`evalflow.models.hf.fast.decode.greedy_stream`), so the slots stay
-full from the run's first request to its last, and each row's text is handed back the moment it
-stops, as ``(chunk number, {request index: text})``.
+answers as they are handed back (``evalflow.scale.dispatch.answered_parts``), so a killed run loses
+at most the rows in flight. Generation chunks are small (a chunk is sized by estimated work: ~15
+gsm8k requests), and a decode loop confined to one chunk runs its last rows alone: 30 gsm8k
+documents at 8 slots ran as two loops each draining from 8 rows to 1. Here the loop asks for the
+next chunk as soon as a row frees and no request waits
+(:func:`evalflow.models.hf.fast.decode.greedy_stream`), so the slots stay full from the run's first
+request to its last, and each row's text is handed back the moment it stops, as ``(chunk number,
+{request index: text})``.
 
 Each chunk is prepared exactly as :func:`generate.generate_until` prepares it alone (lm-eval's
 order and truncation, its family prefixes planned over the chunk, their memoized key/values), so a
