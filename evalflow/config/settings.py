@@ -151,7 +151,7 @@ def _gen_kwargs(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
     gen_kwargs = data["gen_kwargs"] or None
     if isinstance(gen_kwargs, str):  # lm-eval style: gen_kwargs='temperature=0,max_gen_toks=64'
         return _parse_kv(gen_kwargs)
-    return gen_kwargs  # type: ignore[no-any-return]
+    return gen_kwargs
 
 
 _PARSERS: dict[str, Parse] = {

@@ -79,7 +79,7 @@ def model_class(name: str) -> type:
     except (ImportError, AttributeError) as exc:
         raise ModelError(f"model.type={name}: cannot import it ({exc}); check the module path and class name") from None
     check_model_class(cls, f"model.type={name}")
-    return cls  # type: ignore[no-any-return]
+    return cls
 
 
 def check_model_class(cls: Any, where: str) -> None:

@@ -116,7 +116,7 @@ class _Patching(importlib.abc.Loader):
         self.inner, self.on_load = inner, on_load
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self.inner.create_module(spec)  # type: ignore[no-any-return]
+        return self.inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
         self.inner.exec_module(module)

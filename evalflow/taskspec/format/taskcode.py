@@ -140,7 +140,7 @@ def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
         ) from None
     if not callable(fn):
         raise TaskError(f"{path}: '{ref.attr}' is a {type(fn).__name__}, not a function.")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:
