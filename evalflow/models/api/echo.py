@@ -32,7 +32,7 @@ from evalflow.models.api.payloads import score_choice
 try:
     import msgspec
 except ImportError:  # pragma: no cover - depends on the environment
-    msgspec = None
+    msgspec = None  # type: ignore[assignment]  # the optional api extra: None marks it absent
 
 
 if msgspec is not None:
