@@ -1,5 +1,8 @@
-"""Records each test's CPU time (self + reaped children) and wall time to $CPU_LOG as TSV: where CI's time goes,
-load-independent. Use: CPU_LOG=/tmp/cpu.tsv PYTHONPATH=.ci python -m pytest -p cputime_plugin; sort -t$'\t' -k2 -rn /tmp/cpu.tsv."""
+"""Records each test's CPU time (self + reaped children) and wall time to $CPU_LOG as TSV: where CI's
+time goes, load-independent. Use:
+
+    CPU_LOG=/tmp/cpu.tsv PYTHONPATH=.ci python -m pytest -p cputime_plugin; sort -t$'\t' -k2 -rn /tmp/cpu.tsv
+"""
 
 import os
 import resource

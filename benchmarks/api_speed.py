@@ -93,7 +93,8 @@ def main() -> int:
                 res = measure.run_once(cmd)
                 runs[name].append(res)
                 print(
-                    f"round {r + 1} {name}: wall {res['wall_s']:.2f} s, foreign {res['foreign_frac']:.2f}, rc {res['rc']}",
+                    f"round {r + 1} {name}: wall {res['wall_s']:.2f} s, "
+                    f"foreign {res['foreign_frac']:.2f}, rc {res['rc']}",
                     flush=True,
                 )
                 if res["rc"]:
@@ -114,11 +115,12 @@ def main() -> int:
         print(f"  {k:16s} {v['wall_s']:8.2f} s")
     print(f"cold:   lm-eval / evalflow = {cold:.2f}x  (goal >= 1.0: {'met' if cold >= 1.0 else 'NOT met'})")
     print(
-        f"cached: lm-eval --use_cache / evalflow cached = {cached:.1f}x  (goal >= 50: {'met' if cached >= 50 else 'NOT met'})"
+        f"cached: lm-eval --use_cache / evalflow cached = {cached:.1f}x  "
+        f"(goal >= 50: {'met' if cached >= 50 else 'NOT met'})"
     )
     print(
-        f"        (an empty Hydra app takes {b['empty Hydra app']['wall_s']:.2f} s here: no Hydra app can show more than "
-        f"{floor:.1f}x)"
+        f"        (an empty Hydra app takes {b['empty Hydra app']['wall_s']:.2f} s here: "
+        f"no Hydra app can show more than {floor:.1f}x)"
     )
     print(
         json.dumps(

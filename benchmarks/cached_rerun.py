@@ -86,7 +86,8 @@ def main() -> int:
     print(f"model={args.model}, 1000 docs x 4 choices")
     print(f"cold run:   {best['cold']:.2f} s   (min of {args.rounds})")
     print(
-        f"cached run: {best['warm']:.2f} s   (min of {args.rounds}; goal < 2 s: {'met' if best['warm'] < 2 else 'NOT met'})"
+        f"cached run: {best['warm']:.2f} s   "
+        f"(min of {args.rounds}; goal < 2 s: {'met' if best['warm'] < 2 else 'NOT met'})"
     )
     print(f"ratio cold/cached: {best['cold'] / best['warm']:.1f}x")
     print(json.dumps({"runs": runs, "best": best}))

@@ -86,7 +86,8 @@ def main() -> None:
             wall, _, disturbed = timed(fn, 1, busy)
             best[name], foreign = min(best[name], wall), max(foreign, disturbed)
     print(
-        f"decode step attention ({args.rows} rows x {args.tokens} tokens, {LAYERS} layers, {torch.get_num_threads()} threads): "
+        f"decode step attention ({args.rows} rows x {args.tokens} tokens, {LAYERS} layers, "
+        f"{torch.get_num_threads()} threads): "
         f"torch flash {best['torch'] * 1e3:.1f} ms, native {best['native'] * 1e3:.1f} ms: "
         f"{best['torch'] / best['native']:.2f}x; max |difference| {diff:.1e}; worst foreign CPU {foreign:.2f}"
     )
@@ -124,7 +125,8 @@ def prefill_line(tokens: int, rounds: int, attend: native_attention.Kernel) -> s
     line = (
         f"prompt prefill attention ({tokens} tokens, one layer, {torch.get_num_threads()} threads): "
         f"sdpa {best['sdpa'] * 1e3:.2f} ms, native {best['native'] * 1e3:.2f} ms "
-        f"({flops / best['native'] / 1e9:.0f} GFLOP/s, {'AVX-512' if wide else 'AVX2'}): {best['sdpa'] / best['native']:.2f}x"
+        f"({flops / best['native'] / 1e9:.0f} GFLOP/s, {'AVX-512' if wide else 'AVX2'}): "
+        f"{best['sdpa'] / best['native']:.2f}x"
     )
     if wide:
         same = torch.equal(outs["native"], outs["native AVX2"])

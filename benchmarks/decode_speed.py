@@ -17,6 +17,7 @@ over rounds is used.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -121,8 +122,8 @@ def decode_report(rounds: int, threads: int | None = None, docs: int = 8, tokens
             ("evalflow decode, prefix per row", ours_prefix_per_row),
         )
         for name, run in runs:
-            full = timed(lambda: run(rows, tokens + 1), rounds, busy)
-            one = timed(lambda: run(rows, 1), rounds, busy)
+            full = timed(functools.partial(run, rows, tokens + 1), rounds, busy)
+            one = timed(functools.partial(run, rows, 1), rounds, busy)
             n = tokens * len(contexts)
             lines.append(
                 f"decode {name} at {rows} row(s): {n / (full[0] - one[0]):.1f} tokens/s wall, "

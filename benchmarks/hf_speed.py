@@ -158,7 +158,8 @@ def run_workload(w: Workload, batch_size: int, rounds: int, work: Path) -> str:
         f"inference work lm-eval {work_theirs:.1f} s (batch size {size}), evalflow {work_ours:.1f} s; start-up+load "
         f"lm-eval {theirs1['min_wall_s']:.1f} s, evalflow {ours1['min_wall_s']:.1f} s; total wall "
         f"{theirs['min_wall_s'] / ours['min_wall_s']:.2f}x; peak RSS evalflow {ours['max_rss_mib']:.0f} MiB, "
-        f"lm-eval {max(p[1]['max_rss_mib'] for p in peers):.0f} MiB ({rss:.2f}x, goal <= 1); worst foreign CPU {foreign:.2f}"
+        f"lm-eval {max(p[1]['max_rss_mib'] for p in peers):.0f} MiB ({rss:.2f}x, goal <= 1); "
+        f"worst foreign CPU {foreign:.2f}"
     )
 
 

@@ -77,7 +77,7 @@ def library_folder() -> Path:
     spec = importlib.util.find_spec("lm_eval")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("lm_eval is not installed here; pass --library DIR (lm-eval's tasks folder)")
-    return Path(list(spec.submodule_search_locations)[0]) / "tasks"
+    return Path(next(iter(spec.submodule_search_locations))) / "tasks"
 
 
 def extras_of_packages() -> dict[str, list[str]]:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +32,14 @@ from evalflow.models.hf.fast import packed_linear  # noqa: E402
 SHAPES = {"gate/up": (1536, 576), "down": (576, 1536), "q/o": (576, 576), "k/v": (192, 576), "output": (49152, 576)}
 
 
+def _runs(x: torch.Tensor, plain: list[torch.nn.Linear], packed: list[Any]) -> dict[str, Callable[[], list[Any]]]:
+    """The two ways of applying the layers to ``x``, each a call of no arguments to time."""
+    return {
+        "torch": lambda: [F.linear(x, layer.weight) for layer in plain],
+        "packed": lambda: [layer(x) for layer in packed],
+    }
+
+
 def shape_lines(rows: list[int], layers: int, rounds: int, scale: int = 1) -> list[str]:
     """One line per weight shape (``scale`` divides every size, for a quick check)."""
     busy = _busy_seconds()
@@ -41,10 +51,7 @@ def shape_lines(rows: list[int], layers: int, rounds: int, scale: int = 1) -> li
         cells = []
         for n in rows:
             x = torch.randn(1, n, in_features // scale)
-            runs = {
-                "torch": lambda: [F.linear(x, layer.weight) for layer in plain],
-                "packed": lambda: [layer(x) for layer in packed],
-            }
+            runs = _runs(x, plain, packed)
             with torch.inference_mode():
                 diff = max(float((a - b).abs().max()) for a, b in zip(runs["torch"](), runs["packed"]()))
                 best, foreign = {k: float("inf") for k in runs}, 0.0

@@ -99,15 +99,17 @@ def main() -> int:
     cross = work1 / work2 if work2 > 0 else float("inf")
     foreign = max(s["max_foreign_frac"] for s in (one, one1))  # workers=2's includes its own actors
     print(
-        f"\ninference throughput workers=2 vs workers=1: {ratio:.2f}x (scaling efficiency {ratio / 2:.2f}, goal >= 0.85: "
-        f"{'met' if ratio >= 1.7 else 'NOT met'}); {n1} requests answered in {answer1:.1f} s (workers=1) "
+        f"\ninference throughput workers=2 vs workers=1: {ratio:.2f}x "
+        f"(scaling efficiency {ratio / 2:.2f}, goal >= 0.85: {'met' if ratio >= 1.7 else 'NOT met'}); "
+        f"{n1} requests answered in {answer1:.1f} s (workers=1) "
         f"vs {answer2:.1f} s (workers=2): {n1 / answer1:.1f} vs {n2 / answer2:.1f} requests/s\n"
         f"cross-check from wall-time differences (full - limit=1): workers=1 {work1:.1f} s, workers=2 {work2:.1f} s, "
         f"ratio {cross:.2f}x\n"
         f"Ray's fixed cost (local Ray start + a model load per actor, beyond workers=1's start-up): "
         f"{two1['min_wall_s'] - one1['min_wall_s']:.1f} s (limit=1 wall: workers=2 {two1['min_wall_s']:.1f} s, "
         f"workers=1 {one1['min_wall_s']:.1f} s)\n"
-        f"peak RSS of the driver (Ray actors not seen) workers=2 {two['max_rss_mib']:.0f} MiB, workers=1 {one['max_rss_mib']:.0f} MiB; "
+        f"peak RSS of the driver (Ray actors not seen) workers=2 {two['max_rss_mib']:.0f} MiB, "
+        f"workers=1 {one['max_rss_mib']:.0f} MiB; "
         f"worst foreign CPU in the workers=1 runs {foreign:.2f}; rounds={args.rounds}"
     )
     return 0

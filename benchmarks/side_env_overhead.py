@@ -99,7 +99,7 @@ def main() -> None:
     seconds, _ = _timed(lambda: same(datasets.Dataset.from_list([{"a": 1}])))
     print(f"the worker's first Dataset (it imports datasets): {seconds:.2f} s")
     for name, rows in (("memory-mapped", mapped), ("in-memory", in_memory)):
-        seconds, back = _timed(lambda: same(rows))
+        seconds, back = _timed(lambda rows=rows: same(rows))
         print(
             f"a {len(back)}-row {name} Dataset to the worker and back: {seconds * 1e3:.0f} ms "
             f"({len(pickle.dumps(rows)) / 1e3:.0f} kB pickled)"
@@ -110,7 +110,7 @@ def main() -> None:
     )
     for name, fn, cache in (("in-process", here, "b"), ("through the worker", there, "c")):
         rows = _rows(str(scratch / cache))
-        seconds, out = _timed(lambda: list(fn(rows)))
+        seconds, out = _timed(lambda fn=fn, rows=rows: list(fn(rows)))
         print(f"leaderboard_math_hard process_docs {name}: {len(rows)} rows -> {len(out)} docs in {seconds:.2f} s")
     results = resolve_function(function_ref("utils.process_results", str(tasks / "minerva_math")))
     doc = {"problem": "p", "solution": "so $\\boxed{\\frac{1}{2}}$", "answer": "\\frac{1}{2}"}

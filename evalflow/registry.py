@@ -151,7 +151,7 @@ class Registry(Generic[T]):
         if path is None:
             return None
         module, _, attr = path.partition(":")
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module), attr)
 
     def names(self) -> tuple[str, ...]:
         """Every name, built-in and registered, sorted."""

@@ -168,7 +168,7 @@ def _loaded(obj: Any, seen: set[int]) -> Any:
 
 def _filled(cell: Any) -> bool:
     try:
-        cell.cell_contents
+        _ = cell.cell_contents  # an empty cell raises
     except ValueError:
         return False
     return True

@@ -82,7 +82,7 @@ def verified_text(blob: bytes) -> memoryview | None:
 def text_start(blob: Any) -> int | None:
     """Where an ``EVFT`` entry's text starts in ``blob`` (bytes, or an mmap of its value file),
     once its checksum over the rest is right; None for an entry of another schema."""
-    end = blob.find(b"\n", 0, 64)
+    end: int = blob.find(b"\n", 0, 64)
     if end < 0 or blob[: len(TEXT) + 1] != TEXT + b" ":
         return None
     with memoryview(blob) as whole, whole[end + 1 :] as payload:

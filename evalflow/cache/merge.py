@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalflow.cache.codec import CorruptEntry, decode
-from evalflow.cache.store import ALIVE, LEASE, VALUE_FILE, CacheStore
+from evalflow.cache.leases import LEASE
+from evalflow.cache.store import ALIVE, VALUE_FILE, CacheStore
 from evalflow.errors import CacheError
 
 log = logging.getLogger(__name__)

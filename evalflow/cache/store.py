@@ -56,7 +56,7 @@ VALUE_FILE = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{28}\.val")
 _PINNED = {k: v for k, v in DEFAULT_SETTINGS.items() if k.startswith(("sqlite_", "disk_"))}
 
 
-class DataDisk(diskcache.Disk):
+class DataDisk(diskcache.Disk):  # type: ignore[misc]  # diskcache ships no types: its Disk is Any
     """A diskcache Disk that stores bytes and str keys only, never unpickles, and touches only
     value files inside the cache folder (a shared cache.db cannot point it at other files)."""
 

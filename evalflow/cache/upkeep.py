@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalflow.cache.codec import CorruptEntry, decode
-from evalflow.cache.store import LEASE, VALUE_FILE, CacheStore, lease_alive, weights_dir
+from evalflow.cache.leases import LEASE
+from evalflow.cache.store import VALUE_FILE, CacheStore, lease_alive, weights_dir
 
 
 def clear_files(directory: Path) -> list[Path]:
@@ -51,7 +52,10 @@ def clear_files(directory: Path) -> list[Path]:
 def _rows(store: CacheStore) -> list[tuple[int, str, str | None, int, float]]:
     """(rowid, key, tag, bytes, store_time) of every entry; bytes count inline and file values."""
     sql = store.raw._sql  # diskcache's own connection; read-only queries
-    return sql("SELECT rowid, key, tag, size + COALESCE(LENGTH(value), 0), store_time FROM Cache").fetchall()
+    rows: list[tuple[int, str, str | None, int, float]] = sql(
+        "SELECT rowid, key, tag, size + COALESCE(LENGTH(value), 0), store_time FROM Cache"
+    ).fetchall()
+    return rows
 
 
 @dataclass(frozen=True)
@@ -154,10 +158,12 @@ def _bound_size(store: CacheStore, budget: float) -> tuple[int, int]:
     """Remove the least recently stored entries and least recently used memos, oldest first, until
     everything the folder holds fits in ``budget`` bytes; (entries, memos) removed. SQLite keeps
     its file's size after a delete (its pages are reused), so an entry counts as its value's bytes."""
-    entries = [
+    entries: list[tuple[float, str, str | Path, int]] = [
         (stored, "entry", key, size or 0) for _, key, _, size, stored in _rows(store) if not key.startswith(LEASE)
     ]
-    kept = [(used, "memo", path, folder_bytes(path)) for used, path in memos(store.directory)]
+    kept: list[tuple[float, str, str | Path, int]] = [
+        (used, "memo", path, folder_bytes(path)) for used, path in memos(store.directory)
+    ]
     removed = {"entry": 0, "memo": 0}
     total = folder_bytes(store.directory)
     for _, kind, item, size in sorted(entries + kept, key=lambda i: i[0]):

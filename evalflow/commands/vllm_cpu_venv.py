@@ -22,6 +22,7 @@ def main(argv: list[str]) -> int:
     python = cpu_venv.venv_python(cpu_venv.build(venv))
     env = " ".join(f"{k}={v}" for k, v in cpu_venv.CPU_ENV.items())
     print(
-        f"{python}\nrun evalflow with vLLM's CPU build:\n  {env} {python} -m evalflow model=vllm model.pretrained=DIR ..."
+        f"{python}\nrun evalflow with vLLM's CPU build:\n"
+        f"  {env} {python} -m evalflow model=vllm model.pretrained=DIR ..."
     )
     return 0

@@ -111,7 +111,7 @@ def compose_run_config(
         _set_model(cfg, model, preset_type)
     values = {"task": list(task) if isinstance(task, (list, tuple)) else task, **values}
     for key, value in values.items():
-        if key not in cfg.keys():
+        if key not in cfg.keys():  # noqa: SIM118 -- a DictConfig's `in` treats a required (???) key as absent
             raise ConfigError(unknown_setting(key))
         try:
             cfg[key] = value
@@ -129,7 +129,7 @@ def _set_model(cfg: Any, model: Mapping[str, Any], has_preset: bool) -> None:
             cfg.model = dict(model)
         return
     for key, value in model.items():
-        if key not in cfg.model.keys():  # `in` alone treats a required (???) key as absent
+        if key not in cfg.model.keys():  # noqa: SIM118 -- a DictConfig's `in` treats a required (???) key as absent
             raise ConfigError(unknown_model_key(str(key), cfg.model))
         try:
             cfg.model[key] = value

@@ -39,7 +39,7 @@ def unknown_setting(key: str) -> str:
 def unknown_model_key(key: str, model: Any) -> str:
     """``model.KEY`` that the model config does not have: a typo, nearly always, or a key of a
     class of your own not yet added with ``+``."""
-    keys = [str(k) for k in model.keys()] if hasattr(model, "keys") else []
+    keys = [str(k) for k in model] if hasattr(model, "keys") else []
     kind = model.get("type") if hasattr(model, "get") else None
     where = (
         "the model config"

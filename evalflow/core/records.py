@@ -175,7 +175,7 @@ class TaskResult:
 
     task: str
     metrics: Mapping[str, Any]
-    higher_is_better: Mapping[str, bool]
+    higher_is_better: Mapping[str, bool | None]  # None: the metric declares no direction (lm-eval writes null)
     n_samples: Mapping[str, int] = field(default_factory=dict)
 
 

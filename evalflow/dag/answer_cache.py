@@ -158,7 +158,7 @@ class CachedModel:
         servers = dict(self.dispatch.served_counts()) if self.dispatch is not None else {}
         if self._model is not None:
             servers.update(feature(self._model, "served_counts")() or {})
-        self.counts.servers = {url: n for url, n in sorted(servers.items())}
+        self.counts.servers = dict(sorted(servers.items()))
         if self.dispatch is not None:
             self.dispatch.close()
         self._pooled.clear()
@@ -246,9 +246,9 @@ class CachedModel:
                 deferred: list[str] = []
                 progress = False
 
-                def leased(keys: list[str]) -> Any:
+                def leased(keys: list[str], deferred: list[str]) -> Any:
                     """Each planned chunk as far as it can be leased now, claimed only when a
-                    replica is ready for it."""
+                    replica is ready for it; the keys another process holds go to ``deferred``."""
                     nonlocal progress, resolved
                     for chunk in plan_chunks([(k, by_key[k]) for k in keys], self.chunk_size):
                         claim = store.claim(iter([k for k, _ in chunk]), self.holder, len(chunk), self.lease_seconds)
@@ -261,7 +261,7 @@ class CachedModel:
                             yield self._with_pixels([(k, by_key[k]) for k in claim.claimed])
 
                 try:
-                    for finished in self.dispatcher.map(rtype, leased(pending)):
+                    for finished in self.dispatcher.map(rtype, leased(pending, deferred)):
                         answers.update(self._accept(rtype, finished, by_key))
                         outstanding.difference_update(finished.keys)
                         mine.update(finished.keys)

@@ -54,8 +54,8 @@ class _Undeclared:
             "it in evalflow/dag/pipeline.py; add it to the node's task_fields so it is in the cache key"
         )
 
-    __getattr__ = __bool__ = __iter__ = __len__ = __getitem__ = __contains__ = _fail  # type: ignore[assignment]
-    __str__ = __eq__ = __hash__ = __int__ = __fspath__ = _fail  # type: ignore[assignment]
+    __getattr__ = __bool__ = __iter__ = __len__ = __getitem__ = __contains__ = _fail
+    __str__ = __eq__ = __hash__ = __int__ = __fspath__ = _fail
 
     def __repr__(self) -> str:
         return f"<undeclared task field {object.__getattribute__(self, '_field')}>"
@@ -101,7 +101,7 @@ class Node:
     resources: tuple[str, ...] = ()
 
     def key_inputs(
-        self, task: TaskConfig, settings: Mapping[str, Any], upstream_keys: Mapping[str, str]
+        self, task: TaskConfig, settings: Mapping[str, Any], upstream_keys: Mapping[str, str | None]
     ) -> dict[str, Any]:
         """Everything the key is a hash of, as plain data (also what `explain` diffs).
 
@@ -120,7 +120,8 @@ class Node:
 
     def fn(self) -> Callable[..., Any]:
         module, _, attr = self.function.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        function: Callable[..., Any] = getattr(importlib.import_module(module), attr)
+        return function
 
     def view(self, task: TaskConfig) -> TaskConfig:
         return restricted(task, self.task_fields, {f: d(task) for f, d in self.derive.items()})

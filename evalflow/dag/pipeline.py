@@ -148,7 +148,8 @@ PIPELINE: tuple[Node, ...] = (
         "judge_requests",
         "evalflow.stages.judge_requests:judge_requests",
         "judge_requests",
-        task_fields=_RENDERING,  # the target and choices a judge prompt shows (rendered as the metrics stage renders them)
+        # the target and choices a judge prompt shows (rendered as the metrics stage renders them)
+        task_fields=_RENDERING,
         derive={"metric_list": _judge_prompts},
         upstream=("load_docs", "filters"),
         applies=has_judges,

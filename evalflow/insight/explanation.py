@@ -326,12 +326,11 @@ def _field_change(name: str, old: Any, new: Any) -> str:
         added_removed = _set_change(_names(old, "name"), _names(new, "name"))
         if added_removed != "reordered or changed":
             return f"filter_list: {added_removed}"
-        changed = [n for n in _names(new, "name") if _by_name(old, n) != _by_name(new, n)]
-        return (
-            f"filter_list: filter {', '.join(changed)} changed ({'; '.join(_paths(_by_name(old, changed[0]), _by_name(new, changed[0])))})"
-            if changed
-            else "filter_list reordered"
-        )
+        edited = [n for n in _names(new, "name") if _by_name(old, n) != _by_name(new, n)]
+        if not edited:
+            return "filter_list reordered"
+        what = _paths(_by_name(old, edited[0]), _by_name(new, edited[0]))
+        return f"filter_list: filter {', '.join(edited)} changed ({'; '.join(what)})"
     paths = list(_paths(old, new, name))
     return "; ".join(paths) if paths else f"{name} changed"
 

@@ -42,24 +42,37 @@ details.subtasks, details.task-docs { margin: 0 0 1em; } summary { cursor: point
 </head>
 <body>
 <h1>evalflow report</h1>
-<p class="note">{% for run in runs %}<b>{{ run.label }}</b>: {{ run.folder }} ({{ run.kind }}{% if run.paths %}; {{ run.paths }}{% endif %}){% if not loop.last %}; {% endif %}{% endfor %}</p>
+<p class="note">{% for run in runs %}<b>{{ run.label }}</b>: {{ run.folder }} ({{ run.kind }}
+{%- if run.paths %}; {{ run.paths }}{% endif %}){% if not loop.last %}; {% endif %}{% endfor %}</p>
 {% macro results_table(lines) %}
 <table class="results">
-<colgroup><col class="name"><col><col>{% for label in labels %}<col class="value">{% endfor %}{% for col in paired_columns %}<col>{% endfor %}</colgroup>
-<tr><th>Task</th><th>Filter</th><th>Metric</th>{% for label in labels %}<th>{% if paired_columns %}{{ 'AB'[loop.index0] }}: {% endif %}{{ label }}</th>{% endfor %}{% for col in paired_columns %}<th>{{ col }}</th>{% endfor %}</tr>
-{% for line in lines %}<tr class="{{ 'significant ' ~ line.direction if line.significant else '' }}"><td class="name">{{ line.name }}</td><td>{{ line.metric.split(',', 1)[1] }}</td><td>{{ line.metric.split(',', 1)[0] }} {{ line.arrow }}</td>
-{% for value in line.values %}<td class="num">{{ value }}</td>{% endfor %}{% for cell in line.paired %}<td class="{{ 'num' if loop.index in (1, 3, 5) else '' }}">{{ cell }}{% if loop.index == 3 and line.significant %} *{% endif %}</td>{% endfor %}{% if paired_columns and not line.paired %}{% for col in paired_columns %}<td></td>{% endfor %}{% endif %}</tr>
+<colgroup><col class="name"><col><col>{% for label in labels %}<col class="value">{% endfor %}
+{%- for col in paired_columns %}<col>{% endfor %}</colgroup>
+<tr><th>Task</th><th>Filter</th><th>Metric</th>
+{%- for label in labels %}<th>{% if paired_columns %}{{ 'AB'[loop.index0] }}: {% endif %}{{ label }}</th>{% endfor %}
+{%- for col in paired_columns %}<th>{{ col }}</th>{% endfor %}</tr>
+{% for line in lines %}<tr class="{{ 'significant ' ~ line.direction if line.significant else '' }}">
+{{- '' }}<td class="name">{{ line.name }}</td><td>{{ line.metric.split(',', 1)[1] }}</td>
+{{- '' }}<td>{{ line.metric.split(',', 1)[0] }} {{ line.arrow }}</td>
+{% for value in line.values %}<td class="num">{{ value }}</td>{% endfor %}
+{%- for cell in line.paired %}<td class="{{ 'num' if loop.index in (1, 3, 5) else '' }}">{{ cell }}
+{%- if loop.index == 3 and line.significant %} *{% endif %}</td>{% endfor %}
+{%- if paired_columns and not line.paired %}{% for col in paired_columns %}<td></td>{% endfor %}{% endif %}</tr>
 {% endfor %}</table>
 {% endmacro %}
 <h2>Results{% if paired_columns %} — Paired comparison: {{ labels[1] }} (B) vs {{ labels[0] }} (A){% endif %}</h2>
-{% if paired_columns %}<p class="note">* marks p &lt; {{ significant }} (green: B better, red: B worse; not corrected for the number of rows tested). Subtasks are folded under their group.</p>{% endif %}
+{% if paired_columns %}<p class="note">* marks p &lt; {{ significant }}
+{{- ' (green: B better, red: B worse; not corrected for the number of rows tested).' }}
+{{- ' Subtasks are folded under their group.' }}</p>{% endif %}
 {% if compare_error %}<p class="note left-out">Not paired: {{ compare_error }}</p>{% endif %}
 {% for note in results_notes %}<p class="note left-out">{{ note }} (— in the other runs' columns)</p>{% endfor %}
 {% for section in sections %}
 <section class="group">
 {% if section.title %}<h3>{{ section.title }}</h3>{% endif %}
 {{ results_table(section.head) }}
-{% if section.folded %}<details class="subtasks"><summary>{{ section.folded | map(attribute='task') | unique | list | length }} subtasks{% if section.folded_significant %}, {{ section.folded_significant }} row(s) marked *{% endif %}</summary>
+{% if section.folded %}<details class="subtasks"><summary>
+{{- section.folded | map(attribute='task') | unique | list | length }} subtasks
+{%- if section.folded_significant %}, {{ section.folded_significant }} row(s) marked *{% endif %}</summary>
 {{ results_table(section.folded) }}
 </details>{% endif %}
 </section>
@@ -80,7 +93,9 @@ details.subtasks, details.task-docs { margin: 0 0 1em; } summary { cursor: point
 <div class="documents">
 {% for view in documents %}
 <details class="task-docs" id="docs-{{ view.task }}" data-blob="blob{{ loop.index0 }}">
-<summary>{{ view.task }} <span class="note">({{ view.n }} documents{% if view.columns|length > 1 %}, {{ view.disagree }} where the runs disagree{% endif %}; filter {{ view.filter }})</span></summary>
+<summary>{{ view.task }} <span class="note">({{ view.n }} documents
+{%- if view.columns|length > 1 %}, {{ view.disagree }} where the runs disagree{% endif %}
+{{- '' }}; filter {{ view.filter }})</span></summary>
 <div class="doc-table"></div>
 </details>
 <script type="application/gzip+base64" id="blob{{ loop.index0 }}">{{ view.blob }}</script>
@@ -91,7 +106,9 @@ details.subtasks, details.task-docs { margin: 0 0 1em; } summary { cursor: point
 
 <script>{{ bundle | safe }}</script>
 <script>
-const charts = [{% for chart in charts if chart.spec %}["#{{ chart.id }}", {{ chart.spec | safe }}]{% if not loop.last %}, {% endif %}{% endfor %}];
+const charts = [
+{%- for chart in charts if chart.spec %}["#{{ chart.id }}", {{ chart.spec | safe }}]{% if not loop.last %}, {% endif %}
+{%- endfor %}];
 for (const [target, spec] of charts) {
   vegaEmbed(target, spec, {renderer: "svg", actions: false}).catch(console.error);
 }
@@ -140,7 +157,8 @@ async function showDocs(details) {
     const row = table.insertRow();
     row.className = doc.disagree ? "disagree" : "agree";
     row.dataset.doc = doc.doc_id;
-    addCell(row, doc.doc_id); addCell(row, doc.prompt, true); addImages(row.cells[1], doc.images || []); addCell(row, doc.target);
+    addCell(row, doc.doc_id); addCell(row, doc.prompt, true);
+    addImages(row.cells[1], doc.images || []); addCell(row, doc.target);
     for (const r of doc.runs) { addCell(row, r.resps, true); addCell(row, r.filtered); addCell(row, r.scores); }
   }
   details.querySelector(".doc-table").replaceChildren(table);

@@ -5,7 +5,8 @@ mapping (``{type: hf, pretrained: ...}``, laid over the preset of its type when 
 run's ``judge_model`` setting, when given, replaces it for every judge metric::
 
     python -m evalflow task=my_judged_task judge_model=smollm2
-    python -m evalflow task=my_judged_task judge_model='{type: openai_completions, base_url: http://127.0.0.1:8080/v1, model: smollm2}'
+    python -m evalflow task=my_judged_task \
+        judge_model='{type: openai_completions, base_url: http://127.0.0.1:8080/v1, model: smollm2}'
 
 Every judge answers through a :class:`~evalflow.dag.answer_cache.CachedModel`, the scored model's
 own edge (per-request cache keyed by the model's identity, chunks persisted as they return, leases

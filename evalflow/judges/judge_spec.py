@@ -94,7 +94,8 @@ def parse_judge(metric: str, block: Any, where: str, source: str = "") -> JudgeS
     unknown = [k for k in block if k not in _KEYS]
     if unknown:
         raise TaskError(
-            f"{where}: unknown key '{unknown[0]}'; {closest(str(unknown[0]), _KEYS)} The judge block takes {', '.join(_KEYS)}."
+            f"{where}: unknown key '{unknown[0]}'; {closest(str(unknown[0]), _KEYS)} "
+            f"The judge block takes {', '.join(_KEYS)}."
         )
     prompt = _prompt(block, where, source)
     parser = block.get("parser")
@@ -109,7 +110,8 @@ def parse_judge(metric: str, block: Any, where: str, source: str = "") -> JudgeS
     gen_kwargs = block.get("gen_kwargs") or {}
     if not isinstance(gen_kwargs, Mapping):
         raise TaskError(
-            f'{where}.gen_kwargs: give a mapping, e.g. gen_kwargs: {{max_gen_toks: 16, until: ["\\n"]}}; got {gen_kwargs!r}'
+            f'{where}.gen_kwargs: give a mapping, e.g. gen_kwargs: {{max_gen_toks: 16, until: ["\\n"]}}; '
+            f"got {gen_kwargs!r}"
         )
     merged = {**DEFAULT_GEN_KWARGS, **gen_kwargs}
     if isinstance(merged["until"], str):

@@ -81,7 +81,10 @@ def kv_value(text: str) -> Any:
 
 def split_top_level(text: str) -> list[str]:
     """Split on the commas outside brackets and quotes (lm-eval's ``split_top_level``)."""
-    parts, buf, depth, quote = [], [], 0, None
+    parts: list[str] = []
+    buf: list[str] = []
+    depth = 0
+    quote: str | None = None  # the open quote character, if any
     for char in text:
         if quote is not None:
             quote = None if char == quote else quote

@@ -48,7 +48,8 @@ REFUSED_MODELS: dict[str, str] = {}
 REFUSED_FLAGS = {
     "config": "evalflow reads no lm-eval YAML run config; pass its settings as flags (or use "
     "`python -m evalflow` with a Hydra config)",
-    "check_integrity": "evalflow has no task test suites; `python -m evalflow validate task=NAME` checks a task's config",
+    "check_integrity": "evalflow has no task test suites; `python -m evalflow validate task=NAME` checks a "
+    "task's config",
     "wandb_args": "W&B logging is a Hydra callback of the native command line: python -m evalflow ... "
     "hydra/callbacks=wandb hydra.callbacks.wandb.project=NAME",
     "wandb_config_args": "W&B logging is a Hydra callback of the native command line (hydra/callbacks=wandb)",

@@ -5,7 +5,8 @@ the same input always gets the same one, in any process. ``calls`` counts reques
 is how the tests prove what the cache saved.
 
 >>> m = DummyModel()
->>> m.loglikelihood([Request("loglikelihood", ("2+2=", " 4"))]) == m.loglikelihood([Request("loglikelihood", ("2+2=", " 4"))])
+>>> same = [Request("loglikelihood", ("2+2=", " 4")) for _ in range(2)]  # two equal requests
+>>> m.loglikelihood(same[:1]) == m.loglikelihood(same[1:])
 True
 """
 

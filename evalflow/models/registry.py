@@ -1,10 +1,10 @@
 """Model types by name: ``model.type`` in a config picks one; ``register_model`` adds your own.
 
-One registry (:class:`evalflow.registry.Registry`) holds every name. Built-in classes are registered by import path and imported on
-first use, so choosing ``dummy`` never imports torch, and a fully cached ``hf`` run imports only the
-torch-free ``hf.model`` module to compute the model's identity. A name is taken once: registering
-another class under ``hf`` (or under your own name twice) is refused, since it would silently
-change which model every cached answer belongs to.
+One registry (:class:`evalflow.registry.Registry`) holds every name. Built-in classes are registered
+by import path and imported on first use, so choosing ``dummy`` never imports torch, and a fully
+cached ``hf`` run imports only the torch-free ``hf.model`` module to compute the model's identity. A
+name is taken once: registering another class under ``hf`` (or under your own name twice) is
+refused, since it would silently change which model every cached answer belongs to.
 
     @register_model("mine")
     class Mine(LanguageModel): ...
@@ -79,7 +79,7 @@ def model_class(name: str) -> type:
     except (ImportError, AttributeError) as exc:
         raise ModelError(f"model.type={name}: cannot import it ({exc}); check the module path and class name") from None
     check_model_class(cls, f"model.type={name}")
-    return cls  # type: ignore[no-any-return]
+    return cls
 
 
 def check_model_class(cls: Any, where: str) -> None:

@@ -34,7 +34,7 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, dict) or (hasattr(value, "keys") and hasattr(value, "__getitem__")):
-        return {str(k): plain(value[k]) for k in value.keys()}
+        return {str(k): plain(value[k]) for k in value.keys()}  # noqa: SIM118 -- duck-typed: iter() may not give keys
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     return repr(value)

@@ -79,8 +79,12 @@ def no_value_lines(results: Mapping[str, Any]) -> list[str]:
     """One plain line per result that has no value (``null`` in results.json): a judge metric
     none of whose documents got a parsed verdict, which the table alone would show as a gap.
 
-    >>> no_value_lines({"results": {"t": {"ok,none": None, "ok_unparsed,none": 5}}, "n-samples": {"t": {"effective": 5}}})
-    ['NO VALUE: t ok,none: none of its 5 documents has one; the judge answered 5 times unparsed (ok_unparsed,none) and on_unparsed: exclude left each out; see the judge_output entries in samples_t.jsonl, or score them with on_unparsed: NUMBER']
+    >>> results = {"results": {"t": {"ok,none": None, "ok_unparsed,none": 5}}, "n-samples": {"t": {"effective": 5}}}
+    >>> (line,) = no_value_lines(results)
+    >>> print(line)  # doctest: +NORMALIZE_WHITESPACE
+    NO VALUE: t ok,none: none of its 5 documents has one; the judge answered 5 times unparsed
+    (ok_unparsed,none) and on_unparsed: exclude left each out; see the judge_output entries in
+    samples_t.jsonl, or score them with on_unparsed: NUMBER
     """
     lines = []
     for task, entry in results.get("results", {}).items():

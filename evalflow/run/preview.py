@@ -18,7 +18,7 @@ PROMPT_STAGES = ("load_docs", "fewshot", "instances")
 
 def prompt_outputs(
     task: TaskConfig, settings: RunSettings, store: Any, names: Sequence[str] = PROMPT_STAGES
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
     """The outputs of the prompt-building stages for ``task``, from (and into) the run cache."""
     from evalflow.dag.pipeline import PIPELINE
     from evalflow.dag.runner import execute

@@ -59,7 +59,7 @@ def contexts_from_samples(recorded: Rows) -> tuple[Context, ...]:
 def instances_from_samples(task: TaskConfig, recorded: Rows) -> tuple[Instance, ...]:
     """One instance per recorded request and repeat, with the request's arguments."""
     rtype = _request_type(task)
-    out = []
+    out: list[Instance] = []
     for row in recorded:
         for idx, (args, answers) in enumerate(zip(_arguments(row), row["resps"])):
             out.extend(Instance(int(row["doc_id"]), idx, Request(rtype, args, repeat=r)) for r in range(len(answers)))

@@ -80,7 +80,7 @@ def sandbox(name: str) -> Sandbox:
 
 @functools.cache
 def _instance(cls: type) -> Sandbox:
-    return cls()  # type: ignore[no-any-return]
+    return cls()
 
 
 def sandbox_identity(name: str) -> dict[str, Any]:

@@ -178,10 +178,10 @@ def _misanswered(model: Any, rtype: str, what: str) -> Exception:
 
 def answered_each(model: Any, rtype: str, chunks: Iterable[Chunk], worker: str) -> Iterator[Done]:
     """The answers of a model declaring ``answer_each(rtype, requests, on_answer(index, answer))``
-    (a served model with requests in flight), as they arrive: each :class:`Done` holds every
-    answer that arrived since the last one, so the edge persists them in one transaction (a
-    failed request loses nothing answered, a kill the last ``SETTLE`` seconds' answers), and under load the batches grow instead of
-    the edge falling behind with one transaction per answer.
+    (a served model with requests in flight), as they arrive: each :class:`Done` holds every answer
+    that arrived since the last one, so the edge persists them in one transaction (a failed request
+    loses nothing answered, a kill the last ``SETTLE`` seconds' answers), and under load the batches
+    grow instead of the edge falling behind with one transaction per answer.
 
     Chunks overlap: each is answered in a helper thread, and the next chunk is pulled (and so
     leased) as soon as fewer than twice ``model.in_flight()`` requests are unanswered or fewer than

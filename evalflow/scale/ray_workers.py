@@ -82,10 +82,10 @@ class ModelReplica:
 
 
 class _Dealt(NamedTuple):
-    """A chunk dealt to an actor (``index``, of generation ``gen``), and the keys of it answered
+    """A chunk dealt to an actor (``actor``, of generation ``gen``), and the keys of it answered
     so far: what is dealt again if the actor dies."""
 
-    index: int
+    actor: int  # not `index`, which would shadow tuple.index
     gen: int
     chunk: Chunk
     answered: set[str]
@@ -209,8 +209,8 @@ class RayDispatch:
         rest = dealt.rest()
         if rest:
             retry.append(rest)
-        if self._actors[dealt.index][0] == dealt.gen:
-            self._replace(dealt.index, exc)
+        if self._actors[dealt.actor][0] == dealt.gen:
+            self._replace(dealt.actor, exc)
 
     def _deal(self, rtype: str, inflight: dict[Any, _Dealt], take: Any) -> None:
         """Top every actor up to ``queued`` chunks, one chunk to each in turn: at the start every
@@ -219,7 +219,7 @@ class RayDispatch:
         while dealing:
             dealing = False
             for index, (gen, actor) in list(self._actors.items()):
-                if sum(1 for d in inflight.values() if (d.index, d.gen) == (index, gen)) >= self.queued:
+                if sum(1 for d in inflight.values() if (d.actor, d.gen) == (index, gen)) >= self.queued:
                     continue
                 chunk = take()
                 if chunk is None:

@@ -134,8 +134,7 @@ def brier_score(items: Sequence[Sequence[Any]]) -> float:
 
 def _sacreformat(items: Sequence[Sequence[Any]]) -> tuple[list[Any], list[str]]:
     """``(reference, prediction)`` pairs to sacrebleu's (streams of references, predictions)."""
-    refs = list(list(zip(*items))[0])
-    preds = list(list(zip(*items))[1])
+    refs, preds = (list(column) for column in zip(*items))
     if isinstance(refs[0], str) or not isinstance(refs[0], Sequence):
         refs = [[ref] for ref in refs]
     streams = list(zip(*refs))

@@ -71,7 +71,7 @@ def _normalize_labels(text: str) -> str:
     for key, value in _SPAN_LABELS.items():
         text = re.sub(rf"\b{re.escape(key)}\s*:", f"{value}:", text)
     text = "$".join(text.split("$$"))
-    return text.rstrip("$$")
+    return text.rstrip("$")
 
 
 def _entities(text: str) -> str:

@@ -103,12 +103,12 @@ def exact_match(
         preds, refs = np.char.lower(preds), np.char.lower(refs)
     if ignore_punctuation:
         table = string.punctuation.maketrans("", "", string.punctuation)
-        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
-        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
+        preds = np.char.translate(preds, table=table)
+        refs = np.char.translate(refs, table=table)
     if ignore_numbers:
         table = string.digits.maketrans("", "", string.digits)
-        preds = np.char.translate(preds, table=table)  # type: ignore[call-overload]
-        refs = np.char.translate(refs, table=table)  # type: ignore[call-overload]
+        preds = np.char.translate(preds, table=table)
+        refs = np.char.translate(refs, table=table)
     return {"exact_match": float(np.mean(preds == refs))}
 
 
@@ -201,9 +201,7 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
         fn=fn,
         kwargs=kwargs,
         aggregation=_aggregation(entry, registered, name, where),
-        higher_is_better=entry["higher_is_better"]
-        if "higher_is_better" in entry
-        else (registered.higher_is_better if registered is not None else None),
+        higher_is_better=entry.get("higher_is_better", registered.higher_is_better if registered is not None else None),
         keyword_call=_check_kwargs(fn, kwargs, name, where),
         reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction")
         if "reduction" in entry
@@ -277,7 +275,7 @@ def _resolve(ref: Any) -> Callable[..., Any]:
         from evalflow.taskspec.format.loader import resolve_function
 
         return resolve_function(ref)
-    return ref  # type: ignore[no-any-return]
+    return ref
 
 
 def _accepts_keywords(fn: Callable[..., Any] | None, kwargs: Mapping[str, Any]) -> bool:

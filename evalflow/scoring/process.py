@@ -198,7 +198,7 @@ def _multiple_choice(
 
 def _softmax(x: Sequence[float]) -> np.ndarray:
     e_x = np.exp(np.asarray(x) - np.max(x))
-    return e_x / e_x.sum()  # type: ignore[no-any-return]
+    return e_x / e_x.sum()
 
 
 def _generate(

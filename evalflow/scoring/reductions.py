@@ -176,7 +176,7 @@ def _vote_key(answer: Any) -> str:
 
 
 def _number(value: Any, reduction: str) -> float:
-    if isinstance(value, bool) or isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (bool, int, float, np.integer, np.floating)):
         return float(value)
     raise TaskError(
         f"reduction {reduction} needs a number per sample, but the metric gave {value!r} "

@@ -12,7 +12,7 @@ from typing import Any
 from evalflow.core.records import Context, DocSet
 from evalflow.errors import ConfigError
 from evalflow.taskspec.format.spec import TaskConfig
-from evalflow.taskspec.prompts.fewshot_context import build_contexts, render_plain
+from evalflow.taskspec.prompts.fewshot_context import Render, build_contexts, render_plain
 
 
 def evaluated_doc_ids(n_docs: int, limit: float | None, samples: Sequence[int] | None = None) -> list[int]:
@@ -51,7 +51,7 @@ def fewshot(
 ) -> tuple[Context, ...]:
     if not docs.docs:
         raise ConfigError(f"task '{task.task}': split '{docs.eval_split}' has no documents to evaluate")
-    render = render_plain
+    render: Render = render_plain
     if chat is not None:
         from evalflow.taskspec.prompts.chat_format import ChatFormat, chat_render
 

@@ -28,7 +28,8 @@ def instances(
     images: Any = None,
 ) -> tuple[Instance, ...]:
     if apply_chat_template and task.output_type == "multiple_choice":
-        keep = bool(task.gen_prefix) and not task.gen_prefix[-1].isspace()
+        prefix = task.gen_prefix or ""
+        keep = prefix != "" and not prefix[-1].isspace()
         task = dataclasses.replace(task, target_delimiter=task.target_delimiter if keep else "")
     out: list[Instance] = []
     multimodal = is_multimodal(task)

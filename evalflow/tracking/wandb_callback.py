@@ -24,7 +24,7 @@ from evalflow.tracking.preflight import check_wandb_login, log_finished_job
 
 log = logging.getLogger(__name__)
 
-TABLE_COLUMNS = ["Task", "Version", "Filter", "num_fewshot", "Metric", "Value", "Stderr"]
+TABLE_COLUMNS: list[str | int] = ["Task", "Version", "Filter", "num_fewshot", "Metric", "Value", "Stderr"]
 
 
 def log_to_wandb(

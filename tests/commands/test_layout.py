@@ -25,9 +25,10 @@ def imports_commands(source: str) -> bool:
                 return True
             if node.module == "evalflow.commands" or node.module.startswith("evalflow.commands."):
                 return True
-        elif isinstance(node, ast.Import):
-            if any(a.name == "evalflow.commands" or a.name.startswith("evalflow.commands.") for a in node.names):
-                return True
+        elif isinstance(node, ast.Import) and any(
+            a.name == "evalflow.commands" or a.name.startswith("evalflow.commands.") for a in node.names
+        ):
+            return True
     return False
 
 

@@ -35,7 +35,7 @@ def test_metric_change_rescores_without_inference(runner: Runner, toy_library: P
     runner()
     yaml_file = toy_library / "toy_mc.yaml"
     yaml_file.write_text(with_acc_norm(yaml_file.read_text()))
-    results, manifest, folder = runner()
+    _results, manifest, folder = runner()
     hits = stage_hits(manifest)
     assert all(hits[s] for s in ["load_docs", "fewshot", "instances", "inference", "filters"])
     assert not hits["metrics"] and not hits["aggregate"]
@@ -44,7 +44,7 @@ def test_metric_change_rescores_without_inference(runner: Runner, toy_library: P
 
 
 def test_filter_change_refilters_without_inference(runner: Runner, toy_library: Path) -> None:
-    first, _, _ = runner("toy_gen")
+    _first, _, _ = runner("toy_gen")
     yaml_file = toy_library / "toy_gen.yaml"
     yaml_file.write_text(yaml_file.read_text().replace('regex_pattern: "#### ', 'regex_pattern: "####\\\\s*'))
     _, manifest, _ = runner("toy_gen")

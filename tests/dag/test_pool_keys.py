@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -85,7 +86,7 @@ def test_the_run_heap_is_left_out_of_gc_while_the_model_answers(toy_library: Pat
     from evalflow import evaluate
 
     class Recording(Lengths):
-        frozen: list[int] = []
+        frozen: ClassVar[list[int]] = []
 
         def loglikelihood(self, requests):
             self.frozen.append(gc.get_freeze_count())

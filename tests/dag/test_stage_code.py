@@ -71,8 +71,8 @@ def test_module_closure_reads_imports_from_disk(tmp_path: Path) -> None:
         {
             "__init__.py": "from pkg.stages.a import run\n",
             "stages/__init__.py": "from pkg.stages import a, b\n",
-            "stages/a.py": "from ..lib import helper\nfrom pkg.lib import VALUE\n\ndef run():\n    from pkg.lib.lazy import f\n"
-            "    return helper.x + f() + VALUE\n",
+            "stages/a.py": "from ..lib import helper\nfrom pkg.lib import VALUE\n\n"
+            "def run():\n    from pkg.lib.lazy import f\n    return helper.x + f() + VALUE\n",
             "stages/b.py": "import pkg.lib.other\n",
             "lib/__init__.py": "VALUE = 1\n",
             "lib/helper.py": "from pkg.models import m\nx = 1\n",

@@ -14,8 +14,8 @@ from tests.support.runs import Runner
 from tests.support.toy_tasks import with_acc_norm
 
 TEMPLATE = (
-    "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
-    + "{# a real template is long #}" * 8
+    "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}" + "{# a real template is long #}" * 8
 )
 
 

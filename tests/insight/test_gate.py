@@ -36,7 +36,7 @@ def _evaluate(folder: Path, cache: Path, skill: float) -> None:
 def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("gate")
     folders = {"release": root / "release", "same": root / "same", "worse": root / "worse"}
-    for (name, folder), skill in zip(folders.items(), (1.0, 1.0, 0.6)):
+    for (_name, folder), skill in zip(folders.items(), (1.0, 1.0, 0.6)):
         _evaluate(folder, root / "cache", skill)
     return folders
 

@@ -146,7 +146,7 @@ def test_generation_after_a_shared_prefix_equals_the_plain_generation(tiny_model
     for batch_size, batching in [(1, "lmeval"), (3, "lmeval"), (1, "continuous"), (3, "continuous")]:
         model = HFModel(str(tiny_model_dir), batch_size=batch_size, batching=batching)
         runs: list[int] = []
-        monkeypatch.setattr(kv, "prefix_states", lambda m, p, d: runs.append(len(p)) or real(m, p, d))
+        monkeypatch.setattr(kv, "prefix_states", lambda m, p, d, runs=runs: runs.append(len(p)) or real(m, p, d))
         assert model.generate_until(requests) == plain
         assert runs == [1]  # one prefix for the whole group, found again by every later batch
 

@@ -38,7 +38,7 @@ def cache_behaviour(judged: Judged) -> None:
     judge calls and no scored-model call. Whatever SmolLM2 says, each verdict is a score in [1, 5]
     or counted as unparsed."""
     judged.write(prompt=RUBRIC, parser=NUMBER, tokens=TOKENS)
-    result, manifest, folder = judged(limit=DOCS)
+    result, manifest, _folder = judged(limit=DOCS)
     assert manifest["judge"]["computed"] == DOCS
     parsed = DOCS - result["graded_unparsed,none"]
     assert (parsed == 0 and result["graded,none"] is None) or 1.0 <= result["graded,none"] <= 5.0

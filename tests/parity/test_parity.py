@@ -5,12 +5,13 @@ aggregates, and identical generations for at least 95% of each generating settin
 
 The default scope is short (about two minutes on two cores: one run per side, loading the model
 once): arc_easy, an mmlu subject and gsm8k 5-shot together. lm-eval's library is compared in the
-suite by tests/taskspec/sidenv/test_side_env_math_parity.py (MATH scoring against lm-eval's own code) and
-here under the full scope, whose first case (leaderboard_ifeval and a leaderboard_bbh subtask, 3
-documents, generations capped at 64 tokens on both sides) takes minutes. With ``EVALFLOW_FULL_PARITY=1`` it runs the acceptance scope (``FULL``):
-the classic suite takes about an hour, issue 21's settings about two more hours on two cores
-shared with other jobs (5 to 19 minutes each, lm-eval the slower side); ``benchmarks/parity.py``
-runs the same and prints one verdict line per setting.
+suite by tests/taskspec/sidenv/test_side_env_math_parity.py (MATH scoring against lm-eval's own
+code) and here under the full scope, whose first case (leaderboard_ifeval and a leaderboard_bbh
+subtask, 3 documents, generations capped at 64 tokens on both sides) takes minutes. With
+``EVALFLOW_FULL_PARITY=1`` it runs the acceptance scope (``FULL``): the classic suite takes about an
+hour, issue 21's settings about two more hours on two cores shared with other jobs (5 to 19 minutes
+each, lm-eval the slower side); ``benchmarks/parity.py`` runs the same and prints one verdict line
+per setting.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ import pytest
 from tests.support.parity_harness import Setting, lm_eval_missing, missing, run_setting
 
 LIB = {"library": True}  # lm-eval's own YAML from its tasks folder, the shared data map
-BBH4 = "leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding,leaderboard_bbh_object_counting,leaderboard_bbh_formal_fallacies"
+BBH4 = (
+    "leaderboard_bbh_boolean_expressions,leaderboard_bbh_date_understanding,"
+    "leaderboard_bbh_object_counting,leaderboard_bbh_formal_fallacies"
+)
 MATH_HARD3 = "leaderboard_math_algebra_hard,leaderboard_math_counting_and_prob_hard,leaderboard_math_geometry_hard"
 MINERVA3 = "minerva_math_algebra,minerva_math_geometry,minerva_math_num_theory"
 BBH_COT3 = "bbh_cot_fewshot_boolean_expressions,bbh_cot_fewshot_date_understanding,bbh_cot_fewshot_object_counting"

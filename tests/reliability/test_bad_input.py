@@ -103,7 +103,8 @@ CASES: dict[str, Case] = {
     ),
     "metric_function_raises": Case(
         {
-            "t.yaml": "task: t_metric_fn\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data}/test.jsonl\n"
+            "t.yaml": "task: t_metric_fn\ndataset_path: json\n"
+            "dataset_kwargs:\n  data_files:\n    test: {data}/test.jsonl\n"
             "test_split: test\noutput_type: generate_until\ndoc_to_text: question\ndoc_to_target: answer\n"
             "metric_list:\n  - metric: !function utils.score\n    aggregation: mean\n",
             "utils.py": "def score(items):\n    raise ValueError('cannot score ' + repr(items[1])[:10])\n",

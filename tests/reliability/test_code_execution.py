@@ -99,7 +99,7 @@ def test_templates_cannot_reach_python_internals(tmp_path: Path) -> None:
     from evalflow.taskspec.prompts.templates import apply_template
 
     marker = tmp_path / "ran"
-    template = "{{ cycler.__init__.__globals__.os.open('%s', 64) }}" % marker  # 64: O_CREAT
+    template = "{{ cycler.__init__.__globals__.os.open('MARKER', 64) }}".replace("MARKER", str(marker))  # 64: O_CREAT
     with pytest.raises(EvalflowError):
         apply_template(template, {"question": "q"})
     assert not marker.exists()

@@ -348,7 +348,8 @@ def test_fewshot_split_fallback_is_warned_and_recorded(tmp_path: Path, caplog: p
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "nofewshot.yaml").write_text(
-        f"task: nofewshot\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    validation: {data}/validation.jsonl\n"
+        "task: nofewshot\ndataset_path: json\n"
+        f"dataset_kwargs:\n  data_files:\n    validation: {data}/validation.jsonl\n"
         "training_split: train\nvalidation_split: validation\noutput_type: multiple_choice\n"
         "doc_to_text: '{{q}}'\ndoc_to_target: 0\ndoc_to_choice: ['yes', 'no']\nmetric_list:\n  - metric: acc\n"
     )

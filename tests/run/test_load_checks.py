@@ -230,7 +230,8 @@ def test_validate_names_a_document_whose_label_is_outside_its_choices(
     data = tmp_path / "labels.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     (toy_library / "toy_labels.yaml").write_text(
-        f"include: toy_mc.yaml\ntask: toy_labels\ndataset_kwargs:\n  data_files:\n    test: {data}\ntraining_split: null\n"
+        "include: toy_mc.yaml\ntask: toy_labels\n"
+        f"dataset_kwargs:\n  data_files:\n    test: {data}\ntraining_split: null\n"
     )
     monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path / "cache"))
     assert validate.main(["task=[toy_mc,toy_labels]", f"include_path=[{toy_library}]"]) == 0

@@ -18,7 +18,7 @@ def sample_lines(folder: Path, task: str) -> list[dict]:
 
 
 def test_samples_evaluate_exactly_those_documents(runner: Runner) -> None:
-    results, manifest, folder = runner(task=["toy_mc", "toy_gen"], samples={"toy_mc": [9, 2, 5, 2]})
+    results, _manifest, folder = runner(task=["toy_mc", "toy_gen"], samples={"toy_mc": [9, 2, 5, 2]})
     assert [line["doc_id"] for line in sample_lines(folder, "toy_mc")] == [2, 5, 9]  # dataset order, once each
     assert results["n-samples"]["toy_mc"] == {"original": 40, "effective": 3}
     assert results["n-samples"]["toy_gen"]["effective"] == 40  # a task the mapping does not name: all of it

@@ -52,7 +52,10 @@ filter_list:
         filter_fn: !function code_utils.build_predictions
 """
 
-UTILS = "def build_predictions(resps, docs):\n    return [[doc['prompt'] + r for r in resp] for resp, doc in zip(resps, docs)]\n"
+UTILS = (
+    "def build_predictions(resps, docs):\n"
+    "    return [[doc['prompt'] + r for r in resp] for resp, doc in zip(resps, docs)]\n"
+)
 
 
 @pytest.fixture

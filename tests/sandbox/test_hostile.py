@@ -1,11 +1,11 @@
 """Hostile programs, each contained by the sandbox and scored as a failure, the evaluator unharmed.
 
-Each case is a HumanEval-style candidate that would pass its (trivial) test if its attack
-succeeded or did nothing (attacks call ``posix`` directly where code_eval's guard disables the
-``os`` function, so that they test the sandbox, not the guard): a contained attack makes the program fail (an exception, a limit, the
-wall clock), so ``passed`` is False, and the parent checks afterwards that nothing escaped (the
-home file absent, the loopback server never reached, this process alive). The table of the README's
-"Code execution" section is this file's CASES.
+Each case is a HumanEval-style candidate that would pass its (trivial) test if its attack succeeded
+or did nothing (attacks call ``posix`` directly where code_eval's guard disables the ``os``
+function, so that they test the sandbox, not the guard): a contained attack makes the program fail
+(an exception, a limit, the wall clock), so ``passed`` is False, and the parent checks afterwards
+that nothing escaped (the home file absent, the loopback server never reached, this process alive).
+The table of the README's "Code execution" section is this file's CASES.
 """
 
 from __future__ import annotations

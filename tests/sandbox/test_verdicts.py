@@ -18,7 +18,13 @@ from evalflow.scoring.code_exec import pass_at_k, program
 PROMPT = 'def mean(numbers: list) -> float:\n    """The arithmetic mean of numbers."""\n'
 CANONICAL = "    return sum(numbers) / len(numbers)\n"
 WRONG = "    return -1.0\n"
-TEST = "def check(candidate):\n    assert candidate([1.0, 2.0, 3.0]) == 2.0\n    assert candidate([4.0]) == 4.0\n\ncheck(mean)"
+TEST = (
+    "def check(candidate):\n"
+    "    assert candidate([1.0, 2.0, 3.0]) == 2.0\n"
+    "    assert candidate([4.0]) == 4.0\n"
+    "\n"
+    "check(mean)"
+)
 
 TRICKS = {
     "sys.exit(0)": "import sys\nsys.exit(0)\n",

@@ -4,7 +4,7 @@ Checked on the actor options handed to Ray (no cluster needed)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -26,7 +26,7 @@ class FakeRay:
 
     # what RayDispatch._start needs besides: a cluster, and actors that are ready at once
     ready = property(lambda self: self)
-    init_args: dict[str, Any] = {}
+    init_args: ClassVar[dict[str, Any]] = {}
 
     def is_initialized(self) -> bool:
         return False

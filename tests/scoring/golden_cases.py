@@ -64,11 +64,13 @@ SELF_CONSISTENCY_FILTERS = [
 
 GSM8K_DOCS = [
     (
-        "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n#### 72",
+        "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n"
+        "Natalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n#### 72",
         " Natalia sold 48 / 2 = 24 clips in May.\nAltogether she sold 48 + 24 = 72 clips.\n#### 72",
     ),
     (
-        "Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.\nWorking 50 minutes, she earned 0.2 x 50 = $<<0.2*50=10>>10.\n#### 10",
+        "Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.\n"
+        "Working 50 minutes, she earned 0.2 x 50 = $<<0.2*50=10>>10.\n#### 10",
         " Weng earns $12 an hour, so for 50 minutes she earns 12 * 50 / 60 = $10.\nThe answer is $10.",
     ),
     (

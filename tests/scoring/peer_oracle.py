@@ -16,6 +16,7 @@ import os
 import sys
 import types
 from collections import defaultdict
+from typing import Any, ClassVar
 
 os.environ.setdefault("DISABLE_MULTIPROC", "1")  # same seeded draws as the pool, without processes
 logging.disable(logging.CRITICAL)
@@ -37,7 +38,7 @@ def plain(value):
 
 
 class _Docs(list):
-    features: dict = {}
+    features: ClassVar[dict[str, Any]] = {}
 
 
 def _task(case):

@@ -178,7 +178,8 @@ def test_only_requested_metrics_are_returned() -> None:
         ([{"metric": "exact_match", "ignore_cas": True}], "does not take option"),
         (
             [{"metric": "exact_match", "ignore_case": True, "ignore_punctuaton": True}],
-            r"does not take option\(s\) ignore_punctuaton \('ignore_punctuaton': did you mean 'ignore_punctuation'\?\); it",
+            r"does not take option\(s\) ignore_punctuaton "
+            r"\('ignore_punctuaton': did you mean 'ignore_punctuation'\?\); it",
         ),
         ([{"metric": "exact_match", "aggregaton": "mean"}], "has a key 'aggregaton'; did you mean 'aggregation'"),
         ([{"metric": "exact_match", "hf_evaluate": True}], "hub"),
@@ -249,7 +250,8 @@ def test_dict_returning_metric_keys_inherit_its_aggregation(tmp_path: Path) -> N
     ref = _function(
         tmp_path / "passk.py",
         "pass_at_k",
-        "def pass_at_k(references, predictions, k=None):\n    return {f'pass@{k[0]}': float(predictions[0][0] == 'ok')}\n",
+        "def pass_at_k(references, predictions, k=None):\n"
+        "    return {f'pass@{k[0]}': float(predictions[0][0] == 'ok')}\n",
     )
     task = _task(
         "generate_until",

@@ -89,7 +89,7 @@ def test_the_judge_model_override_reruns_the_judge_only(judged: Judged) -> None:
     judged()
     _, manifest, folder = judged(judge_model={"type": JUDGE, "style": "strict"})
     assert ScriptedAnswerer.calls == 0 and judge_calls(manifest) == N
-    assert manifest["judge"]["models"] and list(manifest["judge"]["models"].values())[0]["style"] == "strict"
+    assert manifest["judge"]["models"] and next(iter(manifest["judge"]["models"].values()))["style"] == "strict"
     assert any(
         'judge_inference re-ran: 100 of 100 judge requests new (judge model changed (graded: style: "plain" → "strict"'
         in line
@@ -163,7 +163,7 @@ def test_a_judge_metric_with_every_verdict_unparsed_is_reported_null_not_dropped
 
     judged = Judged(tmp_path, n=10)
     judged.answers(dict.fromkeys(range(10), "???"))
-    result, manifest, folder = judged()
+    result, _manifest, folder = judged()
     assert result["graded,none"] is None and result["graded_stderr,none"] == "N/A"
     assert result["graded_unparsed,none"] == 10 and result["exact_match,none"] == 0.0
     written = json.loads((folder / "results.json").read_text())

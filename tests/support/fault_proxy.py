@@ -10,10 +10,11 @@ Each POST takes the next fault from ``faults`` (then forwards normally once they
 answers 400 (not worth a retry), ``"401"`` answers 401 (a wrong API key), ``"stall"`` waits
 ``stall_seconds`` (past the client's timeout) before closing, ``"drop"`` closes the connection
 without an answer. ``bodies`` holds every POST body received, ``answered`` those forwarded and
-answered 200 by the upstream server, ``headers`` the headers of every request. ``stop()`` closes the listening socket, so later connections
-are refused, as for a stopped server. ``before_each`` (path, body): a request POSTed upstream, unrecorded,
-right before each forwarded POST, the pair serialised (the parity harness resets llama.cpp's reused
-prompt prefix with it, since the server's greedy output depends on that cache state). Also used by ``benchmarks/api_parity.py`` to capture the
+answered 200 by the upstream server, ``headers`` the headers of every request. ``stop()`` closes the
+listening socket, so later connections are refused, as for a stopped server. ``before_each`` (path,
+body): a request POSTed upstream, unrecorded, right before each forwarded POST, the pair serialised
+(the parity harness resets llama.cpp's reused prompt prefix with it, since the server's greedy
+output depends on that cache state). Also used by ``benchmarks/api_parity.py`` to capture the
 request bodies lm-eval and evalflow send.
 """
 

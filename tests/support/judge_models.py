@@ -19,8 +19,9 @@ class ScriptedAnswerer(DummyModel):
     """Generates ``ANSWERS[question]`` for the prompt's last ``Question: ...`` line. Its identity is
     the table, so a test that edits answers re-runs inference (and only the edited ones differ)."""
 
-    ANSWERS: dict[str, str] = {}
-    SAMPLED: dict[str, list[str]] = {}  # sampled requests: repeat r of a question answers SAMPLED[question][r]
+    ANSWERS: ClassVar[dict[str, str]] = {}
+    # sampled requests: repeat r of a question answers SAMPLED[question][r]
+    SAMPLED: ClassVar[dict[str, list[str]]] = {}
     calls = 0
 
     @classmethod
@@ -46,7 +47,7 @@ class ScriptedJudge(DummyModel):
     it equals the ``Gold: `` line, ``Score: 1`` otherwise, and ``no idea`` (unparseable) when the
     answer contains ``???``. ``prompts`` records every prompt it was sent, in order."""
 
-    prompts: list[str] = []
+    prompts: ClassVar[list[str]] = []
     fail_after: int | None = None  # raise once this many prompts were answered (a judge killed mid-run)
 
     def __init__(self, style: str = "plain", **config: Any) -> None:

@@ -6,7 +6,7 @@ import hashlib
 import os
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from evalflow.core.records import Request
 from evalflow.models.dummy import DummyModel
@@ -17,7 +17,7 @@ class CountingModel(DummyModel):
     ``EVALFLOW_TEST_CALL_LOG`` is set, for runs in a subprocess)."""
 
     calls_total = 0
-    requests_seen: list[Request] = []
+    requests_seen: ClassVar[list[Request]] = []
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
@@ -148,7 +148,7 @@ class NoisyOracleModel(CountingModel):
     reductions (pass@k, maj@k, mean) must tell apart. Counts calls like :class:`CountingModel`.
     """
 
-    ANSWERS: dict[str, int] = {}
+    ANSWERS: ClassVar[dict[str, int]] = {}
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
@@ -172,7 +172,7 @@ class VisionCountingModel(CountingModel):
     test sees that the pixels (not a path or a reference) reached the model."""
 
     MULTIMODAL = ("generate_until",)
-    images_seen: list[Any] = []
+    images_seen: ClassVar[list[Any]] = []
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:

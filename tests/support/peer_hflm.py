@@ -30,12 +30,12 @@ def available() -> bool:
 def start(runs: list[dict]) -> subprocess.Popen:
     """Launch lm-eval on ``runs`` in the background; one torch thread, offline."""
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    spec = tempfile.TemporaryFile("w+")
-    json.dump(runs, spec)
-    spec.seek(0)
-    return subprocess.Popen(
-        [str(PEER_PYTHON), __file__], stdin=spec, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
+    with tempfile.TemporaryFile("w+") as spec:  # the child reads its own copy of the descriptor
+        json.dump(runs, spec)
+        spec.seek(0)
+        return subprocess.Popen(
+            [str(PEER_PYTHON), __file__], stdin=spec, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
 
 
 def finish(proc: subprocess.Popen, timeout: float = 600) -> list[dict]:

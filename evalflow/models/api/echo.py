@@ -5,10 +5,10 @@ log-probability and a ``top_logprobs`` mapping, of which a continuation's score 
 last few (``payloads.score_choice``: ``[ctxlen:-1]``). Parsing all of it with orjson makes a dict
 per token, about two thirds of the parse, which is itself half of the served client's CPU per
 request with a 1-token-per-character tokenizer (270 us of 540 for ~750 tokens). With msgspec
-(in the ``api`` extra; without it, the whole answer is parsed as before) the answer is decoded against a schema that keeps each
-``top_logprobs`` entry as raw bytes, and only the continuation's entries are parsed, by orjson
-as before; the values then go through ``payloads.score_choice`` itself, so the answer is the
-same one.
+(in the ``api`` extra; without it, the whole answer is parsed as before) the answer is decoded
+against a schema that keeps each ``top_logprobs`` entry as raw bytes, and only the
+continuation's entries are parsed, by orjson as before; the values then go through
+``payloads.score_choice`` itself, so the answer is the same one.
 
 Anything the schema does not expect (no choices, a null ``logprobs``, entries that are not
 mappings, a choice count that differs, an empty context) gives None: the caller parses the
@@ -32,7 +32,7 @@ from evalflow.models.api.payloads import score_choice
 try:
     import msgspec
 except ImportError:  # pragma: no cover - depends on the environment
-    msgspec = None
+    msgspec = None  # type: ignore[assignment]  # the optional api extra: None marks it absent
 
 
 if msgspec is not None:

@@ -119,7 +119,8 @@ CPU_PASS_ROWS = 8
 is compute-bound there, so more rows buy nothing and cost cache misses: SmolLM2, 600 arc_easy
 requests, 1 thread, CPU seconds by batch size 1 / 4 / 8 / 16 / 32: 24.2 / 21.9 / 22.2 / 24.5 /
 25.8; 600 mmlu 5-shot requests, 1 / 4 / 8 / 16: 33.4 / 32.7 / 34.3 / 40.5 (differences under ~5%
-are noise on the shared machine they were measured on). Generation sizes its rows separately (:func:`auto_decode_slots`)."""
+are noise on the shared machine they were measured on). Generation sizes its rows separately
+(:func:`auto_decode_slots`)."""
 
 
 def auto_batch_size(dims: ModelDims, seq_len: int, free_bytes: int, max_batch_size: int) -> int:

@@ -99,7 +99,7 @@ class StopOnSequence(transformers.StoppingCriteria):
         self.done = [False] * batch_size
         self.lookback = len(tokenizer.encode(sequence, add_special_tokens=False)) + 2
 
-    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> bool:  # type: ignore[override]
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> bool:
         recent = input_ids[:, self.prompt_len :][:, -self.lookback :]
         texts = self.tokenizer.batch_decode(recent)
         for i, done in enumerate(self.done):

@@ -68,15 +68,16 @@ def continuation_logprob(
 ) -> tuple[float, bool]:
     """lm-eval's ``_parse_logprobs``: the summed log-probability of ``tokens[ctxlen:]`` and whether
     each was the arg-max of its position (positions without a dict count as greedy)."""
-    scored = list(zip(tokens[ctxlen:], prompt_logprobs[ctxlen:], strict=True))
-    for position, (token, logprobs) in enumerate(scored, start=ctxlen):
+    scored: list[tuple[int, Mapping[int, float]]] = []
+    for position, (token, logprobs) in enumerate(zip(tokens[ctxlen:], prompt_logprobs[ctxlen:], strict=True), ctxlen):
         if logprobs is None or token not in logprobs:
             raise ModelError(
                 f"vLLM returned no log-probability for prompt token {token} at position {position}; "
                 "it must be run with prompt_logprobs (evalflow asks for them: this is a bug or an unsupported vLLM)."
             )
-    total = sum(logprobs[token] for token, logprobs in scored)  # type: ignore[index]
-    greedy = all(max(logprobs, key=logprobs.__getitem__) == token for token, logprobs in scored if logprobs)  # type: ignore[arg-type]
+        scored.append((token, logprobs))
+    total = sum(logprobs[token] for token, logprobs in scored)
+    greedy = all(max(logprobs, key=logprobs.__getitem__) == token for token, logprobs in scored)
     return float(total), greedy
 
 

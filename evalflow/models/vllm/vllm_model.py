@@ -4,11 +4,12 @@
 
 Same tokenization (``tok_encode``'s special-token rules, BOS never doubled), same truncation of
 scored sequences (the last ``max_length - 1`` tokens) and of generation contexts
-(``truncation_side``), rolling windows of ``max_length - 2``, log-likelihoods and greedy flags
-from ``prompt_logprobs`` (a one-token continuation from its context's next-token distribution: the
-same number, one prompt per context; :func:`~evalflow.models.vllm.request_rules.next_token_groups`), ``SamplingParams`` built as lm-eval's ``modify_gen_kwargs`` builds them
-(:mod:`evalflow.models.vllm.request_rules`). Each list of requests evalflow hands over (a chunk of the
-run's pool) goes to vLLM in one ``generate`` call, so its scheduler sees all of it at once.
+(``truncation_side``), rolling windows of ``max_length - 2``, log-likelihoods and greedy flags from
+``prompt_logprobs`` (a one-token continuation from its context's next-token distribution: the same
+number, one prompt per context; :func:`~evalflow.models.vllm.request_rules.next_token_groups`),
+``SamplingParams`` built as lm-eval's ``modify_gen_kwargs`` builds them
+(:mod:`evalflow.models.vllm.request_rules`). Each list of requests evalflow hands over (a chunk of
+the run's pool) goes to vLLM in one ``generate`` call, so its scheduler sees all of it at once.
 
 Deviations from lm-eval, none changing a greedy answer:
 - a sampled request carries its own ``SamplingParams.seed`` (:meth:`Request.sample_seed`, from the
@@ -320,8 +321,8 @@ def _refuse_data_parallel(data_parallel_size: Any, tensor_parallel_size: Any) ->
         raise ConfigError(
             f"model.data_parallel_size={data_parallel_size}: evalflow runs vLLM replicas as its own Ray workers, "
             f"each engine kept for the whole run (lm-eval's data_parallel_size builds a new engine on every call). "
-            f"Drop the key and run workers={data_parallel_size} worker_resources='{{num_gpus: {int(tensor_parallel_size)}}}' "
-            "(docs/scaling.md)."
+            f"Drop the key and run workers={data_parallel_size} "
+            f"worker_resources='{{num_gpus: {int(tensor_parallel_size)}}}' (docs/scaling.md)."
         )
 
 

@@ -86,9 +86,10 @@ def _layout(rows: list[dict[str, Any]]) -> tuple[tuple[str, str], ...] | None:
     layout = []
     for name in names:
         kinds = {_kind(row[name]) for row in rows}
-        if len(kinds) != 1 or None in kinds:
+        kind = kinds.pop() if len(kinds) == 1 else None
+        if kind is None:
             return None
-        layout.append((name, kinds.pop()))
+        layout.append((name, kind))
     return tuple(layout)
 
 

@@ -56,7 +56,7 @@ def _strict() -> Iterator[None]:
         if finder is not None and finder in sys.meta_path:
             sys.meta_path.remove(finder)
         for module, original in patched:
-            module.download = original
+            vars(module)["download"] = original
 
 
 def _patch(module: ModuleType, patched: list[tuple[ModuleType, Any]]) -> None:
@@ -72,7 +72,7 @@ def _patch(module: ModuleType, patched: list[tuple[ModuleType, Any]]) -> None:
         return ok
 
     patched.append((module, original))
-    module.download = download
+    vars(module)["download"] = download
 
 
 def _message(resource: Any, caller: str) -> str:
@@ -116,7 +116,7 @@ class _Patching(importlib.abc.Loader):
         self.inner, self.on_load = inner, on_load
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self.inner.create_module(spec)  # type: ignore[no-any-return]
+        return self.inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
         self.inner.exec_module(module)

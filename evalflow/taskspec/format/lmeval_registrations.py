@@ -1,14 +1,15 @@
 """Filters that task code registers in lm-eval's own registry, kept per task module.
 
-lm-eval's task code may register a filter class with ``lm_eval.api.registry.register_filter``
-and name it in its YAML (acpbench's ``ACP_grammar_filter``). evalflow's filter lookup reads its
-own registry, so while such a module is imported, :func:`recording_registrations` replaces lm-eval's
-``register_filter`` with one that records each class under the module's file (and still registers
-it in lm-eval's registry when the name is free there). A task's pipelines then resolve a name
-evalflow does not know to the class *its own* modules registered (:func:`evalflow.taskspec.format.taskcode.task_code_filters`):
-acpbench ships two copies of one module (``gen_2shot`` and ``gen_2shot_with_pddl``) that register
-the same name, which lm-eval's registry refuses once both are imported in one process; recorded
-per module, each task gets its own copy's class and both families load together.
+lm-eval's task code may register a filter class with ``lm_eval.api.registry.register_filter`` and
+name it in its YAML (acpbench's ``ACP_grammar_filter``). evalflow's filter lookup reads its own
+registry, so while such a module is imported, :func:`recording_registrations` replaces lm-eval's
+``register_filter`` with one that records each class under the module's file (and still registers it
+in lm-eval's registry when the name is free there). A task's pipelines then resolve a name evalflow
+does not know to the class *its own* modules registered
+(:func:`evalflow.taskspec.format.taskcode.task_code_filters`): acpbench ships two copies of one
+module (``gen_2shot`` and ``gen_2shot_with_pddl``) that register the same name, which lm-eval's
+registry refuses once both are imported in one process; recorded per module, each task gets its own
+copy's class and both families load together.
 
 lm-eval's ``register_metric`` and ``register_aggregation`` are not bridged: no task of lm-eval
 0.4.13's library calls them (``benchmarks/library_coverage.py`` counts it), so a YAML naming a

@@ -48,7 +48,7 @@ MAX_YAML_NODES = 100_000
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Base):  # type: ignore[misc]
+class _Loader(_Base):
     """Safe YAML plus ``!function``; one instance per file, as the tag's meaning is per folder."""
 
     base_dir: str = ""

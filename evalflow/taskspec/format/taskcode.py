@@ -76,8 +76,8 @@ def task_code_filters(task: Any) -> dict[str, type]:
         for name, cls in registered_filters(ref.module_path).items():
             if found.get(name, cls) is not cls:
                 raise TaskError(
-                    f"task '{task.task}' ({task.source}): its task code registers the filter '{name}' twice in lm-eval's "
-                    f"registry, as {qualified(found[name])} and {qualified(cls)}; keep one registration."
+                    f"task '{task.task}' ({task.source}): its task code registers the filter '{name}' twice "
+                    f"in lm-eval's registry, as {qualified(found[name])} and {qualified(cls)}; keep one registration."
                 )
             found[name] = cls
     return found
@@ -140,7 +140,7 @@ def resolve_function(ref: FunctionRef) -> Callable[..., Any]:
         ) from None
     if not callable(fn):
         raise TaskError(f"{path}: '{ref.attr}' is a {type(fn).__name__}, not a function.")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def _import_module(path: str, source_hash: str, attr: str) -> ModuleType:

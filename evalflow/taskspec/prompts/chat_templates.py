@@ -125,7 +125,8 @@ def render_chat(
     """``messages`` through ``template`` exactly as ``tokenizer.apply_chat_template(tokenize=False)``."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    rendered, _ = render_jinja_template(
+    # transformers annotates a str; it returns (rendered, generation indices)
+    rendered, _ = render_jinja_template(  # type: ignore[str-unpack]
         conversations=[list(map(dict, messages))],
         chat_template=template,
         add_generation_prompt=add_generation_prompt,

@@ -22,6 +22,7 @@ the whole tuple of contexts is built in one call.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -215,7 +216,7 @@ def _sampler(
 def _check_doc_ids(task: TaskConfig, docs: DocSet, doc_ids: Sequence[int], num_fewshot: int) -> None:
     if num_fewshot < 0:
         raise ConfigError(f"num_fewshot must be 0 or more, got {num_fewshot} for task '{task.task}'")
-    if any(b <= a for a, b in zip(doc_ids, doc_ids[1:])):
+    if any(b <= a for a, b in itertools.pairwise(doc_ids)):
         raise ConfigError(
             f"task '{task.task}': the documents to evaluate must be listed in ascending order without "
             "repeats, since few-shot draws follow document order; sort the selected ids."

@@ -143,7 +143,7 @@ def build_instances(
                 rtype,
                 args,
                 repeat=r,
-                seed=seed if sampled else None,  # type: ignore[arg-type]
+                seed=seed if sampled else None,
             )
             out.append(Instance(doc_id, idx, request))
     return tuple(out)

@@ -101,7 +101,7 @@ def call_function(value: Any) -> Callable[..., Any]:
         from evalflow.taskspec.format.loader import resolve_function  # lazy: only tasks with code need it
 
         return resolve_function(value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def call_task_function(
@@ -159,13 +159,13 @@ def doc_to_text(
         return spec
     if isinstance(spec, str):
         if spec in doc:
-            return doc[spec]  # type: ignore[no-any-return]
+            return doc[spec]
         text = apply_template(spec, doc, task=task, what="doc_to_text", doc_id=doc_id)
         if text.isdigit() and task.doc_to_choice is not None:
-            return _literal(text, task, "doc_to_text", doc_id)  # type: ignore[no-any-return]
+            return _literal(text, task, "doc_to_text", doc_id)
         return text
     if callable(spec) or isinstance(spec, FunctionRef):
-        return call_task_function(spec, doc, task=task, what="doc_to_text", doc_id=doc_id, doc=doc)  # type: ignore[no-any-return]
+        return call_task_function(spec, doc, task=task, what="doc_to_text", doc_id=doc_id, doc=doc)
     raise _bad_spec(task, "doc_to_text", spec)
 
 
@@ -181,20 +181,20 @@ def doc_to_target(
         return spec
     if isinstance(spec, str):
         if spec in doc:
-            return doc[spec]  # type: ignore[no-any-return]
+            return doc[spec]
         target = apply_template(spec, doc, task=task, what="doc_to_target", doc_id=doc_id)
         if target.isdigit() and task.doc_to_choice is not None:
-            return _literal(target, task, "doc_to_target", doc_id)  # type: ignore[no-any-return]
+            return _literal(target, task, "doc_to_target", doc_id)
         if len(target) >= 2 and target[0] == "[" and target[-1] == "]":
             try:
-                return ast.literal_eval(target)  # type: ignore[no-any-return]
+                return ast.literal_eval(target)
             except _LITERAL_ERRORS:  # lm-eval keeps such a target as text (and crashes on TypeError)
                 return target
         return target
     if isinstance(spec, (list, tuple)):
         return list(spec)
     if callable(spec) or isinstance(spec, FunctionRef):
-        return call_task_function(spec, doc, task=task, what="doc_to_target", doc_id=doc_id, doc=doc)  # type: ignore[no-any-return]
+        return call_task_function(spec, doc, task=task, what="doc_to_target", doc_id=doc_id, doc=doc)
     raise _bad_spec(task, "doc_to_target", spec)
 
 

