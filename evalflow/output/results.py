@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalflow.config.settings import RunSettings
-from evalflow.dag.answer_cache import InferenceCounts
+from evalflow.scale.answer_cache import InferenceCounts
 from evalflow.dag.runner import StageEvent, StageOutputs
 from evalflow.output.environment import environment_fields
 from evalflow.output.run_info import run_info

@@ -14,7 +14,7 @@ from typing import Any
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
 from evalflow.config.settings import RunSettings
-from evalflow.dag.answer_cache import CachedModel, InferenceCounts
+from evalflow.scale.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.judges.judge_models import JudgeEdges, check_judges
 from evalflow.models.protocol import LanguageModel, feature

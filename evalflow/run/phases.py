@@ -21,8 +21,8 @@ from evalflow.cache.image_store import ImageStore
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import stage_settings
 from evalflow.config.settings import RunSettings
-from evalflow.dag.answer_cache import CachedModel
-from evalflow.dag.progress import pooled_label, progress_label
+from evalflow.scale.answer_cache import CachedModel
+from evalflow.scale.progress import pooled_label, progress_label
 from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun, finish, unread_nodes
 from evalflow.errors import ConfigError
 from evalflow.judges.judge_models import JudgeEdges

@@ -1,7 +1,7 @@
 """Stage 5c (tasks with judge metrics): the judge models' answers to the judge requests.
 
 ``judges`` maps each judge metric to its model edge, the same caching edge
-(:class:`evalflow.dag.answer_cache.CachedModel`) the scored model answers through: per-request cache,
+(:class:`evalflow.scale.answer_cache.CachedModel`) the scored model answers through: per-request cache,
 chunks persisted as they return (a killed run resumes), leases shared between processes, Ray
 workers. This stage is a plain function of the requests, as the scored model's inference is.
 """

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from evalflow.core.records import Request
-from evalflow.dag.answer_cache import request_key
+from evalflow.scale.answer_cache import request_key
 from evalflow.dag.runner import plan
 from tests.dag.test_keys import BASE_SETTINGS, BASE_TASK
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evalflow.dag.answer_cache import CachedModel
+from evalflow.scale.answer_cache import CachedModel
 from evalflow.scale.dispatch import SAVE_EVERY, Done
 from tests.scale.helpers import killing_the_holder, outcome, request_entries, run_once
 from tests.scale.models import answered_batches
