@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalflow.dag.node import Node
-from evalflow.judges.metric import has_judges, judge_specs
+from evalflow.judges.judge_metrics import has_judges, judge_specs
 from evalflow.sandbox.registry import sandbox_identity
 from evalflow.scoring.code_exec import runs_code
 from evalflow.scoring.components import aggregation_components, filter_components, metric_components
@@ -148,7 +148,7 @@ PIPELINE: tuple[Node, ...] = (
         "judge_requests",
         "evalflow.stages.judge_requests:judge_requests",
         "judge_requests",
-        task_fields=_RENDERING,  # the target and choices a judge prompt shows (rendered as the metrics stage renders them)
+        task_fields=_RENDERING,  # the target and choices a judge prompt shows (as the metrics stage renders them)
         derive={"metric_list": _judge_prompts},
         upstream=("load_docs", "filters"),
         applies=has_judges,

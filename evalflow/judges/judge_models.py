@@ -4,8 +4,8 @@ A judge metric's ``judge.model`` is a preset name (``conf/model/<name>.yaml``) o
 mapping (``{type: hf, pretrained: ...}``, laid over the preset of its type when there is one); the
 run's ``judge_model`` setting, when given, replaces it for every judge metric::
 
-    python -m evalflow task=my_judged_task judge_model=smollm2
-    python -m evalflow task=my_judged_task judge_model='{type: openai_completions, base_url: http://127.0.0.1:8080/v1, model: smollm2}'
+    python -m evalflow task=my_task judge_model=smollm2
+    python -m evalflow task=my_task judge_model='{type: openai_completions, base_url: http://HOST:8080/v1, model: m}'
 
 Every judge answers through a :class:`~evalflow.scale.answer_cache.CachedModel`, the scored model's
 own edge (per-request cache keyed by the model's identity, chunks persisted as they return, leases
@@ -24,9 +24,9 @@ from typing import Any
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.config.messages import has_preset
 from evalflow.config.packaged import conf_dir
-from evalflow.scale.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, EvalflowError, TaskError
-from evalflow.judges.metric import has_judges, judge_specs
+from evalflow.judges.judge_metrics import has_judges, judge_specs
+from evalflow.scale.answer_cache import CachedModel, InferenceCounts
 from evalflow.taskspec.format.spec import TaskConfig
 
 EdgeFactory = Callable[[Mapping[str, Any], InferenceCounts], CachedModel]

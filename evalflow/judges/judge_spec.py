@@ -94,7 +94,8 @@ def parse_judge(metric: str, block: Any, where: str, source: str = "") -> JudgeS
     unknown = [k for k in block if k not in _KEYS]
     if unknown:
         raise TaskError(
-            f"{where}: unknown key '{unknown[0]}'; {closest(str(unknown[0]), _KEYS)} The judge block takes {', '.join(_KEYS)}."
+            f"{where}: unknown key '{unknown[0]}'; {closest(str(unknown[0]), _KEYS)} "
+            f"The judge block takes {', '.join(_KEYS)}."
         )
     prompt = _prompt(block, where, source)
     parser = block.get("parser")
@@ -109,7 +110,8 @@ def parse_judge(metric: str, block: Any, where: str, source: str = "") -> JudgeS
     gen_kwargs = block.get("gen_kwargs") or {}
     if not isinstance(gen_kwargs, Mapping):
         raise TaskError(
-            f'{where}.gen_kwargs: give a mapping, e.g. gen_kwargs: {{max_gen_toks: 16, until: ["\\n"]}}; got {gen_kwargs!r}'
+            f'{where}.gen_kwargs: give a mapping, e.g. gen_kwargs: {{max_gen_toks: 16, until: ["\\n"]}}; '
+            f"got {gen_kwargs!r}"
         )
     merged = {**DEFAULT_GEN_KWARGS, **gen_kwargs}
     if isinstance(merged["until"], str):
@@ -168,24 +170,6 @@ def _policy(block: Mapping[str, Any], where: str) -> float | None:
         f"{where}.on_unparsed: {value!r} is not allowed; use exclude (leave the document out of the "
         "aggregate, the default) or a number (the score an unparseable judge answer gets)"
     )
-
-
-def render_judge_prompt(
-    template: str, doc: Mapping[str, Any], response: str, target: Any, choices: Any, *, where: str
-) -> str:
-    """The judge prompt for one answer (lm-eval's sandboxed Jinja environment, strict undefined)."""
-    from evalflow.errors import DataError
-    from evalflow.taskspec.prompts.templates import _compile
-
-    try:
-        return _compile(template).render(doc=doc, response=response, target=target, choices=choices)
-    except jinja2.UndefinedError as exc:
-        raise TaskError(
-            f"{where}: the judge prompt uses {exc.message}; the document's fields are {sorted(doc)} "
-            "(write doc.FIELD). Fix the prompt."
-        ) from None
-    except Exception as exc:
-        raise DataError(f"{where}: rendering the judge prompt failed with {type(exc).__name__}: {exc}") from None
 
 
 def judge_score(spec: JudgeSpec, text: str) -> tuple[float | None, bool]:

@@ -1,10 +1,12 @@
-"""The judge's verdicts, as the metrics stage reads them: each graded answer's score.
+"""The judge's verdicts, as the metrics and aggregate stages read them: each graded answer's score.
 
-:class:`Verdicts` pairs the judge requests with the judge's answers and parses each once. The
-metrics stage then asks, for a document's answer (a pipeline's, or one sample's), the value of
-every judge metric: the parsed score, the ``on_unparsed`` score, or no value at all (``exclude``:
-the key is left out of the document's row, so the aggregate is over the parsed documents only, and
-a samples file shows no value rather than a made-up 0).
+:class:`Verdicts` pairs the judge requests with the judge's answers and parses each once
+(:func:`verdicts_for`, what the metrics stage calls). The metrics stage then asks, for a
+document's answer (a pipeline's, or one sample's), the value of every judge metric: the parsed
+score, the ``on_unparsed`` score, or no value at all (``exclude``: the key is left out of the
+document's row, so the aggregate is over the parsed documents only, and a samples file shows no
+value rather than a made-up 0). The aggregate stage adds what the aggregate of judge metrics
+lacks, made explicit (:func:`judge_results`).
 
     >>> from evalflow.judges.judge_spec import parse_judge
     >>> spec = parse_judge("ok", {"prompt": "{{ response }}", "parser": {"type": "number"}}, "demo")
@@ -17,15 +19,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from evalflow.core.records import JudgeRequests, JudgeResponses, Scores
+from evalflow.judges.judge_metrics import judge_specs
+from evalflow.judges.judge_prompts import first_text
 from evalflow.judges.judge_spec import JudgeSpec, judge_score
-
-if TYPE_CHECKING:
-    from evalflow.scoring.metric_functions import MetricSpec
+from evalflow.taskspec.format.spec import TaskConfig
 
 Key = tuple[str, int, str]  # (metric, doc_id, response)
+
+
+class ScoredMetric(Protocol):
+    """What the judges read of a resolved ``metric_list`` entry (scoring's ``MetricSpec``): whether it
+    is a judge metric, the results it reports, and whether a reduction makes them."""
+
+    @property
+    def judge(self) -> JudgeSpec | None: ...
+
+    @property
+    def output_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def reductions(self) -> Sequence[object]: ...
 
 
 @dataclass(frozen=True)
@@ -48,16 +64,6 @@ class Verdicts:
             score, parsed = judge_score(by_name[key[0]], text)
             table[key] = Verdict(text, score, parsed)
         return cls(tuple(specs), table)
-
-    @classmethod
-    def from_stages(
-        cls, specs: Sequence[JudgeSpec], requests: JudgeRequests | None, responses: JudgeResponses | None
-    ) -> Verdicts:
-        if not specs or requests is None or responses is None:
-            return cls()
-        return cls.of(
-            specs, (((i.metric, i.doc_id, i.response), text) for i, text in zip(requests.items, responses.values))
-        )
 
     def values(self, doc_id: int, results: Sequence[Any]) -> dict[str, float]:
         """The judge metrics' values for one answer of document ``doc_id`` (``results``: one value
@@ -86,12 +92,22 @@ class Verdicts:
         return out
 
 
-def first_text(value: Any) -> str:
-    """The text graded for an answer: the answer itself, or the first of a list of answers (a
-    pipeline without take_first), as the judge_requests stage renders it."""
-    while isinstance(value, (list, tuple)) and value:
-        value = value[0]
-    return value if isinstance(value, str) else str(value)
+def verdicts_for(task: TaskConfig, requests: JudgeRequests | None, responses: JudgeResponses | None) -> Verdicts:
+    """The verdicts the metrics stage scores ``task``'s answers with: the judge stages' requests and
+    answers, parsed by each judge metric's parser (none for a task without judge metrics)."""
+    specs = judge_specs(task)
+    if not specs or requests is None or responses is None:
+        return Verdicts()
+    answered = (((i.metric, i.doc_id, i.response), text) for i, text in zip(requests.items, responses.values))
+    return Verdicts.of(specs, answered)
+
+
+def judge_results(specs: Sequence[ScoredMetric], scores: Scores) -> tuple[dict[str, Any], dict[str, bool]]:
+    """What the aggregate stage adds for judge metrics: the values (:func:`judge_gaps`, then
+    :func:`unparsed_counts`) and the direction of the counts among them (fewer is better)."""
+    gaps, unparsed = judge_gaps(specs, scores), unparsed_counts(scores)
+    counts = [*unparsed, *(key for key in gaps if key.split(",", 1)[0].endswith("_excluded"))]
+    return {**gaps, **unparsed}, {key.split(",", 1)[0]: False for key in counts}
 
 
 def unparsed_counts(scores: Scores) -> dict[str, int]:
@@ -105,7 +121,7 @@ def unparsed_counts(scores: Scores) -> dict[str, int]:
     return out
 
 
-def judge_gaps(specs: Sequence[MetricSpec], scores: Scores) -> dict[str, Any]:
+def judge_gaps(specs: Sequence[ScoredMetric], scores: Scores) -> dict[str, Any]:
     """What the aggregate of judge metrics lacks, made explicit (``on_unparsed: exclude`` leaves a
     document without a value, and an aggregate over no document is not computed at all):
 
