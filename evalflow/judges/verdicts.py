@@ -1,12 +1,11 @@
-"""The judge's verdicts, as the metrics and aggregate stages read them: each graded answer's score.
+"""The judge's verdicts, as the metrics stage reads them: each graded answer's score.
 
 :class:`Verdicts` pairs the judge requests with the judge's answers and parses each once
 (:func:`verdicts_for`, what the metrics stage calls). The metrics stage then asks, for a
 document's answer (a pipeline's, or one sample's), the value of every judge metric: the parsed
 score, the ``on_unparsed`` score, or no value at all (``exclude``: the key is left out of the
 document's row, so the aggregate is over the parsed documents only, and a samples file shows no
-value rather than a made-up 0). The aggregate stage adds what the aggregate of judge metrics
-lacks, made explicit (:func:`judge_results`).
+value rather than a made-up 0).
 
     >>> from evalflow.judges.judge_spec import parse_judge
     >>> spec = parse_judge("ok", {"prompt": "{{ response }}", "parser": {"type": "number"}}, "demo")
@@ -19,29 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from evalflow.core.records import JudgeRequests, JudgeResponses, Scores
+from evalflow.core.records import JudgeRequests, JudgeResponses
 from evalflow.judges.judge_metrics import judge_specs
 from evalflow.judges.judge_prompts import first_text
 from evalflow.judges.judge_spec import JudgeSpec, judge_score
 from evalflow.taskspec.format.spec import TaskConfig
 
 Key = tuple[str, int, str]  # (metric, doc_id, response)
-
-
-class ScoredMetric(Protocol):
-    """What the judges read of a resolved ``metric_list`` entry (scoring's ``MetricSpec``): whether it
-    is a judge metric, the results it reports, and whether a reduction makes them."""
-
-    @property
-    def judge(self) -> JudgeSpec | None: ...
-
-    @property
-    def output_names(self) -> tuple[str, ...]: ...
-
-    @property
-    def reductions(self) -> Sequence[object]: ...
 
 
 @dataclass(frozen=True)
@@ -100,45 +85,3 @@ def verdicts_for(task: TaskConfig, requests: JudgeRequests | None, responses: Ju
         return Verdicts()
     answered = (((i.metric, i.doc_id, i.response), text) for i, text in zip(requests.items, responses.values))
     return Verdicts.of(specs, answered)
-
-
-def judge_results(specs: Sequence[ScoredMetric], scores: Scores) -> tuple[dict[str, Any], dict[str, bool]]:
-    """What the aggregate stage adds for judge metrics: the values (:func:`judge_gaps`, then
-    :func:`unparsed_counts`) and the direction of the counts among them (fewer is better)."""
-    gaps, unparsed = judge_gaps(specs, scores), unparsed_counts(scores)
-    counts = [*unparsed, *(key for key in gaps if key.split(",", 1)[0].endswith("_excluded"))]
-    return {**gaps, **unparsed}, {key.split(",", 1)[0]: False for key in counts}
-
-
-def unparsed_counts(scores: Scores) -> dict[str, int]:
-    """``{"<metric>_unparsed,<filter>": n}``: judge answers that did not parse, per metric and filter."""
-    out: dict[str, int] = {}
-    for name, docs in scores.judged.items():
-        for judged in docs:
-            for metric, rows in judged.items():
-                key = f"{metric}_unparsed,{name}"
-                out[key] = out.get(key, 0) + sum(1 for r in rows if not r["parsed"])
-    return out
-
-
-def judge_gaps(specs: Sequence[ScoredMetric], scores: Scores) -> dict[str, Any]:
-    """What the aggregate of judge metrics lacks, made explicit (``on_unparsed: exclude`` leaves a
-    document without a value, and an aggregate over no document is not computed at all):
-
-    - a result no document has a value for (every verdict unparsed) is still reported, as
-      ``None`` (null in results.json) with stderr ``N/A``, so it cannot vanish from a run;
-    - a reduction's result gets ``<result>_excluded,<filter>``: the documents left out of it
-      (every sample unparsed, or fewer than k parsed for pass@k / maj@k).
-    """
-    out: dict[str, Any] = {}
-    for spec in specs:
-        if spec.judge is None or spec.judge.on_unparsed is not None:
-            continue
-        for name, rows in scores.by_filter.items():
-            for result in spec.output_names:
-                lacking = sum(1 for row in rows if result not in row)
-                if rows and lacking == len(rows):
-                    out[f"{result},{name}"], out[f"{result}_stderr,{name}"] = None, "N/A"
-                if spec.reductions:
-                    out[f"{result}_excluded,{name}"] = lacking
-    return out

@@ -1,11 +1,11 @@
 """Stage 7: one task's numbers: each metric aggregated over documents, with its standard error;
 for judge metrics also how many judge answers did not parse (``helpful_unparsed,none``), and a
-judge result that no document has a value for as ``None`` (:func:`~evalflow.judges.verdicts.judge_results`)."""
+judge result that no document has a value for as ``None`` (:func:`~evalflow.judges.judge_results.judge_results`)."""
 
 from __future__ import annotations
 
 from evalflow.core.records import Scores, TaskResult
-from evalflow.judges.verdicts import judge_results
+from evalflow.judges.judge_results import judge_results
 from evalflow.scoring.metric_functions import task_metric_specs
 from evalflow.scoring.task_aggregation import aggregate_task
 from evalflow.taskspec.format.spec import TaskConfig
