@@ -12,7 +12,8 @@ May import ``scale`` and the rooms below it (see docs/architecture.md); ``scorin
 - :mod:`~evalflow.judges.judge_prompts`: the judge requests rendered from the answers to grade;
 - :mod:`~evalflow.judges.judge_answers`: the judges asked, one model edge per judge metric;
 - :mod:`~evalflow.judges.judge_models`: each judge's model config, identity and caching edge;
-- :mod:`~evalflow.judges.verdicts`: the judge's answers parsed, as the metrics and aggregate stages read them.
+- :mod:`~evalflow.judges.verdicts`: the judge's answers parsed, as the metrics stage reads them;
+- :mod:`~evalflow.judges.judge_results`: what the aggregate adds for judge metrics (unparsed counts, no-value results).
 
 The pipeline wires them as every stage (``evalflow/dag/pipeline.py``): the stages ``judge_requests``
 and ``judge_inference`` (``evalflow/stages/``) run between filters and metrics for the tasks
