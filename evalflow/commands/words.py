@@ -8,7 +8,8 @@ option that a subcommand silently ignored would look honoured (``rescore ... hyd
 writing elsewhere, ``compare --jsn`` printing a table).
 
     >>> seed = Option("seed", int, 1234, "the bootstrap's seed")
-    >>> words = parse_words(["a", "b", "--json", "seed=3"], Command("compare", "", "RUN_A RUN_B", 2, 2, (seed,), (Flag("--json", ""),)))
+    >>> compare = Command("compare", "", "RUN_A RUN_B", 2, 2, (seed,), (Flag("--json", ""),))
+    >>> words = parse_words(["a", "b", "--json", "seed=3"], compare)
     >>> words.positional, dict(words.options), sorted(words.flags), words.value("seed")
     (('a', 'b'), {'seed': 3}, ['--json'], 3)
 """

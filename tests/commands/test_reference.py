@@ -49,7 +49,10 @@ def _reference_nav() -> dict[str, str]:
 def test_every_reference_page_is_in_the_nav_under_its_title() -> None:
     nav = _reference_nav()
     for command in declarations():
-        assert nav.get(f"reference/{page_file(command)}") == page_title(command)
+        assert nav.get(f"reference/{page_file(command)}") == page_title(command), (
+            f"mkdocs.yml's nav must list the page under 'Command reference': "
+            f"- {page_title(command)}: reference/{page_file(command)}"
+        )
 
 
 def test_help_lists_every_word_the_command_parses() -> None:

@@ -98,8 +98,9 @@ def test_a_swallowed_paragraph_is_reported():
 BUILT_INS = """import json, evalflow.scoring
 from evalflow.models.registry import MODELS
 from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS, REDUCTIONS
+from evalflow.judges.parsers import JUDGE_PARSERS
 print(json.dumps({"components": [*METRICS.names(), *AGGREGATIONS.names(), *FILTERS.names(), *REDUCTIONS.names()],
-                  "models": list(MODELS.names())}))"""
+                  "models": list(MODELS.names()), "judge_parsers": list(JUDGE_PARSERS.names())}))"""
 
 
 @cache
@@ -154,6 +155,13 @@ def test_the_model_page_names_every_preset_model_type_and_contract_feature():
     presets = [p.stem for p in (ROOT / "conf" / "model").glob("*.yaml")]
     assert "smollm2" in presets and "identity" in FEATURES
     assert unnamed(page, [*presets, *built_in_names()["models"], *FEATURES]) == []
+
+
+def test_the_judges_page_names_every_built_in_judge_parser():
+    page = (DOCS / "judges.md").read_text(encoding="utf-8")
+    parsers = built_in_names()["judge_parsers"]
+    assert "regex" in parsers
+    assert unnamed(page, parsers) == [], "docs/judges.md's parser table must name each as `name`"
 
 
 def string_pieces(source: str) -> set[str]:
