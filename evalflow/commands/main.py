@@ -180,9 +180,10 @@ def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
         return
     from omegaconf import OmegaConf
 
+    from evalflow.config.omegaconf_dicts import to_dict
     from evalflow.output.run_folder import atomic_write, pinned
 
-    config = OmegaConf.to_container(OmegaConf.load(snapshot), resolve=False)
+    config = to_dict(OmegaConf.load(snapshot), resolve=False)
     fixed = pinned(config, map_file)
     if fixed != config:
         atomic_write(snapshot, [OmegaConf.to_yaml(OmegaConf.create(fixed))])
@@ -195,7 +196,9 @@ def _reproduction_overrides(conf_dir: str, argv: list[str]) -> list[str]:
     the same second would share it."""
     from omegaconf import OmegaConf
 
-    hydra: Any = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "config.yaml").hydra, resolve=False)
+    from evalflow.config.omegaconf_dicts import to_dict
+
+    hydra = to_dict(OmegaConf.load(Path(conf_dir) / "config.yaml").hydra, resolve=False)
     given = {a.split("=", 1)[0].lstrip("+") for a in argv if "=" in a}
     wanted = {
         "hydra.run.dir": hydra["run"]["dir"],
