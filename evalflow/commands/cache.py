@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ def _non_negative(value: str) -> float:
 
 
 # Each command's options: the age and size bounds mean something to gc alone.
-COMMAND_OPTIONS = {
+COMMAND_OPTIONS: dict[str, Mapping[str, Callable[[str], Any]]] = {
     "stats": {"cache_dir": str},
     "verify": {"cache_dir": str},
     "clear": {"cache_dir": str},

@@ -389,9 +389,9 @@ def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> b
     """The task's samples file as UTF-8 bytes: from the cache as stored (its value file, copied
     by the kernel), else the ``samples`` output node's text (built and stored then)."""
     outputs = record.outputs[task.task]
-    key = outputs.node_keys.get("samples") if store is not None else None
-    if key is not None:
-        cached = text_source(store, key)  # type: ignore[arg-type]
+    key = outputs.node_keys.get("samples")
+    if store is not None and key is not None:
+        cached = text_source(store, key)
         if cached is not MISSING:
             return cached
     return outputs["samples"].encode("utf-8")

@@ -79,8 +79,10 @@ def _judge_parser(entry: Mapping[str, Any]) -> tuple[str, Any] | None:
     judge = entry.get("judge")
     parser = judge.get("parser") if isinstance(judge, Mapping) else None
     name = parser.get("type") if isinstance(parser, Mapping) else None
-    found = JUDGE_PARSERS.find(name) if isinstance(name, str) else None
-    return (name, found) if found is not None else None  # type: ignore[return-value]
+    if not isinstance(name, str):
+        return None
+    found = JUDGE_PARSERS.find(name)
+    return (name, found) if found is not None else None
 
 
 def reduction_components(task: TaskConfig) -> dict[str, str]:
