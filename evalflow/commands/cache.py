@@ -17,19 +17,15 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from evalflow.cache import upkeep
 from evalflow.cache.store import CacheStore, default_cache_dir, unusable
-from evalflow.commands.words import Usage, parse_words
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, Option, asks_for_help, parse_words
 from evalflow.errors import CacheError, ConfigError
-
-USAGE = (
-    "usage: python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR] [max_age_days=N] [max_size_gb=X], "
-    "or cache merge SRC... cache_dir=DST"
-)
 
 
 def _non_negative(value: str) -> float:
@@ -40,23 +36,54 @@ def _non_negative(value: str) -> float:
     return number
 
 
-# Each command's options: the age and size bounds mean something to gc alone.
-COMMAND_OPTIONS: dict[str, Mapping[str, Callable[[str], Any]]] = {
-    "stats": {"cache_dir": str},
-    "verify": {"cache_dir": str},
-    "clear": {"cache_dir": str},
-    "gc": {"cache_dir": str, "max_age_days": _non_negative, "max_size_gb": _non_negative},
+_DIR = Option("cache_dir", str, None, "the cache folder (default $EVALFLOW_CACHE, else ~/.cache/evalflow)")
+_AGE = Option("max_age_days", _non_negative, None, "drop entries older than this many days")
+_SIZE = Option("max_size_gb", _non_negative, None, "then drop the oldest entries until the folder is this small")
+# Each action's words: the age and size bounds mean something to gc alone.
+ACTIONS = {
+    "stats": Command("cache stats", "entries and bytes per stage (and per-request responses)", options=(_DIR,)),
+    "verify": Command(
+        "cache verify", "decode every entry and check its checksum; exit 1 if any is corrupt", options=(_DIR,)
+    ),
+    "gc": Command(
+        "cache gc",
+        "drop leases of dead processes and value files no entry points to (left by killed runs), entries "
+        "older than max_age_days, then the oldest entries until the folder is under max_size_gb",
+        options=(_DIR, _AGE, _SIZE),
+    ),
+    "clear": Command(
+        "cache clear",
+        "delete every entry, and the side folders (models' file memos such as gguf-weights/)",
+        options=(_DIR,),
+    ),
+    "merge": Command(
+        "cache merge",
+        "copy every intact entry of the SRC caches into cache_dir",
+        "SRC...",
+        options=(Option("cache_dir", str, None, "the destination (default $EVALFLOW_CACHE, else ~/.cache/evalflow)"),),
+    ),
 }
+COMMAND = Command(
+    "cache",
+    "look after or merge cache folders",
+    "stats|verify|gc|clear|merge",
+    doc=__doc__ or "",
+    actions=tuple(ACTIONS.values()),
+)
 
 
 def _options(argv: list[str]) -> tuple[str, Mapping[str, Any]]:
-    if not argv or argv[0] not in COMMAND_OPTIONS:
-        raise ConfigError(f"unknown cache command {argv[:1]}; {USAGE}")
+    if not argv or argv[0] not in ACTIONS or argv[0] == "merge":
+        usage = "; ".join(action.line() for action in ACTIONS.values())
+        raise ConfigError(f"unknown cache command {argv[:1]}; {usage}")
     command = argv[0]
-    return command, parse_words(argv[1:], Usage(f"cache {command}", "", COMMAND_OPTIONS[command])).options
+    return command, parse_words(argv[1:], ACTIONS[command]).options
 
 
 def main(argv: list[str]) -> int:
+    if asks_for_help(argv):
+        print_help(COMMAND)
+        return 0
     if argv[:1] == ["merge"]:
         return merge_main(argv[1:])
     command, opts = _options(argv)
@@ -152,7 +179,7 @@ def merge_main(argv: list[str]) -> int:
     """``cache merge SRC... cache_dir=DST`` (DST defaults to the default cache folder)."""
     from evalflow.cache.merge import merge
 
-    words = parse_words(argv, Usage("cache merge", "SRC...", {"cache_dir": str}))
+    words = parse_words(argv, ACTIONS["merge"])
     sources = [Path(a).expanduser() for a in words.positional]
     dests = [words.options["cache_dir"]] if "cache_dir" in words.options else []
     if not sources:

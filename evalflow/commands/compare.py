@@ -33,12 +33,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, Flag, Option, asks_for_help, parse_words
+from evalflow.config.override_words import split_word
 from evalflow.errors import ConfigError
 from evalflow.insight.comparison import DEFAULT_ITERS, Comparison, check_paired, compare, verdicts
 from evalflow.insight.gate import GateSettings, failures
@@ -84,16 +86,25 @@ def metric_pair(value: str) -> tuple[str, str]:
     return (names[0], names[-1])
 
 
-_OPTIONS: dict[str, Callable[[str], Any]] = {
-    "bootstrap_iters": int,
-    "seed": int,
-    "max_drop": float,
-    "alpha": float,
-    "kappa": metric_pair,
-}
-USAGE = Usage("compare", "RUN_A RUN_B", _OPTIONS, ("--json",), 2, 2)
-KAPPA_USAGE = Usage(
-    "compare", "RUN_A [RUN_B]", _OPTIONS, ("--json",), 1, 2, note="(kappa= with one folder: two metrics of that run)"
+COMMAND = Command(
+    "compare",
+    "per metric A, B, B - A, a paired test; a release gate; Cohen's kappa",
+    "RUN_A RUN_B",
+    2,
+    2,
+    (
+        Option("bootstrap_iters", int, DEFAULT_ITERS, "the paired bootstrap's resamples"),
+        Option("seed", int, 1234, "the paired bootstrap's seed"),
+        Option("max_drop", float, 0.0, "the gate: fail on a metric worse by more than this (with p < alpha)"),
+        Option("alpha", float, 0.05, "the gate's significance level, and the level of the Detectable column"),
+        Option("kappa", metric_pair, None, "instead, Cohen's kappa between A's METRIC_A and B's METRIC_B"),
+    ),
+    (Flag("--json", "print the rows (and the gate's verdict) as JSON"),),
+    doc=__doc__ or "",
+)
+# with kappa=, one folder is enough: two metrics of that run
+KAPPA_COMMAND = dataclasses.replace(
+    COMMAND, positional="RUN_A [RUN_B]", min_positional=1, note="(kappa= with one folder: two metrics of that run)"
 )
 
 
@@ -109,18 +120,18 @@ class CompareArgs:
 
 def parse_args(argv: Sequence[str]) -> CompareArgs:
     """The command line, every word accounted for: an unknown option or flag is refused."""
-    kappa = any(word.startswith("kappa=") for word in argv)
-    words = parse_words(argv, KAPPA_USAGE if kappa else USAGE)
+    kappa = any(split_word(word)[0] == "kappa" for word in argv)
+    words = parse_words(argv, KAPPA_COMMAND if kappa else COMMAND)
     options = words.options
     gated = "max_drop" in options or "alpha" in options
-    gate = GateSettings(options.get("max_drop", 0.0), options.get("alpha", 0.05)) if gated else None
+    gate = GateSettings(words.value("max_drop"), words.value("alpha")) if gated else None
     if kappa:
         _check_kappa(words.positional, options)
     first, second = (*words.positional, *words.positional)[:2]
     return CompareArgs(
         (Path(first), Path(second)),
-        options.get("bootstrap_iters", DEFAULT_ITERS),
-        options.get("seed", 1234),
+        words.value("bootstrap_iters"),
+        words.value("seed"),
         gate,
         "--json" in words.flags,
         options.get("kappa"),
@@ -133,13 +144,13 @@ def _check_kappa(folders: Sequence[str], options: Mapping[str, Any]) -> None:
     if ignored:
         raise ConfigError(
             f"compare: kappa= gives the agreement of two metrics, which {', '.join(k + '=' for k in ignored)} "
-            f"do not apply to; run compare once with kappa= and once without. {KAPPA_USAGE.line()}"
+            f"do not apply to; run compare once with kappa= and once without. {KAPPA_COMMAND.line()}"
         )
     metric_a, metric_b = options["kappa"]
     if len(folders) == 1 and metric_a == metric_b:
         raise ConfigError(
             f"compare {folders[0]} kappa={metric_a}: with one run, name two of its metrics "
-            f"(kappa={metric_a},exact_match); one metric agrees with itself. {KAPPA_USAGE.line()}"
+            f"(kappa={metric_a},exact_match); one metric agrees with itself. {KAPPA_COMMAND.line()}"
         )
 
 
@@ -149,7 +160,7 @@ def main(argv: list[str]) -> int:
     from evalflow.output.table import print_table
 
     if asks_for_help(argv):
-        print_help(__doc__)
+        print_help(COMMAND)
         return 0
     args = parse_args(argv)
     alpha = args.gate.alpha if args.gate else 0.05

@@ -15,33 +15,40 @@ as skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
-from evalflow.commands.overrides import preview_settings
-from evalflow.commands.words import asks_for_help, print_help
+from evalflow.commands.overrides import preview_command, preview_settings
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Option, asks_for_help, parse_words
 from evalflow.errors import ConfigError
 from evalflow.run.preview import prompt_outputs
 
-USAGE = "usage: python -m evalflow decontaminate task=NAME ngrams=DIR [out=clean.json] [any run setting=value ...]"
+COMMAND = dataclasses.replace(
+    preview_command("decontaminate", "documents that overlap training n-grams", __doc__, default_n=None),
+    options=(
+        Option("ngrams", str, None, "the training set's n-grams folder (required)"),
+        Option("out", str, None, "write {task: [clean document ids]} here, for samples=FILE"),
+    ),
+)
 
 
 def main(argv: list[str]) -> int:
     if asks_for_help(argv):
-        print_help(__doc__, USAGE)
+        print_help(COMMAND)
         return 0
     from evalflow.cache.store import CacheStore
     from evalflow.run.parts import select_tasks
     from evalflow.taskspec.data.decontamination import decontamination_query, ngram_size, overlapping_docs
 
-    options = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in argv if a.startswith(("ngrams=", "out="))}
+    words = parse_words(argv, COMMAND)
+    options = words.options
     if "ngrams" not in options:
-        raise ConfigError(f"decontaminate: give the training n-grams folder, ngrams=DIR. {USAGE}")
+        raise ConfigError(f"decontaminate: give the training n-grams folder, ngrams=DIR. {COMMAND.line()}")
     ngram_size(options["ngrams"])  # a bad folder fails before any data is loaded
-    settings, _ = preview_settings(
-        [a for a in argv if not a.startswith(("ngrams=", "out="))], "decontaminate", n_limits=False
-    )
+    settings = preview_settings(words.passed, "decontaminate", n_limits=False)
     clean: dict[str, list[int]] = {}
     store = CacheStore(settings.cache_dir)
     try:

@@ -5,21 +5,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, asks_for_help, parse_words
 from evalflow.insight.explanation import explain
+
+COMMAND = Command(
+    "explain",
+    "why each computed stage of a run re-ran",
+    "RUN_FOLDER [RUN_FOLDER_B]",
+    1,
+    2,
+    doc="Why each computed stage of the run (of RUN_FOLDER_B, against RUN_FOLDER) re-ran, read from the "
+    "runs' manifest.json; a run all served from the cache says so.",
+)
 
 
 def main(argv: list[str]) -> int:
     """``explain RUN [RUN_B]``: prints one line per computed stage; exit 0."""
     if asks_for_help(argv):
-        print_help(
-            "usage: python -m evalflow explain RUN_FOLDER [RUN_FOLDER_B]\n"
-            "  why each computed stage of the run (of RUN_FOLDER_B, against RUN_FOLDER) re-ran"
-        )
+        print_help(COMMAND)
         return 0
-    folders = parse_words(
-        argv, Usage("explain", "RUN_FOLDER [RUN_FOLDER_B]", min_positional=1, max_positional=2)
-    ).positional
+    folders = parse_words(argv, COMMAND).positional
     run, ref = (Path(folders[-1]), Path(folders[0]) if len(folders) == 2 else None)
     lines = explain(run, ref)
     print("\n".join(lines) if lines else f"{run}: every stage was served from the cache")

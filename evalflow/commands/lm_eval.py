@@ -14,8 +14,26 @@ import logging
 import sys
 
 from evalflow.commands.stopping import exit_status, stop_on_termination, stopped_line
+from evalflow.commands.words import Command
 from evalflow.errors import EvalflowError
 from evalflow.lmeval_compat.execute import execute, run_folder
+from evalflow.lmeval_compat.parser import FLAGS
+from evalflow.lmeval_compat.translate import flag_meaning
+
+
+def _flag_list() -> str:
+    """Each of lm-eval's flags and what it becomes: lm-eval's grammar (argparse, lmeval_compat/parser.py)
+    mapped onto the run's settings (lmeval_compat/translate.py's SETTING_FLAGS)."""
+    rows = [", ".join(f"``{name}``" for name in names) + f": {flag_meaning(names[0].lstrip('-'))}" for names in FLAGS]
+    return "Each flag, and what evalflow makes of it:\n\n" + "\n".join(f"- {row}" for row in rows)
+
+
+COMMAND = Command(
+    "lm-eval",
+    "lm-eval 0.4.13's command line, run by evalflow",
+    "--model hf --model_args pretrained=NAME --tasks a,b ...",
+    doc=f"{__doc__}\n{_flag_list()}",
+)
 
 
 def main(argv: list[str]) -> int:

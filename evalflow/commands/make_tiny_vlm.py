@@ -5,34 +5,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, Option, asks_for_help, parse_words
 from evalflow.errors import ConfigError
 from evalflow.models.hf.vlm import tiny_vlm
 
-USAGE = Usage(
+COMMAND = Command(
     "make-tiny-vlm",
+    "a tiny random VLM, to try image tasks offline (task=shapes_vqa)",
     "DIR",
-    {"tokenizer": str, "seed": int},
-    min_positional=1,
-    max_positional=1,
+    1,
+    1,
+    options=(
+        Option("tokenizer", str, "bytes", "the tokenizer: bytes or smollm2"),
+        Option("seed", int, 0, "the random weights' seed"),
+    ),
     note="(tokenizer: bytes, the default, or smollm2)",
+    doc=tiny_vlm.__doc__ or "",
 )
 
 
 def main(argv: list[str]) -> int:
     """``python -m evalflow make-tiny-vlm DIR [tokenizer=bytes|smollm2] [seed=N]``."""
     if asks_for_help(argv):
-        print_help(tiny_vlm.__doc__, USAGE.line())
+        print_help(COMMAND)
         return 0
-    words = parse_words(argv, USAGE)
-    name = words.options.get("tokenizer", "bytes")
+    words = parse_words(argv, COMMAND)
+    name = words.value("tokenizer")
     if name not in tiny_vlm.TOKENIZERS:
         raise ConfigError(
-            f"make-tiny-vlm: tokenizer={name} is not one of {', '.join(tiny_vlm.TOKENIZERS)}. {USAGE.line()}"
+            f"make-tiny-vlm: tokenizer={name} is not one of {', '.join(tiny_vlm.TOKENIZERS)}. {COMMAND.line()}"
         )
     tiny_vlm.require_pillow("make-tiny-vlm")
     folder = tiny_vlm.build_tiny_vlm(
-        Path(words.positional[0]).absolute(), words.options.get("seed", 0), tiny_vlm.TOKENIZERS[name]()
+        Path(words.positional[0]).absolute(), words.value("seed"), tiny_vlm.TOKENIZERS[name]()
     )
     print(
         f"a tiny random LLaVA (tokenizer={name}) is in {folder}; try it on the built-in image task:\n"

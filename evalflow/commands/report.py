@@ -22,23 +22,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, Option, asks_for_help, parse_words
 from evalflow.insight.report_build import build_report
-
-
-def main(argv: list[str]) -> int:
-    """``report RUN... [out=report.html] [docs=N|all]``."""
-    if not argv or asks_for_help(argv):
-        print_help(__doc__)
-        return 0 if argv else 2
-    words = parse_words(argv, Usage("report", "RUN...", {"out": str, "docs": _max_docs}, min_positional=1))
-    out = Path(words.options.get("out", "report.html"))
-    html = build_report([Path(a) for a in words.positional], words.options.get("docs"))
-    from evalflow.output.run_folder import atomic_write
-
-    atomic_write(out, [html])
-    print(f"report: {out} ({len(html) // 1024} KiB)")
-    return 0
 
 
 def _max_docs(value: str) -> int | None:
@@ -48,3 +34,31 @@ def _max_docs(value: str) -> int | None:
     if value.isdigit():
         return int(value)
     raise ValueError(value)
+
+
+COMMAND = Command(
+    "report",
+    "one self-contained HTML page of runs",
+    "RUN...",
+    1,
+    options=(
+        Option("out", str, "report.html", "the page's file"),
+        Option("docs", _max_docs, None, "documents embedded per task (default: all)"),
+    ),
+    doc=__doc__ or "",
+)
+
+
+def main(argv: list[str]) -> int:
+    """``report RUN... [out=report.html] [docs=N|all]``."""
+    if not argv or asks_for_help(argv):
+        print_help(COMMAND)
+        return 0 if argv else 2
+    words = parse_words(argv, COMMAND)
+    out = Path(words.value("out"))
+    html = build_report([Path(a) for a in words.positional], words.options.get("docs"))
+    from evalflow.output.run_folder import atomic_write
+
+    atomic_write(out, [html])
+    print(f"report: {out} ({len(html) // 1024} KiB)")
+    return 0

@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from evalflow.commands.words import Usage, asks_for_help, parse_words, print_help
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, Option, SettingWords, asks_for_help, parse_words
+from evalflow.config.override_words import split_word
 from evalflow.errors import ConfigError
 from evalflow.output.run_paths import LMEVAL_SAMPLES_PATTERN, SAMPLES_PATTERN, samples_name
 from evalflow.run import rescoring
@@ -25,14 +27,21 @@ RESCORE_SETTINGS = (
     "log_samples",
     "judge_model",
 )
-RESCORE_USAGE = Usage(
+COMMAND = Command(
     "rescore",
+    "score saved answers again, no model",
     "SAMPLES...",
-    {"out": str, "hydra.run.dir": str},
     min_positional=1,
-    passthrough=lambda key: key.lstrip("+~") in RESCORE_SETTINGS,
+    options=(
+        Option("out", str, None, "the run folder (default outputs/<date>/<time>)"),
+        Option("hydra.run.dir", str, None, "the run folder, as a run names it (the same as out=)"),
+    ),
+    settings=SettingWords(
+        RESCORE_SETTINGS, "the run settings that decide scoring; task= is required (docs/reference/run.md)"
+    ),
     note="[" + " ".join(f"{k}=..." for k in RESCORE_SETTINGS) + "]; the model and prompt "
     "settings are fixed by the recorded answers, and out= (or hydra.run.dir=) names the run folder",
+    doc=rescoring.__doc__ or "",
 )
 
 
@@ -41,9 +50,9 @@ def main(argv: list[str]) -> int:
     from evalflow.output.table import print_results
 
     if not argv or asks_for_help(argv):
-        print_help(rescoring.__doc__)
+        print_help(COMMAND)
         return 0 if argv else 2
-    words = parse_words(argv, RESCORE_USAGE)
+    words = parse_words(argv, COMMAND)
     paths = [Path(a) for a in words.positional]
     for path in paths:
         if not path.is_file():
@@ -51,7 +60,7 @@ def main(argv: list[str]) -> int:
                 f"{path}: no such samples file; give lm-eval's {LMEVAL_SAMPLES_PATTERN} or evalflow's {SAMPLES_PATTERN}"
             )
     overrides = list(words.passed)
-    if not any(a.startswith("task=") for a in overrides):
+    if "task" not in [split_word(word)[0] for word in overrides]:
         raise ConfigError(
             "rescore needs samples files and task=NAME, e.g. "
             f"python -m evalflow rescore {samples_name('gsm8k')} task=gsm8k"

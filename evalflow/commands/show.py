@@ -19,21 +19,24 @@ from __future__ import annotations
 
 import sys
 
-from evalflow.commands.overrides import preview_settings
-from evalflow.commands.words import asks_for_help, print_help
+from evalflow.commands.overrides import preview_command, preview_settings
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import asks_for_help, parse_words
 from evalflow.run.preview import prompt_outputs, write_task
 
-USAGE = "usage: python -m evalflow show task=NAME [n=3] [num_fewshot=K] [any run setting=value ...]"
+COMMAND = preview_command("show", "print prompts, targets and requests (no model)", __doc__)
 
 
 def main(argv: list[str]) -> int:
     if asks_for_help(argv):
-        print_help(__doc__, USAGE)
+        print_help(COMMAND)
         return 0
     from evalflow.cache.store import CacheStore
     from evalflow.run.parts import select_tasks
 
-    settings, n = preview_settings(argv, "show")
+    words = parse_words(argv, COMMAND)
+    n = words.value("n")
+    settings = preview_settings(words.passed, "show", n)
     store = CacheStore(settings.cache_dir)
     try:
         for task in select_tasks(settings).tasks:

@@ -14,25 +14,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalflow.commands.words import Usage, parse_words
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, asks_for_help, parse_words
 from evalflow.errors import ConfigError, closest
 from evalflow.taskspec.sidenv.envs import SIDE_ENVS, SideEnv
 from evalflow.taskspec.sidenv.provision import ensure_provisioned, env_folder, is_provisioned
 
-USAGE = Usage(
+COMMAND = Command(
     "side-env",
+    "the private package folders some task code needs (provision once online)",
     "list|provision [NAME...]",
     min_positional=1,
     note="(NAME: an environment of `side-env list`; default all)",
+    doc=__doc__ or "",
 )
 
 
 def main(argv: Sequence[str]) -> int:
-    words = parse_words(argv, USAGE)
+    if asks_for_help(argv):
+        print_help(COMMAND)
+        return 0
+    words = parse_words(argv, COMMAND)
     action, names = words.positional[0], words.positional[1:]
     if action not in ("list", "provision"):
         raise ConfigError(
-            f"side-env: unknown action '{action}'; {closest(action, ['list', 'provision'])} {USAGE.line()}"
+            f"side-env: unknown action '{action}'; {closest(action, ['list', 'provision'])} {COMMAND.line()}"
         )
     envs = _selected(names)
     for env in envs:
@@ -52,5 +58,5 @@ def _selected(names: Sequence[str]) -> tuple[SideEnv, ...]:
     known = {env.name: env for env in SIDE_ENVS}
     for name in names:
         if name not in known:
-            raise ConfigError(f"side-env: no side environment '{name}'; {closest(name, known)} {USAGE.line()}")
+            raise ConfigError(f"side-env: no side environment '{name}'; {closest(name, known)} {COMMAND.line()}")
     return tuple(known[n] for n in names) if names else SIDE_ENVS

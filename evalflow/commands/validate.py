@@ -21,24 +21,27 @@ from __future__ import annotations
 
 import sys
 
-from evalflow.commands.overrides import preview_settings
-from evalflow.commands.words import asks_for_help, print_help
+from evalflow.commands.overrides import preview_command, preview_settings
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import asks_for_help, parse_words
 from evalflow.errors import EvalflowError
 from evalflow.run import load_checks
 from evalflow.run.validate_task import check_task
 from evalflow.taskspec.format.spec import TaskConfig
 
-USAGE = "usage: python -m evalflow validate task=NAME|task=[A,B] [n=3] [any run setting=value ...]"
+COMMAND = preview_command("validate", "check task configs on their first documents", __doc__)
 
 
 def main(argv: list[str]) -> int:
     if asks_for_help(argv):
-        print_help(__doc__, USAGE)
+        print_help(COMMAND)
         return 0
     from evalflow.cache.store import CacheStore
     from evalflow.run.parts import select_tasks
 
-    settings, n = preview_settings(argv, "validate")
+    words = parse_words(argv, COMMAND)
+    n = words.value("n")
+    settings = preview_settings(words.passed, "validate", n)
     # unknown names, bad YAML, untrusted code: the usual error; the load-time checks run per task below
     selection = select_tasks(settings, checked=False)
     for line in load_checks.load_warnings(selection.tasks, settings.num_fewshot):

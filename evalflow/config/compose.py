@@ -15,6 +15,7 @@ from omegaconf import open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from evalflow.config.messages import has_preset, hydra_paragraph, unknown_model_key, unknown_setting
+from evalflow.config.override_words import split_word
 from evalflow.config.packaged import conf_dir
 from evalflow.config.resolvers import register_resolvers
 from evalflow.config.schema import RunSettings, register_configs
@@ -63,7 +64,8 @@ def typed_preset(overrides: list[str]) -> str | None:
     ``hf``); None when there is none, or ``model.type=`` replaced its type."""
     if any(o.lstrip("+~").startswith("model.type=") for o in overrides):
         return None
-    named = [o.split("=", 1)[1] for o in overrides if o.startswith("model=")]
+    words = [split_word(o) for o in overrides]
+    named = [value for key, value in words if key == "model" and value is not None]
     return named[-1] if named else None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from evalflow.cache.store import default_cache_dir
 from evalflow.config.data_map import setting_file, setting_map
+from evalflow.config.override_words import split_word
 from evalflow.config.samples_option import parse_samples
 from evalflow.errors import ConfigError
 
@@ -226,11 +227,11 @@ def parse_kv(text: str) -> dict[str, Any]:
     """lm-eval's ``k=v,k2=v2`` form (``simple_parse_args_string``), values typed as lm-eval types them."""
     out: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
-        if "=" not in part:
+        key, value = split_word(part)
+        if value is None:
             raise ConfigError(
                 f"gen_kwargs: '{part}' is not key=value; write gen_kwargs='temperature=0,max_gen_toks=64'"
             )
-        key, value = part.split("=", 1)
         out[key.strip()] = parse_value(value.strip())
     return out
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalflow.dag.node import Node
-from evalflow.judges.metric import has_judges, judge_specs
+from evalflow.judges.judge_metrics import has_judges, judge_specs
 from evalflow.sandbox.registry import sandbox_identity
 from evalflow.scoring.code_exec import runs_code
 from evalflow.scoring.components import aggregation_components, filter_components, metric_components

@@ -19,8 +19,8 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.dag.node import Node
 from evalflow.dag.pipeline import ANSWERING, OUTPUTS, PIPELINE
-from evalflow.dag.progress import progress_label
 from evalflow.errors import EvalflowError
+from evalflow.scale.progress import progress_label
 from evalflow.taskspec.format.spec import TaskConfig
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,7 @@ class TaskRun:
 
     ``advance(..., stop_before=("inference",))`` runs the stages before inference and stops there if
     inference is a cache miss; the scheduler can then pool several tasks' requests
-    (:meth:`evalflow.dag.answer_cache.CachedModel.prefetch`) and ``advance`` each task to its end. Keys,
+    (:meth:`evalflow.scale.answer_cache.CachedModel.prefetch`) and ``advance`` each task to its end. Keys,
     cache entries and events are those of :func:`execute`: where a stage runs, never what it is.
     """
 

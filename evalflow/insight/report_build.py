@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from evalflow.config.override_words import bare_key, split_word
 from evalflow.config.schema import defaults, inert_settings
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.comparison import Comparison, compare
@@ -68,7 +69,8 @@ def run_settings(run: Run) -> dict[str, Any]:
     overrides = snapshot_overrides(run.folder)
     if overrides.is_file():
         items = yaml.safe_load(overrides.read_text()) or []
-        return dict(str(o).lstrip("+~").split("=", 1) for o in items if "=" in str(o))
+        words = [split_word(str(o)) for o in items]
+        return {bare_key(key): value for key, value in words if value is not None}
     config = run.results.get("config", {})
     return {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for k, v in config.items()}
 

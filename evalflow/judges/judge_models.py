@@ -8,10 +8,10 @@ run's ``judge_model`` setting, when given, replaces it for every judge metric::
     python -m evalflow task=my_judged_task \
         judge_model='{type: openai_completions, base_url: http://127.0.0.1:8080/v1, model: smollm2}'
 
-Every judge answers through a :class:`~evalflow.dag.answer_cache.CachedModel`, the scored model's
+Every judge answers through a :class:`~evalflow.scale.answer_cache.CachedModel`, the scored model's
 own edge (per-request cache keyed by the model's identity, chunks persisted as they return, leases
 shared between processes, Ray workers): one edge per distinct judge identity, all adding to one
-:class:`~evalflow.dag.answer_cache.InferenceCounts` (the manifest's ``judge`` entry). Models are built
+:class:`~evalflow.scale.answer_cache.InferenceCounts` (the manifest's ``judge`` entry). Models are built
 on the first judge request that misses the cache, never at load time; their configs are resolved
 and checked then (:func:`check_judges`), before any model call.
 """
@@ -25,9 +25,9 @@ from typing import Any
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.config.messages import has_preset
 from evalflow.config.packaged import conf_dir
-from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, EvalflowError, TaskError
-from evalflow.judges.metric import has_judges, judge_specs
+from evalflow.judges.judge_metrics import has_judges, judge_specs
+from evalflow.scale.answer_cache import CachedModel, InferenceCounts
 from evalflow.taskspec.format.spec import TaskConfig
 
 EdgeFactory = Callable[[Mapping[str, Any], InferenceCounts], CachedModel]

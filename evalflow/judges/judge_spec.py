@@ -172,24 +172,6 @@ def _policy(block: Mapping[str, Any], where: str) -> float | None:
     )
 
 
-def render_judge_prompt(
-    template: str, doc: Mapping[str, Any], response: str, target: Any, choices: Any, *, where: str
-) -> str:
-    """The judge prompt for one answer (lm-eval's sandboxed Jinja environment, strict undefined)."""
-    from evalflow.errors import DataError
-    from evalflow.taskspec.prompts.templates import _compile
-
-    try:
-        return _compile(template).render(doc=doc, response=response, target=target, choices=choices)
-    except jinja2.UndefinedError as exc:
-        raise TaskError(
-            f"{where}: the judge prompt uses {exc.message}; the document's fields are {sorted(doc)} "
-            "(write doc.FIELD). Fix the prompt."
-        ) from None
-    except Exception as exc:
-        raise DataError(f"{where}: rendering the judge prompt failed with {type(exc).__name__}: {exc}") from None
-
-
 def judge_score(spec: JudgeSpec, text: str) -> tuple[float | None, bool]:
     """(the score, whether the judge's text parsed): an unparsed text scores ``on_unparsed``
     (None: no value, the document is left out of the aggregate)."""

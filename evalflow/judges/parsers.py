@@ -38,6 +38,16 @@ def register_judge_parser(name: str) -> Callable[[Callable[..., Any]], Callable[
     return JUDGE_PARSERS.register(name)
 
 
+def judge_parser(entry: Mapping[str, Any]) -> tuple[str, Callable[..., Any]] | None:
+    """The registered parser (name, factory) a ``metric_list`` entry's judge block names, read by
+    name only (nothing checked or built): what the metrics stage's key hashes the code of."""
+    judge = entry.get("judge")
+    parser = judge.get("parser") if isinstance(judge, Mapping) else None
+    name = parser.get("type") if isinstance(parser, Mapping) else None
+    found = JUDGE_PARSERS.find(name) if isinstance(name, str) else None
+    return (name, found) if isinstance(name, str) and found is not None else None
+
+
 def _options(options: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
     for key in options:
         if key not in allowed:

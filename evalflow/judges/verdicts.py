@@ -1,10 +1,11 @@
 """The judge's verdicts, as the metrics stage reads them: each graded answer's score.
 
-:class:`Verdicts` pairs the judge requests with the judge's answers and parses each once. The
-metrics stage then asks, for a document's answer (a pipeline's, or one sample's), the value of
-every judge metric: the parsed score, the ``on_unparsed`` score, or no value at all (``exclude``:
-the key is left out of the document's row, so the aggregate is over the parsed documents only, and
-a samples file shows no value rather than a made-up 0).
+:class:`Verdicts` pairs the judge requests with the judge's answers and parses each once
+(:func:`verdicts_for`, what the metrics stage calls). The metrics stage then asks, for a
+document's answer (a pipeline's, or one sample's), the value of every judge metric: the parsed
+score, the ``on_unparsed`` score, or no value at all (``exclude``: the key is left out of the
+document's row, so the aggregate is over the parsed documents only, and a samples file shows no
+value rather than a made-up 0).
 
     >>> from evalflow.judges.judge_spec import parse_judge
     >>> spec = parse_judge("ok", {"prompt": "{{ response }}", "parser": {"type": "number"}}, "demo")
@@ -17,13 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from evalflow.core.records import JudgeRequests, JudgeResponses, Scores
+from evalflow.core.records import JudgeRequests, JudgeResponses
+from evalflow.judges.judge_metrics import judge_specs
+from evalflow.judges.judge_prompts import first_text
 from evalflow.judges.judge_spec import JudgeSpec, judge_score
-
-if TYPE_CHECKING:
-    from evalflow.scoring.metric_functions import MetricSpec
+from evalflow.taskspec.format.spec import TaskConfig
 
 Key = tuple[str, int, str]  # (metric, doc_id, response)
 
@@ -48,16 +49,6 @@ class Verdicts:
             score, parsed = judge_score(by_name[key[0]], text)
             table[key] = Verdict(text, score, parsed)
         return cls(tuple(specs), table)
-
-    @classmethod
-    def from_stages(
-        cls, specs: Sequence[JudgeSpec], requests: JudgeRequests | None, responses: JudgeResponses | None
-    ) -> Verdicts:
-        if not specs or requests is None or responses is None:
-            return cls()
-        return cls.of(
-            specs, (((i.metric, i.doc_id, i.response), text) for i, text in zip(requests.items, responses.values))
-        )
 
     def values(self, doc_id: int, results: Sequence[Any]) -> dict[str, float]:
         """The judge metrics' values for one answer of document ``doc_id`` (``results``: one value
@@ -86,43 +77,11 @@ class Verdicts:
         return out
 
 
-def first_text(value: Any) -> str:
-    """The text graded for an answer: the answer itself, or the first of a list of answers (a
-    pipeline without take_first), as the judge_requests stage renders it."""
-    while isinstance(value, (list, tuple)) and value:
-        value = value[0]
-    return value if isinstance(value, str) else str(value)
-
-
-def unparsed_counts(scores: Scores) -> dict[str, int]:
-    """``{"<metric>_unparsed,<filter>": n}``: judge answers that did not parse, per metric and filter."""
-    out: dict[str, int] = {}
-    for name, docs in scores.judged.items():
-        for judged in docs:
-            for metric, rows in judged.items():
-                key = f"{metric}_unparsed,{name}"
-                out[key] = out.get(key, 0) + sum(1 for r in rows if not r["parsed"])
-    return out
-
-
-def judge_gaps(specs: Sequence[MetricSpec], scores: Scores) -> dict[str, Any]:
-    """What the aggregate of judge metrics lacks, made explicit (``on_unparsed: exclude`` leaves a
-    document without a value, and an aggregate over no document is not computed at all):
-
-    - a result no document has a value for (every verdict unparsed) is still reported, as
-      ``None`` (null in results.json) with stderr ``N/A``, so it cannot vanish from a run;
-    - a reduction's result gets ``<result>_excluded,<filter>``: the documents left out of it
-      (every sample unparsed, or fewer than k parsed for pass@k / maj@k).
-    """
-    out: dict[str, Any] = {}
-    for spec in specs:
-        if spec.judge is None or spec.judge.on_unparsed is not None:
-            continue
-        for name, rows in scores.by_filter.items():
-            for result in spec.output_names:
-                lacking = sum(1 for row in rows if result not in row)
-                if rows and lacking == len(rows):
-                    out[f"{result},{name}"], out[f"{result}_stderr,{name}"] = None, "N/A"
-                if spec.reductions:
-                    out[f"{result}_excluded,{name}"] = lacking
-    return out
+def verdicts_for(task: TaskConfig, requests: JudgeRequests | None, responses: JudgeResponses | None) -> Verdicts:
+    """The verdicts the metrics stage scores ``task``'s answers with: the judge stages' requests and
+    answers, parsed by each judge metric's parser (none for a task without judge metrics)."""
+    specs = judge_specs(task)
+    if not specs or requests is None or responses is None:
+        return Verdicts()
+    answered = (((i.metric, i.doc_id, i.response), text) for i, text in zip(requests.items, responses.values))
+    return Verdicts.of(specs, answered)

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from evalflow.config.override_words import split_word
 from evalflow.errors import ConfigError
 
 
@@ -56,9 +57,9 @@ def parse_model_args(value: str | Mapping[str, Any] | None) -> dict[str, Any]:
             ) from None
     out: dict[str, Any] = {}
     for part in filter(None, text.split(",")):
-        if "=" not in part:
+        key, rest = split_word(part)
+        if rest is None:
             raise ConfigError(f"model_args: '{part}' is not key=value; write model_args=pretrained=NAME,dtype=float32")
-        key, rest = part.split("=", 1)
         out[key.strip()] = arg_value(rest)
     return out
 
@@ -113,9 +114,9 @@ def merge_kv(values: list[str], flag: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for word in values:
         for item in split_top_level(word):
-            if "=" not in item:
+            key, value = split_word(item)
+            if value is None:
                 raise ConfigError(f"{flag}: expected key=value, got {item!r}")
-            key, value = item.split("=", 1)
             out[key] = kv_value(value)
     return out
 

@@ -8,6 +8,7 @@ flags (``--model hf --tasks ...``) get one paragraph pointing at ``python -m eva
 
 from __future__ import annotations
 
+from evalflow.config.override_words import split_word
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import model_args_overrides
 from evalflow.lmeval_compat.parser import FLAG_NAMES
@@ -17,7 +18,8 @@ _NOT_HINTED = {"--config"}  # a prefix of Hydra's --config-name/--config-dir: le
 
 def lm_eval_flags(argv: list[str]) -> list[str]:
     """The lm-eval flags in a native argv (``--model`` or ``--model=hf``)."""
-    return [a.split("=", 1)[0] for a in argv if a.split("=", 1)[0] in FLAG_NAMES - _NOT_HINTED]
+    keys = [split_word(word)[0] for word in argv]
+    return [key for key in keys if key in FLAG_NAMES - _NOT_HINTED]
 
 
 def native_argv(argv: list[str]) -> list[str]:
@@ -33,6 +35,6 @@ def native_argv(argv: list[str]) -> list[str]:
         )
     out: list[str] = []
     for arg in argv:
-        key, sep, value = arg.partition("=")
-        out.extend(model_args_overrides(value) if key == "model_args" and sep else [arg])
+        key, value = split_word(arg)
+        out.extend(model_args_overrides(value) if key == "model_args" and value is not None else [arg])
     return out

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from evalflow.lmeval_compat.translate import flag_meaning
+
 # flag (with lm-eval's short aliases) -> how many values: "?" optional, "+" one or more, 1 one, 0 a switch
 FLAGS: dict[tuple[str, ...], str | int] = {
     ("--config", "-C"): 1,
@@ -57,14 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
         "docs/lm-eval-migration.md maps every flag.",
     )
     for names, nargs in FLAGS.items():
+        meaning = flag_meaning(names[0].lstrip("-")).replace("%", "%%")  # argparse formats help with %
         if nargs == 0:
-            parser.add_argument(*names, action="store_true", default=None)
+            parser.add_argument(*names, action="store_true", default=None, help=meaning)
         elif nargs == 1:
-            parser.add_argument(*names, default=None)
+            parser.add_argument(*names, default=None, help=meaning)
         elif nargs == "?":
-            parser.add_argument(*names, nargs="?", const="true", default=None)
+            parser.add_argument(*names, nargs="?", const="true", default=None, help=meaning)
         else:
-            parser.add_argument(*names, nargs="+", action="extend", default=None)
+            parser.add_argument(*names, nargs="+", action="extend", default=None, help=meaning)
     return parser
 
 

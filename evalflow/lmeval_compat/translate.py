@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,44 +219,78 @@ def _model_overrides(
     )
 
 
+# lm-eval's flags that set a run setting, and the setting of evalflow/config/schema.py each sets (the
+# run's one declaration, which types and checks the value as any run's override), in the order the
+# native command writes them; tests/lmeval_compat/test_flag_settings.py checks each is declared there
+SETTING_FLAGS = {
+    "num_fewshot": "num_fewshot",
+    "batch_size": "batch_size",
+    "max_batch_size": "max_batch_size",
+    "limit": "limit",
+    "samples": "samples",
+    "log_samples": "log_samples",
+    "predict_only": "predict_only",
+    "include_path": "include_path",
+    "gen_kwargs": "gen_kwargs",
+    "apply_chat_template": "apply_chat_template",
+    "fewshot_as_multiturn": "fewshot_as_multiturn",
+    "system_instruction": "system_instruction",
+    "seed": "seed",
+    "bootstrap_iters": "bootstrap_iters",
+    "confirm_run_unsafe_code": "confirm_unsafe_code",
+    "use_cache": "cache_dir",
+}
+# the flags that name the model (its preset and keys), and what the front door does with the others
+MODEL_FLAGS = {
+    "model": "the model preset (conf/model/) lm-eval's model maps to",
+    "model_args": "model.KEY=VALUE for each key",
+    "device": "model.device",
+    "trust_remote_code": "model.trust_remote_code",
+}
+OTHER_FLAGS = {
+    "tasks": "task=[...]",
+    "output_path": "lm-eval's output layout is written there, besides the run folder",
+    "show_config": "the results, as JSON, are printed",
+    "write_out": "prompts go to the samples files (python -m evalflow show prints them)",
+    "verbosity": "accepted; evalflow logs at INFO",
+    "cache_requests": "true: prompts and requests are always cached, keyed by content; refresh and delete are refused",
+}
+
+
+def _limit(text: str) -> int | float:
+    limit = float(text)
+    return int(limit) if limit == int(limit) else limit
+
+
+def _flag_value(flag: str, ns: argparse.Namespace, refused: list[str]) -> Any:
+    """The run setting's value that ``flag`` gives, lm-eval's typing kept; None when it gives none."""
+    word = getattr(ns, flag)
+    if flag == "log_samples":  # lm-eval's default: no samples files
+        return bool(ns.log_samples or ns.predict_only)
+    if word is None or word is False:
+        return None
+    convert: dict[str, Callable[[Any], Any]] = {
+        "num_fewshot": int,
+        "batch_size": batch_size_value,
+        "max_batch_size": int,
+        "limit": _limit,
+        "samples": lambda text: json.loads(text) if text.lstrip().startswith("{") else text,
+        "include_path": lambda path: [path],
+        "gen_kwargs": lambda words: merge_kv(words, "--gen_kwargs"),
+        "apply_chat_template": lambda text: True if text == "true" else text,
+        "fewshot_as_multiturn": lambda text: text.lower() in ("true", "1", "yes"),
+        "seed": lambda text: _seed(text, refused),
+        "bootstrap_iters": int,
+    }
+    return convert.get(flag, lambda value: value)(word)
+
+
 def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], list[str]]:
     """The run settings of the other flags, as overrides, and notes on what they map to."""
-    out: dict[str, Any] = {}
+    out = {SETTING_FLAGS[flag]: _flag_value(flag, ns, refused) for flag in SETTING_FLAGS}
+    out = {setting: value for setting, value in out.items() if value is not None}
     notes: list[str] = []
-    if ns.num_fewshot is not None:
-        out["num_fewshot"] = int(ns.num_fewshot)
-    if ns.batch_size is not None:
-        out["batch_size"] = batch_size_value(ns.batch_size)
-    if ns.max_batch_size is not None:
-        out["max_batch_size"] = int(ns.max_batch_size)
-    if ns.limit is not None:
-        limit = float(ns.limit)
-        out["limit"] = int(limit) if limit == int(limit) else limit
-    if ns.samples is not None:
-        out["samples"] = json.loads(ns.samples) if ns.samples.lstrip().startswith("{") else ns.samples
-    out["log_samples"] = bool(ns.log_samples or ns.predict_only)  # lm-eval's default: no samples files
-    if ns.predict_only:
-        out["predict_only"] = True
-    if ns.include_path is not None:
-        out["include_path"] = [ns.include_path]
-    if ns.gen_kwargs is not None:
-        out["gen_kwargs"] = merge_kv(ns.gen_kwargs, "--gen_kwargs")
-    if ns.apply_chat_template is not None:
-        out["apply_chat_template"] = True if ns.apply_chat_template == "true" else ns.apply_chat_template
-    if ns.fewshot_as_multiturn is not None:
-        out["fewshot_as_multiturn"] = ns.fewshot_as_multiturn.lower() in ("true", "1", "yes")
-    if ns.system_instruction is not None:
-        out["system_instruction"] = ns.system_instruction
-    if ns.seed is not None:
-        seed = _seed(ns.seed, refused)
-        if seed is not None:
-            out["seed"] = seed
-    if ns.bootstrap_iters is not None:
-        out["bootstrap_iters"] = int(ns.bootstrap_iters)
-    if ns.confirm_run_unsafe_code:
-        out["confirm_unsafe_code"] = True
     if ns.use_cache is not None:  # lm-eval's response cache: answers read and written there
-        out["cache_dir"] = ns.use_cache
         notes.append(
             f"--use_cache {ns.use_cache}: model answers are read from and written to this folder, as lm-eval's "
             "response cache; evalflow keeps its prompts and scores there too (cache_dir)"
@@ -302,3 +337,14 @@ def _cache_requests(value: str, refused: list[str], notes: list[str]) -> None:
         )
     else:
         refused.append(f"--cache_requests {value}: choose from true, refresh, delete")
+
+
+def flag_meaning(flag: str) -> str:
+    """What the front door does with lm-eval's ``--flag`` (its name without dashes): the run
+    setting it sets, the model key, or why it is refused; argparse's help and the lm-eval
+    reference page say this."""
+    if flag in SETTING_FLAGS:
+        return f"the run setting {SETTING_FLAGS[flag]}"
+    if flag in REFUSED_FLAGS:
+        return f"refused: {REFUSED_FLAGS[flag]}"
+    return MODEL_FLAGS.get(flag) or OTHER_FLAGS[flag]

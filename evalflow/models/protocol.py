@@ -8,7 +8,7 @@ per request, in order:
 - ``loglikelihood_rolling``: args ``(text,)`` -> total logprob of the text
 - ``generate_until``: args ``(context, gen_kwargs)`` -> generated text (raw, stop sequence removed)
 
-Models never see the cache: the inference edge (``evalflow.dag.answer_cache``) looks every request up
+Models never see the cache: the inference edge (``evalflow.scale.answer_cache``) looks every request up
 first and sends only the misses, so a model may sort and batch its list freely.
 
 Subclassing :class:`LanguageModel` is optional: evalflow reads every optional feature through

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalflow.config.schema import RunSettings
-from evalflow.dag.answer_cache import InferenceCounts
 from evalflow.dag.runner import StageEvent, StageOutputs
 from evalflow.output.environment import environment_fields
 from evalflow.output.run_info import (
@@ -43,6 +42,7 @@ from evalflow.output.run_info import (
     version,
 )
 from evalflow.output.summary import TaskSummary
+from evalflow.scale.answer_cache import InferenceCounts
 from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
 

@@ -14,7 +14,6 @@ from typing import Any
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import RunSettings
-from evalflow.dag.answer_cache import CachedModel, InferenceCounts
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.judges.judge_models import JudgeEdges, check_judges
 from evalflow.models.protocol import LanguageModel, feature
@@ -23,6 +22,7 @@ from evalflow.run.load_checks import check_selection
 from evalflow.run.user_modules import import_user_modules
 from evalflow.sandbox.registry import require_sandbox
 from evalflow.scale import chunks
+from evalflow.scale.answer_cache import CachedModel, InferenceCounts
 from evalflow.scoring.code_exec import runs_code
 from evalflow.taskspec.catalog.index import Selection, TaskIndex
 from evalflow.taskspec.catalog.run_options import apply_run_options

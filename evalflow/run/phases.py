@@ -20,8 +20,6 @@ from typing import Any
 from evalflow.cache.image_store import ImageStore
 from evalflow.cache.store import CacheStore
 from evalflow.config.schema import RunSettings, stage_settings
-from evalflow.dag.answer_cache import CachedModel
-from evalflow.dag.progress import pooled_label, progress_label
 from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun, finish, unread_nodes
 from evalflow.errors import ConfigError
 from evalflow.judges.judge_models import JudgeEdges
@@ -36,6 +34,8 @@ from evalflow.output.run_summary import cache_line
 from evalflow.output.summary import TaskSummary
 from evalflow.run.parts import judge_edges, model_edge, select_tasks
 from evalflow.run.user_modules import import_user_modules
+from evalflow.scale.answer_cache import CachedModel
+from evalflow.scale.progress import pooled_label, progress_label
 from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot

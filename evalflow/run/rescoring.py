@@ -171,11 +171,11 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
     from evalflow.cache.store import CacheStore
     from evalflow.config.compose import compose_config
     from evalflow.config.settings import settings_from_config
-    from evalflow.dag.answer_cache import InferenceCounts
     from evalflow.dag.runner import TaskRun, finish
     from evalflow.output.results import RunRecord, build_results
     from evalflow.output.run_folder import write_run_folder
     from evalflow.run.parts import judge_edges, select_tasks
+    from evalflow.scale.answer_cache import InferenceCounts
 
     started = time.time()
     settings = settings_from_config(compose_config([*overrides, "model=dummy"]))

@@ -84,11 +84,10 @@ def _label_warnings(task: TaskConfig, docs: Any, shown: list[int]) -> list[str]:
 def _check_judges(task: TaskConfig, settings: RunSettings, docs: Any, shown: list[int]) -> None:
     """A run's judge checks (each judge model resolves and can be built), and each judge prompt
     rendered on the shown documents, with the target standing in for the model's answer."""
+    from evalflow.judges.judge_metrics import judge_specs
     from evalflow.judges.judge_models import check_judges
-    from evalflow.judges.judge_spec import render_judge_prompt
-    from evalflow.judges.metric import judge_specs
+    from evalflow.judges.judge_prompts import gold, render_judge_prompt
     from evalflow.run.parts import config_arguments
-    from evalflow.stages.judge_requests import gold
 
     check_judges([task], settings.judge_model, lambda config: config_arguments(config, settings))
     for spec in judge_specs(task):

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from evalflow.cache.code import code_hash
-from evalflow.judges.parsers import JUDGE_PARSERS
+from evalflow.judges.parsers import judge_parser
 from evalflow.scoring.filter_functions import DEFAULT_PIPELINES, filter_names, task_code_filters
 from evalflow.scoring.metric_functions import DEFAULT_METRICS  # (imports the reductions, which register themselves)
 from evalflow.scoring.registry import AGGREGATIONS, FILTERS, METRICS, REDUCTIONS
@@ -68,21 +68,10 @@ def metric_components(task: TaskConfig) -> dict[str, str]:
         metric = METRICS.find(name) if isinstance(entry.get("metric", name), str) else None
         if metric is not None and "judge" not in entry:
             out[f"metric '{name}'"] = code_hash(metric.fn)
-        parser = _judge_parser(entry)
+        parser = judge_parser(entry)
         if parser is not None:
             out[f"judge parser '{parser[0]}'"] = code_hash(parser[1])
     return out
-
-
-def _judge_parser(entry: Mapping[str, Any]) -> tuple[str, Any] | None:
-    """A judge metric's registered parser (name, factory), which turns the judge's text into its score."""
-    judge = entry.get("judge")
-    parser = judge.get("parser") if isinstance(judge, Mapping) else None
-    name = parser.get("type") if isinstance(parser, Mapping) else None
-    if not isinstance(name, str):
-        return None
-    found = JUDGE_PARSERS.find(name)
-    return (name, found) if found is not None else None
 
 
 def reduction_components(task: TaskConfig) -> dict[str, str]:

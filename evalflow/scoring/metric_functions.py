@@ -26,7 +26,8 @@ from typing import Any
 
 import evalflow.scoring.aggregations  # noqa: F401  (registers the aggregations named below)
 from evalflow.errors import TaskError, closest
-from evalflow.judges.judge_spec import JudgeSpec, is_judge_entry, parse_judge
+from evalflow.judges.judge_metrics import judge_metric
+from evalflow.judges.judge_spec import JudgeSpec
 from evalflow.scoring import lazy_numpy as np
 from evalflow.scoring.reductions import Reduction, parse_reductions
 from evalflow.scoring.registry import AGGREGATIONS, METRICS, OUTPUT_TYPES, register_metric
@@ -148,12 +149,12 @@ def task_metric_specs(task: TaskConfig) -> tuple[MetricSpec, ...]:
 
 
 def _resolve_specs(task: TaskConfig) -> tuple[MetricSpec, ...]:
-    where = f"{task.source or '<python>'}: task '{task.task}'"
+    where = task.where()
     if task.output_type not in OUTPUT_TYPES:
         raise TaskError(f"{where} has output_type {task.output_type!r}; {closest(str(task.output_type), OUTPUT_TYPES)}")
     if task.metric_list is None:
         return tuple(_default_spec(name) for name in DEFAULT_METRICS[task.output_type])
-    specs = tuple(_spec(task, i, entry, f"{where} metric_list[{i}]") for i, entry in enumerate(task.metric_list))
+    specs = tuple(_spec(task, entry, task.where(f"metric_list[{i}]")) for i, entry in enumerate(task.metric_list))
     reduced = [name for s in specs if s.reductions for name in s.output_names]
     for name in reduced:
         if reduced.count(name) > 1:
@@ -172,7 +173,7 @@ def _default_spec(name: str) -> MetricSpec:
     )
 
 
-def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
+def _spec(task: TaskConfig, entry: Any, where: str) -> MetricSpec:
     if not isinstance(entry, Mapping) or "metric" not in entry:
         raise TaskError(f"{where}: each metric_list entry needs a 'metric' key, got {entry!r}")
     if entry.get("hf_evaluate") is True and not _hub_metric_unused(task, entry["metric"]):
@@ -180,8 +181,9 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
             f"{where}: hf_evaluate metrics load from the Hugging Face hub, which evalflow does not "
             "use; register the metric with evalflow.scoring.register_metric or use !function"
         )
-    if is_judge_entry(entry):
-        return _judge_spec(task, entry, where)
+    judge = judge_metric(task, entry, where)
+    if judge is not None:
+        return _judge_spec(task, entry, judge, where)
     _refuse_misspelt_keys(entry, where)
     kwargs = {k: v for k, v in entry.items() if k not in _RESERVED}
     raw = entry["metric"]
@@ -209,31 +211,23 @@ def _spec(task: TaskConfig, index: int, entry: Any, where: str) -> MetricSpec:
     )
 
 
-def _judge_spec(task: TaskConfig, entry: Mapping[str, Any], where: str) -> MetricSpec:
-    """A judge metric: no metric function (the judge stages compute its value), ``mean`` and
-    higher-is-better unless the entry says otherwise."""
-    name = entry["metric"]
-    if not isinstance(name, str) or not name:
-        raise TaskError(f"{where}: a judge metric's 'metric' is the name its value is reported under; got {name!r}")
-    if task.output_type != "generate_until" or task.process_results is not None:
-        raise TaskError(
-            f"{where}: judge metric '{name}' grades generated text, so it needs output_type: generate_until "
-            f"and no process_results (the task has output_type {task.output_type!r}"
-            f"{' and process_results' if task.process_results is not None else ''})"
-        )
+def _judge_spec(task: TaskConfig, entry: Mapping[str, Any], judge: JudgeSpec, where: str) -> MetricSpec:
+    """A judge metric (its judge resolved by :func:`~evalflow.judges.judge_metrics.judge_metric`): no
+    metric function (the judge stages compute its value), ``mean`` and higher-is-better unless the
+    entry says otherwise."""
+    name = judge.metric
     extra = [k for k in entry if k not in _RESERVED]
     if extra:
         raise TaskError(
             f"{where}: judge metric '{name}' takes no option '{extra[0]}'; its options go in the judge: block"
         )
-    higher = entry.get("higher_is_better", True)
     return MetricSpec(
         name=name,
         fn=None,
         aggregation=_aggregation({"aggregation": "mean", **entry}, None, name, where),
-        higher_is_better=higher,
+        higher_is_better=entry.get("higher_is_better", True),
         keyword_call=False,
-        judge=parse_judge(name, entry["judge"], where, task.source),
+        judge=judge,
         reductions=parse_reductions(entry["reduction"], task.repeats, f"{where} reduction")
         if "reduction" in entry
         else (),

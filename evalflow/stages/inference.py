@@ -1,7 +1,7 @@
 """Stage 4: the model's raw answer to every request.
 
 ``model`` is anything with lm-eval's three request types. At run time it is the caching edge
-(:class:`evalflow.dag.answer_cache.CachedModel`), so this stage stays a plain function of requests.
+(:class:`evalflow.scale.answer_cache.CachedModel`), so this stage stays a plain function of requests.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Stage 5c (tasks with judge metrics): the judge models' answers to the judge requests.
 
-``judges`` maps each judge metric to its model edge, the same caching edge
-(:class:`evalflow.dag.answer_cache.CachedModel`) the scored model answers through: per-request cache,
-chunks persisted as they return (a killed run resumes), leases shared between processes, Ray
-workers. This stage is a plain function of the requests, as the scored model's inference is.
+``judges`` maps each judge metric to its model edge, the scored model's caching edge
+(:mod:`evalflow.scale.answer_cache`); the judges' room asks them
+(:func:`evalflow.judges.judge_answers.ask_judges`), so this stage is a plain function of the requests.
 """
 
 from __future__ import annotations
@@ -11,21 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evalflow.core.records import JudgeRequests, JudgeResponses
-from evalflow.errors import ModelError
+from evalflow.judges.judge_answers import ask_judges
 from evalflow.models.protocol import AnswersRequests
 
 
 def judge_inference(judge_requests: JudgeRequests, judges: Mapping[str, AnswersRequests]) -> JudgeResponses:
-    answers: list[str] = [""] * len(judge_requests.items)
-    for metric in dict.fromkeys(item.metric for item in judge_requests.items):
-        positions = [i for i, item in enumerate(judge_requests.items) if item.metric == metric]
-        requests = [judge_requests.items[i].request for i in positions]
-        got = list(judges[metric].generate_until(requests))
-        if len(got) != len(requests):
-            raise ModelError(
-                f"the judge of metric '{metric}' returned {len(got)} answers for {len(requests)} requests; "
-                "a model must return exactly one response per request, in order"
-            )
-        for i, text in zip(positions, got):
-            answers[i] = text
-    return JudgeResponses(tuple(answers))
+    return ask_judges(judge_requests, judges)

@@ -26,8 +26,7 @@ from typing import Any
 
 from evalflow.core.records import DocSet, Filtered, JudgeRequests, JudgeResponses, Scores
 from evalflow.errors import TaskError
-from evalflow.judges.metric import judge_specs
-from evalflow.judges.verdicts import Verdicts
+from evalflow.judges.verdicts import Verdicts, verdicts_for
 from evalflow.sandbox.current import using
 from evalflow.scoring.metric_functions import MetricSpec, task_metric_specs
 from evalflow.scoring.process import score_document
@@ -47,7 +46,7 @@ def metrics(
     judge_requests: JudgeRequests | None = None,  # tasks with judge metrics only
     judge_responses: JudgeResponses | None = None,
 ) -> Scores:
-    verdicts = Verdicts.from_stages(judge_specs(task), judge_requests, judge_responses)
+    verdicts = verdicts_for(task, judge_requests, judge_responses)
     with using(code_sandbox), scoring_rng(rng_effects(task)):
         return _scores(task, docs, filtered, verdicts)
 

@@ -18,7 +18,7 @@ from evalflow.cache.fingerprint import canonical
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.cache.text import TextFile, text_source
 from evalflow.core.records import Instance, Request
-from evalflow.dag.answer_cache import _length_order, _length_ordered, request_key
+from evalflow.scale.answer_cache import _length_order, _length_ordered, request_key
 
 
 def test_request_keys_are_those_of_the_general_code() -> None:

@@ -1,4 +1,4 @@
-"""`python -m evalflow --help` names evalflow and lists every subcommand from SUBCOMMANDS."""
+"""`python -m evalflow --help` names evalflow and lists every subcommand from its declaration."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from evalflow.commands.main import SUBCOMMANDS
+from evalflow.commands.main import SUBCOMMANDS, declaration
 from tests.support.paths import ROOT
 
 
@@ -18,9 +18,10 @@ def test_help_names_evalflow_and_every_subcommand() -> None:
     assert done.returncode == 0, done.stderr
     assert "__main__" not in done.stdout and "powered by Hydra" not in done.stdout
     assert done.stdout.startswith("evalflow: ")
-    for name, sub in SUBCOMMANDS.items():
-        assert sub.summary.strip(), f"subcommand {name} has no one-line summary"
-        assert f"python -m evalflow {name} {sub.summary}" in done.stdout
+    for name in SUBCOMMANDS:
+        command = declaration(name)
+        assert command.summary.strip(), f"subcommand {name} has no one-line summary"
+        assert f"python -m evalflow {name} {command.words()}  {command.summary}" in done.stdout
     assert "a model preset in conf/model/: dummy, hf, hf_multimodal, llama3" in done.stdout  # listed from conf/model/
     assert "conf/data_maps/ (shared)" in done.stdout
 

@@ -14,7 +14,7 @@ from evalflow.commands.main import SUBCOMMANDS, subcommand_module
 
 EVALFLOW = Path(__file__).resolve().parents[2] / "evalflow"
 COMMANDS = EVALFLOW / "commands"
-HELPERS = {"__init__", "main", "words", "overrides", "stopping"}  # the dispatch and what every subcommand shares
+HELPERS = {"__init__", "main", "words", "overrides", "reference", "stopping"}  # the dispatch and what subcommands share
 
 
 def imports_commands(source: str) -> bool:

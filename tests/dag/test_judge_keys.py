@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from evalflow.core.records import Request
-from evalflow.dag.answer_cache import request_key
 from evalflow.dag.runner import plan
+from evalflow.scale.answer_cache import request_key
 from tests.support.plan_keys import BASE_SETTINGS, BASE_TASK
 
 JUDGE = {

@@ -69,7 +69,7 @@ def test_list_jinja_and_function_forms(store: ImageStore, tmp_path: Path) -> Non
 
 
 def test_pixels_not_paths_key_requests(store: ImageStore) -> None:
-    from evalflow.dag.answer_cache import request_key
+    from evalflow.scale.answer_cache import request_key
 
     one, other = draw(1, "circle", "red"), draw(1, "circle", "red")
     other.putpixel((0, 0), (0, 0, 0))  # one pixel differs

@@ -10,10 +10,10 @@ import types
 import pytest
 import torch
 
-from evalflow.dag.answer_cache import RequestProgress
 from evalflow.errors import ConfigError
 from evalflow.models.hf import HFModel, load
 from evalflow.models.hf.load import parse_threads
+from evalflow.scale.answer_cache import RequestProgress
 
 
 def test_threads_are_set_when_the_model_loads(tiny_model_dir):
@@ -45,7 +45,7 @@ def test_progress_logs_rate_and_eta_when_not_a_terminal(caplog):
         clock=lambda: next(clock),
         timer=lambda tick, period: types.SimpleNamespace(stop=lambda: None),
     )  # no thread reads the clock
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"):
         progress(64, 256)  # t=100: the rate counts from here
         progress(128, 256)  # t=110: 10 s since the last line, under log_every: quiet
         progress(192, 256)  # t=120: 128 requests in 20 s

@@ -15,8 +15,8 @@ from evalflow.cache.codec import decode, encode
 from evalflow.cache.store import LEASE, CacheStore, Holder
 from evalflow.commands.cache import main as cache_main
 from evalflow.core.records import Request
-from evalflow.dag.answer_cache import CachedModel, request_key
 from evalflow.models.dummy import DummyModel
+from evalflow.scale.answer_cache import CachedModel, request_key
 
 
 def dead_pid() -> int:

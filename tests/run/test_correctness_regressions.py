@@ -141,7 +141,7 @@ def test_malformed_answers_are_a_model_error_and_never_cached(toy_library: Path,
 )
 def test_each_request_type_checks_its_answer_shape(tmp_path: Path, rtype: str, bad: list[Any]) -> None:
     from evalflow.cache.store import CacheStore
-    from evalflow.dag.answer_cache import CachedModel
+    from evalflow.scale.answer_cache import CachedModel
 
     class Bad:
         def __getattr__(self, name: str) -> Any:

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalflow.core.records import Request
-from evalflow.dag.answer_cache import _length_order
+from evalflow.scale.answer_cache import _length_order
 from evalflow.scale.chunks import GENERATED_WEIGHT, family, plan_chunks, work
 
 

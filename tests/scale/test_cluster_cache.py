@@ -17,9 +17,9 @@ import pytest
 from evalflow.cache import filesystem
 from evalflow.cache.store import ALIVE, CacheStore, Holder
 from evalflow.core.records import Request
-from evalflow.dag.answer_cache import CachedModel
 from evalflow.errors import CacheError
 from evalflow.models.dummy import DummyModel
+from evalflow.scale.answer_cache import CachedModel
 from tests.support.scale_runs import outcome, run_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,12 +92,12 @@ def test_a_lease_of_a_dead_process_on_another_host_is_taken_over_at_once(
     remote = Holder(host="node-b.cluster", pid=4242)
     reqs = [Request("loglikelihood", (f"q{i}", " a")) for i in range(4)]
     edge = CachedModel(store, "m", lambda: DummyModel(), chunk_size=2, on_chunk=None, lease_seconds=3600)
-    from evalflow.dag.answer_cache import request_key
+    from evalflow.scale.answer_cache import request_key
 
     keys = [request_key("m", r) for r in reqs]
     claim = store.claim(iter(keys), remote, 4, ttl=3600)  # node b leased everything, then died
     assert claim.claimed == keys
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"):
         assert len(edge.loglikelihood(reqs)) == 4
     assert edge.counts.computed == 4  # computed here, and at once: the edge never waited for node b
     assert not [r for r in caplog.records if "another process is computing" in r.getMessage()]

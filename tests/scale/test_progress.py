@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from evalflow.core.records import Request
-from evalflow.dag.answer_cache import CachedModel, RequestProgress
 from evalflow.models.dummy import DummyModel
+from evalflow.scale.answer_cache import CachedModel, RequestProgress
 from tests.support.scale_runs import run_once
 
 
@@ -25,7 +25,7 @@ def test_one_chunk_reports_its_real_rate(caplog: pytest.LogCaptureFixture) -> No
     progress = RequestProgress(
         stream=io.StringIO(), clock=lambda: 500.0, timer=NO_HEARTBEAT
     )  # no time passes but the chunk's own
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"):
         progress(64, 64, 2.0)  # all 64 requests in one chunk that took 2 s
     assert [r.getMessage() for r in caplog.records] == ["inference: 64/64 requests, 32 requests/s"]
 
@@ -44,7 +44,7 @@ def test_the_edge_reports_chunk_durations_so_no_run_says_zero(caplog: pytest.Log
     edge = CachedModel(
         store, "slowish", lambda: Slowish(), chunk_size=64, on_chunk=RequestProgress(stream=io.StringIO())
     )
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"):
         edge.loglikelihood([Request("loglikelihood", (f"q{i}", " a")) for i in range(10)])
     store.close()
     start, line = [r.getMessage() for r in caplog.records if r.getMessage().startswith("inference:")]
@@ -71,7 +71,7 @@ def test_the_rate_and_eta_carry_across_the_run_s_lists_of_misses(caplog: pytest.
     the run's rate and an ETA, and the counts add up."""
     now = [100.0]
     progress = RequestProgress(stream=io.StringIO(), clock=lambda: now[0], log_every=0.0, timer=NO_HEARTBEAT)
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"):
         progress(64, 128, 2.0)  # task 1: the first chunk took 2 s
         now[0] += 2.0
         progress(128, 128, 2.0)

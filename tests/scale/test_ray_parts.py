@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evalflow.dag.answer_cache import CachedModel
+from evalflow.scale.answer_cache import CachedModel
 from evalflow.scale.dispatch import SAVE_EVERY, Done
 from tests.support.models import BatchingModel
 from tests.support.scale_models import answered_batches

@@ -2,7 +2,7 @@
 answering a list of requests through :meth:`ServedModel.answer_each` as answers arrive.
 
 The inference edge calls ``answer_each(rtype, requests, on_answer)`` when a model has it
-(``evalflow.dag.answer_cache``) and persists each answer the moment ``on_answer`` receives it; the
+(``evalflow.scale.answer_cache``) and persists each answer the moment ``on_answer`` receives it; the
 three plain request-type methods are for use without the edge.
 """
 

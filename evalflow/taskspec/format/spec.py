@@ -89,6 +89,10 @@ class TaskConfig:
     # Where the task came from (file path, or "<python>"): for error messages only, never hashed.
     source: str = field(default="", compare=False)
 
+    def where(self, key: str = "") -> str:
+        """How an error names this task (and ``key``, e.g. ``metric_list[2]``): its file, or ``<python>``."""
+        return f"{self.source or '<python>'}: task '{self.task}'" + (f" {key}" if key else "")
+
     @property
     def version(self) -> Any:
         return (self.metadata or {}).get("version")

@@ -64,7 +64,7 @@ def test_rich_table_on_a_terminal(
 
 def test_bad_arguments_exit_2(folders: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--jsn"]) == 2
-    assert "unknown argument '--jsn'" in capsys.readouterr().err
+    assert "unknown flag '--jsn' (did you mean '--json'?)" in capsys.readouterr().err
     assert main(["include_path=[/no/such/folder]"]) == 2
     assert "not a folder" in capsys.readouterr().err
 

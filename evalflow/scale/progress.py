@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-log = logging.getLogger("evalflow.dag.answer_cache")  # the edge's logger: its lines keep their name
+log = logging.getLogger("evalflow.scale.answer_cache")  # the edge's logger: its lines keep their name
 
 LOG_EVERY = 30.0  # seconds between log lines off a terminal
 HEARTBEAT_PERIOD = 1.0  # how often the heartbeat looks whether a line is due: lines come every 30-31 s

@@ -7,8 +7,8 @@ import doctest
 
 import pytest
 
-from evalflow.dag import answer_cache
-from evalflow.dag.answer_cache import InferenceCounts, union_length
+from evalflow.scale import answer_cache
+from evalflow.scale.answer_cache import InferenceCounts, union_length
 
 
 @pytest.mark.parametrize(

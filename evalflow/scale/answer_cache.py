@@ -45,11 +45,11 @@ from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.image_store import ImageStore, visual_refs, with_pixels
 from evalflow.cache.store import CacheStore, Holder
 from evalflow.core.records import REQUEST_TYPES, Request
-from evalflow.dag.progress import RequestProgress
 from evalflow.errors import ModelError
 from evalflow.models.protocol import feature
 from evalflow.scale.chunks import plan_chunks
 from evalflow.scale.dispatch import Dispatch, Done, LocalDispatch, WorkerCounts
+from evalflow.scale.progress import RequestProgress
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ import pytest
 
 from evalflow.cache.store import CacheStore
 from evalflow.core.records import Request
-from evalflow.dag import answer_cache
-from evalflow.dag.answer_cache import CachedModel, request_key
+from evalflow.scale import answer_cache
+from evalflow.scale.answer_cache import CachedModel, request_key
 
 
 class Lengths:

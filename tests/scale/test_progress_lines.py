@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.dag.progress import LOG_EVERY, RequestProgress, duration_text, progress_label, rate_text
+from evalflow.scale.progress import LOG_EVERY, RequestProgress, duration_text, progress_label, rate_text
 from tests.support.judged import Judged
 from tests.support.scale_runs import run_once
 
@@ -47,7 +47,7 @@ class Tty(io.StringIO):
 
 
 def lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "evalflow.dag.answer_cache"]
+    return [r.getMessage() for r in caplog.records if r.name == "evalflow.scale.answer_cache"]
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_duration_text(seconds: float, text: str) -> None:
 def test_off_a_terminal_the_heartbeat_logs_every_log_every_seconds(caplog: pytest.LogCaptureFixture) -> None:
     now, timer = [1000.0], ManualTimer()
     progress = RequestProgress(stream=io.StringIO(), clock=lambda: now[0], timer=timer)
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"), progress_label("inference gsm8k_maj8"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"), progress_label("inference gsm8k_maj8"):
         progress(0, 24, 0.0)  # the edge's start call: before the model is even loaded
         assert len(timer.ticks) == 1
         now[0] += LOG_EVERY
@@ -119,7 +119,7 @@ def test_off_a_terminal_the_heartbeat_logs_every_log_every_seconds(caplog: pytes
 def test_a_failed_run_s_close_stops_the_heartbeat(caplog: pytest.LogCaptureFixture) -> None:
     now, timer = [0.0], ManualTimer()
     progress = RequestProgress(stream=io.StringIO(), clock=lambda: now[0], timer=timer)
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"):
         progress(0, 10, 0.0)
         progress.close()  # the edge's close, as when the model raised mid-list
         now[0] += 5 * LOG_EVERY
@@ -130,7 +130,7 @@ def test_a_failed_run_s_close_stops_the_heartbeat(caplog: pytest.LogCaptureFixtu
 def test_on_a_terminal_the_bar_alone_reports(caplog: pytest.LogCaptureFixture) -> None:
     now, timer, stream = [0.0], ManualTimer(), Tty()
     progress = RequestProgress(stream=stream, clock=lambda: now[0], timer=timer)
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"):
         progress(0, 24, 0.0)
         now[0] += 5 * LOG_EVERY
         progress(8, 24, 60.0)
@@ -143,7 +143,7 @@ def test_on_a_terminal_the_bar_alone_reports(caplog: pytest.LogCaptureFixture) -
 def test_the_run_s_lines_name_the_stage_and_its_task(
     toy_library: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"):
         run_once(toy_library, tmp_path / "cache", tmp_path / "one", task="toy_mc")
         run_once(toy_library, tmp_path / "cache2", tmp_path / "two", task=["toy_mc", "toy_gen"])
     logged = lines(caplog)
@@ -154,7 +154,7 @@ def test_the_run_s_lines_name_the_stage_and_its_task(
 
 
 def test_a_judge_s_lines_name_the_judge_stage_and_task(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="evalflow.dag.answer_cache"):
+    with caplog.at_level(logging.INFO, logger="evalflow.scale.answer_cache"):
         Judged(tmp_path)()
     logged = lines(caplog)
     assert "judge_inference judged: 0/100 requests, started" in logged, logged
