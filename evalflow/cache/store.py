@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import diskcache
 from diskcache.core import DEFAULT_SETTINGS, MODE_PICKLE
@@ -162,20 +162,21 @@ def unusable(directory: Path, exc: BaseException) -> CacheError:
     )
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-def _guarded(method: _F) -> _F:
+def _guarded(method: Callable[Concatenate[CacheStore, _P], _R]) -> Callable[Concatenate[CacheStore, _P], _R]:
     """SQLite failures (a damaged cache.db, a read-only folder) as a CacheError, not a traceback."""
 
     @functools.wraps(method)
-    def wrapper(self: CacheStore, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: CacheStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
             raise unusable(self.directory, exc) from exc
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 class CacheStore:

@@ -177,9 +177,10 @@ def _pin_data_map(output_dir: Path, value: Any, map_file: str | None) -> None:
         return
     from omegaconf import OmegaConf
 
+    from evalflow.config.omegaconf_dicts import to_dict
     from evalflow.output.run_folder import atomic_write, pinned
 
-    config = OmegaConf.to_container(OmegaConf.load(snapshot), resolve=False)
+    config = to_dict(OmegaConf.load(snapshot), resolve=False)
     fixed = pinned(config, map_file)
     if fixed != config:
         atomic_write(snapshot, [OmegaConf.to_yaml(OmegaConf.create(fixed))])
@@ -192,7 +193,9 @@ def _reproduction_overrides(conf_dir: str, argv: list[str]) -> list[str]:
     the same second would share it."""
     from omegaconf import OmegaConf
 
-    hydra: Any = OmegaConf.to_container(OmegaConf.load(Path(conf_dir) / "config.yaml").hydra, resolve=False)
+    from evalflow.config.omegaconf_dicts import to_dict
+
+    hydra = to_dict(OmegaConf.load(Path(conf_dir) / "config.yaml").hydra, resolve=False)
     given = {key.lstrip("+") for key, value in map(split_word, argv) if value is not None}
     wanted = {
         "hydra.run.dir": hydra["run"]["dir"],
@@ -215,9 +218,9 @@ def _pop_config_dir() -> str | None:
     argv = sys.argv
     for i, arg in enumerate(argv[1:], start=1):
         if arg == "--config-dir" and i + 1 < len(argv):
-            value = argv[i + 1]
+            folder = argv[i + 1]
             del argv[i : i + 2]
-            return str(Path(value).resolve())
+            return str(Path(folder).resolve())
         key, value = split_word(arg)
         if key == "--config-dir" and value is not None:
             del argv[i]

@@ -88,7 +88,8 @@ def _section(command: Command) -> list[str]:
     doc = _doc(command)
     if doc:
         lines += ["", _markdown(doc)]
-    words = [_word_line(command, word) for word in [*command.flags, *command.options]]
+    declared: list[Flag | Option] = [*command.flags, *command.options]
+    words = [_word_line(command, word) for word in declared]
     if command.settings is not None:
         names = command.settings.names
         taken = "any run setting, `key=value`" if names is None else ", ".join(f"`{n}=`" for n in names)

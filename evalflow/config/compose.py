@@ -100,8 +100,8 @@ def compose_run_config(
     if model is not None and "type" not in model:
         raise ConfigError("a model mapping needs a `type` key (dummy, hf, or a registered model type)")
     preset_type = model is not None and has_preset(model.get("type"))
-    if preset_type:
-        preset = str(model["type"])  # type: ignore[index]
+    if model is not None and preset_type:
+        preset = str(model["type"])
     if preset:
         base = [*overrides, f"model={preset}"]
     elif model is None and not has_model_object:

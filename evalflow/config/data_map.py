@@ -187,11 +187,12 @@ def _resolve_interpolations(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    from evalflow.config.omegaconf_dicts import to_dict
     from evalflow.config.resolvers import register_resolvers  # the resolvers conf/ files use
 
     register_resolvers()
     try:
-        resolved = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
+        resolved = to_dict(OmegaConf.create(raw), resolve=True)
     except OmegaConfBaseException as exc:
         cause: BaseException | None = exc
         while cause is not None and not isinstance(cause, DataError):  # a resolver's own paragraph (shared_data)
@@ -199,4 +200,4 @@ def _resolve_interpolations(raw: dict[str, Any], path: Path) -> dict[str, Any]:
         if cause is not None:
             raise cause from None
         raise DataError(f"data map file {str(path)!r}: an interpolation does not resolve: {exc}") from None
-    return dict(resolved)  # type: ignore[arg-type]
+    return resolved

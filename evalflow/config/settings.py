@@ -8,12 +8,13 @@ with a message naming the key and the fix, not an hour later inside a stage.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from evalflow.config.messages import unknown_setting
+from evalflow.config.omegaconf_dicts import to_dict
 from evalflow.config.schema import PARSERS, RunSettings, defaults
 from evalflow.errors import ConfigError
 
@@ -30,7 +31,7 @@ def _plain(cfg: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
         data: dict[str, Any] = dict(cfg)
     else:
         try:  # a DictConfig's container is a dict, its keys the settings' names
-            data = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
+            data = to_dict(cfg, resolve=True)
         except OmegaConfBaseException as exc:  # an interpolation (${...}) that does not resolve
             where = f" (key {exc.full_key})" if getattr(exc, "full_key", None) else ""
             raise ConfigError(

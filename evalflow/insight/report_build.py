@@ -191,9 +191,8 @@ def build_report(folders: Sequence[Path], max_docs: int | None = None) -> str:
         except RunFolderError as exc:
             compare_error = str(exc)
     views = document_view(runs, labels, max_docs)
-    # vl-convert's stub marks `snippet` required; its signature is (snippet=None, vl_version=None)
     vega_lite = alt.SCHEMA_VERSION.lstrip("v").rsplit(".", 1)[0]
-    bundle = vl_convert.javascript_bundle(vl_version=vega_lite)  # type: ignore[call-arg]
+    bundle = vl_convert.javascript_bundle(vl_version=vega_lite)  # type: ignore[call-arg]  # the stub requires `snippet`
     return PAGE.render(
         runs=[
             {"label": lb, "folder": str(r.folder), "kind": r.kind, "paths": _cut_paths(varying, i, lb)}

@@ -153,13 +153,19 @@ def _lines(
             out.append(Line(label, name, key, "↑" if higher else "↓", values))
             continue
         significant = c.p_value is not None and c.p_value < SIGNIFICANT
-        recorded = getattr(c, "higher_is_better", None)  # compare()'s own, where it gives one
-        higher = higher if recorded is None else bool(recorded)
-        direction = ("better" if (c.diff > 0) == higher else "worse") if significant and c.diff != 0 else ""
+        higher = higher if c.higher_is_better is None else c.higher_is_better  # compare()'s own, where it gives one
+        direction = _direction(c.diff, higher) if significant else ""
         out.append(
             Line(label, name, key, "↑" if higher else "↓", values, _paired_cells(c, extra), significant, direction)
         )
     return out
+
+
+def _direction(diff: float | None, higher_is_better: bool) -> str:
+    """A significant row's word: B's value better or worse than A's (none for no difference)."""
+    if diff is None or diff == 0:
+        return ""
+    return "better" if (diff > 0) == higher_is_better else "worse"
 
 
 def _higher_is_better(runs: Sequence[Run], name: str, metric: str) -> bool:

@@ -38,6 +38,7 @@ def preset_config(name: str, where: str) -> dict[str, Any]:
     directly: a judge is resolved inside a running Hydra app as well as from evaluate())."""
     from omegaconf import OmegaConf
 
+    from evalflow.config.omegaconf_dicts import to_dict
     from evalflow.config.resolvers import register_resolvers
 
     register_resolvers()
@@ -55,7 +56,7 @@ def preset_config(name: str, where: str) -> dict[str, Any]:
         parts = [cfg if d == "_self_" else raw(str(d)) for d in defaults]
         return OmegaConf.merge(*parts) if parts else cfg
 
-    return dict(OmegaConf.to_container(raw(name), resolve=True))  # type: ignore[arg-type]
+    return to_dict(raw(name), resolve=True)
 
 
 def judge_model_config(value: Any, where: str) -> dict[str, Any]:

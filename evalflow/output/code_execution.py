@@ -112,7 +112,7 @@ def _about(name: str) -> str:
     """The backend's ``description``: a sentence written for people (a docstring is for its readers)."""
     from evalflow.sandbox.registry import SANDBOXES
 
-    return str(SANDBOXES.get(name).description)
+    return SANDBOXES.get(name).description
 
 
 def _names(names: Sequence[str]) -> str:

@@ -21,7 +21,7 @@ import logging
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalflow.output.run_paths import RESULTS
 
@@ -97,6 +97,16 @@ _HF_KEYS = (
 )
 
 
+class _LoadOptions(TypedDict, total=False):
+    """``from_pretrained``'s options as lm-eval's HFLM passes them (the config takes the first two)."""
+
+    revision: str
+    trust_remote_code: bool
+    gguf_file: str
+    use_fast: bool
+    add_bos_token: bool
+
+
 @functools.lru_cache(maxsize=8)
 def _hf_fields(
     pretrained: str,
@@ -116,12 +126,10 @@ def _hf_fields(
 
     bos = None if add_bos_token is None else add_bos_token == "True"
     source, gguf = _memo_source(pretrained, gguf_file, dtype or "auto", bos, tokenizer, memo_gguf != "False")
-    common = {"revision": revision or "main", "trust_remote_code": trust_remote_code == "True"}
-    tok_kwargs = {
-        **common,
-        **({"gguf_file": gguf} if gguf and not tokenizer else {"use_fast": True}),
-        **({} if bos is None else {"add_bos_token": bos}),
-    }
+    common: _LoadOptions = {"revision": revision or "main", "trust_remote_code": trust_remote_code == "True"}
+    tok_kwargs: _LoadOptions = {**common, **({"gguf_file": gguf} if gguf and not tokenizer else {"use_fast": True})}
+    if bos is not None:
+        tok_kwargs["add_bos_token"] = bos
     where = Path(tokenizer or source).expanduser()
     # a folder with tokenizer.json (every GGUF memo has one): the fast class directly, the same
     # tokens and ids, in a fraction of AutoTokenizer's seconds of class lookup

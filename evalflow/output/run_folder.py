@@ -102,10 +102,12 @@ class Run:
         its args, limit, seeds)."""
         if self.config_file is None:
             return self.results.get("config") or {}
-        from omegaconf import OmegaConf
+        from omegaconf import DictConfig, OmegaConf
 
-        loaded = OmegaConf.to_container(OmegaConf.load(self.config_file), resolve=False)
-        return loaded if isinstance(loaded, dict) else {}
+        from evalflow.config.omegaconf_dicts import to_dict
+
+        loaded = OmegaConf.load(self.config_file)
+        return to_dict(loaded, resolve=False) if isinstance(loaded, DictConfig) else {}
 
     def tasks(self) -> list[str]:
         """Leaf tasks (those with samples or configs), in results order."""
@@ -343,7 +345,9 @@ def write_snapshot(folder: Path, config: Any, model_object: Any = None, map_file
     model object is recorded by its class and ``identity()``; reproducing refuses it by name."""
     from omegaconf import OmegaConf, open_dict
 
-    snapshot = OmegaConf.create(pinned(OmegaConf.to_container(config, resolve=False), map_file))
+    from evalflow.config.omegaconf_dicts import to_dict
+
+    snapshot = OmegaConf.create(pinned(to_dict(config, resolve=False), map_file))
     if model_object is not None:
         ident = getattr(model_object, "identity", None)
         with open_dict(snapshot):
@@ -385,9 +389,9 @@ def _samples(task: TaskConfig, record: RunRecord, store: CacheStore | None) -> b
     """The task's samples file as UTF-8 bytes: from the cache as stored (its value file, copied
     by the kernel), else the ``samples`` output node's text (built and stored then)."""
     outputs = record.outputs[task.task]
-    key = outputs.node_keys.get("samples") if store is not None else None
-    if key is not None:
-        cached = text_source(store, key)  # type: ignore[arg-type]
+    key = outputs.node_keys.get("samples")
+    if store is not None and key is not None:
+        cached = text_source(store, key)
         if cached is not MISSING:
             return cached
     return outputs["samples"].encode("utf-8")

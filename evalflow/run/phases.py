@@ -19,8 +19,7 @@ from typing import Any
 
 from evalflow.cache.image_store import ImageStore
 from evalflow.cache.store import CacheStore
-from evalflow.config.schema import stage_settings
-from evalflow.config.settings import RunSettings
+from evalflow.config.schema import RunSettings, stage_settings
 from evalflow.dag.runner import VOLATILE, StageEvent, StageOutputs, TaskRun, finish, unread_nodes
 from evalflow.errors import ConfigError
 from evalflow.judges.judge_models import JudgeEdges

@@ -42,7 +42,7 @@ def _check_backend(name: str, cls: Any) -> None:
         )
 
 
-SANDBOXES: Registry[type] = Registry(
+SANDBOXES: Registry[type[Sandbox]] = Registry(
     "sandbox",
     error=SandboxError,
     setting="setting code_sandbox",
@@ -79,7 +79,7 @@ def sandbox(name: str) -> Sandbox:
 
 
 @functools.cache
-def _instance(cls: type) -> Sandbox:
+def _instance(cls: type[Sandbox]) -> Sandbox:
     return cls()
 
 

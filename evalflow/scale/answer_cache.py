@@ -188,7 +188,7 @@ class CachedModel:
         if self.identity is None:
             keys = [f"volatile:{i}" for i in range(len(requests))]
         else:
-            keys = [self._key(r) for r in requests]
+            keys = [self._key(self.identity, r) for r in requests]
         answers: dict[str, Any] = {}
         for key in dict.fromkeys(keys) if self._pooled else ():
             if key in self._pooled:
@@ -202,10 +202,10 @@ class CachedModel:
         self.counts.cached += len(requests) - computed_here
         return [answers[k] for k in keys]
 
-    def _key(self, request: Request) -> str:
+    def _key(self, identity: str, request: Request) -> str:
         """``request``'s key: as the pool computed it when it is the very object pooled."""
         held = self._pool_keys.get(id(request))
-        return held[1] if held is not None and held[0] is request else request_key(self.identity, request)  # type: ignore[arg-type]
+        return held[1] if held is not None and held[0] is request else request_key(identity, request)
 
     def _resolve(self, rtype: str, keys: Sequence[str], requests: Sequence[Request]) -> dict[str, Any]:
         """Every key's answer, from the cache or the model (the misses, deduplicated, longest

@@ -35,6 +35,7 @@ from evalflow.registry import Registry as GenericRegistry
 from evalflow.registry import qualified
 
 T = TypeVar("T")
+_F = TypeVar("_F", bound=Callable[..., Any])  # a filter function or class, handed back as it is
 
 OUTPUT_TYPES: tuple[str, ...] = (
     "loglikelihood",
@@ -125,7 +126,7 @@ def register_reduction(name: str) -> Callable[[Callable[..., Any]], Callable[...
     return REDUCTIONS.register(name)
 
 
-def register_filter(name: str) -> Callable[[T], T]:
+def register_filter(name: str) -> Callable[[_F], _F]:
     """Register a filter: `fn(resps, docs, **kwargs) -> new resps`, or an lm-eval `Filter` class.
 
     `resps` holds, per lm-eval instance, the list of its responses; the function returns the
@@ -138,7 +139,12 @@ def register_filter(name: str) -> Callable[[T], T]:
     Returns:
         A decorator that registers the function or class and returns it unchanged.
     """
-    return FILTERS.register(name)  # type: ignore[return-value]
+
+    def decorate(fn: _F) -> _F:  # Registry.register's, typed for what it is given rather than Callable
+        FILTERS.add(name, fn)
+        return fn
+
+    return decorate
 
 
 def register_metric(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
@@ -24,6 +24,7 @@ from evalflow.tracking.preflight import check_wandb_login, log_finished_job
 
 log = logging.getLogger(__name__)
 
+WandbMode = Literal["online", "offline", "disabled", "shared"]  # wandb.init's modes
 TABLE_COLUMNS: list[str | int] = ["Task", "Version", "Filter", "num_fewshot", "Metric", "Value", "Stderr"]
 
 
@@ -36,7 +37,7 @@ def log_to_wandb(
     group: str | None = None,
     job_type: str = "eval",
     tags: Sequence[str] = (),
-    mode: str | None = None,
+    mode: WandbMode | None = None,
     log_samples: bool = True,
 ) -> str | None:
     """Log the finished run in ``folder``; returns the W&B run id (None if the run did not finish)."""
@@ -86,7 +87,7 @@ class WandbCallback(Callback):
         group: str | None = None,
         job_type: str = "eval",
         tags: Sequence[str] = (),
-        mode: str | None = None,
+        mode: WandbMode | None = None,
         log_samples: bool = True,
     ) -> None:
         require("wandb", "hydra/callbacks=wandb")

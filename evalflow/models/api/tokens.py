@@ -131,8 +131,8 @@ class ApiTokens:
             if context == "":
                 plain.append(continuation)
             else:
-                ctx, cont = split_trailing_space(context, continuation)
-                special += [ctx + cont, ctx]
+                context_text, continuation_text = split_trailing_space(context, continuation)
+                special += [context_text + continuation_text, context_text]
         encoded, encoded_plain = self.encode_many(special), self.encode_many(plain, special=False)
         out = []
         for (context, continuation), request in zip(pairs, requests):

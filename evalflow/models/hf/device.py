@@ -125,8 +125,8 @@ def seen() -> Seen:
 
 def _count(backend: object) -> int:
     """Devices of a torch backend module (``torch.xpu``), 0 where it is absent or reports none."""
-    available = getattr(backend, "is_available", None)
-    return int(backend.device_count()) if available is not None and available() else 0  # type: ignore[attr-defined]
+    available, count = getattr(backend, "is_available", None), getattr(backend, "device_count", None)
+    return int(count()) if available is not None and count is not None and available() else 0
 
 
 def choose(asked: object, who: str) -> Device:

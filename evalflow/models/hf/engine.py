@@ -49,8 +49,8 @@ class Paths:
 
     def without(self, *names: str) -> Paths:
         """These paths off (a missing private API): the reference path in their place."""
-        off = {n: 0 if n == "draft_tokens" else False for n in names}
-        return dataclasses.replace(self, **off)
+        paths = dataclasses.replace(self, **{n: False for n in names if n != "draft_tokens"})
+        return dataclasses.replace(paths, draft_tokens=0) if "draft_tokens" in names else paths
 
 
 REFERENCE = Paths(

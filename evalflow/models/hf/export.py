@@ -29,8 +29,10 @@ def gguf_to_folder(folder: str, gguf_file: str, out: Path, dtype: str = "float32
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, dtype=getattr(torch, dtype))
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.hf_quantizer = None  # the weights are dequantized already: nothing of GGUF is left to save
-    model.is_quantized = False
+    # the weights are dequantized already: nothing of GGUF is left to save. from_pretrained sets both
+    # attributes undeclared, so mypy sees nn.Module's __setattr__, typed for tensors and modules only
+    model.hf_quantizer = None  # type: ignore[assignment]  # an undeclared attribute (above)
+    model.is_quantized = False  # type: ignore[assignment]  # an undeclared attribute (above)
     partial = out.with_name(out.name + ".partial")  # renamed when complete: a folder at OUT is never half-written
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)

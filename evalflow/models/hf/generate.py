@@ -66,9 +66,10 @@ def generate_until(setup: GenerationSetup, requests: Sequence[Request]) -> list[
         members = [requests[i] for i in indices]
         for i, text in answer(setup, members, prepare_group(setup, members, kwargs, eos)):
             out[indices[i]] = text
-    if any(o is None for o in out):
+    texts = [o for o in out if o is not None]
+    if len(texts) != len(out):
         raise RuntimeError("HFModel lost a request while batching; please report this bug")
-    return out  # type: ignore[return-value]
+    return texts
 
 
 def eos_text(setup: GenerationSetup) -> str | None:
@@ -132,7 +133,7 @@ def generate_batches(
     size_for = (
         (lambda i: 1) if sampled else (lambda i: setup.batch_size_for(len(group.encoded[i]) + group.max_gen_toks))
     )
-    results = []
+    results: Answers = []
     for batch in chunk(list(range(len(requests))), size_for):
         call_kwargs = dict(group.kwargs)
         padlen = max(len(group.encoded[i]) for i in batch)

@@ -140,7 +140,7 @@ def _plain_jsonl(task: TaskConfig, source: DataSource) -> dict[str, list[dict[st
 
 
 def _load(task: TaskConfig, source: DataSource) -> Any:
-    import datasets  # type: ignore[import-untyped]  # only when documents are really read
+    import datasets  # only when documents are really read
 
     from evalflow.taskspec.data.hub import hub_endpoint, hub_offline, offline_by_env, offline_mode
 

@@ -69,7 +69,7 @@ def offline_mode(enabled: bool) -> Iterator[None]:
     if not enabled:
         yield
         return
-    import datasets.config  # type: ignore[import-untyped]
+    import datasets.config
     import huggingface_hub.constants
 
     saved = datasets.config.HF_HUB_OFFLINE, huggingface_hub.constants.HF_HUB_OFFLINE

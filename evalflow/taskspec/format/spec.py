@@ -12,9 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalflow.core.records import RequestType
 from evalflow.errors import TaskError, closest
 
-OUTPUT_TYPES = ("loglikelihood", "loglikelihood_rolling", "generate_until", "multiple_choice")
+# Each output_type and the requests it sends (multiple_choice: a loglikelihood request per choice)
+REQUEST_TYPE: Mapping[str, RequestType] = {
+    "loglikelihood": "loglikelihood",
+    "loglikelihood_rolling": "loglikelihood_rolling",
+    "generate_until": "generate_until",
+    "multiple_choice": "loglikelihood",
+}
+OUTPUT_TYPES = tuple(REQUEST_TYPE)
 
 
 @dataclass(frozen=True)

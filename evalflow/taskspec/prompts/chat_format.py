@@ -51,10 +51,14 @@ def chat_render(fmt: ChatFormat, *, add_generation_prompt: bool) -> Render:
 
     from evalflow.taskspec.prompts.chat_templates import render_chat
 
+    template = fmt.template
+    if template is None:
+        raise ValueError("a ChatFormat without messages needs the chat template it renders with")
+
     def render(turns: Sequence[Turn]) -> str:
         messages = chat_messages(turns, fmt.fewshot_as_multiturn)
         return render_chat(
-            fmt.template,
+            template,
             messages,
             add_generation_prompt=add_generation_prompt,
             continue_final_message=not add_generation_prompt,

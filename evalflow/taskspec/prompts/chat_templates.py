@@ -125,8 +125,7 @@ def render_chat(
     """``messages`` through ``template`` exactly as ``tokenizer.apply_chat_template(tokenize=False)``."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    # transformers annotates a str; it returns (rendered, generation indices)
-    rendered, _ = render_jinja_template(  # type: ignore[str-unpack]
+    rendered, _ = render_jinja_template(  # type: ignore[str-unpack]  # annotated str; returns (texts, indices)
         conversations=[list(map(dict, messages))],
         chat_template=template,
         add_generation_prompt=add_generation_prompt,

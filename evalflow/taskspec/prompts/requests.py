@@ -28,7 +28,7 @@ from typing import Any
 
 from evalflow.core.records import Context, ImageRef, Instance, Request
 from evalflow.errors import ConfigError, TaskError
-from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.format.spec import REQUEST_TYPE, TaskConfig
 from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target
 
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's DEFAULT_MAX_GEN_TOKS
@@ -132,9 +132,10 @@ def build_instances(
     then end with ``{"visual": [...]}`` (references here: their digests key the request)."""
     if not isinstance(task.repeats, int) or task.repeats < 1:
         raise TaskError(f"task '{task.task}' ({task.source}): repeats must be an int >= 1, got {task.repeats!r}")
-    rtype = "loglikelihood" if task.output_type == "multiple_choice" else task.output_type
+    all_args = request_args(task, doc_id, doc, context, gen_kwargs)  # refuses an unknown output_type
+    rtype = REQUEST_TYPE[task.output_type]
     out = []
-    for idx, args in enumerate(request_args(task, doc_id, doc, context, gen_kwargs)):
+    for idx, args in enumerate(all_args):
         if visual is not None:
             args = args + ({"visual": list(visual)},)
         sampled = rtype == "generate_until" and is_sampling(args[1])

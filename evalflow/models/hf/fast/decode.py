@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
@@ -40,6 +40,8 @@ from evalflow.models.hf.fast import kv, native_attention, shared_attention
 from evalflow.models.hf.fast.lookup import NgramIndex
 from evalflow.models.hf.fast.prefix import common_prefix_len
 from evalflow.models.hf.torch_ops import cache_argument
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,8 @@ class _Loop:
         self.skip = self.shared.lengths[0] if self.shared is not None else 0  # columns held once, outside the slots
         self.capacity = max(len(j.context) for j in jobs) - self.skip + max_new + self.draft
         self.layers = [SlotLayer(slots, self.capacity) for _ in range(kv.num_layers(model))]
-        self.step_kwargs: dict[str, Any] = {str(cache_argument(model)): Cache(layers=self.layers), "use_cache": True}
+        cache = Cache(layers=list(self.layers))  # the same layer objects, in transformers' list type
+        self.step_kwargs: dict[str, Any] = {str(cache_argument(model)): cache, "use_cache": True}
         if self.own_attention:
             self.step_kwargs["decode_step"] = True
         if self.shared is not None:
@@ -265,9 +268,10 @@ class _Loop:
                 break
             j = self.waiting.popleft()
             _join(self.model, self.layers, r, self.jobs[j], self.skip, self.device, self.native)
-            if r == len(self.rows):  # the first fill
-                for values in (self.rows, self.lengths, self.feed, self.index):
-                    values.append(0)  # type: ignore[arg-type]
+            if r == len(self.rows):  # the first fill: a new row, set just below
+                for ints in (self.rows, self.lengths, self.feed):
+                    ints.append(0)
+                self.index.append(None)
             context = self.jobs[j].context
             self.rows[r], self.lengths[r], self.feed[r] = j, len(context) - 1, context[-1]
             self.index[r] = NgramIndex(context) if self.draft else None
@@ -283,9 +287,9 @@ class _Loop:
             r = self.rows.index(-1)
             for layer in self.layers:
                 layer.drop(r, self.lengths[-1] - self.skip)
-            for values in (self.rows, self.lengths, self.feed, self.index):
-                values[r] = values[-1]  # type: ignore[index]
-                values.pop()
+            for ints in (self.rows, self.lengths, self.feed):
+                _move_last(ints, r)
+            _move_last(self.index, r)
             self.slots -= 1
 
     def step(self, dtype: Any, stop: StopWatch, eos_ids: set[int]) -> list[int]:
@@ -383,7 +387,7 @@ def _join(
     the compiled kernel when given (``native``)."""
     if len(job.context) - 1 <= skip:
         return  # nothing of its own before the token the first step feeds
-    row = kv.generation_cache(
+    row = kv.generation_layers(
         model,
         [list(job.context)],
         len(job.context) - 1,
@@ -391,5 +395,14 @@ def _join(
         device,
         {"native": native} if native is not None else None,
     )
-    for target, source in zip(layers, row.layers):
-        target.load(slot, source.keys[:, :, skip:], source.values[:, :, skip:])
+    for target, source in zip(layers, row):
+        states = source.states()
+        if states is not None:  # always, with tokens run: the context's own or its prefix's
+            keys, values = states
+            target.load(slot, keys[:, :, skip:], values[:, :, skip:])
+
+
+def _move_last(values: list[_T], r: int) -> None:
+    """Row ``r`` removed: the last row's value takes its place (the buffers' rows move the same way)."""
+    values[r] = values[-1]
+    values.pop()

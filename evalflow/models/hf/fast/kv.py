@@ -131,7 +131,7 @@ def prefix_states(model: Any, prefixes: Sequence[Sequence[int]], device: Any) ->
     if "logits_to_keep" in inspect.signature(model.forward).parameters:
         kwargs["logits_to_keep"] = 1  # the logits of a prefix are never scored
     out = model(right_padded(prefixes).to(device), **kwargs)
-    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    cache = getattr(out, "cache", None) or out.past_key_values
     return PrefixStates(
         tuple(layer.keys for layer in cache.layers),
         tuple(layer.values for layer in cache.layers),
@@ -257,18 +257,24 @@ class GrowingLayer(DynamicLayer):
     def get_seq_length(self) -> int:
         return self.filled
 
-    def place(self, row: int, rows: int, column: int, source: GrowingLayer) -> None:
-        """Copy ``source``'s single row into row ``row`` of ``rows``, from ``column`` on; the
-        columns before stay zero (padding, masked), and the cache counts as filled to the end."""
-        keys, values = source.keys, source.values
-        if self.key_buffer is None:
+    def states(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The keys and values so far; None before the first ``update`` (a one-token context
+        runs nothing before its last token)."""
+        return None if self.keys is None or self.values is None else (self.keys, self.values)
+
+    def place(self, row: int, rows: int, column: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Copy one row's ``keys`` and ``values`` into row ``row`` of ``rows``, from ``column`` on;
+        the columns before stay zero (padding, masked), and the cache counts as filled to the end."""
+        key_buffer, value_buffer = self.key_buffer, self.value_buffer
+        if key_buffer is None or value_buffer is None:  # allocated together, at the first row
             batch_shape = (rows, keys.shape[1], self.capacity, keys.shape[-1])
-            self.key_buffer, self.value_buffer = keys.new_zeros(batch_shape), values.new_zeros(batch_shape)
+            key_buffer, value_buffer = keys.new_zeros(batch_shape), values.new_zeros(batch_shape)
+            self.key_buffer, self.value_buffer = key_buffer, value_buffer
         end = column + keys.shape[-2]
-        self.key_buffer[row, :, column:end] = keys[0]
-        self.value_buffer[row, :, column:end] = values[0]
+        key_buffer[row, :, column:end] = keys[0]
+        value_buffer[row, :, column:end] = values[0]
         self.filled = max(self.filled, end)
-        self.keys, self.values = self.key_buffer[:, :, : self.filled], self.value_buffer[:, :, : self.filled]
+        self.keys, self.values = key_buffer[:, :, : self.filled], value_buffer[:, :, : self.filled]
         self.is_initialized = True
 
 
@@ -279,8 +285,8 @@ def num_layers(model: Any) -> int:
     return int(cfg.num_hidden_layers)
 
 
-def _growing_cache(model: Any, capacity: int) -> Cache:
-    return Cache(layers=[GrowingLayer(capacity) for _ in range(num_layers(model))])
+def _growing_layers(model: Any, capacity: int) -> list[GrowingLayer]:
+    return [GrowingLayer(capacity) for _ in range(num_layers(model))]
 
 
 def generation_cache(
@@ -291,7 +297,20 @@ def generation_cache(
     device: Any,
     attention: dict[str, Any] | None = None,
 ) -> Cache:
-    """A cache for ``generate`` over left-padded ``contexts``, holding all but their last token.
+    """A cache for ``generate`` over left-padded ``contexts``, holding all but their last token:
+    :func:`generation_layers` as a transformers ``Cache``."""
+    return Cache(layers=list(generation_layers(model, contexts, capacity, prefix, device, attention)))
+
+
+def generation_layers(
+    model: Any,
+    contexts: Sequence[Sequence[int]],
+    capacity: int,
+    prefix: PrefixStates | None,
+    device: Any,
+    attention: dict[str, Any] | None = None,
+) -> list[GrowingLayer]:
+    """The layers of a cache for ``generate`` over left-padded ``contexts``, all but their last token.
 
     Each context runs alone (no padding to compute, no mask, so the causal kernel skips the
     masked half), after ``prefix`` if given (the first ``prefix.lengths[0]`` tokens of every
@@ -302,23 +321,24 @@ def generation_cache(
     """
     padlen = max(len(c) for c in contexts)
     shared = prefix.lengths[0] if prefix is not None else 0
-    cache = _growing_cache(model, capacity)
+    layers = _growing_layers(model, capacity)
     for i, ctx in enumerate(contexts):
-        row = _growing_cache(model, len(ctx))
+        row = _growing_layers(model, len(ctx))
         if prefix is not None:
-            for layer, k, v in zip(row.layers, prefix.keys, prefix.values):
+            for layer, k, v in zip(row, prefix.keys, prefix.values):
                 layer.update(k, v)
         own = list(ctx[shared:-1])
         if own:
             positions = torch.arange(shared, len(ctx) - 1, device=device)[None]
-            kwargs = {str(cache_argument(model)): row, "use_cache": True, **(attention or {})}
+            kwargs = {str(cache_argument(model)): Cache(layers=list(row)), "use_cache": True, **(attention or {})}
             if "logits_to_keep" in inspect.signature(model.forward).parameters:
                 kwargs["logits_to_keep"] = 1
             model(torch.tensor([own], dtype=torch.long, device=device), position_ids=positions, **kwargs)
-        for target, source in zip(cache.layers, row.layers):
-            if source.keys is not None:  # a one-token context has nothing before its last token
-                target.place(i, len(contexts), padlen - len(ctx), source)
-    return cache
+        for target, source in zip(layers, row):
+            states = source.states()
+            if states is not None:  # a one-token context has nothing before its last token
+                target.place(i, len(contexts), padlen - len(ctx), *states)
+    return layers
 
 
 def exact_keep_supported(model: Any) -> bool:

@@ -35,8 +35,9 @@ import platform
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -48,9 +49,48 @@ log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("native") / "decode_attention.c"
 MAX_QUERIES = 64  # queries per chunk of a row and head (the kernel's MAX_Q; a prefill's run in many chunks)
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC", f"-DMAX_Q={MAX_QUERIES}")
-Kernel = Callable[
-    [torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float], "tuple[torch.Tensor, torch.Tensor] | None"
-]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """The compiled attention of one build, called as a function; ``vector_width``: floats per
+    vector (16: the AVX-512 build, 8: AVX2), which the tests compare the builds by."""
+
+    fn: Any  # the library's evalflow_decode_attention (a ctypes function, argument types set)
+    vector_width: int
+
+    def __call__(
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, visible: torch.Tensor, scale: float
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Softmax attention of ``query`` ``[rows, heads, n, dim]`` over ``key``/``value``
+        ``[rows, heads, columns, dim]``, query ``i`` of row ``r`` seeing columns
+        ``[0, visible[r, i])``: (weighted values ``[rows, heads, n, dim]``, log-sum-exp
+        ``[rows, heads, n, 1]``); None for inputs the kernel does not take (not fp32 on the CPU)."""
+        tensors = (query, key, value)
+        if any(t.dtype != torch.float32 or t.device.type != "cpu" or t.stride(-1) != 1 for t in tensors):
+            return None
+        rows, heads, n, dim = query.shape
+        visible = visible.to(torch.int64).contiguous()
+        out = torch.empty((rows, heads, n, dim), dtype=torch.float32)
+        lse = torch.empty((rows, heads, n, 1), dtype=torch.float32)
+        q_strides, k_strides, v_strides = ((ctypes.c_int64 * 3)(*t.stride()[:3]) for t in tensors)
+        self.fn(
+            query.data_ptr(),
+            q_strides,
+            key.data_ptr(),
+            k_strides,
+            value.data_ptr(),
+            v_strides,
+            visible.data_ptr(),
+            rows,
+            heads,
+            n,
+            scale,
+            out.data_ptr(),
+            lse.data_ptr(),
+            torch.get_num_threads(),
+        )
+        return out, lse
 
 
 def cpu_supports() -> bool:
@@ -143,41 +183,6 @@ def _bind(lib: ctypes.CDLL) -> Kernel:
     ptr, i64 = ctypes.c_void_p, ctypes.c_int64
     fn.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, ctypes.c_float, ptr, ptr, ctypes.c_int]
     fn.restype = None
-
-    def attend(
-        query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, visible: torch.Tensor, scale: float
-    ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Softmax attention of ``query`` ``[rows, heads, n, dim]`` over ``key``/``value``
-        ``[rows, heads, columns, dim]``, query ``i`` of row ``r`` seeing columns
-        ``[0, visible[r, i])``: (weighted values ``[rows, heads, n, dim]``, log-sum-exp
-        ``[rows, heads, n, 1]``); None for inputs the kernel does not take (not fp32 on the CPU)."""
-        tensors = (query, key, value)
-        if any(t.dtype != torch.float32 or t.device.type != "cpu" or t.stride(-1) != 1 for t in tensors):
-            return None
-        rows, heads, n, dim = query.shape
-        visible = visible.to(torch.int64).contiguous()
-        out = torch.empty((rows, heads, n, dim), dtype=torch.float32)
-        lse = torch.empty((rows, heads, n, 1), dtype=torch.float32)
-        q_strides, k_strides, v_strides = ((ctypes.c_int64 * 3)(*t.stride()[:3]) for t in tensors)
-        fn(
-            query.data_ptr(),
-            q_strides,
-            key.data_ptr(),
-            k_strides,
-            value.data_ptr(),
-            v_strides,
-            visible.data_ptr(),
-            rows,
-            heads,
-            n,
-            scale,
-            out.data_ptr(),
-            lse.data_ptr(),
-            torch.get_num_threads(),
-        )
-        return out, lse
-
     width = lib.evalflow_vector_width
     width.argtypes, width.restype = [], ctypes.c_int
-    attend.vector_width = int(width())  # type: ignore[attr-defined]  # 16: the AVX-512 build, 8: AVX2
-    return attend
+    return Kernel(fn, int(width()))

@@ -117,9 +117,9 @@ class SharedScoring:
             states = kv.prefix_states(setup.model, prefixes, setup.device)
             for i, prefix in enumerate(prefixes):
                 self.memo.put(prefix, states.one(i))
-            branches = [_branches(rows, f, f.prefix_len) for f in unit]
-            narrow = _branch_width([b for bs in branches for b in bs])
-            packed = [r for i, bs in enumerate(branches) for r in pack(bs, narrow, prefix=i)]
+            per_family = [_branches(rows, f, f.prefix_len) for f in unit]
+            narrow = _branch_width([b for bs in per_family for b in bs])
+            packed = [r for i, bs in enumerate(per_family) for r in pack(bs, narrow, prefix=i)]
             yield from self._run_packed(setup, sorted(packed, key=lambda r: -r.width), states, budget, deliver)
 
     def _from_memo(self, rows: list[Row], fam: Family) -> tuple[kv.PrefixStates, int] | None:

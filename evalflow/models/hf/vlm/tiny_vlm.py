@@ -107,7 +107,7 @@ def build_tiny_vlm(folder: Path, seed: int = 0, tokenizer: Any = None) -> Path:
         vision_feature_layer=-1,
         vision_feature_select_strategy="default",
         projector_hidden_act="gelu",
-        initializer_range=0.3,
+        initializer_range=0.3,  # type: ignore[call-arg]  # extra keys are kept as attributes; the signature omits them
     )
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config).eval()
@@ -134,7 +134,9 @@ def _clip_image_processor() -> Any:
     try:
         from transformers import CLIPImageProcessorPil
     except ImportError:
-        from transformers import CLIPImageProcessor as CLIPImageProcessorPil
+        from transformers import CLIPImageProcessor
+
+        return CLIPImageProcessor
     return CLIPImageProcessorPil
 
 

@@ -64,7 +64,7 @@ def load_vlm(
         transformers.AutoModelForImageTextToText.from_pretrained(
             pretrained, revision=revision, trust_remote_code=trust_remote_code, **{dtype_arg: torch_dtype_of(dtype)}
         )
-        .to(dev)
+        .to(dev)  # type: ignore[arg-type]  # transformers wraps `to` in functools.wraps: its type binds no self
         .eval()
     )
     processor = transformers.AutoProcessor.from_pretrained(
