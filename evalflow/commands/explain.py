@@ -8,6 +8,7 @@ from pathlib import Path
 from evalflow.commands.reference import print_help
 from evalflow.commands.words import Command, asks_for_help, parse_words
 from evalflow.insight.explanation import explain
+from evalflow.output.run_paths import MANIFEST
 
 COMMAND = Command(
     "explain",
@@ -16,7 +17,7 @@ COMMAND = Command(
     1,
     2,
     doc="Why each computed stage of the run (of RUN_FOLDER_B, against RUN_FOLDER) re-ran, read from the "
-    "runs' manifest.json; a run all served from the cache says so.",
+    f"runs' {MANIFEST}; a run all served from the cache says so.",
 )
 
 

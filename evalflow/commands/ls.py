@@ -16,27 +16,10 @@ from __future__ import annotations
 import sys
 
 from evalflow.commands.reference import print_help
-from evalflow.commands.words import Command, Flag, Option, asks_for_help, parse_words
+from evalflow.commands.words import Command, Flag, Option, asks_for_help, boolean, folder_list, parse_words
 from evalflow.errors import EvalflowError
 from evalflow.taskspec.catalog.index import TaskIndex
 from evalflow.taskspec.catalog.listing import write_listing
-
-_BOOLS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
-
-
-def folder_list(value: str) -> list[str]:
-    """a folder, or a list of them: [a,b]"""
-    value = value.strip()
-    items = value[1:-1].split(",") if value.startswith("[") and value.endswith("]") else [value]
-    return [item.strip().strip("'\"") for item in items if item.strip().strip("'\"")]
-
-
-def boolean(value: str) -> bool:
-    """true or false (yes/no, 1/0)"""
-    if value.lower() not in _BOOLS:
-        raise ValueError(value)
-    return _BOOLS[value.lower()]
-
 
 COMMAND = Command(
     "ls",

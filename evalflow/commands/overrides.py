@@ -14,6 +14,7 @@ from evalflow.commands.words import Command, Flag, Option, SettingWords
 from evalflow.config.override_words import split_word
 from evalflow.config.schema import RunSettings
 from evalflow.errors import ConfigError
+from evalflow.output.run_paths import SNAPSHOT
 
 _FIELD = re.compile(r"^    (\w+): [^#]*?(?:#\s*(.*))?$")
 
@@ -78,12 +79,12 @@ def preview_settings(passed: Sequence[str], command: str, n: int = 3, *, n_limit
     return settings
 
 
-RUN_DOC = """
+RUN_DOC = f"""
 Every word is a run setting (``key=value``, typed and checked against evalflow/config/schema.py
 before anything is loaded), a model key (``model.KEY=VALUE``), a preset (``model=NAME``,
 ``data_map=NAME``, ``hydra/launcher=NAME``) or one of Hydra's own words (``hydra.run.dir=DIR``,
 ``-m`` to sweep over comma-separated values, ``--cfg job`` to print the composed config,
-``--config-dir RUN/.hydra --config-name config`` to reproduce a run). Hydra reads these words; the
+``--config-dir RUN/{SNAPSHOT} --config-name config`` to reproduce a run). Hydra reads these words; the
 settings below are the run's one declaration, and ``python -m evalflow --help`` lists them with the
 presets::
 

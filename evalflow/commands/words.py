@@ -31,6 +31,24 @@ def kind(convert: Callable[[str], Any]) -> str:
     return _KINDS.get(convert) or (convert.__doc__ or "").strip() or "another value"
 
 
+# Value types several commands share (an Option's ``convert``; its docstring is the help's type).
+_BOOLS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
+
+
+def folder_list(value: str) -> list[str]:
+    """a folder, or a list of them: [a,b]"""
+    value = value.strip()
+    items = value[1:-1].split(",") if value.startswith("[") and value.endswith("]") else [value]
+    return [item.strip().strip("'\"") for item in items if item.strip().strip("'\"")]
+
+
+def boolean(value: str) -> bool:
+    """true or false (yes/no, 1/0)"""
+    if value.lower() not in _BOOLS:
+        raise ValueError(value)
+    return _BOOLS[value.lower()]
+
+
 @dataclass(frozen=True)
 class Option:
     """A ``name=value`` word: ``type`` converts the value (a ``ValueError`` refuses it as not

@@ -1,11 +1,9 @@
 """LLM-as-a-judge: metrics whose value a judge model's answer gives, in one room.
 
 Lives here: the ``judge:`` block and its checks, the judge prompts, the judge models and their calls,
-verdict parsing and what the aggregate adds for judge metrics.
-May import ``scale`` and the rooms below it (see docs/architecture.md); ``scoring`` and the rooms above import it.
-
-Lives here: the judge spec and prompt, judge models and their caching edge, parsers, verdicts (listed below).
-May import ``errors`` … ``scale`` (the rooms below it in docs/architecture.md); never ``scoring``, ``stages``, ``dag``.
+verdict parsing and what the aggregate adds for judge metrics (the modules below).
+May import ``scale`` and the rooms below it (see docs/architecture.md); never ``scoring``, ``stages`` or ``dag``,
+which import it.
 
 - :mod:`~evalflow.judges.judge_spec`: the ``judge:`` block of a ``metric_list`` entry, checked at load
   time (:class:`~evalflow.judges.judge_spec.JudgeSpec`);
