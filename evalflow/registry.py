@@ -6,6 +6,11 @@ and qualified name, as when a module is reloaded) replaces itself. Built-ins may
 paths (``"pkg.module:Class"``), imported on first use, so choosing ``dummy`` never imports torch.
 A miss names the closest registered names and how to add one.
 
+Each extension room keeps its registries in a module named ``registry.py`` (``models/registry.py``,
+``sandbox/registry.py``, ``scoring/registry.py``): one file name for one protocol, each an instance of
+[`Registry`][evalflow.registry.Registry] and its ``register_*`` decorator; the judges' parsers live beside their parsers
+(``judges/parsers.py``).
+
 Examples:
     >>> widgets: Registry[int] = Registry("widget", error=ValueError, hint="Register yours.")
     >>> widgets.add("one", 1)

@@ -2,7 +2,7 @@
 
 One registry (:class:`evalflow.registry.Registry`) holds every name. Built-in classes are registered
 by import path and imported on first use, so choosing ``dummy`` never imports torch, and a fully
-cached ``hf`` run imports only the torch-free ``hf.model`` module to compute the model's identity. A
+cached ``hf`` run imports only the torch-free ``hf.hf_model`` module to compute the model's identity. A
 name is taken once: registering another class under ``hf`` (or under your own name twice) is
 refused, since it would silently change which model every cached answer belongs to.
 

@@ -1,4 +1,4 @@
-"""One generic name -> object registry, and the three registries of scoring components.
+"""The registries of scoring components (instances of [`Registry`][evalflow.registry.Registry]).
 
 The registry name is the YAML name: ``metric: acc`` in a task's ``metric_list`` looks up
 ``METRICS.get("acc")``, ``aggregation: mean`` looks up ``AGGREGATIONS``, ``function: regex`` in a

@@ -62,7 +62,7 @@ from pathlib import Path
 import evalflow
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.core.records import Request
-from evalflow.dag.answer_cache import request_key
+from evalflow.scale.answer_cache import request_key
 from evalflow.models.registry import model_identity
 
 folder, package, edits = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
