@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from evalflow.commands.stopping import exit_status, stop_on_termination, stopped_line
-from evalflow.commands.words import Command
+from evalflow.commands.words import Command, asks_for_help
 from evalflow.config.override_words import split_word
 from evalflow.errors import EvalflowError
 from evalflow.output.run_paths import snapshot_config
@@ -124,8 +124,10 @@ def hydra_main() -> None:
 
     register_configs()
     register_resolvers()
-    if not OmegaConf.has_resolver("evalflow.subcommands"):
-        OmegaConf.register_new_resolver("evalflow.subcommands", subcommand_help)
+    # Hydra resolves its help template on every run; the subcommand lines import every subcommand's
+    # module (numpy with compare's), so they are built only when the help is what was asked for.
+    lines = subcommand_help if asks_for_help(sys.argv[1:]) else (lambda: "")
+    OmegaConf.register_new_resolver("evalflow.subcommands", lines, replace=True)
     conf_dir = str(packaged_conf())
     run_dir = _pop_config_dir()
     if run_dir is not None:  # reproducing a run: its snapshot is the primary config, conf/ stays searchable
