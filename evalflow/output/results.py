@@ -45,6 +45,7 @@ from evalflow.output.summary import TaskSummary
 from evalflow.scale.answer_cache import InferenceCounts
 from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
+from evalflow.taskspec.prompts.samplers import FEWSHOT_CONFIG_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -215,19 +216,7 @@ def lmeval_task_config(task: Any, num_fewshot: int) -> dict[str, Any]:
         **inherited,
         **dict(task.fewshot_config or {}),
     }
-    order = (
-        "sampler",
-        "split",
-        "process_docs",
-        "fewshot_indices",
-        "samples",
-        "doc_to_text",
-        "doc_to_choice",
-        "doc_to_target",
-        "gen_prefix",
-        "fewshot_delimiter",
-        "target_delimiter",
-    )
+    order = FEWSHOT_CONFIG_KEYS
     config["fewshot_config"] = {k: _printable(fewshot[k]) for k in (*order, *(k for k in fewshot if k not in order))}
     config["num_fewshot"] = num_fewshot
     source = task.source if task.source and not task.source.startswith("<") else "inline"

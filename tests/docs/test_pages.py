@@ -19,8 +19,7 @@ from evalflow.scoring.metric_functions import _RESERVED as METRIC_ENTRY_KEYS
 from evalflow.taskspec.catalog.groups import AGG_FIELDS, GROUP_FIELDS
 from evalflow.taskspec.format.loader import DROPPED_TASK_KEYS, HEADER_KEYS
 from evalflow.taskspec.format.spec import TASK_FIELDS
-from evalflow.taskspec.prompts.samplers import _OPTION_KEYS as FEWSHOT_CONFIG_KEYS
-from evalflow.taskspec.prompts.samplers import SAMPLERS
+from evalflow.taskspec.prompts.samplers import FEWSHOT_CONFIG_KEYS, SAMPLERS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

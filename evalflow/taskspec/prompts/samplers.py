@@ -138,7 +138,7 @@ class FewshotOptions:
     target_delimiter: str
 
 
-_OPTION_KEYS = (
+FEWSHOT_CONFIG_KEYS = (  # every key a fewshot_config may hold, in the order lm-eval prints them
     "sampler",
     "split",
     "process_docs",
@@ -156,11 +156,11 @@ _OPTION_KEYS = (
 def fewshot_options(task: TaskConfig) -> FewshotOptions:
     """Merge ``task.fewshot_config`` over the task fields it inherits from."""
     cfg = dict(task.fewshot_config or {})
-    unknown = [k for k in cfg if k not in _OPTION_KEYS]
+    unknown = [k for k in cfg if k not in FEWSHOT_CONFIG_KEYS]
     if unknown:
         raise TaskError(
             f"task '{task.task}' ({task.source}): unknown fewshot_config key '{unknown[0]}'; "
-            f"{closest(unknown[0], _OPTION_KEYS)} Fix or remove the key."
+            f"{closest(unknown[0], FEWSHOT_CONFIG_KEYS)} Fix or remove the key."
         )
     inherited = {
         "split": task.fewshot_split,
