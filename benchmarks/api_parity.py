@@ -23,8 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.parity.test_api_parity import FULL, SHORT  # noqa: E402
-from tests.support.parity_api import missing, run_api_setting  # noqa: E402
+from tests.support.parity_api import FULL, SHORT, missing, run_api_setting  # noqa: E402
 from tests.support.served import LlamaServer  # noqa: E402
 
 

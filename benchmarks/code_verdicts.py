@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from evalflow.sandbox import Limits, run_program, sandbox  # noqa: E402
 from evalflow.scoring.code_exec import program  # noqa: E402
-from tests.sandbox.test_verdicts import CASES, TEST  # noqa: E402
+from tests.support.verdict_cases import CASES, TEST  # noqa: E402
 
 REFERENCE = ROOT.parent / "shared" / "parity" / "code_eval.py"
 

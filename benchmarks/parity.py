@@ -24,8 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.parity.test_parity import FULL, SHORT  # noqa: E402
-from tests.support.parity_harness import compare_setting, missing, run_setting  # noqa: E402
+from tests.support.parity_harness import FULL, SHORT, compare_setting, missing, run_setting  # noqa: E402
 
 
 def main() -> int:

@@ -14,17 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import served
-from tests.support.parity_api import ApiSetting, missing, run_api_setting
+from tests.support.parity_api import FULL, SHORT, ApiSetting, missing, run_api_setting
 
-# the short scope: the chat path (the completions path is compared with the server itself in
-# tests/models/api/test_server.py, and with lm-eval in the full scope)
-SHORT = [ApiSetting("gsm8k", 5, 2, "chat")]
-FULL = [
-    ApiSetting("arc_easy", 0, 50),
-    ApiSetting("arc_challenge", 5, 25),
-    ApiSetting("gsm8k", 5, 10, "completions"),
-    ApiSetting("gsm8k", 5, 10, "chat"),
-]
 SETTINGS = FULL if os.environ.get("EVALFLOW_FULL_PARITY") == "1" else SHORT
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]

@@ -2,8 +2,8 @@
 
 Each trick follows a wrong HumanEval-style answer and would make the program "pass" if its exit
 status were the verdict (as it was: ``return -1.0`` then ``sys.exit(0)`` scored pass@1 = 1.0). Every
-backend must score each as failed, the canonical solution as passed. ``TRICKS`` is also the table of
-``benchmarks/code_verdicts.py``.
+backend must score each as failed, the canonical solution as passed. The cases
+(``tests/support/verdict_cases.py``) are also the table of ``benchmarks/code_verdicts.py``.
 """
 
 from __future__ import annotations
@@ -14,41 +14,7 @@ from evalflow.errors import SandboxError
 from evalflow.sandbox import Limits, register_sandbox, run_program, sandbox, sandbox_identity, using
 from evalflow.sandbox.verdict import RUNNER
 from evalflow.scoring.code_exec import pass_at_k, program
-
-PROMPT = 'def mean(numbers: list) -> float:\n    """The arithmetic mean of numbers."""\n'
-CANONICAL = "    return sum(numbers) / len(numbers)\n"
-WRONG = "    return -1.0\n"
-TEST = (
-    "def check(candidate):\n"
-    "    assert candidate([1.0, 2.0, 3.0]) == 2.0\n"
-    "    assert candidate([4.0]) == 4.0\n"
-    "\n"
-    "check(mean)"
-)
-
-TRICKS = {
-    "sys.exit(0)": "import sys\nsys.exit(0)\n",
-    "os._exit(0)": "import os\nos._exit(0)\n",
-    "builtin exit(0)": "exit(0)\n",
-    "raise SystemExit": "raise SystemExit\n",
-    "atexit handler os._exit(0)": "import atexit, os\natexit.register(lambda: os._exit(0))\n",
-    "__del__ os._exit(0)": ("import os\nclass Bye:\n    def __del__(self):\n        os._exit(0)\nkeep = Bye()\n"),
-    "'passed' to every fd 0-20": (
-        "import os\nfor fd in range(21):\n    try:\n        os.write(fd, b'passed\\n')\n"
-        "    except OSError:\n        pass\n"
-    ),
-    "rebinding os.write": (
-        "import os\n_write = os.write\nos.write = lambda fd, data: _write(fd, data.replace(b'failed', b'passed'))\n"
-    ),
-}
-"""Each trick, placed between the wrong answer and the test."""
-
-CASES = {
-    "canonical solution": (PROMPT + CANONICAL, True),
-    "wrong answer": (PROMPT + WRONG, False),
-    **{trick: (PROMPT + WRONG + code, False) for trick, code in TRICKS.items()},
-}
-"""name -> (candidate, code_eval's verdict)."""
+from tests.support.verdict_cases import CANONICAL, CASES, PROMPT, TEST, TRICKS, WRONG
 
 
 def _backend(name: str):  # type: ignore[no-untyped-def]

@@ -233,3 +233,14 @@ def run_api_setting(setting: ApiSetting, server: served.LlamaServer, work: Path)
     if report.generative:
         report.documents, report.generation_diffs = generation_differences(ref, cand)
     return report
+
+
+# the short scope: the chat path (the completions path is compared with the server itself in
+# tests/models/api/test_server.py, and with lm-eval in the full scope)
+SHORT = [ApiSetting("gsm8k", 5, 2, "chat")]
+FULL = [
+    ApiSetting("arc_easy", 0, 50),
+    ApiSetting("arc_challenge", 5, 25),
+    ApiSetting("gsm8k", 5, 10, "completions"),
+    ApiSetting("gsm8k", 5, 10, "chat"),
+]
