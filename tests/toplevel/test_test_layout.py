@@ -67,7 +67,8 @@ def imports_of_tests(path: Path, root: Path) -> list[str]:
 
 
 def wrong_imports(tests: Path, root: Path) -> list[str]:
-    """Each import, anywhere under ``tests/``, of a tests module outside ``tests/support/``."""
+    """Each import, anywhere under ``tests/`` (or another folder of scripts, ``benchmarks/``), of a
+    tests module outside ``tests/support/``."""
     wrong = []
     for path in sorted(tests.rglob("*.py")):
         for name in imports_of_tests(path, root):
@@ -106,6 +107,10 @@ def test_no_test_file_at_the_root_of_tests() -> None:
 
 def test_test_modules_import_only_tests_support() -> None:
     assert wrong_imports(TESTS, ROOT) == []
+
+
+def test_benchmarks_import_only_tests_support() -> None:
+    assert wrong_imports(ROOT / "benchmarks", ROOT) == []
 
 
 def test_conftest_files_define_only_fixtures_and_hooks() -> None:
