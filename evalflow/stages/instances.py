@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import evalflow.cache.image_store  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
+import evalflow.cache.image_store  # noqa: F401 - its pixel hash makes the stage's image references: in its code key
 from evalflow.core.records import Context, DocSet, Instance
 from evalflow.taskspec.data.images import doc_images, is_multimodal
 from evalflow.taskspec.format.spec import TaskConfig

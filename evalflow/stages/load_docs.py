@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import evalflow.cache.image_store  # noqa: F401 - its pixel hash makes this stage's image references: in the stage's code key
+import evalflow.cache.image_store  # noqa: F401 - its pixel hash makes the stage's image references: in its code key
 from evalflow.core.records import DocSet
 from evalflow.taskspec.data.docsets import load_docset
 from evalflow.taskspec.format.spec import TaskConfig
