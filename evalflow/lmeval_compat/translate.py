@@ -14,36 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalflow.config.packaged import conf_dir
 from evalflow.errors import ConfigError
-from evalflow.lmeval_compat.args import batch_size_value, hydra_value, merge_kv, parse_model_args
-
-
-@dataclass(frozen=True)
-class ModelMap:
-    """An lm-eval model name's evalflow preset, and model keys lm-eval implies for it."""
-
-    preset: str
-    implied: tuple[tuple[str, Any], ...] = ()
-    # model args the preset does not name go to the model as they are (lm-eval's vllm hands its
-    # **kwargs to vllm.LLM), as +model.KEY=VALUE, rather than being refused
-    passes_unknown: bool = False
-
-
-MODELS = {
-    "hf": ModelMap("hf"),
-    "hf-auto": ModelMap("hf"),
-    "huggingface": ModelMap("hf"),
-    "hf-multimodal": ModelMap("hf_multimodal"),
-    "local-completions": ModelMap("openai_completions"),
-    "local-chat-completions": ModelMap("openai_chat"),
-    "openai-completions": ModelMap("openai_completions", (("base_url", "https://api.openai.com/v1/completions"),)),
-    "openai-chat-completions": ModelMap("openai_chat", (("base_url", "https://api.openai.com/v1/chat/completions"),)),
-    "vllm": ModelMap("vllm", passes_unknown=True),
-    "dummy": ModelMap("dummy"),
-}
-
-REFUSED_MODELS: dict[str, str] = {}
+from evalflow.lmeval_compat.args import batch_size_value, hydra_value, merge_kv
+from evalflow.lmeval_compat.model_map import MODELS, REFUSED_MODELS, model_args, model_overrides
 
 # flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same)
 REFUSED_FLAGS = {
@@ -60,9 +33,6 @@ REFUSED_FLAGS = {
     "metadata": "evalflow has no run-level task metadata (lm-eval merges it into every task's metadata, "
     "for RULER's max_seq_lengths and the like); set metadata in the task's YAML",
 }
-
-# model_args evalflow's presets do not have but honour as lm-eval means them
-_ACCEPTED_AS_IS = {"tokenizer_backend": ("huggingface", "hf")}
 
 
 @dataclass(frozen=True)
@@ -89,13 +59,6 @@ class Translation:
         return "python -m evalflow " + " ".join(shlex.quote(w) for w in words)
 
 
-def preset_keys(preset: str) -> set[str]:
-    """The keys of ``conf/model/<preset>.yaml`` (the flat presets lm-eval's models map to)."""
-    import yaml
-
-    return set(yaml.safe_load((conf_dir() / "model" / f"{preset}.yaml").read_text()) or {})
-
-
 def translate(ns: argparse.Namespace) -> Translation:
     """The run lm-eval's flags describe; raises one :class:`ConfigError` naming every refused flag."""
     refused = [f"--{name}: {why}" for name, why in REFUSED_FLAGS.items() if getattr(ns, name) is not None]
@@ -111,8 +74,8 @@ def translate(ns: argparse.Namespace) -> Translation:
         )
         raise ConfigError(_refusal(refused))
     mapped = MODELS[name]
-    lm_args = {} if ns.model_args is None else _model_args(ns.model_args)
-    overrides, notes = _model_overrides(mapped, lm_args, ns, refused)
+    lm_args = {} if ns.model_args is None else model_args(ns.model_args)
+    overrides, notes = model_overrides(mapped, lm_args, ns, refused)
     settings, more_notes = _settings(ns, refused)
     if refused:
         raise ConfigError(_refusal(refused))
@@ -152,70 +115,6 @@ def _refusal(refused: list[str]) -> str:
         + ("this flag" if len(refused) == 1 else f"{len(refused)} flags")
         + ": "
         + " | ".join(refused)
-    )
-
-
-def _model_args(words: list[str]) -> dict[str, Any]:
-    """``--model_args``: a JSON object, or ``k=v`` words (each may be a comma string) merged in order."""
-    if words and words[0].lstrip().startswith("{"):
-        return parse_model_args(words[0])
-    out: dict[str, Any] = {}
-    for word in words:
-        out.update(parse_model_args(word))
-    return out
-
-
-def _model_overrides(
-    mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Namespace, refused: list[str]
-) -> tuple[list[str], list[str]]:
-    """``model.KEY=VALUE`` for the model args, ``--device`` and ``--trust_remote_code``."""
-    keys = preset_keys(mapped.preset)
-    values = dict(mapped.implied)
-    added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
-    notes = []
-    for key, value in lm_args.items():
-        if key in _ACCEPTED_AS_IS:
-            if str(value).lower() not in _ACCEPTED_AS_IS[key]:
-                refused.append(f"--model_args {key}={value}: evalflow tokenizes with Hugging Face tokenizers only")
-            continue
-        if key not in keys and mapped.passes_unknown:
-            added[key] = value
-            continue
-        if key not in keys:
-            refused.append(
-                f"--model_args {key}: evalflow's {mapped.preset} model (conf/model/{mapped.preset}.yaml) "
-                f"has no such key; its keys are {', '.join(sorted(keys - {'type'}))}"
-            )
-            continue
-        values[key] = value
-    for flag, key, value in (
-        ("device", "device", ns.device),
-        ("trust_remote_code", "trust_remote_code", ns.trust_remote_code or None),
-    ):
-        if value is None:
-            continue
-        if key == "device" and mapped.preset == "vllm":  # as lm-eval's VLLM: CUDA_VISIBLE_DEVICES picks the GPUs
-            notes.append(
-                "--device: ignored by the vLLM backend, as lm-eval ignores it; CUDA_VISIBLE_DEVICES picks the GPUs"
-            )
-            continue
-        if key in keys:
-            values[key] = value
-        else:
-            refused.append(
-                f"--{flag}: evalflow's {mapped.preset} model has no {key} (a served model runs where its server runs)"
-                if key == "device"
-                else f"--{flag}: evalflow's {mapped.preset} model runs no remote code"
-            )
-    if mapped.preset == "dummy":
-        notes.append(
-            "--model dummy: evalflow's dummy model answers deterministically from a hash of each "
-            "request (lm-eval's answers at random); its scores differ from lm-eval's dummy"
-        )
-    return (
-        [f"model.{k}={hydra_value(v)}" for k, v in values.items()]
-        + [f"+model.{k}={hydra_value(v)}" for k, v in added.items()],
-        notes,
     )
 
 
