@@ -17,6 +17,7 @@ def data_packages(folder: str, package: str, files: str) -> dict[str, list[str]]
 DATA = {**data_packages("conf", "evalflow.conf", "*.yaml"), **data_packages("tasks", "evalflow.tasks", "*")}
 CODE_DATA = {
     "evalflow": ["py.typed"],
+    "evalflow.lmeval_compat": ["lmeval_surface.yaml"],  # lm-eval's surface, for the surface table
     "evalflow.models.hf.fast": ["native/*.c"],  # the decode attention kernel, compiled on first use
 }
 

@@ -17,7 +17,7 @@ from evalflow.commands.stopping import exit_status, stop_on_termination, stopped
 from evalflow.commands.words import Command
 from evalflow.errors import EvalflowError
 from evalflow.lmeval_compat.execute import execute, run_folder
-from evalflow.lmeval_compat.parser import FLAGS
+from evalflow.lmeval_compat.parser import FLAGS, REFUSED_SUBCOMMANDS
 from evalflow.lmeval_compat.translate import flag_meaning
 
 
@@ -45,11 +45,8 @@ def main(argv: list[str]) -> int:
 
     logging.getLogger("evalflow").setLevel(logging.INFO)
     stop_on_termination()
-    if argv[:1] in (["ls"], ["validate"]):
-        print(
-            f"evalflow lm-eval: `lm-eval {argv[0]}` is `python -m evalflow {argv[0]}` here (task=NAME for validate)",
-            file=sys.stderr,
-        )
+    if argv[:1] and argv[0] in REFUSED_SUBCOMMANDS:
+        print(f"evalflow lm-eval: `lm-eval {argv[0]}` is refused: {REFUSED_SUBCOMMANDS[argv[0]]}", file=sys.stderr)
         return 2
     tr = translate(parse(argv))
     print(f"evalflow lm-eval: the same run natively: {tr.native()}", file=sys.stderr)

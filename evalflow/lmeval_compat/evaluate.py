@@ -35,6 +35,9 @@ _UNSUPPORTED = {  # argument: (lm-eval's default, why evalflow cannot honour ano
     ),
     "metadata": (None, "evalflow has no run-level task metadata; set it in the task's YAML"),
 }
+# lm-eval TaskManager's arguments that simple_evaluate reads off a task_manager= object, and what each
+# becomes (it reads no other)
+TASK_MANAGER_ARGS = {"include_path": "include_path=[...]: its folders join the task index"}
 
 
 def simple_evaluate(

@@ -22,6 +22,8 @@ class ModelMap:
     # model args the preset does not name go to the model as they are (lm-eval's vllm hands its
     # **kwargs to vllm.LLM), as +model.KEY=VALUE, rather than being refused
     passes_unknown: bool = False
+    # how evalflow's preset differs from lm-eval's model, said once per run (and in the surface table)
+    differs: str = ""
 
 
 MODELS = {
@@ -34,13 +36,17 @@ MODELS = {
     "openai-completions": ModelMap("openai_completions", (("base_url", "https://api.openai.com/v1/completions"),)),
     "openai-chat-completions": ModelMap("openai_chat", (("base_url", "https://api.openai.com/v1/chat/completions"),)),
     "vllm": ModelMap("vllm", passes_unknown=True),
-    "dummy": ModelMap("dummy"),
+    "dummy": ModelMap(
+        "dummy",
+        differs="evalflow's dummy model answers deterministically from a hash of each request (lm-eval's "
+        "answers at random); its scores differ from lm-eval's dummy",
+    ),
 }
 
 REFUSED_MODELS: dict[str, str] = {}
 
-# model_args evalflow's presets do not have but honour as lm-eval means them
-_ACCEPTED_AS_IS = {"tokenizer_backend": ("huggingface", "hf")}
+# model_args evalflow's presets do not have but honour as lm-eval means them, at these values only
+ACCEPTED_AS_IS = {"tokenizer_backend": ("huggingface", "hf")}
 
 
 def preset_keys(preset: str) -> set[str]:
@@ -69,8 +75,8 @@ def model_overrides(
     added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
     notes = []
     for key, value in lm_args.items():
-        if key in _ACCEPTED_AS_IS:
-            if str(value).lower() not in _ACCEPTED_AS_IS[key]:
+        if key in ACCEPTED_AS_IS:
+            if str(value).lower() not in ACCEPTED_AS_IS[key]:
                 refused.append(f"--model_args {key}={value}: evalflow tokenizes with Hugging Face tokenizers only")
             continue
         if key not in keys and mapped.passes_unknown:
@@ -102,11 +108,8 @@ def model_overrides(
                 if key == "device"
                 else f"--{flag}: evalflow's {mapped.preset} model runs no remote code"
             )
-    if mapped.preset == "dummy":
-        notes.append(
-            "--model dummy: evalflow's dummy model answers deterministically from a hash of each "
-            "request (lm-eval's answers at random); its scores differ from lm-eval's dummy"
-        )
+    if mapped.differs:
+        notes.append(f"--model {mapped.preset}: {mapped.differs}")
     return (
         [f"model.{k}={hydra_value(v)}" for k, v in values.items()]
         + [f"+model.{k}={hydra_value(v)}" for k, v in added.items()],

@@ -47,6 +47,13 @@ FLAGS: dict[tuple[str, ...], str | int] = {
     ("--bootstrap_iters",): 1,  # simple_evaluate's; lm-eval 0.4.13's command line has none
 }
 
+# lm-eval's subcommands the front door runs, and those it refuses with why and what to use instead
+SUBCOMMANDS = {"run": "the run (lm-eval's legacy form, with no subcommand, is the same)"}
+REFUSED_SUBCOMMANDS = {
+    "ls": "`python -m evalflow ls` lists the tasks (include_path=[DIR] adds a folder's)",
+    "validate": "`python -m evalflow validate task=NAME` checks a task's config (include_path=[DIR] as for ls)",
+}
+
 FLAG_NAMES = frozenset(name for names in FLAGS for name in names if name.startswith("--"))
 
 
@@ -73,4 +80,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     """lm-eval's argv (a leading ``run`` subcommand dropped, as lm-eval's legacy form inserts it)."""
-    return build_parser().parse_args(argv[1:] if argv[:1] == ["run"] else argv)
+    return build_parser().parse_args(argv[1:] if argv[:1] and argv[0] in SUBCOMMANDS else argv)

@@ -155,6 +155,21 @@ OTHER_FLAGS = {
     "cache_requests": "true: prompts and requests are always cached, keyed by content; refresh and delete are refused",
 }
 
+# how an accepted flag's effect differs from lm-eval's (docs/lm-eval-surface.md's *differs* rows)
+FLAG_DIFFERENCES = {
+    "batch_size": "`auto:N` is `auto` (evalflow sizes each request type anyway); not given, evalflow's "
+    "`auto` (lm-eval's 1); answers do not depend on it",
+    "device": "not given: `auto` (CUDA, else MPS, else the CPU; lm-eval's HFLM takes `cuda`); refused for "
+    "served models (lm-eval ignores it there)",
+    "seed": "evalflow has one seed (the few-shot sampler's and sampled generation's): one integer, or four "
+    "whose torch and fewshot seeds match, else refused",
+    "cache_requests": "lm-eval's `refresh` and `delete` rebuild or delete its request cache",
+    "write_out": "lm-eval prints the first documents' prompts",
+    "verbosity": "lm-eval logs at the level given",
+    "log_samples": "accepted without --output_path (lm-eval refuses it)",
+    "predict_only": "accepted without --output_path (lm-eval refuses it)",
+}
+
 
 def _limit(text: str) -> int | float:
     limit = float(text)
