@@ -35,7 +35,14 @@ PEER_CLASS = {
 def ask(rec: ChatRecorder, monkeypatch, dialect: str, model: str = "m", **extra) -> str:
     monkeypatch.setenv("SOME_KEY", "sk-secret")
     m = build_model(
-        {"type": "openai_chat", "model": model, "base_url": rec.url, "dialect": dialect, "api_key_env": "SOME_KEY", **extra}
+        {
+            "type": "openai_chat",
+            "model": model,
+            "base_url": rec.url,
+            "dialect": dialect,
+            "api_key_env": "SOME_KEY",
+            **extra,
+        }
     )
     (answer,) = m.generate_until([Request("generate_until", (json.dumps(CHAT), GEN_KWARGS))])
     return answer
@@ -118,4 +125,6 @@ def test_think_end_token_keeps_the_answer_after_the_reasoning():
 
 def test_a_dialect_the_model_kind_does_not_speak_is_refused_by_name():
     with pytest.raises(ConfigError, match="model.dialect='anthropic' is not a contract of the openai_completions"):
-        model_identity({"type": "openai_completions", "model": "m", "base_url": "http://h:1/v1", "dialect": "anthropic"})
+        model_identity(
+            {"type": "openai_completions", "model": "m", "base_url": "http://h:1/v1", "dialect": "anthropic"}
+        )
