@@ -80,7 +80,7 @@ def model_overrides(
     keys = preset_keys(mapped.preset)
     values = dict(mapped.implied)
     added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
-    notes = []
+    notes: list[str] = []
     for key, value in lm_args.items():
         if mapped.preset in SERVED_PRESETS:  # lm-eval's TemplateAPI arguments: renamed, kept secret, ignored
             kept = served_arg(mapped.preset, key, value, notes)

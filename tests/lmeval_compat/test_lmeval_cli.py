@@ -144,7 +144,9 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match="--model nonesuch"):
         translate(parse(["--model", "nonesuch", "--tasks", "t"]))
     served = translate(
-        parse(["--model", "local-completions", "--model_args", "model=m,base_url=u", "--tasks", "t", "--device", "cuda"])
+        parse(
+            ["--model", "local-completions", "--model_args", "model=m,base_url=u", "--tasks", "t", "--device", "cuda"]
+        )
     )  # lm-eval ignores --device for its API models: so does evalflow, saying so
     assert not any("device" in o for o in served.overrides)
     assert any(n.startswith("--device: ignored") for n in served.notes)

@@ -101,7 +101,7 @@ def anthropic_body(
         "model": model,
         "max_tokens": max_tokens,
         "temperature": temperature,
-        "stop_sequences": stop or [eos],
+        "stop_sequences": stop or [eos or "\n\nHuman:"],  # lm-eval: [eos], its default eos
         **kwargs,
     }
     if system:
@@ -123,7 +123,7 @@ def anthropic_answer(answer: Any, url: str, think_end_token: str | None) -> str:
         from evalflow.errors import ModelError
 
         raise ModelError(f"the server at {url} answered {str(answer)[:300]} where a Messages API answer was expected.")
-    texts = [b.get("text") for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    texts = [str(b["text"]) for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
     return texts[0] if texts else ""
 
 

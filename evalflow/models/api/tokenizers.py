@@ -67,7 +67,7 @@ class _NotTransformers:
 class TiktokenTokenizer(_NotTransformers):
     def __init__(self, model: str) -> None:
         try:
-            import tiktoken
+            import tiktoken  # type: ignore[import-not-found]
         except ImportError:
             raise ModelError(
                 "model.tokenizer_backend=tiktoken needs the tiktoken package: pip install tiktoken"
