@@ -11,6 +11,7 @@ from typing import Any
 
 from evalflow.config.packaged import conf_dir
 from evalflow.lmeval_compat.args import hydra_value, parse_model_args
+from evalflow.lmeval_compat.served_args import SERVED_PRESETS, SERVED_REFUSALS, served_arg
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,18 @@ MODELS = {
     "hf-multimodal": ModelMap("hf_multimodal"),
     "local-completions": ModelMap("openai_completions"),
     "local-chat-completions": ModelMap("openai_chat"),
-    "openai-completions": ModelMap("openai_completions", (("base_url", "https://api.openai.com/v1/completions"),)),
-    "openai-chat-completions": ModelMap("openai_chat", (("base_url", "https://api.openai.com/v1/chat/completions"),)),
+    "openai-completions": ModelMap(
+        "openai_completions",
+        (("base_url", "https://api.openai.com/v1/completions"), ("tokenizer_backend", "tiktoken")),
+    ),
+    "openai-chat-completions": ModelMap(
+        "openai_chat", (("base_url", "https://api.openai.com/v1/chat/completions"), ("dialect", "openai_hosted"))
+    ),
+    "azure-openai-chat-completions": ModelMap("azure_openai_chat"),
+    "anthropic-chat": ModelMap("anthropic_chat"),
+    "anthropic-chat-completions": ModelMap("anthropic_chat"),
+    "gguf": ModelMap("gguf_server"),
+    "ggml": ModelMap("gguf_server"),
     "vllm": ModelMap("vllm", passes_unknown=True),
     "dummy": ModelMap(
         "dummy",
@@ -43,17 +54,19 @@ MODELS = {
     ),
 }
 
-REFUSED_MODELS: dict[str, str] = {}
+REFUSED_MODELS: dict[str, str] = {**SERVED_REFUSALS}
 
 # model_args evalflow's presets do not have but honour as lm-eval means them, at these values only
 ACCEPTED_AS_IS = {"tokenizer_backend": ("huggingface", "hf")}
 
 
 def preset_keys(preset: str) -> set[str]:
-    """The keys of ``conf/model/<preset>.yaml`` (the flat presets lm-eval's models map to)."""
+    """The keys of ``conf/model/<preset>.yaml``, with those of the presets its ``defaults`` names."""
     import yaml
 
-    return set(yaml.safe_load((conf_dir() / "model" / f"{preset}.yaml").read_text()) or {})
+    config = yaml.safe_load((conf_dir() / "model" / f"{preset}.yaml").read_text()) or {}
+    parents = [d for d in config.pop("defaults", []) if isinstance(d, str) and d != "_self_"]
+    return set(config).union(*(preset_keys(parent) for parent in parents))
 
 
 def model_args(words: list[str]) -> dict[str, Any]:
@@ -73,9 +86,14 @@ def model_overrides(
     keys = preset_keys(mapped.preset)
     values = dict(mapped.implied)
     added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
-    notes = []
+    notes: list[str] = []
     for key, value in lm_args.items():
-        if key in ACCEPTED_AS_IS:
+        if mapped.preset in SERVED_PRESETS:  # lm-eval's TemplateAPI arguments: renamed, kept secret, ignored
+            kept = served_arg(mapped.preset, key, value, notes)
+            if kept is not None:
+                values.update(kept)
+                continue
+        if key in ACCEPTED_AS_IS and key not in keys:
             if str(value).lower() not in ACCEPTED_AS_IS[key]:
                 refused.append(f"--model_args {key}={value}: evalflow tokenizes with Hugging Face tokenizers only")
             continue
@@ -95,6 +113,9 @@ def model_overrides(
     ):
         if value is None:
             continue
+        if mapped.preset in SERVED_PRESETS and key not in keys:  # lm-eval's API models ignore them
+            notes.append(f"--{flag}: ignored, as lm-eval ignores it for this model (the server runs the model)")
+            continue
         if key == "device" and mapped.preset == "vllm":  # as lm-eval's VLLM: CUDA_VISIBLE_DEVICES picks the GPUs
             notes.append(
                 "--device: ignored by the vLLM backend, as lm-eval ignores it; CUDA_VISIBLE_DEVICES picks the GPUs"
@@ -104,7 +125,7 @@ def model_overrides(
             values[key] = value
         else:
             refused.append(
-                f"--{flag}: evalflow's {mapped.preset} model has no {key} (a served model runs where its server runs)"
+                f"--{flag}: evalflow's {mapped.preset} model has no {key}"
                 if key == "device"
                 else f"--{flag}: evalflow's {mapped.preset} model runs no remote code"
             )

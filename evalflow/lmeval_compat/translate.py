@@ -17,6 +17,7 @@ from typing import Any
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import batch_size_value, hydra_value, merge_kv
 from evalflow.lmeval_compat.model_map import MODELS, REFUSED_MODELS, model_args, model_overrides
+from evalflow.lmeval_compat.served_args import recorded_model_args
 
 # flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same)
 REFUSED_FLAGS = {
@@ -87,7 +88,7 @@ def translate(ns: argparse.Namespace) -> Translation:
     tasks = tuple(t for word in ns.tasks for t in word.split(",") if t)
     return Translation(
         name,
-        lm_args,
+        recorded_model_args(lm_args),  # secrets out of results.json
         mapped.preset,
         tasks,
         tuple(overrides + settings),

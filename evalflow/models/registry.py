@@ -54,6 +54,7 @@ MODELS: Registry[type] = Registry(
         "hf_multimodal": "evalflow.models.hf.vlm.vlm:HFMultimodalModel",
         "openai_completions": "evalflow.models.api.completions:OpenAICompletions",
         "openai_chat": "evalflow.models.api.chat_model:OpenAIChat",
+        "gguf_server": "evalflow.models.api.gguf_server:GgufServer",
         "vllm": "evalflow.models.vllm.vllm_model:VLLMModel",
     },
 )

@@ -11,7 +11,6 @@ real llama.cpp server (arc_easy, 10 documents).
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,9 +20,9 @@ from typing import Any
 import pytest
 
 from tests.support import served
-from tests.support.parity_harness import COMPARE, ROOT, SHARED
+from tests.support.parity_harness import COMPARE
 from tests.support.parity_harness import missing as peer_missing
-from tests.support.peer_runs import peer_sh_args, run_argvs
+from tests.support.peer_runs import evalflow_lm_eval, peer_sh_args, run_argvs
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(peer_missing() is not None, reason=str(peer_missing()))]
 
@@ -34,24 +33,6 @@ HF_RUNS = {
 }
 EVALFLOW_ONLY = {"/evalflow", "/evalflow_version"}  # and what lies under /evalflow
 DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+")
-
-
-def evalflow_lm_eval(argv: list[str], cache: Path, cwd: Path) -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "EVALFLOW_CACHE": str(cache),
-        "NLTK_DATA": str(SHARED / "data" / "nltk_data"),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "evalflow", "lm-eval", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def layout(folder: Path) -> dict[str, Path]:

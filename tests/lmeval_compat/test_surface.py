@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from evalflow.lmeval_compat import parser, translate
-from evalflow.lmeval_compat.model_map import MODELS, ModelMap
+from evalflow.lmeval_compat.model_map import MODELS, REFUSED_MODELS, ModelMap
 from evalflow.lmeval_compat.surface import MARKS, OTHER_KEYWORDS, Row, counts, load_surface, page, rows
 from tests.support.parity_harness import PEER_VENV
 from tests.support.paths import ROOT
@@ -82,20 +82,21 @@ def test_the_marks_follow_the_declarations(monkeypatch: pytest.MonkeyPatch) -> N
     """Un-refusing a flag, refusing one, mapping a model type: the table follows on regeneration."""
     before = rows(load_surface())
     assert _row(before, "flag", "--limit, -L").mark == "mapped"
-    assert _row(before, "model type", "gguf").mark == "refused"
-    assert _row(before, "model arguments", "GGUFLM (ggml, gguf)").mark == "refused"
+    assert _row(before, "model type", "sglang").mark == "refused"
+    assert _row(before, "model arguments", "SGLangLM (sglang)").mark == "refused"
     monkeypatch.setitem(translate.REFUSED_FLAGS, "limit", "a reason")
-    monkeypatch.setitem(MODELS, "gguf", ModelMap("openai_completions"))
+    monkeypatch.delitem(REFUSED_MODELS, "sglang")
+    monkeypatch.setitem(MODELS, "sglang", ModelMap("openai_completions"))
     after = rows(load_surface())
     assert _row(after, "flag", "--limit, -L") == Row("flag", "--limit, -L", "refused", "a reason")
-    assert _row(after, "model type", "gguf") == Row(
-        "model type", "gguf", "mapped", "`model=openai_completions` (GGUFLM)"
+    assert _row(after, "model type", "sglang") == Row(
+        "model type", "sglang", "mapped", "`model=openai_completions` (SGLangLM)"
     )
     assert (
-        _row(after, "model argument", "GGUFLM: base_url").text
-        == "`model.base_url` (conf/model/openai_completions.yaml)"
+        _row(after, "model argument", "SGLangLM: max_gen_toks").text
+        == "`model.max_gen_toks` (conf/model/openai_completions.yaml)"
     )
-    other = _row(after, "model argument", f"GGUFLM: {OTHER_KEYWORDS}")
+    other = _row(after, "model argument", f"SGLangLM: {OTHER_KEYWORDS}")
     assert other.mark == "refused" and "has no such key" in other.text  # the front door's own paragraph
 
 

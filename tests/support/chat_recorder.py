@@ -6,6 +6,8 @@
 
 ``/v1/models`` lists the one model; ``/v1/chat/completions`` answers a text derived from the
 body's hash, so both clients get the same answer for the same body and different ones otherwise.
+A path ending in ``/messages`` answers in Anthropic's Messages shape (``content[].text``).
+``rec.requests`` holds each POST's path and headers too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class ChatRecorder:
     def __init__(self, model: str) -> None:
         self.model = model
         self.bodies: list[Any] = []
+        self.requests: list[tuple[str, dict[str, str]]] = []  # each POST's path and headers
         self.server: ThreadingHTTPServer | None = None
 
     @property
@@ -41,7 +44,11 @@ class ChatRecorder:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 rec.bodies.append(json.loads(raw))
+                rec.requests.append((self.path, dict(self.headers.items())))
                 text = "answer " + hashlib.sha256(raw).hexdigest()[:8]
+                if self.path.endswith("/messages"):
+                    self._reply({"type": "message", "role": "assistant", "content": [{"type": "text", "text": text}]})
+                    return
                 self._reply(
                     {
                         "id": "x",

@@ -139,3 +139,25 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def evalflow_lm_eval(argv: list[str], cache: Path, cwd: Path) -> None:
+    """``python -m evalflow lm-eval ARGV`` in ``cwd`` (this checkout, its cache ``cache``), the same
+    command the peer runs; raises with its stderr when it fails."""
+    from tests.support.parity_harness import ROOT, SHARED
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "EVALFLOW_CACHE": str(cache),
+        "NLTK_DATA": str(SHARED / "data" / "nltk_data"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "evalflow", "lm-eval", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -4,7 +4,9 @@ Generation only. Prompts must be chat messages: run with ``apply_chat_template=t
 few-shot stage sends the messages (system instruction, few-shot turns, the question) as JSON, as
 lm-eval's ``JsonChatStr`` does; the server applies its own chat template. One conversation per
 request (lm-eval forces ``batch_size=1`` for chat), at most four stop sequences, no client-side
-tokenizer (so no EOS stop and no truncation: the server decides). A task with ``doc_to_image``
+tokenizer (so no EOS stop unless ``eos_string`` or a ``tokenizer_backend`` gives one, and no
+truncation: the server decides). ``model.dialect`` picks the contract (OpenAI's, OpenAI's hosted
+API, Azure's, Anthropic's Messages API: ``evalflow.models.api.dialects``). A task with ``doc_to_image``
 sends its images as lm-eval does: base64 PNG ``image_url`` parts before the last message's text
 (``max_images``, default 1 as in lm-eval), for vLLM/SGLang-served VLMs.
 """
@@ -18,9 +20,8 @@ from typing import Any, ClassVar
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.api import payloads
+from evalflow.models.api.dialects import DIALECTS, chat_path
 from evalflow.models.api.served import OnAnswer, ServedModel, grouped_by_kwargs
-
-PATH = "/chat/completions"
 
 REFUSAL = (
     "Loglikelihood is not supported for chat completions. Consider using the completions API instead "
@@ -44,24 +45,41 @@ class OpenAIChat(ServedModel):
 
     def _generate_until(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
         s = self.settings
+        dialect = DIALECTS[s.dialect]
+        assert dialect.chat_body is not None and dialect.chat_answer is not None
+        path, eos = chat_path(s), self.eos
         for group in grouped_by_kwargs(requests):
             gen_kwargs = payloads.plain(requests[group[0]].args[1] or {})
             bodies = [
-                payloads.chat_payload(
+                dialect.chat_body(
                     s.model,
                     with_images(messages(requests[i].args[0]), requests[i], s.max_images),
                     gen_kwargs,
                     max_gen_toks=s.max_gen_toks,
                     seed=s.seed,
+                    eos=eos,
                 )
                 for i in group
             ]
 
             def arrived(j: int, answer: Any, group: list[int] = group) -> None:
-                (choice,) = payloads.choices(answer, 1, s.root_url)
-                on_answer(group[j], payloads.chat_text(choice))
+                on_answer(group[j], dialect.chat_answer(answer, s.root_url, s.think_end_token))  # type: ignore[misc]
 
-            self.client.post_all(PATH, bodies, arrived)
+            self.client.post_all(path, bodies, arrived)
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.eos = self._eos_string()
+
+    def _eos_string(self) -> str | None:
+        """lm-eval's ``eos_string``: the one given, else the tokenizer's EOS text when a tokenizer
+        backend is named (a stop sequence then), else none (lm-eval's chat default)."""
+        s = self.settings
+        if s.eos_string or s.tokenizer_backend == "none":
+            return s.eos_string
+        from evalflow.models.api.tokenizers import client_tokenizer
+
+        return str(client_tokenizer(s).eos_token)
 
 
 def messages(context: Any) -> list[dict[str, Any]]:

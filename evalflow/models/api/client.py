@@ -119,11 +119,9 @@ class ApiClient:
         self._active = 0  # batches in progress
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", **self.settings.headers}
-        key = self.settings.api_key()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+        from evalflow.models.api.dialects import request_headers
+
+        return request_headers(self.settings)
 
     def _timeout(self) -> aiohttp.ClientTimeout:
         return aiohttp.ClientTimeout(total=self.settings.timeout)
@@ -148,7 +146,7 @@ class ApiClient:
     def _client(self, server: int) -> aiohttp.ClientSession:
         """The server's session (made on the loop, on first use): ``num_concurrent`` connections."""
         if server not in self._http:
-            connector = aiohttp.TCPConnector(limit=self.settings.num_concurrent)
+            connector = aiohttp.TCPConnector(limit=self.settings.num_concurrent, ssl=self.settings.ssl())
             self._http[server] = aiohttp.ClientSession(connector=connector, timeout=self._timeout())
         return self._http[server]
 

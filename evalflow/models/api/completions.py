@@ -28,9 +28,11 @@ from typing import Any
 import orjson
 
 from evalflow.core.records import Request
+from evalflow.errors import ModelError
 from evalflow.models.api import alignment, echo, payloads
 from evalflow.models.api.served import OnAnswer, ServedModel, grouped_by_kwargs
-from evalflow.models.api.tokens import ApiTokens, ScoreInput, load_tokenizer
+from evalflow.models.api.tokenizers import client_tokenizer
+from evalflow.models.api.tokens import ApiTokens, ScoreInput
 
 PATH = "/completions"
 
@@ -50,8 +52,17 @@ class OpenAICompletions(ServedModel):
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
         s = self.settings
-        self.tokens = ApiTokens(
-            load_tokenizer(s.tokenizer or s.model), max_length=s.max_length, add_bos_token=s.add_bos_token
+        # lm-eval's tokenizer_backend=None: text prompts, generation only (no context length to score)
+        self.tokens: ApiTokens | None = (
+            None
+            if s.tokenizer_backend == "none"
+            else ApiTokens(
+                client_tokenizer(s),
+                max_length=s.max_length,
+                add_bos_token=s.add_bos_token,
+                prefix_token_id=s.custom_prefix_token_id,
+                eos_string=s.eos_string,
+            )
         )
         self.aligned = not s.check_logprobs
         self._aligning = threading.Lock()
@@ -79,8 +90,18 @@ class OpenAICompletions(ServedModel):
                 alignment.check_echo(self.client.post_one(PATH, second(token), server), token, expected, url)
             self.aligned = True
 
+    def _tokens(self) -> ApiTokens:
+        """The client tokenizer, or lm-eval's refusal when there is none (tokenizer_backend=none)."""
+        if self.tokens is None:
+            raise ModelError(
+                "Tokenizer is required for loglikelihood tasks to compute context lengths (lm-eval's "
+                "words): model.tokenizer_backend=none sends text and can only generate. Name a "
+                "tokenizer (tokenizer_backend=huggingface with model.tokenizer, or remote)."
+            )
+        return self.tokens
+
     def _prompt(self, tokens: Sequence[int]) -> Any:
-        return list(tokens) if self.settings.tokenized_requests else self.tokens.decode(tokens)
+        return list(tokens) if self.settings.tokenized_requests else self._tokens().decode(tokens)
 
     def _score(self, inputs: Sequence[ScoreInput], on_score: OnAnswer) -> None:
         """Echo-score ``inputs``, longest first, ``batch_size`` prompts per request."""
@@ -114,7 +135,7 @@ class OpenAICompletions(ServedModel):
         self.client.post_all(PATH, bodies, arrived, read)
 
     def _loglikelihood(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
-        self._score(self.tokens.score_inputs([(r.args[0], r.args[1]) for r in requests], requests), on_answer)
+        self._score(self._tokens().score_inputs([(r.args[0], r.args[1]) for r in requests], requests), on_answer)
 
     def _loglikelihood_rolling(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
         """Each text's disjoint windows scored as log-likelihood prompts; a text is answered (its
@@ -122,7 +143,7 @@ class OpenAICompletions(ServedModel):
         windows: list[ScoreInput] = []
         owner: list[int] = []
         for i, r in enumerate(requests):
-            for w in self.tokens.rolling_inputs(r.args[0]):
+            for w in self._tokens().rolling_inputs(r.args[0]):
                 windows.append(w)
                 owner.append(i)
         left = [owner.count(i) for i in range(len(requests))]
@@ -146,7 +167,7 @@ class OpenAICompletions(ServedModel):
             gen_kwargs = payloads.plain(requests[group[0]].args[1] or {})
             max_gen_toks = gen_kwargs.get("max_gen_toks", s.max_gen_toks)
             prompts = {
-                i: self.tokens.generation_prompt(requests[i].args[0], max_gen_toks)
+                i: self._tokens().generation_prompt(requests[i].args[0], max_gen_toks)
                 if s.tokenized_requests
                 else requests[i].args[0]
                 for i in group
@@ -159,7 +180,7 @@ class OpenAICompletions(ServedModel):
                     gen_kwargs,
                     max_gen_toks=s.max_gen_toks,
                     seed=s.seed,
-                    eos=self.tokens.eos_string,
+                    eos=self.tokens.eos_string if self.tokens else s.eos_string,
                 )
                 for b in batches
             ]

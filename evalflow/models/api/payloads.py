@@ -71,11 +71,18 @@ def completion_payload(
 
 
 def chat_payload(
-    model: str, messages: list[dict[str, Any]], gen_kwargs: Mapping[str, Any] | None, *, max_gen_toks: int, seed: int
+    model: str,
+    messages: list[dict[str, Any]],
+    gen_kwargs: Mapping[str, Any] | None,
+    *,
+    max_gen_toks: int,
+    seed: int,
+    eos: str | None = None,
 ) -> dict[str, Any]:
     """A generation request to ``/v1/chat/completions``: at most 4 stop sequences (OpenAI's limit,
-    lm-eval's cut) and no EOS text (lm-eval's chat model has no tokenizer to read it from)."""
-    f = _generation_fields(gen_kwargs, max_gen_toks, None)
+    lm-eval's cut); the EOS text only when ``eos_string`` or a tokenizer backend gives one (lm-eval's
+    chat model has no tokenizer by default)."""
+    f = _generation_fields(gen_kwargs, max_gen_toks, eos)
     return {
         "messages": messages,
         "model": model,

@@ -54,6 +54,11 @@ class ServedModel(LanguageModel):
         """What each server's ``/models`` reports (recorded in the run's manifest: one mapping, or
         a list for several servers), and the first contact: a wrong URL fails here, before any
         request is sent."""
+        from evalflow.models.api.dialects import DIALECTS
+
+        if not DIALECTS[self.settings.dialect].lists_models:  # Azure's deployments, llama.cpp's root URL
+            described = [{"url": url, "models": None} for url in self.client.urls]
+            return described[0] if len(described) == 1 else described
         described = [self._describe_one(i) for i in range(len(self.client.urls))]
         return described[0] if len(described) == 1 else described
 

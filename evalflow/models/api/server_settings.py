@@ -8,8 +8,12 @@ served checkpoint is) + the settings that change what is asked of the server (``
 ``add_bos_token``, ``max_length``, ``max_gen_toks``, ``seed``). Not the URL, unless
 ``identity_includes_url`` is set: the same checkpoint moved to another host keeps its cache. Never
 the speed settings (``num_concurrent``, ``batch_size``, ``max_retries``, ``timeout``,
-``check_logprobs``, ``failover_only``) nor ``headers`` or the API key. ``base_url`` may list several
-servers of one model: with ``identity_includes_url`` their sorted set is the URL identity.
+``check_logprobs``, ``failover_only``, ``verify_certificate``, ``ca_cert_path``) nor ``headers`` or any
+secret. ``base_url`` may list several servers of one model: with ``identity_includes_url`` their sorted
+set is the URL identity. lm-eval's other ``TemplateAPI`` arguments (``tokenizer_backend``,
+``eos_string``, ``custom_prefix_token_id``, ``use_fast_tokenizer``, ``tokenizer_revision``,
+``think_end_token``, the chat ``dialect``) join the identity only when they differ from their
+default, so answers cached before they existed stay valid.
 """
 
 from __future__ import annotations
@@ -53,6 +57,20 @@ class ApiSettings:
     allow_unlisted: bool = False  # true: a model.model the server's /models does not list is still used
     max_images: int = 1  # chat: images sent per request (lm-eval's default for API models)
     failover_only: bool = False  # true: only the first live base_url takes requests, the next when it dies
+    # lm-eval's TemplateAPI arguments (conf/model/openai_completions.yaml documents each)
+    tokenizer_backend: str = "huggingface"  # huggingface, tiktoken, remote, auto, or none
+    tokenizer_revision: str | None = None
+    use_fast_tokenizer: bool = True
+    trust_remote_code: bool = False
+    custom_prefix_token_id: int | None = None
+    eos_string: str | None = None
+    think_end_token: str | None = None
+    dialect: str = "openai"  # the request/response contract (evalflow.models.api.dialects)
+    api_version: str | None = None  # azure: the api-version query parameter
+    verify_certificate: bool = True
+    ca_cert_path: str | None = None
+    auth_token_env: str | None = None  # the remote tokenizer's bearer token is read from this variable
+    headers_env: str | None = None  # a JSON object of headers (lm-eval's `header`) read from this variable
 
     @property
     def root_urls(self) -> tuple[str, ...]:
@@ -66,10 +84,41 @@ class ApiSettings:
 
     def api_key(self) -> str | None:
         """Read at request time from the environment; never stored on the object or written."""
-        return os.environ.get(self.api_key_env) or None
+        return os.environ.get(self.api_key_env) or None if self.api_key_env else None
+
+    def secret_headers(self) -> dict[str, str]:
+        """lm-eval's ``header`` (which replaces its ``Authorization``), read at request time from
+        ``headers_env``: headers carry keys, so they never sit in the config or the run folder."""
+        if not self.headers_env:
+            return {}
+        import json
+
+        text = os.environ.get(self.headers_env) or "{}"
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            raise ConfigError(
+                f"${self.headers_env} (model.headers_env) must hold a JSON object of header names to values."
+            )
+        return {str(k): str(v) for k, v in value.items()}
+
+    def ssl(self) -> Any:
+        """aiohttp's ``ssl`` argument: False (verify_certificate=false), a context trusting
+        ``ca_cert_path``, or True (the system's certificates), as lm-eval's ``verify``."""
+        if not self.verify_certificate:
+            return False
+        if self.ca_cert_path:
+            import ssl
+
+            return ssl.create_default_context(cafile=os.path.expanduser(self.ca_cert_path))
+        return True
 
 
 _INT_KEYS = ("max_length", "max_gen_toks", "seed", "batch_size", "num_concurrent", "max_retries", "max_images")
+BACKENDS = ("huggingface", "tiktoken", "remote", "auto", "none")
+NO_MODEL_NAME = ("gguf",)  # dialects whose requests name no model (lm-eval's gguf client)
 _KNOWN = {f for f in ApiSettings.__dataclass_fields__ if f != "kind"} | {"max_batch_size", "type"}
 
 
@@ -105,7 +154,12 @@ def parse_settings(kind: str, config: Mapping[str, Any]) -> ApiSettings:
             f"{', '.join(sorted(_KNOWN - {'type', 'max_batch_size'}))}). Fix the key name; the API key "
             "itself is read from the environment variable named by model.api_key_env."
         )
+    from evalflow.models.api.dialects import check_dialect
+
+    check_dialect(kind, config.get("dialect") or "openai")
     for key in ("model", "base_url"):
+        if key == "model" and config.get("dialect") in NO_MODEL_NAME and config.get(key) is None:
+            continue
         if not config.get(key) or (key == "model" and not isinstance(config.get(key), str)):
             raise ConfigError(
                 f"model.{key} is not set: give the served model's name and the server's URL, e.g. "
@@ -125,7 +179,25 @@ def parse_settings(kind: str, config: Mapping[str, Any]) -> ApiSettings:
         raise ConfigError(f"model.headers must be a mapping of header names to values, got {headers!r}.")
     values["headers"] = {str(k): str(v) for k, v in headers.items()}
     values["base_url"] = _base_urls(values["base_url"])
+    values["tokenizer_backend"] = _backend(kind, config)
+    if values["tokenizer_backend"] == "none":  # lm-eval: no tokenizer, so nothing to send as token ids
+        values["tokenized_requests"] = False
+    values.setdefault("model", "")
     return ApiSettings(kind=kind, **values)
+
+
+def _backend(kind: str, config: Mapping[str, Any]) -> str:
+    """lm-eval's ``tokenizer_backend``: None/"None"/"none" all mean no tokenizer, the chat
+    model's default (``LocalChatCompletion``), huggingface the completions model's."""
+    value = config.get("tokenizer_backend", "none" if kind == "chat" else "huggingface")
+    name = "none" if value is None else str(value).lower()
+    if name not in BACKENDS:
+        raise ConfigError(
+            f"model.tokenizer_backend={value!r} is not one of lm-eval's tokenizer backends "
+            f"({', '.join(BACKENDS)}); huggingface loads model.tokenizer, tiktoken OpenAI's encoding "
+            "of model.model, remote asks the server's /tokenize, none sends text and scores nothing."
+        )
+    return name
 
 
 def _positive_int(key: str, value: Any, minimum: int) -> int:
@@ -168,17 +240,45 @@ def replica_configs(config: Mapping[str, Any], workers: int) -> list[dict[str, A
 
 
 def tokenizer_identity(settings: ApiSettings) -> Any:
-    """A GGUF file or a folder by content; a hub name by name and, if cached locally, commit.
+    """A GGUF file or a folder by content; a hub name by name and, if cached locally, commit;
+    tiktoken's encoding by the model it is looked up for; the server's own tokenizer (remote) by
+    the model's name and revision, which the identity holds already; none: no tokenizer.
 
     Without ``tokenizer`` lm-eval loads the tokenizer of ``model`` from the hub; so do we.
     """
+    backend = settings.tokenizer_backend
+    if backend in ("none", "remote"):
+        return backend
+    if backend == "tiktoken":
+        return {"tiktoken": settings.model}
     from evalflow.models.hf.identity import tokenizer_identity as hf_tokenizer_identity
 
     name = settings.tokenizer or settings.model
     path = Path(os.path.expanduser(name))
     if path.is_file():
         return {"file": file_fingerprint(path)}
-    return hf_tokenizer_identity(name, None)
+    return hf_tokenizer_identity(name, settings.tokenizer_revision)
+
+
+# answer-changing settings added after the first identity: keyed only when not at their default
+_LATER = (
+    "tokenizer_backend",
+    "tokenizer_revision",
+    "use_fast_tokenizer",
+    "custom_prefix_token_id",
+    "eos_string",
+    "think_end_token",
+    "dialect",
+    "api_version",
+    "max_images",
+)
+
+
+def _changed(settings: ApiSettings) -> dict[str, Any]:
+    defaults = ApiSettings(
+        kind=settings.kind, model="", base_url="http://x", tokenizer_backend=_backend(settings.kind, {})
+    )
+    return {k: getattr(settings, k) for k in _LATER if getattr(settings, k) != getattr(defaults, k)}
 
 
 def identity(settings: ApiSettings) -> dict[str, Any]:
@@ -192,11 +292,12 @@ def identity(settings: ApiSettings) -> dict[str, Any]:
         "max_gen_toks": settings.max_gen_toks,
         "seed": settings.seed,
         "url": _url_identity(settings) if settings.identity_includes_url else None,
+        **_changed(settings),
     }
-    if settings.kind == "chat":  # lm-eval's chat model sends messages: no client-side tokenizer
-        # max_images changes image requests only; at its default it is left out, so the answers
-        # cached before it existed (text requests, the same bodies) stay valid
-        return common if settings.max_images == 1 else {**common, "max_images": settings.max_images}
+    if settings.kind == "chat":  # no client-side tokenizer, unless it only gives the EOS stop text
+        if settings.tokenizer_backend == "none" or settings.eos_string:
+            return common
+        return {**common, "tokenizer": tokenizer_identity(settings)}
     return {
         **common,
         "tokenizer": tokenizer_identity(settings),

@@ -27,15 +27,23 @@ from evalflow.models.lmeval_tokens import check_pair, encode_pair, rolling_windo
 log = logging.getLogger(__name__)
 
 
-def load_tokenizer(name: str) -> Any:
-    """A transformers tokenizer from a name, a folder or a GGUF file (converted once, then memoized)."""
+def load_tokenizer(
+    name: str, *, revision: str | None = None, use_fast: bool = True, trust_remote_code: bool = False
+) -> Any:
+    """A transformers tokenizer from a name, a folder or a GGUF file (converted once, then memoized);
+    ``revision``, ``use_fast`` and ``trust_remote_code`` as lm-eval's ``TemplateAPI`` passes them."""
     from transformers import AutoTokenizer
 
     path = Path(os.path.expanduser(name))
     try:
         if path.is_file() and path.suffix == ".gguf":
             return gguf_tokenizer(path)
-        return AutoTokenizer.from_pretrained(str(path) if path.is_dir() else name, use_fast=True)
+        return AutoTokenizer.from_pretrained(
+            str(path) if path.is_dir() else name,
+            use_fast=use_fast,
+            revision=revision or "main",
+            trust_remote_code=trust_remote_code,
+        )
     except (OSError, ValueError) as exc:
         raise ModelError(
             f"model.tokenizer '{name}': cannot load a tokenizer from it ({str(exc).splitlines()[0]}). Give the "
@@ -73,7 +81,15 @@ class ScoreInput:
 class ApiTokens:
     """lm-eval ``TemplateAPI``'s token handling around one loaded tokenizer."""
 
-    def __init__(self, tokenizer: Any, *, max_length: int, add_bos_token: bool) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        *,
+        max_length: int,
+        add_bos_token: bool,
+        prefix_token_id: int | None = None,
+        eos_string: str | None = None,
+    ) -> None:
         self.tok = tokenizer
         self._lock = (
             threading.Lock()
@@ -82,12 +98,17 @@ class ApiTokens:
         self.add_bos_token = add_bos_token
         # BOS, else EOS: read once (a transformers attribute lookup costs microseconds, and it is
         # asked for every request)
-        self.prefix_token_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        # lm-eval's custom_prefix_token_id, given, replaces it
+        if prefix_token_id is None:
+            prefix_token_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        self.prefix_token_id = prefix_token_id
+        self._eos_string = eos_string
         self._backend: Any = _UNSET  # the Rust tokenizer once a call through transformers set it up (None: unusable)
 
     @property
     def eos_string(self) -> str | None:
-        return self.tok.eos_token
+        """lm-eval's ``eos_string`` model argument, else the tokenizer's EOS text."""
+        return self._eos_string or self.tok.eos_token
 
     def encode(self, text: str, *, special: bool | None = None) -> list[int]:
         add = self.add_bos_token if special is None else special

@@ -1,0 +1,166 @@
+"""The request/response contracts (``model.dialect``) a served model speaks, each lm-eval 0.4.13's
+for one of its API model types, declared in one table rather than as special cases in the models:
+
+- ``openai`` (``local-completions``, ``local-chat-completions``): ``payloads``' bodies, the key as
+  ``Authorization: Bearer``;
+- ``openai_hosted`` (``openai-chat-completions``): ``max_completion_tokens``, the default stop
+  ``<|endoftext|>``, and for reasoning models (``o1``, ``o3``, ``o4``, ``5`` in the name) no stop
+  and temperature 1, as ``OpenAIChatCompletion._create_payload``;
+- ``azure`` (``azure-openai-chat-completions``): the hosted body, posted to
+  ``ENDPOINT/openai/deployments/MODEL/chat/completions?api-version=V``; no model listing;
+- ``anthropic`` (``anthropic-chat-completions``): the Messages API: ``x-api-key`` and
+  ``anthropic-version`` headers, the system message as the ``system`` field, content blocks,
+  ``stop_sequences`` (blank ones dropped), ``max_tokens``, the answer in ``content[].text``;
+- ``gguf`` (lm-eval's ``gguf`` client of a llama.cpp server): text prompts scored by the echoed
+  ``text_offset`` (``evalflow.models.api.gguf_server``).
+
+Which headers carry the key is part of the contract; the key itself is read from the environment
+at request time (``api_key_env``), and lm-eval's ``header`` (``headers_env``) replaces it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evalflow.errors import ConfigError
+from evalflow.models.api import payloads
+from evalflow.models.lmeval_tokens import stop_sequences
+
+ANTHROPIC_VERSION = "2023-06-01"  # lm-eval 0.4.13's AnthropicChat.anthropic_version
+REASONING_MARKS = ("o1", "5", "o3", "o4")  # OpenAIChatCompletion: no stop, temperature 1
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One contract: which model kinds speak it, the key's headers, where chat bodies go and how
+    they are built and read, and whether the server lists its models at ``/models``."""
+
+    kinds: tuple[str, ...]
+    key_headers: Callable[[str | None], dict[str, str]]
+    chat_body: Callable[..., dict[str, Any]] | None = None
+    chat_answer: Callable[[Any, str, str | None], str] | None = None
+    lists_models: bool = True
+
+
+def _bearer(key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def _anthropic_key(key: str | None) -> dict[str, str]:
+    return {**({"x-api-key": key} if key else {}), "anthropic-version": ANTHROPIC_VERSION}
+
+
+def openai_chat_body(model: str, messages: list[dict[str, Any]], gen_kwargs: Any, **kw: Any) -> dict[str, Any]:
+    return payloads.chat_payload(model, messages, gen_kwargs, **kw)
+
+
+def hosted_chat_body(
+    model: str, messages: list[dict[str, Any]], gen_kwargs: Any, *, max_gen_toks: int, seed: int, eos: str | None
+) -> dict[str, Any]:
+    """``OpenAIChatCompletion._create_payload``."""
+    kwargs = copy.deepcopy(payloads.plain(dict(gen_kwargs or {})))
+    kwargs.pop("do_sample", False)
+    max_tokens = kwargs.pop("max_tokens") if "max_tokens" in kwargs else kwargs.pop("max_gen_toks", max_gen_toks)
+    temperature = kwargs.pop("temperature", 0)
+    stop = stop_sequences(kwargs.pop("until", ["<|endoftext|>"]), eos)
+    body = {
+        "messages": messages,
+        "model": model,
+        "max_completion_tokens": max_tokens,
+        "temperature": temperature,
+        "stop": stop[:4],
+        "seed": seed,
+        **kwargs,
+    }
+    if any(mark in model for mark in REASONING_MARKS):
+        body.pop("stop")
+        body["temperature"] = 1
+    return body
+
+
+def anthropic_body(
+    model: str, messages: list[dict[str, Any]], gen_kwargs: Any, *, max_gen_toks: int, seed: int, eos: str | None
+) -> dict[str, Any]:
+    """``AnthropicChat._create_payload`` (no seed: the Messages API has none)."""
+    system = messages[0].get("content") if messages and messages[0].get("role") == "system" else None
+    turns = messages[1:] if system else messages
+    cleaned = [
+        {"role": m["role"], "content": [{"type": m.get("type", "text"), m.get("type", "text"): m["content"]}]}
+        for m in turns
+    ]
+    kwargs = copy.deepcopy(payloads.plain(dict(gen_kwargs or {})))
+    kwargs.pop("do_sample", False)
+    max_tokens = kwargs.pop("max_gen_toks", max_gen_toks)
+    temperature = kwargs.pop("temperature", 0)
+    stop = [s for s in stop_sequences(kwargs.pop("until", ["\n\nHuman:"]), eos) if s and s.strip()]
+    body = {
+        "messages": cleaned,
+        "model": model,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "stop_sequences": stop or [eos or "\n\nHuman:"],  # lm-eval: [eos], its default eos
+        **kwargs,
+    }
+    if system:
+        body["system"] = system
+    return body
+
+
+def openai_chat_answer(answer: Any, url: str, think_end_token: str | None) -> str:
+    """``LocalChatCompletion.parse_generations``: ``message.content``, after ``think_end_token``."""
+    (choice,) = payloads.choices(answer, 1, url)
+    text = payloads.chat_text(choice)
+    return text.split(think_end_token)[-1].lstrip() if think_end_token and text else text
+
+
+def anthropic_answer(answer: Any, url: str, think_end_token: str | None) -> str:
+    """``AnthropicChat.parse_generations``: the text of the answer's first content block."""
+    blocks = answer.get("content") if isinstance(answer, Mapping) else None
+    if not isinstance(blocks, list):
+        from evalflow.errors import ModelError
+
+        raise ModelError(f"the server at {url} answered {str(answer)[:300]} where a Messages API answer was expected.")
+    texts = [str(b["text"]) for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    return texts[0] if texts else ""
+
+
+DIALECTS: dict[str, Dialect] = {
+    "openai": Dialect(("completions", "chat"), _bearer, openai_chat_body, openai_chat_answer),
+    "openai_hosted": Dialect(("chat",), _bearer, hosted_chat_body, openai_chat_answer),
+    "azure": Dialect(("chat",), _bearer, hosted_chat_body, openai_chat_answer, lists_models=False),
+    "anthropic": Dialect(("chat",), _anthropic_key, anthropic_body, anthropic_answer),
+    "gguf": Dialect(("completions",), _bearer, lists_models=False),
+}
+
+
+def check_dialect(kind: str, name: str) -> None:
+    """A ConfigError naming the dialects of this model kind, for one it does not speak."""
+    if name not in DIALECTS or kind not in DIALECTS[name].kinds:
+        speaks = ", ".join(d for d, spec in DIALECTS.items() if kind in spec.kinds)
+        raise ConfigError(
+            f"model.dialect={name!r} is not a contract of the openai_{kind} model; it speaks {speaks} "
+            "(see docs/served-models.md)."
+        )
+
+
+def chat_path(settings: Any) -> str:
+    """Where a chat body goes, after the root URL."""
+    if settings.dialect == "azure":
+        version = settings.api_version or "2025-03-01-preview"  # lm-eval's default api_version
+        return f"/openai/deployments/{settings.model}/chat/completions?api-version={version}"
+    if settings.dialect == "anthropic":
+        return "/messages"
+    return "/chat/completions"
+
+
+def request_headers(settings: Any) -> dict[str, str]:
+    """Content type, ``model.headers``, and the key's headers of the dialect; lm-eval's ``header``
+    (``headers_env``) replaces the key headers, as it replaces lm-eval's ``Authorization``."""
+    headers = {"Content-Type": "application/json", **settings.headers}
+    secret = settings.secret_headers()
+    if secret:
+        return {**headers, **secret}
+    return {**headers, **DIALECTS[settings.dialect].key_headers(settings.api_key())}

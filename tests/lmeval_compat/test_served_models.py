@@ -1,0 +1,118 @@
+"""lm-eval's served model types and their arguments through the front door: each mapped onto a
+served preset with lm-eval's meaning, secrets kept out of everything written, ``--device``
+ignored with a note, and every model type lm-eval registers either mapped or refused with a
+paragraph (checked against lm-eval 0.4.13's own registry when the peer venv is there)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from evalflow.errors import ConfigError
+from evalflow.lmeval_compat.model_map import MODELS, REFUSED_MODELS
+from evalflow.lmeval_compat.parser import parse
+from evalflow.lmeval_compat.translate import translate
+from tests.support.parity_harness import PEER_VENV
+from tests.support.parity_harness import missing as peer_missing
+
+
+def tr(model: str, args: str, *extra: str):
+    return translate(parse(["--model", model, "--model_args", args, "--tasks", "t", *extra]))
+
+
+def test_lm_evals_chat_recipe_runs_as_documented():
+    t = tr(
+        "local-chat-completions",
+        "model=NAME,base_url=http://h:1/v1/chat/completions,tokenizer_backend=None,tokenized_requests=False",
+        "--apply_chat_template",
+    )
+    assert t.preset == "openai_chat" and "model.tokenizer_backend=null" in t.overrides
+    assert any("tokenized_requests: ignored" in n for n in t.notes)
+
+
+def test_template_api_arguments_map_with_lm_evals_meaning():
+    t = tr(
+        "local-completions",
+        "pretrained=m,base_url=http://h:1/v1/completions,tokenizer_backend=tiktoken,eos_string=</s>,"
+        "revision=abc,verify_certificate=False,ca_cert_path=/ca.pem,custom_prefix_token_id=0,truncate=True,"
+        "use_fast_tokenizer=False,num_concurrent=4,timeout=30,max_retries=2",
+    )
+    for override in (
+        "model.model=m",
+        "model.tokenizer_revision=abc",
+        "model.tokenizer_backend=tiktoken",
+        "model.eos_string='</s>'",
+        "model.verify_certificate=false",
+        "model.custom_prefix_token_id=0",
+        "model.use_fast_tokenizer=false",
+    ):
+        assert override in t.overrides, override
+    assert any(n.startswith("--model_args truncate: ignored") for n in t.notes)
+
+
+def test_secrets_reach_the_model_through_the_environment_only(monkeypatch):
+    monkeypatch.delenv("EVALFLOW_LMEVAL_AUTH_TOKEN", raising=False)
+    t = translate(
+        parse(
+            [
+                "--model",
+                "local-completions",
+                "--model_args",
+                '{"model": "m", "base_url": "http://h:1/v1", "auth_token": "tok-123", "header": {"X-Key": "k-456"}}',
+                "--tasks",
+                "t",
+            ]
+        )
+    )
+    written = json.dumps([t.overrides, t.native(), t.lm_model_args, t.notes])
+    assert "tok-123" not in written and "k-456" not in written
+    assert "model.auth_token_env=EVALFLOW_LMEVAL_AUTH_TOKEN" in t.overrides
+    assert os.environ["EVALFLOW_LMEVAL_AUTH_TOKEN"] == "tok-123"
+    assert json.loads(os.environ["EVALFLOW_LMEVAL_HEADER"]) == {"X-Key": "k-456"}
+
+
+def test_device_and_trust_remote_code_with_a_served_model_are_ignored_with_a_note():
+    t = tr("gguf", "base_url=http://h:1", "--device", "cuda:0", "--trust_remote_code")
+    assert t.preset == "gguf_server" and not any("device" in o or "trust_remote" in o for o in t.overrides)
+    assert sum(n.endswith("(the server runs the model)") for n in t.notes) == 2
+
+
+@pytest.mark.parametrize(
+    "model, preset, implied",
+    [
+        ("gguf", "gguf_server", ["model.base_url='http://h:1'"]),
+        ("anthropic-chat-completions", "anthropic_chat", []),
+        ("azure-openai-chat-completions", "azure_openai_chat", []),
+        ("openai-chat-completions", "openai_chat", ["model.dialect=openai_hosted"]),
+        ("openai-completions", "openai_completions", ["model.tokenizer_backend=tiktoken"]),
+    ],
+)
+def test_other_api_model_types_map_onto_the_served_presets(model, preset, implied):
+    t = tr(model, "base_url=http://h:1")
+    assert t.preset == preset and all(o in t.overrides for o in implied)
+
+
+def test_gguf_ignores_what_lm_evals_gguf_ignores():
+    t = tr("gguf", "base_url=http://h:1,model=x,max_gen_toks=5")
+    assert [o for o in t.overrides if o.startswith("model.")] == ["model.base_url='http://h:1'"]
+    assert sum("lm-eval's gguf model ignores" in n for n in t.notes) == 2
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_MODELS))
+def test_an_unwrapped_engine_is_refused_with_one_paragraph(name):
+    with pytest.raises(ConfigError) as err:
+        tr(name, "pretrained=x")
+    text = str(err.value)
+    assert f"--model {name}: " in text and "evalflow wraps no such engine. Instead: " in text and "\n" not in text
+
+
+@pytest.mark.skipif(peer_missing() is not None, reason=str(peer_missing()))
+def test_every_model_type_lm_eval_registers_is_mapped_or_refused():
+    code = "import json; from lm_eval.models import MODEL_MAPPING; print(json.dumps(sorted(MODEL_MAPPING)))"
+    out = subprocess.run([str(PEER_VENV / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True)
+    registered = set(json.loads(out.stdout)) | {"azure-openai-chat-completions"}  # registered by decorator only
+    assert registered - set(MODELS) - set(REFUSED_MODELS) == set()
+    assert set(MODELS) & set(REFUSED_MODELS) == set()
