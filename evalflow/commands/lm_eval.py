@@ -42,9 +42,9 @@ COMMAND = Command(
 def main(argv: list[str]) -> int:
     from evalflow.lmeval_compat.layout import write_layout
     from evalflow.lmeval_compat.parser import parse
+    from evalflow.lmeval_compat.printed import printed_results
     from evalflow.lmeval_compat.translate import translate
     from evalflow.output.run_summary import LM_EVAL, summary_lines
-    from evalflow.lmeval_compat.printed import printed_results
 
     logging.getLogger("evalflow").setLevel(logging.INFO)
     stop_on_termination()
