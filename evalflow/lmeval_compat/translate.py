@@ -101,11 +101,29 @@ def translate(ns: argparse.Namespace) -> Translation:
 
 
 def recorded_config(ns: Any) -> dict[str, Any]:
-    """lm-eval's ``config.gen_kwargs`` and four seeds as its command line records them (``{}`` and
-    ``0,1234,1234,1234`` when not given; ``None`` where a slot is left unseeded)."""
+    """results.json's ``config`` fields as lm-eval's command line records them (its EvaluatorConfig's
+    values, not evalflow's settings): ``gen_kwargs`` (``{}`` when not given), the four seeds
+    (``0,1234,1234,1234`` when not given; ``None`` where a slot is left unseeded), ``batch_size`` the
+    text given (else 1), ``limit`` a float, ``use_cache`` the path given (else None); and the
+    top-level ``fewshot_as_multiturn`` (None unless given, True with a chat template)."""
     seeds = lm_eval_seeds(ns.seed or "0,1234,1234,1234")
     gen = merge_kv(ns.gen_kwargs, "--gen_kwargs") if ns.gen_kwargs is not None else {}
-    return {"gen_kwargs": gen, **dict(zip(("random_seed", "numpy_seed", "torch_seed", "fewshot_seed"), seeds))}
+    multiturn = ns.fewshot_as_multiturn
+    return {
+        "gen_kwargs": gen,
+        **dict(zip(("random_seed", "numpy_seed", "torch_seed", "fewshot_seed"), seeds)),
+        "batch_size": ns.batch_size or 1,
+        "batch_sizes": [],
+        "limit": None if ns.limit is None else float(ns.limit),
+        "use_cache": ns.use_cache,
+        "fewshot_as_multiturn": (
+            multiturn.lower() in ("true", "1", "yes")
+            if multiturn is not None
+            else True
+            if ns.apply_chat_template
+            else None
+        ),
+    }
 
 
 def _refusal(refused: list[str]) -> str:
