@@ -91,7 +91,10 @@ def test_gen_kwargs_are_merged_into_a_generate_until_tasks_config() -> None:
     from evalflow.taskspec.format.spec import TaskConfig
 
     task = TaskConfig(
-        task="g", output_type="generate_until", doc_to_text="{{q}}", generation_kwargs={"until": ["\n"], "do_sample": False}
+        task="g",
+        output_type="generate_until",
+        doc_to_text="{{q}}",
+        generation_kwargs={"until": ["\n"], "do_sample": False},
     )
     config = lmeval_task_config(task, 0, {"max_gen_toks": 20})
     assert config["generation_kwargs"] == {"until": ["\n"], "do_sample": False, "max_gen_toks": 20}
