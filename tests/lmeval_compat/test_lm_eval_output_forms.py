@@ -48,7 +48,8 @@ def test_header_line_is_lm_evals() -> None:
     ns.limit, ns.gen_kwargs = "10", ["max_gen_toks=20"]
     results = {"config": recorded_config(ns)}
     assert header_line(ns, {"pretrained": "org/m", "trust_remote_code": True}, results) == (
-        "hf ({'pretrained': 'org/m'}), gen_kwargs: ({'max_gen_toks': 20}), limit: 10.0, num_fewshot: None, batch_size: 1"
+        "hf ({'pretrained': 'org/m'}), gen_kwargs: ({'max_gen_toks': 20}), "
+        "limit: 10.0, num_fewshot: None, batch_size: 1"
     )
 
 
