@@ -5,6 +5,8 @@
 
 It runs the translated config through :mod:`evalflow.lmeval_compat.execute` (the same stages, cache
 and run folder as the printed native command), then writes lm-eval's output layout under ``--output_path``.
+stdout holds what lm-eval prints (its header line and results table: lmeval_compat/printed.py);
+evalflow's own lines (the native command, the cache summary, the run folder) go to stderr.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from typing import Any
 
 from evalflow.commands.stopping import exit_status, stop_on_termination, stopped_line
 from evalflow.commands.words import Command
-from evalflow.errors import EvalflowError
+from evalflow.errors import ConfigError, EvalflowError
 from evalflow.lmeval_compat.execute import execute, run_folder
 from evalflow.lmeval_compat.parser import FLAGS, REFUSED_SUBCOMMANDS
 from evalflow.lmeval_compat.translate import flag_meaning
@@ -39,16 +42,18 @@ COMMAND = Command(
 def main(argv: list[str]) -> int:
     from evalflow.lmeval_compat.layout import write_layout
     from evalflow.lmeval_compat.parser import parse
+    from evalflow.lmeval_compat.printed import printed_results
     from evalflow.lmeval_compat.translate import translate
     from evalflow.output.run_summary import LM_EVAL, summary_lines
-    from evalflow.output.table import print_results
 
     logging.getLogger("evalflow").setLevel(logging.INFO)
     stop_on_termination()
     if argv[:1] and argv[0] in REFUSED_SUBCOMMANDS:
         print(f"evalflow lm-eval: `lm-eval {argv[0]}` is refused: {REFUSED_SUBCOMMANDS[argv[0]]}", file=sys.stderr)
         return 2
-    tr = translate(parse(argv))
+    ns = parse(argv)
+    refuse_samples_without_output(ns)
+    tr = translate(ns)
     print(f"evalflow lm-eval: the same run natively: {tr.native()}", file=sys.stderr)
     for note in tr.notes:
         print(f"evalflow lm-eval: {note}", file=sys.stderr)
@@ -63,11 +68,24 @@ def main(argv: list[str]) -> int:
             print(f"evalflow lm-eval: wrote {path}", file=sys.stderr)
     if tr.show_config:
         print(json.dumps({k: v for k, v in results.items() if k != "samples"}, indent=2, default=str))
-    print_results(results)
+    print(printed_results(ns, tr.lm_model_args, results), end="")  # stdout: exactly lm-eval's
     for line in summary_lines(folder, LM_EVAL):
-        print(line)
-    print(f"run folder: {folder}")
+        print(line, file=sys.stderr)
+    print(f"run folder: {folder}", file=sys.stderr)
     return 0
+
+
+def refuse_samples_without_output(ns: Any) -> None:
+    """lm-eval's command line refuses ``--log_samples``/``--predict_only`` without ``--output_path``
+    (its EvaluatorConfig), before any model loads: so does its front door here (simple_evaluate,
+    which returns the samples, takes them without one, as lm-eval's does)."""
+    if (ns.log_samples or ns.predict_only) and not ns.output_path:
+        flag = "--predict_only" if ns.predict_only else "--log_samples"
+        raise ConfigError(
+            f"{flag} writes lm-eval's samples files under --output_path, and lm-eval refuses it without one "
+            '("Specify --output_path if providing --log_samples or --predict_only"); add --output_path DIR, '
+            "or drop the flag (the run folder keeps evalflow's own samples files either way)"
+        )
 
 
 def entry() -> None:

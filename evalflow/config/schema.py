@@ -104,10 +104,31 @@ class RunSettings:
     predict_only: bool = setting(
         False, parse.boolean, "Generate and log samples, skip the metrics (lm-eval's --predict_only; metric bypass)."
     )
+    # lm-eval's four seeds (--seed python,numpy,torch,fewshot): each keyed into the stages it reaches
     seed: int = setting(
         1234,
         parse.integer,
-        "Seeds the few-shot sampler (lm-eval's fewshot_random_seed) and sampled generation.",
+        "Seeds the few-shot sampler (lm-eval's fewshot_random_seed), and sampled generation unless torch_seed is set.",
+        role=STAGE,
+    )
+    torch_seed: int | None = setting(
+        None,
+        parse.integer_or_none,
+        "Seeds sampled generation and torch's global generator where task code runs (lm-eval's "
+        "torch_random_seed); null: seed's value.",
+        role=STAGE,
+    )
+    random_seed: int = setting(
+        0,
+        parse.integer,
+        "Seeds Python's global random where task code runs: process_docs, process_results (lm-eval's random_seed).",
+        role=STAGE,
+    )
+    numpy_seed: int = setting(
+        1234,
+        parse.integer,
+        "Seeds NumPy's global generator where task code runs: process_docs, process_results (lm-eval's "
+        "numpy_random_seed).",
         role=STAGE,
     )
     batch_size: int | str = setting(

@@ -37,6 +37,11 @@ def integer(value: Any, data: Mapping[str, Any]) -> int:
     return int(value)
 
 
+def integer_or_none(value: Any, data: Mapping[str, Any]) -> int | None:
+    """An int, or None for unset (0 stays 0: a seed of 0 is a seed)."""
+    return None if value is None else int(value)
+
+
 def text(value: Any, data: Mapping[str, Any]) -> str:
     return str(value)
 

@@ -71,6 +71,14 @@ def _data_identity(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
     return data_identity(task, settings["data_map"])
 
 
+def _process_docs_rng(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
+    """The global seeds process_docs runs under, for a task whose documents pass through code
+    (a YAML-only task's documents cannot depend on them)."""
+    fewshot = task.fewshot_config if isinstance(task.fewshot_config, Mapping) else {}
+    has_code = task.process_docs is not None or fewshot.get("process_docs") is not None
+    return settings["task_rng"] if has_code else None
+
+
 def _dataset_options(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
     """dataset_kwargs other than the files (whose bytes _data_identity hashes)."""
     return {k: v for k, v in (task.dataset_kwargs or {}).items() if k != "data_files"}
@@ -93,9 +101,9 @@ PIPELINE: tuple[Node, ...] = (
             "fewshot_config",
             "process_docs",
         ),
-        run_settings=("data_map",),
-        identity={"data": _data_identity, "dataset_options": _dataset_options},
-        unhashed=("dataset_path", "dataset_kwargs", "custom_dataset", "data_map"),
+        run_settings=("data_map", "task_rng"),
+        identity={"data": _data_identity, "dataset_options": _dataset_options, "task_rng": _process_docs_rng},
+        unhashed=("dataset_path", "dataset_kwargs", "custom_dataset", "data_map", "task_rng"),
         resources=("images",),  # image columns' pixels, stored by digest; the data's bytes key them
     ),
     Node(
@@ -167,7 +175,7 @@ PIPELINE: tuple[Node, ...] = (
         "evalflow.stages.metrics:metrics",
         "scores",
         task_fields=_RENDERING + ("metric_list", "process_results", "repeats"),  # repeats: pass@k's k
-        run_settings=("code_sandbox",),
+        run_settings=("code_sandbox", "task_rng"),
         identity={"components": _calls(metric_components), "sandbox": _sandbox},
         unhashed=("code_sandbox",),  # keyed by the "sandbox" entry, for the tasks that run code only
         upstream=("load_docs", "filters", "judge_requests", "judge_inference"),  # the judge stages: judge tasks only

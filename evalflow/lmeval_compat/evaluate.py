@@ -93,6 +93,9 @@ def simple_evaluate(
         "dummy" if not isinstance(model, str) else model,
     )
     tr = translate(parse(argv))
+    # lm-eval's simple_evaluate records these as passed (its command line: as its flags typed them)
+    given_config = {"batch_size": batch_size, "limit": limit, "use_cache": use_cache}
+    tr = dataclasses.replace(tr, lm_config={**tr.lm_config, **given_config})
     if len(paths) > 1:
         tr = dataclasses.replace(tr, overrides=(*tr.overrides, f"include_path={hydra_value(paths)}"))
     if not isinstance(model, str):  # an object: no preset's keys

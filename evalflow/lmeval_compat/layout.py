@@ -3,7 +3,8 @@
     <output_path>/<model_name_sanitized>/results_<date>.json
     <output_path>/<model_name_sanitized>/samples_<task>_<date>.jsonl     (with --log_samples)
 
-or, when ``output_path`` ends in ``.json``, ``<stem>_<date>.json`` beside it and the samples in its
+with the samples rows as lm-eval's tracker writes them (:func:`as_tracker_writes`: answers and
+targets as text), or, when ``output_path`` ends in ``.json``, ``<stem>_<date>.json`` beside it and the samples in its
 folder (the names: :mod:`evalflow.output.run_paths`). The results file is results.json plus lm-eval's
 ``task_hashes`` (:func:`evalflow.output.results.with_task_hashes`; ``{}`` without samples), placed
 where lm-eval's tracker puts it.
@@ -12,7 +13,6 @@ where lm-eval's tracker puts it.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import Any
 from evalflow.output.results import as_command_gave, task_hash, with_task_hashes
 from evalflow.output.run_info import model_name, sanitize_model_name
 from evalflow.output.run_paths import lmeval_date_id, lmeval_output_files, lmeval_samples_name, samples_file
+from evalflow.output.samples_json import row_json
 
 
 def task_hashes(run_folder: Path, tasks: list[str]) -> dict[str, str]:
@@ -57,5 +58,25 @@ def write_layout(
     for task in tasks:
         source = samples_file(run_folder, task)
         if source.is_file():
-            written.append(Path(shutil.copyfile(source, folder / lmeval_samples_name(task, date_id))))
+            target = folder / lmeval_samples_name(task, date_id)
+            lines = source.read_text(encoding="utf-8").splitlines()
+            rows = (as_tracker_writes(json.loads(line)) for line in lines if line.strip())
+            target.write_text("".join(row_json(row) + "\n" for row in rows), encoding="utf-8")
+            written.append(target)
     return written
+
+
+def sanitize_list(value: Any) -> Any:
+    """lm-eval's ``sanitize_list``: lists (and tuples) kept, every leaf its ``str()`` ('True', '-2.5')."""
+    return [sanitize_list(v) for v in value] if isinstance(value, (list, tuple)) else str(value)
+
+
+def as_tracker_writes(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A samples row as lm-eval's tracker writes it to its file (``save_results_samples``): ``resps``
+    and ``filtered_resps`` through :func:`sanitize_list`, ``target`` as ``str(target)`` (the row
+    evalflow's run folder keeps, and simple_evaluate returns, holds the values as they are)."""
+    out = dict(row)
+    out["resps"] = sanitize_list(row["resps"])
+    out["filtered_resps"] = sanitize_list(row["filtered_resps"])
+    out["target"] = str(row["target"])  # a JSON list is the Python list lm-eval held: the same str()
+    return out

@@ -102,12 +102,29 @@ def translate(ns: argparse.Namespace) -> Translation:
 
 
 def recorded_config(ns: Any) -> dict[str, Any]:
-    """lm-eval's ``config.gen_kwargs`` and four seeds as its command line records them (``{}`` and
-    ``0,1234,1234,1234`` when not given); evalflow runs with the one seed :func:`_seed` accepts."""
-    items = [None if v.strip().lower() == "none" else int(v) for v in (ns.seed or "0,1234,1234,1234").split(",")]
-    seeds = items * 4 if len(items) == 1 else (items + [1234])[:4]
+    """results.json's ``config`` fields as lm-eval's command line records them (its EvaluatorConfig's
+    values, not evalflow's settings): ``gen_kwargs`` (``{}`` when not given), the four seeds
+    (``0,1234,1234,1234`` when not given; ``None`` where a slot is left unseeded), ``batch_size`` the
+    text given (else 1), ``limit`` a float, ``use_cache`` the path given (else None); and the
+    top-level ``fewshot_as_multiturn`` (None unless given, True with a chat template)."""
+    seeds = lm_eval_seeds(ns.seed or "0,1234,1234,1234")
     gen = merge_kv(ns.gen_kwargs, "--gen_kwargs") if ns.gen_kwargs is not None else {}
-    return {"gen_kwargs": gen, **dict(zip(("random_seed", "numpy_seed", "torch_seed", "fewshot_seed"), seeds))}
+    multiturn = ns.fewshot_as_multiturn
+    return {
+        "gen_kwargs": gen,
+        **dict(zip(("random_seed", "numpy_seed", "torch_seed", "fewshot_seed"), seeds)),
+        "batch_size": ns.batch_size or 1,
+        "batch_sizes": [],
+        "limit": None if ns.limit is None else float(ns.limit),
+        "use_cache": ns.use_cache,
+        "fewshot_as_multiturn": (
+            multiturn.lower() in ("true", "1", "yes")
+            if multiturn is not None
+            else True
+            if ns.apply_chat_template
+            else None
+        ),
+    }
 
 
 def _refusal(refused: list[str]) -> str:
@@ -194,7 +211,6 @@ def _flag_value(flag: str, ns: argparse.Namespace, refused: list[str]) -> Any:
         "gen_kwargs": lambda words: merge_kv(words, "--gen_kwargs"),
         "apply_chat_template": lambda text: True if text == "true" else text,
         "fewshot_as_multiturn": lambda text: text.lower() in ("true", "1", "yes"),
-        "seed": lambda text: _seed(text, refused),
         "bootstrap_iters": int,
     }
     return convert.get(flag, lambda value: value)(word)
@@ -205,6 +221,9 @@ def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], li
     out = {SETTING_FLAGS[flag]: _flag_value(flag, ns, refused) for flag in SETTING_FLAGS}
     out = {setting: value for setting, value in out.items() if value is not None}
     notes: list[str] = []
+    if ns.seed is not None:  # one flag, four settings
+        out.pop("seed")
+        out.update(_seed_settings(ns.seed, notes))
     if ns.use_cache is not None:  # lm-eval's response cache: answers read and written there
         notes.append(
             f"--use_cache {ns.use_cache}: model answers are read from and written to this folder, as lm-eval's "
@@ -217,25 +236,46 @@ def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], li
     return [f"{k}={hydra_value(v)}" for k, v in out.items()], notes
 
 
-def _seed(text: str, refused: list[str]) -> int | None:
-    """lm-eval's ``--seed``: one int for all four seeds, or python,numpy,torch,fewshot. evalflow's
-    one ``seed`` is the few-shot sampler's and sampled generation's (lm-eval's fewshot and torch
-    seeds); python's and numpy's are accepted at lm-eval's defaults (0, 1234) or that same value."""
-    items = [None if v.strip().lower() == "none" else int(v) for v in text.split(",")]
+# lm-eval's --seed slots (python,numpy,torch,fewshot), its defaults, and the setting each sets
+SEED_SLOTS = (
+    ("python", 0, "random_seed"),
+    ("numpy", 1234, "numpy_seed"),
+    ("torch", 1234, "torch_seed"),
+    ("fewshot", 1234, "seed"),
+)
+
+
+def lm_eval_seeds(text: str) -> list[int | None]:
+    """lm-eval's ``--seed`` parsed as it parses it (``_int_or_none_list_arg_type(3, 4, ...)``): one
+    value for all four, three (the fewshot seed's default added) or four; ``None`` leaves one unseeded."""
+    try:
+        items = [None if v.strip().lower() == "none" else int(v) for v in text.split(",")]
+    except ValueError:
+        raise ConfigError(
+            f"--seed {text}: each value must be an integer or None (python,numpy,torch,fewshot)"
+        ) from None
     if len(items) == 1:
-        return items[0]
+        return items * 4
     if len(items) not in (3, 4):
-        refused.append(f"--seed {text}: give one integer or four (python,numpy,torch,fewshot)")
-        return None
-    python, numpy, torch, fewshot = (items + [1234])[:4]
-    if fewshot is None or torch != fewshot or python not in (0, fewshot) or numpy not in (1234, fewshot):
-        refused.append(
-            f"--seed {text}: evalflow has one seed, for the few-shot sampler and sampled generation "
-            "together (its stages draw from no global Python or NumPy generator); give one integer, or "
-            "four whose torch and fewshot seeds match (python 0 and numpy 1234, lm-eval's defaults, or the same)"
-        )
-        return None
-    return fewshot
+        raise ConfigError(f"--seed {text}: give one value, or 3 or 4 (python,numpy,torch[,fewshot]), integers or None")
+    return items + [slot[1] for slot in SEED_SLOTS[len(items) :]]
+
+
+def _seed_settings(text: str, notes: list[str]) -> dict[str, int]:
+    """The run settings ``--seed`` sets: each slot's setting (schema.py) keyed into the stages it
+    reaches. A ``None`` slot keeps the setting's default: lm-eval leaves that generator unseeded (a
+    different draw each run), while evalflow's stages are pure and cached."""
+    out: dict[str, int] = {}
+    for (slot, _, setting), value in zip(SEED_SLOTS, lm_eval_seeds(text)):
+        if value is None:
+            notes.append(
+                f"--seed {text}: lm-eval leaves the {slot} seed unseeded (its draws differ from run to run); "
+                f"evalflow's stages are pure and cached, so {setting} keeps its default"
+                + (" (seed's value)" if setting == "torch_seed" else "")
+            )
+        else:
+            out[setting] = value
+    return out
 
 
 def _cache_requests(value: str, refused: list[str], notes: list[str]) -> None:

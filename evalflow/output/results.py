@@ -94,7 +94,7 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
             **dict(result.metrics),
         }
         n_shot[task.task] = effective_num_fewshot(task, s.num_fewshot)  # lm-eval's rule, as the run used
-        configs[task.task] = lmeval_task_config(task, n_shot[task.task])
+        configs[task.task] = lmeval_task_config(task, n_shot[task.task], s.gen_kwargs)
         versions[task.task] = task.version
         hib[task.task] = dict(result.higher_is_better)
         n_samples[task.task] = {"original": summary.docs, "effective": summary.evaluated}
@@ -191,14 +191,17 @@ LMEVAL_TASK_FIELDS = (
 )
 
 
-def lmeval_task_config(task: Any, num_fewshot: int) -> dict[str, Any]:
+def lmeval_task_config(task: Any, num_fewshot: int, gen_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A task's entry under ``configs`` as lm-eval 0.4.13 dumps it (``TaskConfig.to_dict``), in its
     key order: no ``None`` values and no ``tag``; ``fewshot_config`` filled from the task's own
     fields (``FewshotConfig.from_dict``); ``metadata`` with ``config_source`` (the command line's
     model arguments, which lm-eval's TaskManager merges in, are added by :func:`as_command_gave`);
-    ``num_fewshot`` as the run used it. The split few-shot examples were actually drawn from is the
-    manifest's ``fewshot_split``."""
+    ``num_fewshot`` as the run used it; a generate_until task's ``generation_kwargs`` updated with
+    the run's ``gen_kwargs`` (lm-eval's ``set_config(..., update=True)``). The split few-shot examples
+    were actually drawn from is the manifest's ``fewshot_split``."""
     config = {k: v for k, v in task.to_dict().items() if v is not None and k != "tag"}
+    if gen_kwargs and task.output_type == "generate_until":
+        config["generation_kwargs"] = {**dict(config.get("generation_kwargs") or {}), **dict(gen_kwargs)}
     inherited = {
         "split": task.fewshot_split,
         "process_docs": task.process_docs,
@@ -353,8 +356,9 @@ def as_command_gave(
 ) -> dict[str, Any]:
     """``config.model``, ``config.model_args`` and ``model_source`` as lm-eval writes them: its
     model name (``local-completions``, not the preset), the model args as given (evalflow's whole
-    model config stays under ``evalflow.model``), and ``recorded``: the command's four seeds and
-    gen_kwargs as lm-eval records them (lmeval_compat.translate.recorded_config)."""
+    model config stays under ``evalflow.model``), and ``recorded``: the command's seeds, gen_kwargs,
+    batch size, limit, use_cache and fewshot_as_multiturn as lm-eval records them, typed as it types
+    them (lmeval_compat.translate.recorded_config)."""
     out = dict(results)
     if "configs" in out:  # lm-eval's TaskManager merges the model args into every task's metadata
         out["configs"] = {
@@ -364,6 +368,8 @@ def as_command_gave(
     if "config" in out:
         config = {**out["config"], "model": lm_model, "model_args": dict(lm_model_args)}
         out["config"] = {k: (recorded or {}).get(k, v) for k, v in config.items()}  # lm-eval's seeds, gen_kwargs
+    if "fewshot_as_multiturn" in out and recorded and "fewshot_as_multiturn" in recorded:
+        out["fewshot_as_multiturn"] = recorded["fewshot_as_multiturn"]  # lm-eval's tracker: the flag as given
     if "model_source" in out:
         out["model_source"] = lm_model
     return out

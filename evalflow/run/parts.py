@@ -27,6 +27,7 @@ from evalflow.scoring.code_exec import runs_code
 from evalflow.taskspec.catalog.index import Selection, TaskIndex
 from evalflow.taskspec.catalog.run_options import apply_run_options
 from evalflow.taskspec.data.datamap import check_data_files
+from evalflow.taskspec.format.lmeval_seeds import global_seeds
 
 log = logging.getLogger(__name__)
 
@@ -178,3 +179,14 @@ def object_identity(model: Any) -> tuple[Any, str]:
 def chunk_size(settings: RunSettings, model: Any) -> int:
     """The run's ``chunk_size``, else the default for the model's (a class or an object) kind."""
     return chunks.chunk_size(settings.chunk_size, bool(feature(model, "ANSWERS_EACH")))
+
+
+def generation_seed(settings: RunSettings) -> int:
+    """Sampled generation's seed: lm-eval's torch seed (``torch_seed``), else ``seed``."""
+    return settings.seed if settings.torch_seed is None else settings.torch_seed
+
+
+def task_rng(settings: RunSettings) -> dict[str, int]:
+    """The global RNGs' seeds task code runs under (load_docs' process_docs, metrics): lm-eval's
+    ``--seed`` slots 1-3."""
+    return global_seeds(settings.random_seed, settings.numpy_seed, generation_seed(settings))

@@ -32,7 +32,7 @@ from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_sna
 from evalflow.output.run_info import object_model
 from evalflow.output.run_summary import cache_line
 from evalflow.output.summary import TaskSummary
-from evalflow.run.parts import judge_edges, model_edge, select_tasks
+from evalflow.run.parts import generation_seed, judge_edges, model_edge, select_tasks, task_rng
 from evalflow.run.user_modules import import_user_modules
 from evalflow.scale.answer_cache import CachedModel
 from evalflow.scale.progress import pooled_label, progress_label
@@ -139,6 +139,9 @@ def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: s
         **{name: getattr(settings, name) for name in stage_settings()},
         "num_fewshot": effective_num_fewshot(task, settings.num_fewshot),  # a task pinned to 0 stays 0
         "fewshot_seed": settings.seed,
+        # sampled generation (the instances stage's Request.seed): lm-eval's torch seed, else seed
+        "seed": generation_seed(settings),
+        "task_rng": task_rng(settings),
         "samples": (settings.samples or {}).get(task.task),
         "model": VOLATILE if model_identity_key is None else model_identity_key,
         "judges": {},  # tasks with judge metrics: per metric its judge's identity (evaluate_tasks sets it)

@@ -174,7 +174,7 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
     from evalflow.dag.runner import TaskRun, finish
     from evalflow.output.results import RunRecord, build_results
     from evalflow.output.run_folder import write_run_folder
-    from evalflow.run.parts import judge_edges, select_tasks
+    from evalflow.run.parts import judge_edges, select_tasks, task_rng
     from evalflow.scale.answer_cache import InferenceCounts
 
     started = time.time()
@@ -193,6 +193,7 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
                 "think_end_token": settings.think_end_token,
                 "bootstrap_iters": settings.bootstrap_iters,
                 "code_sandbox": settings.code_sandbox,
+                "task_rng": task_rng(settings),
                 "judges": judge_settings,
             }
             run = TaskRun(config, run_settings, RESCORE_PIPELINE)  # the run's runner, on the recorded answers

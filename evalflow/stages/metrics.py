@@ -43,11 +43,12 @@ def metrics(
     docs: DocSet,
     filtered: Filtered,
     code_sandbox: str,
+    task_rng: Mapping[str, int],
     judge_requests: JudgeRequests | None = None,  # tasks with judge metrics only
     judge_responses: JudgeResponses | None = None,
 ) -> Scores:
     verdicts = verdicts_for(task, judge_requests, judge_responses)
-    with using(code_sandbox), scoring_rng(rng_effects(task)):
+    with using(code_sandbox), scoring_rng(rng_effects(task), task_rng):
         return _scores(task, docs, filtered, verdicts)
 
 

@@ -52,13 +52,13 @@ def test_lm_eval_command_prints_where_answers_came_from(toy_library: Path, tmp_p
     assert (
         f"cache: 0 of 12 model answers read (no --use_cache: computed anew, as lm-eval does), 12 computed and "
         f"written to the cache {default}"
-    ) in fresh.stdout.splitlines()
+    ) in fresh.stderr.splitlines()
     cached = cli([*args, "--use_cache", str(default)], cwd=tmp_path)
     assert cached.returncode == 0, cached.stderr
     assert (
         f"cache: 12 of 12 model answers read from the cache {default}, 0 computed (leave out --use_cache to "
         "compute them anew)"
-    ) in cached.stdout.splitlines()
+    ) in cached.stderr.splitlines()
 
 
 @pytest.fixture(scope="module")

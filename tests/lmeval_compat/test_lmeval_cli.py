@@ -86,6 +86,9 @@ def test_translation_and_native_command() -> None:
         "limit=10",
         "log_samples=false",
         "gen_kwargs={max_gen_toks:32}",
+        "random_seed=0",
+        "numpy_seed=1234",
+        "torch_seed=42",
         "seed=42",
         "recompute=answers",
     ]
@@ -121,8 +124,6 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
                     "project=p",
                     "--metadata",
                     "a=1",
-                    "--seed",
-                    "1,2,3,4",
                     "--cache_requests",
                     "refresh",
                     "--check_integrity",
@@ -134,7 +135,6 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
     for name in (
         "--wandb_args",
         "--metadata",
-        "--seed 1,2,3,4",
         "--cache_requests refresh",
         "--check_integrity",
         "--hf_hub_log_args",
@@ -327,3 +327,32 @@ def test_device_as_lm_eval_users_give_it(toy_library: Path, tmp_path: Path, monk
     chosen = simple_evaluate("hf", use_cache=str(tmp_path / "b"), **common)
     assert chosen["config"]["device"] == "cpu" and chosen["evalflow"]["model"]["device"] == "auto"
     assert chosen["results"] == given["results"]
+
+
+@pytest.mark.parametrize(
+    "given,settings,unseeded",
+    [
+        ("42", {"random_seed": 42, "numpy_seed": 42, "torch_seed": 42, "seed": 42}, 0),
+        ("1,2,3", {"random_seed": 1, "numpy_seed": 2, "torch_seed": 3, "seed": 1234}, 0),  # fewshot: lm-eval's default
+        ("0,None,8,52", {"random_seed": 0, "torch_seed": 8, "seed": 52}, 1),  # lm-eval's own help example
+        ("None", {}, 4),
+    ],
+)
+def test_every_seed_form_sets_the_settings_of_its_slots(given: str, settings: dict[str, int], unseeded: int) -> None:
+    from evalflow.lmeval_compat.translate import recorded_config
+
+    ns = parse(["--model", "hf", "--model_args", "pretrained=x", "--tasks", "t", "--seed", given])
+    tr = translate(ns)
+    seeds = {o.split("=")[0]: int(o.split("=")[1]) for o in tr.overrides if o.split("=")[0].endswith("seed")}
+    assert seeds == settings
+    assert sum("unseeded" in note for note in tr.notes) == unseeded
+    recorded = recorded_config(ns)  # results.json's config: the four slots as lm-eval records them
+    assert [recorded[k] for k in ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed")] == [
+        settings.get(name) for name in ("random_seed", "numpy_seed", "torch_seed", "seed")
+    ]
+
+
+@pytest.mark.parametrize("given", ["1,2", "1,2,3,4,5", "one"])
+def test_a_seed_lm_eval_refuses_is_refused(given: str) -> None:
+    with pytest.raises(ConfigError, match="--seed"):
+        translate(parse(["--model", "hf", "--tasks", "t", "--seed", given]))

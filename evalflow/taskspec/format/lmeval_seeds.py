@@ -13,12 +13,13 @@ draws start from is fixed by what its process did before, which for one task run
 
 evalflow's metrics stage reproduces exactly that per task (:func:`scoring_rng`) and puts the
 caller's states back afterwards, so a task's scores equal lm-eval's run of that task alone and are
-a pure function of the task: the same whichever other tasks ran before or beside it. With several
-tasks in one lm-eval process the draws carry from task to task (and group loading reads task
-names more often); evalflow deliberately does not reproduce that, since a task's score would then
-depend on the others. The seeds are constants, so the metrics stage's code hash covers them;
-evalflow's ``seed`` setting is another slot (lm-eval's ``fewshot_random_seed``: few-shot sampling
-and sampled generation) and plays no part here.
+a pure function of the task and the seeds: the same whichever other tasks ran before or beside it.
+With several tasks in one lm-eval process the draws carry from task to task (and group loading reads
+task names more often); evalflow deliberately does not reproduce that, since a task's score would
+then depend on the others. Step 1's seeds are the run settings ``random_seed``, ``numpy_seed`` and
+``torch_seed`` (lm-eval's ``--seed`` slots 1-3; :func:`global_seeds`), keyed into the stages whose
+task code runs under them (``process_docs`` in load_docs, scoring in metrics); evalflow's ``seed``
+is lm-eval's fourth slot (``fewshot_random_seed``) and plays no part here.
 
 Step 2 is learned when evalflow imports a task module (:func:`import_under_lm_eval_seeds`): the
 import runs under step 1's states and whatever it leaves changed is the module's effect. Not
@@ -31,7 +32,7 @@ from __future__ import annotations
 import random
 import string
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -75,17 +76,25 @@ def restore(states: RngStates) -> None:
         sys.modules["torch"].random.set_rng_state(states.torch)
 
 
-def seed_like_lm_eval() -> None:
+DEFAULT_SEEDS = {"random": RANDOM_SEED, "numpy": NUMPY_SEED, "torch": TORCH_SEED}
+
+
+def global_seeds(random_seed: int, numpy_seed: int, torch_seed: int) -> dict[str, int]:
+    """Step 1's seeds as the stages that run task code receive them (plain data: their key)."""
+    return {"random": random_seed, "numpy": numpy_seed, "torch": torch_seed}
+
+
+def seed_like_lm_eval(seeds: Mapping[str, int] = DEFAULT_SEEDS) -> None:
     """Step 1. Only torch's CPU generator, and only if torch is imported: scoring runs on the CPU,
     and seeding CUDA's would initialise CUDA in a process that may not use it. (Task code that
     first imports torch while scoring finds torch's own fixed default seed: still deterministic.)"""
     import numpy as np
 
-    random.seed(RANDOM_SEED)
-    np.random.seed(NUMPY_SEED)
+    random.seed(seeds["random"])
+    np.random.seed(seeds["numpy"])
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.random.default_generator.manual_seed(TORCH_SEED)
+        torch.random.default_generator.manual_seed(seeds["torch"])
 
 
 def import_under_lm_eval_seeds(load: Callable[[], T]) -> tuple[T, RngStates]:
@@ -122,12 +131,14 @@ def _changed(start: RngStates, after: RngStates) -> RngStates:
 
 
 @contextmanager
-def scoring_rng(module_effects: Sequence[RngStates]) -> Iterator[None]:
-    """The global RNGs as lm-eval's process_results finds them for a task run alone (steps 1-3),
-    given the task's modules' import effects in import order; the caller's states come back after."""
+def scoring_rng(module_effects: Sequence[RngStates], seeds: Mapping[str, int] = DEFAULT_SEEDS) -> Iterator[None]:
+    """The global RNGs as lm-eval's task code finds them for a task run alone (steps 1-3), given
+    the task's modules' import effects in import order (learned under the default seeds: a module
+    that seeds a generator itself, as mmmu's does, leaves the same state under any); the caller's
+    states come back after."""
     saved = capture()
     try:
-        seed_like_lm_eval()
+        seed_like_lm_eval(seeds)
         for effect in module_effects:
             restore(effect)
         for _ in range(TASK_NAME_READS):
