@@ -2,6 +2,8 @@
 
     python -m evalflow lm-eval --model hf --model_args pretrained=HuggingFaceTB/SmolLM2-135M,dtype=float32 \\
         --tasks arc_easy,boolq --limit 10 --output_path out --log_samples
+    python -m evalflow lm-eval ls tasks|groups|subtasks|tags [--include_path DIR]
+    python -m evalflow lm-eval validate --tasks ifeval,my_task [--include_path DIR]
 
 It runs the translated config through :mod:`evalflow.lmeval_compat.execute` (the same stages, cache
 and run folder as the printed native command), then writes lm-eval's output layout under ``--output_path``.
@@ -38,19 +40,19 @@ COMMAND = Command(
 
 def main(argv: list[str]) -> int:
     from evalflow.lmeval_compat.layout import write_layout
-    from evalflow.lmeval_compat.parser import parse
+    from evalflow.commands.lm_eval_subcommands import SUBCOMMANDS, run_subcommand
+    from evalflow.lmeval_compat.parser import build_parser, parse
     from evalflow.lmeval_compat.translate import translate
     from evalflow.output.run_summary import LM_EVAL, summary_lines
     from evalflow.output.table import print_results
 
     logging.getLogger("evalflow").setLevel(logging.INFO)
     stop_on_termination()
-    if argv[:1] in (["ls"], ["validate"]):
-        print(
-            f"evalflow lm-eval: `lm-eval {argv[0]}` is `python -m evalflow {argv[0]}` here (task=NAME for validate)",
-            file=sys.stderr,
-        )
-        return 2
+    if argv[:1] and argv[0] in SUBCOMMANDS:  # lm-eval's `ls` and `validate`
+        return run_subcommand(argv[0], argv[1:])
+    if argv == ["run"]:  # lm-eval prints run's help
+        build_parser().print_help()
+        return 0
     tr = translate(parse(argv))
     print(f"evalflow lm-eval: the same run natively: {tr.native()}", file=sys.stderr)
     for note in tr.notes:

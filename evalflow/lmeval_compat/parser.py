@@ -71,6 +71,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# lm-eval 0.4.13's `ls` argument (lm_eval/_cli/ls.py): what to list; none prints the help
+LS_WHAT = ("tasks", "groups", "subtasks", "tags")
+
+
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    """lm-eval's ``ls [tasks|groups|subtasks|tags]`` or ``validate --tasks A,B`` parser (both with one
+    ``--include_path DIR``, as lm-eval's: its help's ``a:b`` form is one path there too)."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m evalflow lm-eval {name}",
+        description="lm-eval 0.4.13's `"
+        + name
+        + "`, answered from evalflow's task index (lm-eval's task library beneath evalflow's built-in tasks)"
+        + (" and checked by `python -m evalflow validate`" if name == "validate" else ""),
+    )
+    if name == "ls":
+        parser.add_argument("what", choices=LS_WHAT, nargs="?", help="what to list: tasks (all), groups, subtasks, or tags")
+    else:
+        parser.add_argument("--tasks", "-t", required=True, metavar="TASK1,TASK2", help="comma-separated task names")
+    parser.add_argument("--include_path", default=None, metavar="DIR", help="a folder of task YAMLs, trusted")
+    return parser
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     """lm-eval's argv (a leading ``run`` subcommand dropped, as lm-eval's legacy form inserts it)."""
     return build_parser().parse_args(argv[1:] if argv[:1] == ["run"] else argv)

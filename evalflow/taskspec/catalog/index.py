@@ -36,7 +36,7 @@ from evalflow.taskspec.catalog.selection import IndexEntry, Selection, kind_of
 from evalflow.taskspec.catalog.libraries import library_roots, missing_library_paragraph, trusted_code_lines
 from evalflow.taskspec.format.installed import library_folder
 
-__all__ = ["IndexEntry", "Selection", "TaskIndex", "builtin_tasks_dir", "kind_of"]
+__all__ = ["IndexEntry", "Selection", "TaskIndex", "builtin_tasks_dir", "is_task_path", "kind_of"]
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +177,12 @@ class TaskIndex:
             by_root.setdefault(self.overrides[name][0], []).append(name)
         for root, overridden in by_root.items():
             _warn_overrides(root, [(name, self.overrides[name][1]) for name in overridden])
+
+
+def is_task_path(name: str) -> bool:
+    """Whether ``name`` is a file or folder that :meth:`TaskIndex.resolve` reads as task YAML."""
+    path = Path(name).expanduser()
+    return path.is_dir() or path.is_file()
 
 
 def _yaml_path(name: str) -> str | None:
