@@ -39,8 +39,8 @@ COMMAND = Command(
 
 
 def main(argv: list[str]) -> int:
-    from evalflow.lmeval_compat.layout import write_layout
     from evalflow.commands.lm_eval_subcommands import SUBCOMMANDS, run_subcommand
+    from evalflow.lmeval_compat.layout import write_layout
     from evalflow.lmeval_compat.parser import build_parser, parse
     from evalflow.lmeval_compat.translate import translate
     from evalflow.output.run_summary import LM_EVAL, summary_lines

@@ -86,7 +86,9 @@ def subcommand_parser(name: str) -> argparse.ArgumentParser:
         + (" and checked by `python -m evalflow validate`" if name == "validate" else ""),
     )
     if name == "ls":
-        parser.add_argument("what", choices=LS_WHAT, nargs="?", help="what to list: tasks (all), groups, subtasks, or tags")
+        parser.add_argument(
+            "what", choices=LS_WHAT, nargs="?", help="what to list: tasks (all), groups, subtasks, or tags"
+        )
     else:
         parser.add_argument("--tasks", "-t", required=True, metavar="TASK1,TASK2", help="comma-separated task names")
     parser.add_argument("--include_path", default=None, metavar="DIR", help="a folder of task YAMLs, trusted")

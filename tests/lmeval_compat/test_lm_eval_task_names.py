@@ -108,7 +108,17 @@ def test_ifeval_by_name_prompts_match_lm_eval(tmp_path: Path) -> None:
         "NLTK_DATA": str(SHARED / "data" / "nltk_data"),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "evalflow", "lm-eval", "--model", "dummy", *common, "--output_path", str(tmp_path / "ours")],
+        [
+            sys.executable,
+            "-m",
+            "evalflow",
+            "lm-eval",
+            "--model",
+            "dummy",
+            *common,
+            "--output_path",
+            str(tmp_path / "ours"),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,

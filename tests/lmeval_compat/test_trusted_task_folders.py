@@ -151,7 +151,16 @@ def test_the_same_folder_gives_lm_evals_prompts(folder: Path, tmp_path: Path) ->
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALFLOW_CACHE": str(tmp_path / "cache")}
     for key, argv in runs.items():
         done = subprocess.run(
-            [sys.executable, "-m", "evalflow", "lm-eval", *common, *argv, "--output_path", str(tmp_path / "ours" / key)],
+            [
+                sys.executable,
+                "-m",
+                "evalflow",
+                "lm-eval",
+                *common,
+                *argv,
+                "--output_path",
+                str(tmp_path / "ours" / key),
+            ],
             cwd=tmp_path,
             env=env,
             capture_output=True,

@@ -32,8 +32,8 @@ from pathlib import Path
 from evalflow.config.packaged import tasks_dir
 from evalflow.errors import TaskError
 from evalflow.taskspec.catalog.index_scan import Row, scan_root
-from evalflow.taskspec.catalog.selection import IndexEntry, Selection, kind_of
 from evalflow.taskspec.catalog.libraries import library_roots, missing_library_paragraph, trusted_code_lines
+from evalflow.taskspec.catalog.selection import IndexEntry, Selection, kind_of
 from evalflow.taskspec.format.installed import library_folder
 
 __all__ = ["IndexEntry", "Selection", "TaskIndex", "builtin_tasks_dir", "is_task_path", "kind_of"]
@@ -164,8 +164,10 @@ class TaskIndex:
             return [name]
         found = sorted(str(p) for p in Path(name).expanduser().glob("*.yaml") if p.is_file())
         if not found:
-            raise TaskError(f"'{name}' is a folder with no .yaml file; name a folder of task YAMLs, or index "
-                            f"its subfolders with include_path=[{name}] and name their tasks.")
+            raise TaskError(
+                f"'{name}' is a folder with no .yaml file; name a folder of task YAMLs, or index "
+                f"its subfolders with include_path=[{name}] and name their tasks."
+            )
         return found
 
     def _warn_overrides(self, used: Sequence[str]) -> None:

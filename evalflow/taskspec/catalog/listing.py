@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import TextIO
 
 from evalflow.taskspec.catalog.index import IndexEntry, TaskIndex
@@ -88,7 +89,9 @@ def lm_eval_tables(index: TaskIndex, *, groups: bool = True, tags: bool = True, 
     ``lm_eval/tasks/...``; a task's output type read from its YAML (includes merged)."""
     tables = []
     if groups:
-        tables.append(_markdown(("Group", "Config Location"), [(g, _lm_eval_path(index, g)) for g in index.group_names()]))
+        tables.append(
+            _markdown(("Group", "Config Location"), [(g, _lm_eval_path(index, g)) for g in index.group_names()])
+        )
     if tags:
         tables.append(_markdown(("Tag",), [(t,) for t in index.tag_names()]))
     if subtasks:
@@ -116,7 +119,7 @@ def _output_type(index: TaskIndex, name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _markdown(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _markdown(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     """pytablewriter's Markdown: headers centred (extra space on the right), cells left-aligned."""
     widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
 
