@@ -2,6 +2,8 @@
 
     python -m evalflow lm-eval --model hf --model_args pretrained=HuggingFaceTB/SmolLM2-135M,dtype=float32 \\
         --tasks arc_easy,boolq --limit 10 --output_path out --log_samples
+    python -m evalflow lm-eval ls tasks|groups|subtasks|tags [--include_path DIR]
+    python -m evalflow lm-eval validate --tasks ifeval,my_task [--include_path DIR]
 
 It runs the translated config through :mod:`evalflow.lmeval_compat.execute` (the same stages, cache
 and run folder as the printed native command), then writes lm-eval's output layout under ``--output_path``.
@@ -20,7 +22,7 @@ from evalflow.commands.stopping import exit_status, stop_on_termination, stopped
 from evalflow.commands.words import Command
 from evalflow.errors import ConfigError, EvalflowError
 from evalflow.lmeval_compat.execute import execute, run_folder
-from evalflow.lmeval_compat.parser import FLAGS, REFUSED_SUBCOMMANDS
+from evalflow.lmeval_compat.parser import FLAGS
 from evalflow.lmeval_compat.translate import flag_meaning
 
 
@@ -40,17 +42,21 @@ COMMAND = Command(
 
 
 def main(argv: list[str]) -> int:
+    from evalflow.commands import validate
     from evalflow.lmeval_compat.layout import write_layout
-    from evalflow.lmeval_compat.parser import parse
+    from evalflow.lmeval_compat.parser import build_parser, parse
     from evalflow.lmeval_compat.printed import printed_results
+    from evalflow.lmeval_compat.subcommands import RUNS_ELSEWHERE, run_subcommand
     from evalflow.lmeval_compat.translate import translate
     from evalflow.output.run_summary import LM_EVAL, summary_lines
 
     logging.getLogger("evalflow").setLevel(logging.INFO)
     stop_on_termination()
-    if argv[:1] and argv[0] in REFUSED_SUBCOMMANDS:
-        print(f"evalflow lm-eval: `lm-eval {argv[0]}` is refused: {REFUSED_SUBCOMMANDS[argv[0]]}", file=sys.stderr)
-        return 2
+    if argv[:1] and argv[0] in RUNS_ELSEWHERE:  # lm-eval's `ls` and `validate`
+        return run_subcommand(argv[0], argv[1:], validate.main)
+    if argv == ["run"]:  # lm-eval prints run's help
+        build_parser().print_help()
+        return 0
     ns = parse(argv)
     refuse_samples_without_output(ns)
     tr = translate(ns)

@@ -155,6 +155,14 @@ class RunSettings:
         "path (include_path=/dir).",
         conf=Any,
     )
+    # typed Any in conf/ so that a single name is not refused as a non-list
+    task_library: tuple[str, ...] = setting(
+        [],
+        parse.paths,
+        "Installed task libraries (lm_eval: lm-eval's tasks) indexed beneath the built-in tasks/: their names "
+        "are known where installed, and a name both define is the built-in copy (`evalflow lm-eval` sets lm_eval).",
+        conf=Any,
+    )
     data_map: Mapping[str, Any] | None = setting(
         None,
         parse.data_map,

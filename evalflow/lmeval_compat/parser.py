@@ -47,11 +47,12 @@ FLAGS: dict[tuple[str, ...], str | int] = {
     ("--bootstrap_iters",): 1,  # simple_evaluate's; lm-eval 0.4.13's command line has none
 }
 
-# lm-eval's subcommands the front door runs, and those it refuses with why and what to use instead
-SUBCOMMANDS = {"run": "the run (lm-eval's legacy form, with no subcommand, is the same)"}
-REFUSED_SUBCOMMANDS = {
-    "ls": "`python -m evalflow ls` lists the tasks (include_path=[DIR] adds a folder's)",
-    "validate": "`python -m evalflow validate task=NAME` checks a task's config (include_path=[DIR] as for ls)",
+# lm-eval's subcommands, and what the front door does with each (the run's flags are FLAGS;
+# ls and validate: commands/lm_eval_subcommands.py)
+SUBCOMMANDS = {
+    "run": "the run (lm-eval's legacy form, with no subcommand, is the same)",
+    "ls": "lm-eval's Markdown tables of the task index (tasks, groups, subtasks, tags)",
+    "validate": "lm-eval's lines around `python -m evalflow validate`, which also renders each task's first documents",
 }
 
 FLAG_NAMES = frozenset(name for names in FLAGS for name in names if name.startswith("--"))
@@ -75,6 +76,30 @@ def build_parser() -> argparse.ArgumentParser:
             parser.add_argument(*names, nargs="?", const="true", default=None, help=meaning)
         else:
             parser.add_argument(*names, nargs="+", action="extend", default=None, help=meaning)
+    return parser
+
+
+# lm-eval 0.4.13's `ls` argument (lm_eval/_cli/ls.py): what to list; none prints the help
+LS_WHAT = ("tasks", "groups", "subtasks", "tags")
+
+
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    """lm-eval's ``ls [tasks|groups|subtasks|tags]`` or ``validate --tasks A,B`` parser (both with one
+    ``--include_path DIR``, as lm-eval's: its help's ``a:b`` form is one path there too)."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m evalflow lm-eval {name}",
+        description="lm-eval 0.4.13's `"
+        + name
+        + "`, answered from evalflow's task index (lm-eval's task library beneath evalflow's built-in tasks)"
+        + (" and checked by `python -m evalflow validate`" if name == "validate" else ""),
+    )
+    if name == "ls":
+        parser.add_argument(
+            "what", choices=LS_WHAT, nargs="?", help="what to list: tasks (all), groups, subtasks, or tags"
+        )
+    else:
+        parser.add_argument("--tasks", "-t", required=True, metavar="TASK1,TASK2", help="comma-separated task names")
+    parser.add_argument("--include_path", default=None, metavar="DIR", help="a folder of task YAMLs, trusted")
     return parser
 
 

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalflow.config.packaged import package_dir
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat import evaluate, parser, translate
 from evalflow.lmeval_compat.model_map import ACCEPTED_AS_IS, MODELS
 
-SNAPSHOT = Path(__file__).with_name("lmeval_surface.yaml")
+SNAPSHOT = package_dir() / "lmeval_compat" / "lmeval_surface.yaml"
 MARKS = ("same", "mapped", "differs", "refused")
 _PROBE_TASK = "arc_easy"  # any task both libraries have: probes never reach a task
 _PROBE_VALUE = "probe"  # a model argument's value in a probe (no key's check reads it)
@@ -84,11 +85,12 @@ def _front_door(argv: list[str], word: str) -> str | translate.Translation:
 def _subcommands(subcommands: dict[str, list[list[str]]]) -> Iterator[Row]:
     for name, words in subcommands.items():
         args = " ".join(w[0] for w in words)
-        if name in parser.SUBCOMMANDS:
+        if name == "run":
             yield Row("subcommand", name, "same", parser.SUBCOMMANDS[name] + "; its flags are below")
+        elif name in parser.SUBCOMMANDS:
+            yield Row("subcommand", f"{name} {args}", "same", parser.SUBCOMMANDS[name])
         else:
-            why = parser.REFUSED_SUBCOMMANDS.get(name, "evalflow lm-eval has no such subcommand")
-            yield Row("subcommand", f"{name} {args}", "refused", why)
+            yield Row("subcommand", f"{name} {args}", "refused", "evalflow lm-eval has no such subcommand")
 
 
 def _flags(declared: list[list[str]]) -> Iterator[Row]:

@@ -18,6 +18,7 @@ from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import batch_size_value, hydra_value, merge_kv
 from evalflow.lmeval_compat.model_map import MODELS, REFUSED_MODELS, model_args, model_overrides
 from evalflow.lmeval_compat.served_args import recorded_model_args
+from evalflow.lmeval_compat.task_settings import task_settings
 
 # flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same)
 REFUSED_FLAGS = {
@@ -78,6 +79,7 @@ def translate(ns: argparse.Namespace) -> Translation:
     lm_args = {} if ns.model_args is None else model_args(ns.model_args)
     overrides, notes = model_overrides(mapped, lm_args, ns, refused)
     settings, more_notes = _settings(ns, refused)
+    task_overrides, task_notes = task_settings(ns)  # lm-eval's task library, trusted folders, the sandbox
     if refused:
         raise ConfigError(_refusal(refused))
     if not ns.tasks:
@@ -91,12 +93,12 @@ def translate(ns: argparse.Namespace) -> Translation:
         recorded_model_args(lm_args),  # secrets out of results.json
         mapped.preset,
         tasks,
-        tuple(overrides + settings),
+        tuple(overrides + settings + task_overrides),
         ns.output_path,
         bool(ns.show_config),
         bool(ns.write_out),
         ns.verbosity,
-        tuple(notes + more_notes),
+        tuple(notes + more_notes + task_notes),
         recorded_config(ns),
     )
 
@@ -165,7 +167,8 @@ MODEL_FLAGS = {
     "trust_remote_code": "model.trust_remote_code",
 }
 OTHER_FLAGS = {
-    "tasks": "task=[...]",
+    "tasks": "task=[...], with task_library=[lm_eval] (lm-eval's own task names); a folder or YAML named: "
+    "trust_task_code=true, as lm-eval trusts it",
     "output_path": "lm-eval's output layout is written there, besides the run folder",
     "show_config": "the results, as JSON, are printed",
     "write_out": "prompts go to the samples files (python -m evalflow show prints them)",

@@ -37,7 +37,7 @@ def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
     every local data file exists), so a task that cannot be scored fails here, before any model
     call (``validate`` checks per task)."""
     import_user_modules(settings.imports)  # what they register must exist before the checks below
-    index = TaskIndex.build(settings.include_path)
+    index = TaskIndex.build(settings.include_path, library=settings.task_library)
     try:
         selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
     except TaskError as exc:

@@ -22,7 +22,10 @@ def test_help_names_evalflow_and_every_subcommand() -> None:
         command = declaration(name)
         assert command.summary.strip(), f"subcommand {name} has no one-line summary"
         assert f"python -m evalflow {name} {command.words()}  {command.summary}" in done.stdout
-    assert "a model preset in conf/model/: dummy, hf, hf_multimodal, llama3" in done.stdout  # listed from conf/model/
+    assert (
+        "a model preset in conf/model/: anthropic_chat, azure_openai_chat, dummy, gguf_server, hf, hf_multimodal, "
+        "llama3" in done.stdout
+    )  # listed from conf/model/
     assert "conf/data_maps/ (shared)" in done.stdout
 
 

@@ -91,6 +91,7 @@ def test_translation_and_native_command() -> None:
         "torch_seed=42",
         "seed=42",
         "recompute=answers",
+        "task_library=[lm_eval]",
     ]
     assert "seed=42" in tr.overrides and "batch_size='auto:4'" in tr.overrides and "limit=10" in tr.overrides
     served = translate(

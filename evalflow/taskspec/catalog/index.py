@@ -1,9 +1,12 @@
 """The task index: every task, group and tag name in the task folders, cached on disk.
 
-``TaskIndex.build`` scans the built-in ``tasks/`` folder, then each ``include_path`` folder; a later
-folder's task or group overrides an earlier one's of the same name, tags merge. The override is
-warned about when a run resolves one of the overriding names (``include_path=lm_eval`` overrides
-dozens of built-in names; a run that uses none of them is not told so on every start).
+``TaskIndex.build`` scans each installed ``task_library`` (lm-eval's tasks, under ``evalflow lm-eval``),
+then the built-in ``tasks/`` folder, then each ``include_path`` folder; a later folder's task or
+group overrides an earlier one's of the same name, tags merge. The override is warned about when a
+run resolves one of the overriding names (``include_path=lm_eval`` overrides dozens of built-in
+names; a run that uses none of them is not told so on every start), except the built-in tasks'
+override of a library beneath them: they are its copies (the same prompts, their code metrics in
+the sandbox), so a run of ``arc_easy`` under the lm-eval front door is not warned on every start.
 Classification follows lm-eval 0.4.13's ``TaskIndex`` (``lm_eval/tasks/_index.py``): a YAML with
 ``class`` is a (Python) task, else with ``group`` a group, else with ``task`` a task; ``tag:`` on a
 task registers it under that tag; YAMLs with none of these (templates) are skipped; within one
@@ -29,10 +32,11 @@ from pathlib import Path
 from evalflow.config.packaged import tasks_dir
 from evalflow.errors import TaskError
 from evalflow.taskspec.catalog.index_scan import Row, scan_root
+from evalflow.taskspec.catalog.libraries import library_roots, missing_library_paragraph, trusted_code_lines
 from evalflow.taskspec.catalog.selection import IndexEntry, Selection, kind_of
 from evalflow.taskspec.format.installed import library_folder
 
-__all__ = ["IndexEntry", "Selection", "TaskIndex", "builtin_tasks_dir", "kind_of"]
+__all__ = ["IndexEntry", "Selection", "TaskIndex", "builtin_tasks_dir", "is_task_path", "kind_of"]
 
 log = logging.getLogger(__name__)
 
@@ -53,21 +57,27 @@ class TaskIndex:
         roots: Sequence[str] = (),
         problems: Sequence[tuple[str, str]] = (),
         overrides: Mapping[str, tuple[str, str]] | None = None,
+        missing_libraries: Sequence[str] = (),
     ) -> None:
         self._rows = dict(rows)  # name -> (folder, row); IndexEntry objects are made on demand
         self.roots = tuple(roots)
         self.problems = tuple(problems)  # (file, why it was skipped)
         self.overrides = dict(overrides or {})  # name -> (the overriding folder, what it replaced)
         self._warned: set[str] = set()  # overriding names already warned about by this index
+        self.missing_libraries = tuple(missing_libraries)  # task_library names not installed here
 
     @classmethod
-    def build(cls, include_path: Sequence[str | Path] = (), *, builtin: bool = True) -> TaskIndex:
-        """Scan the built-in folder (if ``builtin``), then each ``include_path`` folder."""
+    def build(
+        cls, include_path: Sequence[str | Path] = (), *, builtin: bool = True, library: Sequence[str] = ()
+    ) -> TaskIndex:
+        """Scan each installed ``library`` (a :data:`TASK_LIBRARIES` name), the built-in folder (if
+        ``builtin``), then each ``include_path`` folder."""
         if isinstance(include_path, (str, Path)):
             include_path = [include_path]
-        roots: list[str] = []
+        roots, missing = library_roots(library)
         if builtin and builtin_tasks_dir().is_dir():
             roots.append(os.path.realpath(builtin_tasks_dir()))
+        warned_from = len(roots)  # the built-in folder overrides the libraries beneath it silently
         for folder in include_path:
             path = Path(library_folder(str(folder)) or folder).expanduser()  # include_path=lm_eval: its tasks
             if not path.is_dir():
@@ -80,13 +90,14 @@ class TaskIndex:
         merged: dict[str, tuple[str, Row]] = {}
         problems: list[tuple[str, str]] = []
         overrides: dict[str, tuple[str, str]] = {}
-        for root in roots:
+        for position, root in enumerate(roots):
             rows, skipped = scan_root(root)
             problems += skipped
             for name, line in _overlay(merged, root, rows):
                 log.debug("%s", line)
-                overrides[name] = (root, line)
-        return cls(merged, roots=roots, problems=problems, overrides=overrides)
+                if position >= warned_from:
+                    overrides[name] = (root, line)
+        return cls(merged, roots=roots, problems=problems, overrides=overrides, missing_libraries=missing)
 
     # ------------------------------------------------------------------ queries
 
@@ -124,6 +135,10 @@ class TaskIndex:
         names = [part.strip() for name in names for part in str(name).split(",") if part.strip()]
         if not names:
             raise TaskError("no task requested; name at least one task, group, tag or YAML file.")
+        names = [path for name in names for path in self._folder_files(name)]
+        unknown = [name for name in names if self.entry(name) is None and _yaml_path(name) is None]
+        if unknown and self.missing_libraries:
+            raise TaskError(missing_library_paragraph(unknown, self.missing_libraries))
         # groups never imports this module (the nouns both use are in taskspec.catalog.selection); imported
         # here because it pulls in yaml, which a warm index build (`ls`) never needs
         from evalflow.taskspec.catalog.groups import expand
@@ -137,7 +152,23 @@ class TaskIndex:
         )
         used = [*names, *(task.task for task in selection.tasks), *(group.name for group in selection.groups)]
         self._warn_overrides(used)
+        if trust_task_code:
+            for line in trusted_code_lines(selection, self.roots, builtin_tasks_dir()):
+                log.warning("%s", line)
         return selection
+
+    def _folder_files(self, name: str) -> list[str]:
+        """``name`` itself, or, for a folder that is no indexed name, its ``*.yaml`` files (lm-eval's
+        ``--tasks DIR``: each YAML directly in the folder, sorted here; lm-eval takes the file system's order)."""
+        if self.entry(name) is not None or not Path(name).expanduser().is_dir():
+            return [name]
+        found = sorted(str(p) for p in Path(name).expanduser().glob("*.yaml") if p.is_file())
+        if not found:
+            raise TaskError(
+                f"'{name}' is a folder with no .yaml file; name a folder of task YAMLs, or index "
+                f"its subfolders with include_path=[{name}] and name their tasks."
+            )
+        return found
 
     def _warn_overrides(self, used: Sequence[str]) -> None:
         """Warn about the overridden names this run uses, once per name and index."""
@@ -150,13 +181,17 @@ class TaskIndex:
             _warn_overrides(root, [(name, self.overrides[name][1]) for name in overridden])
 
 
+def is_task_path(name: str) -> bool:
+    """Whether ``name`` is a file or folder that :meth:`TaskIndex.resolve` reads as task YAML."""
+    path = Path(name).expanduser()
+    return path.is_dir() or path.is_file()
+
+
 def _yaml_path(name: str) -> str | None:
     """The real path of a requested YAML file, None if ``name`` does not look like a path."""
     if not name.endswith((".yaml", ".yml")) and os.sep not in name:
         return None
     path = Path(name).expanduser()
-    if path.is_dir():
-        raise TaskError(f"'{name}' is a folder; index its tasks with include_path=[{name}] and name them.")
     if not path.is_file():
         raise TaskError(f"task file '{name}' not found (and it is not an indexed name); check the path.")
     return os.path.realpath(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import TextIO
 
 from evalflow.taskspec.catalog.index import IndexEntry, TaskIndex
@@ -80,3 +81,51 @@ def _print_rich(index: TaskIndex) -> None:
     for row in _rows(index):
         table.add_row(*row)
     Console().print(table)
+
+
+def lm_eval_tables(index: TaskIndex, *, groups: bool = True, tags: bool = True, subtasks: bool = True) -> str:
+    """lm-eval 0.4.13's ``ls`` text (``TaskManager.list_all_tasks``): the groups, tags and tasks as
+    Markdown tables laid out as its pytablewriter lays them, paths under lm-eval's package as
+    ``lm_eval/tasks/...``; a task's output type read from its YAML (includes merged)."""
+    tables = []
+    if groups:
+        tables.append(
+            _markdown(("Group", "Config Location"), [(g, _lm_eval_path(index, g)) for g in index.group_names()])
+        )
+    if tags:
+        tables.append(_markdown(("Tag",), [(t,) for t in index.tag_names()]))
+    if subtasks:
+        rows = [(t, _lm_eval_path(index, t), _output_type(index, t)) for t in index.task_names()]
+        tables.append(_markdown(("Task", "Config Location", "Output Type"), rows))
+    return "\n" + "".join(table + "\n\n" for table in tables)
+
+
+def _lm_eval_path(index: TaskIndex, name: str) -> str:
+    entry = index.entry(name)
+    path = entry.path if entry is not None else ""
+    marker = f"lm_eval{os.sep}tasks{os.sep}"
+    return "lm_eval/tasks/" + path.split(marker)[-1] if marker in path else path or "---"
+
+
+def _output_type(index: TaskIndex, name: str) -> str:
+    from evalflow.errors import TaskError
+    from evalflow.taskspec.catalog.groups import entry_config
+
+    entry = index.entry(name)
+    try:
+        value = entry_config(entry).get("output_type", "") if entry is not None and not entry.python else ""
+    except TaskError:  # a file the index read but whose includes fail: lm-eval lists it too, without a type
+        value = ""
+    return value if isinstance(value, str) else ""
+
+
+def _markdown(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    """pytablewriter's Markdown: headers centred (extra space on the right), cells left-aligned."""
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "|" + "|".join(cells) + "|"
+
+    head = [" " * ((w - len(h)) // 2) + h + " " * (w - len(h) - (w - len(h)) // 2) for h, w in zip(headers, widths)]
+    body = [line([cell.ljust(w) for cell, w in zip(row, widths)]) for row in rows]
+    return "".join(text + "\n" for text in [line(head), line(["-" * w for w in widths]), *body])

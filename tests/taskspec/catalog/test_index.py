@@ -259,8 +259,11 @@ def test_yaml_path_as_requested_task(tmp_path: Path, lib: Path) -> None:
     assert [t.task for t in index.resolve([str(group)]).tasks] == ["arc_easy", "m_a"]
     with pytest.raises(TaskError, match="not found"):
         index.resolve(str(tmp_path / "missing.yaml"))
+    # a folder that is no indexed name: each *.yaml directly in it, by name (lm-eval's --tasks DIR)
+    assert [t.task for t in index.resolve(str(tmp_path / "loose") + "/").tasks] == ["arc_easy", "m_a", "loose_task"]
+    (tmp_path / "empty").mkdir()
     with pytest.raises(TaskError, match="include_path"):
-        index.resolve(str(tmp_path / "loose") + "/")
+        index.resolve(str(tmp_path / "empty"))
     with pytest.raises(TaskError, match="defines no task"):
         index.resolve(str(lib / "arc/_base.yaml"))
 
