@@ -127,8 +127,8 @@ def evaluate(
     if not items:
         raise ConfigError("evaluate: the task dict holds no task")
     args = dict(locals())
-    given = {**_SIMPLE_DEFAULTS, **{k: v for k, v in args.items() if k in _SIMPLE_DEFAULTS}}
-    given.update(bootstrap_iters=bootstrap_iters or 0)
+    given = {**SIMPLE_DEFAULTS, **{k: v for k, v in args.items() if k in SIMPLE_DEFAULTS}}
+    given.update(bootstrap_iters=bootstrap_iters or 0, metadata=manager.metadata)  # lm-eval's Task objects carry theirs
     return _run(given, items, manager, lm, output_dir)
 
 
@@ -150,14 +150,14 @@ def _run(given: dict[str, Any], items: list[Any], manager: ManagerSettings, mode
     """Run lm-eval's task specs with ``given`` (simple_evaluate's arguments) through one translation;
     ``model``: a name, or an object run in place of the translation's preset."""
     with tempfile.TemporaryDirectory(prefix="evalflow-simple-") as scratch:
-        docs = task_docs(items, lambda name: _indexed_yaml(manager, name))
+        docs = task_docs(items)
         paths = list(manager.include_path)
         if docs.docs:
             paths.append(str(write_task_docs(docs, Path(scratch) / "specs")))
         named = [item for item in items if isinstance(item, str)]
         manager.check_names(named)
         by_name = isinstance(model, str)
-        tr = translate(parse(_argv(given, list(docs.names), paths[:1], model if by_name else None)))
+        tr = translate(parse(lm_eval_argv(given, list(docs.names), paths[:1], model if by_name else None)))
         overrides = [o for o in tr.overrides if by_name or not o.startswith("model.")]
         if len(paths) > 1:
             overrides.append(f"include_path={hydra_value(paths)}")
@@ -171,17 +171,25 @@ def _run(given: dict[str, Any], items: list[Any], manager: ManagerSettings, mode
     return results
 
 
-def _indexed_yaml(manager: ManagerSettings, name: str) -> str | None:
-    """The YAML a config dict naming ``name`` is laid over: that task's or group's own file."""
-    entry = manager.index().entry(name)
-    return entry.path if entry is not None and entry.path and entry.item is None else None
-
-
 def _rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [_in_memory(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _argv(given: Mapping[str, Any], tasks: list[str], include: list[str], model: str | None) -> list[str]:
+def _in_memory(row: dict[str, Any]) -> dict[str, Any]:
+    """A samples-file record as lm-eval's ``evaluate`` returns it, before its tracker writes it:
+    ``arguments`` a list of argument tuples (the file's ``{"gen_args_0": {"arg_0": ...}}``), each
+    response a tuple where the file has a list (``(loglikelihood, is_greedy)``). So lm-eval's
+    ``EvaluationTracker.save_results_samples`` writes the file from it as it writes its own."""
+    arguments = [tuple(args[f"arg_{j}"] for j in range(len(args))) for args in row["arguments"].values()]
+
+    def tuples(value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    resps = [[tuples(r) for r in rs] for rs in row["resps"]]
+    return {**row, "arguments": arguments, "resps": resps, "filtered_resps": [tuples(r) for r in row["filtered_resps"]]}
+
+
+def lm_eval_argv(given: Mapping[str, Any], tasks: list[str], include: list[str], model: str | None) -> list[str]:
     """The lm-eval command-line words of the keyword arguments (so both take one translation);
     ``model`` None: a model object runs (``dummy`` holds the preset's place, no model_args)."""
     argv = ["--model", model or "dummy", "--tasks", ",".join(tasks)]
@@ -199,7 +207,7 @@ def _argv(given: Mapping[str, Any], tasks: list[str], include: list[str], model:
         ("num_fewshot", given["num_fewshot"]),
         ("batch_size", given["batch_size"]),
         ("max_batch_size", given["max_batch_size"]),
-        ("device", given["device"]),
+        ("device", given["device"] if model is not None else None),  # an object's device is its own
         ("use_cache", given["use_cache"]),
         ("limit", given["limit"]),
         ("bootstrap_iters", given["bootstrap_iters"]),
@@ -231,6 +239,6 @@ def _argv(given: Mapping[str, Any], tasks: list[str], include: list[str], model:
 
 
 # simple_evaluate's defaults: lm-eval's evaluate() takes a subset of its arguments
-_SIMPLE_DEFAULTS = {
+SIMPLE_DEFAULTS = {
     name: p.default for name, p in inspect.signature(simple_evaluate).parameters.items() if p.default is not p.empty
 }

@@ -2,9 +2,9 @@
 and ``evaluate(lm, task_dict)`` take names, config dicts and lm-eval ``Task``/``Group`` objects
 (``lm_eval.tasks.TaskManager.load`` and ``get_task_dict`` make them).
 
-A name stays a name. A config dict is lm-eval's inline task (``TaskManager._load_spec``): its keys
-laid over the indexed task of the same name (an ``include:`` of that task's YAML, so the dict's keys
-win, as lm-eval's overrides do), or the whole task when the name is new. A ``Task`` object is run by
+A name stays a name. A config dict is the whole task, as lm-eval 0.4.13 reads one
+(``TaskManager._load_spec``: an inline entry, never laid over an indexed task of the same name,
+which it replaces; a group dict names its members). A ``Task`` object is run by
 its config (``task.config``), written as task YAML content: so what is evaluated is what the object
 says, including edits made with ``set_config``, and its cache keys are those of the same YAML
 written by hand. A ``Group`` is a group YAML over its members, written the same way.
@@ -49,9 +49,8 @@ class _Function:
     spec: str
 
 
-def task_docs(items: list[Any], indexed: Callable[[str], str | None]) -> TaskDocs:
-    """The run's names and YAML documents for lm-eval's task specs; ``indexed(name)`` is the YAML
-    path of an indexed task of that name (None: not indexed)."""
+def task_docs(items: list[Any]) -> TaskDocs:
+    """The run's names and YAML documents for lm-eval's task specs."""
     names: list[str] = []
     docs: dict[str, Mapping[str, Any]] = {}
     links: dict[str, str] = {}
@@ -59,7 +58,7 @@ def task_docs(items: list[Any], indexed: Callable[[str], str | None]) -> TaskDoc
         if isinstance(item, str):
             names.append(item)
         elif isinstance(item, Mapping):
-            names.append(_add_dict(item, indexed, docs, links))
+            names.append(_add_dict(item, docs, links))
         elif _is_lm_eval(item, "Group"):
             names.append(_add_group(item, docs, links))
         elif _is_lm_eval(item, "Task"):
@@ -78,18 +77,14 @@ def _is_lm_eval(obj: Any, base: str) -> bool:
     return any(k.__module__.startswith("lm_eval.api.") and k.__name__ == base for k in type(obj).__mro__)
 
 
-def _add_dict(
-    spec: Mapping[str, Any], indexed: Callable[[str], str | None], docs: dict[str, Any], links: dict[str, str]
-) -> str:
+def _add_dict(spec: Mapping[str, Any], docs: dict[str, Any], links: dict[str, str]) -> str:
     name = spec.get("task") if "group" not in spec else spec.get("group")
     if not isinstance(name, str) or not name:
         raise ConfigError(
             f"tasks: the config dict {dict(spec)!r} names no task: give it a `task` key (its name; lm-eval: "
             "'Invalid config dict: must contain 'task' or 'group' key')."
         )
-    base = indexed(name)
-    doc = {**({"include": base} if base else {}), **_plain(dict(spec), links, f"task {name}")}
-    docs[_stem(name, docs)] = doc
+    docs[_stem(name, docs)] = _plain(dict(spec), links, f"task {name}")
     return name
 
 
