@@ -1,11 +1,14 @@
-"""``evalflow.simple_evaluate``: lm-eval 0.4.13's ``simple_evaluate`` signature, run by evalflow,
-returning lm-eval's results dict (with ``samples`` when logged), so a notebook changes one import.
+"""``evalflow.simple_evaluate`` and lm-eval's ``evaluate(lm, task_dict)``: lm-eval 0.4.13's
+signatures, run by evalflow, returning lm-eval's results dict (with ``samples`` when logged, in the
+form lm-eval returns them), so a notebook changes one import.
 
     from evalflow import simple_evaluate
     r = simple_evaluate(model="hf", model_args="pretrained=org/model,dtype=float32", tasks=["arc_easy"], limit=10)
 
 The arguments go through the same translation as ``python -m evalflow lm-eval`` (its refusals
-too); a model object runs as ``evaluate(model=obj)`` does. ``evalflow.evaluate`` stays the native API.
+too): each becomes the lm-eval flag that sets it (:func:`lm_eval_argv`). Tasks given as config
+dicts or lm-eval objects are written as task YAML in a scratch folder (task_specs.py); a model
+object runs as ``evaluate(model=obj)`` does. ``evalflow.evaluate`` stays the native API.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from typing import Any
 
 import pytest
 
@@ -21,9 +22,9 @@ MIRRORED = {  # lm-eval's module: (its names the mirror has, the mirror's module
 }
 
 
-def parameters(obj: object) -> list[inspect.Parameter]:
+def parameters(obj: Any) -> list[inspect.Parameter]:
     """A function's parameters (past lm-eval's ``positional_deprecated`` wrapper), a class's ``__init__``'s."""
-    target = obj.__init__ if inspect.isclass(obj) else inspect.unwrap(obj)  # type: ignore[misc]
+    target = obj.__init__ if inspect.isclass(obj) else inspect.unwrap(obj)
     return [p for p in inspect.signature(target).parameters.values() if p.name != "self"]
 
 
