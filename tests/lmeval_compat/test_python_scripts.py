@@ -239,3 +239,18 @@ def test_a_loaded_model_as_pretrained_runs_as_lm_evals_hflm_keyed_by_its_weights
         next(edited.parameters()).add_(0.5)
     _, counts = run(edited, "r3")  # weights edited in memory: another identity, computed anew
     assert counts == (0, 12)
+
+
+def test_lm_evals_group_objects_run_as_the_group_of_their_members(library: Path) -> None:
+    (library / "toy_group.yaml").write_text(
+        "group: toy_group\ntask: [toy_mc, toy_fn]\naggregate_metric_list:\n  - metric: acc\n    weight_by_size: true\n"
+    )
+    by_name = simple_evaluate("dummy", tasks=["toy_group"], include_path=str(library), **RUN)
+    loaded = lm_eval_tasks.TaskManager(include_path=str(library), include_defaults=False).load(["toy_group"])
+    from tests.support.models import IdentitylessModel
+
+    got = evaluate(IdentitylessModel(), loaded, **RUN)
+    as_object = simple_evaluate("dummy", tasks=list(loaded["groups"].values()), **RUN)
+    for ran in (got, as_object):
+        assert ran["groups"] == by_name["groups"] and ran["results"] == by_name["results"]
+        assert ran["group_subtasks"] == by_name["group_subtasks"] == {"toy_group": ["toy_mc", "toy_fn"]}
