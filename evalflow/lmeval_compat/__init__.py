@@ -5,7 +5,10 @@ May import ``errors`` … ``run`` (the rooms below it in docs/architecture.md); 
 
 - ``python -m evalflow lm-eval ARGS...`` / ``evalflow-lm-eval``: lm-eval's command line (run.py:
   parser.py parses it, translate.py turns it into an evalflow run, layout.py writes lm-eval's files);
-- :func:`evalflow.simple_evaluate`: lm-eval's ``simple_evaluate`` signature (evaluate.py);
+- :func:`evalflow.simple_evaluate` and lm-eval's ``evaluate(lm, task_dict)`` (evaluate.py), taking
+  lm-eval's task specs (task_specs.py: names, config dicts, Task and Group objects), its
+  ``TaskManager`` or evalflow's (task_manager.py), models lm-eval's registry builds (lm_models.py);
+  ``evalflow.lm_eval`` mirrors lm-eval's modules over them;
 - args.py: lm-eval's ``model_args`` strings and value typing, also behind the native
   ``model_args=...`` and the hint for ``--model``/``--tasks`` given to the native command line (native.py).
 

@@ -33,6 +33,7 @@ from evalflow.config.packaged import package_dir
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat import evaluate, parser, translate
 from evalflow.lmeval_compat.model_map import ACCEPTED_AS_IS, MODELS
+from evalflow.lmeval_compat.task_manager import TASK_MANAGER_ARGS
 
 SNAPSHOT = package_dir() / "lmeval_compat" / "lmeval_surface.yaml"
 MARKS = ("same", "mapped", "differs", "refused")
@@ -162,22 +163,24 @@ def _model_arg(cls: str, model: str, arg: str) -> Row:
 def _simple_evaluate(declared: list[str]) -> Iterator[Row]:
     ours = inspect.signature(evaluate.simple_evaluate).parameters
     for name in declared:
+        flag = evaluate.ARGUMENT_FLAGS.get(name, name)
         if name not in ours:
             yield Row("simple_evaluate", name, "refused", "evalflow's simple_evaluate has no such argument")
-        elif name in evaluate._UNSUPPORTED:
-            default, why = evaluate._UNSUPPORTED[name]
-            yield Row("simple_evaluate", name, "refused", f"any value but lm-eval's default {default!r}: {why}")
+        elif flag in translate.REFUSED_FLAGS:
+            yield Row(
+                "simple_evaluate", name, "refused", f"any value but lm-eval's default: {translate.REFUSED_FLAGS[flag]}"
+            )
         else:
             yield Row("simple_evaluate", name, "same", "as lm-eval takes it (translated as its flag is)")
 
 
 def _task_manager(declared: list[str]) -> Iterator[Row]:
     for name in declared:
-        if name in evaluate.TASK_MANAGER_ARGS:
-            yield Row("TaskManager", name, "mapped", evaluate.TASK_MANAGER_ARGS[name])
+        if name in TASK_MANAGER_ARGS:
+            yield Row("TaskManager", name, "mapped", TASK_MANAGER_ARGS[name])
         else:
-            read = ", ".join(evaluate.TASK_MANAGER_ARGS)
-            yield Row("TaskManager", name, "differs", f"not read: simple_evaluate reads only {read} off a task_manager")
+            read = ", ".join(TASK_MANAGER_ARGS)
+            yield Row("TaskManager", name, "differs", f"not read: evalflow reads only {read} off a task_manager")
 
 
 def extras(surface: dict[str, Any]) -> list[str]:
