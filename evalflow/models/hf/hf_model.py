@@ -72,7 +72,7 @@ from typing import Any, ClassVar
 
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError
-from evalflow.models.hf import load
+from evalflow.models.hf import lmeval_args, load
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.engine import REFERENCE, engine_paths, parse_engine, proven_paths
@@ -100,6 +100,8 @@ SEMANTICS = tuple(
     f"evalflow.models.{m}"
     for m in (
         "hf.load",
+        "hf.lmeval_args",
+        "hf.adapters",
         "hf.gguf_memo",
         "hf.identity",
         "hf.batching",
@@ -148,6 +150,22 @@ class HFModel(LanguageModel):
         native_attention: bool = True,
         packed_linear: bool = True,
         force_fast: bool = False,
+        backend: str = "default",
+        subfolder: str = "",
+        use_fast_tokenizer: bool = True,
+        logits_cache: bool = True,
+        softmax_dtype: str | None = None,
+        mixed_precision_dtype: str | None = None,
+        prefix_token_id: int | None = None,
+        tp_plan: Any = None,
+        attn_implementation: str | None = None,
+        load_in_4bit: bool = False,
+        load_in_8bit: bool = False,
+        autogptq: bool | str = False,
+        gptqmodel: bool = False,
+        peft: str | None = None,
+        delta: str | None = None,
+        from_pretrained_kwargs: dict[str, Any] | None = None,
         **unused: Any,
     ) -> None:
         if unused:
@@ -177,7 +195,12 @@ class HFModel(LanguageModel):
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
-        weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
+        lm_args = {k: v for k, v in locals().items() if k in lmeval_args.CONFIG_KEYS}
+        args = lmeval_args.checked(lm_args)  # refuse bad values and pairs before loading
+        weights_identity(pretrained, revision, gguf_file, args.subfolder)
+        self.custom_prefix_token_id = prefix_token_id
+        self.logits_cache = bool(logits_cache)
+        self.softmax_dtype = softmax_dtype
         force = load.parse_switch(
             "force_fast",
             force_fast,
@@ -197,14 +220,21 @@ class HFModel(LanguageModel):
             self.threads,
             placement,
             memo_gguf,
+            args,
+            lmeval_args.parse_backend(backend),
         )
-        log.info("hf model: runs on %s (model.device=%s)", self.device, device)
         from evalflow.models.hf import torch_ops
 
+        if mixed_precision_dtype is not None:  # lm-eval's autocast around every forward pass and generate
+            torch_ops.autocast_forward(self.model, self.device, load.torch_dtype_of(mixed_precision_dtype))
+        log.info("hf model: runs on %s (model.device=%s)", self.device, device)
         self._free_bytes: int | None = None
         self.paths, unproven = proven_paths(self.paths, self.device.type, force)
         if unproven:
             log.warning(unproven)
+        self.paths, why = lmeval_args.fast_engine_fits(self.paths, lm_args)
+        if why:
+            log.warning(why)
         # fast.fast_engine.FastEngine, or None: the reference engine (fast/ is then never imported)
         self.fast: Any = None
         if self.paths != REFERENCE:
@@ -257,7 +287,7 @@ class HFModel(LanguageModel):
             "backend": "hf-causal",
             "semantics": "lm-eval-0.4.13",
             "identity_version": IDENTITY_VERSION,
-            "weights": weights_identity(pretrained, revision, config.get("gguf_file")),
+            "weights": weights_identity(pretrained, revision, config.get("gguf_file"), config.get("subfolder") or ""),
             "tokenizer": tokenizer_identity(config.get("tokenizer"), revision),
             "dtype": str(config.get("dtype", "auto")),
             "add_bos_token": config.get("add_bos_token"),
@@ -266,13 +296,17 @@ class HFModel(LanguageModel):
             "max_gen_toks": int(config.get("max_gen_toks", 256)),
             "engine": engine,
             "libraries": library_versions(),
+            **lmeval_args.answer_identity(config),
         }
 
     # -- tokenization (HFLM.tok_encode and friends) -------------------------------------------
 
     @property
     def prefix_token_id(self) -> int:
-        """The token an empty context or a rolling text is conditioned on: BOS, else EOS."""
+        """The token an empty context or a rolling text is conditioned on: ``model.prefix_token_id``,
+        else BOS, else EOS."""
+        if self.custom_prefix_token_id is not None:
+            return int(self.custom_prefix_token_id)
         bos = self.tokenizer.bos_token_id
         return int(bos if bos is not None else self.tokenizer.eos_token_id)
 
@@ -340,6 +374,8 @@ class HFModel(LanguageModel):
             self.batch_size_for,
             self._keep_only_needed,
             self.fast.scoring if self.fast is not None else None,
+            self.logits_cache,
+            load.torch_dtype_of(self.softmax_dtype) if self.softmax_dtype else None,
         )
 
     # -- the three request types --------------------------------------------------------------
