@@ -67,7 +67,11 @@ def parse_model_args(value: str | Mapping[str, Any] | None) -> dict[str, Any]:
     for part in filter(None, text.split(",")):
         key, rest = split_word(part)
         if rest is None:
-            raise ConfigError(f"model_args: '{part}' is not key=value; write model_args=pretrained=NAME,dtype=float32")
+            raise ConfigError(
+                f"model_args: '{part}' is not key=value. simple_evaluate splits a model_args string at every "
+                "comma, as lm-eval does, so a list or mapping value breaks apart there: pass model_args as a "
+                "dict (model_args={'max_memory_per_gpu': [4096, 8192]}), or write pretrained=NAME,dtype=float32"
+            )
         out[key.strip()] = arg_value(rest)
     return out
 

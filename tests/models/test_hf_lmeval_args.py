@@ -104,6 +104,8 @@ def test_the_subfolder_is_keyed_by_its_files(tiny_model_dir: Path, tmp_path: Pat
     assert key(repo, subfolder="a") != key(repo, subfolder="b")
     with pytest.raises(ModelError, match="model.subfolder 'c' is not a folder"):
         key(repo, subfolder="c")
+    hub = model_identity({"type": "hf", "pretrained": "org/m"})
+    assert model_identity({"type": "hf", "pretrained": "org/m", "subfolder": "a"}) != hub
 
 
 # -- refusals, before any model call ---------------------------------------------------------
