@@ -21,7 +21,7 @@ STRINGS = [
     "pretrained=org/m,max_memory_per_gpu=[4096,8192],dtype=float32",
     "pretrained=org/m,k={'a': 1, 'b': [2,3]},peft=/adapters/x",
     "pretrained=org/m,max_length=-1,x=1e-3,y=None,z='7',t=TRUE,n=none",
-    "pretrained=a=b,chat_template_args={\"enable_thinking\": false}",
+    'pretrained=a=b,chat_template_args={"enable_thinking": false}',
 ]
 # lm-eval's two readers: its command line's (MergeDictAction -> key_val_to_dict) and simple_evaluate's
 PEER_PARSE = """
@@ -34,7 +34,11 @@ print(json.dumps({"cli": [key_val_to_dict(s) for s in strings], "api": [simple_p
 
 
 def test_the_list_value_stays_whole() -> None:
-    assert cli_model_args([STRINGS[0]]) == {"pretrained": "org/m", "max_memory_per_gpu": [4096, 8192], "dtype": "float32"}
+    assert cli_model_args([STRINGS[0]]) == {
+        "pretrained": "org/m",
+        "max_memory_per_gpu": [4096, 8192],
+        "dtype": "float32",
+    }
     assert model_args_overrides(STRINGS[0] + ",batch_size=8") == [
         "model.pretrained=org/m",
         "model.max_memory_per_gpu=[4096,8192]",

@@ -140,7 +140,9 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
         "--hf_hub_log_args",
     ):
         assert name in str(err.value)
-    with pytest.raises(ConfigError, match="--model_args foo: evalflow's openai_completions model"):  # hf: from_pretrained's
+    with pytest.raises(
+        ConfigError, match="--model_args foo: evalflow's openai_completions model"
+    ):  # hf: from_pretrained's
         translate(parse(["--model", "local-completions", "--model_args", "model=m,foo=1", "--tasks", "t"]))
     with pytest.raises(ConfigError, match="--model nonesuch"):
         translate(parse(["--model", "nonesuch", "--tasks", "t"]))

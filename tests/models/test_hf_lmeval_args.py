@@ -84,7 +84,10 @@ def test_the_adapter_and_delta_are_keyed_by_their_files(
     tiny_model_dir: Path, tiny_lora: Path, tiny_delta: Path, tmp_path: Path
 ) -> None:
     """A moved adapter keeps its key; an edited one gets another; the same for delta weights."""
-    for setting, folder, file in (("peft", tiny_lora, "adapter_model.safetensors"), ("delta", tiny_delta, "model.safetensors")):
+    for setting, folder, file in (
+        ("peft", tiny_lora, "adapter_model.safetensors"),
+        ("delta", tiny_delta, "model.safetensors"),
+    ):
         moved = shutil.copytree(folder, tmp_path / setting / "moved")
         base = key(tiny_model_dir, **{setting: str(folder)})
         assert base != key(tiny_model_dir) and key(tiny_model_dir, **{setting: str(moved)}) == base
@@ -185,7 +188,9 @@ def test_load_in_4bit_and_its_bnb_settings_reach_from_pretrained_as_lm_eval_pass
     assert not any(k.startswith(("bnb_", "load_in")) for k in kwargs)
 
 
-def test_tp_plan_goes_to_from_pretrained_in_place_of_a_device_map(tiny_model_dir: Path, from_pretrained: Recorder) -> None:
+def test_tp_plan_goes_to_from_pretrained_in_place_of_a_device_map(
+    tiny_model_dir: Path, from_pretrained: Recorder
+) -> None:
     HFModel(str(tiny_model_dir), tp_plan="auto", engine="reference")
     (_, kwargs), *_ = from_pretrained.calls
     assert kwargs["tp_plan"] == "auto" and "device_map" not in kwargs
@@ -231,7 +236,9 @@ def test_subfolder_use_fast_tokenizer_and_attn_implementation_load_as_lm_eval_lo
     repo = tmp_path / "repo"
     shutil.copytree(tiny_model_dir, repo / "inner")
     plain = logprobs(HFModel(str(tiny_model_dir), engine="reference"))
-    inner = HFModel(str(repo), subfolder="inner", use_fast_tokenizer=False, attn_implementation="eager", engine="reference")
+    inner = HFModel(
+        str(repo), subfolder="inner", use_fast_tokenizer=False, attn_implementation="eager", engine="reference"
+    )
     assert tokenizers[-1]["subfolder"] == "inner" and tokenizers[-1]["use_fast"] is False
     source, kwargs = from_pretrained.calls[-1]
     assert (source, kwargs["subfolder"], kwargs["attn_implementation"]) == (str(repo), "inner", "eager")

@@ -77,7 +77,9 @@ def both(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
         ours.append(
             {
                 "loglikelihood": m.loglikelihood([Request("loglikelihood", tuple(p)) for p in PAIRS]),
-                "loglikelihood_rolling": m.loglikelihood_rolling([Request("loglikelihood_rolling", (t,)) for t in TEXTS]),
+                "loglikelihood_rolling": m.loglikelihood_rolling(
+                    [Request("loglikelihood_rolling", (t,)) for t in TEXTS]
+                ),
                 "generate_until": m.generate_until([Request("generate_until", tuple(g)) for g in GENS]),
             }
         )

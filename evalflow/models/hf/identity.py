@@ -116,8 +116,7 @@ def adapter_identity(key: str, source: str | None, revision: str | None) -> dict
         return {"folder": folder_fingerprint(folder)}
     if looks_like_path(source) or folder.exists():
         raise ModelError(
-            f"{key} '{source}' is not a folder. Give the folder save_pretrained wrote for it, or a "
-            "Hugging Face hub id."
+            f"{key} '{source}' is not a folder. Give the folder save_pretrained wrote for it, or a Hugging Face hub id."
         )
     return {"hub_id": source, "revision": revision or "main", "commit": hub_commit(source, revision)}
 

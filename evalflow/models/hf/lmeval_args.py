@@ -91,6 +91,9 @@ class LoadArgs:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
+PLAIN = LoadArgs()  # none of them: the weights as from_pretrained loads them
+
+
 def parse_backend(backend: Any) -> str:
     """``model.backend``: ``default`` and ``causal`` load ``AutoModelForCausalLM``; ``seq2seq`` is refused."""
     if backend == "seq2seq":

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evalflow.errors import ConfigError, ModelError, closest
-from evalflow.models.hf.lmeval_args import LoadArgs, bnb_config_kwargs
+from evalflow.models.hf.lmeval_args import PLAIN, LoadArgs, bnb_config_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def load(
     threads: int,
     placement: dict[str, Any],
     memo_gguf: bool = True,
-    args: LoadArgs = LoadArgs(),
+    args: LoadArgs = PLAIN,
     backend: str = "default",
 ) -> tuple[Any, Any, Any]:
     """(tokenizer, model, input device), loaded as HFLM loads them (``_get_config``,
@@ -178,7 +178,7 @@ def _file_loader(
     add_bos_token: bool | None,
     dtype: str,
     placement: dict[str, Any],
-    args: LoadArgs = LoadArgs(),
+    args: LoadArgs = PLAIN,
 ) -> Callable[..., tuple[Any, Any]]:
     """``from_files(source, gguf)``: the tokenizer and model from a folder or hub id (and GGUF
     file), with HFLM's arguments: the tokenizer from the GGUF file unless one is named, the slow

@@ -54,9 +54,9 @@ def continuation_logprobs(
 
     As lm-eval: inputs are right-padded with token 0 and fed without an attention mask (causal
     attention never looks right, so padding cannot change a row's scored positions), and the
-    log-softmax is taken in the logits' dtype, or ``softmax_dtype`` (lm-eval's). ``keep_only_needed`` asks the model for the logits
-    of the last positions that any row scores (``logits_to_keep``): the same values, without a
-    ``[batch, length, vocab]`` array for the context positions.
+    log-softmax is taken in the logits' dtype, or ``softmax_dtype`` (lm-eval's). ``keep_only_needed``
+    asks the model for the logits of the last positions that any row scores (``logits_to_keep``):
+    the same values, without a ``[batch, length, vocab]`` array for the context positions.
     """
     padlen = max(len(x) for x in inputs)
     batch = torch.zeros((len(inputs), padlen), dtype=torch.long)
