@@ -16,9 +16,10 @@ only to call :meth:`HFModel.identity`. The rest of the package is imported when 
 and its imports point one way, from this class down. Two rooms:
 
 - the semantics, beside this module, whose source is the answers' cache key (:data:`SEMANTICS`):
-  ``identity`` (cache key), ``load`` (settings, loading), ``gguf_memo`` (GGUF conversions kept on
-  disk), ``evalflow.models.lmeval_tokens`` (lm-eval's token rules), ``batching`` (lm-eval's
-  ordering and batch grouping), ``engine`` (``model.engine``: which paths run), the passes
+  ``answer_key`` and ``identity`` (cache key), ``load`` (settings, loading), ``lmeval_args`` and
+  ``adapters`` (lm-eval HFLM's other loading arguments: peft, delta, quantizers, dtypes),
+  ``gguf_memo`` (GGUF conversions kept on disk), ``evalflow.models.lmeval_tokens`` (lm-eval's
+  token rules), ``batching`` (lm-eval's ordering and batch grouping), ``engine`` (``model.engine``: which paths run), the passes
   ``score`` (log-likelihoods) and ``generate`` (``generate_until``), lm-eval's rules only, which
   take a setup object rather than this class, on ``torch_ops`` (plain passes, ``model.generate``);
 - the speed engine, ``fast/`` (``model.engine=fast``, the default), entered through one module,
@@ -56,7 +57,8 @@ Speed settings that never change answers, hence are not part of the model's iden
 ``batch_size``, ``max_batch_size``, ``device`` (``auto``: CUDA, else MPS, else the CPU; a device not
 here falls back as lm-eval's does: ``hf.device``), ``force_fast`` (the fast engine on a device where it is
 not proven), ``parallelize``/``device_map``/``max_memory_per_gpu``/
-``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
+``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``tp_plan``,
+``logits_cache`` (lm-eval's: requests with one model input share a pass), ``memo_gguf`` (keep a
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
 cores this process may use) and the fast engine's fine switches, for benchmarks: ``prefix_sharing``,
 ``batching``, ``draft_tokens``, ``native_attention`` (the decode loop's attention, steps and prompt
@@ -71,12 +73,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from evalflow.core.records import Request
-from evalflow.errors import ConfigError
-from evalflow.models.hf import lmeval_args, load
+from evalflow.models.hf import answer_key, lmeval_args, load
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
-from evalflow.models.hf.device import choose, parse_device
+from evalflow.models.hf.device import choose
 from evalflow.models.hf.engine import REFERENCE, engine_paths, parse_engine, proven_paths
-from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
+from evalflow.models.hf.identity import weights_identity
 from evalflow.models.lmeval_tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
 from evalflow.models.protocol import LanguageModel
 
@@ -104,6 +105,7 @@ SEMANTICS = tuple(
         "hf.adapters",
         "hf.gguf_memo",
         "hf.identity",
+        "hf.answer_key",
         "hf.batching",
         "hf.engine",
         "hf.score",
@@ -257,47 +259,9 @@ class HFModel(LanguageModel):
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
-        """What the response cache is keyed by, computed without loading the model or importing torch.
-
-        ``engine`` is in it: ``reference`` gives lm-eval's floats, ``fast`` the same answers up to
-        float summation order, and one must not be served for the other (``engine``).
-        Excluded, because they do not change answers (beyond float noise of batch shapes, within
-        1e-5): ``batch_size``, ``max_batch_size``, the fast engine's fine switches ``prefix_sharing``
-        and ``batching`` (how requests are grouped and which key/values are reused), ``draft_tokens``
-        (draft tokens checked per decode step: a kept draft is the model's own greedy choice),
-        ``native_attention`` (which kernel computes the same decode-step softmax), ``packed_linear``
-        (which kernel computes the same linear layers), ``force_fast`` (the same engine on a device
-        where it is not proven); ``device`` (``auto`` and what it resolves to alike), ``threads`` and
-        the accelerate placement settings (where the same weights run). The ``engine`` named is the
-        one asked for: where the model runs the reference engine instead (a device the fast engine is
-        not proven on, a private API missing), its answers are the fast engine's up to float noise.
-        ``trust_remote_code`` only permits loading; the code it runs is in the folder fingerprint
-        (``*.py``) or fixed by the hub commit.
-        """
-        pretrained = config.get("pretrained")
-        if not isinstance(pretrained, str) or not pretrained:
-            raise ConfigError(
-                "model.pretrained is not set: give a local model folder or a Hugging Face hub id, "
-                "e.g. model=hf model.pretrained=/path/to/model (or model=smollm2)."
-            )
-        engine = parse_engine(config.get("engine", "fast"))
-        parse_device(config.get("device", "auto"))  # not in the key, but a bad name is refused in a cached run too
-        revision = config.get("revision")
-        return {
-            "backend": "hf-causal",
-            "semantics": "lm-eval-0.4.13",
-            "identity_version": IDENTITY_VERSION,
-            "weights": weights_identity(pretrained, revision, config.get("gguf_file"), config.get("subfolder") or ""),
-            "tokenizer": tokenizer_identity(config.get("tokenizer"), revision),
-            "dtype": str(config.get("dtype", "auto")),
-            "add_bos_token": config.get("add_bos_token"),
-            "max_length": config.get("max_length"),
-            "truncation": bool(config.get("truncation", False)),
-            "max_gen_toks": int(config.get("max_gen_toks", 256)),
-            "engine": engine,
-            "libraries": library_versions(),
-            **lmeval_args.answer_identity(config),
-        }
+        """What the response cache is keyed by, without loading the model or importing torch
+        (``answer_key.answer_key``: what is in it and what is not, and why)."""
+        return answer_key.answer_key(config)
 
     # -- tokenization (HFLM.tok_encode and friends) -------------------------------------------
 
