@@ -19,7 +19,8 @@ and its imports point one way, from this class down. Two rooms:
   ``answer_key`` and ``identity`` (cache key), ``load`` (settings, loading), ``lmeval_args`` and
   ``adapters`` (lm-eval HFLM's other loading arguments: peft, delta, quantizers, dtypes),
   ``gguf_memo`` (GGUF conversions kept on disk), ``evalflow.models.lmeval_tokens`` (lm-eval's
-  token rules), ``batching`` (lm-eval's ordering and batch grouping), ``engine`` (``model.engine``: which paths run), the passes
+  token rules), ``batching`` (lm-eval's ordering and batch grouping), ``engine``
+  (``model.engine``: which paths run), the passes
   ``score`` (log-likelihoods) and ``generate`` (``generate_until``), lm-eval's rules only, which
   take a setup object rather than this class, on ``torch_ops`` (plain passes, ``model.generate``);
 - the speed engine, ``fast/`` (``model.engine=fast``, the default), entered through one module,
