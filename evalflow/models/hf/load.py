@@ -212,9 +212,16 @@ def _file_loader(
         tok = transformers.AutoTokenizer.from_pretrained(tokenizer or source, **tok_kwargs)
         if args.autogptq or args.gptqmodel:
             return tok, adapters.gptq_model(source, args.autogptq, args.gptqmodel, trust_remote_code, kwargs)
-        weights = transformers.AutoModelForCausalLM.from_pretrained(
-            source, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf, **where, **kwargs, **common
-        )
+        try:
+            weights = transformers.AutoModelForCausalLM.from_pretrained(
+                source, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf, **where, **kwargs, **common
+            )
+        except TypeError as e:  # an argument from_pretrained (or the model class) does not take
+            raise ModelError(
+                f"from_pretrained refused an argument: {e}. Model args that are not keys of conf/model/hf.yaml "
+                f"go to from_pretrained as lm-eval's HFLM passes them (here model.from_pretrained_kwargs="
+                f"{dict(args.kwargs)}); remove or fix the one named."
+            ) from e
         return tok, weights
 
     return from_files
