@@ -1,5 +1,12 @@
 """lm-eval 0.4.13's argument strings, parsed as lm-eval parses them, and written back as Hydra overrides.
 
+lm-eval reads ``model_args`` two ways, and so does evalflow: its command line (``--model_args``,
+``MergeDictAction``) splits at the commas outside brackets and quotes and types each value as
+``--gen_kwargs`` values are typed, so a list stays whole; ``simple_evaluate(model_args="...")``
+(``simple_parse_args_string``) splits at every comma.
+
+>>> cli_model_args(["pretrained=org/m,max_memory_per_gpu=[4096,8192]", "dtype=float32"])
+{'pretrained': 'org/m', 'max_memory_per_gpu': [4096, 8192], 'dtype': 'float32'}
 >>> parse_model_args("pretrained=org/m,dtype=float32,max_length=2048,trust_remote_code=True")
 {'pretrained': 'org/m', 'dtype': 'float32', 'max_length': 2048, 'trust_remote_code': True}
 >>> hydra_value({"until": ["Q:", "it's"], "do_sample": False})
@@ -40,8 +47,9 @@ def arg_value(text: str) -> Any:
 
 
 def parse_model_args(value: str | Mapping[str, Any] | None) -> dict[str, Any]:
-    """A ``model_args`` value as lm-eval reads it: a mapping as it is, JSON object text, or the
-    comma string ``k=v,k2=v2`` (``simple_parse_args_string``: each value by :func:`arg_value`)."""
+    """``simple_evaluate``'s ``model_args`` as lm-eval reads it: a mapping as it is, JSON object
+    text, or the comma string ``k=v,k2=v2`` (``simple_parse_args_string``: split at every comma,
+    each value by :func:`arg_value`). lm-eval's command line reads it otherwise: :func:`cli_model_args`."""
     if value is None:
         return {}
     if isinstance(value, Mapping):
@@ -59,7 +67,11 @@ def parse_model_args(value: str | Mapping[str, Any] | None) -> dict[str, Any]:
     for part in filter(None, text.split(",")):
         key, rest = split_word(part)
         if rest is None:
-            raise ConfigError(f"model_args: '{part}' is not key=value; write model_args=pretrained=NAME,dtype=float32")
+            raise ConfigError(
+                f"model_args: '{part}' is not key=value. simple_evaluate splits a model_args string at every "
+                "comma, as lm-eval does, so a list or mapping value breaks apart there: pass model_args as a "
+                "dict (model_args={'max_memory_per_gpu': [4096, 8192]}), or write pretrained=NAME,dtype=float32"
+            )
         out[key.strip()] = arg_value(rest)
     return out
 
@@ -121,6 +133,13 @@ def merge_kv(values: list[str], flag: str) -> dict[str, Any]:
     return out
 
 
+def cli_model_args(words: list[str]) -> dict[str, Any]:
+    """``--model_args`` as lm-eval 0.4.13's command line reads it (``MergeDictAction``): a JSON
+    object in the first word, else each word's ``k=v`` items split at the top-level commas and
+    typed by :func:`kv_value` (``key_val_to_dict``), merged left to right."""
+    return merge_kv(words, "--model_args")
+
+
 def batch_size_value(text: str | int) -> int | str:
     """``--batch_size``: a positive integer, ``auto``, or ``auto:N`` (lm-eval re-tunes N times)."""
     if isinstance(text, int) or str(text).isdigit():
@@ -158,6 +177,15 @@ def hydra_value(value: Any) -> str:
     raise ConfigError(f"cannot write {value!r} ({type(value).__name__}) as a setting value")
 
 
+# model args lm-eval's models take that are the run's settings in evalflow (the model class reads
+# them from the run, ``RUN_SETTINGS``): ``--model_args batch_size=8`` sets the run's batch size
+RUN_MODEL_ARGS = ("batch_size", "max_batch_size")
+
+
 def model_args_overrides(text: str) -> list[str]:
-    """The native ``model_args=k=v,...`` override as ``model.k=v`` overrides, lm-eval's typing kept."""
-    return [f"model.{key}={hydra_value(value)}" for key, value in parse_model_args(text).items()]
+    """The native ``model_args=k=v,...`` override as ``model.k=v`` overrides, read as lm-eval's
+    ``--model_args`` (:func:`cli_model_args`); ``batch_size``/``max_batch_size`` set the run's."""
+    return [
+        f"{'' if key in RUN_MODEL_ARGS else 'model.'}{key}={hydra_value(value)}"
+        for key, value in cli_model_args([text]).items()
+    ]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from evalflow.errors import ConfigError
-from evalflow.lmeval_compat.args import hydra_value
+from evalflow.lmeval_compat.args import hydra_value, parse_model_args
 from evalflow.lmeval_compat.execute import execute
 from evalflow.lmeval_compat.lm_models import build_lm_eval_model, needs_lm_eval
 from evalflow.lmeval_compat.parser import parse
@@ -209,7 +209,8 @@ def lm_eval_argv(given: Mapping[str, Any], tasks: list[str], include: list[str],
     argv = ["--model", model or "dummy", "--tasks", ",".join(tasks)]
     model_args = given["model_args"]
     if model_args and model is not None:
-        argv += ["--model_args", model_args if isinstance(model_args, str) else json.dumps(dict(model_args))]
+        # a string as simple_evaluate reads it (simple_parse_args_string), not as the command line does
+        argv += ["--model_args", json.dumps(parse_model_args(model_args))]
     gen = given["gen_kwargs"]
     if gen:
         argv += ["--gen_kwargs", gen if isinstance(gen, str) else json.dumps(dict(gen))]

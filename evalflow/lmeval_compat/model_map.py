@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalflow.config.packaged import conf_dir
-from evalflow.lmeval_compat.args import hydra_value, parse_model_args
+from evalflow.errors import ConfigError
+from evalflow.lmeval_compat.args import RUN_MODEL_ARGS, batch_size_value, cli_model_args, hydra_value
 from evalflow.lmeval_compat.served_args import SERVED_PRESETS, SERVED_REFUSALS, served_arg
 
 
@@ -25,12 +26,15 @@ class ModelMap:
     passes_unknown: bool = False
     # how evalflow's preset differs from lm-eval's model, said once per run (and in the surface table)
     differs: str = ""
+    # the preset's mapping key that model args it does not name go into, as +model.KEY.ARG=VALUE
+    # (lm-eval's HFLM hands its **kwargs to from_pretrained: hf's from_pretrained_kwargs)
+    unknown_into: str | None = None
 
 
 MODELS = {
-    "hf": ModelMap("hf"),
-    "hf-auto": ModelMap("hf"),
-    "huggingface": ModelMap("hf"),
+    "hf": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
+    "hf-auto": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
+    "huggingface": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
     "hf-multimodal": ModelMap("hf_multimodal"),
     "local-completions": ModelMap("openai_completions"),
     "local-chat-completions": ModelMap("openai_chat"),
@@ -58,6 +62,9 @@ REFUSED_MODELS: dict[str, str] = {**SERVED_REFUSALS}
 
 # model_args evalflow's presets do not have but honour as lm-eval means them, at these values only
 ACCEPTED_AS_IS = {"tokenizer_backend": ("huggingface", "hf")}
+# HFLM's named arguments the hf preset has no key for (issue 52's thinking settings): refused by
+# name, never handed to from_pretrained as HFLM's **kwargs are
+_NAMED_NOT_KWARGS = frozenset({"think_end_token", "enable_thinking", "chat_template_args"})
 
 
 def preset_keys(preset: str) -> set[str]:
@@ -70,13 +77,37 @@ def preset_keys(preset: str) -> set[str]:
 
 
 def model_args(words: list[str]) -> dict[str, Any]:
-    """``--model_args``: a JSON object, or ``k=v`` words (each may be a comma string) merged in order."""
-    if words and words[0].lstrip().startswith("{"):
-        return parse_model_args(words[0])
-    out: dict[str, Any] = {}
-    for word in words:
-        out.update(parse_model_args(word))
+    """``--model_args``: a JSON object, or ``k=v`` words (each may be a comma string) merged in order,
+    as lm-eval's command line reads them (a list value such as ``k=[4096,8192]`` stays whole)."""
+    return cli_model_args(words)
+
+
+def run_batch_settings(lm_args: dict[str, Any], ns: argparse.Namespace, refused: list[str]) -> list[str]:
+    """``batch_size``/``max_batch_size`` in ``--model_args`` as the run's settings, which the model
+    reads from the run (lm-eval hands both to the model's constructor). lm-eval's own command line
+    fails on a model_args batch size beside its flag's (two values for one argument): a differing
+    ``--batch_size`` is refused, an equal one is the same setting."""
+    out = []
+    for key in RUN_MODEL_ARGS:
+        if key not in lm_args:
+            continue
+        value = _run_batch_value(key, lm_args[key])
+        flag = getattr(ns, key, None)
+        if flag is not None and _run_batch_value(key, flag) != value:
+            refused.append(
+                f"--model_args {key}={lm_args[key]}: --{key} {flag} gives the model another {key}; give it once"
+            )
+        out.append(f"{key}={hydra_value(value)}")
     return out
+
+
+def _run_batch_value(key: str, value: Any) -> int | str:
+    """A batch size lm-eval takes among the model's arguments, checked as the run's setting is."""
+    if key == "batch_size":
+        return batch_size_value(value)
+    if isinstance(value, int) or str(value).isdigit():
+        return int(value)
+    raise ConfigError(f"--model_args {key}={value!r} is not allowed; use a positive integer")
 
 
 def model_overrides(
@@ -93,12 +124,17 @@ def model_overrides(
             if kept is not None:
                 values.update(kept)
                 continue
+        if key in RUN_MODEL_ARGS:  # the run's settings: run_batch_settings
+            continue
         if key in ACCEPTED_AS_IS and key not in keys:
             if str(value).lower() not in ACCEPTED_AS_IS[key]:
                 refused.append(f"--model_args {key}={value}: evalflow tokenizes with Hugging Face tokenizers only")
             continue
         if key not in keys and mapped.passes_unknown:
             added[key] = value
+            continue
+        if key not in keys and mapped.unknown_into and key not in _NAMED_NOT_KWARGS:
+            added[f"{mapped.unknown_into}.{key}"] = value
             continue
         if key not in keys:
             refused.append(
@@ -133,6 +169,7 @@ def model_overrides(
         notes.append(f"--model {mapped.preset}: {mapped.differs}")
     return (
         [f"model.{k}={hydra_value(v)}" for k, v in values.items()]
-        + [f"+model.{k}={hydra_value(v)}" for k, v in added.items()],
+        + [f"+model.{k}={hydra_value(v)}" for k, v in added.items()]
+        + run_batch_settings(lm_args, ns, refused),
         notes,
     )

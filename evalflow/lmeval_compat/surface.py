@@ -32,6 +32,7 @@ from typing import Any
 from evalflow.config.packaged import package_dir
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat import evaluate, parser, translate
+from evalflow.lmeval_compat.args import RUN_MODEL_ARGS
 from evalflow.lmeval_compat.model_map import ACCEPTED_AS_IS, MODELS
 from evalflow.lmeval_compat.task_manager import TASK_MANAGER_ARGS
 
@@ -39,6 +40,7 @@ SNAPSHOT = package_dir() / "lmeval_compat" / "lmeval_surface.yaml"
 MARKS = ("same", "mapped", "differs", "refused")
 _PROBE_TASK = "arc_easy"  # any task both libraries have: probes never reach a task
 _PROBE_VALUE = "probe"  # a model argument's value in a probe (no key's check reads it)
+_PROBE_NUMBER = 1  # the value of a probe of a run setting's key in --model_args (batch sizes: integers)
 OTHER_KEYWORDS = "any other keyword"  # the row of a class that takes **kwargs
 
 
@@ -144,7 +146,8 @@ def _model_arg(cls: str, model: str, arg: str) -> Row:
     """``arg`` of the class behind ``model``, as the front door takes ``--model_args {"arg": ...}``."""
     key = "any_other_key" if arg == OTHER_KEYWORDS else arg
     word = f"{cls}: {arg}"
-    said = _front_door(["--model", model, "--model_args", json.dumps({key: _PROBE_VALUE})], f"--model_args {key}")
+    value = _PROBE_NUMBER if key in RUN_MODEL_ARGS else _PROBE_VALUE
+    said = _front_door(["--model", model, "--model_args", json.dumps({key: value})], f"--model_args {key}")
     if key in ACCEPTED_AS_IS:
         accepted = " or ".join(ACCEPTED_AS_IS[key])
         return Row("model argument", word, "differs", f"accepted as {accepted} only; other values refused: {said}")
@@ -153,7 +156,9 @@ def _model_arg(cls: str, model: str, arg: str) -> Row:
     preset = MODELS[model].preset
     for override in said.overrides:
         setting = override.split("=", 1)[0]
-        if setting.lstrip("+") == f"model.{key}":
+        if setting == key:  # a run setting lm-eval takes among the model's arguments
+            return Row("model argument", word, "mapped", f"`{key}` (the run setting)")
+        if setting.lstrip("+") == f"model.{key}" or setting.endswith(f".{key}"):
             where = "passed to the model as given" if setting.startswith("+") else f"conf/model/{preset}.yaml"
             shown = setting if key == arg else setting.replace(key, "KEY")
             return Row("model argument", word, "mapped", f"`{shown}` ({where})")

@@ -118,7 +118,7 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
                     "--model",
                     "hf",
                     "--model_args",
-                    "pretrained=x,foo=1",
+                    "pretrained=x",
                     "--tasks",
                     "t",
                     "--wandb_args",
@@ -139,9 +139,12 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
         "--cache_requests refresh",
         "--check_integrity",
         "--hf_hub_log_args",
-        "--model_args foo",
     ):
         assert name in str(err.value)
+    with pytest.raises(
+        ConfigError, match="--model_args foo: evalflow's openai_completions model"
+    ):  # hf: from_pretrained's
+        translate(parse(["--model", "local-completions", "--model_args", "model=m,foo=1", "--tasks", "t"]))
     with pytest.raises(ConfigError, match="--model nonesuch"):
         translate(parse(["--model", "nonesuch", "--tasks", "t"]))
     served = translate(

@@ -110,7 +110,9 @@ def test_tasks_folder_runs_each_yaml_in_it(
 def test_simple_evaluate_include_path_is_trusted(folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path / "cache"))
     results = simple_evaluate(model="dummy", tasks=["home_b"], include_path=str(folder), limit=1)
-    assert results["samples"]["home_b"][0]["arguments"][0][0] == "Question: IS 0 ODD?\nAnswer:"  # lm-eval's in-memory form
+    assert (
+        results["samples"]["home_b"][0]["arguments"][0][0] == "Question: IS 0 ODD?\nAnswer:"
+    )  # lm-eval's in-memory form
 
 
 def test_confirm_run_unsafe_code_takes_the_strongest_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -87,7 +87,13 @@ def test_hub_ids_use_the_locally_cached_commit(tmp_path, monkeypatch):
     refs.mkdir(parents=True)
     (refs / "main").write_text("a" * 40)
     weights = ident(pretrained="org/model")["weights"]
-    assert weights == {"hub_id": "org/model", "revision": "main", "commit": "a" * 40, "gguf_file": None}
+    assert weights == {
+        "hub_id": "org/model",
+        "revision": "main",
+        "commit": "a" * 40,
+        "gguf_file": None,
+        "subfolder": "",
+    }
     assert ident(pretrained="org/model", revision="v2")["weights"]["commit"] is None  # unknown: not guessed
     assert ident(pretrained="org/model", revision="b" * 40)["weights"]["commit"] == "b" * 40
     (refs / "main").write_text("c" * 40)

@@ -27,6 +27,12 @@ def available() -> bool:
     return (PEER_PYTHON.parent / "lm_eval").is_file()
 
 
+def has_package(name: str) -> bool:
+    """Whether the peer venv has the package ``name`` (its folder in site-packages), e.g. peft,
+    which lm-eval imports only for its ``peft`` argument."""
+    return any(PEER_PYTHON.parent.parent.glob(f"lib/python*/site-packages/{name}/__init__.py"))
+
+
 def start(runs: list[dict]) -> subprocess.Popen:
     """Launch lm-eval on ``runs`` in the background; one torch thread, offline."""
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")

@@ -61,3 +61,32 @@ def build_tiny_model(folder: Path, *, add_bos: bool, seed: int = 0, max_position
     model.save_pretrained(folder)
     fast.save_pretrained(folder)
     return folder
+
+
+def build_tiny_lora(base: Path, folder: Path, *, seed: int = 0) -> Path:
+    """A LoRA adapter (rank 4, on the attention projections) for the tiny model at ``base``, its
+    weights drawn at random (``init_lora_weights=False``) so that it changes every answer."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    get_peft_model(model, config).save_pretrained(folder)
+    return folder
+
+
+def build_tiny_delta(base: Path, folder: Path, *, seed: int = 0, scale: float = 0.05) -> Path:
+    """Delta weights for the tiny model at ``base``: a model of its shape whose every tensor is
+    small noise (lm-eval's ``delta`` adds each to the base's)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    with torch.no_grad():
+        for param in model.state_dict().values():
+            param.copy_(torch.randn_like(param) * scale)
+    model.save_pretrained(folder)
+    return folder

@@ -50,12 +50,15 @@ class ScoreGroup:
     members: tuple[ScoreItem, ...]
 
 
-def plan_loglikelihood(pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[ScoreGroup]:
-    """Group requests by identical model input and sort groups longest first (lm-eval's Collator)."""
-    by_input: dict[tuple[int, ...], list[ScoreItem]] = {}
+def plan_loglikelihood(
+    pairs: Sequence[tuple[Sequence[int], Sequence[int]]], group_contexts: bool = True
+) -> list[ScoreGroup]:
+    """Group requests by identical model input and sort groups longest first (lm-eval's Collator);
+    ``group_contexts=False`` (lm-eval's ``logits_cache=False``): each request its own group."""
+    by_input: dict[Any, list[ScoreItem]] = {}
     for i, (ctx, cont) in enumerate(pairs):
         item = ScoreItem(i, tuple(ctx), tuple(cont))
-        by_input.setdefault(item.ctx + item.cont[:-1], []).append(item)
+        by_input.setdefault(item.ctx + item.cont[:-1] if group_contexts else i, []).append(item)
     groups = [ScoreGroup(max(items, key=lambda m: len(m.cont)), tuple(items)) for items in by_input.values()]
     return sorted(groups, key=lambda g: (-(len(g.rep.ctx) + len(g.rep.cont)), g.rep.ctx + g.rep.cont))
 

@@ -16,9 +16,11 @@ only to call :meth:`HFModel.identity`. The rest of the package is imported when 
 and its imports point one way, from this class down. Two rooms:
 
 - the semantics, beside this module, whose source is the answers' cache key (:data:`SEMANTICS`):
-  ``identity`` (cache key), ``load`` (settings, loading), ``gguf_memo`` (GGUF conversions kept on
-  disk), ``evalflow.models.lmeval_tokens`` (lm-eval's token rules), ``batching`` (lm-eval's
-  ordering and batch grouping), ``engine`` (``model.engine``: which paths run), the passes
+  ``answer_key`` and ``identity`` (cache key), ``load`` (settings, loading), ``lmeval_args`` and
+  ``adapters`` (lm-eval HFLM's other loading arguments: peft, delta, quantizers, dtypes),
+  ``gguf_memo`` (GGUF conversions kept on disk), ``evalflow.models.lmeval_tokens`` (lm-eval's
+  token rules), ``batching`` (lm-eval's ordering and batch grouping), ``engine``
+  (``model.engine``: which paths run), the passes
   ``score`` (log-likelihoods) and ``generate`` (``generate_until``), lm-eval's rules only, which
   take a setup object rather than this class, on ``torch_ops`` (plain passes, ``model.generate``);
 - the speed engine, ``fast/`` (``model.engine=fast``, the default), entered through one module,
@@ -56,7 +58,8 @@ Speed settings that never change answers, hence are not part of the model's iden
 ``batch_size``, ``max_batch_size``, ``device`` (``auto``: CUDA, else MPS, else the CPU; a device not
 here falls back as lm-eval's does: ``hf.device``), ``force_fast`` (the fast engine on a device where it is
 not proven), ``parallelize``/``device_map``/``max_memory_per_gpu``/
-``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``memo_gguf`` (keep a
+``max_cpu_memory``/``offload_folder`` (where the layers run, via accelerate), ``tp_plan``,
+``logits_cache`` (lm-eval's: requests with one model input share a pass), ``memo_gguf`` (keep a
 GGUF file's dequantized weights on disk, ``gguf_memo``), ``threads`` (torch's CPU threads; default all
 cores this process may use) and the fast engine's fine switches, for benchmarks: ``prefix_sharing``,
 ``batching``, ``draft_tokens``, ``native_attention`` (the decode loop's attention, steps and prompt
@@ -71,12 +74,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from evalflow.core.records import Request
-from evalflow.errors import ConfigError
-from evalflow.models.hf import load
+from evalflow.models.hf import answer_key, lmeval_args, load
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
-from evalflow.models.hf.device import choose, parse_device
+from evalflow.models.hf.device import choose
 from evalflow.models.hf.engine import REFERENCE, engine_paths, parse_engine, proven_paths
-from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
+from evalflow.models.hf.identity import weights_identity
 from evalflow.models.lmeval_tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
 from evalflow.models.protocol import LanguageModel
 
@@ -100,8 +102,11 @@ SEMANTICS = tuple(
     f"evalflow.models.{m}"
     for m in (
         "hf.load",
+        "hf.lmeval_args",
+        "hf.adapters",
         "hf.gguf_memo",
         "hf.identity",
+        "hf.answer_key",
         "hf.batching",
         "hf.engine",
         "hf.score",
@@ -148,6 +153,22 @@ class HFModel(LanguageModel):
         native_attention: bool = True,
         packed_linear: bool = True,
         force_fast: bool = False,
+        backend: str = "default",
+        subfolder: str = "",
+        use_fast_tokenizer: bool = True,
+        logits_cache: bool = True,
+        softmax_dtype: str | None = None,
+        mixed_precision_dtype: str | None = None,
+        prefix_token_id: int | None = None,
+        tp_plan: Any = None,
+        attn_implementation: str | None = None,
+        load_in_4bit: bool = False,
+        load_in_8bit: bool = False,
+        autogptq: bool | str = False,
+        gptqmodel: bool = False,
+        peft: str | None = None,
+        delta: str | None = None,
+        from_pretrained_kwargs: dict[str, Any] | None = None,
         **unused: Any,
     ) -> None:
         if unused:
@@ -177,7 +198,12 @@ class HFModel(LanguageModel):
         self.add_bos_token = add_bos_token
         self.truncation = bool(truncation)
         self.max_gen_toks = int(max_gen_toks)
-        weights_identity(pretrained, revision, gguf_file)  # refuse bad paths before loading
+        lm_args = {k: v for k, v in locals().items() if k in lmeval_args.CONFIG_KEYS}
+        args = lmeval_args.checked(lm_args)  # refuse bad values and pairs before loading
+        weights_identity(pretrained, revision, gguf_file, args.subfolder)
+        self.custom_prefix_token_id = prefix_token_id
+        self.logits_cache = bool(logits_cache)
+        self.softmax_dtype = softmax_dtype
         force = load.parse_switch(
             "force_fast",
             force_fast,
@@ -197,14 +223,21 @@ class HFModel(LanguageModel):
             self.threads,
             placement,
             memo_gguf,
+            args,
+            lmeval_args.parse_backend(backend),
         )
-        log.info("hf model: runs on %s (model.device=%s)", self.device, device)
         from evalflow.models.hf import torch_ops
 
+        if mixed_precision_dtype is not None:  # lm-eval's autocast around every forward pass and generate
+            torch_ops.autocast_forward(self.model, self.device, load.torch_dtype_of(mixed_precision_dtype))
+        log.info("hf model: runs on %s (model.device=%s)", self.device, device)
         self._free_bytes: int | None = None
         self.paths, unproven = proven_paths(self.paths, self.device.type, force)
         if unproven:
             log.warning(unproven)
+        self.paths, why = lmeval_args.fast_engine_fits(self.paths, lm_args)
+        if why:
+            log.warning(why)
         # fast.fast_engine.FastEngine, or None: the reference engine (fast/ is then never imported)
         self.fast: Any = None
         if self.paths != REFERENCE:
@@ -227,52 +260,18 @@ class HFModel(LanguageModel):
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
-        """What the response cache is keyed by, computed without loading the model or importing torch.
-
-        ``engine`` is in it: ``reference`` gives lm-eval's floats, ``fast`` the same answers up to
-        float summation order, and one must not be served for the other (``engine``).
-        Excluded, because they do not change answers (beyond float noise of batch shapes, within
-        1e-5): ``batch_size``, ``max_batch_size``, the fast engine's fine switches ``prefix_sharing``
-        and ``batching`` (how requests are grouped and which key/values are reused), ``draft_tokens``
-        (draft tokens checked per decode step: a kept draft is the model's own greedy choice),
-        ``native_attention`` (which kernel computes the same decode-step softmax), ``packed_linear``
-        (which kernel computes the same linear layers), ``force_fast`` (the same engine on a device
-        where it is not proven); ``device`` (``auto`` and what it resolves to alike), ``threads`` and
-        the accelerate placement settings (where the same weights run). The ``engine`` named is the
-        one asked for: where the model runs the reference engine instead (a device the fast engine is
-        not proven on, a private API missing), its answers are the fast engine's up to float noise.
-        ``trust_remote_code`` only permits loading; the code it runs is in the folder fingerprint
-        (``*.py``) or fixed by the hub commit.
-        """
-        pretrained = config.get("pretrained")
-        if not isinstance(pretrained, str) or not pretrained:
-            raise ConfigError(
-                "model.pretrained is not set: give a local model folder or a Hugging Face hub id, "
-                "e.g. model=hf model.pretrained=/path/to/model (or model=smollm2)."
-            )
-        engine = parse_engine(config.get("engine", "fast"))
-        parse_device(config.get("device", "auto"))  # not in the key, but a bad name is refused in a cached run too
-        revision = config.get("revision")
-        return {
-            "backend": "hf-causal",
-            "semantics": "lm-eval-0.4.13",
-            "identity_version": IDENTITY_VERSION,
-            "weights": weights_identity(pretrained, revision, config.get("gguf_file")),
-            "tokenizer": tokenizer_identity(config.get("tokenizer"), revision),
-            "dtype": str(config.get("dtype", "auto")),
-            "add_bos_token": config.get("add_bos_token"),
-            "max_length": config.get("max_length"),
-            "truncation": bool(config.get("truncation", False)),
-            "max_gen_toks": int(config.get("max_gen_toks", 256)),
-            "engine": engine,
-            "libraries": library_versions(),
-        }
+        """What the response cache is keyed by, without loading the model or importing torch
+        (``answer_key.answer_key``: what is in it and what is not, and why)."""
+        return answer_key.answer_key(config)
 
     # -- tokenization (HFLM.tok_encode and friends) -------------------------------------------
 
     @property
     def prefix_token_id(self) -> int:
-        """The token an empty context or a rolling text is conditioned on: BOS, else EOS."""
+        """The token an empty context or a rolling text is conditioned on: ``model.prefix_token_id``,
+        else BOS, else EOS."""
+        if self.custom_prefix_token_id is not None:
+            return int(self.custom_prefix_token_id)
         bos = self.tokenizer.bos_token_id
         return int(bos if bos is not None else self.tokenizer.eos_token_id)
 
@@ -340,6 +339,8 @@ class HFModel(LanguageModel):
             self.batch_size_for,
             self._keep_only_needed,
             self.fast.scoring if self.fast is not None else None,
+            self.logits_cache,
+            load.torch_dtype_of(self.softmax_dtype) if self.softmax_dtype else None,
         )
 
     # -- the three request types --------------------------------------------------------------

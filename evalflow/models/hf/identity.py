@@ -68,9 +68,20 @@ def hub_commit(repo_id: str, revision: str | None) -> str | None:
     return text if _COMMIT.match(text) else None
 
 
-def weights_identity(pretrained: str, revision: str | None, gguf_file: str | None) -> dict[str, Any]:
-    """The part of the identity that says which weights (and embedded tokenizer) are used."""
+def weights_identity(
+    pretrained: str, revision: str | None, gguf_file: str | None, subfolder: str = ""
+) -> dict[str, Any]:
+    """The part of the identity that says which weights (and embedded tokenizer) are used; with
+    ``subfolder`` (lm-eval's: config, tokenizer and weights all read from it) that folder's files."""
     folder = Path(os.path.expanduser(pretrained))
+    if folder.is_dir() and subfolder:
+        inner = folder / subfolder
+        if not inner.is_dir():
+            raise ModelError(
+                f"model.subfolder '{subfolder}' is not a folder in model.pretrained '{pretrained}'; "
+                "subfolder names the folder inside it that holds the model's files: fix either key."
+            )
+        return {"folder": folder_fingerprint(inner)}
     if folder.is_dir():
         if gguf_file:
             path = folder / gguf_file
@@ -91,7 +102,23 @@ def weights_identity(pretrained: str, revision: str | None, gguf_file: str | Non
         "revision": revision or "main",
         "commit": hub_commit(pretrained, revision),
         "gguf_file": gguf_file,
+        "subfolder": subfolder,
     }
+
+
+def adapter_identity(key: str, source: str | None, revision: str | None) -> dict[str, Any] | None:
+    """A PEFT adapter or delta weights (``model.peft``, ``model.delta``): a local folder's files
+    (adapter_config.json, adapter_model.safetensors, ...), or a hub id and the commit it resolves to."""
+    if source is None:
+        return None
+    folder = Path(os.path.expanduser(source))
+    if folder.is_dir():
+        return {"folder": folder_fingerprint(folder)}
+    if looks_like_path(source) or folder.exists():
+        raise ModelError(
+            f"{key} '{source}' is not a folder. Give the folder save_pretrained wrote for it, or a Hugging Face hub id."
+        )
+    return {"hub_id": source, "revision": revision or "main", "commit": hub_commit(source, revision)}
 
 
 def tokenizer_identity(tokenizer: str | None, revision: str | None) -> Any:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from evalflow.errors import ConfigError, ModelError, closest
+from evalflow.models.hf.lmeval_args import PLAIN, LoadArgs, bnb_config_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +97,14 @@ def load(
     threads: int,
     placement: dict[str, Any],
     memo_gguf: bool = True,
+    args: LoadArgs = PLAIN,
+    backend: str = "default",
 ) -> tuple[Any, Any, Any]:
     """(tokenizer, model, input device), loaded as HFLM loads them (``_get_config``,
     ``_create_tokenizer``, ``_create_model``); the model in eval mode, weights tied, pad token set.
     ``device``: a torch device name this machine has (``device.choose`` resolved ``model.device``).
+    ``args``: HFLM's other loading arguments (``lmeval_args.checked``); ``backend=causal`` loads a
+    model transformers lists as encoder-decoder as a decoder, as lm-eval's does.
 
     A local GGUF file is converted once and then read from its memo (``gguf_memo``): the same
     tensors and tokenizer, in a second instead of a GGUF parse and dequantization."""
@@ -108,7 +113,11 @@ def load(
 
     torch.set_num_threads(threads)
     torch_dtype_of(dtype)  # refuse a bad value before the slow load
-    from_files = _file_loader(revision, trust_remote_code, tokenizer, add_bos_token, dtype, placement)
+    if args.tp_plan is not None:  # transformers places the shards (lm-eval: tp_plan in place of device_map)
+        placement = {"tp_plan": args.tp_plan}
+    elif not placement and bnb_config_kwargs(args.kwargs)[0]:  # lm-eval's device_map {"": device}
+        placement = {"device_map": {"": device}}
+    from_files = _file_loader(revision, trust_remote_code, tokenizer, add_bos_token, dtype, placement, args)
     try:
         gguf_path = Path(pretrained).expanduser() / gguf_file if gguf_file else None
         if memo_gguf and gguf_path is not None and gguf_path.is_file() and not tokenizer:
@@ -131,9 +140,10 @@ def load(
     # HFLM reads the config first to pick its backend; the model's own config is the same one
     # and, for a GGUF file, saves parsing the file once more
     model_type = getattr(model.config, "model_type", None)
-    if model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+    if backend != "causal" and model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
         raise ModelError(f"model '{pretrained}' is a {model_type} model; {SEQ2SEQ_HINT}.")
-    if placement:  # accelerate spread the layers; inputs go where the embeddings are
+    model = _adapted(model, tok, from_files, revision, args)
+    if placement or args.autogptq or quantized(model):  # placed at load: inputs go where the embeddings are
         where = model.get_input_embeddings().weight.device
     else:
         where = torch.device(device)
@@ -144,6 +154,23 @@ def load(
     return tok, model, where
 
 
+def quantized(model: Any) -> bool:
+    """Whether the weights were quantized at load: bitsandbytes places them itself (lm-eval's
+    ``model.to`` fails on them and it goes on where they are)."""
+    return bool(getattr(model, "is_quantized", False) or getattr(model, "hf_quantizer", None))
+
+
+def _adapted(model: Any, tok: Any, from_files: Callable[..., tuple[Any, Any]], revision: str, args: LoadArgs) -> Any:
+    """The loaded model with the adapter or delta weights lm-eval applies after loading it."""
+    from evalflow.models.hf import adapters
+
+    if args.peft:
+        return adapters.with_peft(model, tok, args.peft, revision)
+    if args.delta:
+        return adapters.add_delta(model, args.delta, lambda source: from_files(source, None, delta=True)[1])
+    return model
+
+
 def _file_loader(
     revision: str,
     trust_remote_code: bool,
@@ -151,31 +178,67 @@ def _file_loader(
     add_bos_token: bool | None,
     dtype: str,
     placement: dict[str, Any],
-) -> Callable[[str, str | None], tuple[Any, Any]]:
+    args: LoadArgs = PLAIN,
+) -> Callable[..., tuple[Any, Any]]:
     """``from_files(source, gguf)``: the tokenizer and model from a folder or hub id (and GGUF
-    file), with HFLM's arguments: the tokenizer from the GGUF file unless one is named."""
+    file), with HFLM's arguments: the tokenizer from the GGUF file unless one is named, the slow
+    tokenizer with ``use_fast_tokenizer=false``, both from ``subfolder``; ``from_pretrained`` also
+    gets HFLM's **kwargs (``args.kwargs``), or a GPTQ loader reads the weights (``args.autogptq``,
+    ``args.gptqmodel``). ``delta=True``: the delta model, as lm-eval loads it (no subfolder, no GGUF)."""
     import transformers
     from packaging.version import Version
+
+    from evalflow.models.hf import adapters
 
     common = {"revision": revision, "trust_remote_code": trust_remote_code}
     # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
     dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
+    kwargs = {**model_kwargs(args.kwargs), **placement}
+    where = {"subfolder": args.subfolder} if args.subfolder else {}
 
-    def from_files(source: str, gguf: str | None) -> tuple[Any, Any]:
-        tok_kwargs: dict[str, Any] = dict(common)
+    def from_files(source: str, gguf: str | None, delta: bool = False) -> tuple[Any, Any]:
+        if delta:
+            weights = transformers.AutoModelForCausalLM.from_pretrained(
+                source, **{dtype_arg: torch_dtype_of(dtype)}, **kwargs, **common
+            )
+            return None, weights
+        tok_kwargs: dict[str, Any] = {**common, **where}
         if not tokenizer and gguf is not None:
             tok_kwargs["gguf_file"] = gguf  # the tokenizer is embedded in the GGUF file
         else:
-            tok_kwargs["use_fast"] = True
+            tok_kwargs["use_fast"] = args.use_fast_tokenizer
         if add_bos_token is not None:
             tok_kwargs["add_bos_token"] = add_bos_token
         tok = transformers.AutoTokenizer.from_pretrained(tokenizer or source, **tok_kwargs)
-        weights = transformers.AutoModelForCausalLM.from_pretrained(
-            source, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf, **placement, **common
-        )
+        if args.autogptq or args.gptqmodel:
+            return tok, adapters.gptq_model(source, args.autogptq, args.gptqmodel, trust_remote_code, kwargs)
+        try:
+            weights = transformers.AutoModelForCausalLM.from_pretrained(
+                source, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf, **where, **kwargs, **common
+            )
+        except TypeError as e:  # an argument from_pretrained (or the model class) does not take
+            raise ModelError(
+                f"from_pretrained refused an argument: {e}. Model args that are not keys of conf/model/hf.yaml "
+                f"go to from_pretrained as lm-eval's HFLM passes them (here model.from_pretrained_kwargs="
+                f"{dict(args.kwargs)}); remove or fix the one named."
+            ) from e
         return tok, weights
 
     return from_files
+
+
+def model_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """HFLM's **kwargs as this transformers takes them: ``load_in_4bit``/``load_in_8bit`` and their
+    ``bnb_4bit_*``/``llm_int8_*`` settings as one ``BitsAndBytesConfig`` (``bnb_4bit_compute_dtype``
+    a torch dtype, as lm-eval's ``get_dtype`` makes it), the rest as they are."""
+    bnb, rest = bnb_config_kwargs(kwargs)
+    if not bnb:
+        return rest
+    import transformers
+
+    if "bnb_4bit_compute_dtype" in bnb:
+        bnb["bnb_4bit_compute_dtype"] = torch_dtype_of(bnb["bnb_4bit_compute_dtype"])
+    return {**rest, "quantization_config": transformers.BitsAndBytesConfig(**bnb)}
 
 
 def accelerate_args(

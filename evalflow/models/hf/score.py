@@ -53,6 +53,8 @@ class ScoringSetup:
     # The fast engine's passes over all rows (prefix sharing), delivering every row exactly once;
     # None: the reference passes (:func:`plain_passes`).
     shared: Callable[[ScoringSetup, list[Row], Deliver], Passes] | None = None
+    group_contexts: bool = True  # lm-eval's logits_cache: pairs with one model input share a row
+    softmax_dtype: torch.dtype | None = None  # lm-eval's softmax_dtype; None: the logits' dtype
 
 
 def score_pairs(setup: ScoringSetup, pairs: Sequence[Pair]) -> list[tuple[float, bool]]:
@@ -68,7 +70,7 @@ def score_parts(setup: ScoringSetup, pairs: Sequence[Pair]) -> Iterator[dict[int
     forward pass, holding the pairs that pass finished: the edge saves them while the next pass
     runs, so a killed run loses one pass, not the chunk (``evalflow.scale.dispatch.answered_parts``).
     Every pair is in exactly one part."""
-    groups = plan_loglikelihood(pairs)
+    groups = plan_loglikelihood(pairs, setup.group_contexts)
     rows = []
     for gi, g in enumerate(groups):
         tokens, scored = model_input(g.rep.ctx, g.rep.cont, setup.max_length)
@@ -107,6 +109,7 @@ def plain_passes(setup: ScoringSetup, rows: list[Row], which: list[int], deliver
             [rows[i].scored for i in batch],
             setup.device,
             setup.keep_only_needed,
+            setup.softmax_dtype,
         )
         for i, lp in zip(batch, logprobs):
             deliver(i, lp)

@@ -48,14 +48,15 @@ def continuation_logprobs(
     contlens: Sequence[int],
     device: Any,
     keep_only_needed: bool,
+    softmax_dtype: torch.dtype | None = None,
 ) -> list[torch.Tensor]:
     """One forward pass over right-padded ``inputs``; per row, log-probs ``[contlen, vocab]``.
 
     As lm-eval: inputs are right-padded with token 0 and fed without an attention mask (causal
     attention never looks right, so padding cannot change a row's scored positions), and the
-    log-softmax is taken in the logits' dtype. ``keep_only_needed`` asks the model for the logits
-    of the last positions that any row scores (``logits_to_keep``): the same values, without a
-    ``[batch, length, vocab]`` array for the context positions.
+    log-softmax is taken in the logits' dtype, or ``softmax_dtype`` (lm-eval's). ``keep_only_needed``
+    asks the model for the logits of the last positions that any row scores (``logits_to_keep``):
+    the same values, without a ``[batch, length, vocab]`` array for the context positions.
     """
     padlen = max(len(x) for x in inputs)
     batch = torch.zeros((len(inputs), padlen), dtype=torch.long)
@@ -68,8 +69,15 @@ def continuation_logprobs(
     out = []
     for i, (row, c) in enumerate(zip(inputs, contlens)):
         end = len(row) + offset
-        out.append(F.log_softmax(logits[i, end - c : end], dim=-1))
+        out.append(F.log_softmax(logits[i, end - c : end], dim=-1, dtype=softmax_dtype))
     return out
+
+
+def autocast_forward(model: Any, device: Any, dtype: torch.dtype) -> None:
+    """lm-eval's ``mixed_precision_dtype``: every forward pass under ``torch.autocast`` to ``dtype``
+    on the model's device type (lm-eval wraps its model calls and ``generate``; wrapping ``forward``
+    covers both, the log-softmax outside it as in lm-eval)."""
+    model.forward = torch.autocast(device_type=torch.device(device).type, dtype=dtype)(model.forward)
 
 
 def score(logprobs: torch.Tensor, cont: Sequence[int]) -> tuple[float, bool]:
