@@ -189,6 +189,11 @@ ANSWERING: tuple[str, ...] = ("inference", "judge_inference")
 """The stages whose output is a model's answers (the scored model's, the judges'): ``recompute=answers``
 computes them and every node downstream of them anew (:func:`evalflow.dag.runner.unread_nodes`)."""
 
+REQUESTS: frozenset[str] = frozenset({"load_docs", "fewshot", "instances"})
+"""lm-eval's request cache: the documents, their few-shot contexts and the requests built from them;
+``recompute=requests`` (lm-eval's ``--cache_requests refresh``) computes them anew, and
+``--cache_requests delete`` deletes the ``instances`` entries (:func:`evalflow.cache.upkeep.drop_stage`)."""
+
 OUTPUTS: tuple[Node, ...] = (
     Node(
         "summary",

@@ -25,15 +25,13 @@ from evalflow.lmeval_compat.translate import translate
 from evalflow.output.results import with_samples
 from evalflow.output.run_paths import samples_file
 
-_UNSUPPORTED = {  # argument: (lm-eval's default, why evalflow cannot honour another value)
-    "rewrite_requests_cache": (False, "evalflow's request cache is keyed by the task's content and never stale"),
-    "delete_requests_cache": (False, "`python -m evalflow cache clear` empties evalflow's cache"),
-    "check_integrity": (False, "evalflow has no task test suites (`python -m evalflow validate`)"),
-    "evaluation_tracker": (
-        None,
-        "evalflow writes its run folder (output_dir=), and `evalflow lm-eval --output_path` lm-eval's files",
-    ),
-    "metadata": (None, "evalflow has no run-level task metadata; set it in the task's YAML"),
+# keyword arguments that are flags of lm-eval's command line: given, they become those flags, so
+# translate.py's one table (its settings, LOGGER_FLAGS, REFUSED_FLAGS) decides for both front doors
+_AS_FLAGS = {
+    "metadata": lambda value: ["--metadata", json.dumps(dict(value))],
+    "check_integrity": lambda value: ["--check_integrity"],
+    "rewrite_requests_cache": lambda value: ["--cache_requests", "refresh"],
+    "delete_requests_cache": lambda value: ["--cache_requests", "delete"],
 }
 
 
@@ -75,11 +73,6 @@ def simple_evaluate(
 ) -> dict[str, Any]:
     """lm-eval's ``simple_evaluate``; ``include_path`` (or a ``task_manager`` with one) adds task folders."""
     given = dict(locals())
-    refused = [
-        f"{name}={given[name]!r}: {why}" for name, (default, why) in _UNSUPPORTED.items() if given[name] != default
-    ]
-    if refused:
-        raise ConfigError("simple_evaluate cannot honour: " + " | ".join(refused))
     if not tasks:
         raise ConfigError("simple_evaluate: tasks is required (names, groups, tags or YAML paths)")
     paths = [include_path] if include_path else list(getattr(task_manager, "include_path", None) or [])
@@ -99,6 +92,14 @@ def simple_evaluate(
         results = execute(tr, folder, model=None if isinstance(model, str) else model)
         if log_samples or predict_only:  # lm-eval returns them: read back the run folder's samples files
             results = with_samples(results, lambda task: _rows(samples_file(folder, task)))
+    if evaluation_tracker is not None:  # lm-eval's EvaluationTracker: the script saves or pushes with it later
+        evaluation_tracker.general_config_tracker.log_experiment_args(
+            model_source=model if isinstance(model, str) else "CUSTOM",
+            model_args=model_args or "",
+            system_instruction=system_instruction,
+            chat_template=results.get("chat_template"),
+            fewshot_as_multiturn=fewshot_as_multiturn,
+        )
     return results
 
 
@@ -142,4 +143,7 @@ def _argv(given: Mapping[str, Any], tasks: list[str], include: list[str], model:
             argv.append(f"--{flag}")
     if given["cache_requests"]:
         argv.append("--cache_requests")
+    for name, words in _AS_FLAGS.items():
+        if given[name]:
+            argv += words(given[name])
     return argv
