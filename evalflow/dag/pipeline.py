@@ -92,10 +92,11 @@ PIPELINE: tuple[Node, ...] = (
             "fewshot_split",
             "fewshot_config",
             "process_docs",
+            "metadata",  # custom_dataset(**metadata, **dataset_kwargs): keyed by what it returns
         ),
         run_settings=("data_map",),
         identity={"data": _data_identity, "dataset_options": _dataset_options},
-        unhashed=("dataset_path", "dataset_kwargs", "custom_dataset", "data_map"),
+        unhashed=("dataset_path", "dataset_kwargs", "custom_dataset", "metadata", "data_map"),
         resources=("images",),  # image columns' pixels, stored by digest; the data's bytes key them
     ),
     Node(

@@ -58,7 +58,7 @@ def delete_requests(tr: Translation) -> int:
         dropped = drop_stage(store, "instances")
     finally:
         store.close()
-    logging.getLogger("evalflow").info("--cache_requests delete: %d cached requests entries deleted", dropped)
+    print(f"evalflow lm-eval: --cache_requests delete: {dropped} cached requests entries deleted", file=sys.stderr)
     return dropped
 
 
