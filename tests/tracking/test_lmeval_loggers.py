@@ -1,0 +1,164 @@
+"""``evalflow lm-eval``'s ``--wandb_args``/``--wandb_config_args``, ``--trackio_args`` and
+``--hf_hub_log_args`` against lm-eval 0.4.13's own loggers (installed beside evalflow) given the
+same results and samples: W&B offline runs read back and compared record for record, Trackio's
+local store compared, and the Hub calls of ``huggingface_hub.HfApi`` (patched: no hub here)
+compared call for call."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cli import cli
+from tests.support.paths import ROOT
+
+pytest.importorskip("lm_eval.loggers", reason="lm-eval is not installed beside evalflow")
+
+DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+")
+
+
+def lm_eval_argv(lib: Path, tmp: Path, *extra: str) -> list[str]:
+    return [
+        "lm-eval",
+        "--model",
+        "dummy",
+        "--model_args",
+        "salt=s1",
+        "--tasks",
+        "toy_mc,toy_gen",
+        "--include_path",
+        str(lib),
+        "--limit",
+        "3",
+        "--log_samples",
+        "--output_path",
+        str(tmp / "out"),
+        "--use_cache",
+        str(tmp / "cache"),
+        "--bootstrap_iters",
+        "10",
+        *extra,
+    ]
+
+
+def written(tmp: Path) -> tuple[Path, list[Path]]:
+    folder = tmp / "out" / "dummy"
+    return next(folder.glob("results_*.json")), sorted(folder.glob("samples_*.jsonl"))
+
+
+def peer_log(kind: str, args: dict[str, Any], tmp: Path, env: dict[str, str]) -> None:
+    """lm-eval's logger of ``kind`` on the files the evalflow run wrote, in a child process."""
+    results, samples = written(tmp)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.lmeval_loggers_peer", kind, json.dumps(args), str(results)]
+        + [str(s) for s in samples],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_wandb_args_log_what_lm_evals_wandb_logger_logs(toy_library: Path, tmp_path: Path) -> None:
+    pytest.importorskip("wandb", reason="the tracking extra is not installed: pip install 'evalflow[tracking]'")
+    from tests.support.wandb_records import records
+
+    env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    init = {"project": "toys", "job_type": "eval", "group": "g1", "step": 3}
+    ours = cli(
+        lm_eval_argv(
+            toy_library,
+            tmp_path,
+            "--wandb_args",
+            f"project=toys,name=ours,job_type=eval,group=g1,step=3,dir={tmp_path / 'ours'}",
+            "--wandb_config_args",
+            "team=a",
+        ),
+        env_extra=env,
+        cwd=tmp_path,
+    )
+    assert ours.returncode == 0, ours.stderr
+    peer_log(
+        "wandb",
+        {"init": {**init, "name": "theirs", "dir": str(tmp_path / "theirs")}, "config": {"team": "a"}},
+        tmp_path,
+        env,
+    )
+    logged = {side: _wandb_run(tmp_path / side, records) for side in ("ours", "theirs")}
+    assert logged["ours"]["run"] == {"project": "toys", "job_type": "eval", "group": "g1", "name": "ours"}
+    logged["theirs"]["run"]["name"] = "ours"
+    for key in logged["ours"]:
+        assert logged["ours"][key] == logged["theirs"][key], key
+    assert "toy_mc/acc" in logged["ours"]["history"][0] and logged["ours"]["tables"]
+    assert {"evaluation/eval_results", "toy_mc_eval_results", "toy_gen_eval_results"} <= set(logged["ours"]["tables"])
+
+
+def _wandb_run(folder: Path, records: Any) -> dict[str, Any]:
+    """What an offline run logged: run fields, config, summary, history rows (tables by name),
+    artifacts (name, type, files) and the tables' contents."""
+    [run_file] = list((folder / "wandb").glob("offline-run-*/run-*.wandb"))
+    recs = list(records(run_file))
+    [started] = [r.run for r in recs if r.WhichOneof("record_type") == "run"]
+    config: dict[str, Any] = {}
+    for r in recs:
+        if r.WhichOneof("record_type") in ("config", "run"):
+            updates = r.config.update if r.WhichOneof("record_type") == "config" else r.run.config.update
+            config.update({u.key: json.loads(u.value_json) for u in updates if u.key != "_wandb"})
+    history = [
+        _kept({(i.key or "/".join(i.nested_key)): json.loads(i.value_json) for i in r.history.item})
+        for r in recs
+        if r.WhichOneof("record_type") == "history"
+    ]
+    summary = _kept(
+        {
+            (u.key or "/".join(u.nested_key)): json.loads(u.value_json)
+            for r in recs
+            if r.WhichOneof("record_type") == "summary"
+            for u in r.summary.update
+        }
+    )
+    artifacts = sorted(
+        (
+            re.sub(rf"^run-{started.run_id}-([^-]+)(-[\w-]{{6}})?$", r"run-\1", r.artifact.name),  # less id and digest
+            r.artifact.type,
+            tuple(sorted(m.path for m in r.artifact.manifest.contents)),
+        )
+        for r in recs
+        if r.WhichOneof("record_type") == "artifact"
+    )
+    media = run_file.parent / "files" / "media" / "table"
+    tables = {
+        re.sub(r"_\d+_[0-9a-f]+\.table\.json$", "", str(p.relative_to(media))): json.loads(p.read_text())
+        for p in sorted(media.rglob("*.table.json"))
+    }
+    run = {
+        "project": started.project,
+        "job_type": started.job_type,
+        "group": started.run_group,
+        "name": started.display_name,
+    }
+    return {
+        "run": run,
+        "config": config,
+        "history": history,
+        "summary": summary,
+        "artifacts": artifacts,
+        "tables": tables,
+    }
+
+
+VOLATILE = ("/path", "/artifact_path", "/_latest_artifact_path", "/sha256", "/size")
+
+
+def _kept(items: dict[str, Any]) -> dict[str, Any]:
+    """Logged values less a table reference's content hashes and paths (the tables are compared whole)."""
+    return {k: v for k, v in items.items() if not k.startswith("_") and not k.endswith(VOLATILE)}
