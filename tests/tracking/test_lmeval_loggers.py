@@ -49,8 +49,8 @@ def lm_eval_argv(lib: Path, tmp: Path, *extra: str) -> list[str]:
 
 
 def written(tmp: Path) -> tuple[Path, list[Path]]:
-    folder = tmp / "out" / "dummy"
-    return next(folder.glob("results_*.json")), sorted(folder.glob("samples_*.jsonl"))
+    results = next((tmp / "out").glob("*/results_*.json"))
+    return results, sorted(results.parent.glob("samples_*.jsonl"))
 
 
 def peer_log(kind: str, args: dict[str, Any], tmp: Path, env: dict[str, str]) -> None:
@@ -162,3 +162,99 @@ VOLATILE = ("/path", "/artifact_path", "/_latest_artifact_path", "/sha256", "/si
 def _kept(items: dict[str, Any]) -> dict[str, Any]:
     """Logged values less a table reference's content hashes and paths (the tables are compared whole)."""
     return {k: v for k, v in items.items() if not k.startswith("_") and not k.endswith(VOLATILE)}
+
+
+class HubRecorder:
+    """``huggingface_hub.HfApi`` with every call recorded, nothing sent (no hub here)."""
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __init__(self, token: str | None = None, **kw: Any) -> None:
+        self.token = token
+
+    def whoami(self) -> dict[str, str]:
+        return {"name": "me"}
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kw: HubRecorder.calls.append((name, {**dict(enumerate(args)), **kw}))
+
+
+def _hub_calls(root: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The recorded calls, files as paths under ``root`` and the run's date as DATE, then cleared."""
+    calls = [
+        (
+            name,
+            {
+                k: DATE.sub(
+                    "DATE", str(Path(v).relative_to(root)) if k in ("path_or_fileobj", "folder_path") else str(v)
+                )
+                for k, v in kw.items()
+            },
+        )
+        for name, kw in HubRecorder.calls
+    ]
+    HubRecorder.calls.clear()
+    return calls
+
+
+def test_hf_hub_log_args_push_as_lm_evals_evaluation_tracker(
+    toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+    import huggingface_hub.utils
+
+    from evalflow.commands.lm_eval import main
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", HubRecorder)
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    monkeypatch.chdir(tmp_path)
+    hub = {"hub_results_org": "org", "details_repo_name": "details", "push_results_to_hub": True}
+    hub |= {"push_samples_to_hub": True, "gated": True}
+    argv = lm_eval_argv(toy_library, tmp_path)[1:]
+    argv[argv.index("salt=s1")] = "pretrained=org/m"
+    assert main([*argv, "--hf_hub_log_args", ",".join(f"{k}={v}" for k, v in hub.items())]) == 0
+    ours = _hub_calls(tmp_path / "out")
+
+    from lm_eval.loggers import EvaluationTracker
+
+    # lm-eval gates through a raw PUT of the repo's settings (HfApi.update_repo_settings' request)
+    monkeypatch.setattr(huggingface_hub.utils, "get_session", lambda: HubRecorder())
+    results_file, sample_files = written(tmp_path)
+    from tests.support.lmeval_loggers_peer import samples_of
+
+    tracker = EvaluationTracker(output_path=str(tmp_path / "peer"), token="hf_test_token", **hub)
+    tracker.general_config_tracker.log_experiment_args("dummy", "pretrained=org/m", None, None, False)
+    results, samples = json.loads(results_file.read_text()), samples_of([str(s) for s in sample_files])
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for task in results["configs"]:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
+    theirs = _hub_calls(tmp_path / "peer")
+    gate = ("update_repo_settings", {0: "org/details-private", "gated": "auto", "repo_type": "dataset"})
+    put = (
+        "put",
+        {"url": "https://huggingface.co/api/datasets/org/details-private/settings", "json": "{'gated': 'auto'}"},
+    )
+    assert [gate if call[0] == "put" and call[1]["url"] == put[1]["url"] else call for call in theirs] == ours
+    assert put[1]["json"] in [c[1].get("json") for c in theirs]
+    assert ours[1] == (
+        "upload_file",
+        {
+            "repo_id": "org/details-private",  # results_repo_name defaults to details_repo_name
+            "path_or_fileobj": "org__m/results_DATE.json",
+            "path_in_repo": "org/m/results_DATE.json",
+            "repo_type": "dataset",
+            "commit_message": "Adding aggregated results for org/m",
+        },
+    )
+
+
+def test_hf_hub_log_args_refused_before_the_run_without_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalflow.errors import ConfigError
+    from evalflow.tracking.hub_push import hub_target
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match="no token is set: set HF_TOKEN"):
+        hub_target({"push_results_to_hub": True}, True)
+    with pytest.raises(ConfigError, match="'push_result' is not among|push_result is not among"):
+        hub_target({"push_result": True}, True)
+    assert not hub_target({"hub_results_org": "org"}, False).pushes
