@@ -258,3 +258,44 @@ def test_hf_hub_log_args_refused_before_the_run_without_a_token(monkeypatch: pyt
     with pytest.raises(ConfigError, match="'push_result' is not among|push_result is not among"):
         hub_target({"push_result": True}, True)
     assert not hub_target({"hub_results_org": "org"}, False).pushes
+
+
+def test_trackio_args_log_what_lm_evals_trackio_logger_logs(toy_library: Path, tmp_path: Path) -> None:
+    pytest.importorskip("trackio", reason="trackio is not installed: pip install trackio")
+    stores = {side: tmp_path / f"trackio-{side}" for side in ("ours", "theirs")}
+    ours = cli(
+        lm_eval_argv(toy_library, tmp_path, "--trackio_args", "project=toys,name=run1,step=2"),
+        env_extra={"TRACKIO_DIR": str(stores["ours"])},
+        cwd=tmp_path,
+    )
+    assert ours.returncode == 0, ours.stderr
+    peer_log(
+        "trackio",
+        {"init": {"project": "toys", "name": "run1", "step": 2}},
+        tmp_path,
+        {"TRACKIO_DIR": str(stores["theirs"])},
+    )
+    logged = {side: _trackio_logs(store) for side, store in stores.items()}
+    for table, rows in logged["ours"].items():
+        for ours_row, theirs_row in zip(rows, logged["theirs"][table], strict=True):
+            assert ours_row == theirs_row, table
+    assert "toy_mc/acc" in json.loads(logged["ours"]["metrics"][0]["metrics"]) and len(logged["ours"]["traces"]) == 6
+
+
+VARYING = {"id", "run_id", "timestamp", "log_id", "created_at"}  # a row's identity and time, per run
+
+
+def _trackio_logs(store: Path) -> dict[str, Any]:
+    """Every row Trackio stored (config, metrics, traces), its ids and times left out."""
+    import sqlite3
+
+    [db] = list(store.glob("*.db"))
+    with sqlite3.connect(db) as con:
+        con.row_factory = sqlite3.Row
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        rows = {t: [dict(r) for r in con.execute(f"SELECT * FROM {t}")] for t in tables if t != "sqlite_sequence"}
+    for row in rows["configs"]:
+        row["config"] = {k: v for k, v in json.loads(row["config"]).items() if k != "_Created"}
+    for row in rows["traces"]:  # the text searched begins with the trace's id
+        row["search_text"] = row["search_text"].split(" ", 1)[1]
+    return {t: [{k: v for k, v in r.items() if k not in VARYING} for r in table] for t, table in rows.items()}
