@@ -299,3 +299,23 @@ def _trackio_logs(store: Path) -> dict[str, Any]:
     for row in rows["traces"]:  # the text searched begins with the trace's id
         row["search_text"] = row["search_text"].split(" ", 1)[1]
     return {t: [{k: v for k, v in r.items() if k not in VARYING} for r in table] for t, table in rows.items()}
+
+
+def test_trackio_callback_logs_a_native_run(toy_library: Path, tmp_path: Path) -> None:
+    """hydra/callbacks=trackio: the same logger on a native run's folder, the composed config with it."""
+    pytest.importorskip("trackio", reason="trackio is not installed: pip install trackio")
+    from tests.support.tracked_runs import run_args
+
+    store = tmp_path / "trackio"
+    done = cli(
+        run_args(toy_library, tmp_path, "hydra/callbacks=trackio", "hydra.callbacks.trackio.project=toys"),
+        env_extra={"TRACKIO_DIR": str(store)},
+    )
+    assert done.returncode == 0, done.stderr
+    logged = _trackio_logs(store)
+    [config] = [row["config"] for row in logged["configs"]]
+    assert config["limit"] == 6 and set(config["task_configs"]) == {"toy_mc", "toy_gen"}
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    scores = json.loads(logged["metrics"][0]["metrics"])
+    assert scores["toy_mc/acc"] == results["results"]["toy_mc"]["acc,none"]
+    assert len(logged["traces"]) == 12
