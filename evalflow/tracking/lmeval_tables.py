@@ -8,7 +8,7 @@ log the same keys, tables and columns lm-eval's do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 _PERPLEXITY = ("word_perplexity", "byte_perplexity", "bits_per_byte")
@@ -58,13 +58,15 @@ def arguments(sample: Mapping[str, Any]) -> list[list[Any]]:
     return [list(a) for a in args]
 
 
-def sample_columns(data: list[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
+def sample_columns(data: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
     """lm-eval's ``_generate_dataset``: the columns of a task's samples table (id, data, choices for
     multiple choice, input_len, labels, output_type, raw and filtered predictions, each metric)."""
     kind = config["output_type"]
     args = [arguments(x) for x in data]
     instance = [a[0][0] for a in args]
     labels: list[Any] = [x["target"] for x in data]
+    resps: list[Any]
+    filtered: list[Any]
     if kind == "loglikelihood":
         labels = [a[0][1] for a in args]
         resps = [_greedy_text(x["resps"][0][0]) for x in data]

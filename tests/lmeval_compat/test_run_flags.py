@@ -92,7 +92,7 @@ def test_metadata_reaches_custom_dataset_as_in_lm_eval(meta_folder: Path, tmp_pa
     ours = [json.loads(line)["doc"] for line in (tmp_path / "run" / "samples_meta_docs.jsonl").read_text().splitlines()]
     assert [d["question"] for d in ours] == ["org/m q0 at 4096?", "org/m q1 at 8192?", "org/m q2 at 4096?"]
     meta = results["configs"]["meta_docs"]["metadata"]
-    assert meta == {"version": 2.0, "n_docs": 3, "pretrained": "org/m", "max_seq_lengths": [4096, 8192], **_source(meta)}
+    assert meta == {"version": 2.0, "n_docs": 3, "pretrained": "org/m", "max_seq_lengths": [4096, 8192]} | _source(meta)
 
     tasks = pytest.importorskip("lm_eval.tasks", reason="lm-eval is not installed beside evalflow")
     manager = tasks.TaskManager(include_path=str(meta_folder), include_defaults=False, metadata=metadata)
@@ -148,7 +148,8 @@ def test_config_file_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
 
 def test_cache_requests_refresh_recomputes_the_request_stages() -> None:
     base = ["--model", "dummy", "--tasks", "t"]
-    assert "recompute=requests" in translate(parse([*base, "--use_cache", "c", "--cache_requests", "refresh"])).overrides
+    cached = translate(parse([*base, "--use_cache", "c", "--cache_requests", "refresh"]))
+    assert "recompute=requests" in cached.overrides
     assert "recompute=all" in translate(parse([*base, "--cache_requests", "refresh"])).overrides  # answers too
     assert translate(parse([*base, "--cache_requests", "delete"])).delete_requests
 

@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -167,7 +167,7 @@ def _kept(items: dict[str, Any]) -> dict[str, Any]:
 class HubRecorder:
     """``huggingface_hub.HfApi`` with every call recorded, nothing sent (no hub here)."""
 
-    calls: list[tuple[str, dict[str, Any]]] = []
+    calls: ClassVar[list[tuple[str, dict[str, Any]]]] = []
 
     def __init__(self, token: str | None = None, **kw: Any) -> None:
         self.token = token
