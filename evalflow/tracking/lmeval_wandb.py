@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from evalflow.output.run_paths import RESULTS
 from evalflow.tracking.lmeval_tables import results_table_rows, sample_columns, summary_and_scores
 from evalflow.tracking.logged import require
 from evalflow.tracking.preflight import check_wandb_login
@@ -56,7 +57,7 @@ class LmEvalWandb:
                     table = wandb.Table(columns=[first, *TABLE_COLUMNS], data=results_table_rows(results, key))
                     name = "eval_results" if key == "results" else "group_eval_results"
                     self.run.log({f"evaluation/{name}": table}, step=self.step)
-            self._artifact("results", "eval_results", "results.json", results)
+            self._artifact("results", "eval_results", RESULTS, results)  # lm-eval's file name, as the run folder's
             if samples is not None:
                 self._log_samples(results, configs, samples)
         finally:

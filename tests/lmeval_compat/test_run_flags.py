@@ -190,3 +190,27 @@ def test_check_integrity_is_refused_with_lm_evals_meaning() -> None:
 
     with pytest.raises(ConfigError, match="--check_integrity"):
         simple_evaluate(model="dummy", tasks=["t"], check_integrity=True)
+
+
+def test_simple_evaluate_takes_metadata_cache_and_tracker_arguments(
+    toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``metadata=`` reaches every task's metadata; ``rewrite_requests_cache``/``delete_requests_cache``
+    are ``--cache_requests refresh|delete``; lm-eval's EvaluationTracker records the experiment as
+    lm-eval's simple_evaluate records it, and then saves the results with lm-eval's own code."""
+    from evalflow import simple_evaluate
+
+    monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path / "cache"))
+    common = dict(model="dummy", tasks=["toy_mc"], include_path=str(toy_library), limit=2, bootstrap_iters=0)
+    results = simple_evaluate(**common, metadata={"max_seq_lengths": [4096]}, rewrite_requests_cache=True)
+    assert results["configs"]["toy_mc"]["metadata"]["max_seq_lengths"] == [4096]
+    assert simple_evaluate(**common, delete_requests_cache=True)["results"] == results["results"]
+
+    evaluation_tracker = pytest.importorskip("lm_eval.loggers.evaluation_tracker")
+    tracker = evaluation_tracker.EvaluationTracker(output_path=str(tmp_path / "out"))
+    results = simple_evaluate(**common, model_args="pretrained=org/m", evaluation_tracker=tracker)
+    config = tracker.general_config_tracker
+    assert (config.model_source, config.model_name, config.model_name_sanitized) == ("dummy", "org/m", "org__m")
+    tracker.save_results_aggregated(results={k: v for k, v in results.items() if k != "samples"}, samples=None)
+    [saved] = list((tmp_path / "out" / "org__m").glob("results_*.json"))
+    assert json.loads(saved.read_text())["results"] == results["results"]
