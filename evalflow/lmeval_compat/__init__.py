@@ -4,7 +4,8 @@ Lives here: lm-eval's parser, its translation into an evalflow run, lm-eval's ou
 May import ``errors`` … ``run`` (the rooms below it in docs/architecture.md); only ``commands`` and the API import it.
 
 - ``python -m evalflow lm-eval ARGS...`` / ``evalflow-lm-eval``: lm-eval's command line (run.py:
-  parser.py parses it, translate.py turns it into an evalflow run, layout.py writes lm-eval's files);
+  parser.py parses it, with run_file.py's ``--config`` YAML, translate.py turns it into an evalflow
+  run, layout.py writes lm-eval's files);
 - :func:`evalflow.simple_evaluate`: lm-eval's ``simple_evaluate`` signature (evaluate.py);
 - args.py: lm-eval's ``model_args`` strings and value typing, also behind the native
   ``model_args=...`` and the hint for ``--model``/``--tasks`` given to the native command line (native.py).
