@@ -214,3 +214,11 @@ def test_simple_evaluate_takes_metadata_cache_and_tracker_arguments(
     tracker.save_results_aggregated(results={k: v for k, v in results.items() if k != "samples"}, samples=None)
     [saved] = list((tmp_path / "out" / "org__m").glob("results_*.json"))
     assert json.loads(saved.read_text())["results"] == results["results"]
+
+
+def test_lm_evals_check_integrity_has_no_suite_in_an_installed_lm_eval() -> None:
+    """Why the refusal: lm-eval 0.4.13's run_task_tests looks for tests/test_version_stable.py
+    three folders up from its package, which a pip-installed lm-eval does not have."""
+    utils = pytest.importorskip("lm_eval.evaluator_utils", reason="lm-eval is not installed beside evalflow")
+    with pytest.raises(FileNotFoundError, match="Unable to find package root"):
+        utils.find_test_root(Path(utils.__file__))
