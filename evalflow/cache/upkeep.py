@@ -210,6 +210,12 @@ def _live_lease(store: CacheStore, key: str) -> bool:
         return False
 
 
+def drop_stage(store: CacheStore, stage: str) -> int:
+    """Delete every entry one stage wrote (its tag), of every task and run, and nothing else; how
+    many. lm-eval's ``--cache_requests delete`` drops the ``instances`` stage this way."""
+    return int(store.raw.evict(stage, retry=True))
+
+
 def clear(store: CacheStore) -> tuple[int, list[str]]:
     """Every entry and side folder removed: how many entries, and the side folders' names."""
     folders = side_folders(store.directory)

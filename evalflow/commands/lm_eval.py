@@ -49,6 +49,7 @@ def main(argv: list[str]) -> int:
     from evalflow.lmeval_compat.subcommands import RUNS_ELSEWHERE, run_subcommand
     from evalflow.lmeval_compat.translate import translate
     from evalflow.output.run_summary import LM_EVAL, summary_lines
+    from evalflow.tracking.lmeval_loggers import LmEvalLoggers
 
     logging.getLogger("evalflow").setLevel(logging.INFO)
     stop_on_termination()
@@ -63,15 +64,18 @@ def main(argv: list[str]) -> int:
     print(f"evalflow lm-eval: the same run natively: {tr.native()}", file=sys.stderr)
     for note in tr.notes:
         print(f"evalflow lm-eval: {note}", file=sys.stderr)
+    loggers = LmEvalLoggers(tr)  # W&B's and Trackio's runs open before the evaluation, as in lm-eval
     folder = run_folder()
     try:
         results = execute(tr, folder)
     except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM, SIGHUP (commands.stopping)
         print(stopped_line(stop, None, folder), file=sys.stderr)
         return exit_status(stop)
-    if tr.output_path:
-        for path in write_layout(tr.output_path, results, folder, tr.lm_model, tr.lm_model_args):
-            print(f"evalflow lm-eval: wrote {path}", file=sys.stderr)
+    loggers.log(results, folder)
+    written = write_layout(tr.output_path, results, folder, tr.lm_model, tr.lm_model_args) if tr.output_path else []
+    for path in written:
+        print(f"evalflow lm-eval: wrote {path}", file=sys.stderr)
+    loggers.push(results, written, folder)
     if tr.show_config:
         print(json.dumps({k: v for k, v in results.items() if k != "samples"}, indent=2, default=str))
     print(printed_results(ns, tr.lm_model_args, results), end="")  # stdout: exactly lm-eval's

@@ -147,6 +147,16 @@ class RunSettings:
         role=STAGE,
         conf=Any,
     )
+    # Merged into every selected task's (and group's) metadata at selection, as lm-eval's TaskManager
+    # does: custom_dataset functions receive it, and load_docs keys their output, so it is in no
+    # other stage's key (a task that does not read it keeps its cache). typed Any: a mapping whole.
+    metadata: Mapping[str, Any] | None = setting(
+        None,
+        parse.metadata,
+        "Merged into every task's metadata (lm-eval's --metadata; RULER's max_seq_lengths): a mapping, or its "
+        "JSON text; custom_dataset functions receive it as keyword arguments.",
+        conf=Any,
+    )
     # typed Any in conf/ so that a single path is not refused as a non-list
     include_path: tuple[str, ...] = setting(
         [],
@@ -210,7 +220,8 @@ class RunSettings:
         None,
         parse.recompute,
         f"Compute anew instead of reading the cache: {RECOMPUTE[0]} (every model answer, and every stage "
-        f"computed from them) or {RECOMPUTE[1]} (every stage, the documents and prompts too); unset: read "
+        f"computed from them), {RECOMPUTE[2]} (the documents, few-shot contexts and requests: lm-eval's "
+        f"request cache) or {RECOMPUTE[1]} (every stage, the documents and prompts too); unset: read "
         "whatever the cache holds.",
         role=INERT,
     )

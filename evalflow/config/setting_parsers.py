@@ -14,6 +14,7 @@ loaded.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from evalflow.errors import ConfigError
 
 Parse = Callable[[Any, Mapping[str, Any]], Any]  # (the setting's value, every setting's value) -> its parsed value
 
-RECOMPUTE = ("answers", "all")  # the values of ``recompute``, besides None
+RECOMPUTE = ("answers", "all", "requests")  # the values of ``recompute``, besides None
 
 
 def boolean(value: Any, data: Mapping[str, Any]) -> bool:
@@ -116,6 +117,22 @@ def gen_kwargs(value: Mapping[str, Any] | str | None, data: Mapping[str, Any]) -
     return value or None
 
 
+def metadata(value: Any, data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``metadata``: a mapping (Hydra's ``metadata='{max_seq_lengths:[4096,8192]}'``) or its JSON text,
+    as lm-eval's ``--metadata`` takes a JSON object; unset or empty: None."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"metadata={value!r} is not a JSON object ({exc.msg}); use double quotes") from None
+    if value is None or isinstance(value, Mapping):
+        return dict(value) if value else None
+    raise ConfigError(
+        f"metadata={value!r} is not a mapping; give one merged into every task's metadata, e.g. "
+        "metadata='{max_seq_lengths:[4096,8192]}' (or its JSON text)"
+    )
+
+
 def paths(value: Any, data: Mapping[str, Any]) -> tuple[str, ...]:
     """``include_path``: a list of folders, or one folder given without brackets (lm-eval's habit)."""
     if not value:
@@ -182,7 +199,8 @@ def recompute(value: Any, data: Mapping[str, Any]) -> str | None:
         return str(value)
     raise ConfigError(
         f"recompute={value!r} is not allowed; use recompute=answers (every model answer and what is "
-        "scored from it, computed anew) or recompute=all (every stage), or leave it out to read the cache"
+        "scored from it, computed anew), recompute=requests (the documents, few-shot contexts and requests: "
+        "lm-eval's --cache_requests refresh) or recompute=all (every stage), or leave it out to read the cache"
     )
 
 

@@ -100,10 +100,11 @@ PIPELINE: tuple[Node, ...] = (
             "fewshot_split",
             "fewshot_config",
             "process_docs",
+            "metadata",  # custom_dataset(**metadata, **dataset_kwargs): keyed by what it returns
         ),
         run_settings=("data_map", "task_rng"),
         identity={"data": _data_identity, "dataset_options": _dataset_options, "task_rng": _process_docs_rng},
-        unhashed=("dataset_path", "dataset_kwargs", "custom_dataset", "data_map", "task_rng"),
+        unhashed=("dataset_path", "dataset_kwargs", "custom_dataset", "metadata", "data_map", "task_rng"),
         resources=("images",),  # image columns' pixels, stored by digest; the data's bytes key them
     ),
     Node(
@@ -196,6 +197,11 @@ STAGE_NAMES: tuple[str, ...] = tuple(node.name for node in PIPELINE)
 ANSWERING: tuple[str, ...] = ("inference", "judge_inference")
 """The stages whose output is a model's answers (the scored model's, the judges'): ``recompute=answers``
 computes them and every node downstream of them anew (:func:`evalflow.dag.runner.unread_nodes`)."""
+
+REQUESTS: frozenset[str] = frozenset({"load_docs", "fewshot", "instances"})
+"""lm-eval's request cache: the documents, their few-shot contexts and the requests built from them;
+``recompute=requests`` (lm-eval's ``--cache_requests refresh``) computes them anew, and
+``--cache_requests delete`` deletes the ``instances`` entries (:func:`evalflow.cache.upkeep.drop_stage`)."""
 
 OUTPUTS: tuple[Node, ...] = (
     Node(

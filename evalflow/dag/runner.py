@@ -18,7 +18,7 @@ from typing import Any
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.store import MISSING, CacheStore
 from evalflow.dag.node import Node
-from evalflow.dag.pipeline import ANSWERING, OUTPUTS, PIPELINE
+from evalflow.dag.pipeline import ANSWERING, OUTPUTS, PIPELINE, REQUESTS
 from evalflow.errors import EvalflowError
 from evalflow.scale.progress import progress_label
 from evalflow.taskspec.format.spec import TaskConfig
@@ -88,7 +88,9 @@ def unread_nodes(recompute: str | None, nodes: tuple[Node, ...] = PIPELINE + OUT
     """The nodes a run computes anew rather than reading from the cache, for its ``recompute``
     setting: none; ``answers``: the model stages (:data:`ANSWERING`) and every node downstream of
     them, which a recomputed answer may change (keys depend on upstream keys, not values, so a
-    filter read from the cache would be the old answer's); ``all``: every node.
+    filter read from the cache would be the old answer's); ``requests``: :data:`REQUESTS`, lm-eval's
+    request cache (rebuilt from the same keys, they are the same values, so what is downstream
+    stays valid); ``all``: every node.
 
     >>> sorted(unread_nodes("answers"))
     ['aggregate', 'filters', 'inference', 'judge_inference', 'judge_requests', 'metrics', 'samples', 'summary']
@@ -97,6 +99,8 @@ def unread_nodes(recompute: str | None, nodes: tuple[Node, ...] = PIPELINE + OUT
         return frozenset()
     if recompute == "all":
         return frozenset(n.name for n in nodes)
+    if recompute == "requests":
+        return REQUESTS
     unread = set(ANSWERING)
     for node in nodes:  # in order: a node's upstream nodes come before it
         if unread & set(node.upstream):

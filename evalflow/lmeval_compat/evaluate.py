@@ -157,10 +157,9 @@ def _run(given: dict[str, Any], items: list[Any], manager: ManagerSettings, mode
         paths = list(manager.include_path)
         if docs.docs:
             paths.append(str(write_task_docs(docs, Path(scratch) / "specs")))
-        named = [item for item in items if isinstance(item, str)]
-        manager.check_names(named)
         by_name = isinstance(model, str)
         tr = translate(parse(lm_eval_argv(given, list(docs.names), paths[:1], model if by_name else None)))
+        manager.check_names([item for item in items if isinstance(item, str)])  # after the refusals of flags
         overrides = [o for o in tr.overrides if by_name or not o.startswith("model.")]
         if len(paths) > 1:
             overrides.append(f"include_path={hydra_value(paths)}")

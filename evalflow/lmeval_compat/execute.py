@@ -29,6 +29,8 @@ def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
 
     if tr.verbosity:
         logging.getLogger("evalflow").setLevel(tr.verbosity.upper())
+    if tr.delete_requests:
+        delete_requests(tr)
     if tr.write_out:
         print_first_prompts(tr)
     results = evaluate(
@@ -39,6 +41,25 @@ def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
     from evalflow.output.results import as_command_gave
 
     return as_command_gave(results, tr.lm_model, tr.lm_model_args, tr.lm_config)  # lm-eval's names for what was given
+
+
+def delete_requests(tr: Translation) -> int:
+    """lm-eval's ``--cache_requests delete``: every cached request (the instances stage's entries, of
+    every task) deleted from the run's cache before it starts; documents, answers and scores stay.
+    Returns how many entries went."""
+    from evalflow.cache.store import CacheStore
+    from evalflow.cache.upkeep import drop_stage
+    from evalflow.config.compose import compose_config
+    from evalflow.config.settings import settings_from_config
+
+    cache = [o for o in tr.overrides if o.startswith("cache_dir=")]
+    store = CacheStore(settings_from_config(compose_config(["model=dummy", *cache])).cache_dir)
+    try:
+        dropped = drop_stage(store, "instances")
+    finally:
+        store.close()
+    print(f"evalflow lm-eval: --cache_requests delete: {dropped} cached requests entries deleted", file=sys.stderr)
+    return dropped
 
 
 def print_first_prompts(tr: Translation) -> None:

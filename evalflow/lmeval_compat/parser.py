@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from evalflow.lmeval_compat.run_file import with_run_file
 from evalflow.lmeval_compat.translate import flag_meaning
 
 # flag (with lm-eval's short aliases) -> how many values: "?" optional, "+" one or more, 1 one, 0 a switch
@@ -104,5 +105,7 @@ def subcommand_parser(name: str) -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    """lm-eval's argv (a leading ``run`` subcommand dropped, as lm-eval's legacy form inserts it)."""
-    return build_parser().parse_args(argv[1:] if argv[:1] and argv[0] in SUBCOMMANDS else argv)
+    """lm-eval's argv (a leading ``run`` subcommand dropped, as lm-eval's legacy form inserts it),
+    with a ``--config`` YAML run file's keys filling the flags not given."""
+    ns = build_parser().parse_args(argv[1:] if argv[:1] and argv[0] in SUBCOMMANDS else argv)
+    return with_run_file(ns, {names[0].lstrip("-"): nargs for names, nargs in FLAGS.items()})

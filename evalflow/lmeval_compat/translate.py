@@ -22,18 +22,21 @@ from evalflow.lmeval_compat.task_settings import task_settings
 
 # flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same)
 REFUSED_FLAGS = {
-    "config": "evalflow reads no lm-eval YAML run config; pass its settings as flags (or use "
-    "`python -m evalflow` with a Hydra config)",
-    "check_integrity": "evalflow has no task test suites; `python -m evalflow validate task=NAME` checks a "
-    "task's config",
-    "wandb_args": "W&B logging is a Hydra callback of the native command line: python -m evalflow ... "
-    "hydra/callbacks=wandb hydra.callbacks.wandb.project=NAME",
-    "wandb_config_args": "W&B logging is a Hydra callback of the native command line (hydra/callbacks=wandb)",
-    "trackio_args": "evalflow has no Trackio logger (hydra/callbacks=wandb or hydra/callbacks=mlflow log runs)",
-    "hf_hub_log_args": "evalflow does not push results or samples to the Hugging Face Hub; upload the "
-    "--output_path folder yourself",
-    "metadata": "evalflow has no run-level task metadata (lm-eval merges it into every task's metadata, "
-    "for RULER's max_seq_lengths and the like); set metadata in the task's YAML",
+    "check_integrity": "lm-eval 0.4.13 runs pytest on tests/test_version_stable.py of an lm-eval source checkout "
+    "(installed from PyPI it has none and stops with FileNotFoundError); evalflow has no such suite of lm-eval's "
+    "task versions. `python -m evalflow validate task=NAME` loads each task and builds its prompts without a model",
+}
+# the flags that log a run or push it elsewhere, given as lm-eval's key=value words or JSON: after the
+# run they are handed to evalflow.tracking.lmeval_loggers (W&B, Trackio, the Hugging Face Hub)
+LOGGER_FLAGS = {
+    "wandb_args": "wandb.init's arguments (project, name, job_type, group, ..., step): the run is logged to W&B as "
+    "lm-eval's WandbLogger logs it (results, tables, samples)",
+    "wandb_config_args": "merged into the W&B run's config, as lm-eval's WandbLogger does",
+    "trackio_args": "trackio.init's arguments (project, name, group, space_id, ..., step): the run is logged to "
+    "Trackio as lm-eval's TrackioLogger logs it",
+    "hf_hub_log_args": "lm-eval's EvaluationTracker arguments (hub_results_org, details_repo_name, "
+    "push_results_to_hub, push_samples_to_hub, public_repo, gated, ...): results and samples pushed to the Hub "
+    "as lm-eval pushes them (HF_TOKEN)",
 }
 
 
@@ -53,6 +56,8 @@ class Translation:
     notes: tuple[str, ...] = field(default_factory=tuple)  # what a flag maps to, printed once
     # results.json config fields as lm-eval records the command (its four seeds, gen_kwargs)
     lm_config: dict[str, Any] = field(default_factory=dict)
+    loggers: dict[str, dict[str, Any]] = field(default_factory=dict)  # LOGGER_FLAGS given: their key=values
+    delete_requests: bool = False  # --cache_requests delete: the instances stage's entries deleted first
 
     def native(self) -> str:
         """The equivalent ``python -m evalflow`` command."""
@@ -88,6 +93,10 @@ def translate(ns: argparse.Namespace) -> Translation:
             "`python -m evalflow ls` lists them"
         )
     tasks = tuple(t for word in ns.tasks for t in word.split(",") if t)
+    given_metadata = merge_kv(ns.metadata, "--metadata") if ns.metadata is not None else {}
+    metadata = {**recorded_model_args(lm_args), **given_metadata}  # secrets stay in the environment
+    if metadata:  # lm-eval's TaskManager(metadata=model_args | metadata): every task's metadata
+        settings.append(f"metadata={hydra_value(metadata)}")
     return Translation(
         name,
         recorded_model_args(lm_args),  # secrets out of results.json
@@ -100,6 +109,8 @@ def translate(ns: argparse.Namespace) -> Translation:
         ns.verbosity,
         tuple(notes + more_notes + task_notes),
         recorded_config(ns),
+        {flag: merge_kv(getattr(ns, flag), f"--{flag}") for flag in LOGGER_FLAGS if getattr(ns, flag) is not None},
+        ns.cache_requests == "delete",
     )
 
 
@@ -167,28 +178,28 @@ MODEL_FLAGS = {
     "trust_remote_code": "model.trust_remote_code",
 }
 OTHER_FLAGS = {
+    "config": "lm-eval's YAML run file: its keys give the flags not given on the command line (which win)",
+    "metadata": "the run setting metadata, over the model args (lm-eval's TaskManager metadata: model_args | metadata)",
     "tasks": "task=[...], with task_library=[lm_eval] (lm-eval's own task names); a folder or YAML named: "
     "trust_task_code=true, as lm-eval trusts it",
     "output_path": "lm-eval's output layout is written there, besides the run folder",
     "show_config": "the results, as JSON, are printed",
     "write_out": "prompts go to the samples files (python -m evalflow show prints them)",
     "verbosity": "accepted; evalflow logs at INFO",
-    "cache_requests": "true: prompts and requests are always cached, keyed by content; refresh and delete are refused",
+    "cache_requests": "true: prompts and requests are always cached, keyed by content; refresh: recompute=requests "
+    "(recompute=all without --use_cache); delete: the cache's requests (instances stage) deleted before the run",
 }
 
 # how an accepted flag's effect differs from lm-eval's (docs/lm-eval-surface.md's *differs* rows)
 FLAG_DIFFERENCES = {
     "batch_size": "`auto:N` is `auto` (evalflow sizes each request type anyway); not given, evalflow's "
     "`auto` (lm-eval's 1); answers do not depend on it",
-    "device": "not given: `auto` (CUDA, else MPS, else the CPU; lm-eval's HFLM takes `cuda`); refused for "
-    "served models (lm-eval ignores it there)",
-    "seed": "evalflow has one seed (the few-shot sampler's and sampled generation's): one integer, or four "
-    "whose torch and fewshot seeds match, else refused",
-    "cache_requests": "lm-eval's `refresh` and `delete` rebuild or delete its request cache",
-    "write_out": "lm-eval prints the first documents' prompts",
+    "device": "not given: `auto` (CUDA, else MPS, else the CPU; lm-eval's HFLM takes `cuda`); ignored for "
+    "served models and vLLM, as lm-eval ignores it there",
+    "seed": "a None slot keeps the setting's default (lm-eval leaves that generator unseeded: its draws differ "
+    "from run to run; evalflow's stages are pure and cached)",
+    "write_out": "lm-eval logs the first document's Instance; evalflow prints its prompt as `python -m evalflow show`",
     "verbosity": "lm-eval logs at the level given",
-    "log_samples": "accepted without --output_path (lm-eval refuses it)",
-    "predict_only": "accepted without --output_path (lm-eval refuses it)",
 }
 
 
@@ -235,7 +246,7 @@ def _settings(ns: argparse.Namespace, refused: list[str]) -> tuple[list[str], li
     else:  # lm-eval reads no cached answer without it: computed anew (and written to the default cache)
         out["recompute"] = "answers"
     if ns.cache_requests is not None:
-        _cache_requests(ns.cache_requests, refused, notes)
+        _cache_requests(ns.cache_requests, refused, notes, out)
     return [f"{k}={hydra_value(v)}" for k, v in out.items()], notes
 
 
@@ -281,18 +292,20 @@ def _seed_settings(text: str, notes: list[str]) -> dict[str, int]:
     return out
 
 
-def _cache_requests(value: str, refused: list[str], notes: list[str]) -> None:
+def _cache_requests(value: str, refused: list[str], notes: list[str], out: dict[str, Any]) -> None:
+    """lm-eval's request cache is evalflow's documents, few-shot contexts and requests (load_docs,
+    fewshot, instances): always cached, keyed by content. ``refresh`` rebuilds and rewrites them
+    (with the answers, already recomputed without --use_cache); ``delete`` removes the instances
+    entries of the whole cache before the run (lmeval_compat.execute), as lm-eval deletes its files."""
     if value == "true":
         notes.append(
             "--cache_requests: evalflow caches prompts and requests (the instances stage) always, "
             "keyed by the task's content, so they are never stale"
         )
-    elif value in ("refresh", "delete"):
-        refused.append(
-            f"--cache_requests {value}: evalflow's request cache is keyed by the task's content and "
-            "never stale; `python -m evalflow ... recompute=all` builds every stage anew (written over "
-            "the cache), `python -m evalflow cache clear` empties the cache"
-        )
+    elif value == "refresh":
+        out["recompute"] = "all" if out.get("recompute") == "answers" else "requests"
+    elif value == "delete":
+        notes.append("--cache_requests delete: the cache's requests (instances stage entries) are deleted first")
     else:
         refused.append(f"--cache_requests {value}: choose from true, refresh, delete")
 
@@ -305,4 +318,6 @@ def flag_meaning(flag: str) -> str:
         return f"the run setting {SETTING_FLAGS[flag]}"
     if flag in REFUSED_FLAGS:
         return f"refused: {REFUSED_FLAGS[flag]}"
+    if flag in LOGGER_FLAGS:
+        return LOGGER_FLAGS[flag]
     return MODEL_FLAGS.get(flag) or OTHER_FLAGS[flag]

@@ -195,7 +195,7 @@ def lmeval_task_config(task: Any, num_fewshot: int, gen_kwargs: Mapping[str, Any
     """A task's entry under ``configs`` as lm-eval 0.4.13 dumps it (``TaskConfig.to_dict``), in its
     key order: no ``None`` values and no ``tag``; ``fewshot_config`` filled from the task's own
     fields (``FewshotConfig.from_dict``); ``metadata`` with ``config_source`` (the command line's
-    model arguments, which lm-eval's TaskManager merges in, are added by :func:`as_command_gave`);
+    model arguments and --metadata, which lm-eval's TaskManager merges in, are the run's metadata setting);
     ``num_fewshot`` as the run used it; a generate_until task's ``generation_kwargs`` updated with
     the run's ``gen_kwargs`` (lm-eval's ``set_config(..., update=True)``). The split few-shot examples
     were actually drawn from is the manifest's ``fewshot_split``."""
@@ -359,12 +359,7 @@ def as_command_gave(
     model config stays under ``evalflow.model``), and ``recorded``: the command's seeds, gen_kwargs,
     batch size, limit, use_cache and fewshot_as_multiturn as lm-eval records them, typed as it types
     them (lmeval_compat.translate.recorded_config)."""
-    out = dict(results)
-    if "configs" in out:  # lm-eval's TaskManager merges the model args into every task's metadata
-        out["configs"] = {
-            task: {**config, "metadata": _with_model_args(config.get("metadata"), lm_model_args)}
-            for task, config in out["configs"].items()
-        }
+    out = dict(results)  # the tasks' metadata already holds the model args (the run's metadata setting)
     if "config" in out:
         config = {**out["config"], "model": lm_model, "model_args": dict(lm_model_args)}
         out["config"] = {k: (recorded or {}).get(k, v) for k, v in config.items()}  # lm-eval's seeds, gen_kwargs
@@ -373,10 +368,3 @@ def as_command_gave(
     if "model_source" in out:
         out["model_source"] = lm_model
     return out
-
-
-def _with_model_args(metadata: Mapping[str, Any] | None, model_args: Mapping[str, Any]) -> dict[str, Any]:
-    """lm-eval's ``task metadata | model args``, with ``config_source`` still last."""
-    meta = dict(metadata or {})
-    source = meta.pop("config_source", None)
-    return {**meta, **model_args, **({} if source is None else {"config_source": source})}

@@ -42,7 +42,9 @@ def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
         selection = index.resolve(list(settings.tasks), trust_task_code=settings.trust_task_code)
     except TaskError as exc:
         raise _with_skipped_files(exc, index) from exc
-    selection = apply_run_options(selection, samples=settings.samples, predict_only=settings.predict_only)
+    selection = apply_run_options(
+        selection, samples=settings.samples, predict_only=settings.predict_only, metadata=settings.metadata
+    )
     for task in selection.tasks:
         if task.unsafe_code and not settings.confirm_unsafe_code:
             raise UnsafeCodeError(

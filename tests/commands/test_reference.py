@@ -14,7 +14,7 @@ from evalflow.commands.words import Command, Flag, Option, SettingWords, parse_w
 from evalflow.config.schema import RunConfig
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.parser import FLAGS
-from evalflow.lmeval_compat.translate import MODEL_FLAGS, OTHER_FLAGS, REFUSED_FLAGS, SETTING_FLAGS
+from evalflow.lmeval_compat.translate import LOGGER_FLAGS, MODEL_FLAGS, OTHER_FLAGS, REFUSED_FLAGS, SETTING_FLAGS
 from tests.support.paths import ROOT
 
 PAGES = ROOT / "docs" / "reference"
@@ -73,7 +73,7 @@ def test_lm_eval_flags_map_onto_declared_run_settings() -> None:
     settings = {f.name for f in dataclasses.fields(RunConfig)}
     assert set(SETTING_FLAGS.values()) <= settings
     flags = {names[0].lstrip("-") for names in FLAGS}
-    classified = [SETTING_FLAGS, MODEL_FLAGS, OTHER_FLAGS, REFUSED_FLAGS]
+    classified = [SETTING_FLAGS, MODEL_FLAGS, OTHER_FLAGS, REFUSED_FLAGS, LOGGER_FLAGS]
     assert all(sum(flag in table for table in classified) == 1 for flag in flags), "each flag in one table"
     assert set().union(*classified) == flags
 
