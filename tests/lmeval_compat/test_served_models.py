@@ -116,3 +116,32 @@ def test_every_model_type_lm_eval_registers_is_mapped_or_refused():
     registered = set(json.loads(out.stdout)) | {"azure-openai-chat-completions"}  # registered by decorator only
     assert registered - set(MODELS) - set(REFUSED_MODELS) == set()
     assert set(MODELS) & set(REFUSED_MODELS) == set()
+
+
+API_TYPES = sorted(name for name, mapped in MODELS.items() if mapped.ignores_unknown)
+
+
+@pytest.mark.parametrize("name", API_TYPES)
+def test_unknown_keywords_of_an_api_model_are_ignored_as_lm_eval_ignores_them(name):
+    t = tr(name, "base_url=http://h:1/v1,foo=1,bar=x")
+    assert not any("foo" in o or "bar" in o for o in t.overrides if "model." in o)  # (task metadata has them)
+    said = [n for n in t.notes if "--model_args foo" in n or "--model_args bar" in n]
+    assert said and all("ignored" in n for n in said)
+    if not name.startswith(("gguf", "ggml")):  # gguf says it of every argument but two, one line each
+        assert len(said) == 1 and "foo, bar" in said[0]
+
+
+@pytest.mark.parametrize("name", API_TYPES)
+def test_lm_evals_api_models_take_unknown_keywords_and_never_read_them(name, monkeypatch):
+    registry = pytest.importorskip("lm_eval.api.registry")
+    pytest.importorskip("tenacity")
+    if name.startswith("azure"):
+        pytest.importorskip("openai")  # lm-eval's azure class imports the openai package
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY"):
+        monkeypatch.setenv(variable, "k")
+    import lm_eval.models  # noqa: F401  # registers lm-eval's model types
+
+    lm = registry.get_model(name).create_from_arg_string(
+        "model=m,base_url=http://127.0.0.1:9/v1/completions,tokenizer_backend=None,foo=1,bar=x"
+    )
+    assert not hasattr(lm, "foo") and not hasattr(lm, "bar")

@@ -167,11 +167,15 @@ def build_settings(url: str, backend: str) -> Any:
 @pytest.mark.parametrize("spelling", [None, "None", "none"])
 def test_no_tokenizer_generates_from_text_and_refuses_loglikelihoods_before_a_request(spelling: Any):
     with TokenizerServer("m") as theirs_srv, TokenizerServer("m") as ours_srv:
-        lm = completions.LocalCompletionsAPI(model="m", base_url=theirs_srv.url + "/completions", tokenizer_backend=spelling)
+        lm = completions.LocalCompletionsAPI(
+            model="m", base_url=theirs_srv.url + "/completions", tokenizer_backend=spelling
+        )
         theirs = lm.generate_until([Instance("generate_until", {}, g, i) for i, g in enumerate(GENERATIONS)])
         with pytest.raises(AssertionError) as peer_refusal:
             lm.loglikelihood([Instance("loglikelihood", {}, p, 0) for p in PAIRS[:1]])
-        m = build_model({"type": "openai_completions", "model": "m", "base_url": ours_srv.url, "tokenizer_backend": spelling})
+        m = build_model(
+            {"type": "openai_completions", "model": "m", "base_url": ours_srv.url, "tokenizer_backend": spelling}
+        )
         ours = m.generate_until([Request("generate_until", g) for g in GENERATIONS])
         generated = len(ours_srv.completions())
         for rtype, args in (("loglikelihood", PAIRS[0]), ("loglikelihood_rolling", (ROLLING[0],))):
