@@ -67,7 +67,7 @@ class _NotTransformers:
 class TiktokenTokenizer(_NotTransformers):
     def __init__(self, model: str) -> None:
         try:
-            import tiktoken  # type: ignore[import-not-found]
+            import tiktoken  # type: ignore[import-not-found,unused-ignore]  # the optional api extra
         except ImportError:
             raise ModelError(
                 "model.tokenizer_backend=tiktoken needs the tiktoken package: pip install tiktoken"
