@@ -12,7 +12,7 @@ from typing import Any
 from evalflow.config.packaged import conf_dir
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import RUN_MODEL_ARGS, batch_size_value, cli_model_args, hydra_value
-from evalflow.lmeval_compat.served_args import SERVED_PRESETS, SERVED_REFUSALS, served_arg
+from evalflow.lmeval_compat.served_args import SERVED_PRESETS, SERVED_REFUSALS, served_arg, unread_kwargs_note
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,9 @@ class ModelMap:
     # the preset's mapping key that model args it does not name go into, as +model.KEY.ARG=VALUE
     # (lm-eval's HFLM hands its **kwargs to from_pretrained: hf's from_pretrained_kwargs)
     unknown_into: str | None = None
+    # model args the preset does not name are ignored with a note (lm-eval's TemplateAPI models
+    # take **kwargs and never read them)
+    ignores_unknown: bool = False
 
 
 MODELS = {
@@ -36,20 +39,23 @@ MODELS = {
     "hf-auto": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
     "huggingface": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
     "hf-multimodal": ModelMap("hf_multimodal"),
-    "local-completions": ModelMap("openai_completions"),
-    "local-chat-completions": ModelMap("openai_chat"),
+    "local-completions": ModelMap("openai_completions", ignores_unknown=True),
+    "local-chat-completions": ModelMap("openai_chat", ignores_unknown=True),
     "openai-completions": ModelMap(
         "openai_completions",
         (("base_url", "https://api.openai.com/v1/completions"), ("tokenizer_backend", "tiktoken")),
+        ignores_unknown=True,
     ),
     "openai-chat-completions": ModelMap(
-        "openai_chat", (("base_url", "https://api.openai.com/v1/chat/completions"), ("dialect", "openai_hosted"))
+        "openai_chat",
+        (("base_url", "https://api.openai.com/v1/chat/completions"), ("dialect", "openai_hosted")),
+        ignores_unknown=True,
     ),
-    "azure-openai-chat-completions": ModelMap("azure_openai_chat"),
-    "anthropic-chat": ModelMap("anthropic_chat"),
-    "anthropic-chat-completions": ModelMap("anthropic_chat"),
-    "gguf": ModelMap("gguf_server"),
-    "ggml": ModelMap("gguf_server"),
+    "azure-openai-chat-completions": ModelMap("azure_openai_chat", ignores_unknown=True),
+    "anthropic-chat": ModelMap("anthropic_chat", ignores_unknown=True),
+    "anthropic-chat-completions": ModelMap("anthropic_chat", ignores_unknown=True),
+    "gguf": ModelMap("gguf_server", ignores_unknown=True),
+    "ggml": ModelMap("gguf_server", ignores_unknown=True),
     "vllm": ModelMap("vllm", passes_unknown=True),
     "dummy": ModelMap(
         "dummy",
@@ -118,6 +124,7 @@ def model_overrides(
     values = dict(mapped.implied)
     added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
     notes: list[str] = []
+    ignored: list[str] = []  # lm-eval's **kwargs its API models never read
     for key, value in lm_args.items():
         if mapped.preset in SERVED_PRESETS:  # lm-eval's TemplateAPI arguments: renamed, kept secret, ignored
             kept = served_arg(mapped.preset, key, value, notes)
@@ -129,6 +136,9 @@ def model_overrides(
         if key in ACCEPTED_AS_IS and key not in keys:
             if str(value).lower() not in ACCEPTED_AS_IS[key]:
                 refused.append(f"--model_args {key}={value}: evalflow tokenizes with Hugging Face tokenizers only")
+            continue
+        if key not in keys and mapped.ignores_unknown:
+            ignored.append(key)
             continue
         if key not in keys and mapped.passes_unknown:
             added[key] = value
@@ -165,6 +175,8 @@ def model_overrides(
                 if key == "device"
                 else f"--{flag}: evalflow's {mapped.preset} model runs no remote code"
             )
+    if ignored:
+        notes.append(unread_kwargs_note(ignored))
     if mapped.differs:
         notes.append(f"--model {mapped.preset}: {mapped.differs}")
     return (

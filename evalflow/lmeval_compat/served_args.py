@@ -64,6 +64,14 @@ def served_arg(preset: str, key: str, value: Any, notes: list[str]) -> dict[str,
     return None
 
 
+def unread_kwargs_note(keys: list[str]) -> str:
+    """The one line for model args an API model takes as ``**kwargs`` and never reads."""
+    return (
+        f"--model_args {', '.join(keys)}: ignored, as lm-eval's API models take unknown keyword "
+        "arguments and never read them"
+    )
+
+
 def recorded_model_args(lm_args: dict[str, Any]) -> dict[str, Any]:
     """The model args as results.json records them, secrets replaced by where they were put."""
     return {k: f"<in ${SECRETS[k][1]}>" if k in SECRETS else v for k, v in lm_args.items()}

@@ -130,10 +130,14 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
         )
     for name in ("--cache_requests sometimes", "--check_integrity"):
         assert name in str(err.value)
-    with pytest.raises(
-        ConfigError, match="--model_args foo: evalflow's openai_completions model"
-    ):  # hf: from_pretrained's
-        translate(parse(["--model", "local-completions", "--model_args", "model=m,foo=1", "--tasks", "t"]))
+    with pytest.raises(ConfigError, match="--model_args think_end_token: evalflow's hf model"):  # a named HFLM argument
+        translate(parse(["--model", "hf", "--model_args", "pretrained=x,think_end_token=</think>", "--tasks", "t"]))
+    # lm-eval's API models take unknown keywords and never read them: ignored, said once
+    kept = translate(parse(["--model", "local-completions", "--model_args", "model=m,foo=1,bar=2", "--tasks", "t"]))
+    assert not any("foo" in o or "bar" in o for o in kept.overrides if o.startswith("model."))
+    assert [n for n in kept.notes if "foo" in n] == [
+        "--model_args foo, bar: ignored, as lm-eval's API models take unknown keyword arguments and never read them"
+    ]
     with pytest.raises(ConfigError, match="--model nonesuch"):
         translate(parse(["--model", "nonesuch", "--tasks", "t"]))
     served = translate(

@@ -116,3 +116,65 @@ def test_every_model_type_lm_eval_registers_is_mapped_or_refused():
     registered = set(json.loads(out.stdout)) | {"azure-openai-chat-completions"}  # registered by decorator only
     assert registered - set(MODELS) - set(REFUSED_MODELS) == set()
     assert set(MODELS) & set(REFUSED_MODELS) == set()
+
+
+API_TYPES = sorted(name for name, mapped in MODELS.items() if mapped.ignores_unknown)
+
+
+@pytest.mark.parametrize("name", API_TYPES)
+def test_unknown_keywords_of_an_api_model_are_ignored_as_lm_eval_ignores_them(name):
+    t = tr(name, "base_url=http://h:1/v1,foo=1,bar=x")
+    assert not any("foo" in o or "bar" in o for o in t.overrides if "model." in o)  # (task metadata has them)
+    said = [n for n in t.notes if "--model_args foo" in n or "--model_args bar" in n]
+    assert said and all("ignored" in n for n in said)
+    if not name.startswith(("gguf", "ggml")):  # gguf says it of every argument but two, one line each
+        assert len(said) == 1 and "foo, bar" in said[0]
+
+
+@pytest.mark.parametrize("name", API_TYPES)
+def test_lm_evals_api_models_take_unknown_keywords_and_never_read_them(name, monkeypatch):
+    registry = pytest.importorskip("lm_eval.api.registry")
+    pytest.importorskip("tenacity")
+    if name.startswith("azure"):
+        pytest.importorskip("openai")  # lm-eval's azure class imports the openai package
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY"):
+        monkeypatch.setenv(variable, "k")
+    import lm_eval.models  # noqa: F401  # registers lm-eval's model types
+
+    lm = registry.get_model(name).create_from_arg_string(
+        "model=m,base_url=http://127.0.0.1:9/v1/completions,tokenizer_backend=None,foo=1,bar=x"
+    )
+    assert not hasattr(lm, "foo") and not hasattr(lm, "bar")
+
+
+def test_azure_reads_lm_evals_environment_variables_and_never_writes_the_key(toy_library, tmp_path):
+    """``--model azure-openai-chat-completions`` with no model args, as lm-eval runs it: the endpoint,
+    deployment and API version come from lm-eval's variables, the key is sent as lm-eval sends it
+    (``Authorization: Bearer``) and lands in no file of the run folder or the cache."""
+    from tests.support.chat_recorder import ChatRecorder
+    from tests.support.cli import cli
+
+    key = "sk-azure-7f3c0e1d"
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    with ChatRecorder("dep-1") as rec:
+        env = {
+            "AZURE_OPENAI_ENDPOINT": rec.url.removesuffix("/v1"),
+            "AZURE_OPENAI_DEPLOYMENT_NAME": "dep-1",
+            "AZURE_OPENAI_API_VERSION": "2024-10-21",
+            "AZURE_OPENAI_API_KEY": key,
+            "EVALFLOW_CACHE": str(cache),
+        }
+        argv = ["--model", "azure-openai-chat-completions", "--tasks", "toy_gen", "--include_path", str(toy_library)]
+        done = cli(
+            ["lm-eval", *argv, "--apply_chat_template", "--limit", "2", "--log_samples", "--output_path", str(out)],
+            env_extra=env,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(rec.requests) == 2
+    for path, headers in rec.requests:
+        assert path == "/openai/deployments/dep-1/chat/completions?api-version=2024-10-21"
+        assert headers["Authorization"] == f"Bearer {key}"
+    assert key not in done.stdout + done.stderr
+    written = [p for folder in (out, cache) for p in folder.rglob("*") if p.is_file()]
+    assert written and not [p for p in written if key.encode() in p.read_bytes()]
+    assert any(b"dep-1" in p.read_bytes() for p in out.rglob("*.json"))  # the deployment is recorded

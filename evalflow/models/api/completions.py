@@ -94,9 +94,9 @@ class OpenAICompletions(ServedModel):
         """The client tokenizer, or lm-eval's refusal when there is none (tokenizer_backend=none)."""
         if self.tokens is None:
             raise ModelError(
-                "Tokenizer is required for loglikelihood tasks to compute context lengths (lm-eval's "
-                "words): model.tokenizer_backend=none sends text and can only generate. Name a "
-                "tokenizer (tokenizer_backend=huggingface with model.tokenizer, or remote)."
+                "Tokenizer is required for loglikelihood tasks to compute context lengths. "
+                "model.tokenizer_backend=none (lm-eval's None) sends text and can only generate; name a "
+                "tokenizer (tokenizer_backend=huggingface with model.tokenizer, tiktoken, or remote)."
             )
         return self.tokens
 

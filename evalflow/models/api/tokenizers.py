@@ -67,7 +67,7 @@ class _NotTransformers:
 class TiktokenTokenizer(_NotTransformers):
     def __init__(self, model: str) -> None:
         try:
-            import tiktoken  # type: ignore[import-not-found]
+            import tiktoken  # type: ignore[import-not-found,unused-ignore]  # the optional api extra
         except ImportError:
             raise ModelError(
                 "model.tokenizer_backend=tiktoken needs the tiktoken package: pip install tiktoken"
@@ -105,12 +105,19 @@ class RemoteTokenizer(_NotTransformers):
 
     @classmethod
     def answers(cls, settings: Any) -> bool:
-        """Whether the server has the tokenizer endpoints (lm-eval's ``check_remote_tokenizer_support``)."""
+        """Whether the server has the tokenizer endpoints, as lm-eval's ``check_remote_tokenizer_support``
+        decides it: ``/tokenizer_info`` answers a mapping with ``eos_token`` (else there is no EOS
+        stop text) and ``/tokenize`` a token list."""
+        base = cls.base(settings)
         try:
-            _request(settings, "GET", cls.base(settings) + "/tokenizer_info", None, timeout=5)
+            info = _request(settings, "GET", base + "/tokenizer_info", None, timeout=5)
+            if not isinstance(info, dict) or "eos_token" not in info:
+                return False
+            probe = {"prompt": "test", "add_special_tokens": False}
+            answer = _request(settings, "POST", base + "/tokenize", probe, timeout=5)
         except (OSError, ValueError):
             return False
-        return True
+        return isinstance(answer, dict) and isinstance(answer.get("tokens"), list)
 
     def _call(self, method: str, path: str, body: Any) -> Any:
         url = self.base(self.settings) + path
