@@ -35,7 +35,7 @@ MODELS = {
     "hf": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
     "hf-auto": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
     "huggingface": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
-    "hf-multimodal": ModelMap("hf_multimodal"),
+    "hf-multimodal": ModelMap("hf_multimodal", unknown_into="from_pretrained_kwargs"),
     "local-completions": ModelMap("openai_completions"),
     "local-chat-completions": ModelMap("openai_chat"),
     "openai-completions": ModelMap(
