@@ -38,7 +38,7 @@ MODELS = {
     "hf": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
     "hf-auto": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
     "huggingface": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
-    "hf-multimodal": ModelMap("hf_multimodal"),
+    "hf-multimodal": ModelMap("hf_multimodal", unknown_into="from_pretrained_kwargs"),
     "local-completions": ModelMap("openai_completions", ignores_unknown=True),
     "local-chat-completions": ModelMap("openai_chat", ignores_unknown=True),
     "openai-completions": ModelMap(

@@ -29,6 +29,29 @@ SEQLEN_CONFIG_ATTRS = ("n_positions", "max_position_embeddings", "n_ctx")
 Tokens = list[int]
 
 
+def prefix_token(tokenizer: Any, custom: int | None) -> int:
+    """HFLM.prefix_token_id: ``prefix_token_id`` as given, else BOS, else EOS."""
+    if custom is not None:
+        return int(custom)
+    bos = tokenizer.bos_token_id
+    return int(bos if bos is not None else tokenizer.eos_token_id)
+
+
+def tok_encode(
+    tokenizer: Any, string: str, add_bos_token: bool | None, prefix: int, add_special_tokens: bool | None = None
+) -> Tokens:
+    """HFLM.tok_encode: special tokens as ``add_special_tokens``, else ``add_bos_token``, else the
+    tokenizer decide; none where the text already starts with the ``prefix`` token's text."""
+    kwargs: dict[str, Any] = {}
+    if add_special_tokens is not None:
+        kwargs["add_special_tokens"] = add_special_tokens
+    elif add_bos_token is not None:
+        kwargs["add_special_tokens"] = add_bos_token
+    if add_special_tokens is None and string.startswith(tokenizer.decode(prefix)):
+        kwargs["add_special_tokens"] = False
+    return list(tokenizer.encode(string, **kwargs))
+
+
 def split_trailing_space(context: str, continuation: str) -> tuple[str, str]:
     """Move the context's trailing whitespace into the continuation (lm-eval ``_encode_pair``).
 

@@ -79,7 +79,14 @@ from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_dec
 from evalflow.models.hf.device import choose
 from evalflow.models.hf.engine import REFERENCE, engine_paths, parse_engine, proven_paths
 from evalflow.models.hf.identity import weights_identity
-from evalflow.models.lmeval_tokens import check_pair, encode_pair, resolve_max_length, rolling_windows
+from evalflow.models.lmeval_tokens import (
+    check_pair,
+    encode_pair,
+    prefix_token,
+    resolve_max_length,
+    rolling_windows,
+    tok_encode,
+)
 from evalflow.models.protocol import LanguageModel
 
 log = logging.getLogger(__name__)
@@ -270,21 +277,11 @@ class HFModel(LanguageModel):
     def prefix_token_id(self) -> int:
         """The token an empty context or a rolling text is conditioned on: ``model.prefix_token_id``,
         else BOS, else EOS."""
-        if self.custom_prefix_token_id is not None:
-            return int(self.custom_prefix_token_id)
-        bos = self.tokenizer.bos_token_id
-        return int(bos if bos is not None else self.tokenizer.eos_token_id)
+        return prefix_token(self.tokenizer, self.custom_prefix_token_id)
 
     def tok_encode(self, string: str, add_special_tokens: bool | None = None) -> list[int]:
         """HFLM.tok_encode: special tokens as the tokenizer / ``add_bos_token`` decide, no BOS twice."""
-        kwargs: dict[str, Any] = {}
-        if add_special_tokens is not None:
-            kwargs["add_special_tokens"] = add_special_tokens
-        elif self.add_bos_token is not None:
-            kwargs["add_special_tokens"] = self.add_bos_token
-        if add_special_tokens is None and string.startswith(self.tokenizer.decode(self.prefix_token_id)):
-            kwargs["add_special_tokens"] = False
-        return list(self.tokenizer.encode(string, **kwargs))
+        return tok_encode(self.tokenizer, string, self.add_bos_token, self.prefix_token_id, add_special_tokens)
 
     def _encode_plain(self, string: str) -> list[int]:
         return self.tok_encode(string, add_special_tokens=False)

@@ -94,9 +94,11 @@ class LoadArgs:
 PLAIN = LoadArgs()  # none of them: the weights as from_pretrained loads them
 
 
-def parse_backend(backend: Any) -> str:
-    """``model.backend``: ``default`` and ``causal`` load ``AutoModelForCausalLM``; ``seq2seq`` is refused."""
-    if backend == "seq2seq":
+def parse_backend(backend: Any, refuse_seq2seq: bool = True) -> str:
+    """``model.backend``: ``default`` and ``causal`` load ``AutoModelForCausalLM``; ``seq2seq`` is
+    refused where it would change the passes (hf's; ``refuse_seq2seq=False``: hf_multimodal's,
+    whose image passes never read it, as lm-eval's do not)."""
+    if backend == "seq2seq" and refuse_seq2seq:
         raise ConfigError(SEQ2SEQ_REFUSAL)
     if backend not in BACKENDS:
         raise ConfigError(
@@ -139,11 +141,12 @@ def bnb_config_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[s
     return bnb, {k: v for k, v in kwargs.items() if k not in bnb}
 
 
-def checked(config: Mapping[str, Any]) -> LoadArgs:
-    """The loading arguments of an hf model config, refused before any model call where lm-eval
-    refuses them (``peft`` with ``delta``, ``autogptq`` with ``gptqmodel``, ``tp_plan`` with
-    ``parallelize``) or evalflow cannot honour them (``backend=seq2seq``)."""
-    parse_backend(config.get("backend", "default"))
+def checked(config: Mapping[str, Any], refuse_seq2seq: bool = True) -> LoadArgs:
+    """The loading arguments of an hf (or hf_multimodal) model config, refused before any model
+    call where lm-eval refuses them (``peft`` with ``delta``, ``autogptq`` with ``gptqmodel``,
+    ``tp_plan`` with ``parallelize``, a dtype name ``get_dtype`` does not know) or evalflow cannot
+    honour them (hf's ``backend=seq2seq``)."""
+    parse_backend(config.get("backend", "default"), refuse_seq2seq)
     for key in ("softmax_dtype", "mixed_precision_dtype"):
         parse_dtype_name(key, config.get(key))
     token = config.get("prefix_token_id")
@@ -186,13 +189,20 @@ def checked(config: Mapping[str, Any]) -> LoadArgs:
 def answer_identity(config: Mapping[str, Any]) -> dict[str, Any]:
     """What these arguments add to the answers' key (``HFModel.identity``); ``subfolder`` is keyed
     with the weights (``identity.weights_identity``: a local subfolder's files, a hub id's name)."""
-    args = checked(config)
-    revision = config.get("revision")
     return {
-        "use_fast_tokenizer": args.use_fast_tokenizer,
+        "use_fast_tokenizer": bool(config.get("use_fast_tokenizer", True)),
         "softmax_dtype": config.get("softmax_dtype"),
         "mixed_precision_dtype": config.get("mixed_precision_dtype"),
         "prefix_token_id": config.get("prefix_token_id"),
+        **weights_key(checked(config), config.get("revision")),
+    }
+
+
+def weights_key(args: LoadArgs, revision: str | None) -> dict[str, Any]:
+    """The part of the key that says how the weights were built beyond their files, the same for
+    hf and hf_multimodal (both hand HFLM's loading arguments to one loader, ``load.load_weights``):
+    ``from_pretrained``'s arguments but for placement's, the GPTQ loader, the adapter, the delta."""
+    return {
         "from_pretrained": {k: repr(v) for k, v in sorted(args.kwargs.items()) if k not in PLACEMENT_KWARGS},
         "gptq": {"autogptq": args.autogptq, "gptqmodel": args.gptqmodel},
         "peft": adapter_identity("model.peft", args.peft, revision),

@@ -113,10 +113,7 @@ def load(
 
     torch.set_num_threads(threads)
     torch_dtype_of(dtype)  # refuse a bad value before the slow load
-    if args.tp_plan is not None:  # transformers places the shards (lm-eval: tp_plan in place of device_map)
-        placement = {"tp_plan": args.tp_plan}
-    elif not placement and bnb_config_kwargs(args.kwargs)[0]:  # lm-eval's device_map {"": device}
-        placement = {"device_map": {"": device}}
+    placement = placement_for(args, placement, device)
     from_files = _file_loader(revision, trust_remote_code, tokenizer, add_bos_token, dtype, placement, args)
     try:
         gguf_path = Path(pretrained).expanduser() / gguf_file if gguf_file else None
@@ -142,16 +139,42 @@ def load(
     model_type = getattr(model.config, "model_type", None)
     if backend != "causal" and model_type in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
         raise ModelError(f"model '{pretrained}' is a {model_type} model; {SEQ2SEQ_HINT}.")
-    model = _adapted(model, tok, from_files, revision, args)
-    if placement or args.autogptq or quantized(model):  # placed at load: inputs go where the embeddings are
+
+    def load_delta(source: str) -> Any:
+        return from_files(source, None, delta=True)[1]
+
+    model = adapted(model, tok, revision, args, load_delta)
+    where = placed(model, device, placement, args)
+    configure_pad_token(tok)
+    return tok, model, where
+
+
+def placement_for(args: LoadArgs, placement: dict[str, Any], device: str) -> dict[str, Any]:
+    """``from_pretrained``'s placement arguments, as HFLM's ``_create_model`` picks them: ``tp_plan``
+    in place of a device map (transformers places the shards), else accelerate's (``placement``,
+    from :func:`accelerate_args`), else for a bitsandbytes load lm-eval's ``device_map={"": device}``
+    (the quantizer places the weights at load), else none (the model is moved by :func:`placed`)."""
+    if args.tp_plan is not None:
+        return {"tp_plan": args.tp_plan}
+    if not placement and bnb_config_kwargs(args.kwargs)[0]:
+        return {"device_map": {"": device}}
+    return placement
+
+
+def placed(model: Any, device: str, placement: dict[str, Any], args: LoadArgs) -> Any:
+    """The device inputs go to, with the model there in eval mode and its weights tied (HFLM's
+    ``__init__``): a model placed at load (a device map, a GPTQ loader, a quantizer) stays where it
+    is and inputs go where its embeddings are; any other is moved whole to ``device``."""
+    import torch
+
+    if placement or args.autogptq or quantized(model):
         where = model.get_input_embeddings().weight.device
     else:
         where = torch.device(device)
         model.to(where)
     model.eval()
     model.tie_weights()
-    configure_pad_token(tok)
-    return tok, model, where
+    return where
 
 
 def quantized(model: Any) -> bool:
@@ -160,15 +183,58 @@ def quantized(model: Any) -> bool:
     return bool(getattr(model, "is_quantized", False) or getattr(model, "hf_quantizer", None))
 
 
-def _adapted(model: Any, tok: Any, from_files: Callable[..., tuple[Any, Any]], revision: str, args: LoadArgs) -> Any:
-    """The loaded model with the adapter or delta weights lm-eval applies after loading it."""
+def adapted(model: Any, tok: Any, revision: str, args: LoadArgs, load_delta: Callable[[str], Any]) -> Any:
+    """The loaded model with the adapter or delta weights lm-eval applies after loading it
+    (``load_delta``: the delta model from its source, by the same class and arguments as the base)."""
     from evalflow.models.hf import adapters
 
     if args.peft:
         return adapters.with_peft(model, tok, args.peft, revision)
     if args.delta:
-        return adapters.add_delta(model, args.delta, lambda source: from_files(source, None, delta=True)[1])
+        return adapters.add_delta(model, args.delta, load_delta)
     return model
+
+
+def load_weights(
+    auto_class: Any,
+    source: str,
+    dtype: str,
+    revision: str,
+    trust_remote_code: bool,
+    args: LoadArgs,
+    placement: dict[str, Any],
+    gguf: str | None = None,
+    delta: bool = False,
+) -> Any:
+    """HFLM's ``_create_model`` call for one class (``AutoModelForCausalLM`` for hf,
+    ``AutoModelForImageTextToText`` for hf_multimodal): ``from_pretrained`` with the dtype,
+    ``subfolder``, the GGUF file and HFLM's **kwargs (``args.kwargs``) beside ``placement``, or a
+    GPTQ loader (``args.autogptq``, ``args.gptqmodel``). ``delta=True``: the delta model, as lm-eval
+    loads it (no subfolder, no GGUF, never through a GPTQ loader)."""
+    import transformers
+    from packaging.version import Version
+
+    from evalflow.models.hf import adapters
+
+    common = {"revision": revision, "trust_remote_code": trust_remote_code}
+    # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
+    dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
+    kwargs = {**model_kwargs(args.kwargs), **placement}
+    if delta:
+        return auto_class.from_pretrained(source, **{dtype_arg: torch_dtype_of(dtype)}, **kwargs, **common)
+    if args.autogptq or args.gptqmodel:
+        return adapters.gptq_model(source, args.autogptq, args.gptqmodel, trust_remote_code, kwargs)
+    where = {"subfolder": args.subfolder} if args.subfolder else {}
+    try:
+        return auto_class.from_pretrained(
+            source, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf, **where, **kwargs, **common
+        )
+    except TypeError as e:  # an argument from_pretrained (or the model class) does not take
+        raise ModelError(
+            f"from_pretrained refused an argument: {e}. Model args that are not keys of the model's preset "
+            f"(conf/model/hf.yaml, conf/model/hf_multimodal.yaml) go to from_pretrained as lm-eval's HFLM "
+            f"passes them (here model.from_pretrained_kwargs={dict(args.kwargs)}); remove or fix the one named."
+        ) from e
 
 
 def _file_loader(
@@ -182,27 +248,18 @@ def _file_loader(
 ) -> Callable[..., tuple[Any, Any]]:
     """``from_files(source, gguf)``: the tokenizer and model from a folder or hub id (and GGUF
     file), with HFLM's arguments: the tokenizer from the GGUF file unless one is named, the slow
-    tokenizer with ``use_fast_tokenizer=false``, both from ``subfolder``; ``from_pretrained`` also
-    gets HFLM's **kwargs (``args.kwargs``), or a GPTQ loader reads the weights (``args.autogptq``,
-    ``args.gptqmodel``). ``delta=True``: the delta model, as lm-eval loads it (no subfolder, no GGUF)."""
+    tokenizer with ``use_fast_tokenizer=false``, both from ``subfolder``; the weights by
+    :func:`load_weights`. ``delta=True``: the delta model alone (no tokenizer)."""
     import transformers
-    from packaging.version import Version
 
-    from evalflow.models.hf import adapters
-
-    common = {"revision": revision, "trust_remote_code": trust_remote_code}
-    # transformers renamed torch_dtype to dtype in 4.56; lm-eval passes whichever exists
-    dtype_arg = "dtype" if Version(transformers.__version__) >= Version("4.56.0") else "torch_dtype"
-    kwargs = {**model_kwargs(args.kwargs), **placement}
-    where = {"subfolder": args.subfolder} if args.subfolder else {}
+    causal = transformers.AutoModelForCausalLM
 
     def from_files(source: str, gguf: str | None, delta: bool = False) -> tuple[Any, Any]:
         if delta:
-            weights = transformers.AutoModelForCausalLM.from_pretrained(
-                source, **{dtype_arg: torch_dtype_of(dtype)}, **kwargs, **common
-            )
-            return None, weights
-        tok_kwargs: dict[str, Any] = {**common, **where}
+            return None, load_weights(causal, source, dtype, revision, trust_remote_code, args, placement, delta=True)
+        tok_kwargs: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}
+        if args.subfolder:
+            tok_kwargs["subfolder"] = args.subfolder
         if not tokenizer and gguf is not None:
             tok_kwargs["gguf_file"] = gguf  # the tokenizer is embedded in the GGUF file
         else:
@@ -210,19 +267,7 @@ def _file_loader(
         if add_bos_token is not None:
             tok_kwargs["add_bos_token"] = add_bos_token
         tok = transformers.AutoTokenizer.from_pretrained(tokenizer or source, **tok_kwargs)
-        if args.autogptq or args.gptqmodel:
-            return tok, adapters.gptq_model(source, args.autogptq, args.gptqmodel, trust_remote_code, kwargs)
-        try:
-            weights = transformers.AutoModelForCausalLM.from_pretrained(
-                source, **{dtype_arg: torch_dtype_of(dtype)}, gguf_file=gguf, **where, **kwargs, **common
-            )
-        except TypeError as e:  # an argument from_pretrained (or the model class) does not take
-            raise ModelError(
-                f"from_pretrained refused an argument: {e}. Model args that are not keys of conf/model/hf.yaml "
-                f"go to from_pretrained as lm-eval's HFLM passes them (here model.from_pretrained_kwargs="
-                f"{dict(args.kwargs)}); remove or fix the one named."
-            ) from e
-        return tok, weights
+        return tok, load_weights(causal, source, dtype, revision, trust_remote_code, args, placement, gguf)
 
     return from_files
 

@@ -35,12 +35,33 @@ from typing import Any, ClassVar
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf.device import choose, parse_device
-from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, weights_identity
+from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
 from evalflow.models.protocol import LanguageModel
 
 log = logging.getLogger(__name__)
 
 DEFAULT_IMAGE_PLACEHOLDER = "<image>"  # lm-eval's placeholder in task prompts
+# the settings that change prompts or images: the answers' key
+KEYED = (
+    "dtype",
+    "max_length",
+    "max_gen_toks",
+    "truncation",
+    "image_token_id",
+    "image_string",
+    "interleave",
+    "max_images",
+    "convert_img_format",
+    "min_pixels",
+    "max_pixels",
+    "image_width",
+    "image_height",
+    "image_max_side",
+)
+# HFLM's arguments HFMultimodalLM takes and its image passes never read (its processor is loaded
+# without them, its generation has no autocast, no log-softmax, no logits cache): accepted,
+# checked as lm-eval checks them (the dtype names), and changing nothing, as in lm-eval
+INERT = frozenset({"logits_cache", "softmax_dtype", "mixed_precision_dtype", "use_fast_tokenizer", "backend"})
 
 
 class HFMultimodalModel(LanguageModel):
@@ -51,6 +72,8 @@ class HFMultimodalModel(LanguageModel):
     CODE: ClassVar[tuple[str, ...]] = (
         "evalflow.models.hf.vlm.vlm_passes",
         "evalflow.models.hf.load",
+        "evalflow.models.hf.lmeval_args",
+        "evalflow.models.hf.adapters",
         "evalflow.models.hf.identity",
         "evalflow.models.hf.torch_ops",
         "evalflow.models.hf.batching",
@@ -82,49 +105,70 @@ class HFMultimodalModel(LanguageModel):
         image_height: int | None = None,
         image_max_side: int | None = None,
         threads: int | None = None,
-        **unused: Any,
+        tokenizer: str | None = None,
+        gguf_file: str | None = None,
+        add_bos_token: bool | None = None,
+        prefix_token_id: int | None = None,
+        parallelize: bool = False,
+        device_map: Any = None,
+        max_memory_per_gpu: int | str | None = None,
+        max_cpu_memory: int | str | None = None,
+        offload_folder: str = "./offload",
+        **hflm: Any,
     ) -> None:
-        from evalflow.models.hf import load
+        """``hflm``: lm-eval HFLM's loading arguments (``lmeval_args.CONFIG_KEYS``: the adapter,
+        the quantizers, ``subfolder``, ``tp_plan``, ``from_pretrained_kwargs``, ...) and the ones
+        HFMultimodalLM inherits but never reads on image requests (:data:`INERT`)."""
+        from evalflow.models.hf import lmeval_args, load
         from evalflow.models.hf.vlm import vlm_passes
 
+        unused = sorted(set(hflm) - lmeval_args.CONFIG_KEYS - INERT)
         if unused:
-            log.warning("hf_multimodal model: ignoring unknown config keys %s", sorted(unused))
-        if batch_size == "auto":  # the run's default; lm-eval's hf-multimodal has no automatic batch size
-            batch_size = 1
-        if isinstance(batch_size, str) and not batch_size.isdigit():
-            raise ConfigError(
-                f"hf_multimodal: batch_size={batch_size!r}; give an int (lm-eval's hf-multimodal has no 'auto')."
-            )
+            log.warning("hf_multimodal model: ignoring unknown config keys %s", unused)
         if image_max_side and (image_width or image_height):
             raise ConfigError(
                 "hf_multimodal: image_max_side cannot be combined with image_width/image_height "
                 "(lm-eval refuses the ambiguous resize too); set one of them."
             )
-        self.batch_size, self.max_gen_toks, self.truncation = int(batch_size), int(max_gen_toks), bool(truncation)
+        self.batch_size, self.max_gen_toks, self.truncation = (
+            _batch_size(batch_size),
+            int(max_gen_toks),
+            bool(truncation),
+        )
         self.interleave, self.max_images, self.rgb = bool(interleave), int(max_images), bool(convert_img_format)
         self.resize = (image_width, image_height, image_max_side)
-        weights_identity(pretrained, revision, None)  # refuse a bad path before loading
+        self.add_bos_token, self.custom_prefix_token_id = add_bos_token, prefix_token_id
+        args = lmeval_args.checked({**hflm, "parallelize": parallelize}, refuse_seq2seq=False)
+        weights_identity(pretrained, revision, gguf_file, args.subfolder)  # refuse a bad path before loading
         pixels = {k: v for k, v in (("min_pixels", min_pixels), ("max_pixels", max_pixels)) if v}
-        placed = choose(device, "hf_multimodal model")
+        placement = load.accelerate_args(parallelize, device_map, max_memory_per_gpu, max_cpu_memory, offload_folder)
         self.parts = vlm_passes.load_vlm(
             pretrained,
             revision or "main",
             dtype,
-            placed.used,
+            choose(device, "hf_multimodal model").used,
             trust_remote_code,
-            pixels,
+            (tokenizer or pretrained, pixels),
             load.parse_threads(threads),
             max_length,
+            (gguf_file, args, placement),
         )
         log.info("hf_multimodal model: runs on %s (model.device=%s)", self.parts.device, device)
         self.image_token = image_string or self.parts.token_text(image_token_id)
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
-        """The weights' and processor's files (one folder fingerprint), the settings that change
-        prompts or images, and library versions. Not included: ``batch_size``, ``device`` (``auto``
-        or the device it resolved to: the same weights' answers wherever they run), ``threads``
-        (speed only)."""
+        """The weights' and processor's files (one folder fingerprint; the processor's source
+        apart where it is not that folder: ``tokenizer``, or ``pretrained`` beside a ``subfolder``
+        or GGUF file), the settings that change prompts or images, HFLM's loading arguments that
+        change the weights (``lmeval_args.weights_key``, as for hf), and library versions. Not
+        included: ``batch_size``, ``device`` (``auto`` or the device it resolved to: the same
+        weights' answers wherever they run), ``threads`` (speed only), the placement arguments
+        (``parallelize``, ``device_map``, memory limits, ``offload_folder``, ``tp_plan``), and
+        :data:`INERT` (lm-eval's image passes never read them) with ``add_bos_token`` and
+        ``prefix_token_id`` (they order requests, hence batches, and nothing else)."""
+        from evalflow.models.hf import lmeval_args
+
         pretrained = config.get("pretrained")
         if not isinstance(pretrained, str) or not pretrained:
             raise ConfigError(
@@ -132,29 +176,18 @@ class HFMultimodalModel(LanguageModel):
                 "e.g. model=hf_multimodal model.pretrained=/path/to/vlm."
             )
         parse_device(config.get("device", "auto"))  # not in the key, but a bad name is refused in a cached run too
-        keys = (
-            "dtype",
-            "max_length",
-            "max_gen_toks",
-            "truncation",
-            "image_token_id",
-            "image_string",
-            "interleave",
-            "max_images",
-            "convert_img_format",
-            "min_pixels",
-            "max_pixels",
-            "image_width",
-            "image_height",
-            "image_max_side",
-        )
+        args = lmeval_args.checked(config, refuse_seq2seq=False)
+        revision, gguf_file = config.get("revision"), config.get("gguf_file")
+        processor = config.get("tokenizer") or (pretrained if args.subfolder or gguf_file else None)
         return {
             "backend": "hf-multimodal",
             "semantics": "lm-eval-0.4.13",
             "identity_version": IDENTITY_VERSION,
-            "weights": weights_identity(pretrained, config.get("revision"), None),
-            "settings": {k: config.get(k) for k in keys},
+            "weights": weights_identity(pretrained, revision, gguf_file, args.subfolder),
+            "processor": tokenizer_identity(processor, revision),
+            "settings": {k: config.get(k) for k in KEYED},
             "libraries": library_versions(),
+            **lmeval_args.weights_key(args, revision),
         }
 
     def describe(self) -> dict[str, Any]:
@@ -188,6 +221,18 @@ class HFMultimodalModel(LanguageModel):
                 history, add_generation_prompt=add_generation_prompt, continue_final_message=not add_generation_prompt
             )
         )
+
+
+def _batch_size(batch_size: int | str) -> int:
+    """The run's ``batch_size``: its default ``auto`` means 1 (lm-eval's hf-multimodal has no
+    automatic batch size)."""
+    if batch_size == "auto":
+        return 1
+    if isinstance(batch_size, str) and not batch_size.isdigit():
+        raise ConfigError(
+            f"hf_multimodal: batch_size={batch_size!r}; give an int (lm-eval's hf-multimodal has no 'auto')."
+        )
+    return int(batch_size)
 
 
 _REFUSAL = (

@@ -16,9 +16,11 @@ import transformers
 
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError
+from evalflow.models.hf import load
+from evalflow.models.hf.lmeval_args import PLAIN, LoadArgs
 from evalflow.models.hf.load import configure_pad_token, torch_dtype_of
 from evalflow.models.hf.torch_ops import StopOnSequence
-from evalflow.models.lmeval_tokens import resolve_max_length, stop_sequences, strip_at_stops
+from evalflow.models.lmeval_tokens import prefix_token, resolve_max_length, stop_sequences, strip_at_stops, tok_encode
 
 
 @dataclass(frozen=True)
@@ -51,26 +53,35 @@ def load_vlm(
     dtype: str,
     device: str,
     trust_remote_code: bool,
-    pixels: dict[str, int],
+    processor_args: tuple[str, dict[str, int]],
     threads: int,
     max_length: int | None,
+    weights: tuple[str | None, LoadArgs, dict[str, Any]] = (None, PLAIN, {}),
 ) -> VLMParts:
-    """HFMultimodalLM's loading: ``AutoModelForImageTextToText`` and ``AutoProcessor`` from one source,
-    onto ``device`` (a torch device name this machine has: ``device.choose`` resolved ``model.device``)."""
+    """HFMultimodalLM's loading: ``AutoProcessor`` from its source (``processor_args``: the
+    ``tokenizer`` model arg, else ``pretrained``; lm-eval's ``subfolder`` and ``use_fast_tokenizer``
+    never reach it) with ``min_pixels``/``max_pixels``, then ``AutoModelForImageTextToText`` through
+    hf's own loader (``load.load_weights``: ``weights`` is the GGUF file, HFLM's loading arguments
+    and accelerate's placement), the adapter or delta over it, placed on ``device`` (a torch device
+    name this machine has: ``device.choose`` resolved ``model.device``) unless placed at load."""
+    source, pixels = processor_args
+    gguf_file, args, placement = weights
     torch.set_num_threads(threads)
-    dev = torch.device(device)
-    dtype_arg = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-    model = (
-        transformers.AutoModelForImageTextToText.from_pretrained(
-            pretrained, revision=revision, trust_remote_code=trust_remote_code, **{dtype_arg: torch_dtype_of(dtype)}
-        )
-        .to(dev)  # type: ignore[arg-type]  # transformers wraps `to` in functools.wraps: its type binds no self
-        .eval()
-    )
+    torch_dtype_of(dtype)  # refuse a bad value before the slow load
     processor = transformers.AutoProcessor.from_pretrained(
-        pretrained, revision=revision, trust_remote_code=trust_remote_code, **pixels
+        source, revision=revision, trust_remote_code=trust_remote_code, **pixels
     )
     tokenizer = processor.tokenizer
+    image_text = transformers.AutoModelForImageTextToText
+    placement = load.placement_for(args, placement, device)
+
+    def from_source(where: str, delta: bool = False) -> Any:
+        return load.load_weights(
+            image_text, where, dtype, revision, trust_remote_code, args, placement, gguf_file, delta=delta
+        )
+
+    model = load.adapted(from_source(pretrained), tokenizer, revision, args, lambda d: from_source(d, delta=True))
+    dev = load.placed(model, device, placement, args)
     configure_pad_token(tokenizer)
     window = int(max_length) if max_length else resolve_max_length(model.config, tokenizer)
     return VLMParts(model, processor, tokenizer, dev, window)
@@ -78,13 +89,11 @@ def load_vlm(
 
 def generate_until(vlm: Any, requests: Sequence[Request]) -> list[str]:
     """HFMultimodalLM.generate_until: group by kwargs, longest context first, batches of ``batch_size``."""
-    parts: VLMParts = vlm.parts
+    tok = vlm.parts.tokenizer
+    prefix = prefix_token(tok, vlm.custom_prefix_token_id)  # lm-eval's sort key: HFLM.tok_encode
     order = sorted(
         range(len(requests)),
-        key=lambda i: (
-            -len(parts.tokenizer.encode(requests[i].args[0], add_special_tokens=False)),
-            requests[i].args[0],
-        ),
+        key=lambda i: (-len(tok_encode(tok, requests[i].args[0], vlm.add_bos_token, prefix)), requests[i].args[0]),
     )
     groups: dict[str, list[int]] = {}
     for i in order:
