@@ -29,6 +29,9 @@ class ModelMap:
     # the preset's mapping key that model args it does not name go into, as +model.KEY.ARG=VALUE
     # (lm-eval's HFLM hands its **kwargs to from_pretrained: hf's from_pretrained_kwargs)
     unknown_into: str | None = None
+    # model args (and --device, --trust_remote_code) the preset does not name are accepted and ignored,
+    # named in one note (lm-eval's DummyLM: create_from_arg_string returns cls(), whatever it is given)
+    ignores_unknown: bool = False
 
 
 MODELS = {
@@ -53,6 +56,7 @@ MODELS = {
     "vllm": ModelMap("vllm", passes_unknown=True),
     "dummy": ModelMap(
         "dummy",
+        ignores_unknown=True,
         differs="evalflow's dummy model answers deterministically from a hash of each request (lm-eval's "
         "answers at random); its scores differ from lm-eval's dummy",
     ),
@@ -117,6 +121,7 @@ def model_overrides(
     keys = preset_keys(mapped.preset)
     values = dict(mapped.implied)
     added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
+    ignored: list[str] = []  # keys the preset lacks, for a model that ignores them
     notes: list[str] = []
     for key, value in lm_args.items():
         if mapped.preset in SERVED_PRESETS:  # lm-eval's TemplateAPI arguments: renamed, kept secret, ignored
@@ -135,6 +140,9 @@ def model_overrides(
             continue
         if key not in keys and mapped.unknown_into and key not in _NAMED_NOT_KWARGS:
             added[f"{mapped.unknown_into}.{key}"] = value
+            continue
+        if key not in keys and mapped.ignores_unknown:
+            ignored.append(f"--model_args {key}")
             continue
         if key not in keys:
             refused.append(
@@ -159,12 +167,16 @@ def model_overrides(
             continue
         if key in keys:
             values[key] = value
+        elif mapped.ignores_unknown:
+            ignored.append(f"--{flag}")
         else:
             refused.append(
                 f"--{flag}: evalflow's {mapped.preset} model has no {key}"
                 if key == "device"
                 else f"--{flag}: evalflow's {mapped.preset} model runs no remote code"
             )
+    if ignored:
+        notes.append(f"{', '.join(ignored)}: ignored, as lm-eval's {mapped.preset} model ignores the arguments it is given")
     if mapped.differs:
         notes.append(f"--model {mapped.preset}: {mapped.differs}")
     return (
