@@ -176,7 +176,9 @@ def model_overrides(
                 else f"--{flag}: evalflow's {mapped.preset} model runs no remote code"
             )
     if ignored:
-        notes.append(f"{', '.join(ignored)}: ignored, as lm-eval's {mapped.preset} model ignores the arguments it is given")
+        notes.append(
+            f"{', '.join(ignored)}: ignored, as lm-eval's {mapped.preset} model ignores the arguments it is given"
+        )
     if mapped.differs:
         notes.append(f"--model {mapped.preset}: {mapped.differs}")
     return (

@@ -175,6 +175,8 @@ def _simple_evaluate(declared: list[str]) -> Iterator[Row]:
             yield Row(
                 "simple_evaluate", name, "refused", f"any value but lm-eval's default: {translate.REFUSED_FLAGS[flag]}"
             )
+        elif flag in translate.FLAG_DIFFERENCES:
+            yield Row("simple_evaluate", name, "differs", f"as --{flag}: {translate.FLAG_DIFFERENCES[flag]}")
         else:
             yield Row("simple_evaluate", name, "same", "as lm-eval takes it (translated as its flag is)")
 

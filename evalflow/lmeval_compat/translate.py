@@ -199,8 +199,7 @@ FLAG_DIFFERENCES = {
     "served models and vLLM, as lm-eval ignores it there",
     "seed": "a None slot keeps the setting's default (lm-eval leaves that generator unseeded: its draws differ "
     "from run to run; evalflow's stages are pure and cached)",
-    "write_out": "logged before the run, not while lm-eval builds each task's requests; a multimodal task's "
-    "images are shown as evalflow's image references",
+    "write_out": "a multimodal task's images show as evalflow's image references (lm-eval prints its PIL images)",
     "check_integrity": "lm-eval 0.4.13 runs pytest on tests/test_version_stable.py of an lm-eval source checkout "
     "(installed from PyPI it has none and stops with FileNotFoundError); evalflow has no suite of lm-eval's task "
     "versions, so it runs the nearest real check: `python -m evalflow validate` on each task",

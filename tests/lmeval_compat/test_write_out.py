@@ -57,7 +57,9 @@ def test_simple_evaluate_logs_what_lm_evals_logs(toy_library: Path, tmp_path: Pa
     with recorded(logging.getLogger("lm_eval.evaluator_utils")) as records:
         lm_eval.simple_evaluate(**common, task_manager=TaskManager(include_path=str(toy_library)))
     theirs = [
-        (f"{r.name.removeprefix('lm_eval.')}:{r.lineno}", r.getMessage()) for r in records if r.funcName == "print_writeout"
+        (f"{r.name.removeprefix('lm_eval.')}:{r.lineno}", r.getMessage())
+        for r in records
+        if r.funcName == "print_writeout"
     ]
     with recorded(WRITE_OUT_LOG) as records:
         simple_evaluate(**common, include_path=str(toy_library))
