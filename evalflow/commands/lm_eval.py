@@ -43,6 +43,7 @@ COMMAND = Command(
 
 def main(argv: list[str]) -> int:
     from evalflow.commands import validate
+    from evalflow.lmeval_compat.before_run import setup_logging
     from evalflow.lmeval_compat.layout import write_layout
     from evalflow.lmeval_compat.parser import build_parser, parse
     from evalflow.lmeval_compat.printed import printed_results
@@ -52,6 +53,7 @@ def main(argv: list[str]) -> int:
     from evalflow.tracking.lmeval_loggers import LmEvalLoggers
 
     logging.getLogger("evalflow").setLevel(logging.INFO)
+    setup_logging()  # as lm-eval's command line: what it logs (--write_out) on stderr in its format
     stop_on_termination()
     if argv[:1] and argv[0] in RUNS_ELSEWHERE:  # lm-eval's `ls` and `validate`
         return run_subcommand(argv[0], argv[1:], validate.main)

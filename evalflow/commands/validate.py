@@ -26,8 +26,7 @@ from evalflow.commands.reference import print_help
 from evalflow.commands.words import asks_for_help, parse_words
 from evalflow.errors import EvalflowError
 from evalflow.run import load_checks
-from evalflow.run.validate_task import check_task
-from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.run.validate_task import check_task, located
 
 COMMAND = preview_command("validate", "check task configs on their first documents", __doc__)
 
@@ -54,7 +53,7 @@ def main(argv: list[str]) -> int:
                 checked = check_task(task, settings, store, n)
             except EvalflowError as exc:
                 failed += 1
-                print(f"evalflow: error: {_located(exc, task)}", file=sys.stderr)
+                print(f"evalflow: error: {located(exc, task)}", file=sys.stderr)
                 continue
             for line in checked.warnings:
                 print(f"evalflow: warning: {line}", file=sys.stderr)
@@ -68,10 +67,3 @@ def main(argv: list[str]) -> int:
         print(f"{failed} of {len(selection.tasks)} task(s) failed validation", file=sys.stderr)
         return 2
     return 0
-
-
-def _located(exc: EvalflowError, task: TaskConfig) -> str:
-    text = str(exc)
-    if f"'{task.task}'" in text or (task.source and task.source in text):
-        return text
-    return f"task '{task.task}' ({task.source or 'no file'}): {text}"

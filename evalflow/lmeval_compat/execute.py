@@ -5,7 +5,6 @@ cache and run folder as the printed native command), for ``python -m evalflow lm
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
 import time
@@ -13,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from evalflow.lmeval_compat.before_run import check_integrity, log_first_prompts, setup_logging
 from evalflow.lmeval_compat.translate import Translation
 
 
@@ -22,17 +22,21 @@ def run_folder() -> Path:
 
 
 def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
-    """Run the translation (``--write_out`` first prints each task's first prompt, as lm-eval does)
-    and return lm-eval's results dictionary: the model and its arguments as the command gave them;
-    ``model``: a model object instead of the translation's preset (simple_evaluate)."""
+    """Run the translation and return lm-eval's results dictionary: the model and its arguments as
+    the command gave them; ``model``: a model object instead of the translation's preset
+    (simple_evaluate). First, as lm-eval does before building the model, ``--check_integrity``
+    validates each task, and ``--write_out`` logs each task's document 0 (lmeval_compat.before_run)."""
     from evalflow.run.phases import evaluate
 
     if tr.verbosity:
         logging.getLogger("evalflow").setLevel(tr.verbosity.upper())
+        setup_logging(tr.verbosity)  # as lm-eval's simple_evaluate(verbosity=...) sets up its logging
+    if tr.check_integrity:
+        check_integrity(tr)
     if tr.delete_requests:
         delete_requests(tr)
     if tr.write_out:
-        print_first_prompts(tr)
+        log_first_prompts(tr)
     results = evaluate(
         list(tr.tasks), tr.preset if model is None else model, output_dir=folder, overrides=list(tr.overrides)
     )
@@ -60,29 +64,3 @@ def delete_requests(tr: Translation) -> int:
         store.close()
     print(f"evalflow lm-eval: --cache_requests delete: {dropped} cached requests entries deleted", file=sys.stderr)
     return dropped
-
-
-def print_first_prompts(tr: Translation) -> None:
-    """lm-eval's ``--write_out``: each task's first document as the model sees it (what ``show``
-    prints), through the run's own stages and cache, before the run."""
-    from evalflow.cache.store import CacheStore
-    from evalflow.config.compose import compose_config
-    from evalflow.config.settings import settings_from_config
-    from evalflow.run.parts import select_tasks
-    from evalflow.run.preview import prompt_outputs, write_task
-
-    overrides = [
-        o
-        for o in tr.overrides
-        if not o.startswith(("model.", "log_samples=", "batch_size=", "max_batch_size=", "predict_only="))
-    ]
-    overrides = ["model=dummy", f"task=[{','.join(tr.tasks)}]", *(o for o in overrides if not o.startswith("model="))]
-    settings = settings_from_config(compose_config(overrides))
-    if settings.limit is None and settings.samples is None:
-        settings = dataclasses.replace(settings, limit=1.0)
-    store = CacheStore(settings.cache_dir)
-    try:
-        for task in select_tasks(settings).tasks:
-            write_task(task, prompt_outputs(task, settings, store), 1, sys.stdout, settings.code_sandbox)
-    finally:
-        store.close()

@@ -29,8 +29,9 @@ class ModelMap:
     # the preset's mapping key that model args it does not name go into, as +model.KEY.ARG=VALUE
     # (lm-eval's HFLM hands its **kwargs to from_pretrained: hf's from_pretrained_kwargs)
     unknown_into: str | None = None
-    # model args the preset does not name are ignored with a note (lm-eval's TemplateAPI models
-    # take **kwargs and never read them)
+    # model args the preset does not name (dummy: --device and --trust_remote_code too) are accepted and
+    # ignored, named in one note (lm-eval's TemplateAPI models take **kwargs and never read them; its
+    # DummyLM's create_from_arg_string returns cls(), whatever it is given)
     ignores_unknown: bool = False
 
 
@@ -59,6 +60,7 @@ MODELS = {
     "vllm": ModelMap("vllm", passes_unknown=True),
     "dummy": ModelMap(
         "dummy",
+        ignores_unknown=True,
         differs="evalflow's dummy model answers deterministically from a hash of each request (lm-eval's "
         "answers at random); its scores differ from lm-eval's dummy",
     ),
@@ -66,8 +68,6 @@ MODELS = {
 
 REFUSED_MODELS: dict[str, str] = {**SERVED_REFUSALS}
 
-# model_args evalflow's presets do not have but honour as lm-eval means them, at these values only
-ACCEPTED_AS_IS = {"tokenizer_backend": ("huggingface", "hf")}
 # HFLM's named arguments the hf preset has no key for (issue 52's thinking settings): refused by
 # name, never handed to from_pretrained as HFLM's **kwargs are
 _NAMED_NOT_KWARGS = frozenset({"think_end_token", "enable_thinking", "chat_template_args"})
@@ -123,8 +123,8 @@ def model_overrides(
     keys = preset_keys(mapped.preset)
     values = dict(mapped.implied)
     added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
+    ignored: list[str] = []  # words the preset lacks, for a model that ignores them as lm-eval's does
     notes: list[str] = []
-    ignored: list[str] = []  # lm-eval's **kwargs its API models never read
     for key, value in lm_args.items():
         if mapped.preset in SERVED_PRESETS:  # lm-eval's TemplateAPI arguments: renamed, kept secret, ignored
             kept = served_arg(mapped.preset, key, value, notes)
@@ -133,12 +133,8 @@ def model_overrides(
                 continue
         if key in RUN_MODEL_ARGS:  # the run's settings: run_batch_settings
             continue
-        if key in ACCEPTED_AS_IS and key not in keys:
-            if str(value).lower() not in ACCEPTED_AS_IS[key]:
-                refused.append(f"--model_args {key}={value}: evalflow tokenizes with Hugging Face tokenizers only")
-            continue
         if key not in keys and mapped.ignores_unknown:
-            ignored.append(key)
+            ignored.append(f"--model_args {key}")
             continue
         if key not in keys and mapped.passes_unknown:
             added[key] = value
@@ -169,6 +165,8 @@ def model_overrides(
             continue
         if key in keys:
             values[key] = value
+        elif mapped.ignores_unknown:
+            ignored.append(f"--{flag}")
         else:
             refused.append(
                 f"--{flag}: evalflow's {mapped.preset} model has no {key}"

@@ -64,12 +64,10 @@ def served_arg(preset: str, key: str, value: Any, notes: list[str]) -> dict[str,
     return None
 
 
-def unread_kwargs_note(keys: list[str]) -> str:
-    """The one line for model args an API model takes as ``**kwargs`` and never reads."""
-    return (
-        f"--model_args {', '.join(keys)}: ignored, as lm-eval's API models take unknown keyword "
-        "arguments and never read them"
-    )
+def unread_kwargs_note(words: list[str]) -> str:
+    """The one line for the words (``--model_args KEY``, ``--device``) a model lm-eval builds
+    without reading them (its API models' ``**kwargs``, its dummy model's arguments) is given."""
+    return f"{', '.join(words)}: ignored, as lm-eval's model takes them and never reads them"
 
 
 def recorded_model_args(lm_args: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from evalflow.config.packaged import package_dir
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat import evaluate, parser, translate
 from evalflow.lmeval_compat.args import RUN_MODEL_ARGS
-from evalflow.lmeval_compat.model_map import ACCEPTED_AS_IS, MODELS
+from evalflow.lmeval_compat.model_map import MODELS
 from evalflow.lmeval_compat.task_manager import TASK_MANAGER_ARGS
 
 SNAPSHOT = package_dir() / "lmeval_compat" / "lmeval_surface.yaml"
@@ -148,9 +148,6 @@ def _model_arg(cls: str, model: str, arg: str) -> Row:
     word = f"{cls}: {arg}"
     value = _PROBE_NUMBER if key in RUN_MODEL_ARGS else _PROBE_VALUE
     said = _front_door(["--model", model, "--model_args", json.dumps({key: value})], f"--model_args {key}")
-    if key in ACCEPTED_AS_IS:
-        accepted = " or ".join(ACCEPTED_AS_IS[key])
-        return Row("model argument", word, "differs", f"accepted as {accepted} only; other values refused: {said}")
     if isinstance(said, str):
         return Row("model argument", word, "refused", said)
     preset = MODELS[model].preset
@@ -175,6 +172,8 @@ def _simple_evaluate(declared: list[str]) -> Iterator[Row]:
             yield Row(
                 "simple_evaluate", name, "refused", f"any value but lm-eval's default: {translate.REFUSED_FLAGS[flag]}"
             )
+        elif flag in translate.FLAG_DIFFERENCES:
+            yield Row("simple_evaluate", name, "differs", f"as --{flag}: {translate.FLAG_DIFFERENCES[flag]}")
         else:
             yield Row("simple_evaluate", name, "same", "as lm-eval takes it (translated as its flag is)")
 

@@ -20,12 +20,8 @@ from evalflow.lmeval_compat.model_map import MODELS, REFUSED_MODELS, model_args,
 from evalflow.lmeval_compat.served_args import recorded_model_args
 from evalflow.lmeval_compat.task_settings import task_settings
 
-# flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same)
-REFUSED_FLAGS = {
-    "check_integrity": "lm-eval 0.4.13 runs pytest on tests/test_version_stable.py of an lm-eval source checkout "
-    "(installed from PyPI it has none and stops with FileNotFoundError); evalflow has no such suite of lm-eval's "
-    "task versions. `python -m evalflow validate task=NAME` loads each task and builds its prompts without a model",
-}
+# flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same): none today
+REFUSED_FLAGS: dict[str, str] = {}
 # the flags that log a run or push it elsewhere, given as lm-eval's key=value words or JSON: after the
 # run they are handed to evalflow.tracking.lmeval_loggers (W&B, Trackio, the Hugging Face Hub)
 LOGGER_FLAGS = {
@@ -52,6 +48,7 @@ class Translation:
     output_path: str | None = None
     show_config: bool = False
     write_out: bool = False
+    check_integrity: bool = False  # each task validated before the run (lmeval_compat.before_run)
     verbosity: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)  # what a flag maps to, printed once
     # results.json config fields as lm-eval records the command (its four seeds, gen_kwargs)
@@ -106,6 +103,7 @@ def translate(ns: argparse.Namespace) -> Translation:
         ns.output_path,
         bool(ns.show_config),
         bool(ns.write_out),
+        bool(ns.check_integrity),
         ns.verbosity,
         tuple(notes + more_notes + task_notes),
         recorded_config(ns),
@@ -184,7 +182,10 @@ OTHER_FLAGS = {
     "trust_task_code=true, as lm-eval trusts it",
     "output_path": "lm-eval's output layout is written there, besides the run folder",
     "show_config": "the results, as JSON, are printed",
-    "write_out": "prompts go to the samples files (python -m evalflow show prints them)",
+    "write_out": "each task's document 0 (its prompt, target and first request) logged to stderr before the run, "
+    "as lm-eval logs it",
+    "check_integrity": "each task validated before the run, as `python -m evalflow validate` validates it; the "
+    "first that fails stops the run with its paragraph, before any model call",
     "verbosity": "accepted; evalflow logs at INFO",
     "cache_requests": "true: prompts and requests are always cached, keyed by content; refresh: recompute=requests "
     "(recompute=all without --use_cache); delete: the cache's requests (instances stage) deleted before the run",
@@ -198,7 +199,10 @@ FLAG_DIFFERENCES = {
     "served models and vLLM, as lm-eval ignores it there",
     "seed": "a None slot keeps the setting's default (lm-eval leaves that generator unseeded: its draws differ "
     "from run to run; evalflow's stages are pure and cached)",
-    "write_out": "lm-eval logs the first document's Instance; evalflow prints its prompt as `python -m evalflow show`",
+    "write_out": "a multimodal task's images show as evalflow's image references (lm-eval prints its PIL images)",
+    "check_integrity": "lm-eval 0.4.13 runs pytest on tests/test_version_stable.py of an lm-eval source checkout "
+    "(installed from PyPI it has none and stops with FileNotFoundError); evalflow has no suite of lm-eval's task "
+    "versions, so it runs the nearest real check: `python -m evalflow validate` on each task",
     "verbosity": "lm-eval logs at the level given",
 }
 

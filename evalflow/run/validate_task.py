@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalflow.config.schema import RunSettings
+from evalflow.errors import EvalflowError
 from evalflow.run import load_checks
 from evalflow.run.preview import prompt_outputs
 from evalflow.taskspec.format.spec import TaskConfig
@@ -56,6 +57,14 @@ def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -
         f"{', '.join(names)}; filters {', '.join(p.name for p in pipelines)}"
     )
     return Checked(summary, tuple(_label_warnings(task, outputs["load_docs"], shown)), tuple(uncomputed))
+
+
+def located(exc: EvalflowError, task: TaskConfig) -> str:
+    """The error's paragraph, prefixed with the task and its file unless it names them already."""
+    text = str(exc)
+    if f"'{task.task}'" in text or (task.source and task.source in text):
+        return text
+    return f"task '{task.task}' ({task.source or 'no file'}): {text}"
 
 
 def _label_warnings(task: TaskConfig, docs: Any, shown: list[int]) -> list[str]:

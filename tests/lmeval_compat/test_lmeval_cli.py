@@ -117,18 +117,17 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
             parse(
                 [
                     "--model",
-                    "hf",
+                    "local-completions",
                     "--model_args",
-                    "pretrained=x",
+                    "model=m,nonesuch=1",
                     "--tasks",
                     "t",
                     "--cache_requests",
                     "sometimes",
-                    "--check_integrity",
                 ]
             )
         )
-    for name in ("--cache_requests sometimes", "--check_integrity"):
+    for name in ("--cache_requests sometimes", "--model_args nonesuch"):
         assert name in str(err.value)
     with pytest.raises(ConfigError, match="--model_args think_end_token: evalflow's hf model"):  # a named HFLM argument
         translate(parse(["--model", "hf", "--model_args", "pretrained=x,think_end_token=</think>", "--tasks", "t"]))
@@ -136,7 +135,7 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
     kept = translate(parse(["--model", "local-completions", "--model_args", "model=m,foo=1,bar=2", "--tasks", "t"]))
     assert not any("foo" in o or "bar" in o for o in kept.overrides if o.startswith("model."))
     assert [n for n in kept.notes if "foo" in n] == [
-        "--model_args foo, bar: ignored, as lm-eval's API models take unknown keyword arguments and never read them"
+        "--model_args foo, --model_args bar: ignored, as lm-eval's model takes them and never reads them"
     ]
     with pytest.raises(ConfigError, match="--model nonesuch"):
         translate(parse(["--model", "nonesuch", "--tasks", "t"]))
@@ -147,6 +146,19 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
     )  # lm-eval ignores --device for its API models: so does evalflow, saying so
     assert not any("device" in o for o in served.overrides)
     assert any(n.startswith("--device: ignored") for n in served.notes)
+
+
+def test_dummy_takes_and_ignores_every_model_argument_as_lm_eval_does() -> None:
+    """lm-eval's DummyLM is built with no arguments whatever --model_args, --device say
+    (create_from_arg_string returns cls()): the front door takes them too, naming them once."""
+    argv = ["--model", "dummy", "--model_args", "write_out=True,foo=1,salt=s", "--device", "cuda:0", "--tasks", "t"]
+    tr = translate(parse(argv))
+    assert [o for o in tr.overrides if o.startswith("model.")] == ["model.salt=s"]  # the preset's own key
+    [note] = [n for n in tr.notes if "ignored" in n]
+    assert note.startswith("--model_args write_out, --model_args foo, --device: ignored")
+    dummy = pytest.importorskip("lm_eval.models.dummy", reason="lm-eval is not installed beside evalflow")
+    lm = dummy.DummyLM.create_from_arg_string("write_out=True,foo=1,salt=s", {"device": "cuda:0"})
+    assert lm.write_out is False  # lm-eval ignored them all
 
 
 def test_vllm_maps_to_the_vllm_preset_and_passes_engine_arguments_on() -> None:

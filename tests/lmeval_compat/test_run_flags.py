@@ -2,7 +2,7 @@
 ``custom_dataset`` as lm-eval 0.4.13's TaskManager gives it (model args | metadata, checked against
 lm-eval's own TaskManager on the same folder), ``--config`` YAML files read with lm-eval's precedence
 (checked against lm-eval's ``EvaluatorConfig.from_cli``), ``--cache_requests refresh|delete`` and
-``--check_integrity``'s refusal."""
+``--check_integrity`` validating each task before the run."""
 
 from __future__ import annotations
 
@@ -183,13 +183,33 @@ def _tags(cache: Path) -> dict[str, int]:
     return {**counts, "instances": counts.get("instances", 0)}
 
 
-def test_check_integrity_is_refused_with_lm_evals_meaning() -> None:
-    with pytest.raises(ConfigError, match="test_version_stable.py.*validate task=NAME"):
-        translate(parse(["--model", "dummy", "--tasks", "t", "--check_integrity"]))
+def test_check_integrity_validates_each_task_before_any_model_call(
+    toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lm-eval's suite cannot exist here (the test below): each task is validated as ``python -m
+    evalflow validate`` validates it; one that fails stops the run with validate's paragraph, exit 2,
+    before the run starts (no run folder)."""
+    mc = (toy_library / "toy_mc.yaml").read_text()
+    bad = mc.replace("task: toy_mc", "task: toy_bad").replace("metric: acc\n", "metric: no_such_metric\n")
+    (toy_library / "toy_bad.yaml").write_text(bad)
+    env = {"EVALFLOW_CACHE": str(tmp_path / "cache")}
+    argv = ["lm-eval", "--model", "dummy", "--include_path", str(toy_library), "--limit", "2", "--check_integrity"]
+    done = cli([*argv, "--tasks", "toy_mc,toy_bad"], cwd=tmp_path, env_extra=env)
+    validated = cli(["validate", "task=toy_bad", f"include_path=[{toy_library}]"], cwd=tmp_path, env_extra=env)
+    [paragraph] = [line for line in validated.stderr.splitlines() if line.startswith("evalflow: error: ")]
+    assert done.returncode == validated.returncode == 2
+    assert "--check_integrity: ok toy_mc: 2 document(s) render" in done.stderr
+    assert f"evalflow: error: --check_integrity: {paragraph.removeprefix('evalflow: error: ')}" in done.stderr
+    assert not (tmp_path / "outputs").exists()  # the run never started
+
     from evalflow import simple_evaluate
 
-    with pytest.raises(ConfigError, match="--check_integrity"):
-        simple_evaluate(model="dummy", tasks=["t"], check_integrity=True)
+    monkeypatch.setenv("EVALFLOW_CACHE", str(tmp_path / "cache"))
+    common = dict(model="dummy", include_path=str(toy_library), limit=2, bootstrap_iters=0, check_integrity=True)
+    assert simple_evaluate(tasks=["toy_mc"], **common)["results"]["toy_mc"]["acc,none"] is not None
+    assert "--check_integrity: ok toy_mc" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="--check_integrity: .*unknown metric 'no_such_metric'"):
+        simple_evaluate(tasks=["toy_bad"], **common)
 
 
 def test_simple_evaluate_takes_metadata_cache_and_tracker_arguments(
@@ -217,8 +237,9 @@ def test_simple_evaluate_takes_metadata_cache_and_tracker_arguments(
 
 
 def test_lm_evals_check_integrity_has_no_suite_in_an_installed_lm_eval() -> None:
-    """Why the refusal: lm-eval 0.4.13's run_task_tests looks for tests/test_version_stable.py
-    three folders up from its package, which a pip-installed lm-eval does not have."""
+    """Why evalflow validates instead (docs/lm-eval-surface.md: *differs*): lm-eval 0.4.13's
+    run_task_tests looks for tests/test_version_stable.py three folders up from its package,
+    which a pip-installed lm-eval does not have."""
     utils = pytest.importorskip("lm_eval.evaluator_utils", reason="lm-eval is not installed beside evalflow")
     with pytest.raises(FileNotFoundError, match="Unable to find package root"):
         utils.find_test_root(Path(utils.__file__))

@@ -61,9 +61,9 @@ def peer_sh_args(work: Path) -> list[str]:
     ]
 
 
-def run_argvs(argvs: list[list[str]], timeout: float = 1500) -> None:
+def run_argvs(argvs: list[list[str]], timeout: float = 1500) -> str:
     """lm_eval's command line with each argument list, in one process of the peer venv (each model
-    built once), in the environment peer.sh sets; raises with lm-eval's stderr."""
+    built once), in the environment peer.sh sets; returns lm-eval's stderr (its log), raises with it."""
     from tests.support.parity_harness import PEER_VENV, SHARED
 
     data = SHARED / "data"
@@ -85,6 +85,7 @@ def run_argvs(argvs: list[list[str]], timeout: float = 1500) -> None:
     )
     if proc.returncode != 0:
         raise RuntimeError(f"lm-eval runs failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stderr
 
 
 def _peer_eval(py: str, code: str) -> str:
@@ -141,9 +142,9 @@ if __name__ == "__main__":
     main()
 
 
-def evalflow_lm_eval(argv: list[str], cache: Path, cwd: Path) -> None:
+def evalflow_lm_eval(argv: list[str], cache: Path, cwd: Path) -> str:
     """``python -m evalflow lm-eval ARGV`` in ``cwd`` (this checkout, its cache ``cache``), the same
-    command the peer runs; raises with its stderr when it fails."""
+    command the peer runs; returns its stderr, and raises with it when it fails."""
     from tests.support.parity_harness import ROOT, SHARED
 
     env = {
@@ -161,3 +162,4 @@ def evalflow_lm_eval(argv: list[str], cache: Path, cwd: Path) -> None:
         timeout=1500,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
