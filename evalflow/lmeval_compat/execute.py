@@ -6,6 +6,7 @@ cache and run folder as the printed native command), for ``python -m evalflow lm
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 import time
 import uuid
@@ -44,7 +45,18 @@ def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
         return results
     from evalflow.output.results import as_command_gave
 
-    return as_command_gave(results, tr.lm_model, tr.lm_model_args, tr.lm_config)  # lm-eval's names for what was given
+    given = as_command_gave(results, tr.lm_model, tr.lm_model_args, tr.lm_config)  # lm-eval's names for what was given
+    return {**given, "git_hash": working_folder_commit()} if "git_hash" in given else given
+
+
+def working_folder_commit() -> str | None:
+    """lm-eval's ``git_hash``: ``git describe --always`` run where the command runs (the user's
+    project, not evalflow's checkout); None outside a git repository or without git."""
+    try:
+        done = subprocess.run(["git", "describe", "--always"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def delete_requests(tr: Translation) -> int:

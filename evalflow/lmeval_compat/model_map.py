@@ -12,7 +12,13 @@ from typing import Any
 from evalflow.config.packaged import conf_dir
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import RUN_MODEL_ARGS, batch_size_value, cli_model_args, hydra_value
-from evalflow.lmeval_compat.served_args import SERVED_PRESETS, SERVED_REFUSALS, served_arg, unread_kwargs_note
+from evalflow.lmeval_compat.served_args import (
+    SERVED_PRESETS,
+    SERVED_REFUSALS,
+    hub_secret,
+    served_arg,
+    unread_kwargs_note,
+)
 
 
 @dataclass(frozen=True)
@@ -123,7 +129,8 @@ def model_overrides(
     keys = preset_keys(mapped.preset)
     values = dict(mapped.implied)
     added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
-    ignored: list[str] = []  # words the preset lacks, for a model that ignores them as lm-eval's does
+    ignored: list[str] = []  # model args the preset lacks, for a model that ignores them as lm-eval's does
+    ignored_flags: list[str] = []
     notes: list[str] = []
     for key, value in lm_args.items():
         if mapped.preset in SERVED_PRESETS:  # lm-eval's TemplateAPI arguments: renamed, kept secret, ignored
@@ -133,8 +140,10 @@ def model_overrides(
                 continue
         if key in RUN_MODEL_ARGS:  # the run's settings: run_batch_settings
             continue
+        if mapped.unknown_into and hub_secret(key, value, notes):  # HFLM's hub token: in the environment
+            continue
         if key not in keys and mapped.ignores_unknown:
-            ignored.append(f"--model_args {key}")
+            ignored.append(key)
             continue
         if key not in keys and mapped.passes_unknown:
             added[key] = value
@@ -166,15 +175,15 @@ def model_overrides(
         if key in keys:
             values[key] = value
         elif mapped.ignores_unknown:
-            ignored.append(f"--{flag}")
+            ignored_flags.append(f"--{flag}")
         else:
             refused.append(
                 f"--{flag}: evalflow's {mapped.preset} model has no {key}"
                 if key == "device"
                 else f"--{flag}: evalflow's {mapped.preset} model runs no remote code"
             )
-    if ignored:
-        notes.append(unread_kwargs_note(ignored))
+    if ignored or ignored_flags:
+        notes.append(unread_kwargs_note(ignored, ignored_flags))
     if mapped.differs:
         notes.append(f"--model {mapped.preset}: {mapped.differs}")
     return (

@@ -3,9 +3,9 @@
 (renamed, kept out of the config as secrets, or ignored as lm-eval ignores them), and the model
 types lm-eval registers whose engine evalflow does not wrap, each refused with why and what to use.
 
-Secrets (``auth_token``, ``header``) never reach the config, the printed native command or the run
-folder: their values are put in this process's environment (which Ray workers inherit) and the
-model reads them from there at request time, as it reads every API key.
+Secrets (``auth_token``, ``header``; a Hugging Face ``token`` for the hub) never reach the config, the
+printed native command or the run folder: their values are put in this process's environment (which
+Ray workers inherit) and the model, or huggingface_hub (``HF_TOKEN``), reads them from there.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ SECRETS = {
     "auth_token": ("auth_token_env", "EVALFLOW_LMEVAL_AUTH_TOKEN"),
     "header": ("headers_env", "EVALFLOW_LMEVAL_HEADER"),
 }
+# HFLM's hub credentials (handed to from_pretrained) -> the variable huggingface_hub reads them from
+HUB_SECRETS = {"token": "HF_TOKEN", "use_auth_token": "HF_TOKEN"}
 # arguments that change nothing, in lm-eval as here, on these presets
 NO_EFFECT = {
     "truncate": (SERVED_PRESETS, "lm-eval 0.4.13 stores it and never reads it"),
@@ -64,15 +66,29 @@ def served_arg(preset: str, key: str, value: Any, notes: list[str]) -> dict[str,
     return None
 
 
-def unread_kwargs_note(words: list[str]) -> str:
-    """The one line for the words (``--model_args KEY``, ``--device``) a model lm-eval builds
-    without reading them (its API models' ``**kwargs``, its dummy model's arguments) is given."""
+def unread_kwargs_note(keys: list[str], flags: list[str]) -> str:
+    """The one line for the model args ``keys`` and the ``flags`` (``--device``) a model lm-eval
+    builds without reading them (its API models' ``**kwargs``, its dummy model's arguments) is given."""
+    words = ([f"--model_args {', '.join(keys)}"] if keys else []) + flags
     return f"{', '.join(words)}: ignored, as lm-eval's model takes them and never reads them"
+
+
+def hub_secret(key: str, value: Any, notes: list[str]) -> bool:
+    """Put an HFLM hub token (a string; ``use_auth_token=True`` is no secret) in ``HF_TOKEN``, where
+    huggingface_hub reads it, rather than in the model's keys; True when ``key`` was one."""
+    if key not in HUB_SECRETS or not isinstance(value, str):
+        return False
+    notes.append(f"--model_args {key}: kept in ${_secret(HUB_SECRETS[key], value)} for the hub, never written")
+    return True
 
 
 def recorded_model_args(lm_args: dict[str, Any]) -> dict[str, Any]:
     """The model args as results.json records them, secrets replaced by where they were put."""
-    return {k: f"<in ${SECRETS[k][1]}>" if k in SECRETS else v for k, v in lm_args.items()}
+    where = {**{k: v for k, (_, v) in SECRETS.items()}, **HUB_SECRETS}
+    return {
+        k: f"<in ${where[k]}>" if k in SECRETS or (k in HUB_SECRETS and isinstance(v, str)) else v
+        for k, v in lm_args.items()
+    }
 
 
 def _refusal(engine: str, instead: str) -> str:

@@ -117,9 +117,9 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
             parse(
                 [
                     "--model",
-                    "local-completions",
+                    "hf",
                     "--model_args",
-                    "model=m,nonesuch=1",
+                    "pretrained=x,think_end_token=</think>",
                     "--tasks",
                     "t",
                     "--cache_requests",
@@ -127,7 +127,7 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
                 ]
             )
         )
-    for name in ("--cache_requests sometimes", "--model_args nonesuch"):
+    for name in ("--cache_requests sometimes", "--model_args think_end_token"):
         assert name in str(err.value)
     with pytest.raises(ConfigError, match="--model_args think_end_token: evalflow's hf model"):  # a named HFLM argument
         translate(parse(["--model", "hf", "--model_args", "pretrained=x,think_end_token=</think>", "--tasks", "t"]))
@@ -135,7 +135,7 @@ def test_every_unhonoured_flag_is_refused_by_name() -> None:
     kept = translate(parse(["--model", "local-completions", "--model_args", "model=m,foo=1,bar=2", "--tasks", "t"]))
     assert not any("foo" in o or "bar" in o for o in kept.overrides if o.startswith("model."))
     assert [n for n in kept.notes if "foo" in n] == [
-        "--model_args foo, --model_args bar: ignored, as lm-eval's model takes them and never reads them"
+        "--model_args foo, bar: ignored, as lm-eval's model takes them and never reads them"
     ]
     with pytest.raises(ConfigError, match="--model nonesuch"):
         translate(parse(["--model", "nonesuch", "--tasks", "t"]))
@@ -155,7 +155,7 @@ def test_dummy_takes_and_ignores_every_model_argument_as_lm_eval_does() -> None:
     tr = translate(parse(argv))
     assert [o for o in tr.overrides if o.startswith("model.")] == ["model.salt=s"]  # the preset's own key
     [note] = [n for n in tr.notes if "ignored" in n]
-    assert note.startswith("--model_args write_out, --model_args foo, --device: ignored")
+    assert note.startswith("--model_args write_out, foo, --device: ignored")
     dummy = pytest.importorskip("lm_eval.models.dummy", reason="lm-eval is not installed beside evalflow")
     lm = dummy.DummyLM.create_from_arg_string("write_out=True,foo=1,salt=s", {"device": "cuda:0"})
     assert lm.write_out is False  # lm-eval ignored them all
