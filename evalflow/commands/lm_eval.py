@@ -47,6 +47,7 @@ def main(argv: list[str]) -> int:
     from evalflow.lmeval_compat.layout import write_layout
     from evalflow.lmeval_compat.parser import build_parser, parse
     from evalflow.lmeval_compat.printed import printed_results
+    from evalflow.lmeval_compat.served_args import CHAT_PRESETS
     from evalflow.lmeval_compat.subcommands import RUNS_ELSEWHERE, run_subcommand
     from evalflow.lmeval_compat.translate import translate
     from evalflow.output.run_summary import LM_EVAL, summary_lines
@@ -74,7 +75,13 @@ def main(argv: list[str]) -> int:
         print(stopped_line(stop, None, folder), file=sys.stderr)
         return exit_status(stop)
     loggers.log(results, folder)
-    written = write_layout(tr.output_path, results, folder, tr.lm_model, tr.lm_model_args) if tr.output_path else []
+    # lm-eval's API models hold a chat-templated prompt as a JsonChatStr (chat models: always)
+    chat = bool(ns.apply_chat_template) and tr.preset in CHAT_PRESETS
+    written = (
+        write_layout(tr.output_path, results, folder, tr.lm_model, tr.lm_model_args, chat_prompts=chat)
+        if tr.output_path
+        else []
+    )
     for path in written:
         print(f"evalflow lm-eval: wrote {path}", file=sys.stderr)
     loggers.push(results, written, folder)

@@ -43,9 +43,11 @@ def write_layout(
     lm_model: str,
     lm_model_args: Mapping[str, Any],
     now: datetime | None = None,
+    chat_prompts: bool = False,
 ) -> list[Path]:
     """Write lm-eval's files for a finished run; returns their paths. The model folder is named
-    from lm-eval's model args as lm-eval names it (``pretrained``, ``model``, ...)."""
+    from lm-eval's model args as lm-eval names it (``pretrained``, ``model``, ...); ``chat_prompts``:
+    the prompts are a chat API's message lists (see :func:`as_tracker_writes`)."""
     date_id = lmeval_date_id(now or datetime.now())
     tasks = list(results.get("configs", {}))
     given = as_command_gave({k: v for k, v in results.items() if k != "samples"}, lm_model, lm_model_args)
@@ -60,7 +62,7 @@ def write_layout(
         if source.is_file():
             target = folder / lmeval_samples_name(task, date_id)
             lines = source.read_text(encoding="utf-8").splitlines()
-            rows = (as_tracker_writes(json.loads(line)) for line in lines if line.strip())
+            rows = (as_tracker_writes(json.loads(line), chat_prompts) for line in lines if line.strip())
             target.write_text("".join(row_json(row) + "\n" for row in rows), encoding="utf-8")
             written.append(target)
     return written
@@ -71,12 +73,19 @@ def sanitize_list(value: Any) -> Any:
     return [sanitize_list(v) for v in value] if isinstance(value, (list, tuple)) else str(value)
 
 
-def as_tracker_writes(row: Mapping[str, Any]) -> dict[str, Any]:
+def as_tracker_writes(row: Mapping[str, Any], chat_prompts: bool = False) -> dict[str, Any]:
     """A samples row as lm-eval's tracker writes it to its file (``save_results_samples``): ``resps``
     and ``filtered_resps`` through :func:`sanitize_list`, ``target`` as ``str(target)`` (the row
-    evalflow's run folder keeps, and simple_evaluate returns, holds the values as they are)."""
+    evalflow's run folder keeps, and simple_evaluate returns, holds the values as they are). With
+    ``chat_prompts`` each request's prompt is lm-eval's ``JsonChatStr``, a one-field tuple its JSON
+    writes as a one-item list (``["[{\"role\": ...}]"]``): its API models' chat-templated prompt."""
     out = dict(row)
     out["resps"] = sanitize_list(row["resps"])
     out["filtered_resps"] = sanitize_list(row["filtered_resps"])
     out["target"] = str(row["target"])  # a JSON list is the Python list lm-eval held: the same str()
+    if chat_prompts and isinstance(row.get("arguments"), Mapping):
+        out["arguments"] = {
+            name: {**args, "arg_0": [args["arg_0"]]} if "arg_0" in args else args
+            for name, args in row["arguments"].items()
+        }
     return out

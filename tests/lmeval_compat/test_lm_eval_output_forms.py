@@ -99,3 +99,15 @@ def test_gen_kwargs_are_merged_into_a_generate_until_tasks_config() -> None:
     )
     config = lmeval_task_config(task, 0, {"max_gen_toks": 20})
     assert config["generation_kwargs"] == {"until": ["\n"], "do_sample": False, "max_gen_toks": 20}
+
+
+def test_a_chat_apis_prompt_is_written_as_lm_evals_json_chat_str() -> None:
+    """lm-eval's API models hold a chat-templated prompt as ``JsonChatStr`` (a NamedTuple), which
+    its tracker's JSON writes as a one-item list: so does the front door's samples file."""
+    api_models = pytest.importorskip("lm_eval.models.api_models")
+    prompt = json.dumps([{"role": "user", "content": "2+2?"}])
+    row = {"doc_id": 0, "target": "4", "resps": [["4"]], "filtered_resps": ["4"]}
+    row["arguments"] = {"gen_args_0": {"arg_0": prompt, "arg_1": {"until": ["\n"]}}}
+    theirs = json.loads(json.dumps({"arg_0": api_models.JsonChatStr(prompt)}))["arg_0"]
+    assert as_tracker_writes(row, chat_prompts=True)["arguments"]["gen_args_0"]["arg_0"] == theirs == [prompt]
+    assert as_tracker_writes(row)["arguments"]["gen_args_0"]["arg_0"] == prompt  # a rendered prompt: text
