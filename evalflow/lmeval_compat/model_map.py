@@ -51,6 +51,7 @@ MODELS = {
     "gguf": ModelMap("gguf_server"),
     "ggml": ModelMap("gguf_server"),
     "vllm": ModelMap("vllm", passes_unknown=True),
+    "vllm-vlm": ModelMap("vllm_vlm", passes_unknown=True),
     "dummy": ModelMap(
         "dummy",
         differs="evalflow's dummy model answers deterministically from a hash of each request (lm-eval's "

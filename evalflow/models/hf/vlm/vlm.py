@@ -178,22 +178,30 @@ class HFMultimodalModel(LanguageModel):
     def prompt(self, context: str) -> str:
         """The text the processor receives: chat messages rendered with lm-eval's image parts, or
         ``<image>`` placeholders replaced by the model's image token."""
-        chat = _messages(context)
-        if chat is None:
-            return replace_placeholders(context, DEFAULT_IMAGE_PLACEHOLDER, self.image_token, self.max_images)
-        history = [dict(m, content=image_parts(str(m["content"]), self.interleave, self.max_images)) for m in chat]
-        add_generation_prompt = not (history and history[-1]["role"] == "assistant")
-        return str(
-            self.parts.processor.apply_chat_template(
-                history, add_generation_prompt=add_generation_prompt, continue_final_message=not add_generation_prompt
-            )
-        )
+        return render_prompt(context, self.parts.processor, self.image_token, self.interleave, self.max_images)
 
 
 _REFUSAL = (
     "hf_multimodal does not answer {rtype} requests: lm-eval's hf-multimodal raises NotImplementedError "
     "for them (no log-likelihoods of text after images). Run a generate_until version of the task."
 )
+
+
+def render_prompt(context: str, processor: Any, image_token: str, interleave: bool, max_images: int) -> str:
+    """The text a VLM receives for ``context``, as lm-eval's ``hf-multimodal`` and ``vllm-vlm`` build
+    it: chat messages (the few-shot stage's JSON) with each ``<image>`` an image part, rendered by the
+    processor's chat template (continuing a final assistant message); plain text with its
+    ``<image>`` placeholders made ``image_token``, those after the first ``max_images`` dropped."""
+    chat = _messages(context)
+    if chat is None:
+        return replace_placeholders(context, DEFAULT_IMAGE_PLACEHOLDER, image_token, max_images)
+    history = [dict(m, content=image_parts(str(m["content"]), interleave, max_images)) for m in chat]
+    add_generation_prompt = not (history and history[-1]["role"] == "assistant")
+    return str(
+        processor.apply_chat_template(
+            history, add_generation_prompt=add_generation_prompt, continue_final_message=not add_generation_prompt
+        )
+    )
 
 
 def replace_placeholders(string: str, placeholder: str, image_token: str, max_images: int) -> str:
@@ -224,6 +232,33 @@ def image_parts(text: str, interleave: bool, max_images: int) -> list[dict[str, 
         if i < len(pieces) - 1 and i < max_images:
             content.append({"type": "image"})
     return content
+
+
+def resize(image: Any, width: int | None, height: int | None, max_side: int | None) -> Any:
+    """lm-eval's ``resize_image`` (aspect ratio kept, never enlarged, bicubic)."""
+    from PIL import Image
+
+    w, h = image.size
+    if width is not None and height is not None:
+        if w <= width and h <= height:
+            return image
+        ratio = min(width / w, height / h)
+        size = (int(w * ratio), int(h * ratio))
+    elif width is not None:
+        if w <= width:
+            return image
+        size = (width, int((h / w) * width))
+    elif height is not None:
+        if h <= height:
+            return image
+        size = (int((w / h) * height), height)
+    elif max_side is not None:
+        if max(w, h) <= max_side:
+            return image
+        size = (max_side, int((h / w) * max_side)) if w > h else (int((w / h) * max_side), max_side)
+    else:
+        return image
+    return image.resize((max(1, size[0]), max(1, size[1])), Image.Resampling.BICUBIC)
 
 
 def _messages(context: str) -> list[dict[str, Any]] | None:
