@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError
-from evalflow.models.hf.vlm.vlm import DEFAULT_IMAGE_PLACEHOLDER, render_prompt, resize
+from evalflow.models.hf.vlm.prompts import DEFAULT_IMAGE_PLACEHOLDER, render_prompt, resize
 from evalflow.models.lmeval_tokens import strip_at_stops
 from evalflow.models.vllm import request_rules as rules
 from evalflow.models.vllm.vllm_model import VLLMModel
@@ -46,7 +46,7 @@ IMAGE_SETTINGS = ("interleave", "max_images", "image_width", "image_height", "im
 class VLLMVisionModel(VLLMModel):
     """A ``vllm.LLM`` on a vision-language model, answering generate_until requests with images."""
 
-    CODE: ClassVar[tuple[str, ...]] = (*VLLMModel.CODE, "evalflow.models.hf.vlm.vlm")
+    CODE: ClassVar[tuple[str, ...]] = (*VLLMModel.CODE, "evalflow.models.hf.vlm.prompts")
     CHAT_MESSAGES: ClassVar[bool] = True  # chat prompts arrive as messages: <image> becomes an image part
     MULTIMODAL: ClassVar[tuple[str, ...]] = ("generate_until",)
 

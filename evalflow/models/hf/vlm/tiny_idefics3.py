@@ -62,7 +62,7 @@ def build_tiny_idefics3(folder: Path, seed: int = 0, tokenizer: Any = None) -> P
         text_config=text.to_dict(),
         scale_factor=2,
         image_token_id=tok.convert_tokens_to_ids("<image>"),
-        pad_token_id=tok.eos_token_id,
+        pad_token_id=tok.eos_token_id,  # type: ignore[call-arg]  # some transformers default it to 128002, out of vocabulary
         tie_word_embeddings=False,
     )
     torch.manual_seed(seed)
@@ -82,9 +82,14 @@ def build_tiny_idefics3(folder: Path, seed: int = 0, tokenizer: Any = None) -> P
 def _image_processor() -> Any:
     """Idefics3's image processor at :data:`IMAGE_SIDE`, unsplit: transformers 5's Pillow one (its
     default class needs torchvision), 4.x's only one otherwise."""
+    images: Any
     try:
-        from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil as Images
+        from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
+
+        images = Idefics3ImageProcessorPil
     except ImportError:
-        from transformers import Idefics3ImageProcessor as Images
+        from transformers import Idefics3ImageProcessor
+
+        images = Idefics3ImageProcessor
     side = {"longest_edge": IMAGE_SIDE}
-    return Images(size=side, max_image_size=side, do_image_splitting=False)
+    return images(size=side, max_image_size=side, do_image_splitting=False)

@@ -27,7 +27,6 @@ Log-likelihood requests with images are refused before any call, as lm-eval rais
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -36,11 +35,10 @@ from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, weights_identity
+from evalflow.models.hf.vlm.prompts import render_prompt
 from evalflow.models.protocol import LanguageModel
 
 log = logging.getLogger(__name__)
-
-DEFAULT_IMAGE_PLACEHOLDER = "<image>"  # lm-eval's placeholder in task prompts
 
 
 class HFMultimodalModel(LanguageModel):
@@ -50,6 +48,7 @@ class HFMultimodalModel(LanguageModel):
     # its passes and what they use of the text backend (loading, plain passes, lm-eval's token rules)
     CODE: ClassVar[tuple[str, ...]] = (
         "evalflow.models.hf.vlm.vlm_passes",
+        "evalflow.models.hf.vlm.prompts",
         "evalflow.models.hf.load",
         "evalflow.models.hf.identity",
         "evalflow.models.hf.torch_ops",
@@ -185,90 +184,3 @@ _REFUSAL = (
     "hf_multimodal does not answer {rtype} requests: lm-eval's hf-multimodal raises NotImplementedError "
     "for them (no log-likelihoods of text after images). Run a generate_until version of the task."
 )
-
-
-def render_prompt(context: str, processor: Any, image_token: str, interleave: bool, max_images: int) -> str:
-    """The text a VLM receives for ``context``, as lm-eval's ``hf-multimodal`` and ``vllm-vlm`` build
-    it: chat messages (the few-shot stage's JSON) with each ``<image>`` an image part, rendered by the
-    processor's chat template (continuing a final assistant message); plain text with its
-    ``<image>`` placeholders made ``image_token``, those after the first ``max_images`` dropped."""
-    chat = _messages(context)
-    if chat is None:
-        return replace_placeholders(context, DEFAULT_IMAGE_PLACEHOLDER, image_token, max_images)
-    history = [dict(m, content=image_parts(str(m["content"]), interleave, max_images)) for m in chat]
-    add_generation_prompt = not (history and history[-1]["role"] == "assistant")
-    return str(
-        processor.apply_chat_template(
-            history, add_generation_prompt=add_generation_prompt, continue_final_message=not add_generation_prompt
-        )
-    )
-
-
-def replace_placeholders(string: str, placeholder: str, image_token: str, max_images: int) -> str:
-    """lm-eval's ``replace_placeholders``: the first ``max_images`` placeholders become the image
-    token, later ones are removed."""
-    parts = string.split(placeholder)
-    out = []
-    for count, part in enumerate(parts[:-1]):
-        out.append(part)
-        if count < max_images:
-            out.append(image_token)
-    out.append(parts[-1])
-    return "".join(out)
-
-
-def image_parts(text: str, interleave: bool, max_images: int) -> list[dict[str, Any]]:
-    """One message's content as lm-eval's ``HFMultimodalLM.apply_chat_template`` lays it out."""
-    if not interleave:
-        count = min(max_images, text.count(DEFAULT_IMAGE_PLACEHOLDER))
-        return [{"type": "image", "image": None}] * count + [
-            {"type": "text", "text": text.replace(DEFAULT_IMAGE_PLACEHOLDER, "")}
-        ]
-    pieces = text.split(DEFAULT_IMAGE_PLACEHOLDER)
-    content: list[dict[str, Any]] = []
-    for i, piece in enumerate(pieces):
-        if piece:
-            content.append({"type": "text", "text": piece})
-        if i < len(pieces) - 1 and i < max_images:
-            content.append({"type": "image"})
-    return content
-
-
-def resize(image: Any, width: int | None, height: int | None, max_side: int | None) -> Any:
-    """lm-eval's ``resize_image`` (aspect ratio kept, never enlarged, bicubic)."""
-    from PIL import Image
-
-    w, h = image.size
-    if width is not None and height is not None:
-        if w <= width and h <= height:
-            return image
-        ratio = min(width / w, height / h)
-        size = (int(w * ratio), int(h * ratio))
-    elif width is not None:
-        if w <= width:
-            return image
-        size = (width, int((h / w) * width))
-    elif height is not None:
-        if h <= height:
-            return image
-        size = (int((w / h) * height), height)
-    elif max_side is not None:
-        if max(w, h) <= max_side:
-            return image
-        size = (max_side, int((h / w) * max_side)) if w > h else (int((w / h) * max_side), max_side)
-    else:
-        return image
-    return image.resize((max(1, size[0]), max(1, size[1])), Image.Resampling.BICUBIC)
-
-
-def _messages(context: str) -> list[dict[str, Any]] | None:
-    """The chat messages of a context the few-shot stage wrote as JSON, else None (plain text)."""
-    if not context.startswith("[{"):
-        return None
-    try:
-        value = json.loads(context)
-    except ValueError:
-        return None
-    if isinstance(value, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in value):
-        return value
-    return None

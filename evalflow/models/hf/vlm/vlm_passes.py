@@ -18,7 +18,7 @@ from evalflow.core.records import Request
 from evalflow.errors import ConfigError
 from evalflow.models.hf.load import configure_pad_token, torch_dtype_of
 from evalflow.models.hf.torch_ops import StopOnSequence
-from evalflow.models.hf.vlm.vlm import resize
+from evalflow.models.hf.vlm.prompts import resize
 from evalflow.models.lmeval_tokens import resolve_max_length, stop_sequences, strip_at_stops
 
 

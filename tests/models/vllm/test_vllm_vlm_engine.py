@@ -1,0 +1,91 @@
+"""model=vllm_vlm on the real engine (vLLM's CPU build in its side venv) with images: the built-in
+``shapes_vqa`` task (12 Pillow-drawn pictures, ``<image>`` in each prompt) on a tiny random Idefics3
+(:mod:`evalflow.models.hf.vlm.tiny_idefics3`, SmolLM2's tokenizer), its greedy generations against
+evalflow's ``hf_multimodal`` (lm-eval's ``hf-multimodal`` semantics, transformers) on the same
+folder, and against lm-eval 0.4.13's own ``--model vllm-vlm`` run in the side venv (which has
+lm-eval; the peer venv has no vLLM). ~3 min: two vLLM engine starts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import vllm_side
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
+
+ROOT = Path(__file__).resolve().parents[3]
+ENGINE = {"dtype": "float32", "enforce_eager": True, "max_model_len": 512}
+
+
+@pytest.fixture(scope="module")
+def tiny_idefics3(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    why = vllm_side.missing()
+    if why:
+        pytest.skip(why)
+    pytest.importorskip("PIL")
+    from evalflow.models.hf.vlm.tiny_idefics3 import build_tiny_idefics3
+    from evalflow.models.hf.vlm.tiny_vlm import smollm2_tokenizer
+
+    return build_tiny_idefics3(tmp_path_factory.mktemp("tiny-idefics3"), 0, smollm2_tokenizer())
+
+
+def responses(out: Path, name: str) -> dict[int, list[Any]]:
+    files = sorted(out.rglob(name))
+    assert files, f"no {name} under {out}"
+    rows = (json.loads(line) for line in files[0].read_text().splitlines())
+    return {row["doc_id"]: row["resps"] for row in rows}
+
+
+@pytest.fixture(scope="module")
+def vllm_vlm_answers(tiny_idefics3: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[Any]]:
+    root = tmp_path_factory.mktemp("vllm-vlm-run")
+    args = [
+        "model=vllm_vlm",
+        f"model.pretrained={tiny_idefics3}",
+        *(f"model.{k}={str(v).lower()}" for k, v in ENGINE.items()),
+        "task=shapes_vqa",
+        "bootstrap_iters=0",
+        f"cache_dir={root / 'cache'}",
+        f"hydra.run.dir={root / 'out'}",
+    ]
+    done = vllm_side.run_evalflow(args, cwd=root)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return responses(root / "out", "samples_shapes_vqa.jsonl")
+
+
+def test_greedy_generations_with_images_equal_hf_multimodals(
+    tiny_idefics3: Path, vllm_vlm_answers: dict[int, list[Any]], tmp_path: Path
+) -> None:
+    from evalflow import evaluate
+
+    evaluate(
+        ["shapes_vqa"],
+        {"type": "hf_multimodal", "pretrained": str(tiny_idefics3), "dtype": "float32"},
+        output_dir=tmp_path,
+        cache_dir=str(tmp_path / "cache"),
+        bootstrap_iters=0,
+    )
+    hf = responses(tmp_path, "samples_shapes_vqa.jsonl")
+    assert len(hf) == 12 and vllm_vlm_answers == hf
+    assert len({str(r) for r in hf.values()}) > 1  # the images change the answers: not one text for all
+
+
+def test_greedy_generations_with_images_equal_lm_evals_vllm_vlm(
+    tiny_idefics3: Path, vllm_vlm_answers: dict[int, list[Any]], tmp_path: Path
+) -> None:
+    python = str(vllm_side.cpu_venv.venv_python(vllm_side.venv()))
+    if subprocess.run([python, "-c", "import lm_eval.models.vllm_vlms"], env=vllm_side.env()).returncode:
+        pytest.skip("the vLLM side venv has no lm-eval 0.4.13 (python -m evalflow vllm-cpu-venv installs it)")
+    model_args = ",".join([f"pretrained={tiny_idefics3}", *(f"{k}={v}" for k, v in ENGINE.items())])
+    argv = ["--model", "vllm-vlm", "--model_args", model_args, "--tasks", "shapes_vqa"]
+    argv += ["--include_path", str(ROOT / "tasks" / "vision"), "--log_samples", "--output_path", str(tmp_path)]
+    done = subprocess.run(
+        [python, "-m", "lm_eval", *argv], cwd=tmp_path, env=vllm_side.env(), capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert responses(tmp_path, "samples_shapes_vqa_*.jsonl") == vllm_vlm_answers
