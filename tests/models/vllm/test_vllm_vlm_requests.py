@@ -38,10 +38,13 @@ def test_lm_evals_vllm_vlm_maps_onto_the_vllm_vlm_preset_its_arguments_as_they_a
                 "pretrained=/m,max_images=2,interleave=False,image_max_side=64,max_model_len=512,kv_cache_dtype=fp8",
                 "--tasks",
                 "t",
+                "--device",
+                "cuda:0",
             ]
         )
     )
     assert t.preset == "vllm_vlm"
+    assert any(n.startswith("--device: ignored by the vLLM backend") for n in t.notes)  # as lm-eval's VLLM
     for override in ("model.max_images=2", "model.interleave=false", "model.image_max_side=64"):
         assert override in t.overrides
     assert "+model.kv_cache_dtype=fp8" in t.overrides  # lm-eval hands unknown args to vllm.LLM; so does evalflow
