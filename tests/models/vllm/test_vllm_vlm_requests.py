@@ -80,6 +80,17 @@ def test_the_key_holds_the_image_settings_and_vllms_keys(tiny_model_dir):
     assert ident(tiny_model_dir, interleave=True, max_images=999) == base  # lm-eval's defaults spelled out
 
 
+def test_the_key_follows_the_processors_chat_template_file(tiny_model_dir, tmp_path):
+    import shutil
+
+    copy = tmp_path / "vlm"
+    shutil.copytree(tiny_model_dir, copy)
+    (copy / "chat_template.jinja").write_text("{{ messages[0]['content'] }}")
+    before = ident(copy)
+    (copy / "chat_template.jinja").write_text("{{ messages[-1]['content'] }}")
+    assert ident(copy) != before  # chat prompts are rendered with it: answers keyed by it
+
+
 def test_an_ambiguous_resize_is_refused_before_any_engine(tiny_model_dir):
     with pytest.raises(ConfigError, match="image_max_side cannot be combined"):
         ident(tiny_model_dir, image_max_side=64, image_width=32)
