@@ -53,6 +53,7 @@ def run_vllm_vlm(folder: Path, root: Path, *extra: str) -> dict[int, list[Any]]:
         f"hydra.run.dir={root / 'out'}",
         *extra,
     ]
+    root.mkdir(parents=True, exist_ok=True)
     done = vllm_side.run_evalflow(args, cwd=root)
     assert done.returncode == 0, done.stderr[-4000:]
     return responses(root / "out", "samples_shapes_vqa.jsonl")
