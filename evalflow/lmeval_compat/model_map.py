@@ -64,6 +64,7 @@ MODELS = {
     "gguf": ModelMap("gguf_server", ignores_unknown=True),
     "ggml": ModelMap("gguf_server", ignores_unknown=True),
     "vllm": ModelMap("vllm", passes_unknown=True),
+    "vllm-vlm": ModelMap("vllm_vlm", passes_unknown=True),
     "dummy": ModelMap(
         "dummy",
         ignores_unknown=True,
@@ -167,7 +168,10 @@ def model_overrides(
         if mapped.preset in SERVED_PRESETS and key not in keys:  # lm-eval's API models ignore them
             notes.append(f"--{flag}: ignored, as lm-eval ignores it for this model (the server runs the model)")
             continue
-        if key == "device" and mapped.preset == "vllm":  # as lm-eval's VLLM: CUDA_VISIBLE_DEVICES picks the GPUs
+        if key == "device" and mapped.preset in (
+            "vllm",
+            "vllm_vlm",
+        ):  # as lm-eval's VLLM: CUDA_VISIBLE_DEVICES picks the GPUs
             notes.append(
                 "--device: ignored by the vLLM backend, as lm-eval ignores it; CUDA_VISIBLE_DEVICES picks the GPUs"
             )

@@ -147,11 +147,6 @@ SERVED_REFUSALS: dict[str, str] = {
         "--model local-completions against the same server's /v1/completions",
     ),
     "trtllm": _refusal("trtllm runs TensorRT-LLM engines in the process", _SERVE_IT + " (trtllm-serve)"),
-    "vllm-vlm": _refusal(
-        "vllm-vlm runs vision-language models in vLLM with images; evalflow's vllm backend sends text only",
-        "--model hf-multimodal for the same checkpoint, or `vllm serve` it and use --model local-chat-completions "
-        "with --apply_chat_template (images are sent as lm-eval sends them)",
-    ),
     "textsynth": _refusal("textsynth calls the TextSynth API, whose request format evalflow does not speak", _SERVE_IT),
     "watsonx_llm": _refusal("watsonx_llm calls IBM watsonx.ai through the ibm-watsonx-ai SDK", _SERVE_IT),
     **{

@@ -16,7 +16,11 @@ from evalflow.models.protocol import feature
 from evalflow.taskspec.data.images import is_multimodal
 from evalflow.taskspec.format.spec import TaskConfig
 
-MULTIMODAL_BACKENDS = ("hf_multimodal (transformers VLMs)", "openai_chat (served VLMs: vLLM, SGLang)")
+MULTIMODAL_BACKENDS = (
+    "hf_multimodal (transformers VLMs)",
+    "vllm_vlm (VLMs in vLLM)",
+    "openai_chat (served VLMs: vLLM, SGLang)",
+)
 
 
 def refuse_unanswerable(tasks: Iterable[TaskConfig], model: Any, name: str) -> None:

@@ -56,6 +56,7 @@ MODELS: Registry[type] = Registry(
         "openai_chat": "evalflow.models.api.chat_model:OpenAIChat",
         "gguf_server": "evalflow.models.api.gguf_server:GgufServer",
         "vllm": "evalflow.models.vllm.vllm_model:VLLMModel",
+        "vllm_vlm": "evalflow.models.vllm.vllm_vlm:VLLMVisionModel",
     },
 )
 register_model = MODELS.register

@@ -7,7 +7,7 @@ served wholly from the cache writes the same values as one that loaded the model
     config:     model_num_parameters, model_dtype ("torch.float32"), model_revision, model_sha
 
 lm-eval writes them for its models with a Hugging Face tokenizer and model (``hf``,
-``hf-multimodal``), the tokenizer fields alone for ``vllm`` and for ``local-completions`` with a
+``hf-multimodal``), the tokenizer fields alone for ``vllm`` (and ``vllm-vlm``) and for ``local-completions`` with a
 Hugging Face tokenizer, and none for others (``dummy``, ``local-chat-completions``, whose tokenizer backend is
 off by default); evalflow does the same. ``model_sha`` is the hub commit (lm-eval asks the
 hub; ``""`` for a local folder, as lm-eval's failed lookup gives).
@@ -202,12 +202,14 @@ def _token_fields(tok: Any, max_length: int) -> dict[str, Any]:
     }
 
 
+_VLLM_KEYS = ("pretrained", "tokenizer", "revision", "max_model_len", "max_length", "trust_remote_code")
 # model type -> (the config keys its fields are read from, the first one required; the reader)
 _READERS: dict[str, tuple[tuple[str, ...], Any]] = {
     "hf": (_HF_KEYS, _hf_fields),
     "hf_multimodal": (_HF_KEYS, _hf_fields),  # HFMultimodalLM is an HFLM: the same fields
     "openai_completions": (("model", "tokenizer", "max_length"), _api_fields),
-    "vllm": (("pretrained", "tokenizer", "revision", "max_model_len", "max_length", "trust_remote_code"), _vllm_fields),
+    "vllm": (_VLLM_KEYS, _vllm_fields),
+    "vllm_vlm": (_VLLM_KEYS, _vllm_fields),  # VLLM_VLM is a VLLM: the same fields
 }
 
 

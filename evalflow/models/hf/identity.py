@@ -23,7 +23,8 @@ from evalflow.errors import ModelError
 IDENTITY_VERSION = 1  # bump when HFModel's scoring rules change, so old cached answers are not reused
 
 # Files of a model folder that decide its outputs. README, images, .git, training logs do not.
-MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json", ".model", ".txt", ".py", ".tiktoken")
+# .jinja: a chat template saved beside the tokenizer (transformers >= 4.43), which a chat-messages VLM renders with
+MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json", ".model", ".txt", ".py", ".tiktoken", ".jinja")
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 

@@ -87,6 +87,16 @@ def load_tokenizer(
     return get_tokenizer(name, tokenizer_mode=mode, trust_remote_code=trust_remote_code, revision=revision, **extra)
 
 
+def load_processor(pretrained: str, revision: str | None, trust_remote_code: bool) -> Any:
+    """lm-eval's ``VLLM_VLM`` processor: ``AutoProcessor`` from the weights' source (its chat template
+    renders chat prompts with image parts)."""
+    import transformers
+
+    return transformers.AutoProcessor.from_pretrained(
+        pretrained, revision=revision, trust_remote_code=trust_remote_code
+    )
+
+
 def engine_max_len(llm: Any) -> int:
     """The context window vLLM settled on (``max_model_len``, else the model config's)."""
     engine = llm.llm_engine
@@ -152,15 +162,28 @@ def _as_dicts(positions: Sequence[Mapping[int, Any] | None]) -> Logprobs:
 
 def generate(llm: Any, prompts: Sequence[Sequence[int]], params: Sequence[Mapping[str, Any]], lora: Any) -> list[str]:
     """The first completion's text per prompt, each with its own ``SamplingParams(**params[i])``."""
-    from vllm import SamplingParams, TokensPrompt
+    from vllm import TokensPrompt
+
+    return _generate_texts(llm, [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, lora)
+
+
+def generate_with_images(
+    llm: Any, prompts: Sequence[tuple[str, Sequence[Any]]], params: Sequence[Mapping[str, Any]], lora: Any
+) -> list[str]:
+    """As :func:`generate`, for (text, images) prompts: lm-eval's ``VLLM_VLM`` hands vLLM
+    ``TextPrompt(prompt=text, multi_modal_data={"image": images})``, the text tokenized by vLLM and
+    each image placed by the model's multimodal processor."""
+    from vllm import TextPrompt
+
+    inputs = [TextPrompt(prompt=text, multi_modal_data={"image": list(images)}) for text, images in prompts]
+    return _generate_texts(llm, inputs, params, lora)
+
+
+def _generate_texts(llm: Any, inputs: Sequence[Any], params: Sequence[Mapping[str, Any]], lora: Any) -> list[str]:
+    from vllm import SamplingParams
 
     sampling = [_sampling_params(SamplingParams, p) for p in params]
-    outputs = llm.generate(
-        [TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
-        sampling_params=sampling,
-        use_tqdm=False,
-        lora_request=lora,
-    )
+    outputs = llm.generate(list(inputs), sampling_params=sampling, use_tqdm=False, lora_request=lora)
     return [out.outputs[0].text for out in outputs]
 
 

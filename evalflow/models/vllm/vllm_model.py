@@ -58,6 +58,7 @@ SPEED_ONLY = frozenset(
         "pipeline_parallel_size",
         "trust_remote_code",
         "max_lora_rank",
+        "limit_mm_per_prompt",  # images per prompt vLLM accepts and profiles memory for (vllm_vlm's max_images)
     }
 )
 
@@ -155,7 +156,7 @@ class VLLMModel(LanguageModel):
                 "e.g. model=vllm model.pretrained=/path/to/model."
             )
         lora = config.get("lora_local_path")
-        known = set(inspect_parameters())
+        known = set(inspect_parameters(cls))
         extra = {k: v for k, v in config.items() if k not in known and k not in SPEED_ONLY}
         return {
             "backend": "vllm",
@@ -261,17 +262,31 @@ class VLLMModel(LanguageModel):
             answers[i] = rules.continuation_logprob(inputs[i][0], logprobs, inputs[i][1])
         return [answers[i] for i in range(len(inputs))]
 
+    @functools.cached_property
+    def eos(self) -> str | None:
+        """The EOS text every generation stops at (besides its ``until``)."""
+        return rules.eos_text(
+            self.tokenizer.decode, self.tokenizer.eos_token_id, getattr(self.tokenizer, "eos_token", None)
+        )
+
+    def sampling(self, request: Request) -> tuple[dict[str, Any], list[str], int]:
+        """A generate_until request's ``SamplingParams`` kwargs (its own seed when sampled), stop
+        sequences and token budget, as lm-eval's ``modify_gen_kwargs`` makes them."""
+        args = request.args
+        gen_kwargs = args[1] if len(args) > 1 and args[1] else {}
+        kwargs, until, max_gen_toks = rules.sampling_kwargs(gen_kwargs, self.eos, self.max_gen_toks)
+        if rules.is_sampled(kwargs) and "seed" not in kwargs:
+            kwargs["seed"] = request.sample_seed()
+        return kwargs, until, max_gen_toks
+
     def generate_until(self, requests: Sequence[Request]) -> list[str]:
         """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
         from evalflow.models.vllm import vllm_calls as engine
 
-        eos = rules.eos_text(
-            self.tokenizer.decode, self.tokenizer.eos_token_id, getattr(self.tokenizer, "eos_token", None)
-        )
         prompts, params, stops = [], [], []
         for r in requests:
-            context, gen_kwargs = r.args[0], (r.args[1] if len(r.args) > 1 and r.args[1] else {})
-            kwargs, until, max_gen_toks = rules.sampling_kwargs(gen_kwargs, eos, self.max_gen_toks)
+            context = r.args[0]
+            kwargs, until, max_gen_toks = self.sampling(r)
             tokens, max_gen_toks = rules.truncate_context(
                 self.tok_encode(context), max_gen_toks, self.max_length, self.truncation_side
             )
@@ -280,9 +295,8 @@ class VLLMModel(LanguageModel):
                     f"the context of generate_until request {context!r} encodes to no tokens, so there is "
                     "nothing to continue; give it a prompt."
                 )
-            seed = {"seed": r.sample_seed()} if rules.is_sampled(kwargs) and "seed" not in kwargs else {}
             prompts.append(tokens)
-            params.append({"max_tokens": max_gen_toks, "stop": until, **kwargs, **seed})
+            params.append({"max_tokens": max_gen_toks, "stop": until, **kwargs})
             stops.append(until)
         order = rules.longest_first(prompts)
         found = (
@@ -293,14 +307,17 @@ class VLLMModel(LanguageModel):
         return [strip_at_stops(text, until) for text, until in zip(rules.restore_order(order, found), stops)]
 
 
-@functools.lru_cache(maxsize=1)
-def inspect_parameters() -> tuple[str, ...]:
-    """The constructor's named keys (the rest of a config are engine arguments passed to ``LLM``)."""
+@functools.lru_cache(maxsize=4)
+def inspect_parameters(cls: type = VLLMModel) -> tuple[str, ...]:
+    """The named keys of ``cls``'s constructor and its bases' (the rest of a config are engine
+    arguments passed to ``LLM``)."""
     import inspect
 
     return tuple(
         p.name
-        for p in inspect.signature(VLLMModel.__init__).parameters.values()
+        for klass in cls.__mro__
+        if "__init__" in vars(klass) and issubclass(klass, VLLMModel)
+        for p in inspect.signature(vars(klass)["__init__"]).parameters.values()
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"
     )
 

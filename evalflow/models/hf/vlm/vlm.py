@@ -27,7 +27,6 @@ Log-likelihood requests with images are refused before any call, as lm-eval rais
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -36,11 +35,11 @@ from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
+from evalflow.models.hf.vlm.prompts import render_prompt
 from evalflow.models.protocol import LanguageModel
 
 log = logging.getLogger(__name__)
 
-DEFAULT_IMAGE_PLACEHOLDER = "<image>"  # lm-eval's placeholder in task prompts
 # the settings that change prompts or images: the answers' key
 KEYED = (
     "dtype",
@@ -71,6 +70,7 @@ class HFMultimodalModel(LanguageModel):
     # its passes and what they use of the text backend (loading, plain passes, lm-eval's token rules)
     CODE: ClassVar[tuple[str, ...]] = (
         "evalflow.models.hf.vlm.vlm_passes",
+        "evalflow.models.hf.vlm.prompts",
         "evalflow.models.hf.load",
         "evalflow.models.hf.lmeval_args",
         "evalflow.models.hf.adapters",
@@ -211,16 +211,7 @@ class HFMultimodalModel(LanguageModel):
     def prompt(self, context: str) -> str:
         """The text the processor receives: chat messages rendered with lm-eval's image parts, or
         ``<image>`` placeholders replaced by the model's image token."""
-        chat = _messages(context)
-        if chat is None:
-            return replace_placeholders(context, DEFAULT_IMAGE_PLACEHOLDER, self.image_token, self.max_images)
-        history = [dict(m, content=image_parts(str(m["content"]), self.interleave, self.max_images)) for m in chat]
-        add_generation_prompt = not (history and history[-1]["role"] == "assistant")
-        return str(
-            self.parts.processor.apply_chat_template(
-                history, add_generation_prompt=add_generation_prompt, continue_final_message=not add_generation_prompt
-            )
-        )
+        return render_prompt(context, self.parts.processor, self.image_token, self.interleave, self.max_images)
 
 
 def _batch_size(batch_size: int | str) -> int:
@@ -239,46 +230,3 @@ _REFUSAL = (
     "hf_multimodal does not answer {rtype} requests: lm-eval's hf-multimodal raises NotImplementedError "
     "for them (no log-likelihoods of text after images). Run a generate_until version of the task."
 )
-
-
-def replace_placeholders(string: str, placeholder: str, image_token: str, max_images: int) -> str:
-    """lm-eval's ``replace_placeholders``: the first ``max_images`` placeholders become the image
-    token, later ones are removed."""
-    parts = string.split(placeholder)
-    out = []
-    for count, part in enumerate(parts[:-1]):
-        out.append(part)
-        if count < max_images:
-            out.append(image_token)
-    out.append(parts[-1])
-    return "".join(out)
-
-
-def image_parts(text: str, interleave: bool, max_images: int) -> list[dict[str, Any]]:
-    """One message's content as lm-eval's ``HFMultimodalLM.apply_chat_template`` lays it out."""
-    if not interleave:
-        count = min(max_images, text.count(DEFAULT_IMAGE_PLACEHOLDER))
-        return [{"type": "image", "image": None}] * count + [
-            {"type": "text", "text": text.replace(DEFAULT_IMAGE_PLACEHOLDER, "")}
-        ]
-    pieces = text.split(DEFAULT_IMAGE_PLACEHOLDER)
-    content: list[dict[str, Any]] = []
-    for i, piece in enumerate(pieces):
-        if piece:
-            content.append({"type": "text", "text": piece})
-        if i < len(pieces) - 1 and i < max_images:
-            content.append({"type": "image"})
-    return content
-
-
-def _messages(context: str) -> list[dict[str, Any]] | None:
-    """The chat messages of a context the few-shot stage wrote as JSON, else None (plain text)."""
-    if not context.startswith("[{"):
-        return None
-    try:
-        value = json.loads(context)
-    except ValueError:
-        return None
-    if isinstance(value, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in value):
-        return value
-    return None

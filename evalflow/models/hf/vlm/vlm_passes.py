@@ -20,6 +20,7 @@ from evalflow.models.hf import load
 from evalflow.models.hf.lmeval_args import PLAIN, LoadArgs
 from evalflow.models.hf.load import configure_pad_token, torch_dtype_of
 from evalflow.models.hf.torch_ops import StopOnSequence
+from evalflow.models.hf.vlm.prompts import resize
 from evalflow.models.lmeval_tokens import prefix_token, resolve_max_length, stop_sequences, strip_at_stops, tok_encode
 
 
@@ -165,33 +166,6 @@ def _model_generate(parts: VLMParts, inputs: Any, until: list[str], kwargs: dict
         return parts.model.generate(
             **inputs, stopping_criteria=criteria, pad_token_id=parts.tokenizer.pad_token_id, use_cache=True, **kwargs
         )
-
-
-def resize(image: Any, width: int | None, height: int | None, max_side: int | None) -> Any:
-    """lm-eval's ``resize_image`` (aspect ratio kept, never enlarged, bicubic)."""
-    from PIL import Image
-
-    w, h = image.size
-    if width is not None and height is not None:
-        if w <= width and h <= height:
-            return image
-        ratio = min(width / w, height / h)
-        size = (int(w * ratio), int(h * ratio))
-    elif width is not None:
-        if w <= width:
-            return image
-        size = (width, int((h / w) * width))
-    elif height is not None:
-        if h <= height:
-            return image
-        size = (int((w / h) * height), height)
-    elif max_side is not None:
-        if max(w, h) <= max_side:
-            return image
-        size = (max_side, int((h / w) * max_side)) if w > h else (int((w / h) * max_side), max_side)
-    else:
-        return image
-    return image.resize((max(1, size[0]), max(1, size[1])), Image.Resampling.BICUBIC)
 
 
 def _plain(value: Any) -> Any:
