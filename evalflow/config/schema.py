@@ -197,6 +197,15 @@ class RunSettings:
         "Keep few-shot examples as separate chat turns; unset: true with a chat template (lm-eval 0.4.13).",
         conf=bool | None,
     )
+    # Reaches the prompts through the chat format (run.phases.chat_format), so it keys the few-shot
+    # stage only when prompts are chat-formatted; typed Any: a mapping whole.
+    chat_template_args: Mapping[str, Any] | None = setting(
+        None,
+        parse.template_args,
+        "Keyword arguments the chat template is rendered with (lm-eval's chat_template_args; enable_thinking: "
+        "false for Qwen3-style templates): a mapping, or its JSON text.",
+        conf=Any,
+    )
     system_instruction: str | None = setting(
         None, parse.or_none, "A system instruction prepended to every prompt (plain prompts too).", role=STAGE
     )

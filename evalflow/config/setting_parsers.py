@@ -120,17 +120,29 @@ def gen_kwargs(value: Mapping[str, Any] | str | None, data: Mapping[str, Any]) -
 def metadata(value: Any, data: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """``metadata``: a mapping (Hydra's ``metadata='{max_seq_lengths:[4096,8192]}'``) or its JSON text,
     as lm-eval's ``--metadata`` takes a JSON object; unset or empty: None."""
+    return _mapping("metadata", value, "merged into every task's metadata, e.g. metadata='{max_seq_lengths:[4096,8192]}'")
+
+
+def template_args(value: Any, data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``chat_template_args``: a mapping (``chat_template_args='{enable_thinking:false}'``) or its JSON
+    text, as lm-eval's ``chat_template_args`` model argument; unset or empty: None."""
+    return _mapping(
+        "chat_template_args",
+        value,
+        "of keyword arguments for the chat template, e.g. chat_template_args='{enable_thinking:false}'",
+    )
+
+
+def _mapping(key: str, value: Any, example: str) -> Mapping[str, Any] | None:
+    """A setting that is a mapping or its JSON text (unset or empty: None); ``example`` ends the refusal."""
     if isinstance(value, str) and value.strip().startswith("{"):
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"metadata={value!r} is not a JSON object ({exc.msg}); use double quotes") from None
+            raise ConfigError(f"{key}={value!r} is not a JSON object ({exc.msg}); use double quotes") from None
     if value is None or isinstance(value, Mapping):
         return dict(value) if value else None
-    raise ConfigError(
-        f"metadata={value!r} is not a mapping; give one merged into every task's metadata, e.g. "
-        "metadata='{max_seq_lengths:[4096,8192]}' (or its JSON text)"
-    )
+    raise ConfigError(f"{key}={value!r} is not a mapping; give one {example} (or its JSON text)")
 
 
 def paths(value: Any, data: Mapping[str, Any]) -> tuple[str, ...]:

@@ -77,6 +77,23 @@ def check_integrity(tr: Translation) -> None:
         store.close()
 
 
+def refuse_thinking_loglikelihood(tr: Translation) -> None:
+    """lm-eval's HFLM and VLLM refuse ``enable_thinking=True`` with a loglikelihood task (their
+    ``loglikelihood`` raises, naming the tasks): the same paragraph here, before any model is built."""
+    from evalflow.lmeval_compat.thinking_args import THINKING_PRESETS
+    from evalflow.run.parts import select_tasks
+
+    if not (tr.lm_model_args.get("enable_thinking") and tr.preset in THINKING_PRESETS):
+        return
+    scored = sorted(t.task for t in select_tasks(run_settings(tr, 1)).tasks if t.output_type != "generate_until")
+    if scored:
+        raise ConfigError(
+            f"--model_args enable_thinking=True is not compatible with loglikelihood tasks, as in lm-eval (the "
+            f"model's thinking is generated, and these tasks score given answers): {', '.join(scored)}. Run them "
+            "without enable_thinking, or give only generate_until tasks."
+        )
+
+
 def log_first_prompts(tr: Translation) -> None:
     """``--write_out``: each task's document 0, its prompt, target and first request, logged as
     lm-eval's ``print_writeout`` logs them, built from the run's own stages and cache."""

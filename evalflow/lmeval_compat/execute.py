@@ -13,7 +13,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from evalflow.lmeval_compat.before_run import check_integrity, log_first_prompts, setup_logging
+from evalflow.lmeval_compat.before_run import (
+    check_integrity,
+    log_first_prompts,
+    refuse_thinking_loglikelihood,
+    setup_logging,
+)
 from evalflow.lmeval_compat.translate import Translation
 
 
@@ -25,13 +30,16 @@ def run_folder() -> Path:
 def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
     """Run the translation and return lm-eval's results dictionary: the model and its arguments as
     the command gave them; ``model``: a model object instead of the translation's preset
-    (simple_evaluate). First, as lm-eval does before building the model, ``--check_integrity``
-    validates each task, and ``--write_out`` logs each task's document 0 (lmeval_compat.before_run)."""
+    (simple_evaluate). First, before the model is built (lmeval_compat.before_run): ``enable_thinking``
+    with a loglikelihood task is refused (lm-eval's model refuses it when asked for loglikelihoods),
+    and, as lm-eval does, ``--check_integrity`` validates each task and ``--write_out`` logs each
+    task's document 0."""
     from evalflow.run.phases import evaluate
 
     if tr.verbosity:
         logging.getLogger("evalflow").setLevel(tr.verbosity.upper())
         setup_logging(tr.verbosity)  # as lm-eval's simple_evaluate(verbosity=...) sets up its logging
+    refuse_thinking_loglikelihood(tr)
     if tr.check_integrity:
         check_integrity(tr)
     if tr.delete_requests:

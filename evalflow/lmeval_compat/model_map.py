@@ -19,6 +19,7 @@ from evalflow.lmeval_compat.served_args import (
     served_arg,
     unread_kwargs_note,
 )
+from evalflow.lmeval_compat.thinking_args import THINKING_ARGS, THINKING_PRESETS, thinking_overrides
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,6 @@ MODELS = {
 }
 
 REFUSED_MODELS: dict[str, str] = {**SERVED_REFUSALS}
-
-# HFLM's named arguments the hf preset has no key for (issue 52's thinking settings): refused by
-# name, never handed to from_pretrained as HFLM's **kwargs are
-_NAMED_NOT_KWARGS = frozenset({"think_end_token", "enable_thinking", "chat_template_args"})
 
 
 def preset_keys(preset: str) -> set[str]:
@@ -141,6 +138,8 @@ def model_overrides(
                 continue
         if key in RUN_MODEL_ARGS:  # the run's settings: run_batch_settings
             continue
+        if key in THINKING_ARGS and mapped.preset in THINKING_PRESETS:  # the run's: thinking_overrides
+            continue
         if mapped.unknown_into and hub_secret(key, value, notes):  # HFLM's hub token: in the environment
             continue
         if key not in keys and mapped.ignores_unknown:
@@ -149,7 +148,7 @@ def model_overrides(
         if key not in keys and mapped.passes_unknown:
             added[key] = value
             continue
-        if key not in keys and mapped.unknown_into and key not in _NAMED_NOT_KWARGS:
+        if key not in keys and mapped.unknown_into:
             added[f"{mapped.unknown_into}.{key}"] = value
             continue
         if key not in keys:
@@ -193,6 +192,7 @@ def model_overrides(
     return (
         [f"model.{k}={hydra_value(v)}" for k, v in values.items()]
         + [f"+model.{k}={hydra_value(v)}" for k, v in added.items()]
-        + run_batch_settings(lm_args, ns, refused),
+        + run_batch_settings(lm_args, ns, refused)
+        + (thinking_overrides(mapped.preset, lm_args, refused, notes) if mapped.preset in THINKING_PRESETS else []),
         notes,
     )

@@ -34,12 +34,15 @@ from evalflow.errors import ConfigError
 from evalflow.lmeval_compat import evaluate, parser, translate
 from evalflow.lmeval_compat.args import RUN_MODEL_ARGS
 from evalflow.lmeval_compat.model_map import MODELS
+from evalflow.lmeval_compat.thinking_args import RUN_SETTING_OF
 from evalflow.lmeval_compat.task_manager import TASK_MANAGER_ARGS
 
 SNAPSHOT = package_dir() / "lmeval_compat" / "lmeval_surface.yaml"
 MARKS = ("same", "mapped", "differs", "refused")
 _PROBE_TASK = "arc_easy"  # any task both libraries have: probes never reach a task
-_PROBE_VALUE = "probe"  # a model argument's value in a probe (no key's check reads it)
+_PROBE_VALUE = "probe"  # a model argument's value in a probe (but those in _PROBES)
+# enable_thinking=True needs think_end_token, in lm-eval as here, and chat_template_args is a mapping
+_PROBES: dict[str, Any] = {"enable_thinking": False, "chat_template_args": {"enable_thinking": False}}
 _PROBE_NUMBER = 1  # the value of a probe of a run setting's key in --model_args (batch sizes: integers)
 OTHER_KEYWORDS = "any other keyword"  # the row of a class that takes **kwargs
 
@@ -146,15 +149,15 @@ def _model_arg(cls: str, model: str, arg: str) -> Row:
     """``arg`` of the class behind ``model``, as the front door takes ``--model_args {"arg": ...}``."""
     key = "any_other_key" if arg == OTHER_KEYWORDS else arg
     word = f"{cls}: {arg}"
-    value = _PROBE_NUMBER if key in RUN_MODEL_ARGS else _PROBE_VALUE
+    value = _PROBE_NUMBER if key in RUN_MODEL_ARGS else _PROBES.get(key, _PROBE_VALUE)
     said = _front_door(["--model", model, "--model_args", json.dumps({key: value})], f"--model_args {key}")
     if isinstance(said, str):
         return Row("model argument", word, "refused", said)
     preset = MODELS[model].preset
     for override in said.overrides:
         setting = override.split("=", 1)[0]
-        if setting == key:  # a run setting lm-eval takes among the model's arguments
-            return Row("model argument", word, "mapped", f"`{key}` (the run setting)")
+        if setting in (key, RUN_SETTING_OF.get(key)):  # a run setting lm-eval takes among the model's arguments
+            return Row("model argument", word, "mapped", f"`{setting}` (the run setting)")
         if setting.lstrip("+") == f"model.{key}" or setting.endswith(f".{key}"):
             where = "passed to the model as given" if setting.startswith("+") else f"conf/model/{preset}.yaml"
             shown = setting if key == arg else setting.replace(key, "KEY")

@@ -157,6 +157,13 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
 
     cls = model_class(str(settings.model.get("type")))
     if feature(cls, "CHAT_MESSAGES"):  # a chat API: messages as JSON, the server's template
+        if settings.chat_template_args:
+            raise ConfigError(
+                f"chat_template_args={dict(settings.chat_template_args)} but model type "
+                f"{settings.model.get('type')} takes chat messages and renders them with its own template "
+                "(a server's or a processor's), which evalflow hands no arguments, as lm-eval's does not; "
+                "drop chat_template_args, or use a model whose prompts evalflow renders (hf, vllm)."
+            )
         return {"messages": True, "fewshot_as_multiturn": settings.fewshot_as_multiturn}
     model_config = feature(cls, "chat_template_source")(settings.model)
     template, special_tokens = chat_template(model_config, settings.chat_template_name)
@@ -165,10 +172,12 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
             f"apply_chat_template=true but model {settings.model.get('pretrained', settings.model.get('type'))} "
             "has no chat template (none in its tokenizer config or GGUF metadata); run without it."
         )
+    args = {"template_args": dict(settings.chat_template_args)} if settings.chat_template_args else {}
     return {
         "template": template,
         "fewshot_as_multiturn": settings.fewshot_as_multiturn,
         "special_tokens": special_tokens,
+        **args,  # absent when unset, so the keys of runs without it stay as they were
     }
 
 

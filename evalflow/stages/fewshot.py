@@ -60,6 +60,7 @@ def fewshot(
             bool(chat.get("fewshot_as_multiturn")),
             chat.get("special_tokens") or {},
             messages=bool(chat.get("messages")),
+            template_args=chat.get("template_args") or {},
         )
         render = chat_render(fmt, add_generation_prompt=not task.gen_prefix)
     return build_contexts(

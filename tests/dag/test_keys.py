@@ -75,6 +75,15 @@ def test_run_setting_changes(name: str, change: dict[str, Any], expected: list[s
     assert changed(**change) == expected
 
 
+def test_chat_template_args_rekey_the_prompts_and_what_follows_them() -> None:
+    """chat_template_args reach the stages as the chat format's template_args (run.phases.chat_format)."""
+    chat = {"template": "{{ messages }}", "fewshot_as_multiturn": False}
+    before = {p.node.name: p.key for p in plan(BASE_TASK, {**BASE_SETTINGS, "chat": chat})}
+    with_args = {**BASE_SETTINGS, "chat": {**chat, "template_args": {"enable_thinking": False}}}
+    after = {p.node.name: p.key for p in plan(BASE_TASK, with_args)}
+    assert [s for s in S if before[s] != after[s]] == S[1:]
+
+
 def test_predict_only_rekeys_only_scoring() -> None:
     """predict_only bypasses the metrics: requests and the model's answers stay cached."""
     from evalflow.taskspec.catalog.run_options import predicting

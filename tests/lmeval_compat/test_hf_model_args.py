@@ -98,5 +98,7 @@ def test_a_batch_size_given_twice_differently_is_refused() -> None:
 
 
 def test_thinking_arguments_are_not_handed_to_from_pretrained() -> None:
-    with pytest.raises(ConfigError, match="--model_args think_end_token"):
-        hf_translation("pretrained=/m,think_end_token=</think>")
+    """HFLM's named thinking arguments are the run's settings (tests/lmeval_compat/test_thinking_args.py)."""
+    overrides = hf_translation("pretrained=/m,think_end_token=</think>,enable_thinking=False")
+    assert not any("from_pretrained_kwargs" in o for o in overrides)
+    assert "think_end_token='</think>'" in overrides and "chat_template_args={enable_thinking:false}" in overrides

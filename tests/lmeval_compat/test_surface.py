@@ -114,11 +114,6 @@ def test_a_model_that_passes_keys_on_maps_every_argument(monkeypatch: pytest.Mon
 _ENGINE_ROWS = ("model type", "model arguments")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 51: helpers are un-refusing these now; when none is left this passes: drop the marker "
-    "(pytest --runxfail lists the rows)",
-)
 def test_no_refused_row_a_user_of_a_wrapped_engine_would_hit() -> None:
     """The acceptance: *refused* only for an engine evalflow does not wrap (a model type, and its
     arguments), never for a flag, a subcommand, an argument of a mapped model or of simple_evaluate."""

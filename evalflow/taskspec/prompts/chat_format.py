@@ -22,6 +22,8 @@ class ChatFormat:
     fewshot_as_multiturn: bool = False
     special_tokens: Mapping[str, Any] = field(default_factory=dict)  # bos_token, eos_token, ...
     messages: bool = False  # a chat API: the prompt is the messages as JSON (lm-eval's JsonChatStr)
+    # the template's keyword arguments (lm-eval's chat_template_args, enable_thinking merged in)
+    template_args: Mapping[str, Any] = field(default_factory=dict)
 
 
 def chat_messages(turns: Sequence[Turn], multiturn: bool) -> list[dict[str, str]]:
@@ -62,7 +64,7 @@ def chat_render(fmt: ChatFormat, *, add_generation_prompt: bool) -> Render:
             messages,
             add_generation_prompt=add_generation_prompt,
             continue_final_message=not add_generation_prompt,
-            **dict(fmt.special_tokens),
+            **{**fmt.special_tokens, **fmt.template_args},
         )
 
     return render
