@@ -120,7 +120,9 @@ def gen_kwargs(value: Mapping[str, Any] | str | None, data: Mapping[str, Any]) -
 def metadata(value: Any, data: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """``metadata``: a mapping (Hydra's ``metadata='{max_seq_lengths:[4096,8192]}'``) or its JSON text,
     as lm-eval's ``--metadata`` takes a JSON object; unset or empty: None."""
-    return _mapping("metadata", value, "merged into every task's metadata, e.g. metadata='{max_seq_lengths:[4096,8192]}'")
+    return _mapping(
+        "metadata", value, "merged into every task's metadata, e.g. metadata='{max_seq_lengths:[4096,8192]}'"
+    )
 
 
 def template_args(value: Any, data: Mapping[str, Any]) -> Mapping[str, Any] | None:

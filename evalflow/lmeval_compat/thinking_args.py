@@ -35,6 +35,12 @@ RUN_SETTING_OF = {
     "enable_thinking": "chat_template_args",
     "chat_template_args": "chat_template_args",
 }
+# how an argument's mapping differs from lm-eval's, said once per run and in the surface table
+DIFFERENCES = {
+    ("vllm", "think_end_token"): "lm-eval's VLLM, given think_end_token, stops generating at EOS only and cuts "
+    "the task's stop sequences after the thinking part; evalflow's vllm stops at them as it generates (as "
+    "lm-eval's HFLM does), so a thinking part that holds a stop sequence ends the answer early here",
+}
 _RENDERED_HERE = ("hf", "vllm")  # presets whose chat prompts evalflow renders with the tokenizer's template
 _IGNORED_BY = {"hf_multimodal": "HFMultimodalLM", "vllm_vlm": "VLLM_VLM"}
 THINKING_PRESETS = frozenset((*_RENDERED_HERE, *_IGNORED_BY))
@@ -73,6 +79,8 @@ def thinking_overrides(preset: str, lm_args: dict[str, Any], refused: list[str],
             refused.append(_token_refusal(think_end_token))
             return []
         out.append(f"think_end_token={hydra_value(think_end_token)}")
+        if (preset, "think_end_token") in DIFFERENCES:
+            notes.append(f"--model_args think_end_token: {DIFFERENCES[preset, 'think_end_token']}")
     template_args = _template_args(preset, lm_args)
     if template_args is not None:
         out.append(f"chat_template_args={hydra_value(template_args)}")

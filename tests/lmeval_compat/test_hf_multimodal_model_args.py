@@ -5,10 +5,7 @@ run's, and the thinking arguments (issue 52's) stay refused by name."""
 
 from __future__ import annotations
 
-import pytest
-
 from evalflow.config.compose import compose_config
-from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
 

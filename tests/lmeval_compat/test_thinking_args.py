@@ -52,7 +52,11 @@ CASES = [
     ("hf", 'chat_template_args={"enable_thinking":False}', {"enable_thinking": False}),
     # VLLM: enable_thinking=X always (None when not given), chat_template_args' own enable_thinking dropped
     ("vllm", "enable_thinking=False", {"enable_thinking": False}),
-    ("vllm", 'chat_template_args={"style":"brief","enable_thinking":False}', {"enable_thinking": None, "style": "brief"}),
+    (
+        "vllm",
+        'chat_template_args={"style":"brief","enable_thinking":False}',
+        {"enable_thinking": None, "style": "brief"},
+    ),
 ]
 
 
