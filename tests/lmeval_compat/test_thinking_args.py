@@ -131,6 +131,7 @@ RENDER_ARGS = [
     'think_end_token=</think>,enable_thinking=True,chat_template_args={"style":"brief"}',
     'chat_template_args={"enable_thinking":False,"style":"terse"}',
     "think_end_token=</think>",
+    'think_end_token=</think>,enable_thinking=False,chat_template_args={"enable_thinking":True,"style":"x"}',
 ]
 
 
