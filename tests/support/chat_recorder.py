@@ -14,42 +14,33 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.loopback_json import JsonHandler, LoopbackJsonServer
 
-class ChatRecorder:
+
+class ChatRecorder(LoopbackJsonServer):
     def __init__(self, model: str) -> None:
         self.model = model
         self.bodies: list[Any] = []
         self.requests: list[tuple[str, dict[str, str]]] = []  # each POST's path and headers
-        self.server: ThreadingHTTPServer | None = None
 
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> ChatRecorder:
+    def handler(self) -> type[JsonHandler]:
         rec = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
-                self._reply({"object": "list", "data": [{"id": rec.model, "object": "model"}]})
+                self.reply({"object": "list", "data": [{"id": rec.model, "object": "model"}]})
 
             def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                raw = self.body()
                 rec.bodies.append(json.loads(raw))
                 rec.requests.append((self.path, dict(self.headers.items())))
                 text = "answer " + hashlib.sha256(raw).hexdigest()[:8]
                 if self.path.endswith("/messages"):
-                    self._reply({"type": "message", "role": "assistant", "content": [{"type": "text", "text": text}]})
+                    self.reply({"type": "message", "role": "assistant", "content": [{"type": "text", "text": text}]})
                     return
-                self._reply(
+                self.reply(
                     {
                         "id": "x",
                         "object": "chat.completion",
@@ -60,19 +51,4 @@ class ChatRecorder:
                     }
                 )
 
-            def _reply(self, payload: Any) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        assert self.server is not None
-        self.server.shutdown()
-        self.server.server_close()
+        return Handler

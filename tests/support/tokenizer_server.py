@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support.loopback_json import JsonHandler, LoopbackJsonServer
 
 SPECIAL = {"<s>": 1, "</s>": 2}
 _SPECIAL_RE = re.compile("(" + "|".join(map(re.escape, SPECIAL)) + ")")
@@ -68,7 +68,7 @@ def _answer(body: dict[str, Any]) -> dict[str, Any]:
     return {"choices": [{"index": k, "text": f" answer {sum(p) % 1000}"} for k, p in enumerate(prompts)]}
 
 
-class TokenizerServer:
+class TokenizerServer(LoopbackJsonServer):
     def __init__(
         self, model: str, *, tokenizer_endpoints: bool = False, tokenizer_info: dict[str, Any] | None = None
     ) -> None:
@@ -77,58 +77,34 @@ class TokenizerServer:
         self.tokenizer_info = INFO if tokenizer_info is None else tokenizer_info
         self.posts: list[tuple[str, Any]] = []
         self.gets: list[str] = []
-        self.server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def completions(self) -> list[Any]:
         """The body of every ``/v1/completions`` request, in arrival order."""
         return [body for path, body in self.posts if path == "/v1/completions"]
 
-    def __enter__(self) -> TokenizerServer:
+    def handler(self) -> type[JsonHandler]:
         srv = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 srv.gets.append(self.path)
                 if self.path == "/v1/models":
-                    self._reply({"object": "list", "data": [{"id": srv.model, "object": "model"}]})
+                    self.reply({"object": "list", "data": [{"id": srv.model, "object": "model"}]})
                 elif self.path == "/tokenizer_info" and srv.tokenizer_endpoints:
-                    self._reply(srv.tokenizer_info)
+                    self.reply(srv.tokenizer_info)
                 else:
-                    self._reply({"error": "not found"}, 404)
+                    self.reply({"error": "not found"}, 404)
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                body = json.loads(self.body())
                 srv.posts.append((self.path, body))
                 if self.path == "/v1/completions":
-                    self._reply(_answer(body))
+                    self.reply(_answer(body))
                 elif self.path == "/tokenize" and srv.tokenizer_endpoints:
-                    self._reply({"tokens": encode(body["prompt"])})
+                    self.reply({"tokens": encode(body["prompt"])})
                 elif self.path == "/detokenize" and srv.tokenizer_endpoints:
-                    self._reply({"prompt": decode(body["tokens"])})
+                    self.reply({"prompt": decode(body["tokens"])})
                 else:
-                    self._reply({"error": "not found"}, 404)
+                    self.reply({"error": "not found"}, 404)
 
-            def _reply(self, payload: Any, status: int = 200) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        assert self.server is not None
-        self.server.shutdown()
-        self.server.server_close()
+        return Handler

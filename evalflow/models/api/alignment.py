@@ -111,3 +111,13 @@ def check_echo(answer: Any, token: str, expected: float, url: str) -> None:
             f"the server at {url} leaves the generated token out of the echoed tokens, so lm-eval's "
             f"token_logprobs[ctxlen:-1] would drop the last token of every continuation. {fix}"
         )
+
+
+def check_every_server(client: Any, model: str, seed: int, path: str) -> None:
+    """The echo check on each of ``client``'s servers (its ``urls``, ``post_one(path, body, server)``):
+    one short generation, then the same text echoed; raises :class:`ModelError` naming the first
+    server whose echoed log-probability is misplaced."""
+    first, second = probe_bodies(model, seed)
+    for server, url in enumerate(client.urls):
+        token, expected = generated_token(client.post_one(path, first, server), url)
+        check_echo(client.post_one(path, second(token), server), token, expected, url)

@@ -84,10 +84,7 @@ class OpenAICompletions(ServedModel):
         with self._aligning:
             if self.aligned:
                 return
-            first, second = alignment.probe_bodies(self.settings.model, self.settings.seed)
-            for server, url in enumerate(self.client.urls):
-                token, expected = alignment.generated_token(self.client.post_one(PATH, first, server), url)
-                alignment.check_echo(self.client.post_one(PATH, second(token), server), token, expected, url)
+            alignment.check_every_server(self.client, self.settings.model, self.settings.seed, PATH)
             self.aligned = True
 
     def _tokens(self) -> ApiTokens:
