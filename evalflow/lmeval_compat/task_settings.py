@@ -17,12 +17,41 @@ lm-eval's do, where the native command line asks for each explicitly:
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import glob
 import os
 
+from evalflow.errors import ConfigError
 from evalflow.sandbox.registry import sandbox
+from evalflow.taskspec.catalog.index import TaskIndex
 
 LIBRARY = "lm_eval"  # the task library (evalflow.taskspec.format.installed.TASK_LIBRARIES) lm-eval indexes
 ISOLATED, FALLBACK = "bwrap", "subprocess"  # the code_sandbox backends, strongest first
+_GLOB = frozenset("*?[")  # a --tasks word holding one of these is a pattern (lm-eval's fnmatch)
+
+
+def matched_tasks(words: list[str], include_path: str | None) -> tuple[str, ...]:
+    """lm-eval's ``--tasks`` words, each pattern expanded as lm-eval 0.4.13 expands it: a name pattern
+    (``mmlu_*``) over every task, group and tag name of the index (``TaskManager.match_tasks``:
+    fnmatch, sorted), a YAML path pattern over the files (glob); each name once, in the order given.
+    The index is built only when a word is a pattern."""
+    index: TaskIndex | None = None
+    out: list[str] = []
+    for word in words:
+        if not _GLOB & set(word):
+            matches = [word]
+        elif word.endswith((".yaml", ".yml")):
+            matches = sorted(glob.glob(word))
+        else:
+            index = index or TaskIndex.build([include_path] if include_path else [], library=[LIBRARY])
+            matches = sorted(fnmatch.filter(index.names(), word))
+        if not matches:
+            raise ConfigError(
+                f"--tasks {word}: no task, group or tag name matches this pattern (lm-eval's glob, matched "
+                "over the task index); `python -m evalflow lm-eval ls tasks` lists the names"
+            )
+        out.extend(match for match in matches if match not in out)
+    return tuple(out)
 
 
 def task_settings(ns: argparse.Namespace) -> tuple[list[str], list[str]]:

@@ -18,7 +18,7 @@ from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import batch_size_value, hydra_value, merge_kv
 from evalflow.lmeval_compat.model_map import MODELS, REFUSED_MODELS, model_args, model_overrides
 from evalflow.lmeval_compat.served_args import recorded_model_args
-from evalflow.lmeval_compat.task_settings import task_settings
+from evalflow.lmeval_compat.task_settings import matched_tasks, task_settings
 
 # flags evalflow cannot honour, and why (docs/lm-eval-migration.md says the same): none today
 REFUSED_FLAGS: dict[str, str] = {}
@@ -89,7 +89,7 @@ def translate(ns: argparse.Namespace) -> Translation:
             "--tasks is required (lm-eval's names, comma lists, groups, tags or YAML paths); "
             "`python -m evalflow ls` lists them"
         )
-    tasks = tuple(t for word in ns.tasks for t in word.split(",") if t)
+    tasks = matched_tasks([t for word in ns.tasks for t in word.split(",") if t], ns.include_path)
     given_metadata = merge_kv(ns.metadata, "--metadata") if ns.metadata is not None else {}
     metadata = {**recorded_model_args(lm_args), **given_metadata}  # secrets stay in the environment
     if metadata:  # lm-eval's TaskManager(metadata=model_args | metadata): every task's metadata
@@ -178,7 +178,8 @@ MODEL_FLAGS = {
 OTHER_FLAGS = {
     "config": "lm-eval's YAML run file: its keys give the flags not given on the command line (which win)",
     "metadata": "the run setting metadata, over the model args (lm-eval's TaskManager metadata: model_args | metadata)",
-    "tasks": "task=[...], with task_library=[lm_eval] (lm-eval's own task names); a folder or YAML named: "
+    "tasks": "task=[...], with task_library=[lm_eval] (lm-eval's own task names); glob patterns (mmlu_*) "
+    "expanded over the index as lm-eval expands them; a folder or YAML named: "
     "trust_task_code=true, as lm-eval trusts it",
     "output_path": "lm-eval's output layout is written there, besides the run folder",
     "show_config": "the results, as JSON, are printed",
