@@ -187,7 +187,7 @@ OTHER_FLAGS = {
     "as lm-eval logs it",
     "check_integrity": "each task validated before the run, as `python -m evalflow validate` validates it; the "
     "first that fails stops the run with its paragraph, before any model call",
-    "verbosity": "accepted; evalflow logs at INFO",
+    "verbosity": "the level of evalflow's log and of the lines it logs as lm-eval does (--write_out's)",
     "cache_requests": "true: prompts and requests are always cached, keyed by content; refresh: recompute=requests "
     "(recompute=all without --use_cache); delete: the cache's requests (instances stage) deleted before the run",
 }
@@ -204,7 +204,6 @@ FLAG_DIFFERENCES = {
     "check_integrity": "lm-eval 0.4.13 runs pytest on tests/test_version_stable.py of an lm-eval source checkout "
     "(installed from PyPI it has none and stops with FileNotFoundError); evalflow has no suite of lm-eval's task "
     "versions, so it runs the nearest real check: `python -m evalflow validate` on each task",
-    "verbosity": "lm-eval logs at the level given",
 }
 
 
