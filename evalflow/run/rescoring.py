@@ -218,12 +218,3 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
         judges.close()
         store.close()
     return results
-
-
-def _judge_counts(event: Any, before: Any, after: Any) -> Any:
-    """The judge_inference event, with how many judge requests the judge answered."""
-    if event.stage != "judge_inference" or event.hit:
-        return event
-    return dataclasses.replace(
-        event, detail={f: getattr(after, f) - getattr(before, f) for f in ("requests", "computed", "cached")}
-    )
