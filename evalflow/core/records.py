@@ -109,12 +109,60 @@ class ImageRef:
 Response = Any
 """A model's raw answer: ``(logprob, is_greedy)``, a float (rolling) or a str (generation)."""
 
+STOP_REASONS: tuple[str, ...] = ("stop", "eos", "length", "thinking_unclosed", "error")
+"""Why a generation ended: at a stop sequence, at the end-of-sequence token, at ``max_gen_toks``,
+inside a thinking part that never closed (derived: see :meth:`Finish.stop_with`), or with an error."""
+TRUNCATED: frozenset[str] = frozenset({"length", "thinking_unclosed"})
+"""The stop reasons of a generation that did not finish: its score says nothing about the model's answer."""
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How one generation ended and what it cost, as its backend reported it (transformers'
+    generated tokens, vLLM's and the served APIs' ``finish_reason`` and ``usage``).
+
+    Kept beside the text in the cached answer, so a cached run reports the same stop reasons and
+    token counts without the model. ``None`` everywhere: the backend did not say (a model of
+    your own that returns plain strings, or an answer cached before evalflow recorded this)."""
+
+    stop_reason: str | None = None  # one of STOP_REASONS but "thinking_unclosed"; None: not reported
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None  # every generated token, a thinking part's included
+    reasoning_tokens: int | None = None  # of those, the separate reasoning's (a served ``reasoning_content``)
+    reasoning: str | None = None  # a served model's reasoning, split off the answer by its server
+
+    def stop_with(self, text: str, think_end_token: str | None) -> str | None:
+        """The stop reason a run reports for the generation ``text``: ``thinking_unclosed`` when the
+        run declares a thinking marker (``think_end_token``) that the text never reaches and the
+        server split off no reasoning (lm-eval then scores the whole text, thinking included);
+        else what the backend said."""
+        if think_end_token and self.reasoning is None and self.stop_reason != "error" and think_end_token not in text:
+            return "thinking_unclosed"
+        return self.stop_reason
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A ``generate_until`` answer with its :class:`Finish`: what evalflow's backends return (a
+    model may also return a plain ``str``, whose finish is unknown)."""
+
+    text: str
+    finish: Finish = Finish()
+
+
+def generation_text(answer: Any) -> Any:
+    """The text of a generation answer (a :class:`Generation` or a plain ``str``); other answers as they are."""
+    return answer.text if isinstance(answer, Generation) else answer
+
 
 @dataclass(frozen=True)
 class Responses:
-    """Raw model outputs aligned with the instances they answer."""
+    """Raw model outputs aligned with the instances they answer: ``values`` as lm-eval's models
+    return them (a generation's text), and for generations the backend's :class:`Finish`
+    (``None`` for the other request types; empty for responses stored before it was recorded)."""
 
     values: tuple[Response, ...]
+    finishes: tuple[Finish | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -185,6 +233,8 @@ RECORD_TYPES: tuple[type, ...] = (
     Request,
     Instance,
     ImageRef,
+    Finish,
+    Generation,
     Responses,
     Filtered,
     JudgeItem,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evalflow.core.records import JudgeRequests, JudgeResponses
+from evalflow.core.records import JudgeRequests, JudgeResponses, generation_text
 from evalflow.errors import ModelError
 from evalflow.models.protocol import AnswersRequests
 
@@ -29,5 +29,5 @@ def ask_judges(judge_requests: JudgeRequests, judges: Mapping[str, AnswersReques
                 "a model must return exactly one response per request, in order"
             )
         for i, text in zip(positions, got):
-            answers[i] = text
+            answers[i] = generation_text(text)
     return JudgeResponses(tuple(answers))

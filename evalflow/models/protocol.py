@@ -6,7 +6,10 @@ per request, in order:
 
 - ``loglikelihood``: args ``(context, continuation)`` -> ``(logprob of continuation, is_greedy)``
 - ``loglikelihood_rolling``: args ``(text,)`` -> total logprob of the text
-- ``generate_until``: args ``(context, gen_kwargs)`` -> generated text (raw, stop sequence removed)
+- ``generate_until``: args ``(context, gen_kwargs)`` -> generated text (raw, stop sequence removed),
+  a ``str`` or a :class:`~evalflow.core.records.Generation` (the text and its
+  :class:`~evalflow.core.records.Finish`: why it stopped, its token counts, a served model's
+  separate reasoning), which evalflow's own backends return
 
 Models never see the cache: the inference edge (``evalflow.scale.answer_cache``) looks every request up
 first and sends only the misses, so a model may sort and batch its list freely.
@@ -30,7 +33,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 
 OnAnswer = Callable[[int, Any], None]
 
@@ -42,7 +45,7 @@ class AnswersRequests(Protocol):
 
     def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]: ...
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]: ...
+    def generate_until(self, requests: Sequence[Request]) -> Sequence[str | Generation]: ...
 
 
 class LanguageModel(abc.ABC):
@@ -77,7 +80,7 @@ class LanguageModel(abc.ABC):
     def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]: ...
 
     @abc.abstractmethod
-    def generate_until(self, requests: Sequence[Request]) -> list[str]: ...
+    def generate_until(self, requests: Sequence[Request]) -> Sequence[str | Generation]: ...
 
     @classmethod
     def identity(cls, **config: Any) -> Any:

@@ -44,7 +44,7 @@ from typing import Any
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.image_store import ImageStore, visual_refs, with_pixels
 from evalflow.cache.store import CacheStore, Holder
-from evalflow.core.records import REQUEST_TYPES, Request
+from evalflow.core.records import REQUEST_TYPES, Generation, Request
 from evalflow.errors import ModelError
 from evalflow.models.protocol import feature
 from evalflow.scale.chunks import plan_chunks
@@ -314,7 +314,7 @@ class CachedModel:
 _SHAPES = {
     "loglikelihood": "a (logprob: float, is_greedy: bool) pair",
     "loglikelihood_rolling": "a float (the text's total logprob)",
-    "generate_until": "a str (the generated text)",
+    "generate_until": "a str (the generated text) or an evalflow.core.records.Generation",
 }
 
 
@@ -329,7 +329,7 @@ def checked_answer(model: Any, rtype: str, request: Request, answer: Any) -> Any
     elif rtype == "loglikelihood_rolling":
         ok = _is_number(plain)
     else:
-        ok = isinstance(plain, str)
+        ok = isinstance(plain, str) or (isinstance(plain, Generation) and isinstance(plain.text, str))
     if not ok:
         raise ModelError(
             f"model {name}.{rtype} returned {answer!r} (type {type(answer).__name__}) for request "
