@@ -216,6 +216,14 @@ class RunSettings:
         "Reasoning models: the end-of-thinking marker; only the text after it is scored (lm-eval's think_end_token).",
         role=STAGE,
     )
+    # Read only by the report: changing it re-runs nothing (output/generations.py is keyed without it).
+    truncation_warning: float = setting(
+        0.05,
+        parse.truncation_warning,
+        "Above this share of a task's generations cut off at max_gen_toks or inside unclosed thinking, "
+        "a paragraph after the run names the task and the max_gen_toks to try.",
+        role=INERT,
+    )
     cache_dir: Path = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
         None,
         parse.cache_dir,

@@ -92,6 +92,17 @@ def limit(value: float | None, data: Mapping[str, Any]) -> float | None:
     return value
 
 
+def truncation_warning(value: Any, data: Mapping[str, Any]) -> float:
+    """A share in [0, 1] (``truncation_warning=0.05``: 5%)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1.0
+    if not 0.0 <= number <= 1.0:
+        raise ConfigError(f"truncation_warning={value!r} is not a share; use a fraction between 0 and 1 (0.05 is 5%)")
+    return number
+
+
 def samples(value: Any, data: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]] | None:
     parsed = parse_samples(value)
     if parsed is not None and data["limit"] is not None:

@@ -263,5 +263,6 @@ SAMPLE_FIELDS = frozenset(
         "sample_metrics",
         "judge",
         "judge_unparsed",
+        "finish",
     }
 )

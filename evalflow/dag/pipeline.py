@@ -214,7 +214,18 @@ OUTPUTS: tuple[Node, ...] = (
         "samples",
         "evalflow.output.samples:samples_text",
         "samples",
+        run_settings=("think_end_token",),  # a generation's thinking_unclosed stop reason
         upstream=("load_docs", "instances", "inference", "filters", "metrics"),
+    ),
+    Node(
+        "generations",
+        "evalflow.output.generations:generation_stats",
+        "generations",
+        # the score on finished generations is aggregated as the aggregate stage aggregates
+        task_fields=("metric_list", "output_type", "process_results", "repeats"),
+        run_settings=("think_end_token",),  # thinking_unclosed; never the truncation threshold
+        identity={"components": _calls(aggregation_components)},
+        upstream=("instances", "inference", "metrics", "aggregate"),
     ),
 )
 """What the run folder's writers read of a task, keyed as every stage is (its code and its upstream

@@ -92,8 +92,9 @@ def unread_nodes(recompute: str | None, nodes: tuple[Node, ...] = PIPELINE + OUT
     request cache (rebuilt from the same keys, they are the same values, so what is downstream
     stays valid); ``all``: every node.
 
-    >>> sorted(unread_nodes("answers"))
-    ['aggregate', 'filters', 'inference', 'judge_inference', 'judge_requests', 'metrics', 'samples', 'summary']
+    >>> sorted(unread_nodes("answers"))  # doctest: +NORMALIZE_WHITESPACE
+    ['aggregate', 'filters', 'generations', 'inference', 'judge_inference', 'judge_requests', 'metrics',
+     'samples', 'summary']
     """
     if recompute is None:
         return frozenset()

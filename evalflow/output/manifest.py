@@ -8,7 +8,7 @@ from typing import Any
 
 from evalflow.output.code_execution import code_execution
 from evalflow.output.inputs import plain
-from evalflow.output.results import RunRecord
+from evalflow.output.results import RunRecord, task_generations
 
 PACKAGES = (
     "evalflow",
@@ -48,6 +48,10 @@ def manifest(record: RunRecord) -> dict[str, Any]:
         # the sandbox that ran model-written programs, the side environments that ran task code
         "code_execution": code_execution(record.selection.tasks, record.settings.code_sandbox, record.selection.groups),
         "fewshot_split": {t: record.summary(t).fewshot_split for t in record.outputs},
+        # how each task's generations ended and their tokens (output/generations.py), and the share
+        # of cut-off generations above which the run warns (output/truncation.py)
+        "generations": task_generations(record),
+        "truncation_warning": record.settings.truncation_warning,
         "packages": {name: _version(name) for name in PACKAGES},
         "seconds": round(record.finished - record.started, 3),
         # of which some model replica was answering requests (start-up and model loads excluded)

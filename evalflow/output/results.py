@@ -125,6 +125,8 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
         **tokenizer_fields,
         **_run_fields(s, model),
         "total_evaluation_time_seconds": str(round(record.finished - record.started, 3)),
+        # beside lm-eval's keys: how each task's generations ended and what they cost (output/generations.py)
+        **({"generations": stats} if (stats := task_generations(record)) else {}),
         "evalflow": {
             "model": model,  # the whole model config, type included
             "num_fewshot": s.num_fewshot,
@@ -132,6 +134,12 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
             "platform": platform.platform(),
         },
     }
+
+
+def task_generations(record: RunRecord) -> dict[str, Any]:
+    """Each task's generation figures (the ``generations`` output node), for the tasks with generations."""
+    stats = {task.task: record.outputs[task.task].get("generations") for task in record.selection.tasks}
+    return {name: value for name, value in stats.items() if value is not None}
 
 
 def _run_fields(s: RunSettings, model: Mapping[str, Any]) -> dict[str, Any]:

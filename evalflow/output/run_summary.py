@@ -1,6 +1,7 @@
 """The lines a run prints after its results table, read from its manifest.json (what the run
 recorded, so a line can never disagree with the record): what ran its code
-(:mod:`evalflow.output.code_execution`), and one line on its cache. A user who did not ask for a
+(:mod:`evalflow.output.code_execution`), one line on its cache, one on its tokens, and a paragraph
+per task whose generations were cut off (:mod:`evalflow.output.truncation`). A user who did not ask for a
 cache must see that answers came from one, how many, and from which folder, and how to have them
 computed anew instead:
 
@@ -27,6 +28,7 @@ import orjson
 
 from evalflow.output.code_execution import summary_lines as code_lines
 from evalflow.output.run_paths import manifest_file
+from evalflow.output.truncation import token_line, truncation_lines
 
 
 @dataclass(frozen=True)
@@ -35,10 +37,17 @@ class Wording:
 
     unread: str  # why answers were not read ("{recompute}" stands for the setting's value)
     fresh: str  # how to have cached answers computed anew
+    raise_cap: str  # how to set max_gen_toks ("{n}" stands for the number)
 
 
-NATIVE = Wording("recompute={recompute}: computed anew", "recompute=answers computes them anew")
-LM_EVAL = Wording("no --use_cache: computed anew, as lm-eval does", "leave out --use_cache to compute them anew")
+NATIVE = Wording(
+    "recompute={recompute}: computed anew", "recompute=answers computes them anew", "gen_kwargs={{max_gen_toks:{n}}}"
+)
+LM_EVAL = Wording(
+    "no --use_cache: computed anew, as lm-eval does",
+    "leave out --use_cache to compute them anew",
+    "--gen_kwargs max_gen_toks={n}",
+)
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:
@@ -58,7 +67,13 @@ def summary_lines(folder: Path, wording: Wording = NATIVE) -> list[str]:
     manifest = read_manifest(folder)
     if manifest is None:
         return []
-    return [*code_lines(manifest.get("code_execution")), cache_line(manifest, wording)]
+    tokens = token_line(manifest)
+    return [
+        *code_lines(manifest.get("code_execution")),
+        cache_line(manifest, wording),
+        *([tokens] if tokens else []),
+        *truncation_lines(manifest, wording.raise_cap),
+    ]
 
 
 def cache_line(manifest: Mapping[str, Any], wording: Wording = NATIVE) -> str:

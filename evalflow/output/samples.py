@@ -13,6 +13,11 @@ the inputs of the reductions whose results are the row's metric keys).
 Judge metrics add ``judge`` (per metric, each graded answer: response, judge_output, score, parsed)
 and ``judge_unparsed`` (per metric, the judge answers that did not parse).
 
+Generations add ``finish`` beside ``resps`` (same nesting: per instance, per repeat): each answer's
+``stop_reason`` (``stop``, ``eos``, ``length``, ``thinking_unclosed``, ``error``, or null when the model
+did not say), ``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``, and ``reasoning`` (a
+served model's separate reasoning text) when the server split one off.
+
 A samples file is a pure function of five stage outputs, so its text is an output node of the
 pipeline (``samples`` in :data:`evalflow.dag.pipeline.OUTPUTS`: keyed by this module's code and
 those stages' keys, cached beside them): a run whose stages all come from the cache copies the file
@@ -27,25 +32,41 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from evalflow.core.records import DocSet, Filtered, ImageRef, Instance, Responses, Scores
+from evalflow.core.records import DocSet, Filtered, Finish, ImageRef, Instance, Responses, Scores
 from evalflow.output.samples_json import indented_doc_json, row_json
 
 
 def samples_text(
-    docs: DocSet, instances: Sequence[Instance], responses: Responses, filtered: Filtered, scores: Scores
+    docs: DocSet,
+    instances: Sequence[Instance],
+    responses: Responses,
+    filtered: Filtered,
+    scores: Scores,
+    think_end_token: str | None = None,
 ) -> str:
     """The samples node: one JSON line per document and filter pipeline."""
-    return "".join(row_json(row) + "\n" for row in sample_rows(docs, instances, responses, filtered, scores))
+    rows = sample_rows(docs, instances, responses, filtered, scores, think_end_token)
+    return "".join(row_json(row) + "\n" for row in rows)
 
 
 def sample_rows(
-    doc_set: DocSet, instances: Sequence[Instance], answered: Responses, filtered: Filtered, scores: Scores
+    doc_set: DocSet,
+    instances: Sequence[Instance],
+    answered: Responses,
+    filtered: Filtered,
+    scores: Scores,
+    think_end_token: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     docs, responses = doc_set.docs, answered.values
+    finishes = answered.finishes or (None,) * len(responses)
     # One lm-eval instance per (doc_id, idx): its arguments once, its answers over all repeats.
     by_doc: dict[int, dict[int, tuple[Any, list[Any]]]] = defaultdict(dict)
-    for inst, answer in sorted(zip(instances, responses), key=lambda p: (p[0].doc_id, p[0].idx, p[0].request.repeat)):
+    finish_by_doc: dict[int, dict[int, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    ordered = sorted(zip(instances, responses, finishes), key=lambda p: (p[0].doc_id, p[0].idx, p[0].request.repeat))
+    for inst, answer, finish in ordered:
         by_doc[inst.doc_id].setdefault(inst.idx, (inst, []))[1].append(answer)
+        if finish is not None:
+            finish_by_doc[inst.doc_id][inst.idx].append(finish_json(finish, answer, think_end_token))
     filtered_by_doc = {name: _group(filtered.keys, values) for name, values in filtered.by_filter.items()}
     samples_by_doc = {name: _group(filtered.keys, values) for name, values in filtered.by_sample.items()}
     for name, rows in scores.by_filter.items():
@@ -71,7 +92,26 @@ def sample_rows(
                 **({"filtered_samples": _jsonable(samples_by_doc[name][doc_id])} if name in samples_by_doc else {}),
                 **({"sample_metrics": _jsonable(per_sample[row])} if per_sample else {}),
                 **(_judge_entries(judged[row]) if judged else {}),
+                **(
+                    {"finish": [finish_by_doc[doc_id][idx] for idx in sorted(by_doc[doc_id])]}
+                    if doc_id in finish_by_doc
+                    else {}
+                ),
             }
+
+
+def finish_json(finish: Finish, text: str, think_end_token: str | None) -> dict[str, Any]:
+    """A generation's ``finish`` entry: why it stopped (``thinking_unclosed`` derived with the run's
+    marker), its token counts, and a served model's separate reasoning when there is one."""
+    out: dict[str, Any] = {
+        "stop_reason": finish.stop_with(text, think_end_token),
+        "prompt_tokens": finish.prompt_tokens,
+        "completion_tokens": finish.completion_tokens,
+        "reasoning_tokens": finish.reasoning_tokens,
+    }
+    if finish.reasoning is not None:
+        out["reasoning"] = finish.reasoning
+    return out
 
 
 def _judge_entries(judged: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,12 +15,29 @@ from typing import Any, TextIO
 from evalflow.output.run_paths import samples_name
 
 COLUMNS = ("Tasks", "Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr")
-RIGHT = ("Version", "n-shot", "Value", "Stderr")
+RIGHT = ("Version", "n-shot", "Value", "Stderr", "Truncated")
+TRUNCATED = "Truncated"  # the column added when some task's generations were cut off
+
+
+def truncated_shares(results: Mapping[str, Any]) -> dict[str, float] | None:
+    """Each task's share of cut-off generations (results.json's ``generations``), or None when no
+    task had one cut off: the table then keeps lm-eval's columns."""
+    shares = {task: stats["truncated_share"] for task, stats in (results.get("generations") or {}).items()}
+    return shares if any(shares.values()) else None
 
 
 def results_rows(results: Mapping[str, Any], groups_only: bool = False) -> list[list[str]]:
-    """One row per (task or group, filter, metric), tasks in tree order with indented names."""
-    rows: list[list[str]] = []
+    """One row per (task or group, filter, metric), tasks in tree order with indented names; with a
+    last cell, the task's truncated share, when some task's generations were cut off."""
+    shares = truncated_shares(results)
+    rows = _metric_rows(results, groups_only)
+    if shares is None or groups_only:
+        return [row for row, _ in rows]
+    return [[*row, f"{100 * shares[name]:.1f}%" if name in shares else ""] for row, name in rows]
+
+
+def _metric_rows(results: Mapping[str, Any], groups_only: bool) -> list[tuple[list[str], str]]:
+    rows: list[tuple[list[str], str]] = []
     subtasks: Mapping[str, Sequence[str]] = results.get("group_subtasks", {})
     groups = {g for g, members in subtasks.items() if members}  # lm-eval lists leaf tasks with []
     for name, depth in _tree(results):
@@ -33,12 +50,12 @@ def results_rows(results: Mapping[str, Any], groups_only: bool = False) -> list[
         hib = results.get("higher_is_better", {}).get(name, {})
         metrics = [(k, v) for k, v in entry.items() if "," in k and "_stderr," not in k]
         if not metrics:
-            rows.append([label, version, "", shots, "", "", "", "", ""])
+            rows.append(([label, version, "", shots, "", "", "", "", ""], name))
         for key, value in metrics:
             metric, filt = key.split(",", 1)
             stderr = entry.get(f"{metric}_stderr,{filt}", "")
             arrow = "↑" if hib.get(metric, True) else "↓"
-            rows.append([label, version, filt, shots, metric, arrow, _fmt(value), "±", _fmt(stderr)])
+            rows.append(([label, version, filt, shots, metric, arrow, _fmt(value), "±", _fmt(stderr)], name))
     return rows
 
 
@@ -65,7 +82,8 @@ def _tree(results: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
 
 def print_results(results: Mapping[str, Any], out: TextIO | None = None) -> None:
     out = out or sys.stdout
-    print_table("evalflow results", COLUMNS, results_rows(results), RIGHT, out)
+    columns = COLUMNS if truncated_shares(results) is None else (*COLUMNS, TRUNCATED)
+    print_table("evalflow results", columns, results_rows(results), RIGHT, out)
     if results.get("group_subtasks"):
         groups = results_rows(results, groups_only=True)
         if groups:

@@ -16,9 +16,10 @@ SAMPLE_STAGES = ("load_docs", "instances", "inference", "filters", "metrics")
 SUMMARY_STAGES = ("load_docs", "fewshot", "inference")
 
 
-def output_key(name: str, stage_keys: dict[str, str | None]) -> str | None:
+def output_key(name: str, stage_keys: dict[str, str | None], think_end_token: str | None = None) -> str | None:
     """The key of output node ``name`` planned after stages with ``stage_keys``."""
-    (planned,) = plan(TaskConfig(task="t"), {}, tuple(n for n in OUTPUTS if n.name == name), stage_keys)
+    settings = {"think_end_token": think_end_token}
+    (planned,) = plan(TaskConfig(task="t"), settings, tuple(n for n in OUTPUTS if n.name == name), stage_keys)
     return planned.key
 
 
@@ -55,6 +56,8 @@ def test_the_samples_key_is_its_stages_keys_and_nothing_else() -> None:
         changed = output_key("samples", {**keys, name: f"{name}:other"})
         assert (changed != base) == (name in SAMPLE_STAGES), name
     assert output_key("samples", {**keys, "inference": None}) is None  # a volatile model: never cached
+    # the run's thinking marker decides which generations show thinking_unclosed
+    assert output_key("samples", keys, think_end_token="</think>") != base
 
 
 def test_cached_stages_are_decoded_on_first_use_only(toy_library: Path, tmp_path: Path) -> None:
