@@ -15,8 +15,9 @@ and ``judge_unparsed`` (per metric, the judge answers that did not parse).
 
 Generations add ``finish`` beside ``resps`` (same nesting: per instance, per repeat): each answer's
 ``stop_reason`` (``stop``, ``eos``, ``length``, ``thinking_unclosed``, ``error``, or null when the model
-did not say), ``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``, and ``reasoning`` (a
-served model's separate reasoning text) when the server split one off.
+did not say), ``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``, ``stopped_by`` (for
+``thinking_unclosed``: the backend's own reason) and ``reasoning`` (a served model's separate
+reasoning text) when the server split one off.
 
 A samples file is a pure function of five stage outputs, so its text is an output node of the
 pipeline (``samples`` in :data:`evalflow.dag.pipeline.OUTPUTS`: keyed by this module's code and
@@ -103,12 +104,15 @@ def sample_rows(
 def finish_json(finish: Finish, text: str, think_end_token: str | None) -> dict[str, Any]:
     """A generation's ``finish`` entry: why it stopped (``thinking_unclosed`` derived with the run's
     marker), its token counts, and a served model's separate reasoning when there is one."""
+    reason = finish.stop_with(text, think_end_token)
     out: dict[str, Any] = {
-        "stop_reason": finish.stop_with(text, think_end_token),
+        "stop_reason": reason,
         "prompt_tokens": finish.prompt_tokens,
         "completion_tokens": finish.completion_tokens,
         "reasoning_tokens": finish.reasoning_tokens,
     }
+    if reason != finish.stop_reason:  # thinking_unclosed: what the backend said ended it
+        out["stopped_by"] = finish.stop_reason
     if finish.reasoning is not None:
         out["reasoning"] = finish.reasoning
     return out

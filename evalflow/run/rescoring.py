@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evalflow.cache.fingerprint import fingerprint
-from evalflow.core.records import Context, DocSet, Instance, Request, Responses
+from evalflow.core.records import Context, DocSet, Finish, Instance, Request, Responses
 from evalflow.dag.node import Node
 from evalflow.dag.pipeline import PIPELINE
 from evalflow.errors import ConfigError, RunFolderError
@@ -67,9 +67,38 @@ def instances_from_samples(task: TaskConfig, recorded: Rows) -> tuple[Instance, 
 
 
 def responses_from_samples(task: TaskConfig, recorded: Rows) -> Responses:
-    """The raw answers, as the model returned them (lm-eval writes them as strings)."""
+    """The raw answers, as the model returned them (lm-eval writes them as strings), and for
+    generations how each ended, from evalflow's ``finish`` entries (unknown in lm-eval's files)."""
     rtype = _request_type(task)
-    return Responses(tuple(_answer(rtype, a) for row in recorded for answers in row["resps"] for a in answers))
+    values = tuple(_answer(rtype, a) for row in recorded for answers in row["resps"] for a in answers)
+    if rtype != "generate_until":
+        return Responses(values)
+    finishes = tuple(
+        _finish(row.get("finish"), i, j)
+        for row in recorded
+        for i, answers in enumerate(row["resps"])
+        for j in range(len(answers))
+    )
+    return Responses(values, finishes)
+
+
+def _finish(recorded: Any, instance: int, repeat: int) -> Finish:
+    """The backend's finish of one answer as a samples file's ``finish`` entry recorded it (for a
+    ``thinking_unclosed`` one, ``stopped_by``: that reason is derived again from the run's marker)."""
+    try:
+        entry = recorded[instance][repeat]
+    except (TypeError, IndexError, KeyError):
+        return Finish()
+    if not isinstance(entry, Mapping):
+        return Finish()
+    reason = entry.get("stopped_by") if entry.get("stop_reason") == "thinking_unclosed" else entry.get("stop_reason")
+    return Finish(
+        stop_reason=reason,
+        prompt_tokens=entry.get("prompt_tokens"),
+        completion_tokens=entry.get("completion_tokens"),
+        reasoning_tokens=entry.get("reasoning_tokens"),
+        reasoning=entry.get("reasoning"),
+    )
 
 
 def _request_type(task: TaskConfig) -> Any:

@@ -79,12 +79,33 @@ def test_the_samples_keep_each_finish_beside_resps(toy_library: Path, tmp_path: 
         raw, finish = raw_generation(row["arguments"]["gen_args_0"]["arg_0"])
         assert row["resps"] == [[raw]]  # lm-eval's field unchanged: the raw generation
         (entry,) = row["finish"][0]
+        reason = Finish(finish.stop_reason).stop_with(raw, MARKER)
         assert entry == {
-            "stop_reason": Finish(finish.stop_reason).stop_with(raw, MARKER),
+            "stop_reason": reason,
             "prompt_tokens": finish.prompt_tokens,
             "completion_tokens": finish.completion_tokens,
             "reasoning_tokens": None,
+            **({"stopped_by": finish.stop_reason} if reason != finish.stop_reason else {}),
         }
+
+
+def test_a_rescore_of_the_samples_reports_the_same_figures(toy_library: Path, tmp_path: Path) -> None:
+    ran = run(toy_library, tmp_path, "run", log_samples=True)
+    done = cli(
+        [
+            "rescore",
+            str(tmp_path / "run" / "samples_toy_gen.jsonl"),
+            "task=toy_gen",
+            f"include_path=[{toy_library}]",
+            f"cache_dir={tmp_path / 'cache2'}",
+            f"think_end_token='{MARKER}'",
+            "bootstrap_iters=0",
+            f"out={tmp_path / 'rescored'}",
+        ]
+    )
+    assert done.returncode == 0, done.stderr
+    rescored = json.loads(next((tmp_path / "rescored").glob("results*.json")).read_text())
+    assert rescored["generations"] == ran["generations"]
 
 
 def test_the_table_gains_a_column_and_the_run_a_paragraph(toy_library: Path, tmp_path: Path) -> None:
