@@ -36,13 +36,7 @@ def scored_config(settings: RunSettings) -> Mapping[str, Any]:
     values = given(settings)
     if not values or not feature(model_class(str(settings.model["type"])), "REASONING"):
         return settings.model
-    clash = sorted(k for k in values if k in settings.model)
-    if clash:
-        raise ConfigError(
-            f"model.{clash[0]} and the run setting {clash[0]} are both set: it is a run setting "
-            f"({clash[0]}={values[clash[0]]}), which the run hands the model; drop model.{clash[0]}."
-        )
-    return {**settings.model, **values}
+    return {**settings.model, **values}  # conf/model/ has no such keys: the run's are the only ones
 
 
 def template_args(settings: RunSettings) -> dict[str, Any] | None:
