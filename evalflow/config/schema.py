@@ -224,6 +224,22 @@ class RunSettings:
         "a paragraph after the run names the task and the max_gen_toks to try.",
         role=INERT,
     )
+    # Reaches the model where it changes the request, so it keys exactly those answers: a served chat
+    # model's config (the body's reasoning_effort), else the chat template's arguments (hf, vllm); a
+    # run where it could change nothing is refused (evalflow.run.reasoning).
+    reasoning_effort: str | None = setting(
+        None,
+        parse.reasoning_effort,
+        "Reasoning models: how hard to think (none, minimal, low, medium, high, xhigh): a served chat model's "
+        "reasoning_effort field, or the chat template's reasoning_effort argument (hf, vllm); unset: the model's own.",
+    )
+    # Anthropic's extended thinking (dialect anthropic), the one backend here that takes a budget.
+    thinking_budget: int | None = setting(
+        None,
+        parse.thinking_budget,
+        "Reasoning models: the most tokens a served Anthropic model may think in (its thinking.budget_tokens); "
+        "unset: no extended thinking.",
+    )
     cache_dir: Path = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
         None,
         parse.cache_dir,

@@ -28,6 +28,7 @@ from evalflow.errors import ConfigError
 Parse = Callable[[Any, Mapping[str, Any]], Any]  # (the setting's value, every setting's value) -> its parsed value
 
 RECOMPUTE = ("answers", "all", "requests")  # the values of ``recompute``, besides None
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")  # inspect_ai's, OpenAI's API's
 
 
 def boolean(value: Any, data: Mapping[str, Any]) -> bool:
@@ -227,6 +228,30 @@ def recompute(value: Any, data: Mapping[str, Any]) -> str | None:
         "scored from it, computed anew), recompute=requests (the documents, few-shot contexts and requests: "
         "lm-eval's --cache_requests refresh) or recompute=all (every stage), or leave it out to read the cache"
     )
+
+
+def reasoning_effort(value: Any, data: Mapping[str, Any]) -> str | None:
+    """``reasoning_effort``: one of :data:`REASONING_EFFORTS` (inspect_ai's values), or unset."""
+    if value is None or value == "":
+        return None
+    if str(value) in REASONING_EFFORTS:
+        return str(value)
+    raise ConfigError(
+        f"reasoning_effort={value!r} is not allowed; use one of {', '.join(REASONING_EFFORTS)} (inspect_ai's and "
+        "OpenAI's values; a served model or chat template takes the ones it knows), or leave it out"
+    )
+
+
+def thinking_budget(value: Any, data: Mapping[str, Any]) -> int | None:
+    """``thinking_budget``: a number of tokens >= 1, or unset."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            f"thinking_budget={value!r} is not allowed; give the most tokens the model may think in, a whole "
+            "number >= 1 (Anthropic's minimum is 1024), or leave it out"
+        )
+    return value
 
 
 def log_samples(value: Any, data: Mapping[str, Any]) -> bool:

@@ -72,6 +72,10 @@ class LanguageModel(abc.ABC):
     # The request types this model answers with images (a task with doc_to_image); empty: a
     # text-only model, which evalflow refuses such tasks for before any call, as lm-eval does.
     MULTIMODAL: ClassVar[tuple[str, ...]] = ()
+    # True: the scored model's config takes the run's reasoning_effort and thinking_budget (a served
+    # chat model sends them in each request), so they key its answers; False: a reasoning effort
+    # reaches it only through a chat template's arguments (hf, vllm), or is refused.
+    REASONING: ClassVar[bool] = False
 
     @abc.abstractmethod
     def loglikelihood(self, requests: Sequence[Request]) -> list[tuple[float, bool]]: ...
@@ -128,6 +132,7 @@ FEATURES = (
     "ANSWERS_EACH",
     "CODE",
     "MULTIMODAL",
+    "REASONING",
     "identity",
     "chat_template_source",
     "describe",

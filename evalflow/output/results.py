@@ -131,6 +131,8 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
             "model": model,  # the whole model config, type included
             "num_fewshot": s.num_fewshot,
             "seed": s.seed,
+            "reasoning_effort": s.reasoning_effort,  # how hard the model was asked to think (none: its own)
+            "thinking_budget": s.thinking_budget,
             "platform": platform.platform(),
         },
     }

@@ -19,6 +19,7 @@ from evalflow.judges.judge_models import JudgeEdges, check_judges
 from evalflow.models.protocol import LanguageModel, feature
 from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
 from evalflow.run.load_checks import check_selection
+from evalflow.run.reasoning import scored_config
 from evalflow.run.user_modules import import_user_modules
 from evalflow.sandbox.registry import require_sandbox
 from evalflow.scale import chunks
@@ -78,7 +79,7 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
     """The caching front of the model; the model itself is loaded on the first miss only."""
     if model is not None:
         return _object_edge(settings, store, model)
-    return config_edge(settings.model, settings, store)
+    return config_edge(scored_config(settings), settings, store)
 
 
 def config_edge(

@@ -33,6 +33,7 @@ from evalflow.output.run_info import object_model
 from evalflow.output.run_summary import cache_line
 from evalflow.output.summary import TaskSummary
 from evalflow.run.parts import generation_seed, judge_edges, model_edge, select_tasks, task_rng
+from evalflow.run.reasoning import check_reasoning, template_args
 from evalflow.run.user_modules import import_user_modules
 from evalflow.scale.answer_cache import CachedModel
 from evalflow.scale.progress import pooled_label, progress_label
@@ -60,11 +61,10 @@ def run(
         import_user_modules(settings.imports)  # and a module of imports= may register the model type
         model_class(str(settings.model["type"]))
     selection = select_tasks(settings)
-    refuse_unanswerable(
-        selection.tasks,
-        model if model is not None else model_class(str(settings.model["type"])),
-        type(model).__name__ if model is not None else preset or str(settings.model["type"]),
-    )
+    answering = model if model is not None else model_class(str(settings.model["type"]))
+    answering_name = type(model).__name__ if model is not None else preset or str(settings.model["type"])
+    refuse_unanswerable(selection.tasks, answering, answering_name)
+    check_reasoning(settings, answering, answering_name)
     store = CacheStore(settings.cache_dir)
     try:
         edge = model_edge(settings, store, model)
@@ -172,7 +172,8 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
             f"apply_chat_template=true but model {settings.model.get('pretrained', settings.model.get('type'))} "
             "has no chat template (none in its tokenizer config or GGUF metadata); run without it."
         )
-    args = {"template_args": dict(settings.chat_template_args)} if settings.chat_template_args else {}
+    kwargs = template_args(settings)  # chat_template_args, the run's reasoning_effort merged in
+    args = {"template_args": kwargs} if kwargs else {}
     return {
         "template": template,
         "fewshot_as_multiturn": settings.fewshot_as_multiturn,

@@ -9,6 +9,13 @@ truncation: the server decides). ``model.dialect`` picks the contract (OpenAI's,
 API, Azure's, Anthropic's Messages API: ``evalflow.models.api.dialects``). A task with ``doc_to_image``
 sends its images as lm-eval does: base64 PNG ``image_url`` parts before the last message's text
 (``max_images``, default 1 as in lm-eval), for vLLM/SGLang-served VLMs.
+
+Reasoning models: the scored text is the answer's ``content`` (lm-eval reads nothing else); what the
+server split off (``reasoning_content``) is kept as the generation's reasoning, its tokens counted
+from ``usage``. The task's stop sequences go to the server as lm-eval sends them, thinking or not
+(lm-eval's chat models cut nothing client-side): a server that applies them to the reasoning too may
+end a generation inside it. The run's ``reasoning_effort`` (or Anthropic's ``thinking_budget``) is
+sent in each body (``dialects``) and keys the answers (``REASONING``).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ class OpenAIChat(ServedModel):
     KIND = "chat"
     CHAT_MESSAGES: ClassVar[bool] = True  # prompts are sent as message lists, not rendered text
     MULTIMODAL: ClassVar[tuple[str, ...]] = ("generate_until",)  # images as base64 PNG image_url parts
+    REASONING: ClassVar[bool] = True  # the run's reasoning_effort / thinking_budget go in its config
 
     def _loglikelihood(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
         raise ModelError(REFUSAL.format(rtype="loglikelihood"))
@@ -58,6 +66,7 @@ class OpenAIChat(ServedModel):
                     max_gen_toks=s.max_gen_toks,
                     seed=s.seed,
                     eos=eos,
+                    reasoning=getattr(s, dialect.reasoning_key) if dialect.reasoning_key else None,
                 )
                 for i in group
             ]

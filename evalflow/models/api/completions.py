@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.errors import ModelError
 from evalflow.models.api import alignment, echo, payloads
 from evalflow.models.api.served import OnAnswer, ServedModel, grouped_by_kwargs
@@ -185,6 +185,6 @@ class OpenAICompletions(ServedModel):
             def arrived(j: int, answer: Any, batches: list[list[int]] = batches) -> None:
                 batch = batches[j]
                 for i, choice in zip(batch, payloads.choices(answer, len(batch), s.root_url)):
-                    on_answer(i, payloads.completion_text(choice))
+                    on_answer(i, Generation(payloads.completion_text(choice), payloads.finish(answer, choice)))
 
             self.client.post_all(PATH, bodies, arrived)

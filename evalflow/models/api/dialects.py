@@ -14,6 +14,12 @@ for one of its API model types, declared in one table rather than as special cas
 - ``gguf`` (lm-eval's ``gguf`` client of a llama.cpp server): text prompts scored by the echoed
   ``text_offset`` (``evalflow.models.api.gguf_server``).
 
+Each chat contract takes one of the run's reasoning settings (``reasoning_key``): OpenAI's three the
+``reasoning_effort`` body field, Anthropic's ``thinking_budget`` as ``thinking: {type: enabled,
+budget_tokens}`` (with temperature 1, the API's condition); the other setting is refused before any
+request. Each answer is a :class:`~evalflow.core.records.Generation`: the text lm-eval scores, why
+the generation stopped, its ``usage`` and the reasoning the server split off.
+
 Which headers carry the key is part of the contract; the key itself is read from the environment
 at request time (``api_key_env``), and lm-eval's ``header`` (``headers_env``) replaces it.
 """
@@ -25,7 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalflow.errors import ConfigError
+from evalflow.core.records import Finish, Generation
+from evalflow.errors import ConfigError, ModelError
 from evalflow.models.api import payloads
 from evalflow.models.lmeval_tokens import stop_sequences
 
@@ -36,13 +43,15 @@ REASONING_MARKS = ("o1", "5", "o3", "o4")  # OpenAIChatCompletion: no stop, temp
 @dataclass(frozen=True)
 class Dialect:
     """One contract: which model kinds speak it, the key's headers, where chat bodies go and how
-    they are built and read, and whether the server lists its models at ``/models``."""
+    they are built and read, whether the server lists its models at ``/models``, and which run
+    setting says how hard a reasoning model thinks (``reasoning_key``; None: neither)."""
 
     kinds: tuple[str, ...]
     key_headers: Callable[[str | None], dict[str, str]]
     chat_body: Callable[..., dict[str, Any]] | None = None
-    chat_answer: Callable[[Any, str, str | None], str] | None = None
+    chat_answer: Callable[[Any, str, str | None], Generation] | None = None
     lists_models: bool = True
+    reasoning_key: str | None = None
 
 
 def _bearer(key: str | None) -> dict[str, str]:
@@ -53,14 +62,30 @@ def _anthropic_key(key: str | None) -> dict[str, str]:
     return {**({"x-api-key": key} if key else {}), "anthropic-version": ANTHROPIC_VERSION}
 
 
-def openai_chat_body(model: str, messages: list[dict[str, Any]], gen_kwargs: Any, **kw: Any) -> dict[str, Any]:
-    return payloads.chat_payload(model, messages, gen_kwargs, **kw)
+def openai_chat_body(
+    model: str, messages: list[dict[str, Any]], gen_kwargs: Any, *, reasoning: str | None = None, **kw: Any
+) -> dict[str, Any]:
+    """``LocalChatCompletion._create_payload``, and ``reasoning_effort`` last when the run sets it."""
+    return _with_effort(payloads.chat_payload(model, messages, gen_kwargs, **kw), reasoning)
+
+
+def _with_effort(body: dict[str, Any], effort: str | None) -> dict[str, Any]:
+    """The body with OpenAI's ``reasoning_effort`` field (the run's, over a task's gen_kwargs');
+    unchanged when the run sets none, so its bytes stay lm-eval's."""
+    return body if effort is None else {**body, "reasoning_effort": effort}
 
 
 def hosted_chat_body(
-    model: str, messages: list[dict[str, Any]], gen_kwargs: Any, *, max_gen_toks: int, seed: int, eos: str | None
+    model: str,
+    messages: list[dict[str, Any]],
+    gen_kwargs: Any,
+    *,
+    max_gen_toks: int,
+    seed: int,
+    eos: str | None,
+    reasoning: str | None = None,
 ) -> dict[str, Any]:
-    """``OpenAIChatCompletion._create_payload``."""
+    """``OpenAIChatCompletion._create_payload``, and ``reasoning_effort`` when the run sets it."""
     kwargs = copy.deepcopy(payloads.plain(dict(gen_kwargs or {})))
     kwargs.pop("do_sample", False)
     max_tokens = kwargs.pop("max_tokens") if "max_tokens" in kwargs else kwargs.pop("max_gen_toks", max_gen_toks)
@@ -78,13 +103,21 @@ def hosted_chat_body(
     if any(mark in model for mark in REASONING_MARKS):
         body.pop("stop")
         body["temperature"] = 1
-    return body
+    return _with_effort(body, reasoning)
 
 
 def anthropic_body(
-    model: str, messages: list[dict[str, Any]], gen_kwargs: Any, *, max_gen_toks: int, seed: int, eos: str | None
+    model: str,
+    messages: list[dict[str, Any]],
+    gen_kwargs: Any,
+    *,
+    max_gen_toks: int,
+    seed: int,
+    eos: str | None,
+    reasoning: int | None = None,
 ) -> dict[str, Any]:
-    """``AnthropicChat._create_payload`` (no seed: the Messages API has none)."""
+    """``AnthropicChat._create_payload`` (no seed: the Messages API has none); with the run's
+    ``thinking_budget``, extended thinking (see :func:`_with_thinking`)."""
     system = messages[0].get("content") if messages and messages[0].get("role") == "system" else None
     turns = messages[1:] if system else messages
     cleaned = [
@@ -106,32 +139,64 @@ def anthropic_body(
     }
     if system:
         body["system"] = system
-    return body
+    return body if reasoning is None else _with_thinking(body, reasoning)
 
 
-def openai_chat_answer(answer: Any, url: str, think_end_token: str | None) -> str:
-    """``LocalChatCompletion.parse_generations``: ``message.content``, after ``think_end_token``."""
+def _with_thinking(body: dict[str, Any], budget: int) -> dict[str, Any]:
+    """Anthropic's extended thinking: ``thinking: {type: enabled, budget_tokens}``, at temperature
+    1 (the API refuses another with thinking on). The budget counts within ``max_tokens``, so a
+    budget the request's ``max_tokens`` cannot hold is refused here, before the request is sent."""
+    if budget >= body["max_tokens"]:
+        raise ConfigError(
+            f"thinking_budget={budget} is not below this request's max_tokens={body['max_tokens']} (the task's "
+            "max_gen_toks, or model.max_gen_toks): Anthropic counts the thinking within max_tokens, so no answer "
+            f"would fit. Raise max_gen_toks (gen_kwargs=max_gen_toks={budget + 1024}) or lower thinking_budget."
+        )
+    return {**body, "temperature": 1, "thinking": {"type": "enabled", "budget_tokens": budget}}
+
+
+def openai_chat_answer(answer: Any, url: str, think_end_token: str | None) -> Generation:
+    """``LocalChatCompletion.parse_generations``: ``message.content``, after ``think_end_token``;
+    the reasoning is what the server split off (``reasoning_content``), else the content's part up
+    to the marker that lm-eval drops."""
     (choice,) = payloads.choices(answer, 1, url)
     text = payloads.chat_text(choice)
-    return text.split(think_end_token)[-1].lstrip() if think_end_token and text else text
+    thinking = None
+    if think_end_token and think_end_token in text:
+        thinking = text[: text.rindex(think_end_token)]
+        text = text.split(think_end_token)[-1].lstrip()
+    served = payloads.chat_reasoning(choice)
+    return Generation(text, payloads.finish(answer, choice, served if served is not None else thinking))
 
 
-def anthropic_answer(answer: Any, url: str, think_end_token: str | None) -> str:
-    """``AnthropicChat.parse_generations``: the text of the answer's first content block."""
+ANTHROPIC_STOPS = {"end_turn": "eos", "stop_sequence": "stop", "max_tokens": "length", "refusal": "error"}
+
+
+def anthropic_answer(answer: Any, url: str, think_end_token: str | None) -> Generation:
+    """``AnthropicChat.parse_generations``: the text of the answer's first content block; the
+    ``thinking`` blocks' text as the reasoning, ``stop_reason`` and ``usage`` as its finish."""
     blocks = answer.get("content") if isinstance(answer, Mapping) else None
     if not isinstance(blocks, list):
-        from evalflow.errors import ModelError
-
         raise ModelError(f"the server at {url} answered {str(answer)[:300]} where a Messages API answer was expected.")
     texts = [str(b["text"]) for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
-    return texts[0] if texts else ""
+    thoughts = [str(b["thinking"]) for b in blocks if isinstance(b, Mapping) and isinstance(b.get("thinking"), str)]
+    usage = answer.get("usage") if isinstance(answer.get("usage"), Mapping) else {}
+    finish = Finish(
+        ANTHROPIC_STOPS.get(str(answer.get("stop_reason"))),
+        payloads.token_count(usage.get("input_tokens")),
+        payloads.token_count(usage.get("output_tokens")),  # the thinking's included; the API gives no separate count
+        None,
+        "".join(thoughts) if thoughts else None,
+    )
+    return Generation(texts[0] if texts else "", finish)
 
 
+EFFORT = "reasoning_effort"
 DIALECTS: dict[str, Dialect] = {
-    "openai": Dialect(("completions", "chat"), _bearer, openai_chat_body, openai_chat_answer),
-    "openai_hosted": Dialect(("chat",), _bearer, hosted_chat_body, openai_chat_answer),
-    "azure": Dialect(("chat",), _bearer, hosted_chat_body, openai_chat_answer, lists_models=False),
-    "anthropic": Dialect(("chat",), _anthropic_key, anthropic_body, anthropic_answer),
+    "openai": Dialect(("completions", "chat"), _bearer, openai_chat_body, openai_chat_answer, True, EFFORT),
+    "openai_hosted": Dialect(("chat",), _bearer, hosted_chat_body, openai_chat_answer, True, EFFORT),
+    "azure": Dialect(("chat",), _bearer, hosted_chat_body, openai_chat_answer, False, EFFORT),
+    "anthropic": Dialect(("chat",), _anthropic_key, anthropic_body, anthropic_answer, True, "thinking_budget"),
     "gguf": Dialect(("completions",), _bearer, lists_models=False),
 }
 

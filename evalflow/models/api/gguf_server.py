@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.errors import ModelError
 from evalflow.models.api import alignment, payloads
 from evalflow.models.api.served import OnAnswer, ServedModel
@@ -117,10 +117,11 @@ class GgufServer(ServedModel):
         url = self.settings.root_url
 
         def arrived(i: int, answer: Any) -> None:
-            text = _first_choice(answer, url).get("text")
+            choice = _first_choice(answer, url)
+            text = choice.get("text")
             if not isinstance(text, str):
                 raise ModelError(f"the server at {url} answered {str(answer)[:300]} without a generated text.")
-            on_answer(i, text.strip())
+            on_answer(i, Generation(text.strip(), payloads.finish(answer, choice)))
 
         bodies = [generation_body(str(r.args[0]), r.args[1]) for r in requests]
         self.client.post_all(PATH, bodies, arrived)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
+from evalflow.core.records import Finish
 from evalflow.errors import ModelError
 from evalflow.models.lmeval_tokens import stop_sequences  # lm-eval's handle_stop_sequences
 
@@ -139,6 +140,55 @@ def chat_text(choice: Mapping[str, Any]) -> str:
     message = choice.get("message")
     content = message.get("content") if isinstance(message, Mapping) else None
     return content if isinstance(content, str) else ""
+
+
+def chat_reasoning(choice: Mapping[str, Any]) -> str | None:
+    """The reasoning a server split off a chat answer: ``message.reasoning_content`` (vLLM's and
+    SGLang's reasoning parsers, llama.cpp's ``--reasoning-format``) or ``message.reasoning`` (later
+    vLLM, OpenRouter); None when the server split none off (the scored text is ``content`` either way,
+    as lm-eval reads only ``content``)."""
+    message = choice.get("message")
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key) if isinstance(message, Mapping) else None
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def stop_reason(choice: Mapping[str, Any]) -> str | None:
+    """Why an OpenAI-style choice ended, as ``Finish.stop_reason``. ``length``: ``max_tokens``;
+    ``content_filter``: an error. ``stop`` is OpenAI's "a natural stop point or a stop sequence":
+    where the server tells them apart it is read from what it says (vLLM's ``stop_reason``: the
+    matched stop string, a stop token id or null at EOS; llama.cpp's ``stop_type``: eos, word,
+    limit); a server that does not (llama-cpp-python, OpenAI's API) reads as ``stop``. Anything
+    else (tool calls, a missing reason): not reported."""
+    reason = choice.get("finish_reason")
+    if reason == "stop":
+        if "stop_reason" in choice:  # vLLM: the stop string, a stop token's id (the model's own end) or null (EOS)
+            return "stop" if isinstance(choice["stop_reason"], str) else "eos"
+        return {"eos": "eos", "word": "stop", "limit": "length"}.get(str(choice.get("stop_type")), "stop")
+    return {"length": "length", "content_filter": "error"}.get(str(reason))
+
+
+def finish(answer: Any, choice: Mapping[str, Any], reasoning: str | None = None) -> Finish:
+    """The :class:`Finish` of one choice: its stop reason, and the answer's ``usage`` when the
+    answer holds that one choice (a batched completions answer sums ``usage`` over its prompts, which
+    cannot be split among them); ``reasoning``: what the server or ``think_end_token`` split off."""
+    usage = answer.get("usage") if isinstance(answer, Mapping) and len(answer.get("choices") or ()) == 1 else None
+    usage = usage if isinstance(usage, Mapping) else {}
+    details = usage.get("completion_tokens_details")
+    return Finish(
+        stop_reason(choice),
+        token_count(usage.get("prompt_tokens")),
+        token_count(usage.get("completion_tokens")),
+        token_count(details.get("reasoning_tokens")) if isinstance(details, Mapping) else None,
+        reasoning,
+    )
+
+
+def token_count(value: Any) -> int | None:
+    """A ``usage`` count, or None when the server gave none (or not a number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def batch_prompts(prompts: Sequence[Any], tokenized: bool) -> Any:

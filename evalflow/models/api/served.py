@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.api.server_settings import ApiSettings, identity, parse_settings, replica_configs
 from evalflow.models.protocol import LanguageModel, OnAnswer
@@ -131,7 +131,7 @@ class ServedModel(LanguageModel):
     def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
         return self._collect("loglikelihood_rolling", requests)
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+    def generate_until(self, requests: Sequence[Request]) -> list[Generation]:
         return self._collect("generate_until", requests)
 
     @abc.abstractmethod
@@ -144,7 +144,8 @@ class ServedModel(LanguageModel):
 
     @abc.abstractmethod
     def _generate_until(self, requests: Sequence[Request], on_answer: OnAnswer) -> None:
-        """Answer the generated text per request through ``on_answer(index, answer)``."""
+        """Answer each request's :class:`Generation` (its text, why it stopped, its tokens) through
+        ``on_answer(index, answer)``."""
 
 
 def grouped_by_kwargs(requests: Sequence[Request]) -> list[list[int]]:

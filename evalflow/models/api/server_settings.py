@@ -12,8 +12,9 @@ the speed settings (``num_concurrent``, ``batch_size``, ``max_retries``, ``timeo
 secret. ``base_url`` may list several servers of one model: with ``identity_includes_url`` their sorted
 set is the URL identity. lm-eval's other ``TemplateAPI`` arguments (``tokenizer_backend``,
 ``eos_string``, ``custom_prefix_token_id``, ``use_fast_tokenizer``, ``tokenizer_revision``,
-``think_end_token``, the chat ``dialect``) join the identity only when they differ from their
-default, so answers cached before they existed stay valid.
+``think_end_token``, the chat ``dialect``) and the run's reasoning settings (``reasoning_effort``,
+``thinking_budget``) join the identity only when they differ from their default, so answers cached
+before they existed stay valid.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ class ApiSettings:
     ca_cert_path: str | None = None
     auth_token_env: str | None = None  # the remote tokenizer's bearer token is read from this variable
     headers_env: str | None = None  # a JSON object of headers (lm-eval's `header`) read from this variable
+    # the run settings of these names (evalflow/config/schema.py), which the run merges into a chat
+    # model's config (evalflow.run.reasoning); each dialect takes one of them (dialects.reasoning_key)
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
 
     @property
     def root_urls(self) -> tuple[str, ...]:
@@ -116,7 +121,16 @@ class ApiSettings:
         return True
 
 
-_INT_KEYS = ("max_length", "max_gen_toks", "seed", "batch_size", "num_concurrent", "max_retries", "max_images")
+_INT_KEYS = (
+    "max_length",
+    "max_gen_toks",
+    "seed",
+    "batch_size",
+    "num_concurrent",
+    "max_retries",
+    "max_images",
+    "thinking_budget",
+)
 BACKENDS = ("huggingface", "tiktoken", "remote", "auto", "none")
 NO_MODEL_NAME = ("gguf",)  # dialects whose requests name no model (lm-eval's gguf client)
 _KNOWN = {f for f in ApiSettings.__dataclass_fields__ if f != "kind"} | {"max_batch_size", "type"}
@@ -179,11 +193,29 @@ def parse_settings(kind: str, config: Mapping[str, Any]) -> ApiSettings:
         raise ConfigError(f"model.headers must be a mapping of header names to values, got {headers!r}.")
     values["headers"] = {str(k): str(v) for k, v in headers.items()}
     values["base_url"] = _base_urls(values["base_url"])
+    _check_reasoning(kind, values)
     values["tokenizer_backend"] = _backend(kind, config)
     if values["tokenizer_backend"] == "none":  # lm-eval: no tokenizer, so nothing to send as token ids
         values["tokenized_requests"] = False
     values.setdefault("model", "")
     return ApiSettings(kind=kind, **values)
+
+
+def _check_reasoning(kind: str, values: Mapping[str, Any]) -> None:
+    """A reasoning setting the contract has no field for is refused: it would change nothing."""
+    from evalflow.models.api.dialects import DIALECTS
+
+    dialect = values.get("dialect") or "openai"
+    takes = DIALECTS[dialect].reasoning_key if kind == "chat" else None
+    for key in ("reasoning_effort", "thinking_budget"):
+        if values.get(key) is not None and key != takes:
+            raise ConfigError(
+                f"{key}={values[key]!r}, but model openai_{kind} with model.dialect={dialect} takes "
+                f"{takes or 'no reasoning setting'}, so it could change nothing: OpenAI-style chat servers "
+                "(dialects openai, openai_hosted, azure) take reasoning_effort, Anthropic's Messages API "
+                "(dialect anthropic) takes thinking_budget, a completions endpoint neither. Drop it, or set "
+                "the one this model takes."
+            )
 
 
 def _backend(kind: str, config: Mapping[str, Any]) -> str:
@@ -271,6 +303,8 @@ _LATER = (
     "dialect",
     "api_version",
     "max_images",
+    "reasoning_effort",
+    "thinking_budget",
 )
 
 

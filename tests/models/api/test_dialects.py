@@ -33,6 +33,7 @@ PEER_CLASS = {
 
 
 def ask(rec: ChatRecorder, monkeypatch, dialect: str, model: str = "m", **extra) -> str:
+    """The text of the model's answer to CHAT (its Generation's, which lm-eval's string equals)."""
     monkeypatch.setenv("SOME_KEY", "sk-secret")
     m = build_model(
         {
@@ -45,7 +46,7 @@ def ask(rec: ChatRecorder, monkeypatch, dialect: str, model: str = "m", **extra)
         }
     )
     (answer,) = m.generate_until([Request("generate_until", (json.dumps(CHAT), GEN_KWARGS))])
-    return answer
+    return answer.text
 
 
 def peer_payload(dialect: str, model: str) -> dict:
@@ -119,8 +120,9 @@ def test_think_end_token_keeps_the_answer_after_the_reasoning():
     from evalflow.models.api.dialects import openai_chat_answer
 
     answer = {"choices": [{"index": 0, "message": {"content": "hmm... </think>\n 42"}}]}
-    assert openai_chat_answer(answer, "u", "</think>") == "42"
-    assert openai_chat_answer(answer, "u", None) == "hmm... </think>\n 42"
+    assert openai_chat_answer(answer, "u", "</think>").text == "42"
+    assert openai_chat_answer(answer, "u", "</think>").finish.reasoning == "hmm... "  # what lm-eval drops
+    assert openai_chat_answer(answer, "u", None).text == "hmm... </think>\n 42"
 
 
 def test_a_dialect_the_model_kind_does_not_speak_is_refused_by_name():

@@ -68,7 +68,7 @@ def our_run(url: str, **config: Any) -> tuple[list[Any], list[Any], list[Any]]:
     return (
         [tuple(x) for x in m.loglikelihood([Request("loglikelihood", p) for p in PAIRS])],
         m.loglikelihood_rolling([Request("loglikelihood_rolling", (t,)) for t in ROLLING]),
-        m.generate_until([Request("generate_until", g) for g in GENERATIONS]),
+        [g.text for g in m.generate_until([Request("generate_until", g) for g in GENERATIONS])],
     )
 
 
@@ -176,7 +176,7 @@ def test_no_tokenizer_generates_from_text_and_refuses_loglikelihoods_before_a_re
         m = build_model(
             {"type": "openai_completions", "model": "m", "base_url": ours_srv.url, "tokenizer_backend": spelling}
         )
-        ours = m.generate_until([Request("generate_until", g) for g in GENERATIONS])
+        ours = [g.text for g in m.generate_until([Request("generate_until", g) for g in GENERATIONS])]
         generated = len(ours_srv.completions())
         for rtype, args in (("loglikelihood", PAIRS[0]), ("loglikelihood_rolling", (ROLLING[0],))):
             with pytest.raises(ModelError) as refusal:
