@@ -130,13 +130,20 @@ class Finish:
     completion_tokens: int | None = None  # every generated token, a thinking part's included
     reasoning_tokens: int | None = None  # of those, the separate reasoning's (a served ``reasoning_content``)
     reasoning: str | None = None  # a served model's reasoning, split off the answer by its server
+    # a backend that cuts the thinking off itself (a served chat model's model.think_end_token):
+    # whether its marker was there; None: the backend cut nothing (the run's think_end_token decides)
+    thinking_closed: bool | None = None
 
     def stop_with(self, text: str, think_end_token: str | None) -> str | None:
         """The stop reason a run reports for the generation ``text``: ``thinking_unclosed`` when the
-        run declares a thinking marker (``think_end_token``) that the text never reaches and the
-        server split off no reasoning (lm-eval then scores the whole text, thinking included);
-        else what the backend said."""
-        if think_end_token and self.reasoning is None and self.stop_reason != "error" and think_end_token not in text:
+        backend's own marker never came, or when the run declares a thinking marker
+        (``think_end_token``) that the text never reaches and no reasoning was split off (lm-eval
+        then scores the whole text, thinking included); else what the backend said."""
+        if self.stop_reason == "error":
+            return self.stop_reason
+        if self.thinking_closed is False:
+            return "thinking_unclosed"
+        if think_end_token and self.reasoning is None and think_end_token not in text:
             return "thinking_unclosed"
         return self.stop_reason
 

@@ -16,8 +16,9 @@ and ``judge_unparsed`` (per metric, the judge answers that did not parse).
 Generations add ``finish`` beside ``resps`` (same nesting: per instance, per repeat): each answer's
 ``stop_reason`` (``stop``, ``eos``, ``length``, ``thinking_unclosed``, ``error``, or null when the model
 did not say), ``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``, ``stopped_by`` (for
-``thinking_unclosed``: the backend's own reason) and ``reasoning`` (a served model's separate
-reasoning text) when the server split one off.
+``thinking_unclosed``: the backend's own reason), ``thinking_closed`` (a served chat model that cuts
+the thinking off with its own ``model.think_end_token``: whether the marker came) and ``reasoning``
+(the reasoning text a server or that marker split off) when there is one.
 
 A samples file is a pure function of five stage outputs, so its text is an output node of the
 pipeline (``samples`` in :data:`evalflow.dag.pipeline.OUTPUTS`: keyed by this module's code and
@@ -113,6 +114,8 @@ def finish_json(finish: Finish, text: str, think_end_token: str | None) -> dict[
     }
     if reason != finish.stop_reason:  # thinking_unclosed: what the backend said ended it
         out["stopped_by"] = finish.stop_reason
+    if finish.thinking_closed is not None:  # the model cut its thinking off with its own marker
+        out["thinking_closed"] = finish.thinking_closed
     if finish.reasoning is not None:
         out["reasoning"] = finish.reasoning
     return out

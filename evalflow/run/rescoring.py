@@ -98,6 +98,7 @@ def _finish(recorded: Any, instance: int, repeat: int) -> Finish:
         completion_tokens=entry.get("completion_tokens"),
         reasoning_tokens=entry.get("reasoning_tokens"),
         reasoning=entry.get("reasoning"),
+        thinking_closed=entry.get("thinking_closed"),
     )
 
 

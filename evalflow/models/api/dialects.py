@@ -27,6 +27,7 @@ at request time (``api_key_env``), and lm-eval's ``header`` (``headers_env``) re
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -166,7 +167,10 @@ def openai_chat_answer(answer: Any, url: str, think_end_token: str | None) -> Ge
         thinking = text[: text.rindex(think_end_token)]
         text = text.split(think_end_token)[-1].lstrip()
     served = payloads.chat_reasoning(choice)
-    return Generation(text, payloads.finish(answer, choice, served if served is not None else thinking))
+    finish = payloads.finish(answer, choice, served if served is not None else thinking)
+    if think_end_token and served is None:  # the model's own marker: whether the thinking closed
+        finish = dataclasses.replace(finish, thinking_closed=thinking is not None)
+    return Generation(text, finish)
 
 
 ANTHROPIC_STOPS = {"end_turn": "eos", "stop_sequence": "stop", "max_tokens": "length", "refusal": "error"}

@@ -127,3 +127,20 @@ def test_the_scored_text_is_lm_evals_for_the_same_answer(content: str | None) ->
     )
     (theirs,) = json.loads(out.stdout)
     assert openai_chat_answer(answer, "u", "</think>").text == (theirs if theirs is not None else "")
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("<think>a</think> 42", "eos"),
+        ("<think>never closed", "thinking_unclosed"),
+        ("no marker 7", "thinking_unclosed"),
+    ],
+)
+def test_the_models_own_marker_says_whether_the_thinking_closed(content: str, reason: str) -> None:
+    """model.think_end_token cuts the thinking off in the backend: the run reports an answer without
+    the marker as thinking_unclosed though the run itself sets no think_end_token."""
+    answer = {"choices": [{"index": 0, "message": {"content": content}, "finish_reason": "stop", "stop_reason": None}]}
+    finish = openai_chat_answer(answer, "u", "</think>").finish
+    assert finish.thinking_closed is (reason == "eos")
+    assert finish.stop_with(openai_chat_answer(answer, "u", "</think>").text, None) == reason
