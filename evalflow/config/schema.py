@@ -24,6 +24,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 from evalflow.config import setting_parsers as parse
+from evalflow.config.prices import Prices
 from evalflow.config.setting_parsers import RECOMPUTE, Parse
 
 STAGE = "stage"  # role: an input of every task's stages, under its own name (so in their cache keys)
@@ -223,6 +224,15 @@ class RunSettings:
         "Above this share of a task's generations cut off at max_gen_toks or inside unclosed thinking, "
         "a paragraph after the run names the task and the max_gen_toks to try.",
         role=INERT,
+    )
+    # Read only by the report (output/cost.py): changing prices re-runs nothing; typed Any: a path or a mapping.
+    prices: Prices | None = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
+        None,
+        parse.prices,
+        "Turns the run's token counts into a cost line: a YAML file (or mapping) of dollars per million tokens, "
+        "{input: 0.15, output: 0.60, reasoning: 0.60}, flat or keyed by model name.",
+        role=INERT,
+        conf=Any,
     )
     cache_dir: Path = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
         None,
