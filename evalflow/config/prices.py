@@ -60,8 +60,8 @@ class Prices:
         if model_name in self.models:
             return self.models[model_name]
         raise ConfigError(
-            f"prices: {self.origin} has no prices for the run's model {model_name!r} (results.json's "
-            f"model_name); it prices {', '.join(repr(m) for m in self.models)}. Add "
+            f"prices: {self.origin} has no prices for the run's model {model_name!r} (the model_name "
+            f"the run's results record); it prices {', '.join(repr(m) for m in self.models)}. Add "
             f"'{model_name}': {{input: ..., output: ...}} to it, or give flat prices ({{input: ..., output: ...}}) "
             "that apply to any model. Nothing was run."
         )
