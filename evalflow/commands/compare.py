@@ -26,6 +26,12 @@ With ``max_drop=`` or ``alpha=`` it is a release gate (:mod:`evalflow.insight.ga
 any metric got worse by more than ``max_drop`` with the paired test's ``p < alpha`` (the failing
 rows are printed), exit 0 otherwise, exit 2 on bad input. Every row also shows the smallest
 difference its paired documents can detect at ``alpha`` (default 0.05).
+
+When the two runs cut off different shares of a task's generations (at ``max_gen_toks`` or inside
+unclosed thinking; the rule is :mod:`evalflow.insight.truncation_change`'s), a ``TRUNCATION:`` line
+per task says so beside the verdicts, and ``--json`` records every task's shares under
+``truncation``: a drop that comes with more truncation is likely a shorter budget, not a worse
+model. The gate's verdict is unchanged (a failing gate still fails; its line points there).
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ from evalflow.commands.words import Command, Flag, Option, asks_for_help, parse_
 from evalflow.config.override_words import split_word
 from evalflow.errors import ConfigError
 from evalflow.insight.comparison import DEFAULT_ITERS, Comparison, check_paired, compare, verdicts
-from evalflow.insight.gate import GateSettings, failures
+from evalflow.insight.gate import GateSettings, Verdict, failures
+from evalflow.insight.truncation_change import TruncationChange, truncation_changes, truncation_line
 from evalflow.output.run_folder import Run, load_run
 
 
@@ -157,8 +164,6 @@ def _check_kappa(folders: Sequence[str], options: Mapping[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     """``compare RUN_A RUN_B [--json] [bootstrap_iters=N] [seed=N] [max_drop=X] [alpha=P]``, or
     ``compare RUN_A [RUN_B] kappa=METRIC_A[,METRIC_B] [--json]``."""
-    from evalflow.output.table import print_table
-
     if asks_for_help(argv):
         print_help(COMMAND)
         return 0
@@ -171,43 +176,84 @@ def main(argv: list[str]) -> int:
     rows = compare(run_a, run_b, args.iters, args.seed, alpha)
     judged = verdicts(rows, args.gate) if args.gate else []
     failed = failures(judged)
+    shifts = truncation_changes(run_a, run_b, [t for t in run_a.tasks() if t in run_b.tasks()], alpha)
+    shifted = [c for c in shifts if c.differs]
     if args.as_json:
-        print(
-            json.dumps(
-                {
-                    "a": str(run_a.folder),
-                    "b": str(run_b.folder),
-                    "bootstrap_iters": args.iters,
-                    "seed": args.seed,
-                    "alpha": alpha,
-                    "rows": [dataclasses.asdict(r) for r in rows],
-                    "gate": None
-                    if args.gate is None
-                    else {**dataclasses.asdict(args.gate), "failed": [v.name for v in failed]},
-                },
-                indent=2,
-            )
-        )
+        _print_json(args, run_a, run_b, rows, shifts, failed)
     else:
-        print_table(
-            f"A: {run_a.folder}  B: {run_b.folder}",
-            COLUMNS,
-            as_table_rows(rows),
-            right=("A", "B", "B - A", "p", "Docs", "Detectable"),
-        )
-        print(f"Detectable: the smallest |B - A| these paired documents can show at alpha={alpha:g}")
-        for r in rows:
-            if r.test and r.note:  # the Test column shows the test; documents left out of it are said here
-                print(f"PAIRED: {r.task}{' (group)' if r.group else ''} {r.metric},{r.filter}: {r.note}")
-        for verdict in judged:
-            if verdict.failed or verdict.reason.startswith("not gated"):
-                print(f"{'REGRESSION' if verdict.failed else 'NOT GATED'}: {verdict.name}: {verdict.reason}")
+        _print_text(run_a, run_b, rows, judged, shifted, alpha)
     if args.gate is not None:
         print(
-            f"gate: {len(failed)} regression(s) in {len(judged)} metric(s); {'FAILED' if failed else 'passed'}",
+            f"gate: {len(failed)} regression(s) in {len(judged)} metric(s); {'FAILED' if failed else 'passed'}"
+            + _truncation_note(shifted),
             file=sys.stderr,
         )
     return 1 if failed else 0
+
+
+def _print_json(
+    args: CompareArgs,
+    run_a: Run,
+    run_b: Run,
+    rows: Sequence[Comparison],
+    shifts: Sequence[TruncationChange],
+    failed: Sequence[Verdict],
+) -> None:
+    """``--json``: the rows, every task's truncation shares, and the gate's failures."""
+    print(
+        json.dumps(
+            {
+                "a": str(run_a.folder),
+                "b": str(run_b.folder),
+                "bootstrap_iters": args.iters,
+                "seed": args.seed,
+                "alpha": args.gate.alpha if args.gate else 0.05,
+                "rows": [dataclasses.asdict(r) for r in rows],
+                # each task whose truncation rate both runs record (insight/truncation_change.py)
+                "truncation": [{**dataclasses.asdict(c), "a_share": c.a_share, "b_share": c.b_share} for c in shifts],
+                "gate": None
+                if args.gate is None
+                else {**dataclasses.asdict(args.gate), "failed": [v.name for v in failed]},
+            },
+            indent=2,
+        )
+    )
+
+
+def _print_text(
+    run_a: Run,
+    run_b: Run,
+    rows: Sequence[Comparison],
+    judged: Sequence[Verdict],
+    shifted: Sequence[TruncationChange],
+    alpha: float,
+) -> None:
+    """The table, then a line per paired row that left documents out, per verdict worth reading,
+    and per task whose truncation rates differ."""
+    from evalflow.output.table import print_table
+
+    print_table(
+        f"A: {run_a.folder}  B: {run_b.folder}",
+        COLUMNS,
+        as_table_rows(rows),
+        right=("A", "B", "B - A", "p", "Docs", "Detectable"),
+    )
+    print(f"Detectable: the smallest |B - A| these paired documents can show at alpha={alpha:g}")
+    for r in rows:
+        if r.test and r.note:  # the Test column shows the test; documents left out of it are said here
+            print(f"PAIRED: {r.task}{' (group)' if r.group else ''} {r.metric},{r.filter}: {r.note}")
+    for verdict in judged:
+        if verdict.failed or verdict.reason.startswith("not gated"):
+            print(f"{'REGRESSION' if verdict.failed else 'NOT GATED'}: {verdict.name}: {verdict.reason}")
+    for change in shifted:  # beside the verdicts: what a drop (or a gain) may owe to a budget
+        print(truncation_line(change, alpha))
+
+
+def _truncation_note(shifted: Sequence[TruncationChange]) -> str:
+    """The gate's line, when the runs cut off different shares of some task's generations."""
+    if not shifted:
+        return ""
+    return f" (truncation rates differ on {', '.join(c.task for c in shifted)}: see the TRUNCATION lines)"
 
 
 def _kappa_main(run_a: Run, run_b: Run, metric_a: str, metric_b: str, as_json: bool) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 from evalflow.config import setting_parsers as parse
+from evalflow.config.prices import Prices
 from evalflow.config.setting_parsers import RECOMPUTE, Parse
 
 STAGE = "stage"  # role: an input of every task's stages, under its own name (so in their cache keys)
@@ -239,6 +240,15 @@ class RunSettings:
         parse.thinking_budget,
         "Reasoning models: the most tokens a served Anthropic model may think in (its thinking.budget_tokens); "
         "unset: no extended thinking.",
+    )
+    # Read only by the report (output/cost.py): changing prices re-runs nothing; typed Any: a path or a mapping.
+    prices: Prices | None = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
+        None,
+        parse.prices,
+        "Turns the run's token counts into a cost line: a YAML file (or mapping) of dollars per million tokens, "
+        "{input: 0.15, output: 0.60, reasoning: 0.60}, flat or keyed by model name.",
+        role=INERT,
+        conf=Any,
     )
     cache_dir: Path = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
         None,

@@ -22,6 +22,7 @@ from typing import Any
 from evalflow.cache.store import default_cache_dir
 from evalflow.config.data_map import setting_file, setting_map
 from evalflow.config.override_words import split_word
+from evalflow.config.prices import Prices, read_prices
 from evalflow.config.samples_option import parse_samples
 from evalflow.errors import ConfigError
 
@@ -102,6 +103,10 @@ def truncation_warning(value: Any, data: Mapping[str, Any]) -> float:
     if not 0.0 <= number <= 1.0:
         raise ConfigError(f"truncation_warning={value!r} is not a share; use a fraction between 0 and 1 (0.05 is 5%)")
     return number
+
+
+def prices(value: Any, data: Mapping[str, Any]) -> Prices | None:
+    return read_prices(value)
 
 
 def samples(value: Any, data: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]] | None:

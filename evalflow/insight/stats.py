@@ -3,6 +3,8 @@
 - :func:`mcnemar_exact`: for 0/1 scores (acc, exact_match): only discordant documents count; under
   the null each is equally likely to favour A or B, so the two-sided p-value is the exact binomial
   one, ``min(1, 2 * P(Binomial(b + c, 1/2) <= min(b, c)))`` (statsmodels' ``mcnemar(exact=True)``).
+- :func:`fisher_exact`: for two shares over independent samples (the truncated generations of two
+  runs): the two-sided exact p-value of the 2x2 table (scipy's ``fisher_exact``).
 - :func:`paired_bootstrap`: for any per-document score: documents are resampled with replacement
   (the same documents for A and B), ``iters`` times from ``numpy.random.default_rng(seed)``; the
   95% interval is the 2.5/97.5 percentiles of the resampled mean difference (scipy's
@@ -48,6 +50,16 @@ def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> float:
     if n == 0:
         return 1.0
     return float(min(1.0, 2.0 * binom.cdf(min(only_a, only_b), n, 0.5)))
+
+
+def fisher_exact(hit_a: int, miss_a: int, hit_b: int, miss_b: int) -> float:
+    """The two-sided p-value of Fisher's exact test that A's and B's shares of hits are equal."""
+    try:
+        from scipy.stats import fisher_exact as fisher
+    except ImportError:
+        raise ConfigError('Fisher\'s exact test needs scipy: pip install "evalflow[insight]"') from None
+
+    return float(fisher(np.array([[hit_a, miss_a], [hit_b, miss_b]]))[1])
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalflow.core.records import STOP_REASONS, TRUNCATED, Finish, Instance, Responses, Scores, TaskResult
+from evalflow.core.tokens import token_totals
 from evalflow.scoring.task_aggregation import aggregate_task
 from evalflow.taskspec.format.spec import TaskConfig
 
@@ -113,19 +114,3 @@ def suggested_cap(cap: int | None, longest_finished: int | None) -> int | None:
         return None
     target = 2 * base
     return 1 << (target - 1).bit_length()
-
-
-def token_totals(finishes: Sequence[Finish]) -> dict[str, Any]:
-    """Prompt, completion and reasoning tokens summed over the generations that report them
-    (``counted``: how many did); a kind no generation reports is None, not 0."""
-
-    def total(values: list[int | None]) -> int | None:
-        known = [v for v in values if v is not None]
-        return sum(known) if known else None
-
-    return {
-        "prompt": total([f.prompt_tokens for f in finishes]),
-        "completion": total([f.completion_tokens for f in finishes]),
-        "reasoning": total([f.reasoning_tokens for f in finishes]),
-        "counted": sum(1 for f in finishes if f.completion_tokens is not None),
-    }

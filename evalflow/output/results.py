@@ -32,6 +32,7 @@ from typing import Any
 
 from evalflow.config.schema import RunSettings
 from evalflow.dag.runner import StageEvent, StageOutputs
+from evalflow.output.cost import run_cost, run_tokens
 from evalflow.output.environment import environment_fields
 from evalflow.output.run_info import (
     chat_template,
@@ -127,6 +128,7 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
         "total_evaluation_time_seconds": str(round(record.finished - record.started, 3)),
         # beside lm-eval's keys: how each task's generations ended and what they cost (output/generations.py)
         **({"generations": stats} if (stats := task_generations(record)) else {}),
+        **tokens_and_cost(record),  # the run's tokens, computed and cached, and their cost (output/cost.py)
         "evalflow": {
             "model": model,  # the whole model config, type included
             "num_fewshot": s.num_fewshot,
@@ -142,6 +144,16 @@ def task_generations(record: RunRecord) -> dict[str, Any]:
     """Each task's generation figures (the ``generations`` output node), for the tasks with generations."""
     stats = {task.task: record.outputs[task.task].get("generations") for task in record.selection.tasks}
     return {name: value for name, value in stats.items() if value is not None}
+
+
+def tokens_and_cost(record: RunRecord) -> dict[str, Any]:
+    """The run's ``tokens`` and, with ``prices``, its ``cost`` (output/cost.py); empty without generations."""
+    stats = task_generations(record)
+    if not stats:
+        return {}
+    tokens = run_tokens(stats, record.inference)
+    cost = run_cost(tokens, record.settings.prices, record.settings.model if record.model is None else record.model)
+    return {"tokens": tokens, **({"cost": cost} if cost is not None else {})}
 
 
 def _run_fields(s: RunSettings, model: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """The lines a run prints after its results table, read from its manifest.json (what the run
 recorded, so a line can never disagree with the record): what ran its code
-(:mod:`evalflow.output.code_execution`), one line on its cache, one on its tokens, and a paragraph
-per task whose generations were cut off (:mod:`evalflow.output.truncation`). A user who did not ask for a
-cache must see that answers came from one, how many, and from which folder, and how to have them
-computed anew instead:
+(:mod:`evalflow.output.code_execution`), one line on its cache, one on its tokens and one on their
+cost (:mod:`evalflow.output.cost`), and a paragraph per task whose generations were cut off
+(:mod:`evalflow.output.truncation`). A user who did not ask for a cache must see that answers came
+from one, how many, and from which folder, and how to have them computed anew instead:
 
     >>> manifest = {"inference": {"requests": 600, "computed": 0, "cached": 600},
     ...             "cache_dir": "/root/.cache/evalflow", "recompute": None, "model_identity": {"type": "hf"}}
@@ -27,8 +27,9 @@ from typing import Any
 import orjson
 
 from evalflow.output.code_execution import summary_lines as code_lines
+from evalflow.output.cost import cost_line, token_line
 from evalflow.output.run_paths import manifest_file
-from evalflow.output.truncation import token_line, truncation_lines
+from evalflow.output.truncation import truncation_lines
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,11 @@ def summary_lines(folder: Path, wording: Wording = NATIVE) -> list[str]:
     manifest = read_manifest(folder)
     if manifest is None:
         return []
-    tokens = token_line(manifest)
+    spent = [line for line in (token_line(manifest), cost_line(manifest)) if line]
     return [
         *code_lines(manifest.get("code_execution")),
         cache_line(manifest, wording),
-        *([tokens] if tokens else []),
+        *spent,
         *truncation_lines(manifest, wording.raise_cap),
     ]
 

@@ -1,4 +1,4 @@
-"""What a run says after its table about generations that did not finish, and what it spent in tokens.
+"""What a run says after its table about generations that did not finish.
 
 Read from the manifest's ``generations`` (each task's figures, :mod:`evalflow.output.generations`)
 and ``truncation_warning`` (the run's threshold), so a line never disagrees with the record and a
@@ -88,19 +88,6 @@ def _advice(stats: Mapping[str, Any], raise_cap: str) -> str:
             "think_end_token is set): use vllm, or give the task stop sequences that cannot occur in the thinking."
         )
     return out
-
-
-def token_line(manifest: Mapping[str, Any]) -> str | None:
-    """One line: the prompt, completion and reasoning tokens of the run's generations, where counted."""
-    totals: dict[str, int] = {}
-    for stats in (manifest.get("generations") or {}).values():
-        for kind in ("prompt", "completion", "reasoning"):
-            value = stats["tokens"].get(kind)
-            if value is not None:
-                totals[kind] = totals.get(kind, 0) + value
-    if not totals:
-        return None
-    return "tokens: " + ", ".join(f"{totals[k]:,} {k}" for k in ("prompt", "completion", "reasoning") if k in totals)
 
 
 def _number(value: Any) -> str:

@@ -26,6 +26,7 @@ from evalflow.judges.judge_models import JudgeEdges
 from evalflow.models.modality import refuse_unanswerable
 from evalflow.models.protocol import feature
 from evalflow.models.registry import model_class
+from evalflow.output.cost import rate_for
 from evalflow.output.manifest import cache_facts
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
@@ -68,14 +69,15 @@ def run(
     store = CacheStore(settings.cache_dir)
     try:
         edge = model_edge(settings, store, model)
+        ran = settings.model if model is None else object_model(model, edge.identity_data)
         judges = judge_edges(settings, store)
         try:
+            rate_for(settings.prices, ran)  # a prices file without the run's model: refused before any model call
             outputs, events, summaries = evaluate_tasks(selection, settings, store, edge, judges)
         finally:
             edge.close()
             judges.close()
         count_cached_stages(outputs, events, edge, judges, summaries)
-        ran = settings.model if model is None else object_model(model, edge.identity_data)
         record = RunRecord(
             settings,
             selection,

@@ -15,9 +15,11 @@ The real model is built on the first miss only: a fully cached run never loads w
 
 A request counts as *computed* when this edge had the model answer it in this run, else as
 *cached* (an answer from before the run, or another process's): a request two tasks share is
-computed once and counted computed for both. With ``read=False`` (``recompute``) the edge reads only
-the answers it computed itself in this run: every other request goes to the model, and its answer
-is written over the entry it did not read (no leases: each such process computes all it asks).
+computed once and counted computed for both. The tokens of the generations the model computed are
+counted once each, as they arrive (what the run paid for: ``evalflow.output.cost``). With
+``read=False`` (``recompute``) the edge reads only the answers it computed itself in this run:
+every other request goes to the model, and its answer is written over the entry it did not read
+(no leases: each such process computes all it asks).
 
 Processes sharing a cache folder (a parallel sweep, several runs at once) split the misses rather
 than each computing all of them: a process leases a chunk of requests before sending it to the
@@ -44,7 +46,8 @@ from typing import Any
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.image_store import ImageStore, visual_refs, with_pixels
 from evalflow.cache.store import CacheStore, Holder
-from evalflow.core.records import REQUEST_TYPES, Generation, Request
+from evalflow.core.records import REQUEST_TYPES, Finish, Generation, Request
+from evalflow.core.tokens import add_tokens, token_totals
 from evalflow.errors import ModelError
 from evalflow.models.protocol import feature
 from evalflow.scale.chunks import plan_chunks
@@ -58,8 +61,9 @@ __all__ = ["CachedModel", "InferenceCounts", "RequestProgress", "checked_answer"
 
 @dataclass
 class InferenceCounts:
-    """Requests sent to ``inference`` vs answered by the model vs from the cache, and what each
-    model replica did (``workers``: name -> chunks, requests, seconds)."""
+    """Requests sent to ``inference`` vs answered by the model vs from the cache, what each
+    model replica did (``workers``: name -> chunks, requests, seconds), and the generations the
+    model computed in this run with their tokens (each request once, however many tasks asked it)."""
 
     requests: int = 0
     computed: int = 0
@@ -68,6 +72,8 @@ class InferenceCounts:
     workers: dict[str, WorkerCounts] = field(default_factory=dict)
     answering: list[tuple[float, float]] = field(default_factory=list)  # (start, end) of each answered chunk
     servers: dict[str, int] = field(default_factory=dict)  # served models: HTTP requests each server answered
+    computed_generations: int = 0  # generate_until answers the model gave in this run
+    computed_tokens: dict[str, Any] = field(default_factory=lambda: token_totals(()))  # theirs (core.tokens)
 
     @property
     def answering_seconds(self) -> float:
@@ -76,6 +82,12 @@ class InferenceCounts:
         other stages), which a difference of total wall times measures only as noisily as the
         slowest of those."""
         return union_length(self.answering)
+
+    def add_generations(self, answers: Sequence[Any]) -> None:
+        """Count generations the model just computed (a plain ``str``: tokens unknown)."""
+        finishes = [a.finish if isinstance(a, Generation) else Finish() for a in answers]
+        self.computed_generations += len(finishes)
+        self.computed_tokens = add_tokens(self.computed_tokens, token_totals(finishes))
 
     def served_by_stage(self, n: int) -> None:
         """``n`` requests of a task whose whole inference stage came from the stage cache: they
@@ -303,6 +315,8 @@ class CachedModel:
             key: checked_answer(finished.model, rtype, requests[key], answer)
             for key, answer in zip(finished.keys, finished.answers)
         }
+        if rtype == "generate_until":
+            self.counts.add_generations(list(fresh.values()))
         now = time.perf_counter()
         self.counts.answering.append((now - finished.seconds, now))
         self.counts.workers.setdefault(finished.worker, WorkerCounts()).add(finished)
