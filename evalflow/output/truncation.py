@@ -15,7 +15,7 @@ score on all, the longest finished generation, and the ``max_gen_toks`` to try n
     TRUNCATED: gsm8k: 2 of 6 generations (33.3%) did not finish: 2 stopped at max_gen_toks=32. Its
     exact_match,none is 0.5000 over all 6 documents and 0.7500 over the 4 whose generations finished
     (the longest finished generation has 20 tokens): the score counts the cut-off answers as wrong.
-    Run again with gen_kwargs=max_gen_toks:64; the finished answers come from the cache.
+    Run again with gen_kwargs=max_gen_toks:64.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def _advice(stats: Mapping[str, Any], raise_cap: str) -> str:
     out = ""
     if by_cap and stats.get("suggested_max_gen_toks"):
         again = raise_cap.format(n=stats["suggested_max_gen_toks"])
-        out += f" Run again with {again}; the finished answers come from the cache."
+        out += f" Run again with {again}."
     if unclosed.get("stop"):
         out += (
             " A stop sequence of the task occurs inside the thinking and ended those generations there (lm-eval's hf "
