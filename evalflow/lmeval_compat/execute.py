@@ -6,6 +6,7 @@ cache and run folder as the printed native command), for ``python -m evalflow lm
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -33,9 +34,11 @@ def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
     (simple_evaluate). First, before the model is built (lmeval_compat.before_run): ``enable_thinking``
     with a loglikelihood task is refused (lm-eval's model refuses it when asked for loglikelihoods),
     and, as lm-eval does, ``--check_integrity`` validates each task and ``--write_out`` logs each
-    task's document 0."""
+    task's document 0. The secret model args go into this process's environment here, where the
+    model and huggingface_hub read them (Ray workers inherit it), never into the config."""
     from evalflow.run.phases import evaluate
 
+    os.environ.update(tr.environment)
     if tr.verbosity:
         logging.getLogger("evalflow").setLevel(tr.verbosity.upper())
         setup_logging(tr.verbosity)  # as lm-eval's simple_evaluate(verbosity=...) sets up its logging

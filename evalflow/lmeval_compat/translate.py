@@ -55,6 +55,9 @@ class Translation:
     lm_config: dict[str, Any] = field(default_factory=dict)
     loggers: dict[str, dict[str, Any]] = field(default_factory=dict)  # LOGGER_FLAGS given: their key=values
     delete_requests: bool = False  # --cache_requests delete: the instances stage's entries deleted first
+    # the secret model args (auth_token, header, a hub token) by the environment variable the model or
+    # huggingface_hub reads them from: set by execute(), never in the overrides, the notes or a repr
+    environment: dict[str, str] = field(default_factory=dict, repr=False)
 
     def native(self) -> str:
         """The equivalent ``python -m evalflow`` command."""
@@ -79,7 +82,8 @@ def translate(ns: argparse.Namespace) -> Translation:
         raise ConfigError(_refusal(refused))
     mapped = MODELS[name]
     lm_args = {} if ns.model_args is None else model_args(ns.model_args)
-    overrides, notes = model_overrides(mapped, lm_args, ns, refused)
+    secrets: dict[str, str] = {}
+    overrides, notes = model_overrides(mapped, lm_args, ns, refused, secrets)
     settings, more_notes = _settings(ns, refused)
     task_overrides, task_notes = task_settings(ns)  # lm-eval's task library, trusted folders, the sandbox
     if refused:
@@ -91,7 +95,7 @@ def translate(ns: argparse.Namespace) -> Translation:
         )
     tasks = matched_tasks([t for word in ns.tasks for t in word.split(",") if t], ns.include_path)
     given_metadata = merge_kv(ns.metadata, "--metadata") if ns.metadata is not None else {}
-    metadata = {**recorded_model_args(lm_args), **given_metadata}  # secrets stay in the environment
+    metadata = {**recorded_model_args(lm_args), **given_metadata}  # secrets only in the environment
     if metadata:  # lm-eval's TaskManager(metadata=model_args | metadata): every task's metadata
         settings.append(f"metadata={hydra_value(metadata)}")
     return Translation(
@@ -109,6 +113,7 @@ def translate(ns: argparse.Namespace) -> Translation:
         recorded_config(ns),
         {flag: merge_kv(getattr(ns, flag), f"--{flag}") for flag in LOGGER_FLAGS if getattr(ns, flag) is not None},
         ns.cache_requests == "delete",
+        secrets,
     )
 
 
