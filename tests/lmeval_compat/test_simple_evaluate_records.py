@@ -18,14 +18,23 @@ from evalflow.lmeval_compat.evaluate import model_args_as_passed
 RUN: dict[str, Any] = {"tasks": ["toy_mc"], "limit": 2, "bootstrap_iters": 0}
 
 
+@pytest.fixture
+def no_hub_tokenizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lm-eval's dummy model asks the hub for a tokenizer (for results.json's tokenizer fields, which
+    these tests do not compare); offline its client retries for a minute: a missing folder fails at once."""
+    dummy = pytest.importorskip("lm_eval.models.dummy", reason="lm-eval is not installed beside evalflow")
+    monkeypatch.setattr(dummy.DummyLM, "tokenizer_name", str(tmp_path / "no_tokenizer"))
+
+
 def _theirs(library: Path, model_args: Any, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     """lm-eval's simple_evaluate on the same call, in this process."""
-    evaluator = pytest.importorskip("lm_eval.evaluator", reason="lm-eval is not installed beside evalflow")
+    evaluator = pytest.importorskip("lm_eval.evaluator")
     tasks = pytest.importorskip("lm_eval.tasks")
     manager = tasks.TaskManager(include_path=str(library), include_defaults=False, metadata=metadata)
     return evaluator.simple_evaluate(model="dummy", model_args=model_args, task_manager=manager, **RUN)
 
 
+@pytest.mark.usefixtures("no_hub_tokenizer")
 @pytest.mark.parametrize("model_args", ["salt=s,n=3", {"salt": "s", "n": 3}, None])
 def test_model_args_are_recorded_as_passed(
     model_args: Any, toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -58,6 +67,7 @@ def test_a_secret_given_to_simple_evaluate_stays_out_of_its_results(
     assert "hf_SECRET" not in repr(results)
 
 
+@pytest.mark.usefixtures("no_hub_tokenizer")
 @pytest.mark.parametrize("metadata", [None, {"k": 1}])
 def test_a_given_task_managers_metadata_is_the_tasks_metadata_alone(
     metadata: dict[str, Any] | None, toy_library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
