@@ -15,6 +15,7 @@ from typing import Any
 from evalflow.config.schema import RunSettings
 from evalflow.errors import ConfigError, EvalflowError
 from evalflow.lmeval_compat.translate import Translation
+from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.format.spec import TaskConfig
 
 # the logger --write_out logs to; lm-eval's command line gives it lm-eval's handler (setup_logging)
@@ -41,11 +42,12 @@ def setup_logging(verbosity: str = "INFO") -> None:
 
 def run_settings(tr: Translation, n: int) -> RunSettings:
     """The run's settings as its prompts see them, with the dummy model (no model is built: the
-    model's keys and batch settings are left out) and ``limit`` ``n`` when the run gives none."""
+    model's keys and batch settings are left out) and ``limit`` ``n`` when the run gives none. The
+    tasks they select are the run's (selection reads neither the model nor the limit)."""
     from evalflow.config.compose import compose_config
     from evalflow.config.settings import settings_from_config
 
-    dropped = ("model.", "+model.", "model=", "log_samples=", "batch_size=", "max_batch_size=", "predict_only=")
+    dropped = ("model.", "+model.", "model=", "log_samples=", "batch_size=", "max_batch_size=")
     overrides = ["model=dummy", f"task=[{','.join(tr.tasks)}]", *(o for o in tr.overrides if not o.startswith(dropped))]
     settings = settings_from_config(compose_config(overrides))
     if settings.limit is None and settings.samples is None:
@@ -53,18 +55,30 @@ def run_settings(tr: Translation, n: int) -> RunSettings:
     return settings
 
 
-def check_integrity(tr: Translation) -> None:
+def selected_before_run(tr: Translation) -> Selection | None:
+    """The run's tasks, selected once when something runs before the run (``--check_integrity``,
+    ``--write_out``, enable_thinking's check) and handed to the run (``evaluate(selection=)``), so a
+    trusted folder's code is announced once; unchecked (the run checks it, after integrity's own
+    paragraphs). None when nothing runs before the run: the run selects its tasks itself."""
+    from evalflow.run.parts import select_tasks
+
+    thinking = bool(tr.lm_model_args.get("enable_thinking"))
+    if not (tr.check_integrity or tr.write_out or thinking):
+        return None
+    return select_tasks(run_settings(tr, 1), checked=False)
+
+
+def check_integrity(tr: Translation, selection: Selection) -> None:
     """``--check_integrity``: every task checked as ``python -m evalflow validate`` checks it (its
     YAML, metrics, filters, ``!function`` imports, prompts and targets on its first documents); the
     first that fails stops the run with validate's paragraph, before any model call."""
     from evalflow.cache.store import CacheStore
-    from evalflow.run.parts import select_tasks
     from evalflow.run.validate_task import check_task, located
 
     settings = run_settings(tr, VALIDATE_DOCS)
     store = CacheStore(settings.cache_dir)
     try:
-        for task in select_tasks(settings, checked=False).tasks:
+        for task in selection.tasks:
             try:
                 checked = check_task(task, settings, store, VALIDATE_DOCS)
             except EvalflowError as exc:
@@ -77,15 +91,14 @@ def check_integrity(tr: Translation) -> None:
         store.close()
 
 
-def refuse_thinking_loglikelihood(tr: Translation) -> None:
+def refuse_thinking_loglikelihood(tr: Translation, selection: Selection | None) -> None:
     """lm-eval's HFLM and VLLM refuse ``enable_thinking=True`` with a loglikelihood task (their
     ``loglikelihood`` raises, naming the tasks): the same paragraph here, before any model is built."""
     from evalflow.lmeval_compat.thinking_args import THINKING_PRESETS
-    from evalflow.run.parts import select_tasks
 
-    if not (tr.lm_model_args.get("enable_thinking") and tr.preset in THINKING_PRESETS):
+    if selection is None or not (tr.lm_model_args.get("enable_thinking") and tr.preset in THINKING_PRESETS):
         return
-    scored = sorted(t.task for t in select_tasks(run_settings(tr, 1)).tasks if t.output_type != "generate_until")
+    scored = sorted(t.task for t in selection.tasks if t.output_type != "generate_until")
     if scored:
         raise ConfigError(
             f"--model_args enable_thinking=True is not compatible with loglikelihood tasks, as in lm-eval (the "
@@ -94,17 +107,17 @@ def refuse_thinking_loglikelihood(tr: Translation) -> None:
         )
 
 
-def log_first_prompts(tr: Translation) -> None:
+def log_first_prompts(tr: Translation, selection: Selection) -> None:
     """``--write_out``: each task's document 0, its prompt, target and first request, logged as
     lm-eval's ``print_writeout`` logs them, built from the run's own stages and cache."""
     from evalflow.cache.store import CacheStore
-    from evalflow.run.parts import select_tasks
+    from evalflow.run.parts import check_selected
     from evalflow.run.preview import prompt_outputs
 
     settings = run_settings(tr, 1)
     store = CacheStore(settings.cache_dir)
     try:
-        for task in select_tasks(settings).tasks:
+        for task in check_selected(selection, settings).tasks:
             for at, message in zip(
                 WRITE_OUT_AT, writeout_messages(task, prompt_outputs(task, settings, store), settings)
             ):

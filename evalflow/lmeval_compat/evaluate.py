@@ -23,11 +23,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalflow.config.override_words import split_word
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.args import hydra_value, parse_model_args
 from evalflow.lmeval_compat.execute import execute
 from evalflow.lmeval_compat.lm_models import build_lm_eval_model, needs_lm_eval
 from evalflow.lmeval_compat.parser import parse
+from evalflow.lmeval_compat.served_args import recorded_model_args
 from evalflow.lmeval_compat.task_manager import ManagerSettings, include_paths, manager_settings, task_items
 from evalflow.lmeval_compat.task_specs import task_docs, write_task_docs
 from evalflow.lmeval_compat.translate import translate
@@ -90,12 +92,16 @@ def simple_evaluate(
             model, model_args, {"batch_size": batch_size, "max_batch_size": max_batch_size, "device": device}
         )
     results = _run(given, [tasks] if isinstance(tasks, str) else list(tasks), manager, lm, output_dir)
-    if isinstance(model, str) and lm is not model:  # lm-eval's record of a model it built by name
-        results["config"] = {**results.get("config", {}), "model": model, "model_args": model_args}
+    if isinstance(model, str):  # lm-eval's record of a model it builds by name: its model_args as passed
+        results["config"] = {
+            **results.get("config", {}),
+            "model": model,
+            "model_args": model_args_as_passed(model_args),
+        }
     if evaluation_tracker is not None:  # what lm-eval's simple_evaluate tells the tracker; the caller saves
         evaluation_tracker.general_config_tracker.log_experiment_args(
             model_source=model if isinstance(model, str) else "CUSTOM",
-            model_args=model_args or "",
+            model_args=model_args_as_passed(model_args) if model_args else "",
             system_instruction=system_instruction,
             chat_template=results.get("chat_template") if apply_chat_template else None,
             fewshot_as_multiturn=fewshot_as_multiturn,
@@ -135,6 +141,25 @@ def evaluate(
     return _run(given, items, manager, lm, output_dir)
 
 
+def model_args_as_passed(model_args: str | Mapping[str, Any] | None) -> str | dict[str, Any]:
+    """``model_args`` as lm-eval's simple_evaluate records it in results.json's ``config``: the string
+    as given (``""`` for None), a mapping as a dict; but a secret's value (served_args: SECRETS,
+    HUB_SECRETS) replaced by where it was put, in its place, since results.json is shared."""
+    if model_args is None:
+        return ""
+    given = parse_model_args(model_args)
+    shown = recorded_model_args(given)
+    if not isinstance(model_args, str):
+        return shown
+    if shown == given:
+        return model_args
+    if model_args.strip().startswith("{"):
+        return json.dumps(shown)
+    hidden = {key for key in given if shown[key] != given[key]}
+    words = [split_word(part) for part in model_args.split(",")]  # where simple_parse_args_string splits it
+    return ",".join(f"{key}={shown[key.strip()]}" if key.strip() in hidden else f"{key}={rest}" for key, rest in words)
+
+
 def seed_globals(python: int | None, numpy: int | None, torch: int | None) -> None:
     """Seed the process's global generators as lm-eval's ``simple_evaluate`` does (a seed of None:
     left as it is), for the caller's code that draws from them after the call; evalflow's stages
@@ -165,6 +190,9 @@ def _run(given: dict[str, Any], items: list[Any], manager: ManagerSettings, mode
             overrides.append(f"include_path={hydra_value(paths)}")
         if (paths or docs.links) and not any(o.startswith("trust_task_code=") for o in overrides):
             overrides.append("trust_task_code=true")  # folders the caller named, functions it imported: lm-eval's trust
+        if given["task_manager"] is not None:  # lm-eval: a given TaskManager's metadata alone, no model args
+            overrides = [o for o in overrides if not o.startswith("metadata=")]
+            overrides += [f"metadata={hydra_value(dict(manager.metadata))}"] if manager.metadata else []
         # lm-eval's simple_evaluate records these as passed (its command line: as its flags typed them)
         given_config = {"batch_size": given["batch_size"], "limit": given["limit"], "use_cache": given["use_cache"]}
         tr = dataclasses.replace(tr, overrides=tuple(overrides), lm_config={**tr.lm_config, **given_config})

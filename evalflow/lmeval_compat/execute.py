@@ -6,6 +6,7 @@ cache and run folder as the printed native command), for ``python -m evalflow lm
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from evalflow.lmeval_compat.before_run import (
     check_integrity,
     log_first_prompts,
     refuse_thinking_loglikelihood,
+    selected_before_run,
     setup_logging,
 )
 from evalflow.lmeval_compat.translate import Translation
@@ -33,21 +35,28 @@ def execute(tr: Translation, folder: Path, model: Any = None) -> dict[str, Any]:
     (simple_evaluate). First, before the model is built (lmeval_compat.before_run): ``enable_thinking``
     with a loglikelihood task is refused (lm-eval's model refuses it when asked for loglikelihoods),
     and, as lm-eval does, ``--check_integrity`` validates each task and ``--write_out`` logs each
-    task's document 0."""
+    task's document 0. The secret model args go into this process's environment here, where the
+    model and huggingface_hub read them (Ray workers inherit it), never into the config."""
     from evalflow.run.phases import evaluate
 
+    os.environ.update(tr.environment)
     if tr.verbosity:
         logging.getLogger("evalflow").setLevel(tr.verbosity.upper())
         setup_logging(tr.verbosity)  # as lm-eval's simple_evaluate(verbosity=...) sets up its logging
-    refuse_thinking_loglikelihood(tr)
-    if tr.check_integrity:
-        check_integrity(tr)
+    selection = selected_before_run(tr)  # once, for what runs before the run and for the run itself
+    refuse_thinking_loglikelihood(tr, selection)
+    if tr.check_integrity and selection is not None:
+        check_integrity(tr, selection)
     if tr.delete_requests:
         delete_requests(tr)
-    if tr.write_out:
-        log_first_prompts(tr)
+    if tr.write_out and selection is not None:
+        log_first_prompts(tr, selection)
     results = evaluate(
-        list(tr.tasks), tr.preset if model is None else model, output_dir=folder, overrides=list(tr.overrides)
+        list(tr.tasks),
+        tr.preset if model is None else model,
+        output_dir=folder,
+        overrides=list(tr.overrides),
+        selection=selection,
     )
     if model is not None:
         return results

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from evalflow.config.packaged import conf_dir
 from evalflow.errors import ConfigError
@@ -23,52 +23,60 @@ from evalflow.lmeval_compat.thinking_args import THINKING_ARGS, THINKING_PRESETS
 
 
 @dataclass(frozen=True)
+class Into:
+    """Model args the preset does not name go into its mapping key ``key``, as +model.KEY.ARG=VALUE
+    (lm-eval's HFLM hands its **kwargs to from_pretrained: hf's from_pretrained_kwargs)."""
+
+    key: str
+
+
+# what becomes of a model arg the preset does not name: refused by name with the preset's keys;
+# "pass": to the model as it is, as +model.KEY=VALUE (lm-eval's vllm hands its **kwargs to vllm.LLM);
+# "ignore": accepted and ignored, named in one note (dummy: --device and --trust_remote_code too;
+# lm-eval's TemplateAPI models take **kwargs and never read them, its DummyLM's create_from_arg_string
+# returns cls() whatever it is given); Into(key): into that mapping key of the preset
+Unknown = Literal["refuse", "pass", "ignore"] | Into
+
+
+@dataclass(frozen=True)
 class ModelMap:
     """An lm-eval model name's evalflow preset, and model keys lm-eval implies for it."""
 
     preset: str
     implied: tuple[tuple[str, Any], ...] = ()
-    # model args the preset does not name go to the model as they are (lm-eval's vllm hands its
-    # **kwargs to vllm.LLM), as +model.KEY=VALUE, rather than being refused
-    passes_unknown: bool = False
+    unknown: Unknown = "refuse"  # what becomes of model args the preset does not name
     # how evalflow's preset differs from lm-eval's model, said once per run (and in the surface table)
     differs: str = ""
-    # the preset's mapping key that model args it does not name go into, as +model.KEY.ARG=VALUE
-    # (lm-eval's HFLM hands its **kwargs to from_pretrained: hf's from_pretrained_kwargs)
-    unknown_into: str | None = None
-    # model args the preset does not name (dummy: --device and --trust_remote_code too) are accepted and
-    # ignored, named in one note (lm-eval's TemplateAPI models take **kwargs and never read them; its
-    # DummyLM's create_from_arg_string returns cls(), whatever it is given)
-    ignores_unknown: bool = False
 
 
+_FROM_PRETRAINED = Into("from_pretrained_kwargs")
 MODELS = {
-    "hf": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
-    "hf-auto": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
-    "huggingface": ModelMap("hf", unknown_into="from_pretrained_kwargs"),
-    "hf-multimodal": ModelMap("hf_multimodal", unknown_into="from_pretrained_kwargs"),
-    "local-completions": ModelMap("openai_completions", ignores_unknown=True),
-    "local-chat-completions": ModelMap("openai_chat", ignores_unknown=True),
+    "hf": ModelMap("hf", unknown=_FROM_PRETRAINED),
+    "hf-auto": ModelMap("hf", unknown=_FROM_PRETRAINED),
+    "huggingface": ModelMap("hf", unknown=_FROM_PRETRAINED),
+    "hf-multimodal": ModelMap("hf_multimodal", unknown=_FROM_PRETRAINED),
+    "local-completions": ModelMap("openai_completions", unknown="ignore"),
+    "local-chat-completions": ModelMap("openai_chat", unknown="ignore"),
     "openai-completions": ModelMap(
         "openai_completions",
         (("base_url", "https://api.openai.com/v1/completions"), ("tokenizer_backend", "tiktoken")),
-        ignores_unknown=True,
+        unknown="ignore",
     ),
     "openai-chat-completions": ModelMap(
         "openai_chat",
         (("base_url", "https://api.openai.com/v1/chat/completions"), ("dialect", "openai_hosted")),
-        ignores_unknown=True,
+        unknown="ignore",
     ),
-    "azure-openai-chat-completions": ModelMap("azure_openai_chat", ignores_unknown=True),
-    "anthropic-chat": ModelMap("anthropic_chat", ignores_unknown=True),
-    "anthropic-chat-completions": ModelMap("anthropic_chat", ignores_unknown=True),
-    "gguf": ModelMap("gguf_server", ignores_unknown=True),
-    "ggml": ModelMap("gguf_server", ignores_unknown=True),
-    "vllm": ModelMap("vllm", passes_unknown=True),
-    "vllm-vlm": ModelMap("vllm_vlm", passes_unknown=True),
+    "azure-openai-chat-completions": ModelMap("azure_openai_chat", unknown="ignore"),
+    "anthropic-chat": ModelMap("anthropic_chat", unknown="ignore"),
+    "anthropic-chat-completions": ModelMap("anthropic_chat", unknown="ignore"),
+    "gguf": ModelMap("gguf_server", unknown="ignore"),
+    "ggml": ModelMap("gguf_server", unknown="ignore"),
+    "vllm": ModelMap("vllm", unknown="pass"),
+    "vllm-vlm": ModelMap("vllm_vlm", unknown="pass"),
     "dummy": ModelMap(
         "dummy",
-        ignores_unknown=True,
+        unknown="ignore",
         differs="evalflow's dummy model answers deterministically from a hash of each request (lm-eval's "
         "answers at random); its scores differ from lm-eval's dummy",
     ),
@@ -121,9 +129,10 @@ def _run_batch_value(key: str, value: Any) -> int | str:
 
 
 def model_overrides(
-    mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Namespace, refused: list[str]
+    mapped: ModelMap, lm_args: dict[str, Any], ns: argparse.Namespace, refused: list[str], secrets: dict[str, str]
 ) -> tuple[list[str], list[str]]:
-    """``model.KEY=VALUE`` for the model args, ``--device`` and ``--trust_remote_code``."""
+    """``model.KEY=VALUE`` for the model args, ``--device`` and ``--trust_remote_code``; the secret
+    ones go to ``secrets`` (environment variable -> value), for the run to set."""
     keys = preset_keys(mapped.preset)
     values = dict(mapped.implied)
     added: dict[str, Any] = {}  # keys the preset lacks, for a model that passes them on
@@ -132,7 +141,7 @@ def model_overrides(
     notes: list[str] = []
     for key, value in lm_args.items():
         if mapped.preset in SERVED_PRESETS:  # lm-eval's TemplateAPI arguments: renamed, kept secret, ignored
-            kept = served_arg(mapped.preset, key, value, notes)
+            kept = served_arg(mapped.preset, key, value, notes, secrets)
             if kept is not None:
                 values.update(kept)
                 continue
@@ -140,16 +149,16 @@ def model_overrides(
             continue
         if key in THINKING_ARGS and mapped.preset in THINKING_PRESETS:  # the run's: thinking_overrides
             continue
-        if mapped.unknown_into and hub_secret(key, value, notes):  # HFLM's hub token: in the environment
+        if isinstance(mapped.unknown, Into) and hub_secret(key, value, notes, secrets):  # HFLM's hub token
             continue
-        if key not in keys and mapped.ignores_unknown:
+        if key not in keys and mapped.unknown == "ignore":
             ignored.append(key)
             continue
-        if key not in keys and mapped.passes_unknown:
+        if key not in keys and mapped.unknown == "pass":
             added[key] = value
             continue
-        if key not in keys and mapped.unknown_into:
-            added[f"{mapped.unknown_into}.{key}"] = value
+        if key not in keys and isinstance(mapped.unknown, Into):
+            added[f"{mapped.unknown.key}.{key}"] = value
             continue
         if key not in keys:
             refused.append(
@@ -177,7 +186,7 @@ def model_overrides(
             continue
         if key in keys:
             values[key] = value
-        elif mapped.ignores_unknown:
+        elif mapped.unknown == "ignore":
             ignored_flags.append(f"--{flag}")
         else:
             refused.append(

@@ -18,21 +18,25 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
+from evalflow.lmeval_compat.translate import recorded_config
+
 HEADERS = ("Version", "Filter", "n-shot", "Metric", "", "Value", "", "Stderr")
 _ARROWS = {True: "↑", False: "↓"}
 
 
 def header_line(ns: argparse.Namespace, model_args: Mapping[str, Any], results: Mapping[str, Any]) -> str:
     """lm-eval's line before the table: its flags as its EvaluatorConfig holds them (``--limit`` a
-    float, ``--batch_size`` the text given, else 1; ``trust_remote_code`` dropped from the args)."""
+    float, ``--batch_size`` the text given, else 1, both as a ``--config`` file types them; and
+    ``trust_remote_code`` dropped from the args)."""
     args = {k: v for k, v in model_args.items() if k != "trust_remote_code"}
     gen = results.get("config", {}).get("gen_kwargs") or {}
-    limit = None if ns.limit is None else float(ns.limit)
+    recorded = recorded_config(ns)
+    limit = recorded["limit"]
     shots = None if ns.num_fewshot is None else int(ns.num_fewshot)
     sizes = ",".join(map(str, results.get("config", {}).get("batch_sizes") or []))
     return (
         f"{ns.model or 'hf'} ({args}), gen_kwargs: ({gen}), limit: {limit}, num_fewshot: {shots}, "
-        f"batch_size: {ns.batch_size or 1}{f' ({sizes})' if sizes else ''}"
+        f"batch_size: {recorded['batch_size']}{f' ({sizes})' if sizes else ''}"
     )
 
 

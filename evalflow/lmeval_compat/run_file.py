@@ -25,7 +25,8 @@ from evalflow.errors import ConfigError
 
 def with_run_file(ns: argparse.Namespace, nargs: Mapping[str, str | int]) -> argparse.Namespace:
     """``ns`` with the ``--config`` file's keys filling the flags not given (``nargs``: each flag's
-    argument count, as the parser declares it); ``ns`` itself when no file was given."""
+    argument count, as the parser declares it), and ``from_file``: those keys' YAML values; ``ns``
+    itself when no file was given."""
     if ns.config is None:
         return ns
     data = _read(Path(ns.config))
@@ -37,10 +38,10 @@ def with_run_file(ns: argparse.Namespace, nargs: Mapping[str, str | int]) -> arg
             f"the file's keys are the flags' names without dashes ({', '.join(sorted(nargs))})"
         )
     filled = dict(vars(ns))
-    for key, value in data.items():
-        if filled.get(key) is None and key != "config":
-            filled[key] = flag_words(key, value, nargs[key])
-    return argparse.Namespace(**filled)
+    taken = {key: value for key, value in data.items() if filled.get(key) is None and key != "config"}
+    filled.update({key: flag_words(key, value, nargs[key]) for key, value in taken.items()})
+    # the file's own typed values, which lm-eval's results.json records as the YAML typed them (limit: 3)
+    return argparse.Namespace(**filled, from_file=taken)
 
 
 def _read(path: Path) -> dict[str, Any]:

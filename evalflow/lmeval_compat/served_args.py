@@ -4,14 +4,14 @@
 types lm-eval registers whose engine evalflow does not wrap, each refused with why and what to use.
 
 Secrets (``auth_token``, ``header``; a Hugging Face ``token`` for the hub) never reach the config, the
-printed native command or the run folder: their values are put in this process's environment (which
-Ray workers inherit) and the model, or huggingface_hub (``HF_TOKEN``), reads them from there.
+printed native command or the run folder: the translation carries them (``Translation.environment``,
+out of its repr) and the run puts them in this process's environment (which Ray workers inherit),
+where the model, or huggingface_hub (``HF_TOKEN``), reads them. The translation itself stays pure.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 SERVED_PRESETS = ("openai_completions", "openai_chat", "anthropic_chat", "azure_openai_chat", "gguf_server")
@@ -37,14 +37,16 @@ _CHAT_UNTOKENIZED = ("tokenized_requests", "max_length", "add_bos_token", "custo
 GGUF_KEYS = ("base_url", "max_length")  # GGUFLM's own arguments; it drops every other one
 
 
-def _secret(variable: str, value: Any) -> str:
-    os.environ[variable] = value if isinstance(value, str) else json.dumps(value)
+def _secret(variable: str, value: Any, secrets: dict[str, str]) -> str:
+    """Keep ``value`` in ``secrets`` under the variable the model reads it from; returns the variable."""
+    secrets[variable] = value if isinstance(value, str) else json.dumps(value)
     return variable
 
 
-def served_arg(preset: str, key: str, value: Any, notes: list[str]) -> dict[str, Any] | None:
+def served_arg(preset: str, key: str, value: Any, notes: list[str], secrets: dict[str, str]) -> dict[str, Any] | None:
     """The model keys one lm-eval argument of a served model sets (``{}``: none, with a note
-    saying why), or None when it is an ordinary preset key (or unknown: refused by the caller)."""
+    saying why), or None when it is an ordinary preset key (or unknown: refused by the caller);
+    a secret's value goes to ``secrets`` (variable -> value), for the run's environment."""
     if preset == "gguf_server" and key not in GGUF_KEYS:
         notes.append(
             f"--model_args {key}: ignored, as lm-eval's gguf model ignores every argument but base_url and max_length"
@@ -52,7 +54,7 @@ def served_arg(preset: str, key: str, value: Any, notes: list[str]) -> dict[str,
         return {}
     if key in SECRETS:
         target, variable = SECRETS[key]
-        return {target: _secret(variable, value)}
+        return {target: _secret(variable, value, secrets)}
     if key in RENAMED:
         return {RENAMED[key]: value}
     if key in NO_EFFECT and preset in NO_EFFECT[key][0]:
@@ -73,12 +75,13 @@ def unread_kwargs_note(keys: list[str], flags: list[str]) -> str:
     return f"{', '.join(words)}: ignored, as lm-eval's model takes them and never reads them"
 
 
-def hub_secret(key: str, value: Any, notes: list[str]) -> bool:
-    """Put an HFLM hub token (a string; ``use_auth_token=True`` is no secret) in ``HF_TOKEN``, where
+def hub_secret(key: str, value: Any, notes: list[str], secrets: dict[str, str]) -> bool:
+    """Keep an HFLM hub token (a string; ``use_auth_token=True`` is no secret) for ``HF_TOKEN``, where
     huggingface_hub reads it, rather than in the model's keys; True when ``key`` was one."""
     if key not in HUB_SECRETS or not isinstance(value, str):
         return False
-    notes.append(f"--model_args {key}: kept in ${_secret(HUB_SECRETS[key], value)} for the hub, never written")
+    variable = _secret(HUB_SECRETS[key], value, secrets)
+    notes.append(f"--model_args {key}: kept in ${variable} for the hub, never written")
     return True
 
 

@@ -55,6 +55,9 @@ class Translation:
     lm_config: dict[str, Any] = field(default_factory=dict)
     loggers: dict[str, dict[str, Any]] = field(default_factory=dict)  # LOGGER_FLAGS given: their key=values
     delete_requests: bool = False  # --cache_requests delete: the instances stage's entries deleted first
+    # the secret model args (auth_token, header, a hub token) by the environment variable the model or
+    # huggingface_hub reads them from: set by execute(), never in the overrides, the notes or a repr
+    environment: dict[str, str] = field(default_factory=dict, repr=False)
 
     def native(self) -> str:
         """The equivalent ``python -m evalflow`` command."""
@@ -79,7 +82,8 @@ def translate(ns: argparse.Namespace) -> Translation:
         raise ConfigError(_refusal(refused))
     mapped = MODELS[name]
     lm_args = {} if ns.model_args is None else model_args(ns.model_args)
-    overrides, notes = model_overrides(mapped, lm_args, ns, refused)
+    secrets: dict[str, str] = {}
+    overrides, notes = model_overrides(mapped, lm_args, ns, refused, secrets)
     settings, more_notes = _settings(ns, refused)
     task_overrides, task_notes = task_settings(ns)  # lm-eval's task library, trusted folders, the sandbox
     if refused:
@@ -91,7 +95,7 @@ def translate(ns: argparse.Namespace) -> Translation:
         )
     tasks = matched_tasks([t for word in ns.tasks for t in word.split(",") if t], ns.include_path)
     given_metadata = merge_kv(ns.metadata, "--metadata") if ns.metadata is not None else {}
-    metadata = {**recorded_model_args(lm_args), **given_metadata}  # secrets stay in the environment
+    metadata = {**recorded_model_args(lm_args), **given_metadata}  # secrets only in the environment
     if metadata:  # lm-eval's TaskManager(metadata=model_args | metadata): every task's metadata
         settings.append(f"metadata={hydra_value(metadata)}")
     return Translation(
@@ -109,6 +113,7 @@ def translate(ns: argparse.Namespace) -> Translation:
         recorded_config(ns),
         {flag: merge_kv(getattr(ns, flag), f"--{flag}") for flag in LOGGER_FLAGS if getattr(ns, flag) is not None},
         ns.cache_requests == "delete",
+        secrets,
     )
 
 
@@ -117,16 +122,19 @@ def recorded_config(ns: Any) -> dict[str, Any]:
     values, not evalflow's settings): ``gen_kwargs`` (``{}`` when not given), the four seeds
     (``0,1234,1234,1234`` when not given; ``None`` where a slot is left unseeded), ``batch_size`` the
     text given (else 1), ``limit`` a float, ``use_cache`` the path given (else None); and the
-    top-level ``fewshot_as_multiturn`` (None unless given, True with a chat template)."""
+    top-level ``fewshot_as_multiturn`` (None unless given, True with a chat template). ``batch_size``
+    and ``limit`` from a ``--config`` file keep its YAML types (``limit: 3`` is 3), as lm-eval's
+    EvaluatorConfig keeps them."""
+    from_file = getattr(ns, "from_file", {})  # run_file.with_run_file's: absent without --config
     seeds = lm_eval_seeds(ns.seed or "0,1234,1234,1234")
     gen = merge_kv(ns.gen_kwargs, "--gen_kwargs") if ns.gen_kwargs is not None else {}
     multiturn = ns.fewshot_as_multiturn
     return {
         "gen_kwargs": gen,
         **dict(zip(("random_seed", "numpy_seed", "torch_seed", "fewshot_seed"), seeds)),
-        "batch_size": ns.batch_size or 1,
+        "batch_size": from_file.get("batch_size", ns.batch_size or 1),
         "batch_sizes": [],
-        "limit": None if ns.limit is None else float(ns.limit),
+        "limit": from_file.get("limit", None if ns.limit is None else float(ns.limit)),
         "use_cache": ns.use_cache,
         "fewshot_as_multiturn": (
             multiturn.lower() in ("true", "1", "yes")
@@ -195,7 +203,9 @@ OTHER_FLAGS = {
 # how an accepted flag's effect differs from lm-eval's (docs/lm-eval-surface.md's *differs* rows)
 FLAG_DIFFERENCES = {
     "batch_size": "`auto:N` is `auto` (evalflow sizes each request type anyway); not given, evalflow's "
-    "`auto` (lm-eval's 1); answers do not depend on it",
+    "`auto` (lm-eval's 1); answers do not depend on it. With `auto`, results.json's `config.batch_sizes` is "
+    "`[]` and the table's header says `batch_size: auto` alone (lm-eval's HFLM lists the sizes it detected, "
+    "e.g. `[64]`, which depend on the GPU's free memory, not on the run)",
     "device": "not given: `auto` (CUDA, else MPS, else the CPU; lm-eval's HFLM takes `cuda`); ignored for "
     "served models and vLLM, as lm-eval ignores it there",
     "seed": "a None slot keeps the setting's default (lm-eval leaves that generator unseeded: its draws differ "

@@ -4,13 +4,16 @@ served wholly from the cache writes the same values as one that loaded the model
 
     top level:  tokenizer_pad_token, tokenizer_eos_token, tokenizer_bos_token ([token, "id"]),
                 eot_token_id, max_length
-    config:     model_num_parameters, model_dtype ("torch.float32"), model_revision, model_sha
+    config:     model_num_parameters, model_dtype ("torch.float32"), model_revision, model_sha,
+                peft_sha / delta_sha (with model.peft / model.delta)
 
 lm-eval writes them for its models with a Hugging Face tokenizer and model (``hf``,
 ``hf-multimodal``), the tokenizer fields alone for ``vllm`` (and ``vllm-vlm``) and for ``local-completions`` with a
 Hugging Face tokenizer, and none for others (``dummy``, ``local-chat-completions``, whose tokenizer backend is
 off by default); evalflow does the same. ``model_sha`` is the hub commit (lm-eval asks the
-hub; ``""`` for a local folder, as lm-eval's failed lookup gives).
+hub; ``""`` for a local folder, as lm-eval's failed lookup gives); ``peft_sha`` and ``delta_sha`` the
+adapter's and the delta's likewise. ``model_num_parameters`` counts the model lm-eval loaded: with a
+PEFT adapter, the base's parameters and the adapter's (PeftModel.num_parameters counts both).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def lm_eval_fields(
         # the fields are what this transformers release reads from the files (4.x and 5.x read a GGUF's
         # special tokens differently), so its version is in the key; metadata, not an import
         memo = fingerprint(
-            ("lm-eval-model-fields", 2, identity, str(model.get("type")), key, _installed("transformers"))
+            ("lm-eval-model-fields", 3, identity, str(model.get("type")), key, _installed("transformers"))
         )
         found = store.get(memo)
         if found is not MISSING:
@@ -78,10 +81,19 @@ def _installed(package: str) -> str | None:
 def _with_sha(
     top: Mapping[str, Any], config: Mapping[str, Any], identity: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    weights = identity.get("weights", {}) if isinstance(identity, Mapping) else {}
-    commit = weights.get("commit") if isinstance(weights, Mapping) else None
-    # model_sha belongs to get_model_info's fields, which only lm-eval's hf models write
-    return dict(top), ({**config, "model_sha": str(commit or "")} if config else {})
+    """``model_sha``, and ``peft_sha``/``delta_sha`` for a model with an adapter or a delta: the hub
+    commits of the model's identity (models/hf/identity.py), ``""`` for a local folder."""
+    if not config:  # model_sha belongs to get_model_info's fields, which only lm-eval's hf models write
+        return dict(top), {}
+    parts = identity if isinstance(identity, Mapping) else {}
+    shas = {"model_sha": _commit(parts.get("weights"))}
+    shas.update({f"{key}_sha": _commit(parts[key]) for key in ("peft", "delta") if parts.get(key) is not None})
+    return dict(top), {**config, **shas}
+
+
+def _commit(part: Any) -> str:
+    """A hub part's commit; ``""`` where there is none (a local folder, a revision not in the cache)."""
+    return str((part.get("commit") if isinstance(part, Mapping) else None) or "")
 
 
 _HF_KEYS = (
@@ -94,6 +106,7 @@ _HF_KEYS = (
     "max_length",
     "memo_gguf",
     "trust_remote_code",
+    "peft",
 )
 
 
@@ -118,6 +131,7 @@ def _hf_fields(
     max_length: str | None,
     memo_gguf: str | None,
     trust_remote_code: str | None,
+    peft: str | None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     import transformers
 
@@ -143,7 +157,7 @@ def _hf_fields(
     config = transformers.AutoConfig.from_pretrained(source, gguf_file=gguf, **common)
     top = _token_fields(tok, int(float(max_length)) if max_length else resolve_max_length(config, tok))
     return top, {
-        "model_num_parameters": parameter_count(source, gguf),
+        "model_num_parameters": _with_adapter(parameter_count(source, gguf), peft),
         "model_dtype": _dtype(dtype, config),
         "model_revision": revision or "main",
     }
@@ -252,6 +266,16 @@ def parameter_count(source: str, gguf_file: str | None) -> int:
             return -1
     files = sorted(folder.glob("*.safetensors"))
     return sum(_safetensors_count(f) for f in files) if files else -1
+
+
+def _with_adapter(base: int, peft: str | None) -> int:
+    """The parameters of the model lm-eval counts: the base's, and a PEFT adapter's besides (its
+    lora matrices, and its saved copies of whole modules, sit beside the base's weights); -1 when
+    either cannot be counted."""
+    if peft is None:
+        return base
+    adapter = parameter_count(peft, None)
+    return -1 if -1 in (base, adapter) else base + adapter
 
 
 def _safetensors_count(path: Path) -> int:

@@ -56,10 +56,16 @@ def select_tasks(settings: RunSettings, *, checked: bool = True) -> Selection:
             )
         if runs_code(task):
             require_sandbox(settings.code_sandbox, f"task '{task.task}' ({task.source})")
-    if checked:
-        check_selection(selection, settings.num_fewshot)
-        check_data_files(selection.tasks, settings.data_map)
-        check_judges(selection.tasks, settings.judge_model, lambda config: config_arguments(config, settings))
+    return check_selected(selection, settings) if checked else selection
+
+
+def check_selected(selection: Selection, settings: RunSettings) -> Selection:
+    """``selection`` (of :func:`select_tasks` with ``checked=False``) through the load-time checks
+    select_tasks makes, so a caller that selected the tasks once (the lm-eval front door, before
+    the run) hands the run that selection instead of selecting again."""
+    check_selection(selection, settings.num_fewshot)
+    check_data_files(selection.tasks, settings.data_map)
+    check_judges(selection.tasks, settings.judge_model, lambda config: config_arguments(config, settings))
     return selection
 
 

@@ -33,7 +33,7 @@ from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_sna
 from evalflow.output.run_info import object_model
 from evalflow.output.run_summary import cache_line
 from evalflow.output.summary import TaskSummary
-from evalflow.run.parts import generation_seed, judge_edges, model_edge, select_tasks, task_rng
+from evalflow.run.parts import check_selected, generation_seed, judge_edges, model_edge, select_tasks, task_rng
 from evalflow.run.reasoning import check_reasoning, template_args
 from evalflow.run.user_modules import import_user_modules
 from evalflow.scale.answer_cache import CachedModel
@@ -47,13 +47,18 @@ log = logging.getLogger(__name__)
 
 
 def run(
-    settings: RunSettings, output_dir: Path | None = None, model: Any = None, preset: str | None = None
+    settings: RunSettings,
+    output_dir: Path | None = None,
+    model: Any = None,
+    preset: str | None = None,
+    selection: Selection | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``settings`` and return lm-eval's results dict; write the run folder if given.
 
     ``model`` is an already-built model object (for embedding); else ``settings.model`` is built
     lazily on the first cache miss. ``preset``: the ``model=`` preset the user named, which a
-    refusal names (``smollm2``, not its type ``hf``).
+    refusal names (``smollm2``, not its type ``hf``). ``selection``: the tasks ``settings`` select,
+    already selected by the caller (``select_tasks(settings, checked=False)``): checked, not selected again.
     """
     started = time.time()
     if output_dir is not None:
@@ -61,7 +66,7 @@ def run(
     if model is None:  # import the model's class first: a model.type module may register metrics too,
         import_user_modules(settings.imports)  # and a module of imports= may register the model type
         model_class(str(settings.model["type"]))
-    selection = select_tasks(settings)
+    selection = select_tasks(settings) if selection is None else check_selected(selection, settings)
     answering = model if model is not None else model_class(str(settings.model["type"]))
     answering_name = type(model).__name__ if model is not None else preset or str(settings.model["type"])
     refuse_unanswerable(selection.tasks, answering, answering_name)
@@ -263,6 +268,7 @@ def evaluate(
     *,
     output_dir: str | Path | None = None,
     overrides: list[str] | None = None,
+    selection: Selection | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
     """Run an evaluation from Python; returns lm-eval's results dict.
@@ -286,6 +292,9 @@ def evaluate(
             --config-name config` reproduces the run. A model object is recorded by its class and
             identity, which a snapshot cannot re-create (reproducing it says so). None: no folder.
         overrides: Hydra overrides, as on the command line (`["model.dtype=bfloat16"]`).
+        selection: The tasks these settings select, already selected by the caller (with
+            `evalflow.run.parts.select_tasks(settings, checked=False)`), so they are not selected
+            (nor their code announced) twice; None: selected here.
         **settings: Run settings, as on the command line (`num_fewshot=5, limit=50,
             cache_dir=...`); their types and defaults are in `evalflow/config/schema.py`.
 
@@ -319,4 +328,4 @@ def evaluate(
         ensure_fresh(folder, "output_dir")
         write_snapshot(folder, cfg, model_object, settings_obj.data_map_file)
     typed = typed_preset([f"model={preset}", *(overrides or [])]) if preset else None
-    return run(settings_obj, folder, model=model_object, preset=typed)
+    return run(settings_obj, folder, model=model_object, preset=typed, selection=selection)

@@ -1,7 +1,8 @@
 """What the front door writes where lm-eval writes something of the user's: a hub token given in
 ``--model_args`` is kept in ``HF_TOKEN`` (the printed command, the config snapshot, results.json
-and lm-eval's files never hold it), and ``git_hash`` is the commit of the folder the command runs
-in, as lm-eval's ``git describe --always`` records it (not evalflow's checkout)."""
+and lm-eval's files never hold it; the translation carries it and the run sets it), and
+``git_hash`` is the commit of the folder the command runs in, as lm-eval's ``git describe --always``
+records it (not evalflow's checkout)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.lmeval_compat.execute import working_folder_commit
+from evalflow.lmeval_compat.execute import execute, working_folder_commit
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
 from tests.support.cli import cli
@@ -21,15 +22,34 @@ from tests.support.toy_tasks import write_toy_library
 SECRET = "hf_SECRET_token_123"
 
 
-def test_a_hub_token_goes_to_hf_token_and_nowhere_else(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HF_TOKEN", raising=False)
+def test_a_hub_token_goes_to_hf_token_and_nowhere_else(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HF_TOKEN", "")
+    monkeypatch.delenv("HF_TOKEN")
     tr = translate(parse(["--model", "hf", "--model_args", f"pretrained=org/m,token={SECRET}", "--tasks", "t"]))
 
-    assert os.environ["HF_TOKEN"] == SECRET
-    assert SECRET not in tr.native() and SECRET not in repr(tr.lm_model_args) and SECRET not in " ".join(tr.notes)
+    assert "HF_TOKEN" not in os.environ and tr.environment == {"HF_TOKEN": SECRET}  # translate is pure
+    assert SECRET not in tr.native() and SECRET not in repr(tr) and SECRET not in " ".join(tr.notes)
     assert tr.lm_model_args["token"] == "<in $HF_TOKEN>"
     kept = translate(parse(["--model", "hf", "--model_args", "pretrained=org/m,use_auth_token=True", "--tasks", "t"]))
     assert "+model.from_pretrained_kwargs.use_auth_token=true" in kept.overrides  # a switch is no secret
+    assert kept.environment == {}
+
+
+def test_execute_sets_the_secret_before_the_model_is_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from evalflow.run import phases
+
+    monkeypatch.setenv("HF_TOKEN", "")
+    monkeypatch.delenv("HF_TOKEN")
+    tr = translate(parse(["--model", "hf", "--model_args", f"pretrained=org/m,token={SECRET}", "--tasks", "t"]))
+    seen: list[str | None] = []
+
+    def run(tasks: list[str], model: str, **kwargs: object) -> dict[str, object]:
+        seen.append(os.environ.get("HF_TOKEN"))  # where huggingface_hub reads it when the model loads
+        return {"results": {}}
+
+    monkeypatch.setattr(phases, "evaluate", run)
+    execute(tr, tmp_path / "run")
+    assert seen == [SECRET]
 
 
 def test_git_hash_is_the_working_folders_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

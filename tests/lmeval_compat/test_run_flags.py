@@ -139,6 +139,32 @@ def test_config_file_fills_flags_not_given_as_lm_eval_reads_it(tmp_path: Path) -
     assert theirs.wandb_args == tr.loggers["wandb_args"] and theirs.output_path == tr.output_path
 
 
+@pytest.mark.parametrize("given", ["limit: 3\nbatch_size: 8\n", "limit: 0.5\nbatch_size: auto\n"])
+def test_config_file_values_are_recorded_as_the_yaml_types_them(given: str, tmp_path: Path) -> None:
+    """results.json's ``config.limit``/``batch_size`` and the header line from a ``--config`` file:
+    the YAML's own types, as lm-eval's EvaluatorConfig keeps them (the command line's are typed by
+    its argparse: ``--limit 3`` is 3.0, ``--batch_size 8`` the text)."""
+    from evalflow.lmeval_compat.printed import header_line
+    from evalflow.lmeval_compat.translate import recorded_config
+
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text("model: dummy\ntasks: [toy_mc]\n" + given)
+    ns = parse(["--config", str(run_file)])
+    ours = recorded_config(ns)
+    config = pytest.importorskip("lm_eval.config.evaluate_config", reason="lm-eval is not installed beside evalflow")
+    harness = pytest.importorskip("lm_eval._cli.harness")
+    theirs = config.EvaluatorConfig.from_cli(
+        harness.HarnessCLI()._parser.parse_args(["run", "--config", str(run_file)])
+    )
+    assert (ours["limit"], ours["batch_size"]) == (theirs.limit, theirs.batch_size)
+    assert type(ours["limit"]) is type(theirs.limit) and type(ours["batch_size"]) is type(theirs.batch_size)
+    assert f"limit: {theirs.limit}, " in header_line(ns, {}, {}) and header_line(ns, {}, {}).endswith(
+        f"batch_size: {theirs.batch_size}"
+    )
+    cli_given = recorded_config(parse(["--model", "dummy", "--tasks", "t", "--limit", "3", "--batch_size", "8"]))
+    assert (cli_given["limit"], cli_given["batch_size"]) == (3.0, "8")  # lm-eval's argparse: a float, the text
+
+
 def test_config_file_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
     run_file = tmp_path / "run.yaml"
     run_file.write_text("model: dummy\ntask: [toy_mc]\n")

@@ -54,7 +54,8 @@ def test_template_api_arguments_map_with_lm_evals_meaning():
 
 
 def test_secrets_reach_the_model_through_the_environment_only(monkeypatch):
-    monkeypatch.delenv("EVALFLOW_LMEVAL_AUTH_TOKEN", raising=False)
+    monkeypatch.setenv("EVALFLOW_LMEVAL_AUTH_TOKEN", "")
+    monkeypatch.delenv("EVALFLOW_LMEVAL_AUTH_TOKEN")
     t = translate(
         parse(
             [
@@ -67,11 +68,12 @@ def test_secrets_reach_the_model_through_the_environment_only(monkeypatch):
             ]
         )
     )
-    written = json.dumps([t.overrides, t.native(), t.lm_model_args, t.notes])
+    written = json.dumps([t.overrides, t.native(), t.lm_model_args, t.notes, repr(t)])
     assert "tok-123" not in written and "k-456" not in written
     assert "model.auth_token_env=EVALFLOW_LMEVAL_AUTH_TOKEN" in t.overrides
-    assert os.environ["EVALFLOW_LMEVAL_AUTH_TOKEN"] == "tok-123"
-    assert json.loads(os.environ["EVALFLOW_LMEVAL_HEADER"]) == {"X-Key": "k-456"}
+    assert "EVALFLOW_LMEVAL_AUTH_TOKEN" not in os.environ  # translate is pure: execute() sets them
+    assert t.environment["EVALFLOW_LMEVAL_AUTH_TOKEN"] == "tok-123"
+    assert json.loads(t.environment["EVALFLOW_LMEVAL_HEADER"]) == {"X-Key": "k-456"}
 
 
 def test_device_and_trust_remote_code_with_a_served_model_are_ignored_with_a_note():
@@ -118,7 +120,7 @@ def test_every_model_type_lm_eval_registers_is_mapped_or_refused():
     assert set(MODELS) & set(REFUSED_MODELS) == set()
 
 
-API_TYPES = sorted(name for name, mapped in MODELS.items() if mapped.ignores_unknown)
+API_TYPES = sorted(name for name, mapped in MODELS.items() if mapped.unknown == "ignore")
 
 
 @pytest.mark.parametrize("name", API_TYPES)

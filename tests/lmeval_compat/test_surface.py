@@ -101,7 +101,7 @@ def test_the_marks_follow_the_declarations(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_a_model_that_passes_keys_on_maps_every_argument(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(MODELS, "hf", dataclasses.replace(MODELS["hf"], passes_unknown=True))
+    monkeypatch.setitem(MODELS, "hf", dataclasses.replace(MODELS["hf"], unknown="pass"))
     table = rows(load_surface())
     assert (
         _row(table, "model argument", f"HFLM: {OTHER_KEYWORDS}").text == "`+model.KEY` (passed to the model as given)"

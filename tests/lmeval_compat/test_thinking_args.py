@@ -170,14 +170,15 @@ def test_the_prompt_is_the_one_lm_eval_renders(toy_library: Path, tmp_path: Path
 
 
 def test_enable_thinking_with_a_loglikelihood_task_is_refused_before_the_model(toy_library: Path) -> None:
-    from evalflow.lmeval_compat.before_run import refuse_thinking_loglikelihood
+    from evalflow.lmeval_compat.before_run import refuse_thinking_loglikelihood, selected_before_run
 
-    def translated(tasks: str, thinking: str = "True") -> Translation:
+    def check(tasks: str, thinking: str = "True") -> None:
         args = f"pretrained=/m,think_end_token=</think>,enable_thinking={thinking}"
         argv = ["--model", "hf", "--model_args", args, "--tasks", tasks, "--include_path", str(toy_library)]
-        return translate(parse(argv))
+        tr = translate(parse(argv))
+        refuse_thinking_loglikelihood(tr, selected_before_run(tr))
 
     with pytest.raises(ConfigError, match="enable_thinking=True is not compatible with loglikelihood tasks.*: toy_mc"):
-        refuse_thinking_loglikelihood(translated("toy_gen,toy_mc"))
-    refuse_thinking_loglikelihood(translated("toy_gen"))  # generation only: accepted
-    refuse_thinking_loglikelihood(translated("toy_mc", "False"))  # thinking off: accepted
+        check("toy_gen,toy_mc")
+    check("toy_gen")  # generation only: accepted
+    check("toy_mc", "False")  # thinking off: accepted

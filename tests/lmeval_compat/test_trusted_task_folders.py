@@ -99,6 +99,17 @@ def test_include_path_code_runs_and_one_line_names_the_folder(
     assert _prompts(tmp_path / "out", "home_a")[0] == "Question: IS 0 ODD?\nAnswer:"
 
 
+def test_the_code_line_is_said_once_with_write_out_and_check_integrity(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """--write_out and --check_integrity run the folder's code before the run: the tasks are selected
+    once, for them and for the run, so the line naming the folder is said once."""
+    argv = ["--tasks", "home_a", "--include_path", str(folder), "--write_out", "--check_integrity", "--limit", "2"]
+    assert _front_door(argv, tmp_path, monkeypatch) == 0
+    assert sum("running task code" in r.getMessage() for r in caplog.records) == 1
+    assert _prompts(tmp_path / "out", "home_a")[0] == "Question: IS 0 ODD?\nAnswer:"
+
+
 def test_tasks_folder_runs_each_yaml_in_it(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -63,7 +63,11 @@ def test_evaluate_defaults_to_the_command_line_default_model(monkeypatch) -> Non
 
     seen = {}
     monkeypatch.setattr(
-        app, "run", lambda settings, output_dir=None, model=None, preset=None: seen.setdefault("model", settings.model)
+        app,
+        "run",
+        lambda settings, output_dir=None, model=None, preset=None, selection=None: seen.setdefault(
+            "model", settings.model
+        ),
     )
     evaluate("arith_mc")
     composed = cli(["--cfg", "job", "--resolve"])
