@@ -16,7 +16,7 @@ import pytest
 from evalflow import evaluate
 from evalflow.core.records import Finish
 from evalflow.output.generations import suggested_cap
-from evalflow.output.run_summary import summary_lines
+from evalflow.output.run_summary import LM_EVAL, summary_lines
 from evalflow.output.table import print_results
 from tests.support.cli import cli
 from tests.support.thinking import SHAPES, TRUNCATED_SHAPES, ScriptedThinker, raw_generation, shape_of
@@ -206,3 +206,9 @@ def lm_eval_results(toy_library: Path) -> dict[str, Any]:
     return simple_evaluate(
         model=Peer(), tasks=["toy_gen"], task_manager=TaskManager(include_path=str(toy_library)), bootstrap_iters=0
     )
+
+
+def test_the_lm_eval_front_door_says_it_in_its_own_flags(toy_library: Path, tmp_path: Path) -> None:
+    run(toy_library, tmp_path, "run")
+    (paragraph,) = [line for line in summary_lines(tmp_path / "run", LM_EVAL) if line.startswith("TRUNCATED")]
+    assert paragraph.endswith("Run again with --gen_kwargs max_gen_toks=64.")
