@@ -87,7 +87,7 @@ def config_edge(
     """The caching edge of a model config (the scored model's, or a judge's, which may share one
     ``counts``): the model is built on its first cache miss."""
     config = dict(model)
-    data = model_identity(config)
+    data = model_identity(config, run_values(settings))
     load_args = config_arguments(config, settings)  # checked now rather than at the first miss
     cls = model_class(str(config["type"]))
     edge = CachedModel(
@@ -126,7 +126,7 @@ def judge_edges(settings: RunSettings, store: CacheStore) -> JudgeEdges:
 
 def run_values(settings: RunSettings) -> dict[str, Any]:
     """The run settings a model class may ask for in ``RUN_SETTINGS`` (its constructor takes them)."""
-    return {name: getattr(settings, name) for name in ("batch_size", "max_batch_size", "seed")}
+    return {name: getattr(settings, name) for name in ("batch_size", "max_batch_size", "seed", "think_end_token")}
 
 
 def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> CachedModel:
