@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support import vllm_side
-from tests.support.vllm_runs import LOGPROB_TOLERANCE, run_args, samples
+from tests.support.vllm_runs import LOGPROB_TOLERANCE, cached_generations, run_args, samples
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 
@@ -38,6 +38,17 @@ def test_greedy_generations_equal_the_hf_backends(vllm_run: dict[str, Any], hf_s
     v_texts = [s["resps"][0][0] for s in vllm_run["samples"]["toy_gen"]]
     h_texts = [s["resps"][0][0] for s in hf_samples["toy_gen"]]
     assert v_texts == h_texts and any(t.strip() for t in v_texts)
+
+
+def test_generations_end_and_count_tokens_as_the_hf_backends_do(vllm_run: dict[str, Any], hf_run: Path) -> None:
+    """vLLM's finish_reason and stop_reason, and its token counts, give each cached answer the
+    Finish the hf backend reads back from its tokens for the same generation."""
+    ours = sorted(cached_generations(vllm_run["root"] / "cache"), key=repr)
+    theirs = sorted(cached_generations(hf_run / "cache"), key=repr)
+    assert len(ours) == 8 and ours == theirs
+    reasons = {g.finish.stop_reason for g in ours}
+    assert reasons <= {"stop", "eos", "length"} and len(reasons) > 1, reasons
+    assert all(g.finish.completion_tokens <= 48 for g in ours)  # SHARED_KEYS' max_gen_toks
 
 
 def test_the_run_records_vllm_and_its_identity(vllm_run: dict[str, Any]) -> None:

@@ -188,3 +188,27 @@ def test_think_end_token_joins_the_identity_only_when_set(tmp_path) -> None:
     assert thinking != plain and thinking["think_end_token"] == "</think>"
     hf = {"type": "hf", "pretrained": str(tmp_path)}
     assert model_identity(hf, {"think_end_token": "</think>"}) == model_identity(hf)  # HF's answers do not change
+
+
+def test_the_runs_think_end_token_reaches_the_scored_vllm_model_and_no_judge(tmp_path) -> None:
+    """The scored model's answers are cut at the marker, so vLLM stops at EOS only for them and
+    their key says so; a vllm judge's answers are read whole: it stops at its stops, keyed as before."""
+    from evalflow.cache.store import CacheStore
+    from evalflow.config.compose import compose_config
+    from evalflow.config.settings import settings_from_config
+    from evalflow.run.parts import config_arguments, config_edge
+
+    (tmp_path / "config.json").write_text("{}")
+    words = ["model=vllm", f"model.pretrained={tmp_path}", "think_end_token='</think>'"]
+    settings = settings_from_config(compose_config(words))
+    store = CacheStore(tmp_path / "cache")
+    try:
+        scored, judge = (
+            config_edge(settings.model, settings, store),
+            config_edge(settings.model, settings, store, judge=True),
+        )
+    finally:
+        store.close()
+    assert scored.identity_data["think_end_token"] == "</think>" and "think_end_token" not in judge.identity_data
+    assert config_arguments(settings.model, settings)["think_end_token"] == "</think>"
+    assert config_arguments(settings.model, settings, judge=True)["think_end_token"] is None
