@@ -252,7 +252,7 @@ VLLM_ARGS = {"gpu_memory_utilization": 0.45, "max_model_len": 2048}  # both side
 
 
 def run_evalflow(folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
-    from evalflow.core.records import Request
+    from evalflow.core.records import Request, generation_text
 
     if spec.get("backend") == "vllm":
         from evalflow.models.vllm.vllm_model import VLLMModel
@@ -272,7 +272,7 @@ def run_evalflow(folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         answers = getattr(model, kind)(batch)
         out[name] = {
-            "answers": [list(a) if isinstance(a, tuple) else a for a in answers],
+            "answers": [list(a) if isinstance(a, tuple) else generation_text(a) for a in answers],
             "seconds": time.perf_counter() - start,
         }
     return out

@@ -35,7 +35,7 @@ from evalflow.lmeval_compat import evaluate, parser, translate
 from evalflow.lmeval_compat.args import RUN_MODEL_ARGS
 from evalflow.lmeval_compat.model_map import MODELS
 from evalflow.lmeval_compat.task_manager import TASK_MANAGER_ARGS
-from evalflow.lmeval_compat.thinking_args import DIFFERENCES, RUN_SETTING_OF
+from evalflow.lmeval_compat.thinking_args import RUN_SETTING_OF
 
 SNAPSHOT = package_dir() / "lmeval_compat" / "lmeval_surface.yaml"
 MARKS = ("same", "mapped", "differs", "refused")
@@ -157,11 +157,7 @@ def _model_arg(cls: str, model: str, arg: str) -> Row:
     for override in said.overrides:
         setting = override.split("=", 1)[0]
         if setting in (key, RUN_SETTING_OF.get(key)):  # a run setting lm-eval takes among the model's arguments
-            differs = DIFFERENCES.get((preset, key))
-            mapped = f"`{setting}` (the run setting)"
-            return Row(
-                "model argument", word, *(("differs", f"{mapped}: {differs}") if differs else ("mapped", mapped))
-            )
+            return Row("model argument", word, "mapped", f"`{setting}` (the run setting)")
         if setting.lstrip("+") == f"model.{key}" or setting.endswith(f".{key}"):
             where = "passed to the model as given" if setting.startswith("+") else f"conf/model/{preset}.yaml"
             shown = setting if key == arg else setting.replace(key, "KEY")

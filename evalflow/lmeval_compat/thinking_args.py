@@ -2,7 +2,9 @@
 (``think_end_token``, ``enable_thinking``, ``chat_template_args``) as the run settings they are here.
 
 - ``think_end_token`` is the run's ``think_end_token`` (only the text after the last marker is scored;
-  the raw generation stays cached), as ``batch_size`` among the model's arguments is the run's.
+  the raw generation stays cached), as ``batch_size`` among the model's arguments is the run's; with
+  it, ``vllm`` stops generating at EOS only and the task's stop sequences are cut after the thinking
+  part, as lm-eval's ``VLLM`` does, and ``hf`` stops at them as it generates, as ``HFLM`` does.
 - ``enable_thinking`` and ``chat_template_args`` are the run's ``chat_template_args``, the keyword
   arguments the chat template is rendered with, merged as each lm-eval class merges them: ``HFLM``
   renders with ``chat_template_args | {enable_thinking: X}`` (X given), ``VLLM`` with
@@ -34,12 +36,6 @@ RUN_SETTING_OF = {
     "think_end_token": "think_end_token",
     "enable_thinking": "chat_template_args",
     "chat_template_args": "chat_template_args",
-}
-# how an argument's mapping differs from lm-eval's, said once per run and in the surface table
-DIFFERENCES = {
-    ("vllm", "think_end_token"): "lm-eval's VLLM, given think_end_token, stops generating at EOS only and cuts "
-    "the task's stop sequences after the thinking part; evalflow's vllm stops at them as it generates (as "
-    "lm-eval's HFLM does), so a thinking part that holds a stop sequence ends the answer early here",
 }
 _RENDERED_HERE = ("hf", "vllm")  # presets whose chat prompts evalflow renders with the tokenizer's template
 _IGNORED_BY = {"hf_multimodal": "HFMultimodalLM", "vllm_vlm": "VLLM_VLM"}
@@ -79,8 +75,6 @@ def thinking_overrides(preset: str, lm_args: dict[str, Any], refused: list[str],
             refused.append(_token_refusal(think_end_token))
             return []
         out.append(f"think_end_token={hydra_value(think_end_token)}")
-        if (preset, "think_end_token") in DIFFERENCES:
-            notes.append(f"--model_args think_end_token: {DIFFERENCES[preset, 'think_end_token']}")
     template_args = _template_args(preset, lm_args)
     if template_args is not None:
         out.append(f"chat_template_args={hydra_value(template_args)}")

@@ -103,17 +103,20 @@ def check_model_class(cls: Any, where: str) -> None:
             )
 
 
-def model_identity(config: Mapping[str, Any]) -> dict[str, Any]:
+def model_identity(config: Mapping[str, Any], run_values: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What the response cache is keyed by: computed from the config, never by loading weights.
 
     It carries ``code``, a hash of the source that computes the answers (:func:`model_code_hash`),
     for built-in and user classes alike: editing ``MyLM.loglikelihood`` or
     ``evalflow/models/hf/score.py`` re-runs inference instead of serving the old answers.
+    A class's own ``identity`` also gets the run settings it declares (``RUN_SETTINGS``), as its
+    constructor does, and keys those that change answers (vllm's ``think_end_token``, not ``batch_size``).
     """
     name = str(config["type"])
     cls = model_class(name)
     args = {k: v for k, v in config.items() if k != "type"}
-    declared = feature(cls, "identity")(**args)
+    run = {k: run_values[k] for k in feature(cls, "RUN_SETTINGS") if k in run_values} if run_values else {}
+    declared = feature(cls, "identity")(**args, **run)
     ident = default_identity(name, args) if declared is None else {"type": name, **declared}
     ident["code"] = model_code_hash(cls)
     return ident

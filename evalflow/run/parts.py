@@ -65,7 +65,7 @@ def check_selected(selection: Selection, settings: RunSettings) -> Selection:
     the run) hands the run that selection instead of selecting again."""
     check_selection(selection, settings.num_fewshot)
     check_data_files(selection.tasks, settings.data_map)
-    check_judges(selection.tasks, settings.judge_model, lambda config: config_arguments(config, settings))
+    check_judges(selection.tasks, settings.judge_model, lambda config: config_arguments(config, settings, judge=True))
     return selection
 
 
@@ -89,13 +89,17 @@ def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> C
 
 
 def config_edge(
-    model: Mapping[str, Any], settings: RunSettings, store: CacheStore, counts: InferenceCounts | None = None
+    model: Mapping[str, Any],
+    settings: RunSettings,
+    store: CacheStore,
+    counts: InferenceCounts | None = None,
+    judge: bool = False,
 ) -> CachedModel:
     """The caching edge of a model config (the scored model's, or a judge's, which may share one
     ``counts``): the model is built on its first cache miss."""
     config = dict(model)
-    data = model_identity(config)
-    load_args = config_arguments(config, settings)  # checked now rather than at the first miss
+    data = model_identity(config, run_values(settings, judge))
+    load_args = config_arguments(config, settings, judge)  # checked now rather than at the first miss
     cls = model_class(str(config["type"]))
     edge = CachedModel(
         store,
@@ -121,19 +125,24 @@ def config_edge(
     return edge
 
 
-def config_arguments(config: Mapping[str, Any], settings: RunSettings) -> dict[str, Any]:
+def config_arguments(config: Mapping[str, Any], settings: RunSettings, judge: bool = False) -> dict[str, Any]:
     """``type`` and the constructor's arguments of a model config, checked against its class."""
-    return {"type": config["type"], **model_arguments(model_class(str(config["type"])), config, run_values(settings))}
+    cls = model_class(str(config["type"]))
+    return {"type": config["type"], **model_arguments(cls, config, run_values(settings, judge))}
 
 
 def judge_edges(settings: RunSettings, store: CacheStore) -> JudgeEdges:
     """The judges' edges, built per judge identity as the tasks ask for them (evalflow.judges)."""
-    return JudgeEdges(lambda config, counts: config_edge(config, settings, store, counts), settings.judge_model)
+    return JudgeEdges(
+        lambda config, counts: config_edge(config, settings, store, counts, judge=True), settings.judge_model
+    )
 
 
-def run_values(settings: RunSettings) -> dict[str, Any]:
-    """The run settings a model class may ask for in ``RUN_SETTINGS`` (its constructor takes them)."""
-    return {name: getattr(settings, name) for name in ("batch_size", "max_batch_size", "seed")}
+def run_values(settings: RunSettings, judge: bool = False) -> dict[str, Any]:
+    """The run settings a model class may ask for in ``RUN_SETTINGS`` (its constructor takes them).
+    A judge gets no ``think_end_token``: the scored model's answers are cut at it, a judge's are read whole."""
+    values = {name: getattr(settings, name) for name in ("batch_size", "max_batch_size", "seed", "think_end_token")}
+    return {**values, "think_end_token": None} if judge else values
 
 
 def _object_edge(settings: RunSettings, store: CacheStore, model: Any) -> CachedModel:

@@ -98,7 +98,7 @@ def _check_judges(task: TaskConfig, settings: RunSettings, docs: Any, shown: lis
     from evalflow.judges.judge_prompts import gold, render_judge_prompt
     from evalflow.run.parts import config_arguments
 
-    check_judges([task], settings.judge_model, lambda config: config_arguments(config, settings))
+    check_judges([task], settings.judge_model, lambda config: config_arguments(config, settings, judge=True))
     for spec in judge_specs(task):
         for doc_id in shown:
             target, choices = gold(task, docs[doc_id])

@@ -12,6 +12,7 @@ import pytest
 
 from evalflow.core.records import Request
 from tests.support import images
+from tests.support.generation import texts
 
 PROMPTS = [
     "<image>What colour is the shape? Answer:",
@@ -52,7 +53,7 @@ def test_same_token_ids_pixels_and_generations(ours, theirs) -> None:
         peer = theirs.tok_batch_multimodal_encode([prompt], [pics], left_truncate_len=theirs.max_length - 6)
         assert mine["input_ids"].tolist() == peer["input_ids"].tolist()
         assert ours.image_token in ours.prompt(prompt) and (mine["pixel_values"] == peer["pixel_values"]).all()
-    got = ours.generate_until([Request("generate_until", (p, GEN, {"visual": pics})) for p, pics in reqs])
+    got = texts(ours.generate_until([Request("generate_until", (p, GEN, {"visual": pics})) for p, pics in reqs]))
     want = theirs.generate_until(
         [Instance("generate_until", {}, (p, dict(GEN), {"visual": pics}), 0) for p, pics in reqs], disable_tqdm=True
     )

@@ -90,6 +90,7 @@ def test_builtin_identities_hash_the_code_that_computes_the_answers() -> None:
         "hf/engine.py",
         "hf/score.py",
         "hf/generate.py",
+        "hf/finish.py",
         "hf/torch_ops.py",
         "lmeval_tokens.py",
     }

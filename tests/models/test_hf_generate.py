@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf import HFModel
-from tests.support.generation import gen
+from tests.support.generation import gen, texts
 
 CONTEXTS = [
     "The cat",
@@ -31,7 +31,7 @@ def model(tiny_model_dir: Path) -> HFModel:
 @pytest.fixture(scope="module")
 def free_text(model) -> list[str]:
     """30 greedy tokens after each context with no stop sequence but EOS."""
-    return model.generate_until([gen(c, until=[], max_gen_toks=30) for c in CONTEXTS])
+    return texts(model.generate_until([gen(c, until=[], max_gen_toks=30) for c in CONTEXTS]))
 
 
 def test_greedy_generation_matches_transformers_generate(tiny_model_dir, free_text):
@@ -47,7 +47,7 @@ def test_greedy_generation_matches_transformers_generate(tiny_model_dir, free_te
 def test_results_do_not_depend_on_batch_size_or_order(tiny_model_dir, free_text, batch_size):
     other = HFModel(str(tiny_model_dir), batch_size=batch_size)
     reqs = [gen(c, until=[], max_gen_toks=30) for c in reversed(CONTEXTS)]
-    assert other.generate_until(reqs) == list(reversed(free_text))
+    assert texts(other.generate_until(reqs)) == list(reversed(free_text))
 
 
 def test_continuous_batching_lets_stopped_rows_leave_and_waiting_rows_join(tiny_model_dir, free_text, monkeypatch):
@@ -56,7 +56,7 @@ def test_continuous_batching_lets_stopped_rows_leave_and_waiting_rows_join(tiny_
     until = sorted({text[4 + 3 * i : 6 + 3 * i] for i, text in enumerate(free_text) if len(text) > 12})
     requests = [gen(c, until=until, max_gen_toks=30) for c in CONTEXTS]
     expected = HFModel(str(tiny_model_dir), batch_size=1, batching="lmeval").generate_until(requests)
-    assert len({len(t) for t in expected}) > 2  # rows stop at different times
+    assert len({len(t.text) for t in expected}) > 2  # rows stop at different times
     rows_per_step: dict[int, list[int]] = {}
     real = decode.SlotLayer.update
 
@@ -83,30 +83,30 @@ def test_text_is_cut_at_the_first_stop_sequence(model, free_text):
     text = free_text[0]
     stop_late, stop_early = text[14:16], text[6:8]
     assert stop_early not in text[:6]
-    (one,) = model.generate_until([gen(CONTEXTS[0], until=[stop_late], max_gen_toks=30)])
+    (one,) = texts(model.generate_until([gen(CONTEXTS[0], until=[stop_late], max_gen_toks=30)]))
     assert one == text.split(stop_late)[0]
-    (two,) = model.generate_until([gen(CONTEXTS[0], until=[stop_late, stop_early], max_gen_toks=30)])
+    (two,) = texts(model.generate_until([gen(CONTEXTS[0], until=[stop_late, stop_early], max_gen_toks=30)]))
     assert two == text[: min(text.index(stop_late), text.index(stop_early))]
-    (single,) = model.generate_until([gen(CONTEXTS[0], until=stop_late, max_gen_toks=30)])  # a bare string
+    (single,) = texts(model.generate_until([gen(CONTEXTS[0], until=stop_late, max_gen_toks=30)]))  # a bare string
     assert single == one
 
 
 def test_requests_with_different_kwargs_in_one_call(model, free_text):
     stop = free_text[1][5:7]
     reqs = [gen(CONTEXTS[0], until=[], max_gen_toks=30), gen(CONTEXTS[1], until=[stop], max_gen_toks=30)]
-    assert model.generate_until(reqs) == [free_text[0], free_text[1].split(stop)[0]]
+    assert texts(model.generate_until(reqs)) == [free_text[0], free_text[1].split(stop)[0]]
 
 
 def test_max_gen_toks_bounds_the_new_tokens(model, free_text, monkeypatch):
-    (short,) = model.generate_until([gen(CONTEXTS[2], until=[], max_gen_toks=4)])
+    (short,) = texts(model.generate_until([gen(CONTEXTS[2], until=[], max_gen_toks=4)]))
     assert free_text[2].startswith(short) and len(short) < len(free_text[2])
-    aliased = model.generate_until([gen(CONTEXTS[2], until=[], max_new_tokens=4)])
+    aliased = texts(model.generate_until([gen(CONTEXTS[2], until=[], max_new_tokens=4)]))
     assert aliased == [short]
 
 
 def test_default_max_gen_toks_comes_from_the_model_config(tiny_model_dir, free_text):
     capped = HFModel(str(tiny_model_dir), max_gen_toks=4)
-    (short,) = capped.generate_until([gen(CONTEXTS[2], until=[])])
+    (short,) = texts(capped.generate_until([gen(CONTEXTS[2], until=[])]))
     assert free_text[2].startswith(short) and len(short) < len(free_text[2])
 
 
@@ -117,7 +117,7 @@ def test_context_is_left_truncated_to_leave_room_for_generation(tiny_model_dir):
     context = "Once upon a time there was a small model that answered questions. The quick brown fox"
     ids = tok.encode(context)
     assert len(ids) > 15
-    (text,) = small.generate_until([gen(context, until=[], max_gen_toks=5)])
+    (text,) = texts(small.generate_until([gen(context, until=[], max_gen_toks=5)]))
     out = ref.generate(torch.tensor([ids[-15:]]), max_new_tokens=5, do_sample=False, pad_token_id=tok.eos_token_id)
     assert text == tok.decode(out[0, 15:], skip_special_tokens=True)
     with pytest.raises(ModelError, match="max_gen_toks"):
@@ -137,7 +137,7 @@ def test_generation_stops_at_eos_by_default(tiny_nobos_dir, monkeypatch):
         return calls[-1][1]
 
     monkeypatch.setattr(torch_ops, "generate_batch", spy)
-    (text,) = m.generate_until([gen("The cat", until=["zzz"], max_gen_toks=30)])
+    (text,) = texts(m.generate_until([gen("The cat", until=["zzz"], max_gen_toks=30)]))
     (stops, new_tokens) = calls[0]
     assert stops == ["zzz", "</s>"]  # the decoded EOS joins the task's stop sequences
     assert new_tokens[0] == [eos] and text == ""  # stopped right away; EOS is not in the text
@@ -156,7 +156,7 @@ def test_continuous_batching_stops_a_row_at_eos(tiny_nobos_dir, monkeypatch):
         return calls[-1][1]
 
     monkeypatch.setattr(decode, "greedy_until", spy)
-    (text,) = m.generate_until([gen("The cat", until=["zzz"], max_gen_toks=30)])
+    (text,) = texts(m.generate_until([gen("The cat", until=["zzz"], max_gen_toks=30)]))
     (stops, new_tokens) = calls[0]
     assert stops == ["zzz", "</s>"]
     assert new_tokens[0] == [eos] and text == ""
@@ -175,14 +175,14 @@ def test_sampling_is_seeded_per_request(model):
     kw = {"until": [], "max_gen_toks": 12, "do_sample": True, "temperature": 1.0}
     reqs = [Request("generate_until", (CONTEXTS[0], kw), repeat=k, seed=1234) for k in range(3)]
     state = torch.random.get_rng_state()
-    first = model.generate_until(reqs)
+    first = texts(model.generate_until(reqs))
     assert torch.equal(state, torch.random.get_rng_state())  # the global RNG is left alone
-    assert model.generate_until(list(reversed(reqs))) == list(reversed(first))
+    assert texts(model.generate_until(list(reversed(reqs)))) == list(reversed(first))
     assert len(set(first)) == 3  # repeats are distinct samples
 
 
 def test_empty_context_without_bos_is_refused(tiny_nobos_dir, tiny_model_dir):
     with pytest.raises(ModelError, match="encodes to no tokens"):
         HFModel(str(tiny_nobos_dir)).generate_until([gen("", until=[], max_gen_toks=3)])
-    (text,) = HFModel(str(tiny_model_dir)).generate_until([gen("", until=[], max_gen_toks=3)])  # BOS alone
+    (text,) = texts(HFModel(str(tiny_model_dir)).generate_until([gen("", until=[], max_gen_toks=3)]))  # BOS alone
     assert isinstance(text, str)

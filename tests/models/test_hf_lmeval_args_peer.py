@@ -15,6 +15,7 @@ import pytest
 from evalflow.core.records import Request
 from evalflow.models.hf import HFModel
 from tests.support import peer_hflm
+from tests.support.generation import texts
 from tests.support.tiny_models import build_tiny_delta, build_tiny_lora
 
 pytestmark = [
@@ -80,7 +81,7 @@ def both(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
                 "loglikelihood_rolling": m.loglikelihood_rolling(
                     [Request("loglikelihood_rolling", (t,)) for t in TEXTS]
                 ),
-                "generate_until": m.generate_until([Request("generate_until", tuple(g)) for g in GENS]),
+                "generate_until": texts(m.generate_until([Request("generate_until", tuple(g)) for g in GENS])),
             }
         )
     return peer_hflm.finish(proc), ours

@@ -23,6 +23,7 @@ from evalflow.models.hf import load
 from evalflow.models.hf.vlm.vlm import HFMultimodalModel
 from evalflow.models.registry import model_identity
 from tests.support import images
+from tests.support.generation import texts
 
 GEN = {"until": ["\n"], "max_gen_toks": 6, "do_sample": False, "temperature": 0.0}
 PROMPTS = ["<image>What colour is the shape? Answer:", "<image> and <image>: which is red?", "Name it: <image>"]
@@ -82,7 +83,7 @@ def requests() -> list[tuple[str, list[Any]]]:
 
 
 def generations(model: HFMultimodalModel) -> list[str]:
-    return model.generate_until([Request("generate_until", (p, GEN, {"visual": v})) for p, v in requests()])
+    return texts(model.generate_until([Request("generate_until", (p, GEN, {"visual": v})) for p, v in requests()]))
 
 
 def key(folder: Path, **config: Any) -> dict[str, Any]:

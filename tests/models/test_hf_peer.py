@@ -12,6 +12,7 @@ import pytest
 from evalflow.core.records import Request
 from evalflow.models.hf import HFModel
 from tests.support import peer_hflm
+from tests.support.generation import texts
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not peer_hflm.available(), reason=peer_hflm.SKIP_REASON)]
 
@@ -58,7 +59,9 @@ def both(request):
     """For each variant, (lm-eval's answers, evalflow's answers); lm-eval runs while we compute."""
     dirs = {name: str(request.getfixturevalue(name)) for name, _ in VARIANTS}
     greedy = {  # each model's own greedy continuation, so is_greedy=True is compared too
-        name: HFModel(d).generate_until([Request("generate_until", ("The cat", {"until": [], "max_gen_toks": 3}))])[0]
+        name: texts(
+            HFModel(d).generate_until([Request("generate_until", ("The cat", {"until": [], "max_gen_toks": 3}))])
+        )[0]
         for name, d in dirs.items()
     }
     runs = []
@@ -85,8 +88,8 @@ def both(request):
                 "loglikelihood_rolling": m.loglikelihood_rolling(
                     [Request("loglikelihood_rolling", (t,)) for t in TEXTS]
                 ),
-                "generate_until": m.generate_until(
-                    [Request("generate_until", tuple(g)) for g in run["generate_until"]]
+                "generate_until": texts(
+                    m.generate_until([Request("generate_until", tuple(g)) for g in run["generate_until"]])
                 ),
             }
         )

@@ -9,7 +9,7 @@ import pytest
 from evalflow.models.hf import HFModel
 from evalflow.models.hf.fast import decode
 from evalflow.scale.dispatch import LocalDispatch
-from tests.support.generation import gen
+from tests.support.generation import gen, texts
 
 TEXTS = [
     "Once upon a time there was a small model",
@@ -36,7 +36,7 @@ def contexts(model) -> list[str]:
 @pytest.fixture(scope="module")
 def stops(model, contexts) -> list[str]:
     """Stop sequences that end the rows at different steps (so rows free at different times)."""
-    free = model.generate_until([gen(c, until=[], max_gen_toks=24) for c in contexts])
+    free = texts(model.generate_until([gen(c, until=[], max_gen_toks=24) for c in contexts]))
     return sorted({text[4 + 3 * i : 6 + 3 * i] for i, text in enumerate(free) if len(text) > 12})
 
 

@@ -17,6 +17,7 @@ from evalflow.core.records import Request
 from evalflow.errors import ModelError
 from evalflow.models.hf import HFModel
 from tests.support import peer_hflm
+from tests.support.generation import texts
 
 PAIRS = [
     ["Question: What is the capital of France?\nAnswer:", " Paris"],
@@ -94,8 +95,8 @@ def test_greedy_generation_is_deterministic(loaded):
         Request("generate_until", ("The capital of France is", {"until": ["\n"], "max_gen_toks": 8})),
         Request("generate_until", ("The cat sat on the", {"until": ["."], "max_gen_toks": 8})),
     ]
-    first = model.generate_until(reqs)
-    assert first == model.generate_until(reqs) == [model.generate_until([r])[0] for r in reqs]
+    first = texts(model.generate_until(reqs))
+    assert first == texts(model.generate_until(reqs)) == [texts(model.generate_until([r]))[0] for r in reqs]
     assert "Paris" in first[0] and first[1].strip()
 
 

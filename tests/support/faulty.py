@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from tests.support.models import CountingModel
 
 
@@ -38,7 +38,7 @@ class GateModel(CountingModel):
         self._gate()
         return super().loglikelihood(requests)
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+    def generate_until(self, requests: Sequence[Request]) -> Sequence[str | Generation]:
         self._gate()
         return super().generate_until(requests)
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.models.dummy import DummyModel
 
 
@@ -42,7 +42,7 @@ class CountingModel(DummyModel):
         self._count(requests)
         return super().loglikelihood_rolling(requests)
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+    def generate_until(self, requests: Sequence[Request]) -> Sequence[str | Generation]:
         self._count(requests)
         return super().generate_until(requests)
 
@@ -118,7 +118,7 @@ class UserModel:
     def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
         return self.inner.loglikelihood_rolling(requests)
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+    def generate_until(self, requests: Sequence[Request]) -> Sequence[str | Generation]:
         return self.inner.generate_until(requests)
 
 
@@ -135,7 +135,7 @@ class StrictModel:
     def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
         return self.inner.loglikelihood_rolling(requests)
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+    def generate_until(self, requests: Sequence[Request]) -> Sequence[str | Generation]:
         return self.inner.generate_until(requests)
 
 

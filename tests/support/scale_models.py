@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.models.dummy import DummyModel
 from tests.support.models import BatchingModel
 
@@ -42,7 +42,7 @@ class SlowModel(DummyModel):
         self._call(requests)
         return super().loglikelihood(requests)
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+    def generate_until(self, requests: Sequence[Request]) -> Sequence[str | Generation]:
         self._call(requests)
         return super().generate_until(requests)
 

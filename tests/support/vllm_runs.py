@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evalflow.cache.store import CacheStore
+from evalflow.core.records import Generation
+
 TASKS = ["toy_mc", "toy_gen", "toy_roll"]
 
 
@@ -44,3 +47,13 @@ def samples(out: Path, tasks: list[str] = TASKS) -> dict[str, list[dict[str, Any
         )
         for t in tasks
     }
+
+
+def cached_generations(cache: Path) -> list[Generation]:
+    """Every generation answer in a run's cache (its ``generate_until`` requests' records)."""
+    store = CacheStore(cache)
+    try:
+        found = [store.get(key) for key in store.raw.iterkeys() if str(key).startswith("request:")]
+    finally:
+        store.close()
+    return [answer for answer in found if isinstance(answer, Generation)]

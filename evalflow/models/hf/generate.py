@@ -3,7 +3,8 @@
 Requests are grouped by generation kwargs and sorted longest context first (lm-eval's order, so
 batches hold the same requests as lm-eval's), contexts left-truncated to ``max_length -
 max_gen_toks``, and each batch generated with ``model.generate`` and lm-eval's multi-token stop
-criterion; the text is cut at the first stop sequence.
+criterion; the text is cut at the first stop sequence, and how each row ended read back from its
+tokens (:mod:`evalflow.models.hf.finish`).
 
 This module's source is part of every HF answer's cache key (``hf_model.SEMANTICS``): it holds
 what an answer *is*, nothing that only makes it faster. The fast engine plugs in per kwargs group
@@ -19,12 +20,13 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.errors import ModelError
 from evalflow.models.hf.batching import chunk, plan_generation
+from evalflow.models.hf.finish import eos_token_ids, generation_finish
 from evalflow.models.lmeval_tokens import normalize_gen_kwargs, stop_sequences, strip_at_stops
 
-Answers = list[tuple[int, str]]  # (position in the group's requests, text)
+Answers = list[tuple[int, Generation]]  # (position in the group's requests, answer)
 # The key/values a batch of the group starts from, or None for transformers' own cache:
 # (the batch's positions in the group, generate's max_length, its kwargs) -> cache.
 CacheFor = Callable[[list[int], int, dict[str, Any]], Any]
@@ -57,15 +59,15 @@ class GenerationSetup:
     answer_group: Callable[[GenerationSetup, Sequence[Request], Group], Answers] | None = None
 
 
-def generate_until(setup: GenerationSetup, requests: Sequence[Request]) -> list[str]:
-    """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
+def generate_until(setup: GenerationSetup, requests: Sequence[Request]) -> list[Generation]:
+    """Generated text per request, cut at the first stop sequence (``until`` and EOS), with its finish."""
     eos = eos_text(setup)
-    out: list[str | None] = [None] * len(requests)
+    out: list[Generation | None] = [None] * len(requests)
     answer = setup.answer_group or generate_batches
     for indices, kwargs in kwargs_groups(setup, requests):
         members = [requests[i] for i in indices]
-        for i, text in answer(setup, members, prepare_group(setup, members, kwargs, eos)):
-            out[indices[i]] = text
+        for i, generation in answer(setup, members, prepare_group(setup, members, kwargs, eos)):
+            out[indices[i]] = generation
     texts = [o for o in out if o is not None]
     if len(texts) != len(out):
         raise RuntimeError("HFModel lost a request while batching; please report this bug")
@@ -145,10 +147,23 @@ def generate_batches(
             new_tokens = torch_ops.generate_batch(
                 setup.model, setup.tokenizer, contexts, until, max_length, call_kwargs, setup.device, cache
             )
-        results.extend((i, final_text(setup, toks, until)) for i, toks in zip(batch, new_tokens))
+        results.extend(
+            (i, final_answer(setup, toks, until, len(group.encoded[i]))) for i, toks in zip(batch, new_tokens)
+        )
     return results
 
 
-def final_text(setup: GenerationSetup, tokens: Sequence[int], until: Sequence[str]) -> str:
-    """A row's generated tokens as the answer: decoded, cut at the first stop sequence."""
-    return strip_at_stops(setup.tokenizer.decode(list(tokens), skip_special_tokens=True), list(until))
+def final_answer(setup: GenerationSetup, tokens: Sequence[int], until: Sequence[str], prompt_tokens: int) -> Generation:
+    """A row's generated tokens as the answer: decoded, cut at the first stop sequence, and how it
+    ended (``prompt_tokens``: its context's length, after truncation)."""
+    tokenizer = setup.tokenizer
+    text = strip_at_stops(tokenizer.decode(list(tokens), skip_special_tokens=True), list(until))
+    finish = generation_finish(
+        tokens,
+        prompt_tokens,
+        until,
+        eos_token_ids(setup.model, tokenizer),
+        eos_text(setup),
+        lambda ids: str(tokenizer.decode(ids, skip_special_tokens=False)),
+    )
+    return Generation(text, finish)

@@ -73,7 +73,7 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.models.hf import answer_key, lmeval_args, load
 from evalflow.models.hf.batching import CPU_PASS_ROWS, auto_batch_size, auto_decode_slots
 from evalflow.models.hf.device import choose
@@ -118,6 +118,7 @@ SEMANTICS = tuple(
         "hf.engine",
         "hf.score",
         "hf.generate",
+        "hf.finish",
         "hf.torch_ops",
         "lmeval_tokens",
     )
@@ -377,8 +378,9 @@ class HFModel(LanguageModel):
             totals[owner] += logprob
         return totals
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
-        """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
+    def generate_until(self, requests: Sequence[Request]) -> list[Generation]:
+        """Generated text per request, cut at the first stop sequence (``until`` and EOS), and how
+        it ended (:mod:`evalflow.models.hf.finish`)."""
         from evalflow.models.hf import generate
 
         return generate.generate_until(self._generation_setup(), requests)

@@ -22,11 +22,13 @@ They differ from HFLM's (:mod:`evalflow.models.lmeval_tokens`) in four places, e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from evalflow.core.records import Finish, Generation
 from evalflow.errors import ConfigError, ModelError
-from evalflow.models.lmeval_tokens import normalize_gen_kwargs, stop_sequences
+from evalflow.models.lmeval_tokens import normalize_gen_kwargs, stop_sequences, strip_at_stops
 
 Tokens = list[int]
 Logprobs = list[dict[int, float] | None]  # per prompt position, as vLLM returns them (engine.logprobs)
@@ -198,6 +200,59 @@ def eos_text(decode: Callable[[int], str], eos_token_id: int | None, eos_token: 
     to "" (ChatGLM), as lm-eval's ``generate_until``."""
     text = decode(eos_token_id) if eos_token_id is not None else None
     return text if text else eos_token
+
+
+def engine_stops(until: Sequence[str], eos: str | None, think_end_token: str | None) -> list[str]:
+    """The stop sequences vLLM itself stops at: ``until``, or with a thinking marker only the EOS
+    text among them. lm-eval's ``VLLM`` (0.4.13) then cuts the task's stop sequences after the
+    thinking part (``postprocess_generated_text``), because they often occur inside it; evalflow's
+    filters stage makes that cut, on the raw generation :func:`answer` keeps."""
+    return [s for s in until if s == eos] if think_end_token else list(until)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """vLLM's first completion of one prompt: its text, ``finish_reason`` and ``stop_reason``, and
+    the tokens of the prompt (as the engine saw it) and of the completion (EOS or stop tokens included)."""
+
+    text: str
+    finish_reason: str | None
+    stop_reason: int | str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def stop_reason(done: Completion, eos: str | None, eos_ids: Collection[int], stop_token_ids: Collection[int]) -> str:
+    """evalflow's stop reason for vLLM's: ``length`` for ``length``; for ``stop``, ``eos`` when no
+    stop sequence ended it (``stop_reason`` None), or the one that did is the EOS text (lm-eval
+    adds it to the stops) or an EOS id (the model's generation config's join ``stop_token_ids``),
+    else ``stop``; ``error`` for any other (an aborted request)."""
+    if done.finish_reason == "length":
+        return "length"
+    if done.finish_reason != "stop":
+        return "error"
+    reason = done.stop_reason
+    if reason is None or (isinstance(reason, str) and reason == eos):
+        return "eos"
+    if isinstance(reason, str):
+        return "stop"
+    return "stop" if reason in stop_token_ids and reason not in eos_ids else "eos"
+
+
+def answer(
+    done: Completion,
+    until: Sequence[str],
+    think_end_token: str | None,
+    eos: str | None,
+    eos_ids: Collection[int],
+    stop_token_ids: Collection[int],
+) -> Generation:
+    """One generation's answer and how it ended: the text cut at the first of ``until`` (lm-eval's
+    post-hoc cut of what vLLM's stop check missed); with a thinking marker the raw text, which
+    vLLM stopped at EOS only (:func:`engine_stops`)."""
+    text = done.text if think_end_token else strip_at_stops(done.text, list(until))
+    reason = stop_reason(done, eos, eos_ids, stop_token_ids)
+    return Generation(text, Finish(reason, done.prompt_tokens, done.completion_tokens))
 
 
 def parse_truncation_side(side: object) -> str:

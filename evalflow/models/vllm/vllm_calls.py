@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from evalflow.errors import ModelError
-from evalflow.models.vllm.request_rules import Logprobs
+from evalflow.models.vllm.request_rules import Completion, Logprobs
 
 
 def require_vllm() -> None:
@@ -160,31 +160,42 @@ def _as_dicts(positions: Sequence[Mapping[int, Any] | None]) -> Logprobs:
     ]
 
 
-def generate(llm: Any, prompts: Sequence[Sequence[int]], params: Sequence[Mapping[str, Any]], lora: Any) -> list[str]:
-    """The first completion's text per prompt, each with its own ``SamplingParams(**params[i])``."""
+def generate(
+    llm: Any, prompts: Sequence[Sequence[int]], params: Sequence[Mapping[str, Any]], lora: Any
+) -> list[Completion]:
+    """The first completion per prompt, each with its own ``SamplingParams(**params[i])``."""
     from vllm import TokensPrompt
 
-    return _generate_texts(llm, [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, lora)
+    return _completions(llm, [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, lora)
 
 
 def generate_with_images(
     llm: Any, prompts: Sequence[tuple[str, Sequence[Any]]], params: Sequence[Mapping[str, Any]], lora: Any
-) -> list[str]:
+) -> list[Completion]:
     """As :func:`generate`, for (text, images) prompts: lm-eval's ``VLLM_VLM`` hands vLLM
     ``TextPrompt(prompt=text, multi_modal_data={"image": images})``, the text tokenized by vLLM and
     each image placed by the model's multimodal processor."""
     from vllm import TextPrompt
 
     inputs = [TextPrompt(prompt=text, multi_modal_data={"image": list(images)}) for text, images in prompts]
-    return _generate_texts(llm, inputs, params, lora)
+    return _completions(llm, inputs, params, lora)
 
 
-def _generate_texts(llm: Any, inputs: Sequence[Any], params: Sequence[Mapping[str, Any]], lora: Any) -> list[str]:
+def _completions(llm: Any, inputs: Sequence[Any], params: Sequence[Mapping[str, Any]], lora: Any) -> list[Completion]:
     from vllm import SamplingParams
 
     sampling = [_sampling_params(SamplingParams, p) for p in params]
     outputs = llm.generate(list(inputs), sampling_params=sampling, use_tqdm=False, lora_request=lora)
-    return [out.outputs[0].text for out in outputs]
+    return [
+        Completion(
+            out.outputs[0].text,
+            out.outputs[0].finish_reason,
+            out.outputs[0].stop_reason,
+            len(out.prompt_token_ids or ()),
+            len(out.outputs[0].token_ids),
+        )
+        for out in outputs
+    ]
 
 
 def _sampling_params(cls: Any, kwargs: Mapping[str, Any]) -> Any:

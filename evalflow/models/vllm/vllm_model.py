@@ -20,7 +20,11 @@ Deviations from lm-eval, none changing a greedy answer:
   worker_resources='{num_gpus: TP}'``) give data parallelism with an engine per replica kept for
   the whole run, where lm-eval's builds a fresh ``LLM`` in a Ray task for every call;
 - a request lm-eval would score as nothing (an empty continuation) or crash on is refused with a
-  message naming it.
+  message naming it;
+- with the run's ``think_end_token`` (lm-eval's model argument) vLLM stops at EOS only, as
+  lm-eval's does, and the raw generation is the cached answer: the filters stage cuts the thinking
+  part and then the task's stop sequences (lm-eval does both in ``generate_until``; the scored
+  answer is the same).
 
 This module imports neither torch nor vllm: a fully cached run imports it only for :meth:`identity`.
 """
@@ -32,10 +36,10 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import Any, ClassVar
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf.identity import folder_fingerprint, library_versions, tokenizer_identity, weights_identity
-from evalflow.models.lmeval_tokens import check_pair, encode_pair, rolling_windows, strip_at_stops
+from evalflow.models.lmeval_tokens import check_pair, encode_pair, rolling_windows
 from evalflow.models.protocol import LanguageModel
 from evalflow.models.vllm import request_rules as rules
 
@@ -66,6 +70,7 @@ SPEED_ONLY = frozenset(
 class VLLMModel(LanguageModel):
     """A ``vllm.LLM`` answering lm-eval's three request types."""
 
+    RUN_SETTINGS: ClassVar[tuple[str, ...]] = ("think_end_token",)  # it changes what vLLM stops at
     CODE: ClassVar[tuple[str, ...]] = (
         "evalflow.models.vllm.request_rules",
         "evalflow.models.vllm.vllm_calls",
@@ -97,8 +102,10 @@ class VLLMModel(LanguageModel):
         lora_local_path: str | None = None,
         max_lora_rank: int = 16,
         truncation_side: str = "left",
+        think_end_token: str | None = None,
         **engine_args: Any,
     ) -> None:
+        self.think_end_token = think_end_token
         self.truncation_side = rules.parse_truncation_side(truncation_side)
         window = _window(max_length, max_model_len)
         _refuse_data_parallel(data_parallel_size, tensor_parallel_size)
@@ -144,7 +151,8 @@ class VLLMModel(LanguageModel):
         adapter's contents, ``dtype``, ``quantization``, the context window, ``add_bos_token``,
         ``prefix_token_id``, ``max_gen_toks``, ``truncation_side``, ``enforce_eager`` (CUDA graphs
         and torch.compile change float summation order), every engine argument not in
-        :data:`SPEED_ONLY`, and the vllm, torch, transformers and tokenizers versions. Not in it:
+        :data:`SPEED_ONLY`, the run's ``think_end_token`` when set (vLLM then stops at EOS only),
+        and the vllm, torch, transformers and tokenizers versions. Not in it:
         :data:`SPEED_ONLY` (memory, batching, parallelism) and ``seed`` (a sampled request carries
         its own seed; greedy requests use none).
         """
@@ -176,6 +184,7 @@ class VLLMModel(LanguageModel):
             "enforce_eager": bool(config.get("enforce_eager", False)),
             "engine_args": dict(sorted(extra.items())),
             "libraries": _library_versions(),
+            **({"think_end_token": config["think_end_token"]} if config.get("think_end_token") else {}),
         }
 
     def describe(self) -> dict[str, Any]:
@@ -279,8 +288,8 @@ class VLLMModel(LanguageModel):
             kwargs["seed"] = request.sample_seed()
         return kwargs, until, max_gen_toks
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
-        """Generated text per request, cut at the first stop sequence (``until`` and EOS)."""
+    def generate_until(self, requests: Sequence[Request]) -> list[Generation]:
+        """Generated text per request, cut at the first stop sequence (``until`` and EOS), and how it ended."""
         from evalflow.models.vllm import vllm_calls as engine
 
         prompts, params, stops = [], [], []
@@ -296,7 +305,13 @@ class VLLMModel(LanguageModel):
                     "nothing to continue; give it a prompt."
                 )
             prompts.append(tokens)
-            params.append({"max_tokens": max_gen_toks, "stop": until, **kwargs})
+            params.append(
+                {
+                    "max_tokens": max_gen_toks,
+                    "stop": rules.engine_stops(until, self.eos, self.think_end_token),
+                    **kwargs,
+                }
+            )
             stops.append(until)
         order = rules.longest_first(prompts)
         found = (
@@ -304,7 +319,17 @@ class VLLMModel(LanguageModel):
             if prompts
             else []
         )
-        return [strip_at_stops(text, until) for text, until in zip(rules.restore_order(order, found), stops)]
+        return self.answers(rules.restore_order(order, found), stops, params)
+
+    def answers(
+        self, found: Sequence[rules.Completion], stops: Sequence[list[str]], params: Sequence[dict[str, Any]]
+    ) -> list[Generation]:
+        """Each completion as its answer (:func:`request_rules.answer`), in request order."""
+        eos_ids = {self.tokenizer.eos_token_id} - {None}
+        return [
+            rules.answer(done, until, self.think_end_token, self.eos, eos_ids, p.get("stop_token_ids") or ())
+            for done, until, p in zip(found, stops, params, strict=True)
+        ]
 
 
 @functools.lru_cache(maxsize=4)

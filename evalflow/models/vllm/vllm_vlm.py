@@ -31,10 +31,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.errors import ConfigError
 from evalflow.models.hf.vlm.prompts import DEFAULT_IMAGE_PLACEHOLDER, render_prompt, resize
-from evalflow.models.lmeval_tokens import strip_at_stops
 from evalflow.models.vllm import request_rules as rules
 from evalflow.models.vllm.vllm_model import VLLMModel
 
@@ -48,6 +47,8 @@ class VLLMVisionModel(VLLMModel):
 
     CODE: ClassVar[tuple[str, ...]] = (*VLLMModel.CODE, "evalflow.models.hf.vlm.prompts")
     CHAT_MESSAGES: ClassVar[bool] = True  # chat prompts arrive as messages: <image> becomes an image part
+    RUN_SETTINGS: ClassVar[tuple[str, ...]] = ()  # think_end_token: lm-eval's VLLM_VLM never reads it
+    think_end_token = None  # so vLLM stops at the task's stop sequences, as VLLM_VLM's does
     MULTIMODAL: ClassVar[tuple[str, ...]] = ("generate_until",)
 
     def __init__(
@@ -98,12 +99,12 @@ class VLLMVisionModel(VLLMModel):
     def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
         return super().loglikelihood_rolling(self._rendered(requests))
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+    def generate_until(self, requests: Sequence[Request]) -> list[Generation]:
         """Requests with images through :func:`vllm_calls.generate_with_images`, the rest through
         ``model=vllm``'s generation (lm-eval's fallback for text-only requests)."""
         rendered = self._rendered(requests)
         visual = [i for i, r in enumerate(rendered) if has_images(r)]
-        out: list[str] = [""] * len(rendered)
+        out: list[Generation] = [Generation("")] * len(rendered)
         plain = [i for i in range(len(rendered)) if i not in set(visual)]
         if plain:
             for i, text in zip(plain, super().generate_until([rendered[i] for i in plain]), strict=True):
@@ -113,7 +114,7 @@ class VLLMVisionModel(VLLMModel):
                 out[i] = text
         return out
 
-    def _generate_with_images(self, requests: Sequence[Request]) -> list[str]:
+    def _generate_with_images(self, requests: Sequence[Request]) -> list[Generation]:
         from evalflow.models.vllm import vllm_calls as engine
 
         prompts, params, stops = [], [], []
@@ -126,7 +127,7 @@ class VLLMVisionModel(VLLMModel):
         found = engine.generate_with_images(
             self.llm, [prompts[i] for i in order], [params[i] for i in order], self.lora
         )
-        return [strip_at_stops(text, until) for text, until in zip(rules.restore_order(order, found), stops)]
+        return self.answers(rules.restore_order(order, found), stops, params)
 
 
 def has_images(request: Request) -> bool:

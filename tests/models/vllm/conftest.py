@@ -43,8 +43,14 @@ def vllm_run(library: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
 
 
 @pytest.fixture(scope="session")
-def hf_samples(library: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
-    """The same tasks through evalflow's hf backend, lm-eval's reference engine, on the GGUF's weights."""
+def hf_samples(hf_run: Path) -> dict[str, list[dict[str, Any]]]:
+    return samples(hf_run)
+
+
+@pytest.fixture(scope="session")
+def hf_run(library: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same tasks through evalflow's hf backend, lm-eval's reference engine, on the GGUF's
+    weights: the run's folder (its cache in ``cache/``)."""
     from evalflow import evaluate
     from evalflow.config.smollm2 import SMOLLM2_GGUF, smollm2_dir
 
@@ -68,7 +74,7 @@ def hf_samples(library: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
         bootstrap_iters=0,
         batch_size=8,
     )
-    return samples(out)
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from evalflow.models.lmeval_tokens import strip_at_stops
 from tests.support import vllm_side
-from tests.support.vllm_runs import LOGPROB_TOLERANCE, run_args, samples
+from tests.support.vllm_runs import LOGPROB_TOLERANCE, cached_generations, run_args, samples
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 
@@ -38,6 +39,36 @@ def test_greedy_generations_equal_the_hf_backends(vllm_run: dict[str, Any], hf_s
     v_texts = [s["resps"][0][0] for s in vllm_run["samples"]["toy_gen"]]
     h_texts = [s["resps"][0][0] for s in hf_samples["toy_gen"]]
     assert v_texts == h_texts and any(t.strip() for t in v_texts)
+
+
+def test_generations_end_and_count_tokens_as_the_hf_backends_do(vllm_run: dict[str, Any], hf_run: Path) -> None:
+    """vLLM's finish_reason and stop_reason, and its token counts, give each cached answer the
+    Finish the hf backend reads back from its tokens for the same generation."""
+    ours = sorted(cached_generations(vllm_run["root"] / "cache"), key=repr)
+    theirs = sorted(cached_generations(hf_run / "cache"), key=repr)
+    assert len(ours) == 8 and ours == theirs
+    reasons = {g.finish.stop_reason for g in ours}
+    assert reasons <= {"stop", "eos", "length"} and len(reasons) > 1, reasons
+    assert all(g.finish.completion_tokens <= 48 for g in ours)  # SHARED_KEYS' max_gen_toks
+
+
+def test_a_thinking_marker_lets_vllm_generate_past_the_tasks_stops(vllm_run: dict[str, Any], library: Path) -> None:
+    """lm-eval 0.4.13's VLLM with think_end_token hands vLLM the EOS text alone as its stop; the
+    task's stops are cut after the thinking part. So the cached raw generation runs on past them
+    (a second engine: the marker changes what vLLM generates), is the plain run's answer once cut
+    at them, and ends at EOS or the token budget, never at a stop sequence."""
+    root = vllm_run["root"]
+    args = [a for a in run_args(vllm_run["folder"], library, root / "think-cache", root / "think") if "task=" not in a]
+    done = vllm_side.run_evalflow([*args, "task=toy_gen", "think_end_token='</think>'"], cwd=root)
+    assert done.returncode == 0, done.stderr[-4000:]
+    thinking = samples(root / "think", ["toy_gen"])["toy_gen"]
+    until = ["\n\n", "Question:"]  # toy_gen's
+    raw = [s["resps"][0][0] for s in thinking]
+    plain = [s["resps"][0][0] for s in vllm_run["samples"]["toy_gen"]]
+    assert [strip_at_stops(text, until) for text in raw] == plain
+    assert any(len(r) > len(p) for r, p in zip(raw, plain))  # generated on past a stop sequence
+    finishes = [g.finish for g in cached_generations(root / "think-cache")]
+    assert len(finishes) == 8 and {f.stop_reason for f in finishes} <= {"eos", "length"}
 
 
 def test_the_run_records_vllm_and_its_identity(vllm_run: dict[str, Any]) -> None:

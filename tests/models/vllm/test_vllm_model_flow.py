@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from evalflow.core.records import Request
+from evalflow.core.records import Finish, Generation, Request
 from evalflow.errors import ModelError
 from evalflow.models.vllm import vllm_calls as engine
+from evalflow.models.vllm.request_rules import Completion
 from evalflow.models.vllm.vllm_model import VLLMModel
 
 
@@ -46,14 +47,14 @@ def model(monkeypatch: pytest.MonkeyPatch) -> tuple[VLLMModel, list[tuple[str, A
 
     def generate(llm, prompts, params, lora):
         calls.append(("generate", (list(map(list, prompts)), list(params))))
-        return ["4\n\nQuestion: more" for _ in prompts]
+        return [Completion("4\n\nQuestion: more", "stop", "\n\n", len(p), 5) for p in prompts]
 
     monkeypatch.setattr(engine, "logprobs", logprobs)
     monkeypatch.setattr(engine, "generate", generate)
     m = object.__new__(VLLMModel)
     m.llm, m.tokenizer, m.lora = None, WordTokenizer(), None
     m.add_bos_token, m.custom_prefix_token_id, m.max_gen_toks, m.max_length = None, None, 16, 32
-    m.truncation_side, m.next_token_scoring = "left", True
+    m.truncation_side, m.next_token_scoring, m.think_end_token = "left", True, None
     return m, calls
 
 
@@ -98,9 +99,10 @@ def test_generation_kwargs_stops_and_per_request_seeds(model) -> None:
         Request("generate_until", ("2+2=", sampled), repeat=0, seed=7),
         Request("generate_until", ("2+2=", sampled), repeat=1, seed=7),
     ]
-    texts = m.generate_until(requests)
+    answers = m.generate_until(requests)
     ((_name, (prompts, params)),) = calls
-    assert texts == ["4", "4", "4"]  # cut at the first stop sequence again
+    assert [a.text for a in answers] == ["4", "4", "4"]  # cut at the first stop sequence again
+    assert {a.finish for a in answers} == {Finish("stop", 5, 5)}
     assert prompts == [[1, 50, 43, 50, 61]] * 3
     assert params[0] == {
         "max_tokens": 16,
@@ -134,3 +136,79 @@ def test_a_lora_run_reads_every_continuation_token_as_a_next_token(model) -> Non
     answers = m.loglikelihood([Request("loglikelihood", ("a", "bc"))])
     assert calls[0][1:] == ([[1, 97, 98], [1, 97]], [[99], [98]])  # "b" after BOS a, "c" after BOS a b
     assert answers == [(-0.5, True)]
+
+
+@pytest.mark.parametrize(
+    ("finish_reason", "stop_reason", "expected"),
+    [
+        ("length", None, "length"),
+        ("stop", None, "eos"),  # the EOS token
+        ("stop", "\n\n", "stop"),  # a stop sequence
+        ("stop", "</s>", "eos"),  # the EOS text lm-eval adds to the stops, spelled by ordinary tokens
+        ("stop", 2, "eos"),  # an EOS id
+        ("stop", 7, "eos"),  # an id vLLM stops at unasked: the model's generation config's other EOS
+        ("stop", 9, "stop"),  # an id the request's stop_token_ids asked for
+        ("abort", None, "error"),
+    ],
+)
+def test_vllms_finish_and_stop_reason_become_the_answers_stop_reason(
+    model, monkeypatch: pytest.MonkeyPatch, finish_reason: str, stop_reason: Any, expected: str
+) -> None:
+    m, _ = model
+    done = Completion("4\n\nQuestion: more", finish_reason, stop_reason, 5, 7)
+    monkeypatch.setattr(engine, "generate", lambda llm, prompts, params, lora: [done for _ in prompts])
+    kwargs = {"until": ["\n\n"], "do_sample": False, "stop_token_ids": [9]}
+    (answer,) = m.generate_until([Request("generate_until", ("2+2=", kwargs))])
+    assert answer == Generation("4", Finish(expected, 5, 7))
+
+
+def test_a_thinking_marker_sends_only_eos_to_vllm_and_keeps_the_raw_generation(model) -> None:
+    """lm-eval 0.4.13's VLLM with think_end_token: the task's stops never reach vLLM (they often
+    occur inside the thinking), and they are cut after the thinking part (the filters stage here)."""
+    from evalflow.stages.filters import without_thinking
+
+    m, calls = model
+    m.think_end_token = "</think>"
+    until = ["\n\n", "Question:"]
+    (answer,) = m.generate_until([Request("generate_until", ("2+2=", {"until": until, "do_sample": False}))])
+    ((_name, (_prompts, params)),) = calls
+    assert params[0]["stop"] == ["</s>"]
+    assert answer.text == "4\n\nQuestion: more"  # raw: the thinking part, were there one, is still in it
+    assert without_thinking(answer.text, "</think>", until) == "4"
+
+
+def test_think_end_token_joins_the_identity_only_when_set(tmp_path) -> None:
+    from evalflow.models.registry import model_identity
+
+    (tmp_path / "config.json").write_text("{}")
+    config = {"type": "vllm", "pretrained": str(tmp_path)}
+    plain = model_identity(config)
+    assert model_identity(config, {"think_end_token": None, "batch_size": 8}) == plain
+    thinking = model_identity(config, {"think_end_token": "</think>"})
+    assert thinking != plain and thinking["think_end_token"] == "</think>"
+    hf = {"type": "hf", "pretrained": str(tmp_path)}
+    assert model_identity(hf, {"think_end_token": "</think>"}) == model_identity(hf)  # HF's answers do not change
+
+
+def test_the_runs_think_end_token_reaches_the_scored_vllm_model_and_no_judge(tmp_path) -> None:
+    """The scored model's answers are cut at the marker, so vLLM stops at EOS only for them and
+    their key says so; a vllm judge's answers are read whole: it stops at its stops, keyed as before."""
+    from evalflow.cache.store import CacheStore
+    from evalflow.config.compose import compose_config
+    from evalflow.config.settings import settings_from_config
+    from evalflow.run.parts import config_arguments, config_edge
+
+    (tmp_path / "config.json").write_text("{}")
+    words = ["model=vllm", f"model.pretrained={tmp_path}", "think_end_token='</think>'"]
+    settings = settings_from_config(compose_config(words))
+    store = CacheStore(tmp_path / "cache")
+    try:
+        scored, judge = (
+            config_edge(settings.model, settings, store),
+            config_edge(settings.model, settings, store, judge=True),
+        )
+    finally:
+        store.close()
+    assert scored.identity_data["think_end_token"] == "</think>" and "think_end_token" not in judge.identity_data
+    assert config_arguments(settings.model, settings)["think_end_token"] == "</think>"
+    assert config_arguments(settings.model, settings, judge=True)["think_end_token"] is None

@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from evalflow.core.records import Request
+from evalflow.core.records import Finish, Generation, Request
 from evalflow.errors import ConfigError
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
 from evalflow.models import modality
 from evalflow.models.registry import model_class, model_identity
 from evalflow.models.vllm import vllm_vlm
+from evalflow.models.vllm.request_rules import Completion
 from evalflow.models.vllm.vllm_vlm import VLLMVisionModel, image_limit, image_prompt, longest_text_first
 
 PIL = pytest.importorskip("PIL.Image")
@@ -153,11 +154,11 @@ def calls(monkeypatch):
 
     def with_images(llm, prompts, params, lora):
         seen["images"] = (prompts, params)
-        return [f"out{i} STOP more" for i in range(len(prompts))]
+        return [Completion(f"out{i} STOP more", "stop", "STOP", 9, 3) for i in range(len(prompts))]
 
     def text_only(llm, prompts, params, lora):
         seen["text"] = (prompts, params)
-        return ["plain" for _ in prompts]
+        return [Completion("plain", "stop", None, len(p), 2) for p in prompts]
 
     monkeypatch.setattr(vllm_calls, "generate_with_images", with_images)
     monkeypatch.setattr(vllm_calls, "generate", text_only)
@@ -175,7 +176,10 @@ def test_plain_prompts_keep_max_images_placeholders_and_their_images(calls):
     answers = model.generate_until(
         [gen("<image>a<image>b", [red, blue], max_gen_toks=5, do_sample=False), gen("plain text", None)]
     )
-    assert answers == ["out0 ", "plain"]  # cut at the stop, as lm-eval's (vLLM's stop) is
+    assert answers == [  # cut at the stop, as lm-eval's (vLLM's stop) is
+        Generation("out0 ", Finish("stop", 9, 3)),
+        Generation("plain", Finish("eos", 10, 2)),
+    ]
     (prompts, params) = calls["images"]
     assert prompts == [("<image>ab", [red])]
     assert params == [

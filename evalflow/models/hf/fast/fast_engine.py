@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.models.hf.engine import Paths
 from evalflow.models.hf.fast import probes
 from evalflow.models.hf.fast.prefix import PrefixMemo
@@ -53,7 +53,7 @@ class FastEngine:
 
     def generate_parts(
         self, setup: GenerationSetup, chunks: Iterable[Sequence[Request]]
-    ) -> Iterator[tuple[int, dict[int, str]]]:
+    ) -> Iterator[tuple[int, dict[int, Generation]]]:
         """Greedy generation in one decode loop fed chunk after chunk (``stream``)."""
         from evalflow.models.hf.fast import stream
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from evalflow.core.records import Request
 from evalflow.models.hf.fast.prefix import PrefixMemo, common_prefix_len, plan_families
-from evalflow.models.hf.generate import Answers, GenerationSetup, Group, final_text, generate_batches
+from evalflow.models.hf.generate import Answers, GenerationSetup, Group, final_answer, generate_batches
 from evalflow.models.lmeval_tokens import hf_generate_kwargs
 
 
@@ -44,7 +44,7 @@ class FastGeneration:
     decode_slots_for: Callable[[int], int]  # sequence length -> rows per continuous-batching step
 
     def answer_group(self, setup: GenerationSetup, requests: Sequence[Request], group: Group) -> Answers:
-        """The group's texts: greedy in the decode loop, else lm-eval's batches after a shared prefix."""
+        """The group's answers: greedy in the decode loop, else lm-eval's batches after a shared prefix."""
         if self.greedy(group):
             return self._continuous(setup, group)
         if not self.share_prefixes:
@@ -86,7 +86,7 @@ class FastGeneration:
                 self.draft_tokens,
                 self.native_attention,
             )
-        return [(i, final_text(setup, toks, group.until)) for i, toks in enumerate(new_tokens)]
+        return [(i, final_answer(setup, toks, group.until, len(group.encoded[i]))) for i, toks in enumerate(new_tokens)]
 
     def decode_jobs(self, setup: GenerationSetup, encoded: list[list[int]]) -> list[Any]:
         """A ``decode.Job`` per context: its tokens and the memoized key/values of its family's prefix."""

@@ -7,8 +7,8 @@ loses at most the rows in flight. Generation chunks are small (a chunk is sized 
 documents at 8 slots ran as two loops each draining from 8 rows to 1. Here the loop asks for the
 next chunk as soon as a row frees and no request waits
 (:func:`evalflow.models.hf.fast.decode.greedy_stream`), so the slots stay full from the run's first
-request to its last, and each row's text is handed back the moment it stops, as
-``(chunk number, {request index: text})``.
+request to its last, and each row's answer is handed back the moment it stops, as
+``(chunk number, {request index: answer})``.
 
 Each chunk is prepared exactly as :func:`generate.generate_until` prepares it alone (lm-eval's order
 and truncation; the fast engine's family prefixes planned over the chunk and their memoized
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.models.hf import generate
 from evalflow.models.hf.fast.shared_generation import FastGeneration, eos_ids
 
@@ -50,8 +50,8 @@ class Lane:
 
 def generate_parts(
     setup: generate.GenerationSetup, fast: FastGeneration, chunks: Iterable[Sequence[Request]]
-) -> Iterator[tuple[int, dict[int, str]]]:
-    """``(n, {i: text})`` for request ``i`` of the ``n``-th list of ``chunks``: a row of the decode
+) -> Iterator[tuple[int, dict[int, Generation]]]:
+    """``(n, {i: answer})`` for request ``i`` of the ``n``-th list of ``chunks``: a row of the decode
     loop as soon as it stops; a chunk that cannot join the loop whole, once it is answered
     (``setup.answer_group`` being ``fast.answer_group``)."""
     source: Source = enumerate(chunks)
@@ -99,10 +99,11 @@ class _Run:
         self.setup, self.fast, self.first, self.source = setup, fast, first, source
         self.held: Lane | tuple[int, Sequence[Request]] | None = None
         self.owner: list[tuple[int, int]] = []  # per job: (chunk number, request index)
+        self.prompt_tokens: list[int] = []  # per job: its context's length
         self.left: dict[int, int] = {}
         self.exhausted = False
 
-    def answers(self) -> Iterator[tuple[int, dict[int, str]]]:
+    def answers(self) -> Iterator[tuple[int, dict[int, Generation]]]:
         from evalflow.models.hf.fast import decode
 
         setup, fast, first = self.setup, self.fast, self.first
@@ -125,12 +126,13 @@ class _Run:
             self.left[n] -= 1
             if not self.left[n]:
                 del self.left[n]
-            yield n, {i: generate.final_text(setup, tokens, first.until)}
+            yield n, {i: generate.final_answer(setup, tokens, first.until, self.prompt_tokens[j])}
         if self.left:
             raise RuntimeError("HFModel lost a request while batching; please report this bug")
 
     def _add(self, lane: Lane) -> None:
         self.owner.extend((lane.n, i) for i in lane.order)
+        self.prompt_tokens.extend(len(job.context) for job in lane.jobs)
         self.left[lane.n] = lane.size
 
     def _more(self, fits: Callable[[Any], bool]) -> list[Any]:

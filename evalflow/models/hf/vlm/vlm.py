@@ -31,7 +31,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf.device import choose, parse_device
 from evalflow.models.hf.identity import IDENTITY_VERSION, library_versions, tokenizer_identity, weights_identity
@@ -76,6 +76,7 @@ class HFMultimodalModel(LanguageModel):
         "evalflow.models.hf.adapters",
         "evalflow.models.hf.identity",
         "evalflow.models.hf.torch_ops",
+        "evalflow.models.hf.finish",
         "evalflow.models.hf.batching",
         "evalflow.models.lmeval_tokens",
     )
@@ -200,7 +201,7 @@ class HFMultimodalModel(LanguageModel):
     def loglikelihood_rolling(self, requests: Sequence[Request]) -> list[float]:
         raise ModelError(_REFUSAL.format(rtype="loglikelihood_rolling"))
 
-    def generate_until(self, requests: Sequence[Request]) -> list[str]:
+    def generate_until(self, requests: Sequence[Request]) -> list[Generation]:
         from evalflow.models.hf.vlm import vlm_passes
 
         for r in requests:

@@ -14,9 +14,10 @@ from typing import Any
 import torch
 import transformers
 
-from evalflow.core.records import Request
+from evalflow.core.records import Generation, Request
 from evalflow.errors import ConfigError
 from evalflow.models.hf import load
+from evalflow.models.hf.finish import eos_token_ids, generation_finish
 from evalflow.models.hf.lmeval_args import PLAIN, LoadArgs
 from evalflow.models.hf.load import configure_pad_token, torch_dtype_of
 from evalflow.models.hf.torch_ops import StopOnSequence
@@ -88,7 +89,7 @@ def load_vlm(
     return VLMParts(model, processor, tokenizer, dev, window)
 
 
-def generate_until(vlm: Any, requests: Sequence[Request]) -> list[str]:
+def generate_until(vlm: Any, requests: Sequence[Request]) -> list[Generation]:
     """HFMultimodalLM.generate_until: group by kwargs, longest context first, batches of ``batch_size``."""
     tok = vlm.parts.tokenizer
     prefix = prefix_token(tok, vlm.custom_prefix_token_id)  # lm-eval's sort key: HFLM.tok_encode
@@ -99,16 +100,16 @@ def generate_until(vlm: Any, requests: Sequence[Request]) -> list[str]:
     groups: dict[str, list[int]] = {}
     for i in order:
         groups.setdefault(repr(sorted(dict(requests[i].args[1]).items())), []).append(i)
-    out: list[str] = [""] * len(requests)
+    out: list[Generation] = [Generation("")] * len(requests)
     for members in groups.values():
         for start in range(0, len(members), vlm.batch_size):
             batch = members[start : start + vlm.batch_size]
-            for i, text in zip(batch, _generate_batch(vlm, [requests[i] for i in batch])):
-                out[i] = text
+            for i, answer in zip(batch, _generate_batch(vlm, [requests[i] for i in batch])):
+                out[i] = answer
     return out
 
 
-def _generate_batch(vlm: Any, batch: list[Request]) -> list[str]:
+def _generate_batch(vlm: Any, batch: list[Request]) -> list[Generation]:
     parts: VLMParts = vlm.parts
     tok = parts.tokenizer
     kwargs = copy.deepcopy(_plain(dict(batch[0].args[1])))
@@ -122,11 +123,18 @@ def _generate_batch(vlm: Any, batch: list[Request]) -> list[str]:
     inputs = _encode(parts, contexts, images, parts.max_length - max_gen_toks, vlm.truncation)
     width = inputs["input_ids"].shape[1]
     kwargs.setdefault("max_length", width + max_gen_toks)
+    prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()  # the tokens each row saw, padding left out
     generated = _model_generate(parts, inputs, until, kwargs)
-    texts = []
-    for row in generated.tolist():
-        texts.append(strip_at_stops(tok.decode(row[width:], skip_special_tokens=True), until))
-    return texts
+    eos_ids = eos_token_ids(parts.model, tok)
+
+    def decode(ids: list[int]) -> str:
+        return str(tok.decode(ids, skip_special_tokens=False))
+
+    answers = []
+    for row, seen in zip(generated.tolist(), prompt_tokens):
+        text = strip_at_stops(tok.decode(row[width:], skip_special_tokens=True), until)
+        answers.append(Generation(text, generation_finish(row[width:], int(seen), until, eos_ids, eos, decode)))
+    return answers
 
 
 def _encode(parts: VLMParts, contexts: list[str], images: list[list[Any]], left_truncate: int, truncation: bool) -> Any:
