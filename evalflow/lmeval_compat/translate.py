@@ -203,7 +203,7 @@ OTHER_FLAGS = {
 # how an accepted flag's effect differs from lm-eval's (docs/lm-eval-surface.md's *differs* rows)
 FLAG_DIFFERENCES = {
     "batch_size": "`auto:N` is `auto` (evalflow sizes each request type anyway); not given, evalflow's "
-    "`auto` (lm-eval's 1); answers do not depend on it. With `auto`, results.json's `config.batch_sizes` is "
+    "`auto` (lm-eval's 1); answers do not depend on it. With `auto`, the results file's `config.batch_sizes` is "
     "`[]` and the table's header says `batch_size: auto` alone (lm-eval's HFLM lists the sizes it detected, "
     "e.g. `[64]`, which depend on the GPU's free memory, not on the run)",
     "device": "not given: `auto` (CUDA, else MPS, else the CPU; lm-eval's HFLM takes `cuda`); ignored for "

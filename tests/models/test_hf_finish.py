@@ -14,9 +14,9 @@ from evalflow.core.records import Finish, Generation
 from evalflow.models.hf import HFModel
 from evalflow.models.hf.finish import generation_finish
 from evalflow.stages.filters import without_thinking
-from tests.models.test_hf_generate import always_eos
 from tests.support import peer_hflm
 from tests.support.generation import gen
+from tests.support.tiny_models import always_eos
 
 CONTEXT = "The cat"
 EOS = 9

@@ -12,6 +12,7 @@ from evalflow.core.records import Request
 from evalflow.errors import ConfigError, ModelError
 from evalflow.models.hf import HFModel
 from tests.support.generation import gen, texts
+from tests.support.tiny_models import always_eos
 
 CONTEXTS = [
     "The cat",
@@ -160,15 +161,6 @@ def test_continuous_batching_stops_a_row_at_eos(tiny_nobos_dir, monkeypatch):
     (stops, new_tokens) = calls[0]
     assert stops == ["zzz", "</s>"]
     assert new_tokens[0] == [eos] and text == ""
-
-
-def always_eos(m: HFModel) -> int:
-    """Bias the model's head so that it always says EOS; returns the EOS id."""
-    eos = m.tokenizer.eos_token_id
-    bias = torch.zeros(m.model.lm_head.weight.shape[0])
-    bias[eos] = 1e4
-    m.model.lm_head.bias = torch.nn.Parameter(bias)
-    return int(eos)
 
 
 def test_sampling_is_seeded_per_request(model):

@@ -11,6 +11,7 @@ with like.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -90,3 +91,14 @@ def build_tiny_delta(base: Path, folder: Path, *, seed: int = 0, scale: float = 
             param.copy_(torch.randn_like(param) * scale)
     model.save_pretrained(folder)
     return folder
+
+
+def always_eos(m: Any) -> int:
+    """Bias an HF model's head so that it always says EOS; returns the EOS id."""
+    import torch
+
+    eos = m.tokenizer.eos_token_id
+    bias = torch.zeros(m.model.lm_head.weight.shape[0])
+    bias[eos] = 1e4
+    m.model.lm_head.bias = torch.nn.Parameter(bias)
+    return int(eos)
