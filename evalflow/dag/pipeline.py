@@ -226,6 +226,9 @@ OUTPUTS: tuple[Node, ...] = (
         run_settings=("think_end_token",),  # thinking_unclosed; never the truncation threshold
         identity={"components": _calls(aggregation_components)},
         upstream=("instances", "inference", "metrics", "aggregate"),
+        # a local model's tokenizer, for the thinking parts' tokens: named by the model's identity,
+        # which the inference key holds (output/thinking_tokens.py)
+        resources=("count_tokens",),
     ),
 )
 """What the run folder's writers read of a task, keyed as every stage is (its code and its upstream

@@ -359,7 +359,8 @@ def _call(
     for s in node.run_settings:
         available[s] = resources.get(s, settings[s])
     for r in node.resources:
-        available[r] = resources[r]
+        if r in resources:  # else the function's default (a run without it: a rescore, a check)
+            available[r] = resources[r]
     signature = inspect.signature(fn).parameters
     missing = [p for p in params if p not in available and signature[p].default is inspect.Parameter.empty]
     if missing:

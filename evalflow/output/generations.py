@@ -13,7 +13,8 @@ beside lm-eval's numbers (results.json's ``generations``, the manifest, the prin
   task's value of the same metrics over every document;
 - ``longest_finished_tokens``, ``max_gen_toks`` (the cap the truncated ones hit) and
   ``suggested_max_gen_toks`` (see :func:`suggested_cap`);
-- ``tokens``: prompt, completion and reasoning tokens summed over the generations that report them.
+- ``tokens``: prompt, completion and reasoning tokens summed over the generations that report them
+  (a local model's thinking part counted with its tokenizer: :mod:`evalflow.output.thinking_tokens`).
 
 It is an output node of the pipeline (``generations`` in :data:`evalflow.dag.pipeline.OUTPUTS`),
 keyed by the answers, the scores and the run's ``think_end_token``, never by the warning threshold:
@@ -22,12 +23,14 @@ changing the threshold re-runs nothing but the report.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalflow.core.records import STOP_REASONS, TRUNCATED, Finish, Instance, Responses, Scores, TaskResult
 from evalflow.core.tokens import token_totals
+from evalflow.output.thinking_tokens import CountTokens
 from evalflow.scoring.task_aggregation import aggregate_task
 from evalflow.taskspec.format.spec import TaskConfig
 
@@ -41,8 +44,11 @@ def generation_stats(
     scores: Scores,
     result: TaskResult,
     think_end_token: str | None = None,
+    count_tokens: CountTokens | None = None,
 ) -> dict[str, Any] | None:
-    """The node: the task's generation figures as plain data; None for a task without generations."""
+    """The node: the task's generation figures as plain data; None for a task without generations.
+    ``count_tokens``: the local model's tokenizer count (output/thinking_tokens.py), for the
+    thinking parts' tokens; None for a model that reports its own or none."""
     finishes = responses.finishes or (None,) * len(responses.values)
     ended = [
         (inst, str(text), finish if finish is not None else Finish())
@@ -51,6 +57,8 @@ def generation_stats(
     ]
     if not ended:
         return None
+    if think_end_token and count_tokens is not None:
+        ended = with_thinking_tokens(ended, think_end_token, count_tokens)
     reasons = [finish.stop_with(text, think_end_token) or UNKNOWN for _, text, finish in ended]
     truncated = [reason in TRUNCATED for reason in reasons]
     unfinished_docs = {inst.doc_id for (inst, _, _), cut in zip(ended, truncated) if cut}
@@ -76,6 +84,23 @@ def generation_stats(
         "suggested_max_gen_toks": suggested_cap(cap, longest) if any(truncated) else None,
         "tokens": token_totals([f for _, _, f in ended]),
     }
+
+
+def with_thinking_tokens(
+    ended: list[tuple[Instance, str, Finish]], marker: str, count_tokens: CountTokens
+) -> list[tuple[Instance, str, Finish]]:
+    """Each generation whose text holds the marker and whose backend counted no reasoning, with the
+    tokens of its thinking part (the text up to the last marker, the marker included) as its
+    ``reasoning_tokens``; the tokenizer is loaded only when some generation thought."""
+    at = [i for i, (_, text, f) in enumerate(ended) if marker in text and f.reasoning_tokens is None]
+    if not at:
+        return ended
+    counts = count_tokens([ended[i][1][: ended[i][1].rindex(marker) + len(marker)] for i in at])
+    out = list(ended)
+    for i, n in zip(at, counts):
+        inst, text, finish = out[i]
+        out[i] = (inst, text, dataclasses.replace(finish, reasoning_tokens=n))
+    return out
 
 
 def finished_score(task: TaskConfig, scores: Scores, unfinished_docs: set[int]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_sna
 from evalflow.output.run_info import object_model
 from evalflow.output.run_summary import cache_line
 from evalflow.output.summary import TaskSummary
+from evalflow.output.thinking_tokens import CountTokens, token_counter
 from evalflow.run.parts import check_selected, generation_seed, judge_edges, model_edge, select_tasks, task_rng
 from evalflow.run.reasoning import check_reasoning, template_args
 from evalflow.run.user_modules import import_user_modules
@@ -78,7 +79,8 @@ def run(
         judges = judge_edges(settings, store)
         try:
             rate_for(settings.prices, ran)  # a prices file without the run's model: refused before any model call
-            outputs, events, summaries = evaluate_tasks(selection, settings, store, edge, judges)
+            counter = token_counter(settings.model if model is None else None)
+            outputs, events, summaries = evaluate_tasks(selection, settings, store, edge, judges, counter)
         finally:
             edge.close()
             judges.close()
@@ -195,6 +197,7 @@ def evaluate_tasks(
     store: CacheStore,
     edge: CachedModel,
     judges: JudgeEdges,
+    count_tokens: CountTokens | None = None,
 ) -> tuple[dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]:
     """Every task through the DAG, the model's work pooled across tasks: each task's stages run
     up to inference; the requests of every task whose inference is a cache miss go to the model
@@ -212,7 +215,7 @@ def evaluate_tasks(
                 f"task '{task.task}' is loglikelihood_rolling and takes no few-shot examples; use num_fewshot=0"
             )
         log.info("task %s", task.task)
-        resources = {"model": edge, "judges": judge_resource, "images": edge.images}
+        resources = {"model": edge, "judges": judge_resource, "images": edge.images, "count_tokens": count_tokens}
         run = TaskRun(task, stage_settings, unread=unread_nodes(settings.recompute))
         # the first stage that calls a model, when it must: the scored model's requests are pooled
         # below, and a judge's are counted for this task when it advances again
