@@ -61,6 +61,19 @@ def has_preset(model_type: Any) -> bool:
     return (conf_dir() / "model" / f"{model_type}.yaml").is_file()
 
 
+def shell_quoted(override: str) -> str:
+    """``key=value`` as a shell word that reaches Hydra with the value quoted: the shell strips
+    ``key='</think>'``'s quotes, so the quoted value goes inside double quotes.
+
+    >>> print(shell_quoted("think_end_token=</think>"))
+    "think_end_token='</think>'"
+    """
+    key, sep, value = override.partition("=")
+    if not sep or (value[:1] in "'\"" and value[-1:] == value[:1] and len(value) > 1):
+        return f'"{override}"'
+    return f"\"{key}='{value}'\"" if "'" not in value else f"'{key}=\"{value}\"'"
+
+
 def hydra_paragraph(exc: Exception) -> str:
     """One paragraph for an error raised by Hydra's override parsing or config composition."""
     from hydra.errors import MissingConfigException, OverrideParseException
@@ -81,7 +94,8 @@ def hydra_paragraph(exc: Exception) -> str:
         why = str(exc).splitlines()[0]
         return (
             f"cannot parse the override '{exc.override}' ({why}). Write overrides as key=value; quote "
-            "values with brackets, commas or spaces (key='[a,b]'); see "
+            "values with brackets, commas, spaces or characters such as < > (key='[a,b]'), and keep "
+            f"the quotes from the shell: {shell_quoted(exc.override)}; see "
             "https://hydra.cc/docs/advanced/override_grammar/basic/"
         )
     if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key:

@@ -42,9 +42,11 @@ def run_tokens(generations: Mapping[str, Mapping[str, Any]], counts: InferenceCo
     inference edge's counts."""
     total = reduce(add_tokens, (stats["tokens"] for stats in generations.values()), token_totals(()))
     n_total = sum(stats["generations"] for stats in generations.values())
+    # no generation computed (a cached run): 0 of each kind the run reported, not "not reported"
+    computed = counts.computed_tokens if counts.computed_generations else less_tokens(total, total)
     return {
         "total": {**total, "generations": n_total},
-        "computed": {**counts.computed_tokens, "generations": counts.computed_generations},
+        "computed": {**computed, "generations": counts.computed_generations},
         "cached": {**less_tokens(total, counts.computed_tokens), "generations": n_total - counts.computed_generations},
     }
 

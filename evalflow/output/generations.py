@@ -77,8 +77,8 @@ def generation_stats(
         ),
         "docs": len(scores.doc_ids),
         "finished_docs": len(scores.doc_ids) - len(unfinished_docs & set(scores.doc_ids)),
-        "finished_score": (finished := finished_score(task, scores, unfinished_docs)),
-        "score": {key: result.metrics.get(key) for key in finished},  # the same metrics over every document
+        "finished_score": finished_score(task, scores, unfinished_docs),
+        "score": {key: v for key, v in result.metrics.items() if "_stderr," not in key},  # over every document
         "longest_finished_tokens": longest,
         "max_gen_toks": cap,
         "suggested_max_gen_toks": suggested_cap(cap, longest) if any(truncated) else None,

@@ -140,6 +140,10 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
     }
 
 
+# the top-level keys results.json holds beside lm-eval's (every other key is lm-eval's, as it writes it)
+EVALFLOW_KEYS: tuple[str, ...] = ("evalflow", "evalflow_version", "generations", "tokens", "cost")
+
+
 def task_generations(record: RunRecord) -> dict[str, Any]:
     """Each task's generation figures (the ``generations`` output node), for the tasks with generations."""
     stats = {task.task: record.outputs[task.task].get("generations") for task in record.selection.tasks}

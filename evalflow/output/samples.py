@@ -37,6 +37,9 @@ from typing import Any
 from evalflow.core.records import DocSet, Filtered, Finish, ImageRef, Instance, Responses, Scores
 from evalflow.output.samples_json import indented_doc_json, row_json
 
+# the keys a samples line holds beside lm-eval's (see above; every other key is lm-eval's)
+EVALFLOW_SAMPLE_KEYS: tuple[str, ...] = ("filtered_samples", "sample_metrics", "judge", "judge_unparsed", "finish")
+
 
 def samples_text(
     docs: DocSet,

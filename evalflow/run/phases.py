@@ -162,7 +162,7 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
     """The model's chat template and lm-eval's chat options, when prompts are chat-formatted."""
     if not settings.apply_chat_template:
         return None
-    from evalflow.taskspec.prompts.chat_templates import chat_template
+    from evalflow.taskspec.prompts.chat_templates import chat_template, unread_template_args
 
     cls = model_class(str(settings.model.get("type")))
     if feature(cls, "CHAT_MESSAGES"):  # a chat API: messages as JSON, the server's template
@@ -181,7 +181,18 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
             f"apply_chat_template=true but model {settings.model.get('pretrained', settings.model.get('type'))} "
             "has no chat template (none in its tokenizer config or GGUF metadata); run without it."
         )
-    kwargs = template_args(settings)  # chat_template_args, the run's reasoning_effort merged in
+    kwargs = template_args(settings) or {}  # chat_template_args, the run's reasoning_effort merged in
+    for key in unread_template_args(template, kwargs):
+        log.warning(
+            "%s=%r: model %s's chat template never reads '%s', so the prompts, and the answers, are what they "
+            "are without it (the answers come from the cache where they were computed before)",
+            "reasoning_effort"
+            if key == "reasoning_effort" and settings.reasoning_effort
+            else f"chat_template_args.{key}",
+            kwargs[key],
+            settings.model.get("pretrained", settings.model.get("type")),
+            key,
+        )
     args = {"template_args": kwargs} if kwargs else {}
     return {
         "template": template,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from evalflow.output.samples import EVALFLOW_SAMPLE_KEYS
 from tests.support.parity_harness import PEER_VENV, ROOT, SHARED
 from tests.support.parity_harness import missing as peer_missing
 from tests.support.peer_runs import peer_sh_args
@@ -68,6 +69,9 @@ def test_stdout_samples_types_config_and_seeded_fewshot_match_lm_eval(tmp_path: 
         if name.startswith("samples_"):
             a = [json.loads(line) for line in path.read_text().splitlines()]
             b = [json.loads(line) for line in ours_files[name].read_text().splitlines()]
+            b = [
+                {k: v for k, v in r.items() if k not in EVALFLOW_SAMPLE_KEYS} for r in b
+            ]  # evalflow's, beside lm-eval's
             assert [_types(r) for r in b] == [_types(r) for r in a], name
             assert [r["arguments"] for r in b] == [r["arguments"] for r in a], name  # the seeded few-shot contexts
         else:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from evalflow.output.results import EVALFLOW_KEYS
 from tests.support import served
 from tests.support.parity_harness import COMPARE
 from tests.support.parity_harness import missing as peer_missing
@@ -31,7 +32,7 @@ HF_RUNS = {
     "gsm8k 5-shot": ["--tasks", "gsm8k", "--num_fewshot", "5", "--limit", "5"],
     "mmlu_local group": ["--tasks", "mmlu_local", "--limit", "1"],
 }
-EVALFLOW_ONLY = {"/evalflow", "/evalflow_version"}  # and what lies under /evalflow
+EVALFLOW_ONLY = {f"/{key}" for key in EVALFLOW_KEYS}  # and what lies under them
 DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+")
 
 

@@ -23,7 +23,6 @@ from tests.support.thinking_budget import split_generation
 MARKER = "</think>"
 SCRIPTED = "tests.support.thinking:ScriptedThinker"
 SPLIT = "tests.support.thinking_budget:SplitThinker"
-NONE_COMPUTED = {"prompt": None, "completion": None, "reasoning": None, "counted": 0, "generations": 0}
 
 
 def run(toy_library: Path, tmp_path: Path, name: str, model: str = SCRIPTED, **settings: Any) -> dict[str, Any]:
@@ -90,7 +89,14 @@ def test_a_run_served_by_the_stage_cache_computed_nothing(toy_library: Path, tmp
     assert ScriptedThinker.calls == calls
     assert all(stage["hit"] for stage in manifest_of(tmp_path / "again")["stages"])
     total = first["tokens"]["total"]
-    assert again["tokens"] == {"total": total, "computed": NONE_COMPUTED, "cached": total}
+    # nothing computed: 0 of each kind the run reports (not null, which would read "not reported")
+    none_computed = {**{k: None if total[k] is None else 0 for k in ("prompt", "completion", "reasoning")}}
+    assert none_computed["prompt"] == 0 and none_computed["reasoning"] is None
+    assert again["tokens"] == {
+        "total": total,
+        "computed": {**none_computed, "counted": 0, "generations": 0},
+        "cached": total,
+    }
 
 
 def prices_file(tmp_path: Path, text: str) -> Path:

@@ -34,7 +34,8 @@ def expected_shapes() -> list[int]:
 def run(toy_library: Path, tmp_path: Path, name: str, **settings: Any) -> dict[str, Any]:
     kw: dict[str, Any] = dict(include_path=[str(toy_library)], cache_dir=str(tmp_path / "cache"), bootstrap_iters=0)
     model = {"type": "tests.support.thinking:ScriptedThinker"}
-    return evaluate("toy_gen", model, think_end_token=MARKER, output_dir=tmp_path / name, **{**kw, **settings})
+    kw["think_end_token"] = MARKER
+    return evaluate("toy_gen", model, output_dir=tmp_path / name, **{**kw, **settings})
 
 
 def test_stop_reasons_counted_and_the_finished_score_given_beside_the_score(toy_library: Path, tmp_path: Path) -> None:
@@ -65,6 +66,16 @@ def test_stop_reasons_counted_and_the_finished_score_given_beside_the_score(toy_
         "reasoning": None,
         "counted": 40,
     }
+
+
+def test_the_score_is_given_when_no_generation_finished(toy_library: Path, tmp_path: Path) -> None:
+    """A marker no generation writes: every one is thinking_unclosed, so no score over finished
+    documents exists (empty), but the score over every document is still given beside it."""
+    results = run(toy_library, tmp_path, "never", think_end_token="</never>")
+    stats = results["generations"]["toy_gen"]
+    assert stats["truncated"] == 40 and stats["finished_docs"] == 0
+    assert stats["finished_score"] == {}
+    assert stats["score"] == {"exact_match,get-answer": results["results"]["toy_gen"]["exact_match,get-answer"]}
 
 
 def _prompts(folder: Path) -> list[str]:

@@ -160,6 +160,10 @@ CASES: dict[str, Case] = {
     "override_wrong_type": Case({}, ["task=toy_mc", "num_fewshot=five"], ["num_fewshot", "'five'", "Integer"]),
     "override_unknown_key": Case({}, ["task=toy_mc", "num_fewshots=2"], ["num_fewshots", "did you mean 'num_fewshot'"]),
     "override_unparsable": Case({}, ["task=toy_mc", "include_path=[a,b"], ["include_path=[a,b", "quote"]),
+    # the shell ate the quotes of think_end_token='</think>': the paragraph gives the word that keeps them
+    "override_marker_unquoted": Case(
+        {}, ["task=toy_mc", "think_end_token=</think>"], ["think_end_token=</think>", "\"think_end_token='</think>'\""]
+    ),
     "unresolved_interpolation": Case({}, ["task=toy_mc", "limit=${nope}"], ["limit", "nope"]),
     "limit_zero": Case({}, ["task=toy_mc", "limit=0"], ["limit=0", "out of range"]),
     "limit_fractional_count": Case({}, ["task=toy_mc", "limit=1.5"], ["limit=1.5", "whole number"]),

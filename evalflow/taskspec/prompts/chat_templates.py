@@ -114,6 +114,24 @@ def gguf_metadata(path: Path) -> dict[str, Any]:
     return meta
 
 
+def unread_template_args(template: str, args: Mapping[str, Any]) -> list[str]:
+    """The keys of ``args`` the chat ``template`` never reads (a variable it does not mention):
+    passing them changes no prompt, which a user setting ``reasoning_effort`` should be told.
+
+    >>> template = "{% if enable_thinking %}<think>{% endif %}{{ messages }}"
+    >>> unread_template_args(template, {"enable_thinking": False, "reasoning_effort": "low"})
+    ['reasoning_effort']
+    """
+    import jinja2
+    from jinja2 import meta
+
+    try:
+        read = meta.find_undeclared_variables(jinja2.Environment().parse(template))
+    except jinja2.TemplateSyntaxError:
+        return []  # rendering reports a broken template with its own paragraph
+    return [key for key in args if key not in read]
+
+
 def render_chat(
     template: str,
     messages: Sequence[Mapping[str, str]],

@@ -120,3 +120,35 @@ def test_the_effort_reaches_a_rendered_chat_template(tmp_path: Path) -> None:
         {"task": "t", "model": config, "apply_chat_template": True, "reasoning_effort": "low"}
     )
     assert chat_format(settings)["template_args"] == {"reasoning_effort": "low"}
+
+
+def test_an_effort_the_chat_template_never_reads_is_said(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """SmolLM2's template mentions no ``reasoning_effort``: the prompts, and so the answers, are the
+    same with it; the run says so rather than leave "inference re-ran, 0 new requests" to puzzle over.
+    A template that reads the argument gets no such line."""
+    from evalflow.run.phases import chat_format
+
+    reads = tmp_path / "reads"
+    reads.mkdir()
+    template = (
+        "{% for m in messages %}{{ m.content }}{% endfor %}{% if reasoning_effort %}[{{ reasoning_effort }}]{% endif %}"
+    )
+    (reads / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}))
+    ignores = tmp_path / "ignores"
+    ignores.mkdir()
+    (ignores / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages[0].content }}"}))
+    config = {"type": "openai_completions", "model": "m", "base_url": "http://h:1/v1"}
+    for folder, warned in ((reads, False), (ignores, True)):
+        caplog.clear()
+        settings = settings_from_config(
+            {
+                "task": "t",
+                "model": {**config, "tokenizer": str(folder)},
+                "apply_chat_template": True,
+                "reasoning_effort": "low",
+            }
+        )
+        with caplog.at_level("WARNING"):
+            assert chat_format(settings)["template_args"] == {"reasoning_effort": "low"}
+        said = [r.getMessage() for r in caplog.records if "never reads 'reasoning_effort'" in r.getMessage()]
+        assert bool(said) == warned, said
