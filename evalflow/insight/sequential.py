@@ -102,8 +102,8 @@ def unit_scale(population_sizes: Sequence[int], value_range: tuple[float, float]
 def round_sizes(units: int, first: int = 64, growth: float = 1.5) -> tuple[int, ...]:
     """Cumulative numbers of units (documents, or clusters) evaluated after each round: strictly
     increasing, the last equal to ``units``. Rounds grow geometrically so that a clear verdict
-    costs a few small rounds and an unclear one no more than ``growth`` times the rounds it
-    needed (each round is one batched run)."""
+    costs a few small rounds, a verdict overshoots the documents it needed by less than
+    ``growth`` times, and the number of rounds (each one batched run) grows as log(units)."""
     if units < 1:
         raise ConfigError(f"round sizes: a task with {units} units has nothing to evaluate")
     if first < 1 or not growth > 1.0:
