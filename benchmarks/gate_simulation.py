@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import platform
 import sys
 import time
@@ -239,6 +240,10 @@ def scenarios(args: argparse.Namespace) -> list[tuple[str, str, Population, Gate
     return rows
 
 
+def _summarize(job: tuple) -> Outcome:  # type: ignore[type-arg]
+    return summarize(*job)
+
+
 def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -299,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--growth", type=float, default=1.5, help="each round's size over the last (round_sizes)")
     parser.add_argument("--seed", type=int, default=53)
     parser.add_argument("--only", default="", help="run only scenarios whose task or name contains this")
+    parser.add_argument("--jobs", type=int, default=1, help="scenarios simulated at once (processes)")
     parser.add_argument("--json", type=Path, help="write the outcomes and checks here")
     args = parser.parse_args(argv)
     runs = 500 if args.quick else args.runs
@@ -308,12 +314,16 @@ def main(argv: list[str] | None = None) -> int:
         f"discordance {args.discordance}; alpha {args.alpha}; rounds first={args.first} growth={args.growth}"
     )
     print(HEADER)
+    todo = [
+        (name, task, population, gate, runs, args.first, args.growth, args.seed + i)
+        for i, (name, task, population, gate) in enumerate(scenarios(args))
+        if not args.only or args.only in f"{task} {name}"
+    ]
     outcomes = []
-    for i, (name, task, population, gate) in enumerate(scenarios(args)):
-        if args.only and args.only not in f"{task} {name}":
-            continue
-        outcomes.append(summarize(name, task, population, gate, runs, args.first, args.growth, args.seed + i))
-        print(line(outcomes[-1]), flush=True)
+    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:  # scenarios side by side, same seeds
+        for outcome in pool.imap(_summarize, todo):
+            outcomes.append(outcome)
+            print(line(outcome), flush=True)
     checks = acceptance(outcomes, args.alpha, args.margin)
     for text, ok in checks:
         print(f"{'PASS' if ok else 'FAIL'}: {text}")
@@ -325,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"alpha {args.alpha}"
             )
     wall = time.perf_counter() - started
-    print(f"wall time {wall:.0f} s")
+    print(f"wall time {wall:.0f} s ({args.jobs} processes)")
     if args.json:
         args.json.write_text(json.dumps({
             "cpu": cpu_name(), "runs": runs, "wall_s": wall, "outcomes": [asdict(o) for o in outcomes],
