@@ -102,6 +102,15 @@ class RunSettings:
         "{task: [doc indices]}, its JSON text, or the path of a JSON file holding it.",
         conf=Any,
     )
+    # task -> document indices: a partial run (the gate's rounds, stop_at_stderr's)
+    subset: Mapping[str, tuple[int, ...]] | None = setting(
+        None,
+        parse.subset,
+        "Of the documents limit/samples select, evaluate only these per task ({task: [doc indices]}): "
+        "each keeps the prompt and few-shot examples the whole run gives it, so a later whole run "
+        "reuses every answer; results.json marks the run partial. The gate sets it for its rounds.",
+        conf=Any,
+    )
     predict_only: bool = setting(
         False, parse.boolean, "Generate and log samples, skip the metrics (lm-eval's --predict_only; metric bypass)."
     )

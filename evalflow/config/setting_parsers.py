@@ -118,6 +118,11 @@ def samples(value: Any, data: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]
     return parsed
 
 
+def subset(value: Any, data: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]] | None:
+    """The documents of a partial run, per task: the same shape as ``samples``."""
+    return parse_samples(value, "subset")
+
+
 def batch_size(value: Any, data: Mapping[str, Any]) -> int | str:
     if isinstance(value, str) and value.startswith("auto:") and value[5:].isdigit():
         return "auto"  # lm-eval's auto:N re-tunes N times; evalflow's auto sizes each request type anyway

@@ -129,6 +129,7 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
         # beside lm-eval's keys: how each task's generations ended and what they cost (output/generations.py)
         **({"generations": stats} if (stats := task_generations(record)) else {}),
         **tokens_and_cost(record),  # the run's tokens, computed and cached, and their cost (output/cost.py)
+        **partial_marker(s.subset, n_samples),
         "evalflow": {
             "model": model,  # the whole model config, type included
             "num_fewshot": s.num_fewshot,
@@ -138,6 +139,26 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
             "platform": platform.platform(),
         },
     }
+
+
+PARTIAL = "partial"  # results.json's key of a partial run (subset=): each task's n of N
+
+
+def partial_marker(subset: Mapping[str, Any] | None, n_samples: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """``{"partial": {task: {"n": evaluated, "N": selected}}}`` for a run given ``subset`` (the
+    gate's rounds): a partial run must never read as a complete one; empty for a whole run."""
+    marked = {
+        t: {"n": c["effective"], "N": c["original"]}
+        for t, c in n_samples.items()
+        if t in (subset or {}) and c["effective"] < c["original"]
+    }
+    return {PARTIAL: marked} if marked else {}
+
+
+def partial_tasks(results: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """task -> (n, N) for each task a partial run evaluated in part; empty for a complete run."""
+    marked = results.get(PARTIAL) or {}
+    return {t: (int(v["n"]), int(v["N"])) for t, v in marked.items() if isinstance(v, Mapping)}
 
 
 def task_generations(record: RunRecord) -> dict[str, Any]:

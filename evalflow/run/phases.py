@@ -152,6 +152,7 @@ def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: s
         "seed": generation_seed(settings),
         "task_rng": task_rng(settings),
         "samples": (settings.samples or {}).get(task.task),
+        "subset": (settings.subset or {}).get(task.task),
         "model": VOLATILE if model_identity_key is None else model_identity_key,
         "judges": {},  # tasks with judge metrics: per metric its judge's identity (evaluate_tasks sets it)
         "chat": chat_format(settings),
