@@ -34,6 +34,7 @@ from evalflow.config.schema import RunSettings
 from evalflow.dag.runner import StageEvent, StageOutputs
 from evalflow.output.cost import run_cost, run_tokens
 from evalflow.output.environment import environment_fields
+from evalflow.output.partial import partial_marker
 from evalflow.output.run_info import (
     chat_template,
     git_hash,
@@ -139,26 +140,6 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
             "platform": platform.platform(),
         },
     }
-
-
-PARTIAL = "partial"  # results.json's key of a partial run (subset=): each task's n of N
-
-
-def partial_marker(subset: Mapping[str, Any] | None, n_samples: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
-    """``{"partial": {task: {"n": evaluated, "N": selected}}}`` for a run given ``subset`` (the
-    gate's rounds): a partial run must never read as a complete one; empty for a whole run."""
-    marked = {
-        t: {"n": c["effective"], "N": c["original"]}
-        for t, c in n_samples.items()
-        if t in (subset or {}) and c["effective"] < c["original"]
-    }
-    return {PARTIAL: marked} if marked else {}
-
-
-def partial_tasks(results: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
-    """task -> (n, N) for each task a partial run evaluated in part; empty for a complete run."""
-    marked = results.get(PARTIAL) or {}
-    return {t: (int(v["n"]), int(v["N"])) for t, v in marked.items() if isinstance(v, Mapping)}
 
 
 def task_generations(record: RunRecord) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import pytest
 
 from evalflow import evaluate
 from evalflow.errors import ConfigError
-from evalflow.output.results import partial_tasks
+from evalflow.output.partial import partial_tasks
 from evalflow.output.run_paths import results_file, samples_file
 from tests.support.models import CountingModel
 
