@@ -152,7 +152,7 @@ def _clusters(baseline: Run, task: str) -> dict[int, Any]:
 
 def _candidate(baseline: Run, passed: Sequence[str]) -> tuple[Any, Any]:
     """The candidate's settings, composed as a run composes them; its tasks default to the baseline's."""
-    from evalflow.config.compose import compose_config
+    from evalflow.config.compose import compose_config, without_unused_preset
     from evalflow.config.settings import settings_from_config
 
     overrides = list(passed)
@@ -167,7 +167,7 @@ def _candidate(baseline: Run, passed: Sequence[str]) -> tuple[Any, Any]:
         task = baseline.config.get("task") if baseline.kind == "evalflow" else None
         names = task if isinstance(task, list) else [task] if isinstance(task, str) else baseline.tasks()
         overrides.append(f"task=[{','.join(names)}]")
-    config = compose_config(overrides)
+    config = compose_config(without_unused_preset(overrides))  # model.type=pkg:Class alone: as a run composes it
     return settings_from_config(config), config
 
 
@@ -191,12 +191,13 @@ def _rounds(
         whole = seen == len(order)
         chosen = subset(order, seen)
         folder = gate_rounds_dir(out) / str(k)
-        run(dataclasses.replace(settings, subset=None if whole else chosen), folder)
+        as_setting = {task: tuple(docs) for task, docs in chosen.items()}  # as subset= parses it
+        run(dataclasses.replace(settings, subset=None if whole else as_setting), folder)
         candidate = load_run(folder)
         _check_same_documents(baseline, candidate)
         states = judge_round(rows, order, seen, candidate, gate.alpha, gate.max_drop)
         verdict = decided(states)
-        if verdict is None and whole:  # the documents ran out: today's full-run gate decides
+        if whole:  # the documents ran out: today's full-run gate decides, as if the gate had not been sequential
             verdict, how = _full_run_verdict(baseline, candidate, gate), "full run"
         elif verdict is not None:
             how = "sequential"

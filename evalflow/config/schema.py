@@ -108,8 +108,16 @@ class RunSettings:
         parse.subset,
         "Of the documents limit/samples select, evaluate only these per task ({task: [doc indices]}): "
         "each keeps the prompt and few-shot examples the whole run gives it, so a later whole run "
-        "reuses every answer; results.json marks the run partial. The gate sets it for its rounds.",
+        "reuses every answer; the results mark the run partial. The gate sets it for its rounds.",
         conf=Any,
+    )
+    # a precision target: stop each task once its metric's anytime-valid interval is this narrow
+    stop_at_stderr: float | None = setting(
+        None,
+        parse.stop_at_stderr,
+        "Evaluate each task in rounds over a seeded random order of its documents and stop it once its "
+        "first 0/1 metric's anytime-valid 95% interval has half-width <= 1.96 x this (a standard error); "
+        "the results mark a task stopped early as partial (n of N). A later whole run reuses every answer.",
     )
     predict_only: bool = setting(
         False, parse.boolean, "Generate and log samples, skip the metrics (lm-eval's --predict_only; metric bypass)."

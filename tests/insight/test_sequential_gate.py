@@ -16,6 +16,7 @@ from evalflow.commands import gate
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.comparison import compare
 from evalflow.insight.explanation import explain
+from evalflow.insight.report_build import build_report
 from evalflow.output.partial import partial_tasks
 from evalflow.output.run_folder import load_run
 from evalflow.output.run_paths import gate_record_file, gate_rounds_dir, manifest_file, results_file
@@ -111,6 +112,8 @@ def test_a_damaged_candidate_fails_on_a_fraction_and_its_folder_is_partial_every
     with pytest.raises(RunFolderError, match="partial gate run"):
         compare(load_run(release["baseline"]), load_run(out))
     assert explain(out)[0].startswith(f"gate against {release['baseline']}") and "gate round 1:" in explain(out)[1]
+    html = build_report([out])
+    assert f"partial: gate_arith {used} of {DOCS}" in html and "gate round 1: gate_arith 16 of 400" in html
 
 
 def test_a_later_whole_run_computes_only_the_documents_the_gate_did_not_use(
@@ -128,7 +131,7 @@ def test_a_later_whole_run_computes_only_the_documents_the_gate_did_not_use(
         cache_dir=str(release["cache"]),
         num_fewshot=2,
     )
-    inference = json.loads(manifest_file(whole).read_text())["cache"]["inference"]
+    inference = json.loads(manifest_file(whole).read_text())["inference"]
     assert (inference["computed"], inference["cached"]) == (4 * (DOCS - used), 4 * used)  # 4 choices each
     ours = {r["doc_id"]: r["acc"] for r in load_run(out).rows("gate_arith")}
     theirs = {r["doc_id"]: r["acc"] for r in load_run(whole).rows("gate_arith")}
@@ -182,3 +185,20 @@ def test_bad_input_is_one_paragraph_before_any_model_call(release: dict[str, Pat
     with pytest.raises(ConfigError, match="name the baseline's run folder and the tolerated drop"):
         gate.main([f"baseline={release['baseline']}"])
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_stop_at_stderr_stops_a_task_once_its_interval_is_narrow_and_marks_it_partial(
+    release: dict[str, Path], tmp_path: Path
+) -> None:
+    """The 95% anytime-valid interval of a task's accuracy narrows as its prefix grows; with
+    stop_at_stderr=0.05 (half-width <= 0.098) this task stops before its 400th document."""
+    common = {"include_path": [str(release["tasks"])], "cache_dir": str(tmp_path / "cache"), "num_fewshot": 2}
+    model = {"type": CHECKPOINT, "skill": 0.5}
+    stopped = evaluate("gate_arith", model, output_dir=tmp_path / "precise", stop_at_stderr=0.05, **common)
+    n, total = partial_tasks(stopped)["gate_arith"]
+    assert total == DOCS and 64 <= n < DOCS and stopped["n-samples"]["gate_arith"]["effective"] == n
+    whole = evaluate("gate_arith", model, output_dir=tmp_path / "whole", **common)
+    assert json.loads(manifest_file(tmp_path / "whole").read_text())["inference"]["computed"] == 4 * (DOCS - n)
+    assert abs(stopped["results"]["gate_arith"]["acc,none"] - whole["results"]["gate_arith"]["acc,none"]) <= 0.098
+    with pytest.raises(ConfigError, match="stop_at_stderr chooses the documents"):
+        evaluate("gate_arith", model, stop_at_stderr=0.05, subset={"gate_arith": [1]}, **common)
