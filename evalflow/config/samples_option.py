@@ -19,21 +19,22 @@ from typing import Any
 from evalflow.errors import ConfigError
 
 
-def parse_samples(value: Any) -> Mapping[str, tuple[int, ...]] | None:
-    """lm-eval's ``--samples``: ``{task: [doc indices]}`` as a mapping, JSON text or a JSON file."""
+def parse_samples(value: Any, setting: str = "samples") -> Mapping[str, tuple[int, ...]] | None:
+    """lm-eval's ``--samples`` (and evalflow's ``subset``, named by ``setting``): ``{task: [doc
+    indices]}`` as a mapping, JSON text or a JSON file."""
     if value is None:
         return None
-    source = "samples"
+    source = setting
     if isinstance(value, str):
         text = value
         if not value.lstrip().startswith("{"):
             path = Path(value).expanduser()
             if not path.is_file():
                 raise ConfigError(
-                    f"samples={value!r} is neither a JSON mapping nor an existing JSON file; "
-                    "write samples='{task: [0, 5, 7]}' or samples=path/to/samples.json"
+                    f"{setting}={value!r} is neither a JSON mapping nor an existing JSON file; "
+                    f"write {setting}='{{task: [0, 5, 7]}}' or {setting}=path/to/{setting}.json"
                 )
-            text, source = path.read_text(encoding="utf-8"), f"samples file {path}"
+            text, source = path.read_text(encoding="utf-8"), f"{setting} file {path}"
         try:
             value = json.loads(text)
         except ValueError:

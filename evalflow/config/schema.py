@@ -102,6 +102,23 @@ class RunSettings:
         "{task: [doc indices]}, its JSON text, or the path of a JSON file holding it.",
         conf=Any,
     )
+    # task -> document indices: a partial run (the gate's rounds, stop_at_stderr's)
+    subset: Mapping[str, tuple[int, ...]] | None = setting(
+        None,
+        parse.subset,
+        "Of the documents limit/samples select, evaluate only these per task ({task: [doc indices]}): "
+        "each keeps the prompt and few-shot examples the whole run gives it, so a later whole run "
+        "reuses every answer; the results mark the run partial. The gate sets it for its rounds.",
+        conf=Any,
+    )
+    # a precision target: stop each task once its metric's anytime-valid interval is this narrow
+    stop_at_stderr: float | None = setting(
+        None,
+        parse.stop_at_stderr,
+        "Evaluate each task in rounds over a seeded random order of its documents and stop it once its "
+        "first 0/1 metric's anytime-valid 95% interval has half-width <= 1.96 x this (a standard error); "
+        "the results mark a task stopped early as partial (n of N). A later whole run reuses every answer.",
+    )
     predict_only: bool = setting(
         False, parse.boolean, "Generate and log samples, skip the metrics (lm-eval's --predict_only; metric bypass)."
     )

@@ -118,6 +118,24 @@ def samples(value: Any, data: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]
     return parsed
 
 
+def subset(value: Any, data: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]] | None:
+    """The documents of a partial run, per task: the same shape as ``samples``."""
+    return parse_samples(value, "subset")
+
+
+def stop_at_stderr(value: float | None, data: Mapping[str, Any]) -> float | None:
+    if value is not None and not 0 < value < 0.5:
+        raise ConfigError(
+            f"stop_at_stderr={value} is out of range; give a standard error in (0, 0.5), e.g. stop_at_stderr=0.01"
+        )
+    if value is not None and (data.get("subset") is not None or data.get("predict_only")):
+        raise ConfigError(
+            "stop_at_stderr chooses the documents of each task (and needs its metric), so it takes neither "
+            "subset= nor predict_only=true; drop one of them"
+        )
+    return value
+
+
 def batch_size(value: Any, data: Mapping[str, Any]) -> int | str:
     if isinstance(value, str) and value.startswith("auto:") and value[5:].isdigit():
         return "auto"  # lm-eval's auto:N re-tunes N times; evalflow's auto sizes each request type anyway

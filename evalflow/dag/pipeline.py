@@ -122,7 +122,7 @@ PIPELINE: tuple[Node, ...] = (
             "test_split",
             "fewshot_split",
         ),
-        run_settings=("num_fewshot", "fewshot_seed", "limit", "samples", "system_instruction", "chat"),
+        run_settings=("num_fewshot", "fewshot_seed", "limit", "samples", "subset", "system_instruction", "chat"),
         upstream=("load_docs",),
     ),
     Node(

@@ -20,8 +20,9 @@ from typing import Any
 from evalflow.errors import RunFolderError
 from evalflow.insight.gate import GateSettings, Verdict, bootstrap_detectable, judge, mcnemar_detectable
 from evalflow.insight.stats import discordant, is_binary, mcnemar_exact, paired_bootstrap
+from evalflow.output.partial import PARTIAL, partial_tasks
 from evalflow.output.run_folder import Run, metric_keys
-from evalflow.output.run_paths import MANIFEST
+from evalflow.output.run_paths import MANIFEST, RESULTS
 
 DEFAULT_ITERS = 10000
 Doc = tuple[str, int]  # (leaf task, doc_id)
@@ -80,6 +81,14 @@ def check_paired(run_a: Run, run_b: Run, task: str) -> int:
         )
     images = run_a.hashes_images and run_b.hashes_images  # a document is its row and its images' pixels
     docs_a, docs_b = run_a.doc_fingerprints(task, images), run_b.doc_fingerprints(task, images)
+    partial = [(r, partial_tasks(r.results)[task]) for r in (run_a, run_b) if task in partial_tasks(r.results)]
+    if partial:
+        run, (n, total) = partial[0]
+        raise RunFolderError(
+            f"task '{task}': {run.folder} is a partial gate run ({n} of {total} documents, {RESULTS}'s "
+            f"'{PARTIAL}'), not a complete one; compare whole runs (a later whole run of the same settings "
+            "computes only the documents the gate did not evaluate)"
+        )
     if set(docs_a) != set(docs_b):
         common = len(set(docs_a) & set(docs_b))
         raise RunFolderError(
@@ -127,10 +136,10 @@ def _rows(
                 dataclasses.replace(base, note=f"no value in {lacking}{_why_missing(entry_a, entry_b, metric, filt)}")
             )
             continue
-        va, vb = _pooled(run_a, leaves, metric, filt), _pooled(run_b, leaves, metric, filt)
+        va, vb = pooled_values(run_a, leaves, metric, filt), pooled_values(run_b, leaves, metric, filt)
         if va is None or vb is None:
             out.append(dataclasses.replace(base, note="no per-document values in the samples"))
-        elif not (_is_mean(va, a) and _is_mean(vb, b)):
+        elif not (is_mean(va, a) and is_mean(vb, b)):
             out.append(dataclasses.replace(base, n=len(va), note="not a mean of per-document values; no paired test"))
         else:
             out.append(
@@ -196,7 +205,7 @@ def _higher_is_better(run_a: Run, run_b: Run, name: str, metric: str) -> bool | 
     return None
 
 
-def _pooled(run: Run, leaves: Sequence[str], metric: str, filt: str) -> dict[Doc, float] | None:
+def pooled_values(run: Run, leaves: Sequence[str], metric: str, filt: str) -> dict[Doc, float] | None:
     """Per-document values over the leaves that report the metric (as the group aggregates them);
     a null or NaN value is no value (left out of the pairing), any other non-number: None."""
     values: dict[Doc, float] = {}
@@ -216,7 +225,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value))
 
 
-def _is_mean(values: Mapping[Any, float], reported: float) -> bool:
+def is_mean(values: Mapping[Any, float], reported: float) -> bool:
     """Whether the reported number is the mean of the documents' values (the statistic tested)."""
     return bool(values) and math.isclose(sum(values.values()) / len(values), reported, rel_tol=1e-9, abs_tol=1e-9)
 

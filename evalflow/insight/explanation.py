@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evalflow.errors import RunFolderError
+from evalflow.insight.gate_sequence import gate_lines
 from evalflow.output.run_folder import is_complete
 from evalflow.output.run_paths import MANIFEST, manifest_file, results_file
 
@@ -63,7 +64,7 @@ def explain(run: Path, reference: Path | None = None, search: Path | None = None
     target = read_manifest(run)
     ref = read_manifest(reference) if reference is not None else None
     earlier = None if ref is not None else _earlier_runs(target, search)
-    lines: list[str] = []
+    lines: list[str] = gate_lines(run)  # a sequential gate's folder: its rounds and verdict first
     for task in target.tasks():
         stages = target.stages(task)
         computed = [s for s in stages.values() if not s["hit"]]

@@ -18,10 +18,12 @@ from evalflow.config.override_words import bare_key, split_word
 from evalflow.config.schema import defaults, inert_settings
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.comparison import Comparison, compare
+from evalflow.insight.gate_sequence import gate_lines
 from evalflow.insight.report_charts import charts
 from evalflow.insight.report_docs import document_notes, document_view, encode_docs
 from evalflow.insight.report_page import PAGE
 from evalflow.insight.report_tables import SIGNIFICANT, left_out_notes, paired_columns, result_sections
+from evalflow.output.partial import partial_line
 from evalflow.output.run_folder import Run, is_complete, load_run
 from evalflow.output.run_paths import snapshot_config, snapshot_hydra, snapshot_overrides
 
@@ -195,7 +197,14 @@ def build_report(folders: Sequence[Path], max_docs: int | None = None) -> str:
     bundle = vl_convert.javascript_bundle(vl_version=vega_lite)  # type: ignore[call-arg]  # the stub requires `snippet`
     return PAGE.render(
         runs=[
-            {"label": lb, "folder": str(r.folder), "kind": r.kind, "paths": _cut_paths(varying, i, lb)}
+            {
+                "label": lb,
+                "folder": str(r.folder),
+                "kind": r.kind,
+                "paths": _cut_paths(varying, i, lb),
+                "partial": partial_line(r.results),  # a partial (gate) run never reads as a complete one
+                "gate": gate_lines(r.folder),
+            }
             for i, (lb, r) in enumerate(zip(labels, runs))
         ],
         labels=labels,

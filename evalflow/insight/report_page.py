@@ -43,7 +43,8 @@ details.subtasks, details.task-docs { margin: 0 0 1em; } summary { cursor: point
 <body>
 <h1>evalflow report</h1>
 <p class="note">{% for run in runs %}<b>{{ run.label }}</b>: {{ run.folder }} ({{ run.kind }}
-{%- if run.paths %}; {{ run.paths }}{% endif %}){% if not loop.last %}; {% endif %}{% endfor %}</p>
+{%- if run.paths %}; {{ run.paths }}{% endif %}{% if run.partial %}; <b>{{ run.partial }}</b>{% endif %}
+{%- for line in run.gate %}; {{ line }}{% endfor %}){% if not loop.last %}; {% endif %}{% endfor %}</p>
 {% macro results_table(lines) %}
 <table class="results">
 <colgroup><col class="name"><col><col>{% for label in labels %}<col class="value">{% endfor %}

@@ -34,6 +34,7 @@ from evalflow.config.schema import RunSettings
 from evalflow.dag.runner import StageEvent, StageOutputs
 from evalflow.output.cost import run_cost, run_tokens
 from evalflow.output.environment import environment_fields
+from evalflow.output.partial import partial_marker
 from evalflow.output.run_info import (
     chat_template,
     git_hash,
@@ -129,6 +130,7 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
         # beside lm-eval's keys: how each task's generations ended and what they cost (output/generations.py)
         **({"generations": stats} if (stats := task_generations(record)) else {}),
         **tokens_and_cost(record),  # the run's tokens, computed and cached, and their cost (output/cost.py)
+        **partial_marker(s.subset, n_samples),
         "evalflow": {
             "model": model,  # the whole model config, type included
             "num_fewshot": s.num_fewshot,

@@ -7,6 +7,8 @@ evalflow's run folder (written by :mod:`evalflow.output.run_folder`)::
     <folder>/samples_<task>.jsonl         per-document records (log_samples=true)
     <folder>/.hydra/config.yaml           the snapshot: the composed config that reproduces the run
     <folder>/.hydra/overrides.yaml        (and Hydra's hydra.yaml, for a command-line run)
+    <folder>/gate.json                    a sequential gate's record: order seed, rounds, verdict
+    <folder>/.gate_rounds/<k>/            the gate's round runs while it runs (the last becomes <folder>)
 
 The run's log beside them is named by Hydra from the job's name (``hydra.job.name`` in
 conf/config.yaml: ``cli.log``); evalflow never opens it by name. lm-eval 0.4.x's output folder
@@ -36,6 +38,20 @@ SNAPSHOT_HYDRA = "hydra.yaml"  # Hydra's own settings; a run started from Python
 _SAMPLES, _JSONL = "samples_", ".jsonl"
 SAMPLES_GLOB = f"{_SAMPLES}*{_JSONL}"
 _LMEVAL_RESULTS, _JSON = "results_", ".json"
+
+
+GATE_RECORD = "gate.json"
+_GATE_ROUNDS = ".gate_rounds"
+
+
+def gate_record_file(folder: Path) -> Path:
+    """The sequential gate's record in the candidate's run folder (``python -m evalflow gate``)."""
+    return Path(folder) / GATE_RECORD
+
+
+def gate_rounds_dir(folder: Path) -> Path:
+    """Where the gate's round runs are written while it runs; removed when it ends."""
+    return Path(folder) / _GATE_ROUNDS
 
 
 def results_file(folder: Path) -> Path:

@@ -35,10 +35,12 @@ from evalflow.output.run_summary import cache_line
 from evalflow.output.summary import TaskSummary
 from evalflow.output.thinking_tokens import CountTokens, token_counter
 from evalflow.run.parts import check_selected, generation_seed, judge_edges, model_edge, select_tasks, task_rng
+from evalflow.run.precision import precision_subset
 from evalflow.run.reasoning import check_reasoning, template_args
 from evalflow.run.user_modules import import_user_modules
 from evalflow.scale.answer_cache import CachedModel
 from evalflow.scale.progress import pooled_label, progress_label
+from evalflow.stages.fewshot import evaluated_doc_ids
 from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.format.spec import TaskConfig
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
@@ -80,6 +82,12 @@ def run(
         try:
             rate_for(settings.prices, ran)  # a prices file without the run's model: refused before any model call
             counter = token_counter(settings.model if model is None else None)
+            if settings.stop_at_stderr is not None:  # rounds of the same run path, then the final run below
+                settings = precision_subset(
+                    settings,
+                    selected_doc_ids(selection, settings, store, edge),
+                    lambda s: evaluate_tasks(selection, s, store, edge, judges, counter)[0],
+                )
             outputs, events, summaries = evaluate_tasks(selection, settings, store, edge, judges, counter)
         finally:
             edge.close()
@@ -152,6 +160,7 @@ def task_settings(task: TaskConfig, settings: RunSettings, model_identity_key: s
         "seed": generation_seed(settings),
         "task_rng": task_rng(settings),
         "samples": (settings.samples or {}).get(task.task),
+        "subset": (settings.subset or {}).get(task.task),
         "model": VOLATILE if model_identity_key is None else model_identity_key,
         "judges": {},  # tasks with judge metrics: per metric its judge's identity (evaluate_tasks sets it)
         "chat": chat_format(settings),
@@ -200,6 +209,21 @@ def chat_format(settings: RunSettings) -> dict[str, Any] | None:
         "special_tokens": special_tokens,
         **args,  # absent when unset, so the keys of runs without it stay as they were
     }
+
+
+def selected_doc_ids(
+    selection: Selection, settings: RunSettings, store: CacheStore, edge: CachedModel
+) -> dict[str, list[int]]:
+    """Each task's documents that ``limit``/``samples`` select, read off its ``load_docs`` stage
+    (cached as any run's), before any model call: what ``stop_at_stderr`` orders and samples."""
+    edge.images = edge.images or ImageStore(store)
+    out = {}
+    for task in selection.tasks:
+        run = TaskRun(task, task_settings(task, settings, edge.identity), unread=unread_nodes(settings.recompute))
+        run.advance(store, {"model": edge, "judges": None, "images": edge.images}, stop_before=("fewshot",))
+        docs = run.outputs["load_docs"]
+        out[task.task] = evaluated_doc_ids(len(docs.docs), settings.limit, (settings.samples or {}).get(task.task))
+    return out
 
 
 def evaluate_tasks(

@@ -48,7 +48,12 @@ def fewshot(
     samples: Sequence[int] | None,
     system_instruction: str | None,
     chat: Mapping[str, Any] | None,
+    subset: Sequence[int] | None = None,
 ) -> tuple[Context, ...]:
+    """The contexts of the documents ``limit``/``samples`` select; with ``subset``, only those of
+    its documents, each built in the WHOLE selection's few-shot stream (the sampler is consumed for
+    every selected document in order, then the others are dropped): a partial run's document gets
+    the prompt the whole run gives it, so the two pair, and a whole run later reuses its answers."""
     if not docs.docs:
         raise ConfigError(f"task '{task.task}': split '{docs.eval_split}' has no documents to evaluate")
     render: Render = render_plain
@@ -63,12 +68,17 @@ def fewshot(
             template_args=chat.get("template_args") or {},
         )
         render = chat_render(fmt, add_generation_prompt=not task.gen_prefix)
-    return build_contexts(
-        task,
-        docs,
-        num_fewshot,
-        fewshot_seed,
-        evaluated_doc_ids(len(docs.docs), limit, samples),
-        render=render,
-        system_instruction=system_instruction,
+    evaluated = evaluated_doc_ids(len(docs.docs), limit, samples)
+    contexts = build_contexts(
+        task, docs, num_fewshot, fewshot_seed, evaluated, render=render, system_instruction=system_instruction
     )
+    if subset is None:
+        return contexts
+    outside = sorted(set(subset) - set(evaluated))
+    if outside:
+        raise ConfigError(
+            f"subset: task '{task.task}': document {outside[0]} is not among the {len(evaluated)} documents "
+            "this run selects (limit/samples); a subset names documents of the run's own selection"
+        )
+    wanted = set(subset)
+    return tuple(c for c in contexts if c.doc_id in wanted)

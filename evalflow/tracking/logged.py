@@ -14,14 +14,27 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from evalflow.errors import ConfigError
+from evalflow.output.partial import partial_line
 from evalflow.output.run_folder import Run
 from evalflow.output.run_paths import SNAPSHOT
 
 
 def tracker_params(run: Run) -> dict[str, str]:
     """The flat parameters a tracker logs: the config's dotted keys plus ``model_name``, so a run of a
-    model object (whose snapshot can only record its class and identity) is logged under its name."""
-    return {**flat_params(run.config), "model_name": run.model_name}
+    model object (whose snapshot can only record its class and identity) is logged under its name,
+    and, for a partial run, ``partial`` (``partial: arc_easy 128 of 2376``)."""
+    return {**flat_params(run.config), "model_name": run.model_name, **partial_field(run)}
+
+
+def partial_field(run: Run) -> dict[str, str]:
+    """``{"partial": "partial: arc_easy 128 of 2376"}`` for a partial (gate) run, else nothing: a
+    tracker's config and summary say so, and W&B tags it (:func:`partial_tags`)."""
+    line = partial_line(run.results)
+    return {"partial": line} if line else {}
+
+
+def partial_tags(run: Run) -> list[str]:
+    return ["partial"] if partial_line(run.results) else []
 
 
 def metric_values(results: Mapping[str, Any]) -> dict[str, float]:

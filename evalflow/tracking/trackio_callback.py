@@ -19,7 +19,7 @@ from evalflow.output.run_folder import finished_run
 from evalflow.output.run_paths import RESULTS
 from evalflow.tracking.lmeval_loggers import run_samples
 from evalflow.tracking.lmeval_trackio import LmEvalTrackio
-from evalflow.tracking.logged import require
+from evalflow.tracking.logged import partial_field, require
 from evalflow.tracking.preflight import log_finished_job
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,13 @@ def log_to_trackio(
     if run is None:
         log.warning("trackio: %s has no %s (the run did not finish); nothing logged", folder, RESULTS)
         return False
-    args = {"project": project, "name": name, "group": group, "space_id": space_id, "config": dict(run.config)}
+    args = {
+        "project": project,
+        "name": name,
+        "group": group,
+        "space_id": space_id,
+        "config": {**run.config, **partial_field(run)},
+    }
     logger = LmEvalTrackio({k: v for k, v in args.items() if v is not None})
     samples = run_samples(Path(folder), list(run.results.get("configs", {}))) if log_samples else None
     logger.log(run.results, samples)

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from evalflow.output.run_folder import finished_run
 from evalflow.output.run_paths import RESULTS, SNAPSHOT_CONFIG, results_file
-from evalflow.tracking.logged import metric_values, require, results_rows
+from evalflow.tracking.logged import metric_values, partial_field, partial_tags, require, results_rows
 from evalflow.tracking.preflight import check_wandb_login, log_finished_job
 
 log = logging.getLogger(__name__)
@@ -54,15 +54,15 @@ def log_to_wandb(
         name=name,
         group=group,
         job_type=job_type,
-        tags=list(tags) or None,
+        tags=[*tags, *partial_tags(run)] or None,
         mode=mode,
         dir=str(folder),
-        config=dict(run.config),
+        config={**run.config, **partial_field(run)},
     )
     try:
         metrics = metric_values(run.results)
         wb.log(metrics)
-        wb.summary.update({**metrics, "model_name": run.model_name})
+        wb.summary.update({**metrics, "model_name": run.model_name, **partial_field(run)})
         wb.log({"evaluation/eval_results": wandb.Table(columns=TABLE_COLUMNS, data=results_rows(run.results))})
         artifact = wandb.Artifact(f"run-{wb.id}-results", type="eval_results")
         artifact.add_file(str(results_file(folder)))

@@ -1,0 +1,284 @@
+"""``python -m evalflow gate baseline=FOLDER <candidate run settings> max_drop=X alpha=P``: a release
+gate that stops as soon as the answer is known (docs/release-gate.md).
+
+The candidate is evaluated on the baseline's documents in one seeded random order, in rounds of
+growing size; each round is a normal, batched, cached run of the documents seen so far (the run
+setting ``subset=``: every document keeps the prompt the whole run gives it, so a later whole run
+computes only the rest). After each round every gated row (task or group x metric x filter) gets
+an anytime-valid confidence interval for the paired mean difference over the WHOLE task
+(:mod:`evalflow.insight.sequential`, sampling without replacement), at ``alpha`` split over the
+rows. The gate stops at the first row that fails (exit 1), or when every row passes (exit 0); when
+the documents run out it gives the full-run gate's verdict (``compare A B max_drop= alpha=``'s);
+with ``budget=`` documents spent and a row still undecided it exits 3. Bad input exits 2::
+
+    python -m evalflow gate baseline=outputs/release model=hf model.pretrained=ckpt-2 max_drop=0.01
+    python -m evalflow gate baseline=outputs/release model.type=my.Model max_drop=0.02 budget=2000 out=outputs/gate
+    python -m evalflow gate baseline=outputs/release max_drop=0.01 ranges=bleu:0:100   # a bounded metric
+
+The candidate's tasks are the baseline's unless ``task=`` is given; its folder (``out=``) is a
+valid run folder of the documents seen, marked partial in results.json, with ``gate.json``: the
+order's seed, each round's documents and intervals, and the verdict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, Option, SettingWords, asks_for_help, parse_words
+from evalflow.config.override_words import split_word
+from evalflow.errors import ConfigError, RunFolderError
+from evalflow.insight.gate import GateSettings
+from evalflow.insight.gate_sequence import (
+    GatedRow,
+    RowState,
+    Unit,
+    decided,
+    gated_rows,
+    judge_round,
+    round_prefixes,
+    subset,
+    unit_order,
+)
+from evalflow.output.partial import partial_tasks
+from evalflow.output.run_folder import Run, ensure_fresh, load_run
+from evalflow.output.run_paths import gate_record_file, gate_rounds_dir
+
+BUDGET_EXIT = 3  # undecided when budget= documents were spent
+
+
+def metric_ranges(value: str) -> dict[str, tuple[float, float]]:
+    """METRIC:LOW:HIGH, comma-separated: ranges=f1:0:1,bleu:0:100"""
+    out = {}
+    for item in value.split(","):
+        name, low, high = item.strip().rsplit(":", 2)
+        if not name or not float(low) < float(high):
+            raise ValueError(value)
+        out[name] = (float(low), float(high))
+    return out
+
+
+def positive(value: str) -> int:
+    """a whole number, 1 or more"""
+    if int(value) < 1:
+        raise ValueError(value)
+    return int(value)
+
+
+COMMAND = Command(
+    "gate",
+    "a release gate that stops as soon as the verdict is known (anytime-valid, paired)",
+    options=(
+        Option("baseline", str, None, "the baseline's run folder (a whole run, with its samples)"),
+        Option("max_drop", float, None, "fail on a metric worse than the baseline's by more than this (required)"),
+        Option("alpha", float, 0.05, "the gate's error rate, split over the gated rows"),
+        Option("order_seed", int, 1234, "the seed of the random order of the documents"),
+        Option("budget", positive, None, "stop undecided (exit 3) before evaluating more documents than this"),
+        Option("first", positive, 64, "the first round's size, in documents (or clusters); rounds then double"),
+        Option("ranges", metric_ranges, {}, "the range of each non-0/1 metric: ranges=bleu:0:100,f1:0:1"),
+        Option("out", str, None, "the candidate's run folder (default outputs/gate/<date>/<time>)"),
+    ),
+    max_positional=0,
+    settings=SettingWords(
+        help="the candidate's run settings (docs/reference/run.md); task= defaults to the baseline's"
+    ),
+    doc=__doc__ or "",
+)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or asks_for_help(argv):
+        print_help(COMMAND)
+        return 0 if argv else 2
+    words = parse_words(argv, COMMAND)
+    if words.value("baseline") is None or words.value("max_drop") is None:
+        raise ConfigError(f"gate: name the baseline's run folder and the tolerated drop. {COMMAND.line()}")
+    gate = GateSettings(words.value("max_drop"), words.value("alpha"))
+    baseline = load_run(Path(words.value("baseline")))
+    check_baseline(baseline)
+    rows = gated_rows(baseline, words.value("ranges"))
+    settings, config = _candidate(baseline, words.passed)
+    order = unit_order({task: _clusters(baseline, task) for task in baseline.tasks()}, words.value("order_seed"))
+    out = Path(words.value("out") or Path("outputs") / "gate" / datetime.now().strftime("%Y-%m-%d/%H-%M-%S"))
+    ensure_fresh(out, "out")
+    record = {
+        "baseline": str(baseline.folder),
+        "order_seed": words.value("order_seed"),
+        **dataclasses.asdict(gate),
+        "budget": words.value("budget"),
+        "rows": [r.name for r in rows],
+        "rounds": [],
+    }
+    prefixes = round_prefixes(order, words.value("first"), words.value("budget"))
+    code = _rounds(baseline, rows, order, prefixes, settings, config, out, gate, record)
+    return code
+
+
+def check_baseline(baseline: Run) -> None:
+    """A baseline the gate can pair with: a whole run of whole tasks (a limited or partial one would
+    make "the full run's verdict" the verdict of a sample)."""
+    if partial_tasks(baseline.results):
+        task, (n, total) = next(iter(partial_tasks(baseline.results).items()))
+        raise ConfigError(
+            f"gate: the baseline {baseline.folder} is a partial run (task '{task}': {n} of {total} documents); "
+            "gate against a whole run of the baseline"
+        )
+    limit = (baseline.results.get("config") or {}).get("limit")
+    counts = baseline.results.get("n-samples", {})
+    cut = [t for t, c in counts.items() if c.get("effective", 0) < c.get("original", 0)]
+    if limit is not None or cut:
+        raise ConfigError(
+            f"gate: the baseline {baseline.folder} evaluated part of its tasks ("
+            + (f"limit={limit}" if limit is not None else f"task '{cut[0]}': {counts[cut[0]]}")
+            + "); the gate samples the whole task, so its full-run verdict needs a whole baseline: rerun the "
+            "baseline without limit= or samples="
+        )
+
+
+def _clusters(baseline: Run, task: str) -> dict[int, Any]:
+    """The task's documents with their cluster ids, where the run records them (``Run.clusters``,
+    a task's ``cluster_key``), else each document its own unit."""
+    recorded = getattr(baseline, "clusters", None)  # Run.clusters(task): {doc_id: cluster}, where the run has it
+    clusters = recorded(task) if callable(recorded) else None
+    return {doc: (clusters or {}).get(doc) for doc in baseline.doc_fingerprints(task, False)}
+
+
+def _candidate(baseline: Run, passed: Sequence[str]) -> tuple[Any, Any]:
+    """The candidate's settings, composed as a run composes them; its tasks default to the baseline's."""
+    from evalflow.config.compose import compose_config, without_unused_preset
+    from evalflow.config.settings import settings_from_config
+
+    overrides = list(passed)
+    keys = [split_word(w)[0].lstrip("+") for w in overrides]
+    refused = [k for k in ("limit", "samples", "subset") if k in keys]
+    if refused:
+        raise ConfigError(
+            f"gate: {refused[0]}= chooses documents, which is the gate's own work (it evaluates the "
+            "baseline's documents in a seeded order); drop it"
+        )
+    if "task" not in keys:
+        task = baseline.config.get("task") if baseline.kind == "evalflow" else None
+        names = task if isinstance(task, list) else [task] if isinstance(task, str) else baseline.tasks()
+        overrides.append(f"task=[{','.join(names)}]")
+    config = compose_config(without_unused_preset(overrides))  # model.type=pkg:Class alone: as a run composes it
+    return settings_from_config(config), config
+
+
+def _rounds(
+    baseline: Run,
+    rows: Sequence[GatedRow],
+    order: Sequence[Unit],
+    prefixes: Sequence[int],
+    settings: Any,
+    config: Any,
+    out: Path,
+    gate: GateSettings,
+    record: dict[str, Any],
+) -> int:
+    """Each round a normal run of the documents seen so far, judged; the last round's folder
+    becomes ``out``, with the gate's record beside it."""
+    from evalflow.run.phases import run
+
+    folder, verdict, how = out, None, "budget"
+    for k, seen in enumerate(prefixes, start=1):
+        whole = seen == len(order)
+        chosen = subset(order, seen)
+        folder = gate_rounds_dir(out) / str(k)
+        as_setting = {task: tuple(docs) for task, docs in chosen.items()}  # as subset= parses it
+        run(dataclasses.replace(settings, subset=None if whole else as_setting), folder)
+        candidate = load_run(folder)
+        _check_same_documents(baseline, candidate)
+        states = judge_round(rows, order, seen, candidate, gate.alpha, gate.max_drop)
+        verdict = decided(states)
+        if whole:  # the documents ran out: today's full-run gate decides, as if the gate had not been sequential
+            verdict, how = _full_run_verdict(baseline, candidate, gate), "full run"
+        elif verdict is not None:
+            how = "sequential"
+        record["rounds"].append(_round_record(chosen, baseline, states, verdict))
+        _print_round(k, chosen, baseline, states, verdict)
+        if verdict is not None:
+            break
+    _finish(out, folder, config, record, verdict, how, chosen)
+    print(f"gate: {verdict or 'undecided'} ({how}); run folder: {out}", file=sys.stderr)
+    return {"fail": 1, "pass": 0}.get(verdict or "", BUDGET_EXIT)
+
+
+def _full_run_verdict(baseline: Run, candidate: Run, gate: GateSettings) -> str:
+    from evalflow.insight.comparison import compare, verdicts
+    from evalflow.insight.gate import failures
+
+    judged = verdicts(compare(baseline, candidate, alpha=gate.alpha), gate)
+    for v in failures(judged):
+        print(f"REGRESSION: {v.name}: {v.reason}")
+    return "fail" if failures(judged) else "pass"
+
+
+def _check_same_documents(baseline: Run, candidate: Run) -> None:
+    """The candidate read the baseline's documents (a paired difference needs the same ones)."""
+    for task in candidate.tasks():
+        if task not in baseline.tasks():
+            continue
+        ours, theirs = candidate.doc_fingerprints(task, False), baseline.doc_fingerprints(task, False)
+        differing = [d for d in ours if theirs.get(d) != ours[d]]
+        if differing:
+            raise RunFolderError(
+                f"gate: task '{task}': document {differing[0]} differs between the baseline {baseline.folder} and "
+                "the candidate: they read different data; a paired gate needs the same documents"
+            )
+
+
+def _counts(chosen: Mapping[str, Sequence[int]], baseline: Run) -> dict[str, list[int]]:
+    return {t: [len(chosen.get(t, ())), len(baseline.doc_fingerprints(t, False))] for t in baseline.tasks()}
+
+
+def _round_record(
+    chosen: Mapping[str, Sequence[int]], baseline: Run, states: Sequence[RowState], verdict: str | None
+) -> dict[str, Any]:
+    return {
+        "documents": _counts(chosen, baseline),
+        "doc_ids": {t: list(d) for t, d in chosen.items()},
+        "rows": [dataclasses.asdict(s) for s in states],
+        "verdict": verdict,
+    }
+
+
+def _print_round(
+    k: int, chosen: Mapping[str, Sequence[int]], baseline: Run, states: Sequence[RowState], verdict: str | None
+) -> None:
+    used = ", ".join(f"{t} {n} of {total}" for t, (n, total) in _counts(chosen, baseline).items())
+    print(f"round {k}: {used}")
+    for s in states:
+        print(f"  {s.name}: [{s.low:+.4f}, {s.high:+.4f}] over {s.seen} of {s.documents}: {s.verdict or 'undecided'}")
+    print(f"  verdict so far: {verdict or 'undecided'}")
+
+
+def _finish(
+    out: Path,
+    last: Path,
+    config: Any,
+    record: dict[str, Any],
+    verdict: str | None,
+    how: str,
+    chosen: Mapping[str, Sequence[int]],
+) -> None:
+    """The last round's run folder moved to ``out``, its snapshot (the candidate's config with the
+    documents it saw) and the gate's record written beside it; the other rounds removed."""
+    from omegaconf import open_dict
+
+    from evalflow.output.run_folder import atomic_write, write_snapshot
+
+    for entry in last.iterdir():
+        shutil.move(str(entry), out / entry.name)
+    shutil.rmtree(gate_rounds_dir(out))
+    with open_dict(config):
+        config.subset = None if how == "full run" else {t: list(d) for t, d in chosen.items()}
+    write_snapshot(out, config)
+    record.update(verdict=verdict or "undecided", decided_by=how)
+    atomic_write(gate_record_file(out), [json.dumps(record, indent=2), "\n"])

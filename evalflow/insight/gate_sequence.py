@@ -1,0 +1,230 @@
+"""The sequential release gate's decisions (``python -m evalflow gate``), pure: which rows it gates,
+the seeded order in which the candidate sees the baseline's documents, and each round's intervals
+and verdicts. The statistics (the anytime-valid interval, the error split) are
+:mod:`evalflow.insight.sequential`'s; the rounds themselves are normal runs (the command's).
+
+One seeded random order of every *unit* of every task (a unit is a document, or a cluster of
+documents when the task has cluster ids) serves all rows: a row's units, in the order they appear
+in it, are a uniformly random order of that row's own population (a random permutation restricted
+to a subset is a random permutation of the subset), so one task's prefix, and a group's pooled
+prefix over its members, are each what :func:`evalflow.insight.sequential.mean_interval` assumes.
+
+    >>> order = unit_order({"t": {0: None, 1: None, 2: None}}, seed=1)
+    >>> sorted(u.docs for u in order)
+    [(0,), (1,), (2,)]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalflow.errors import ConfigError
+from evalflow.insight import sequential
+from evalflow.insight.comparison import is_mean, pooled_values
+from evalflow.output.run_folder import Run, metric_keys
+from evalflow.output.run_paths import gate_record_file
+
+Doc = tuple[str, int]  # (leaf task, doc_id)
+BINARY = (0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What the order samples: one document, or every document of one cluster of one task."""
+
+    task: str
+    docs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GatedRow:
+    """One gated row: a task's (or group's) metric under one filter, in its direction."""
+
+    name: str  # "task metric,filter" as today's gate names it
+    leaves: tuple[str, ...]
+    metric: str
+    filter: str
+    higher_is_better: bool
+    value_range: tuple[float, float]  # one document's value: (0, 1) for 0/1 metrics, else declared
+    baseline: Mapping[Doc, float]  # the baseline's per-document values (the full run's)
+
+    @property
+    def difference_range(self) -> tuple[float, float]:
+        """The range of one document's paired difference, oriented so that higher is better."""
+        lo, hi = self.value_range
+        return (lo - hi, hi - lo)
+
+
+@dataclass(frozen=True)
+class RowState:
+    """A row after a round: how many of its documents were seen, its interval and verdict."""
+
+    name: str
+    seen: int
+    documents: int
+    low: float
+    high: float
+    verdict: str | None  # "fail", "pass", or None (undecided)
+
+
+def unit_order(clusters: Mapping[str, Mapping[int, Any]], seed: int) -> tuple[Unit, ...]:
+    """Every unit of every task, in one seeded random order. ``clusters``: per task, each document's
+    cluster id (None: the document is its own unit), e.g. ``Run.clusters(task)`` where it exists."""
+    import numpy as np
+
+    units: list[Unit] = []
+    for task in sorted(clusters):
+        grouped: dict[Any, list[int]] = {}
+        for doc, cluster in sorted(clusters[task].items()):
+            grouped.setdefault(("doc", doc) if cluster is None else ("cluster", str(cluster)), []).append(doc)
+        units.extend(Unit(task, tuple(docs)) for _, docs in sorted(grouped.items(), key=lambda kv: kv[1][0]))
+    permutation = np.random.default_rng(seed).permutation(len(units))
+    return tuple(units[i] for i in permutation)
+
+
+def round_prefixes(order: Sequence[Unit], first: int, budget: int | None) -> tuple[int, ...]:
+    """The number of units seen after each round (``sequential.round_sizes``), cut where the next
+    round would pass ``budget`` documents: the last round then holds as many units as fit."""
+    sizes = sequential.round_sizes(len(order), first=first)
+    if budget is None:
+        return tuple(sizes)
+    docs = [0]
+    for unit in order:
+        docs.append(docs[-1] + len(unit.docs))
+    fits = max(k for k in range(len(order) + 1) if docs[k] <= budget)
+    if fits == 0:
+        raise ConfigError(
+            f"gate: budget={budget} documents is smaller than the first unit of the order ({docs[1]} documents); "
+            "give a larger budget"
+        )
+    return tuple(dict.fromkeys(min(size, fits) for size in sizes if min(size, fits) > 0))
+
+
+def subset(order: Sequence[Unit], seen: int) -> dict[str, list[int]]:
+    """The run setting ``subset=`` of a round: each task's documents among the first ``seen`` units."""
+    out: dict[str, list[int]] = {}
+    for unit in order[:seen]:
+        out.setdefault(unit.task, []).extend(unit.docs)
+    return {task: sorted(docs) for task, docs in out.items()}
+
+
+def gated_rows(baseline: Run, ranges: Mapping[str, tuple[float, float]]) -> list[GatedRow]:
+    """The rows the gate judges: every task's and group's metric with a direction and per-document
+    values whose mean is the reported number. A metric whose values are not all 0/1 needs a range
+    (``ranges=``): refused here, before any model call, when it has none."""
+    rows: list[GatedRow] = []
+    names = [(task, [task]) for task in baseline.tasks()]
+    names += [(group, leaves) for group, leaves in baseline.groups().items()]
+    for name, leaves in names:
+        entry = baseline.results["results"].get(name, {})
+        for metric, filt in metric_keys(entry):
+            direction = baseline.results.get("higher_is_better", {}).get(name, {}).get(metric)
+            values = pooled_values(baseline, leaves, metric, filt)
+            if not isinstance(direction, bool) or values is None or not is_mean(values, entry[f"{metric},{filt}"]):
+                continue  # not a mean of per-document values, or no direction: decided at the full run
+            label = f"{name}{' (group)' if name not in baseline.tasks() else ''} {metric},{filt}"
+            rows.append(
+                GatedRow(label, tuple(leaves), metric, filt, direction, _range(label, metric, values, ranges), values)
+            )
+    return rows
+
+
+def _range(
+    label: str, metric: str, values: Mapping[Doc, float], ranges: Mapping[str, tuple[float, float]]
+) -> tuple[float, float]:
+    if metric in ranges:
+        lo, hi = ranges[metric]
+        outside = [d for d, v in values.items() if not lo <= v <= hi]
+        if outside:
+            task, doc = outside[0]
+            raise ConfigError(
+                f"gate: ranges= declares {metric} in [{lo:g}, {hi:g}], but the baseline's document {doc} of "
+                f"task '{task}' scored {values[outside[0]]!r}; declare the metric's true range"
+            )
+        return (lo, hi)
+    if all(v in BINARY for v in values.values()):
+        return BINARY
+    raise ConfigError(
+        f"gate: {label} is not a 0/1 metric (the baseline's documents score values such as "
+        f"{next(v for v in values.values() if v not in BINARY)!r}), and an anytime-valid interval needs the "
+        f"range one document's value can take; declare it, e.g. ranges={metric}:0:1 (or ranges={metric}:0:100), "
+        "before any model call is made"
+    )
+
+
+def judge_round(
+    rows: Sequence[GatedRow],
+    order: Sequence[Unit],
+    seen: int,
+    candidate: Run,
+    alpha: float,
+    max_drop: float,
+) -> list[RowState]:
+    """Each row's interval and verdict after the first ``seen`` units of ``order`` were evaluated by
+    the candidate (``candidate``: that round's run folder). The error budget is split over the rows
+    by :func:`sequential.row_alpha`. A document the candidate left without a value counts as its
+    worst value, so a missing value can only push a row towards failing."""
+    level = sequential.row_alpha(alpha, len(rows))
+    states = []
+    for row in rows:
+        values = pooled_values(candidate, row.leaves, row.metric, row.filter) or {}
+        units = _row_units(row, order)
+        sums = [sum(_difference(row, values, (task, d)) for d in docs) for task, docs in _row_units(row, order[:seen])]
+        sizes = [len(docs) for _, docs in units]
+        interval = sequential.mean_interval(sums, sizes, row.difference_range, level)
+        verdict = sequential.gate_verdict(interval, max_drop)
+        seen_docs = sum(sizes[: len(sums)])
+        states.append(RowState(row.name, seen_docs, sum(sizes), interval.low, interval.high, verdict))
+    return states
+
+
+def _row_units(row: GatedRow, order: Sequence[Unit]) -> list[tuple[str, list[int]]]:
+    """The row's units in order, each holding the documents the baseline gave a value (the row's
+    population: a document the baseline left without one is not paired, as in ``compare``)."""
+    units = [(u.task, [d for d in u.docs if (u.task, d) in row.baseline]) for u in order if u.task in row.leaves]
+    return [(task, docs) for task, docs in units if docs]
+
+
+def _difference(row: GatedRow, candidate: Mapping[Doc, float], doc: Doc) -> float:
+    """The document's paired difference, oriented so that higher is better."""
+    lo, hi = row.value_range
+    worst = lo if row.higher_is_better else hi
+    b = candidate.get(doc, worst)
+    b = worst if math.isnan(b) else b
+    diff = b - row.baseline[doc]  # the row's units hold only documents with a baseline value
+    return diff if row.higher_is_better else -diff
+
+
+def decided(states: Sequence[RowState]) -> str | None:
+    """The gate's verdict so far: "fail" once any row fails (one regression fails the build), "pass"
+    once every row passes, None while some row is undecided."""
+    if any(s.verdict == "fail" for s in states):
+        return "fail"
+    if states and all(s.verdict == "pass" for s in states):
+        return "pass"
+    return None
+
+
+def gate_lines(folder: Path) -> list[str]:
+    """What ``explain`` and the report say of a sequential gate's run folder: each round's documents
+    and intervals, and the verdict (its ``gate.json``); none for another folder."""
+    path = gate_record_file(folder)
+    if not path.is_file():
+        return []
+    record = json.loads(path.read_text(encoding="utf-8"))
+    lines = [
+        f"gate against {record['baseline']} (max_drop={record['max_drop']:g}, alpha={record['alpha']:g}, "
+        f"order_seed={record['order_seed']}): {record['verdict']}, decided by the {record['decided_by']}"
+    ]
+    for k, round_ in enumerate(record["rounds"], start=1):
+        used = ", ".join(f"{t} {n} of {total}" for t, (n, total) in round_["documents"].items())
+        rows = "; ".join(
+            f"{r['name']} [{r['low']:+.4f}, {r['high']:+.4f}] {r['verdict'] or 'undecided'}" for r in round_["rows"]
+        )
+        lines.append(f"gate round {k}: {used}: {rows or 'no row gated before the full run'}")
+    return lines

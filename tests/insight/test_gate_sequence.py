@@ -1,0 +1,76 @@
+"""The sequential gate's pure parts: the seeded order of units (clusters kept whole), rounds cut at a
+budget, which rows are gated and the refusal of a bounded metric without a range, and a partial
+run's mark as trackers and lm-eval's layout carry it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalflow.errors import ConfigError
+from evalflow.insight.gate_sequence import Unit, gated_rows, round_prefixes, subset, unit_order
+from evalflow.lmeval_compat.layout import write_layout
+from evalflow.output.partial import partial_line, partial_tasks
+from evalflow.output.run_folder import Run, load_run
+from evalflow.output.run_paths import samples_file
+from evalflow.tracking.logged import partial_tags, tracker_params
+
+
+def test_the_order_is_seeded_and_keeps_each_cluster_whole() -> None:
+    clusters = {"a": {0: "p1", 1: "p1", 2: None, 3: "p2", 4: "p2"}, "b": {0: None, 1: None}}
+    order = unit_order(clusters, seed=3)
+    assert order == unit_order(clusters, seed=3) and order != unit_order(clusters, seed=4)
+    assert sorted((u.task, u.docs) for u in order) == [
+        ("a", (0, 1)),
+        ("a", (2,)),
+        ("a", (3, 4)),
+        ("b", (0,)),
+        ("b", (1,)),
+    ]
+    assert subset(order, len(order)) == {"a": [0, 1, 2, 3, 4], "b": [0, 1]}
+
+
+def test_rounds_grow_and_stop_where_the_budget_of_documents_ends() -> None:
+    order = tuple(Unit("t", (i,)) for i in range(100))
+    assert round_prefixes(order, first=10, budget=None)[-1] == 100
+    assert round_prefixes(order, first=10, budget=25) == (10, 20, 25)
+    pairs = tuple(Unit("t", (2 * i, 2 * i + 1)) for i in range(50))  # clusters of two documents
+    assert round_prefixes(pairs, first=4, budget=13) == (4, 6)  # 6 clusters = 12 documents fit, 7 do not
+    with pytest.raises(ConfigError, match="budget=1 documents is smaller than the first unit"):
+        round_prefixes(pairs, first=4, budget=1)
+
+
+def _run(folder: Path, values: list[float], partial: dict | None = None) -> Run:
+    folder.mkdir(parents=True, exist_ok=True)
+    hashes = {"doc_hash": "d", "prompt_hash": "p", "target_hash": "t"}
+    rows = [{"doc_id": i, "filter": "none", "doc": {"i": i}, "score": v, **hashes} for i, v in enumerate(values)]
+    samples_file(folder, "t").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    results = {
+        "results": {"t": {"score,none": sum(values) / len(values)}},
+        "higher_is_better": {"t": {"score": True}},
+        **({"partial": partial} if partial else {}),
+    }
+    return Run(folder, "evalflow", results, {"t": samples_file(folder, "t")})
+
+
+def test_a_bounded_metric_needs_a_declared_range(tmp_path: Path) -> None:
+    binary = gated_rows(_run(tmp_path / "b", [0.0, 1.0, 1.0]), {})
+    assert [(r.name, r.value_range, r.difference_range) for r in binary] == [("t score,none", (0.0, 1.0), (-1.0, 1.0))]
+    scored = _run(tmp_path / "s", [0.5, 31.0, 80.0])
+    with pytest.raises(ConfigError, match=r"t score,none is not a 0/1 metric .* ranges=score:0:1"):
+        gated_rows(scored, {})
+    assert gated_rows(scored, {"score": (0.0, 100.0)})[0].difference_range == (-100.0, 100.0)
+    with pytest.raises(ConfigError, match=r"declares score in \[0, 1\], but the baseline's document 1"):
+        gated_rows(scored, {"score": (0.0, 1.0)})
+
+
+def test_trackers_and_the_lm_eval_layout_carry_the_partial_mark(tmp_path: Path) -> None:
+    run = _run(tmp_path / "p", [1.0, 0.0], partial={"t": {"n": 2, "N": 40}})
+    assert partial_line(run.results) == "partial: t 2 of 40"
+    assert tracker_params(run)["partial"] == "partial: t 2 of 40" and partial_tags(run) == ["partial"]
+    whole = _run(tmp_path / "w", [1.0, 0.0])
+    assert "partial" not in tracker_params(whole) and partial_tags(whole) == []
+    written = write_layout(tmp_path / "lm", {**run.results, "configs": {}}, run.folder, "hf", {"pretrained": "m"})
+    assert partial_tasks(load_run(written[0]).results) == {"t": (2, 40)}

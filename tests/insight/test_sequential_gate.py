@@ -1,0 +1,204 @@
+"""``python -m evalflow gate``: the sequential release gate, driven round by round by the candidate's
+own runs (no sleeps: each round ends when its run returns). A damaged checkpoint fails after a
+fraction of the documents; an equal one passes; a budget stops it undecided (exit 3); when the
+documents run out the verdict is the full-run gate's; the stopped run is partial everywhere it is
+read, and a later whole run computes only the documents the gate did not use."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalflow import evaluate
+from evalflow.commands import gate
+from evalflow.errors import ConfigError, RunFolderError
+from evalflow.insight.comparison import compare
+from evalflow.insight.explanation import explain
+from evalflow.insight.report_build import build_report
+from evalflow.output.partial import partial_tasks
+from evalflow.output.run_folder import load_run
+from evalflow.output.run_paths import gate_record_file, gate_rounds_dir, manifest_file, results_file
+
+CHECKPOINT = "tests.support.checkpoints:ArithCheckpoint"
+DOCS = 400
+TASK = """\
+task: gate_arith
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    train: {data}/train.jsonl
+    test: {data}/test.jsonl
+training_split: train
+test_split: test
+output_type: multiple_choice
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_target: label
+doc_to_choice: "{{{{choices}}}}"
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+"""
+
+
+def _rows(n: int, offset: int) -> str:
+    lines = []
+    for i in range(offset, offset + n):
+        a, b = i % 97 + 1, i % 7 + 2
+        choices = [str(a + b + k) for k in (0, 1, 10, 20)]
+        lines.append(json.dumps({"question": f"What is {a} + {b}?", "choices": choices, "label": 0}))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A task of 400 documents and a baseline checkpoint's whole run of it (2 random shots)."""
+    root = tmp_path_factory.mktemp("seqgate")
+    (root / "data").mkdir()
+    (root / "data" / "train.jsonl").write_text(_rows(20, 1000))
+    (root / "data" / "test.jsonl").write_text(_rows(DOCS, 0))
+    (root / "tasks").mkdir()
+    (root / "tasks" / "gate_arith.yaml").write_text(TASK.format(data=root / "data"))
+    paths = {"root": root, "tasks": root / "tasks", "cache": root / "cache", "baseline": root / "baseline"}
+    evaluate(
+        "gate_arith",
+        {"type": CHECKPOINT, "skill": 0.9},
+        output_dir=paths["baseline"],
+        include_path=[str(paths["tasks"])],
+        cache_dir=str(paths["cache"]),
+        num_fewshot=2,
+    )
+    return paths
+
+
+def _gate(release: dict[str, Path], out: Path, skill: float, *words: str) -> int:
+    return gate.main(
+        [
+            f"baseline={release['baseline']}",
+            f"model.type={CHECKPOINT}",
+            f"+model.skill={skill}",
+            f"include_path=[{release['tasks']}]",
+            f"cache_dir={release['cache']}",
+            "num_fewshot=2",
+            f"out={out}",
+            *words,
+        ]
+    )
+
+
+def _record(out: Path) -> dict:
+    return json.loads(gate_record_file(out).read_text())
+
+
+def test_a_damaged_candidate_fails_on_a_fraction_and_its_folder_is_partial_everywhere(
+    release: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "damaged"
+    assert _gate(release, out, 0.0, "max_drop=0.05", "first=16") == 1
+    record = _record(out)
+    assert record["verdict"] == "fail" and record["decided_by"] == "sequential"
+    used = record["rounds"][-1]["documents"]["gate_arith"][0]
+    assert used < DOCS / 4 and record["rounds"][-1]["rows"][0]["high"] < -0.05
+    printed = capsys.readouterr().out
+    assert f"round 1: gate_arith 16 of {DOCS}" in printed and "verdict so far: fail" in printed
+    assert not gate_rounds_dir(out).exists()
+    results = json.loads(results_file(out).read_text())
+    assert partial_tasks(results) == {"gate_arith": (used, DOCS)}
+    assert results["n-samples"]["gate_arith"] == {"original": DOCS, "effective": used}
+    with pytest.raises(RunFolderError, match="partial gate run"):
+        compare(load_run(release["baseline"]), load_run(out))
+    assert explain(out)[0].startswith(f"gate against {release['baseline']}") and "gate round 1:" in explain(out)[1]
+    html = build_report([out])
+    assert f"partial: gate_arith {used} of {DOCS}" in html and "gate round 1: gate_arith 16 of 400" in html
+
+
+def test_a_later_whole_run_computes_only_the_documents_the_gate_did_not_use(
+    release: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "gated"
+    assert _gate(release, out, 0.3, "max_drop=0.05", "first=16") == 1
+    used = _record(out)["rounds"][-1]["documents"]["gate_arith"][0]
+    whole = tmp_path / "whole"
+    evaluate(
+        "gate_arith",
+        {"type": CHECKPOINT, "skill": 0.3},
+        output_dir=whole,
+        include_path=[str(release["tasks"])],
+        cache_dir=str(release["cache"]),
+        num_fewshot=2,
+    )
+    inference = json.loads(manifest_file(whole).read_text())["inference"]
+    assert (inference["computed"], inference["cached"]) == (4 * (DOCS - used), 4 * used)  # 4 choices each
+    ours = {r["doc_id"]: r["acc"] for r in load_run(out).rows("gate_arith")}
+    theirs = {r["doc_id"]: r["acc"] for r in load_run(whole).rows("gate_arith")}
+    assert ours == {d: theirs[d] for d in ours}  # the gate's documents scored as the whole run scores them
+
+
+def test_an_equal_candidate_passes_before_the_last_document(release: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "same"
+    assert _gate(release, out, 0.9, "max_drop=0.1", "first=32") == 0
+    record = _record(out)
+    assert record["verdict"] == "pass" and record["decided_by"] == "sequential"
+    assert record["rounds"][-1]["documents"]["gate_arith"][0] < DOCS
+
+
+def test_a_spent_budget_exits_undecided(release: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "budget"
+    assert _gate(release, out, 0.85, "max_drop=0.02", "first=16", "budget=40") == gate.BUDGET_EXIT
+    record = _record(out)
+    assert record["verdict"] == "undecided" and record["decided_by"] == "budget"
+    assert [r["documents"]["gate_arith"][0] for r in record["rounds"]] == [16, 32, 40]
+
+
+def test_when_the_documents_run_out_the_verdict_is_the_full_run_gates(release: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "exhausted"
+    code = _gate(release, out, 0.88, "max_drop=0.0", "first=128")
+    record = _record(out)
+    assert record["decided_by"] == "full run" and record["rounds"][-1]["documents"]["gate_arith"] == [DOCS, DOCS]
+    results = json.loads(results_file(out).read_text())
+    assert "partial" not in results
+    from evalflow.commands.compare import main as compare_main
+
+    assert code == compare_main([str(release["baseline"]), str(out), "max_drop=0.0", "alpha=0.05"])
+
+
+def test_bad_input_is_one_paragraph_before_any_model_call(release: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(RunFolderError, match="no such folder"):
+        gate.main([f"baseline={tmp_path / 'nowhere'}", "max_drop=0.01"])
+    limited = tmp_path / "limited"
+    evaluate(
+        "gate_arith",
+        {"type": CHECKPOINT},
+        output_dir=limited,
+        include_path=[str(release["tasks"])],
+        cache_dir=str(release["cache"]),
+        limit=10,
+    )
+    with pytest.raises(ConfigError, match="rerun the baseline without limit"):
+        _gate({**release, "baseline": limited}, tmp_path / "x", 1.0, "max_drop=0.01")
+    with pytest.raises(ConfigError, match="limit= chooses documents"):
+        _gate(release, tmp_path / "y", 1.0, "max_drop=0.01", "limit=5")
+    with pytest.raises(ConfigError, match="name the baseline's run folder and the tolerated drop"):
+        gate.main([f"baseline={release['baseline']}"])
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_stop_at_stderr_stops_a_task_once_its_interval_is_narrow_and_marks_it_partial(
+    release: dict[str, Path], tmp_path: Path
+) -> None:
+    """The 95% anytime-valid interval of a task's accuracy narrows as its prefix grows; with
+    stop_at_stderr=0.05 (half-width <= 0.098) this task stops before its 400th document."""
+    common = {"include_path": [str(release["tasks"])], "cache_dir": str(tmp_path / "cache"), "num_fewshot": 2}
+    model = {"type": CHECKPOINT, "skill": 0.5}
+    stopped = evaluate("gate_arith", model, output_dir=tmp_path / "precise", stop_at_stderr=0.05, **common)
+    n, total = partial_tasks(stopped)["gate_arith"]
+    assert total == DOCS and 64 <= n < DOCS and stopped["n-samples"]["gate_arith"]["effective"] == n
+    whole = evaluate("gate_arith", model, output_dir=tmp_path / "whole", **common)
+    assert json.loads(manifest_file(tmp_path / "whole").read_text())["inference"]["computed"] == 4 * (DOCS - n)
+    assert abs(stopped["results"]["gate_arith"]["acc,none"] - whole["results"]["gate_arith"]["acc,none"]) <= 0.098
+    with pytest.raises(ConfigError, match="stop_at_stderr chooses the documents"):
+        evaluate("gate_arith", model, stop_at_stderr=0.05, subset={"gate_arith": [1]}, **common)
