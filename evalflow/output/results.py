@@ -32,6 +32,7 @@ from typing import Any
 
 from evalflow.config.schema import RunSettings
 from evalflow.dag.runner import StageEvent, StageOutputs
+from evalflow.output.clusters import results_entry
 from evalflow.output.cost import run_cost, run_tokens
 from evalflow.output.environment import environment_fields
 from evalflow.output.run_info import (
@@ -128,6 +129,8 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
         "total_evaluation_time_seconds": str(round(record.finished - record.started, 3)),
         # beside lm-eval's keys: how each task's generations ended and what they cost (output/generations.py)
         **({"generations": stats} if (stats := task_generations(record)) else {}),
+        # beside lm-eval's stderr, which stays as it is: the tasks with a cluster_key (output/clusters.py)
+        **({"clustered_stderr": clustered} if (clustered := task_clusters(record)) else {}),
         **tokens_and_cost(record),  # the run's tokens, computed and cached, and their cost (output/cost.py)
         "evalflow": {
             "model": model,  # the whole model config, type included
@@ -144,6 +147,12 @@ def task_generations(record: RunRecord) -> dict[str, Any]:
     """Each task's generation figures (the ``generations`` output node), for the tasks with generations."""
     stats = {task.task: record.outputs[task.task].get("generations") for task in record.selection.tasks}
     return {name: value for name, value in stats.items() if value is not None}
+
+
+def task_clusters(record: RunRecord) -> dict[str, Any]:
+    """Each clustered task's ``clustered_stderr`` entry (the ``clusters`` output node)."""
+    stats = {task.task: record.outputs[task.task].get("clusters") for task in record.selection.tasks}
+    return {name: results_entry(value) for name, value in stats.items() if value is not None}
 
 
 def tokens_and_cost(record: RunRecord) -> dict[str, Any]:
