@@ -58,6 +58,7 @@ def test_clusters_recorded_beside_lm_evals_fields(tmp_path: Path) -> None:
     expected = clustered_stderr(acc, [line["cluster"] for line in lines])
     assert entry == {"acc,none": pytest.approx(expected), "clusters": 5, "documents": 40, "cluster_key": BY_B[1:-1]}
     assert "clustered_stderr" not in plain
+    assert manifest["clustered_stderr"] == clustered["clustered_stderr"]
     run = load_run(folder)
     assert run.clusters("toy_mc") == {line["doc_id"]: line["cluster"] for line in lines}
     assert load_run(plain_folder).clusters("toy_mc") is None
@@ -78,3 +79,15 @@ def test_key_that_renders_no_id_refused_before_the_model(tmp_path: Path) -> None
     with pytest.raises(TaskError, match=r"toy_mc.yaml.*`cluster_key: questoin` names no field of document 0"):
         _run(tmp_path, tmp_path / "cache", "questoin", 1)
     assert CountingModel.calls_total == 0
+
+
+def test_validate_renders_every_cluster_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evalflow.commands.validate import main
+
+    args = ["task=toy_mc", f"include_path=[{_library(tmp_path, BY_B)}]", f"cache_dir={tmp_path / 'cache'}", "n=2"]
+    assert main(args) == 0
+    capsys.readouterr()
+    _library(tmp_path, '"{{questoin}}"')
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "cluster_key, document 0" in err and "questoin" in err
