@@ -31,7 +31,8 @@ HF_RUNS = {
     "gsm8k 5-shot": ["--tasks", "gsm8k", "--num_fewshot", "5", "--limit", "5"],
     "mmlu_local group": ["--tasks", "mmlu_local", "--limit", "1"],
 }
-EVALFLOW_ONLY = {"/evalflow", "/evalflow_version"}  # and what lies under /evalflow
+# and what lies under them; clustered_stderr: boolq's cluster_key (docs/correlated-documents.md)
+EVALFLOW_ONLY = {"/evalflow", "/evalflow_version", "/clustered_stderr"}
 DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d+")
 
 

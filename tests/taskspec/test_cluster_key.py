@@ -3,12 +3,17 @@ configs dump; a key that renders no id is one paragraph naming the task file, th
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+
 import pytest
 
 from evalflow.errors import TaskError
 from evalflow.taskspec.format.loader import task_from_dict
 from evalflow.taskspec.format.spec import EVALFLOW_TASK_FIELDS, TASK_FIELDS
 from evalflow.taskspec.prompts.clusters import MAX_ID_CHARS, cluster_ids
+from tests.support.builtin_tasks import all_yaml_tasks
+from tests.support.paths import SHARED_DATA, SHARED_MAP
 
 BASE = {"task": "t", "test_split": "test", "doc_to_text": "x", "doc_to_target": "y"}
 
@@ -56,3 +61,16 @@ def test_a_key_that_renders_no_id_names_file_key_and_document(key: str, doc: dic
     with pytest.raises(TaskError) as err:
         cluster_ids(task, [{"passage": "fine", "pasage": "fine"}, doc])
     assert says in str(err.value) and "/tasks/t.yaml" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="shared benchmark data (../shared/data) is absent")
+def test_builtin_boolq_clusters_its_questions_by_passage() -> None:
+    from evalflow.taskspec.data.docsets import load_docset
+
+    boolq = all_yaml_tasks()["boolq"]
+    ids = cluster_ids(boolq, load_docset(boolq, SHARED_MAP).docs) or ()
+    rows = [json.loads(line) for line in (SHARED_DATA / "boolq" / "validation.jsonl").read_text().splitlines()]
+    passages = Counter(r["passage"] for r in rows)
+    assert len(ids) == len(rows) and len(set(ids)) == len(passages) < len(rows)  # docs/correlated-documents.md
+    assert sorted(Counter(ids).values()) == sorted(passages.values())
+    assert "cluster_key" not in boolq.to_dict()
