@@ -67,6 +67,10 @@ def _judge_prompts(task: TaskConfig) -> Any:
     return tuple(judge.request_part() for judge in judge_specs(task))
 
 
+def _clustered(task: TaskConfig) -> bool:
+    return task.cluster_key is not None
+
+
 def _data_identity(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
     return data_identity(task, settings["data_map"])
 
@@ -238,6 +242,7 @@ OUTPUTS: tuple[Node, ...] = (
         # the clustered stderr: of the metrics lm-eval gives a stderr (the aggregate's keys)
         task_fields=("cluster_key",),
         upstream=("load_docs", "metrics", "aggregate"),
+        applies=_clustered,  # a task without cluster_key plans no node: nothing is decoded for it
     ),
 )
 """What the run folder's writers read of a task, keyed as every stage is (its code and its upstream
