@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 
-import numpy as np
+from evalflow.scoring import lazy_numpy as np  # a cached run imports no numpy
 
 
 def clustered_stderr(values: Sequence[float], clusters: Sequence[Hashable]) -> float:
