@@ -145,9 +145,8 @@ def check_baseline(baseline: Run) -> None:
 def _clusters(baseline: Run, task: str) -> dict[int, Any]:
     """The task's documents with their cluster ids, where the run records them (``Run.clusters``,
     a task's ``cluster_key``), else each document its own unit."""
-    recorded = getattr(baseline, "clusters", None)  # Run.clusters(task): {doc_id: cluster}, where the run has it
-    clusters = recorded(task) if callable(recorded) else None
-    return {doc: (clusters or {}).get(doc) for doc in baseline.doc_fingerprints(task, False)}
+    clusters = baseline.clusters(task) or {}
+    return {doc: clusters.get(doc) for doc in baseline.doc_fingerprints(task, False)}
 
 
 def _candidate(baseline: Run, passed: Sequence[str]) -> tuple[Any, Any]:

@@ -67,6 +67,10 @@ def _judge_prompts(task: TaskConfig) -> Any:
     return tuple(judge.request_part() for judge in judge_specs(task))
 
 
+def _clustered(task: TaskConfig) -> bool:
+    return task.cluster_key is not None
+
+
 def _data_identity(task: TaskConfig, settings: Mapping[str, Any]) -> Any:
     return data_identity(task, settings["data_map"])
 
@@ -214,6 +218,7 @@ OUTPUTS: tuple[Node, ...] = (
         "samples",
         "evalflow.output.samples:samples_text",
         "samples",
+        task_fields=("cluster_key",),  # each line's cluster id
         run_settings=("think_end_token",),  # a generation's thinking_unclosed stop reason
         upstream=("load_docs", "instances", "inference", "filters", "metrics"),
     ),
@@ -229,6 +234,15 @@ OUTPUTS: tuple[Node, ...] = (
         # a local model's tokenizer, for the thinking parts' tokens: named by the model's identity,
         # which the inference key holds (output/thinking_tokens.py)
         resources=("count_tokens",),
+    ),
+    Node(
+        "clusters",
+        "evalflow.output.clusters:cluster_stats",
+        "clusters",
+        # the clustered stderr: of the metrics lm-eval gives a stderr (the aggregate's keys)
+        task_fields=("cluster_key",),
+        upstream=("load_docs", "metrics", "aggregate"),
+        applies=_clustered,  # a task without cluster_key plans no node: nothing is decoded for it
     ),
 )
 """What the run folder's writers read of a task, keyed as every stage is (its code and its upstream

@@ -93,8 +93,8 @@ def unread_nodes(recompute: str | None, nodes: tuple[Node, ...] = PIPELINE + OUT
     stays valid); ``all``: every node.
 
     >>> sorted(unread_nodes("answers"))  # doctest: +NORMALIZE_WHITESPACE
-    ['aggregate', 'filters', 'generations', 'inference', 'judge_inference', 'judge_requests', 'metrics',
-     'samples', 'summary']
+    ['aggregate', 'clusters', 'filters', 'generations', 'inference', 'judge_inference', 'judge_requests',
+     'metrics', 'samples', 'summary']
     """
     if recompute is None:
         return frozenset()

@@ -19,7 +19,14 @@ from typing import Any
 
 from evalflow.errors import RunFolderError
 from evalflow.insight.gate import GateSettings, Verdict, bootstrap_detectable, judge, mcnemar_detectable
-from evalflow.insight.stats import discordant, is_binary, mcnemar_exact, paired_bootstrap
+from evalflow.insight.stats import (
+    cluster_bootstrap,
+    clustered_mcnemar,
+    discordant,
+    is_binary,
+    mcnemar_exact,
+    paired_bootstrap,
+)
 from evalflow.output.partial import PARTIAL, partial_tasks
 from evalflow.output.run_folder import Run, metric_keys
 from evalflow.output.run_paths import MANIFEST, RESULTS
@@ -48,6 +55,7 @@ class Comparison:
     higher_is_better: bool | None = None  # from A's results.json (B's where A's does not say)
     detectable: float | None = None  # the smallest |B - A| the paired documents can show at alpha
     left_out: int = 0  # documents scored in both runs without a value in both (the note says why)
+    clusters: int | None = None  # the test resampled these clusters (cluster_key), not documents
 
 
 def compare(
@@ -114,6 +122,7 @@ def _rows(
     entry_a = run_a.results["results"].get(name, {})
     entry_b = run_b.results["results"].get(name, {})
     out = []
+    clusters = _clusters(run_a, run_b, leaves)
     for metric, filt in metric_keys(entry_a, with_null=True):
         key = f"{metric},{filt}"
         if key not in entry_b or not (entry_b[key] is None or _number(entry_b[key])):
@@ -149,9 +158,8 @@ def _rows(
                     vb,
                     _scored(run_a, leaves, filt),
                     _why_missing(entry_a, entry_b, metric, filt),
-                    iters,
-                    seed,
-                    alpha,
+                    (iters, seed, alpha),
+                    clusters,
                 )
             )
     return out
@@ -163,9 +171,8 @@ def _paired(
     vb: Mapping[Doc, float],
     scored: set[Doc],
     why: str,
-    iters: int,
-    seed: int,
-    alpha: float,
+    test: tuple[int, int, float],
+    clusters: Mapping[Doc, Any] | None = None,
 ) -> Comparison:
     """The paired test over the documents with a value in both runs; the others are counted, and
     the note says how many each run lacks (a judge's unparsed verdicts, ``on_unparsed: exclude``)."""
@@ -180,7 +187,8 @@ def _paired(
         )
     if not paired:
         return dataclasses.replace(base, left_out=left_out, note=note + ": no paired test")
-    row = _test(base, [va[d] for d in paired], [vb[d] for d in paired], iters, seed, alpha)
+    a, b = [va[d] for d in paired], [vb[d] for d in paired]
+    row = _test(base, a, b, *test) if clusters is None else _clustered(base, a, b, _index(paired, clusters), *test)
     return dataclasses.replace(row, left_out=left_out, note=note)
 
 
@@ -241,6 +249,40 @@ def _test(base: Comparison, a: list[float], b: list[float], iters: int, seed: in
     return dataclasses.replace(
         base, n=len(a), low=boot.low, high=boot.high, p_value=p, test=test, detectable=detectable
     )
+
+
+def _clustered(
+    base: Comparison, a: list[float], b: list[float], index: list[int], iters: int, seed: int, alpha: float
+) -> Comparison:
+    """The paired test with whole clusters as the units (``index[i]``: document i's cluster, 0..K-1):
+    the cluster bootstrap's interval, and for 0/1 metrics Durkalski's clustered McNemar p-value,
+    else the cluster bootstrap's."""
+    boot = cluster_bootstrap(a, b, index, iters, seed)
+    k = max(index) + 1
+    binary = is_binary(a) and is_binary(b)
+    p = clustered_mcnemar(a, b, index) if binary else boot.p_value
+    test = f"{'mcnemar' if binary else 'bootstrap'}, clustered ({k} clusters)"
+    detectable = bootstrap_detectable(boot.distribution, alpha)
+    return dataclasses.replace(
+        base, n=len(a), low=boot.low, high=boot.high, p_value=p, test=test, detectable=detectable, clusters=k
+    )
+
+
+def _clusters(run_a: Run, run_b: Run, leaves: Sequence[str]) -> dict[Doc, Any] | None:
+    """Each pooled document's cluster, ``(task, id)``, when a leaf declares clusters (A's record,
+    else B's); a leaf without them contributes each of its documents as a cluster of its own.
+    None when no leaf has clusters: the plain per-document test."""
+    out: dict[Doc, Any] = {}
+    for task in leaves:
+        ids = run_a.clusters(task) or run_b.clusters(task)
+        out.update({(task, d): (task, c) for d, c in (ids or {}).items()})
+    return out or None
+
+
+def _index(paired: Sequence[Doc], clusters: Mapping[Doc, Any]) -> list[int]:
+    """Cluster numbers 0..K-1 of the paired documents (a document with no cluster: its own)."""
+    numbers: dict[Any, int] = {}
+    return [numbers.setdefault(clusters.get(d, ("doc", d)), len(numbers)) for d in paired]
 
 
 def verdicts(rows: Sequence[Comparison], gate: GateSettings) -> list[Verdict]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from evalflow.output.code_execution import code_execution
 from evalflow.output.inputs import plain
-from evalflow.output.results import RunRecord, task_generations, tokens_and_cost
+from evalflow.output.results import RunRecord, task_clusters, task_generations, tokens_and_cost
 
 PACKAGES = (
     "evalflow",
@@ -52,6 +52,8 @@ def manifest(record: RunRecord) -> dict[str, Any]:
         # of cut-off generations above which the run warns (output/truncation.py)
         "generations": task_generations(record),
         **tokens_and_cost(record),  # the run's tokens, computed and cached, and their cost (output/cost.py)
+        # the tasks with a cluster_key: their clustered stderr, as results.json's (output/clusters.py)
+        "clustered_stderr": task_clusters(record),
         "truncation_warning": record.settings.truncation_warning,
         "packages": {name: _version(name) for name in PACKAGES},
         "seconds": round(record.finished - record.started, 3),

@@ -32,9 +32,10 @@ from typing import Any
 
 from evalflow.config.schema import RunSettings
 from evalflow.dag.runner import StageEvent, StageOutputs
+from evalflow.output.clusters import results_entry
 from evalflow.output.cost import run_cost, run_tokens
 from evalflow.output.environment import environment_fields
-from evalflow.output.partial import partial_marker
+from evalflow.output.partial import PARTIAL, partial_marker
 from evalflow.output.run_info import (
     chat_template,
     git_hash,
@@ -129,6 +130,8 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
         "total_evaluation_time_seconds": str(round(record.finished - record.started, 3)),
         # beside lm-eval's keys: how each task's generations ended and what they cost (output/generations.py)
         **({"generations": stats} if (stats := task_generations(record)) else {}),
+        # beside lm-eval's stderr, which stays as it is: the tasks with a cluster_key (output/clusters.py)
+        **({"clustered_stderr": clustered} if (clustered := task_clusters(record)) else {}),
         **tokens_and_cost(record),  # the run's tokens, computed and cached, and their cost (output/cost.py)
         **partial_marker(s.subset, n_samples),
         "evalflow": {
@@ -143,13 +146,27 @@ def build_results(record: RunRecord, store: Any = None) -> dict[str, Any]:
 
 
 # the top-level keys results.json holds beside lm-eval's (every other key is lm-eval's, as it writes it)
-EVALFLOW_KEYS: tuple[str, ...] = ("evalflow", "evalflow_version", "generations", "tokens", "cost")
+EVALFLOW_KEYS: tuple[str, ...] = (
+    "evalflow",
+    "evalflow_version",
+    "generations",
+    "tokens",
+    "cost",
+    "clustered_stderr",
+    PARTIAL,
+)
 
 
 def task_generations(record: RunRecord) -> dict[str, Any]:
     """Each task's generation figures (the ``generations`` output node), for the tasks with generations."""
     stats = {task.task: record.outputs[task.task].get("generations") for task in record.selection.tasks}
     return {name: value for name, value in stats.items() if value is not None}
+
+
+def task_clusters(record: RunRecord) -> dict[str, Any]:
+    """Each clustered task's ``clustered_stderr`` entry (the ``clusters`` output node)."""
+    stats = {task.task: record.outputs[task.task].get("clusters") for task in record.selection.tasks}
+    return {name: results_entry(value) for name, value in stats.items() if value is not None}
 
 
 def tokens_and_cost(record: RunRecord) -> dict[str, Any]:

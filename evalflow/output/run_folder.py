@@ -163,6 +163,15 @@ class Run:
             if str(r.get("filter", "none")) == filter_name and metric in r
         }
 
+    def clusters(self, task: str) -> dict[int, str] | None:
+        """doc_id -> the document's cluster id (the samples lines' ``cluster``, written for a task
+        with ``cluster_key``); None when the task's documents carry none (no cluster_key, or an
+        lm-eval folder, or no samples file)."""
+        if task not in self.samples_files and task not in self._rows:
+            return None
+        ids = {int(r["doc_id"]): str(r["cluster"]) for r in self.rows(task) if "cluster" in r}
+        return ids or None
+
     def doc_ids(self, task: str, filter_name: str) -> set[int]:
         """The documents scored under ``filter_name``, with or without a value of any one metric."""
         return {int(r["doc_id"]) for r in self.rows(task) if str(r.get("filter", "none")) == filter_name}

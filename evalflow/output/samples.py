@@ -20,6 +20,9 @@ did not say), ``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``, ``
 the thinking off with its own ``model.think_end_token``: whether the marker came) and ``reasoning``
 (the reasoning text a server or that marker split off) when there is one.
 
+A task with ``cluster_key`` adds ``cluster`` (the document's cluster id, :mod:`evalflow.taskspec.prompts.clusters`)
+at the end of each line; lm-eval's keys are unchanged.
+
 A samples file is a pure function of five stage outputs, so its text is an output node of the
 pipeline (``samples`` in :data:`evalflow.dag.pipeline.OUTPUTS`: keyed by this module's code and
 those stages' keys, cached beside them): a run whose stages all come from the cache copies the file
@@ -36,9 +39,18 @@ from typing import Any
 
 from evalflow.core.records import DocSet, Filtered, Finish, ImageRef, Instance, Responses, Scores
 from evalflow.output.samples_json import indented_doc_json, row_json
+from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.clusters import cluster_ids
 
 # the keys a samples line holds beside lm-eval's (see above; every other key is lm-eval's)
-EVALFLOW_SAMPLE_KEYS: tuple[str, ...] = ("filtered_samples", "sample_metrics", "judge", "judge_unparsed", "finish")
+EVALFLOW_SAMPLE_KEYS: tuple[str, ...] = (
+    "filtered_samples",
+    "sample_metrics",
+    "judge",
+    "judge_unparsed",
+    "finish",
+    "cluster",
+)
 
 
 def samples_text(
@@ -48,9 +60,14 @@ def samples_text(
     filtered: Filtered,
     scores: Scores,
     think_end_token: str | None = None,
+    task: TaskConfig | None = None,
 ) -> str:
-    """The samples node: one JSON line per document and filter pipeline."""
+    """The samples node: one JSON line per document and filter pipeline (with the task's
+    ``cluster_key``, each line's ``cluster``: the document's cluster id)."""
     rows = sample_rows(docs, instances, responses, filtered, scores, think_end_token)
+    clusters = cluster_ids(task, docs.docs) if task is not None else None
+    if clusters is not None:
+        rows = ({**row, "cluster": clusters[row["doc_id"]]} for row in rows)
     return "".join(row_json(row) + "\n" for row in rows)
 
 

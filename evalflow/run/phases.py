@@ -43,6 +43,7 @@ from evalflow.scale.progress import pooled_label, progress_label
 from evalflow.stages.fewshot import evaluated_doc_ids
 from evalflow.taskspec.catalog.index import Selection
 from evalflow.taskspec.format.spec import TaskConfig
+from evalflow.taskspec.prompts.clusters import cluster_ids
 from evalflow.taskspec.prompts.fewshot_context import effective_num_fewshot
 from evalflow.taskspec.prompts.samplers import fewshot_warnings
 
@@ -255,6 +256,8 @@ def evaluate_tasks(
         # the first stage that calls a model, when it must: the scored model's requests are pooled
         # below, and a judge's are counted for this task when it advances again
         run.advance(store, resources, stop_before=("inference", "judge_inference"))
+        if task.cluster_key is not None:  # a cluster_key that renders no id: refused before any model call
+            cluster_ids(task, run.outputs["load_docs"].docs)
         runs.append((run, resources))
     waiting = [r for r, _ in runs if r.waiting_at == "inference"]
     with frozen_heap():

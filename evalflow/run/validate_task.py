@@ -35,6 +35,7 @@ def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -
     """Raise the task's first problem as an EvalflowError; else its summary and warnings."""
     from evalflow.scoring import task_metric_specs, task_pipelines
     from evalflow.taskspec.data.decontamination import decontamination_query
+    from evalflow.taskspec.prompts.clusters import cluster_ids
     from evalflow.taskspec.prompts.templates import doc_to_choice, doc_to_target
 
     load_checks.check_task(task)  # what a run checks at load time: registry names, every `!function` imports
@@ -49,6 +50,7 @@ def check_task(task: TaskConfig, settings: RunSettings, store: object, n: int) -
             doc_to_choice(task, docs[doc_id], doc_id=doc_id)
         decontamination_query(task, docs[doc_id], doc_id=doc_id)
     _check_judges(task, settings, docs, shown)
+    cluster_ids(task, docs)  # every document's cluster id renders (a run checks all of them too)
     requests = sum(1 for inst in outputs["instances"] if inst.doc_id in set(shown))
     uncomputed = load_checks.uncomputed_metrics(task)
     names = [m.name + (" (not computed)" if m.name in uncomputed else "") for m in metrics]

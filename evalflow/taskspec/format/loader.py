@@ -382,6 +382,13 @@ def _check_values(cfg: dict[str, Any], source: str) -> None:
     for key in ("generation_kwargs", "dataset_kwargs", "fewshot_config"):
         if cfg.get(key) is not None and not isinstance(cfg[key], Mapping):
             raise TaskError(f"{source}: `{key}:` must be a mapping, got {cfg[key]!r}.")
+    cluster = cfg.get("cluster_key")
+    if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
+        raise TaskError(
+            f"{source}: `cluster_key:` must be a document field's name or a Jinja template (e.g. "
+            f'`cluster_key: passage`, or `cluster_key: "{{{{article_id}}}}"`), got {cluster!r}. Write the field '
+            "whose value the documents of one passage, subject or source share, or remove the key."
+        )
 
 
 def _generation_kwargs(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -86,6 +86,8 @@ class TaskConfig:
     gen_prefix: str | None = None
     unsafe_code: bool = False
     metadata: Mapping[str, Any] | None = None
+    # evalflow's extensions of the format (EVALFLOW_TASK_FIELDS): never in lm-eval's config dump
+    cluster_key: str | None = None  # a document field or Jinja template: the document's cluster id
     # Where the task came from (file path, or "<python>"): for error messages only, never hashed.
     source: str = field(default="", compare=False)
 
@@ -112,7 +114,7 @@ class TaskConfig:
         """The config as lm-eval prints it under ``configs`` in results.json."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name == "source":
+            if f.name == "source" or f.name in EVALFLOW_TASK_FIELDS:
                 continue
             value = getattr(self, f.name)
             if isinstance(value, FunctionRef):
@@ -120,6 +122,16 @@ class TaskConfig:
             out[f.name] = value
         return out
 
+
+EVALFLOW_TASK_FIELDS: tuple[str, ...] = ("cluster_key",)
+"""The task keys evalflow adds to lm-eval's format, declared here and nowhere else. They are read
+by evalflow's own stages and outputs only: lm-eval's ``configs`` dump (:meth:`TaskConfig.to_dict`)
+leaves them out, so a task that sets one writes the results.json lm-eval would.
+
+``cluster_key``: which documents share a passage, subject or source (docs/correlated-documents.md):
+a document field's name, or a Jinja template rendered per document (as lm-eval's ``doc_to_*``
+keys are); its value is the document's cluster id. compare's paired test and results.json's
+``clustered_stderr`` then resample and sum over clusters instead of documents."""
 
 TASK_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TaskConfig) if f.name != "source")
 
