@@ -81,7 +81,7 @@ COMMAND = Command(
         Option("alpha", float, 0.05, "the gate's error rate, split over the gated rows"),
         Option("order_seed", int, 1234, "the seed of the random order of the documents"),
         Option("budget", positive, None, "stop undecided (exit 3) before evaluating more documents than this"),
-        Option("first", positive, 64, "the first round's size, in documents (or clusters); rounds then double"),
+        Option("first", positive, 64, "the first round's size, in documents (or clusters); rounds then grow 1.5x"),
         Option("ranges", metric_ranges, {}, "the range of each non-0/1 metric: ranges=bleu:0:100,f1:0:1"),
         Option("out", str, None, "the candidate's run folder (default outputs/gate/<date>/<time>)"),
     ),
@@ -108,6 +108,8 @@ def main(argv: list[str]) -> int:
     order = unit_order({task: _clusters(baseline, task) for task in baseline.tasks()}, words.value("order_seed"))
     out = Path(words.value("out") or Path("outputs") / "gate" / datetime.now().strftime("%Y-%m-%d/%H-%M-%S"))
     ensure_fresh(out, "out")
+    # an interrupted gate's round runs (its own scratch, removed when it ends): begun again, from the cache
+    shutil.rmtree(gate_rounds_dir(out), ignore_errors=True)
     record = {
         "baseline": str(baseline.folder),
         "order_seed": words.value("order_seed"),

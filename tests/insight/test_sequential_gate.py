@@ -146,17 +146,29 @@ def test_an_equal_candidate_passes_before_the_last_document(release: dict[str, P
     assert record["rounds"][-1]["documents"]["gate_arith"][0] < DOCS
 
 
+def test_an_interrupted_gate_begins_again_into_the_same_folder(release: dict[str, Path], tmp_path: Path) -> None:
+    """A gate stopped mid-round leaves its round runs behind (its own scratch); the same command
+    again starts over into the same out= folder, every answer from the cache."""
+    out = tmp_path / "again"
+    stale = gate_rounds_dir(out) / "1"
+    stale.mkdir(parents=True)
+    results_file(stale).write_text("{}")  # a round run that finished before the stop
+    assert _gate(release, out, 0.9, "max_drop=0.1", "first=32") == 0
+    assert _record(out)["verdict"] == "pass" and not gate_rounds_dir(out).exists()
+
+
 def test_a_spent_budget_exits_undecided(release: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "budget"
     assert _gate(release, out, 0.85, "max_drop=0.02", "first=16", "budget=40") == gate.BUDGET_EXIT
     record = _record(out)
     assert record["verdict"] == "undecided" and record["decided_by"] == "budget"
-    assert [r["documents"]["gate_arith"][0] for r in record["rounds"]] == [16, 32, 40]
+    assert [r["documents"]["gate_arith"][0] for r in record["rounds"]] == [16, 24, 36, 40]  # rounds grow 1.5x
 
 
 def test_when_the_documents_run_out_the_verdict_is_the_full_run_gates(release: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "exhausted"
-    code = _gate(release, out, 0.88, "max_drop=0.0", "first=128")
+    # the baseline's own checkpoint with no tolerated drop: no interval short of the whole task is above 0
+    code = _gate(release, out, 0.9, "max_drop=0.0", "first=128")
     record = _record(out)
     assert record["decided_by"] == "full run" and record["rounds"][-1]["documents"]["gate_arith"] == [DOCS, DOCS]
     results = json.loads(results_file(out).read_text())
