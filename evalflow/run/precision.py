@@ -24,7 +24,6 @@ from typing import Any
 from evalflow.config.schema import RunSettings
 from evalflow.core.records import Scores
 from evalflow.errors import ConfigError
-from evalflow.insight import sequential
 
 log = logging.getLogger(__name__)
 Z95 = 1.96  # the normal quantile that turns a standard error into a 95% half-width
@@ -53,6 +52,8 @@ def half_width(scores: Scores, order: Sequence[int], seen: int, task: str) -> fl
             "anytime-valid interval needs a bounded value, and stop_at_stderr gates 0/1 metrics only "
             "(acc, exact_match); run the task whole"
         )
+    from evalflow.insight import sequential  # numpy: imported by a run that stops early, not by every run
+
     interval = sequential.mean_interval([float(v or 0) for v in observed], [1] * len(order), (0.0, 1.0), LEVEL)
     return (interval.high - interval.low) / 2.0
 
@@ -65,6 +66,8 @@ def precision_subset(
     """The rounds: ``selected`` is each task's selected documents; ``evaluate_round`` runs the
     settings it is given through the run path and returns each task's stage outputs. Returns the
     settings of the final run: ``subset=`` each task's documents seen when it stopped."""
+    from evalflow.insight import sequential
+
     target = Z95 * float(settings.stop_at_stderr or 0.0)
     orders = {task: task_order(task, ids, settings.seed) for task, ids in selected.items()}
     sizes = {task: sequential.round_sizes(len(order)) for task, order in orders.items() if order}

@@ -35,7 +35,7 @@ def test_the_order_is_seeded_and_keeps_each_cluster_whole() -> None:
 def test_rounds_grow_and_stop_where_the_budget_of_documents_ends() -> None:
     order = tuple(Unit("t", (i,)) for i in range(100))
     assert round_prefixes(order, first=10, budget=None)[-1] == 100
-    assert round_prefixes(order, first=10, budget=25) == (10, 20, 25)
+    assert round_prefixes(order, first=10, budget=25) == (10, 15, 22, 25)  # rounds grow 1.5x
     pairs = tuple(Unit("t", (2 * i, 2 * i + 1)) for i in range(50))  # clusters of two documents
     assert round_prefixes(pairs, first=4, budget=13) == (4, 6)  # 6 clusters = 12 documents fit, 7 do not
     with pytest.raises(ConfigError, match="budget=1 documents is smaller than the first unit"):
