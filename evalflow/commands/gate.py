@@ -98,8 +98,12 @@ def main(argv: list[str]) -> int:
         print_help(COMMAND)
         return 0 if argv else 2
     words = parse_words(argv, COMMAND)
-    if words.value("baseline") is None or words.value("max_drop") is None:
-        raise ConfigError(f"gate: name the baseline's run folder and the tolerated drop. {COMMAND.line()}")
+    missing = [name for name in ("baseline", "max_drop") if words.value(name) is None]
+    if missing:
+        raise ConfigError(
+            f"gate: {' and '.join(f'{m}=' for m in missing)} missing: name the baseline's run folder (baseline=DIR) "
+            f"and the tolerated drop (max_drop=0.01). {COMMAND.line()}"
+        )
     gate = GateSettings(words.value("max_drop"), words.value("alpha"))
     baseline = load_run(Path(words.value("baseline")))
     check_baseline(baseline)
@@ -169,7 +173,24 @@ def _candidate(baseline: Run, passed: Sequence[str]) -> tuple[Any, Any]:
         names = task if isinstance(task, list) else [task] if isinstance(task, str) else baseline.tasks()
         overrides.append(f"task=[{','.join(names)}]")
     config = compose_config(without_unused_preset(overrides))  # model.type=pkg:Class alone: as a run composes it
-    return settings_from_config(config), config
+    settings = settings_from_config(config)
+    _check_same_tasks(baseline, settings)
+    return settings, config
+
+
+def _check_same_tasks(baseline: Run, settings: Any) -> None:
+    """The candidate's tasks are the baseline's (a paired gate needs each of them), checked before
+    any model call."""
+    from evalflow.run.parts import select_tasks
+
+    ours = {t.task for t in select_tasks(settings, checked=False).tasks}
+    theirs = set(baseline.tasks())
+    if ours != theirs:
+        raise ConfigError(
+            f"gate: the candidate's tasks ({', '.join(sorted(ours))}) are not the baseline's "
+            f"({', '.join(sorted(theirs))}, in {baseline.folder}); the gate pairs every task of the baseline. "
+            "Drop task= (the candidate then takes the baseline's tasks), or gate against a baseline of these tasks"
+        )
 
 
 def _rounds(

@@ -93,9 +93,9 @@ def check_paired(run_a: Run, run_b: Run, task: str) -> int:
     if partial:
         run, (n, total) = partial[0]
         raise RunFolderError(
-            f"task '{task}': {run.folder} is a partial gate run ({n} of {total} documents, {RESULTS}'s "
-            f"'{PARTIAL}'), not a complete one; compare whole runs (a later whole run of the same settings "
-            "computes only the documents the gate did not evaluate)"
+            f"task '{task}': {run.folder} is a partial run ({n} of {total} documents, {RESULTS}'s "
+            f"'{PARTIAL}': a gate's, or one stopped by stop_at_stderr), not a complete one; compare whole runs "
+            "(a later whole run of the same settings computes only the documents the partial run did not evaluate)"
         )
     if set(docs_a) != set(docs_b):
         common = len(set(docs_a) & set(docs_b))

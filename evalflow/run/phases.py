@@ -83,17 +83,10 @@ def run(
         try:
             rate_for(settings.prices, ran)  # a prices file without the run's model: refused before any model call
             counter = token_counter(settings.model if model is None else None)
-            if settings.stop_at_stderr is not None:  # rounds of the same run path, then the final run below
-                settings = precision_subset(
-                    settings,
-                    selected_doc_ids(selection, settings, store, edge),
-                    lambda s: evaluate_tasks(selection, s, store, edge, judges, counter)[0],
-                )
-            outputs, events, summaries = evaluate_tasks(selection, settings, store, edge, judges, counter)
+            settings, outputs, events, summaries = evaluate_counted(selection, settings, store, edge, judges, counter)
         finally:
             edge.close()
             judges.close()
-        count_cached_stages(outputs, events, edge, judges, summaries)
         record = RunRecord(
             settings,
             selection,
@@ -128,6 +121,32 @@ def _print_explanation(output_dir: Path) -> None:
 
     lines = explain(output_dir)
     print("\n".join(lines) if lines else "explain: every stage was served from the cache", file=sys.stderr)
+
+
+Evaluated = tuple[dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]
+
+
+def evaluate_counted(
+    selection: Selection,
+    settings: RunSettings,
+    store: CacheStore,
+    edge: CachedModel,
+    judges: JudgeEdges,
+    counter: CountTokens | None,
+) -> tuple[RunSettings, dict[str, StageOutputs], list[StageEvent], dict[str, TaskSummary]]:
+    """The tasks through the DAG, with what the model and the stage cache answered counted. With
+    ``stop_at_stderr``, rounds of the same run path first (``run/precision.py``), then the final run
+    over the documents each task had seen when it stopped, counted as the run; its settings are returned."""
+
+    def evaluated(s: RunSettings) -> Evaluated:
+        outputs, events, summaries = evaluate_tasks(selection, s, store, edge, judges, counter)
+        count_cached_stages(outputs, events, edge, judges, summaries)
+        return outputs, events, summaries
+
+    if settings.stop_at_stderr is None:
+        return (settings, *evaluated(settings))
+    final = precision_subset(settings, selected_doc_ids(selection, settings, store, edge), lambda s: evaluated(s)[0])
+    return (final, *edge.recount(lambda: evaluated(final)))
 
 
 def count_cached_stages(

@@ -41,7 +41,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.cache.image_store import ImageStore, visual_refs, with_pixels
@@ -57,6 +57,9 @@ from evalflow.scale.progress import RequestProgress
 log = logging.getLogger(__name__)
 
 __all__ = ["CachedModel", "InferenceCounts", "RequestProgress", "checked_answer", "request_key", "union_length"]
+
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -176,6 +179,17 @@ class CachedModel:
         self._pooled.clear()
         self._pool_keys.clear()
         getattr(self.on_chunk, "close", lambda: None)()  # a progress bar or heartbeat ends with the run
+
+    def recount(self, final_run: Callable[[], _T]) -> _T:
+        """``final_run()`` (the whole run after ``stop_at_stderr``'s rounds, its stages the rounds'),
+        counted as the run: its requests, of which those the model answered in any round computed,
+        the rest cached; the rounds' own request counts (each round asked again for the documents
+        before it) are dropped."""
+        self.counts.requests = self.counts.computed = self.counts.cached = 0
+        result = final_run()
+        self.counts.computed = min(len(self._computed), self.counts.requests)
+        self.counts.cached = self.counts.requests - self.counts.computed
+        return result
 
     def prefetch(self, requests: Sequence[Request]) -> None:
         """Answer the requests of several tasks as one pool, before each task's inference stage

@@ -109,7 +109,7 @@ def test_a_damaged_candidate_fails_on_a_fraction_and_its_folder_is_partial_every
     results = json.loads(results_file(out).read_text())
     assert partial_tasks(results) == {"gate_arith": (used, DOCS)}
     assert results["n-samples"]["gate_arith"] == {"original": DOCS, "effective": used}
-    with pytest.raises(RunFolderError, match="partial gate run"):
+    with pytest.raises(RunFolderError, match="is a partial run"):
         compare(load_run(release["baseline"]), load_run(out))
     assert explain(out)[0].startswith(f"gate against {release['baseline']}") and "gate round 1:" in explain(out)[1]
     html = build_report([out])
@@ -194,9 +194,11 @@ def test_bad_input_is_one_paragraph_before_any_model_call(release: dict[str, Pat
         _gate({**release, "baseline": limited}, tmp_path / "x", 1.0, "max_drop=0.01")
     with pytest.raises(ConfigError, match="limit= chooses documents"):
         _gate(release, tmp_path / "y", 1.0, "max_drop=0.01", "limit=5")
-    with pytest.raises(ConfigError, match="name the baseline's run folder and the tolerated drop"):
+    with pytest.raises(ConfigError, match="max_drop= missing"):
         gate.main([f"baseline={release['baseline']}"])
-    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    with pytest.raises(ConfigError, match=r"candidate's tasks \(arith_mc\) are not the baseline's \(gate_arith"):
+        _gate(release, tmp_path / "z", 1.0, "max_drop=0.01", "task=arith_mc")  # refused before any model call
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists() and not (tmp_path / "z").exists()
 
 
 def test_stop_at_stderr_stops_a_task_once_its_interval_is_narrow_and_marks_it_partial(
@@ -209,6 +211,9 @@ def test_stop_at_stderr_stops_a_task_once_its_interval_is_narrow_and_marks_it_pa
     stopped = evaluate("gate_arith", model, output_dir=tmp_path / "precise", stop_at_stderr=0.05, **common)
     n, total = partial_tasks(stopped)["gate_arith"]
     assert total == DOCS and 64 <= n < DOCS and stopped["n-samples"]["gate_arith"]["effective"] == n
+    # counted as one run of the n documents, computed in its rounds (not each round's requests again)
+    counted = json.loads(manifest_file(tmp_path / "precise").read_text())["inference"]
+    assert (counted["requests"], counted["computed"], counted["cached"]) == (4 * n, 4 * n, 0)
     whole = evaluate("gate_arith", model, output_dir=tmp_path / "whole", **common)
     assert json.loads(manifest_file(tmp_path / "whole").read_text())["inference"]["computed"] == 4 * (DOCS - n)
     assert abs(stopped["results"]["gate_arith"]["acc,none"] - whole["results"]["gate_arith"]["acc,none"]) <= 0.098
