@@ -223,6 +223,7 @@ def _rounds(
             verdict, how = _full_run_verdict(baseline, candidate, gate), "full run"
         elif verdict is not None:
             how = "sequential"
+            record["decided_rows"] = [s.name for s in states if s.verdict == verdict]  # the rows that decided
         record["rounds"].append(_round_record(chosen, baseline, states, verdict))
         _print_round(k, chosen, baseline, states, verdict)
         if verdict is not None:

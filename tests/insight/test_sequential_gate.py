@@ -101,6 +101,7 @@ def test_a_damaged_candidate_fails_on_a_fraction_and_its_folder_is_partial_every
     assert _gate(release, out, 0.0, "max_drop=0.05", "first=16") == 1
     record = _record(out)
     assert record["verdict"] == "fail" and record["decided_by"] == "sequential"
+    assert record["decided_rows"] == ["gate_arith acc,none"]
     used = record["rounds"][-1]["documents"]["gate_arith"][0]
     assert used < DOCS / 4 and record["rounds"][-1]["rows"][0]["high"] < -0.05
     printed = capsys.readouterr().out
