@@ -225,7 +225,7 @@ def _rounds(
             how = "sequential"
             record["decided_rows"] = [s.name for s in states if s.verdict == verdict]  # the rows that decided
         record["rounds"].append(_round_record(chosen, baseline, states, verdict))
-        _print_round(k, chosen, baseline, states, verdict)
+        _print_round(k, chosen, baseline, states, verdict, how)
         if verdict is not None:
             break
     _finish(out, folder, config, record, verdict, how, chosen)
@@ -273,13 +273,21 @@ def _round_record(
 
 
 def _print_round(
-    k: int, chosen: Mapping[str, Sequence[int]], baseline: Run, states: Sequence[RowState], verdict: str | None
+    k: int,
+    chosen: Mapping[str, Sequence[int]],
+    baseline: Run,
+    states: Sequence[RowState],
+    verdict: str | None,
+    how: str,
 ) -> None:
     used = ", ".join(f"{t} {n} of {total}" for t, (n, total) in _counts(chosen, baseline).items())
     print(f"round {k}: {used}")
     for s in states:
         print(f"  {s.name}: [{s.low:+.4f}, {s.high:+.4f}] over {s.seen} of {s.documents}: {s.verdict or 'undecided'}")
-    print(f"  verdict so far: {verdict or 'undecided'}")
+    if how == "full run":  # the rows' exact differences above; a drop beyond max_drop fails only if not noise
+        print(f"  the documents ran out: the full-run gate (compare's paired test at alpha) decides: {verdict}")
+    else:
+        print(f"  verdict so far: {verdict or 'undecided'}")
 
 
 def _finish(

@@ -166,12 +166,17 @@ def test_a_spent_budget_exits_undecided(release: dict[str, Path], tmp_path: Path
     assert [r["documents"]["gate_arith"][0] for r in record["rounds"]] == [16, 24, 36, 40]  # rounds grow 1.5x
 
 
-def test_when_the_documents_run_out_the_verdict_is_the_full_run_gates(release: dict[str, Path], tmp_path: Path) -> None:
+def test_when_the_documents_run_out_the_verdict_is_the_full_run_gates(
+    release: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "exhausted"
     # the baseline's own checkpoint with no tolerated drop: no interval short of the whole task is above 0
     code = _gate(release, out, 0.9, "max_drop=0.0", "first=128")
     record = _record(out)
     assert record["decided_by"] == "full run" and record["rounds"][-1]["documents"]["gate_arith"] == [DOCS, DOCS]
+    assert "the documents ran out: the full-run gate (compare's paired test at alpha) decides: pass" in (
+        capsys.readouterr().out
+    )
     results = json.loads(results_file(out).read_text())
     assert "partial" not in results
     from evalflow.commands.compare import main as compare_main
