@@ -20,29 +20,11 @@ from evalflow.insight.report_build import build_report
 from evalflow.output.partial import partial_tasks
 from evalflow.output.run_folder import load_run
 from evalflow.output.run_paths import gate_record_file, gate_rounds_dir, manifest_file, results_file
+from tests.support.toy_tasks import MC_YAML
 
 CHECKPOINT = "tests.support.checkpoints:ArithCheckpoint"
 DOCS = 400
-TASK = """\
-task: gate_arith
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    train: {data}/train.jsonl
-    test: {data}/test.jsonl
-training_split: train
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_target: label
-doc_to_choice: "{{{{choices}}}}"
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-metadata:
-  version: 1.0
-"""
+TASK = MC_YAML.replace("task: toy_mc", "task: gate_arith", 1)  # the toy multiple-choice task, renamed
 
 
 def _rows(n: int, offset: int) -> str:
