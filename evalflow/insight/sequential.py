@@ -31,10 +31,10 @@ sequence of the same paper because it is uniformly tighter and, done as below, f
 capitals are monotone in ``m``, so each bound is a root of one decreasing function, found by
 regula falsi from an empirical-Bernstein bracket, in numpy over many prefixes at once
 (:func:`prefix_bounds`), which the simulation calls with thousands of simulated runs and
-:func:`mean_interval` with one: one decision code. ``confseq`` 0.0.11 (the paper's reference code) computes over a grid of ``m`` one prefix at a
-time; ``tests/insight/test_sequential.py`` cross-checks against its ``betting_cs``, with these bets,
-at every prefix of 24 cases (it does not install on Python 3.11 with NumPy 2, so it runs in a side
-venv: ``.ci/confseq_venv.sh``).
+:func:`mean_interval` with one: one decision code. ``confseq`` 0.0.11 (the paper's reference
+code) computes over a grid of ``m`` one prefix at a time; ``tests/insight/test_sequential.py``
+cross-checks against its ``betting_cs``, with these bets, at every prefix of 24 cases (it does not
+install on Python 3.11 with NumPy 2, so it runs in a side venv: ``.ci/confseq_venv.sh``).
 
 Clusters: a cluster of documents is one unit, valued ``y_c = U * sum_c / D`` (U units, D
 documents) so that the mean of the ``y_c`` is the per-document mean; its range is the per-document
