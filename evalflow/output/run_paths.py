@@ -9,6 +9,7 @@ evalflow's run folder (written by :mod:`evalflow.output.run_folder`)::
     <folder>/.hydra/overrides.yaml        (and Hydra's hydra.yaml, for a command-line run)
     <folder>/gate.json                    a sequential gate's record: order seed, rounds, verdict
     <folder>/.gate_rounds/<k>/            the gate's round runs while it runs (the last becomes <folder>)
+    <sweep>/multirun.yaml                 Hydra's record of a multirun sweep, beside its job folders <sweep>/<n>/
 
 The run's log beside them is named by Hydra from the job's name (``hydra.job.name`` in
 conf/config.yaml: ``cli.log``); evalflow never opens it by name. lm-eval 0.4.x's output folder
@@ -81,6 +82,14 @@ def samples_stem(path: Path) -> str:
     (evalflow's) or ``<task>_<date>`` (lm-eval's); ``""`` for a file not named as samples."""
     name = Path(path).name
     return name[len(_SAMPLES) :].rsplit(".", 1)[0] if name.startswith(_SAMPLES) else ""
+
+
+SWEEP_RECORD = "multirun.yaml"  # Hydra writes it into a multirun sweep's folder, above the job folders
+
+
+def sweep_record_file(sweep: Path) -> Path:
+    """Hydra's record of the multirun sweep whose job folders lie in ``sweep``."""
+    return Path(sweep) / SWEEP_RECORD
 
 
 def snapshot_dir(folder: Path) -> Path:
