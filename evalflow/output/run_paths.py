@@ -7,6 +7,7 @@ evalflow's run folder (written by :mod:`evalflow.output.run_folder`)::
     <folder>/samples_<task>.jsonl         per-document records (log_samples=true)
     <folder>/.hydra/config.yaml           the snapshot: the composed config that reproduces the run
     <folder>/.hydra/overrides.yaml        (and Hydra's hydra.yaml, for a command-line run)
+    <folder>/events.jsonl                 the run's progress while it runs: start, progress, end (output/events.py)
     <folder>/gate.json                    a sequential gate's record: order seed, rounds, verdict
     <folder>/.gate_rounds/<k>/            the gate's round runs while it runs (the last becomes <folder>)
     <sweep>/multirun.yaml                 Hydra's record of a multirun sweep, beside its job folders <sweep>/<n>/
@@ -41,6 +42,7 @@ SAMPLES_GLOB = f"{_SAMPLES}*{_JSONL}"
 _LMEVAL_RESULTS, _JSON = "results_", ".json"
 
 
+EVENTS = "events.jsonl"  # written from a run's start: a folder with it and no results.json is running or failed
 GATE_RECORD = "gate.json"
 _GATE_ROUNDS = ".gate_rounds"
 
@@ -53,6 +55,11 @@ def gate_record_file(folder: Path) -> Path:
 def gate_rounds_dir(folder: Path) -> Path:
     """Where the gate's round runs are written while it runs; removed when it ends."""
     return Path(folder) / _GATE_ROUNDS
+
+
+def events_file(folder: Path) -> Path:
+    """The run's progress events (JSON lines), appended while it runs (:mod:`evalflow.output.events`)."""
+    return Path(folder) / EVENTS
 
 
 def results_file(folder: Path) -> Path:
