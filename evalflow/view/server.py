@@ -25,7 +25,7 @@ from typing import Any
 from aiohttp import web
 
 from evalflow.errors import EvalflowError
-from evalflow.view.payloads import ROUTES, BadRequest, Catalog, NotFound, image_path
+from evalflow.view.payloads import ROUTES, BadRequest, Catalog, NotFound, image_of
 from evalflow.view.safe_paths import UnsafePath
 
 log = logging.getLogger("evalflow.view")
@@ -102,11 +102,13 @@ def _dumps(value: Any) -> str:
 
 async def _image(request: web.Request) -> web.StreamResponse:
     catalog = request.app[CATALOG]
-    path = await asyncio.get_running_loop().run_in_executor(None, image_path, catalog, _params(request))
-    kind = IMAGE_TYPES.get(path.suffix.lower())
+    found = await asyncio.get_running_loop().run_in_executor(None, image_of, catalog, _params(request))
+    if isinstance(found, bytes):  # an image of the run's cache, by its digest: stored as PNG
+        return web.Response(body=found, content_type="image/png")
+    kind = IMAGE_TYPES.get(found.suffix.lower())
     if kind is None:
-        raise UnsafePath(f"{path.name!r}: not an image ({', '.join(sorted(IMAGE_TYPES))}); only images are served")
-    return web.FileResponse(path, headers={"Content-Type": kind})
+        raise UnsafePath(f"{found.name!r}: not an image ({', '.join(sorted(IMAGE_TYPES))}); only images are served")
+    return web.FileResponse(found, headers={"Content-Type": kind})
 
 
 def _shipped(name: str) -> bytes:
