@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -304,3 +305,17 @@ def test_a_damaged_results_file_is_named(tmp_path: Path) -> None:
     (entry,) = find_runs([folder])
     with pytest.raises(RunFolderError, match=r"run/results.json: not valid JSON"):
         run_summary(entry)
+
+
+def test_the_summary_and_runs_df_never_open_a_samples_file(runs: ViewRuns, tmp_path: Path) -> None:
+    """The runs list reads results files only: here every samples file is a link to nothing."""
+    folder = tmp_path / "copy"
+    shutil.copytree(runs.grouped, folder)
+    for task in ("toy_mc", "toy_gen"):
+        samples_file(folder, task).unlink()
+        samples_file(folder, task).symlink_to(tmp_path / "gone.jsonl")
+    (entry,) = find_runs([folder])
+    assert run_summary(entry)["metrics"] == run_summary(find_runs([runs.grouped])[0])["metrics"]
+    assert runs_df([folder])["toy_group/acc,none"].tolist() == [
+        _results(results_file(runs.grouped))["results"]["toy_group"]["acc,none"]
+    ]
