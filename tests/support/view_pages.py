@@ -344,11 +344,20 @@ def stand_in_server(payloads: Payloads) -> Iterator[str]:
 
     app = web.Application(middlewares=[headers])
     app.router.add_route("GET", "/{tail:.*}", answer)
+    with serving(app) as url:
+        yield url
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """An aiohttp app listening on 127.0.0.1 (a free port) in a thread of its own (Playwright's sync
+    API runs an event loop in the test's thread); yields its URL, stops it on leaving."""
+    from aiohttp import web
+
     started: queue.Queue[int | BaseException] = queue.Queue()
     stop = threading.Event()
 
     async def serve() -> None:
-        # in a thread of its own: Playwright's sync API runs an event loop in the test's thread
         runner = web.AppRunner(app)
         try:
             await runner.setup()

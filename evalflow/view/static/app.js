@@ -242,7 +242,8 @@
       const ids = runsState.selected;
       const compare = ids.length >= 2 ? el("a", { href: route("compare", ...ids), id: "compare-link" }, "Compare " + ids.length + " selected")
         : el("span", { class: "disabled" }, "select two runs to compare");
-      const across = ids.length >= 1 ? el("a", { href: "#/wrong/" + ids.map(encodeURIComponent).join(","), id: "across-link" }, "Across selected runs") : null;
+      // sorted: the order means nothing here, and a bundle holds each selection once, sorted
+      const across = ids.length >= 1 ? el("a", { href: "#/wrong/" + [...ids].sort().map(encodeURIComponent).join(","), id: "across-link" }, "Across selected runs") : null;
       actions.replaceChildren(compare, across);
     }
     function runRow(run) {
@@ -439,6 +440,7 @@
       el("h1", {}, "Samples — ", task),
       el("p", {}, el("a", { href: route("run", id) }, "← " + id)),
       form, pager,
+      page.bundle_docs ? el("p", { class: "note" }, "This bundle holds the first " + page.bundle_docs + " documents of each task in full; open the run with evalflow view for the others.") : null,
       table(["doc", "filter", "target", "answer", ...metrics, "correct", "verdict", ""], rows, { id: "samples" }));
   }
 
