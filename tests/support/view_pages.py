@@ -309,6 +309,8 @@ def query_rows(rows: list[dict[str, Any]], params: dict[str, str]) -> dict[str, 
         "limit": limit,
         "metrics": ["acc"],
         "rows": kept[offset : offset + limit],
+        "correct_metric": "acc",
+        "verdicts": ["no", "yes"],
     }
 
 

@@ -175,6 +175,8 @@ def test_walk_runs_run_samples_compare_explain(chromium_browser: Any, served: st
     page.select_option("#q-correct", "false")
     expect(page.locator("#samples tbody tr")).to_have_count(10)
     assert "correct=false" in page.url
+    page.select_option("#q-verdict", "no")
+    expect(page.locator("#samples tbody tr")).to_have_count(10)
     page.fill("#q-text", "question 9 ")
     page.press("#q-text", "Enter")
     expect(page.locator("#samples tbody tr")).to_have_count(1)
