@@ -1,0 +1,173 @@
+"""The ``evalflow view`` web server: aiohttp, on 127.0.0.1 unless told otherwise.
+
+aiohttp because evalflow already depends on it for served models (the ``api`` extra), it serves
+files and JSON with no framework around it, and its test client drives the whole app in-process
+(tests/view/). Each ``/api/...`` route is a function of :mod:`evalflow.view.payloads`, run in a
+worker thread so that building one samples index does not hold up another request (the live
+view polls every second while a run goes on). The front end is the three files of
+``view/static/``, served by name from a fixed list; nothing else on disk is served, except a run's
+images, through :mod:`evalflow.view.safe_paths`.
+
+Every response, errors and files included, carries the Content-Security-Policy below (no inline
+script or style, nothing from another origin), ``nosniff`` and ``no-referrer``. The server only
+reads: it writes nothing into the folders it is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from evalflow.errors import EvalflowError
+from evalflow.view.payloads import ROUTES, BadRequest, Catalog, NotFound, image_path
+from evalflow.view.safe_paths import UnsafePath
+
+log = logging.getLogger("evalflow.view")
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+STATIC_DIR = Path(__file__).parent / "static"
+INDEX = "index.html"
+# The front end's files: the only names /static/ answers (nothing is listed or globbed).
+STATIC_FILES = {"app.js": "text/javascript", "app.css": "text/css"}
+# What /api/image sends, by suffix: raster images only (an SVG can carry script).
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".bmp": "image/bmp",
+}
+CATALOG = web.AppKey("catalog", Catalog)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure as JSON ``{"error": ...}`` with its status; an unexpected one is logged and
+    answered 500 without its traceback."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:  # aiohttp's own: no such route, wrong method
+        return _error(exc.status, exc.reason)
+    except NotFound as exc:
+        return _error(404, str(exc))
+    except UnsafePath as exc:
+        return _error(403, str(exc))
+    except (BadRequest, EvalflowError) as exc:
+        return _error(400, str(exc))
+    except Exception:
+        log.exception("evalflow view: %s failed", request.path_qs)
+        return _error(500, "the server failed on this request; its log has the traceback")
+
+
+async def _headers(request: web.Request, response: web.StreamResponse) -> None:
+    """On every response the app prepares (files, errors, aiohttp's own answers)."""
+    response.headers.update(SECURITY_HEADERS)
+
+
+def _params(request: web.Request) -> dict[str, str]:
+    """The query's words, the first value of each (a repeated word does not override it)."""
+    return {key: request.query.getone(key) for key in request.query}
+
+
+async def _api(request: web.Request) -> web.Response:
+    route = ROUTES[request.path]
+    catalog = request.app[CATALOG]
+    payload = await asyncio.get_running_loop().run_in_executor(None, route, catalog, _params(request))
+    return web.json_response(payload, dumps=_dumps)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, allow_nan=False, default=str)
+
+
+async def _image(request: web.Request) -> web.StreamResponse:
+    catalog = request.app[CATALOG]
+    path = await asyncio.get_running_loop().run_in_executor(None, image_path, catalog, _params(request))
+    kind = IMAGE_TYPES.get(path.suffix.lower())
+    if kind is None:
+        raise UnsafePath(f"{path.name!r}: not an image ({', '.join(sorted(IMAGE_TYPES))}); only images are served")
+    return web.FileResponse(path, headers={"Content-Type": kind})
+
+
+def _shipped(name: str) -> bytes:
+    path = STATIC_DIR / name
+    if not path.is_file():
+        raise NotFound(f"the front end's {name} is not installed ({STATIC_DIR}); reinstall evalflow")
+    return path.read_bytes()
+
+
+async def _index(request: web.Request) -> web.Response:
+    return web.Response(body=_shipped(INDEX), content_type="text/html", charset="utf-8")
+
+
+async def _static(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if name not in STATIC_FILES:
+        raise NotFound(f"/static/{name}: not a file of the front end ({', '.join(STATIC_FILES)})")
+    return web.Response(body=_shipped(name), content_type=STATIC_FILES[name], charset="utf-8")
+
+
+def make_app(roots: Sequence[Path | str]) -> web.Application:
+    """The app over the runs under ``roots``, its catalog built now (and again on /api/runs)."""
+    app = web.Application(middlewares=[_errors])
+    app[CATALOG] = Catalog(roots)
+    app.on_response_prepare.append(_headers)
+    app.router.add_get("/", _index)
+    app.router.add_get("/static/{name}", _static)
+    app.router.add_get("/api/image", _image)
+    for path in ROUTES:
+        app.router.add_get(path, _api)
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def start(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """The app listening on ``host:port`` (0: a free port); returns the runner and the port it got."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = int(runner.addresses[0][1]) if runner.addresses else port
+    return runner, bound
+
+
+async def serve(app: web.Application, host: str, port: int, announce: Callable[[str], None]) -> None:
+    """Serve until interrupted; ``announce`` gets the URL once the port is bound."""
+    runner, bound = await start(app, host, port)
+    shown = f"[{host}]" if ":" in host else host
+    announce(f"http://{shown}:{bound}/")
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
