@@ -309,6 +309,8 @@ def query_rows(rows: list[dict[str, Any]], params: dict[str, str]) -> dict[str, 
         "limit": limit,
         "metrics": ["acc"],
         "rows": kept[offset : offset + limit],
+        "correct_metric": "acc",
+        "verdicts": ["no", "yes"],
     }
 
 
@@ -344,11 +346,20 @@ def stand_in_server(payloads: Payloads) -> Iterator[str]:
 
     app = web.Application(middlewares=[headers])
     app.router.add_route("GET", "/{tail:.*}", answer)
+    with serving(app) as url:
+        yield url
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """An aiohttp app listening on 127.0.0.1 (a free port) in a thread of its own (Playwright's sync
+    API runs an event loop in the test's thread); yields its URL, stops it on leaving."""
+    from aiohttp import web
+
     started: queue.Queue[int | BaseException] = queue.Queue()
     stop = threading.Event()
 
     async def serve() -> None:
-        # in a thread of its own: Playwright's sync API runs an event loop in the test's thread
         runner = web.AppRunner(app)
         try:
             await runner.setup()
@@ -391,3 +402,46 @@ def write_bundle(payloads: Payloads, out: Path) -> Path:
     for key, value in payloads.by_key.items():
         (out / "data" / f"{fnv1a32(key)}.js").write_text(bundle_js(key, value))
     return out / "index.html"
+
+
+def route(*parts: str) -> str:
+    """A hash route as app.js writes it (each part encodeURIComponent'ed)."""
+    return "#/" + "/".join(quote(p, safe="!*'()") for p in parts)
+
+
+class Watched:
+    """A page with the things that must never happen recorded: dialogs, remote requests, page errors."""
+
+    def __init__(self, browser: Any, origin: str) -> None:
+        self.context = browser.new_context(viewport={"width": 1280, "height": 860})
+        self.page = self.context.new_page()
+        self.dialogs: list[str] = []
+        self.remote: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.context.route("**/*", lambda r: self._only_local(r, origin))
+
+    def _only_local(self, request_route: Any, origin: str) -> None:
+        url = request_route.request.url
+        if url.startswith(origin):
+            request_route.continue_()
+        else:
+            self.remote.append(url)
+            request_route.abort()
+
+    def open(self, url: str) -> Any:
+        self.page.goto(url)
+        return self.page
+
+    def assert_nothing_ran(self) -> None:
+        page = self.page
+        assert self.dialogs == [], self.dialogs
+        assert self.remote == [], self.remote
+        assert self.errors == [], self.errors
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("#pwn").count() == 0
+        assert page.locator("main b").count() == 0
+        assert page.locator("img[src='x']").count() == 0
+        assert page.locator("main script").count() == 0
+        assert page.locator("a[href^='javascript']").count() == 0

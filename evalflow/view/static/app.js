@@ -155,7 +155,7 @@
     const metricValue = params.value === undefined || params.value === "" ? null : Number(params.value);
     const rows = all.rows.filter((row) =>
       (!params.filter || row.filter === params.filter) &&
-      (!params.metric || metricValue === null || Number((row.metrics || {})[params.metric]) === metricValue) &&
+      (!params.metric || (metricValue === null ? (row.metrics || {})[params.metric] !== undefined : Number((row.metrics || {})[params.metric]) === metricValue)) &&
       (params.correct === undefined || params.correct === "" || row.correct === (params.correct === "true")) &&
       (!params.verdict || row.verdict === params.verdict) &&
       (params.has_image === undefined || params.has_image === "" || Boolean(row.has_image) === (params.has_image === "true")) &&
@@ -242,7 +242,8 @@
       const ids = runsState.selected;
       const compare = ids.length >= 2 ? el("a", { href: route("compare", ...ids), id: "compare-link" }, "Compare " + ids.length + " selected")
         : el("span", { class: "disabled" }, "select two runs to compare");
-      const across = ids.length >= 1 ? el("a", { href: "#/wrong/" + ids.map(encodeURIComponent).join(","), id: "across-link" }, "Across selected runs") : null;
+      // sorted: the order means nothing here, and a bundle holds each selection once, sorted
+      const across = ids.length >= 1 ? el("a", { href: "#/wrong/" + [...ids].sort().map(encodeURIComponent).join(","), id: "across-link" }, "Across selected runs") : null;
       actions.replaceChildren(compare, across);
     }
     function runRow(run) {
@@ -418,13 +419,14 @@
     const fields = {
       text: input("text", "search prompts, answers, targets"), filter: input("filter", "filter (pipeline)"),
       metric: select("metric", [["", "metric…"], ...(page.metrics || []).map((m) => [m, m])], "metric"), value: input("value", "metric value"),
-      correct: select("correct", [["", "correct or not"], ["true", "correct"], ["false", "incorrect"]], "correct"),
-      verdict: input("verdict", "judged verdict"), has_image: select("has_image", [["", "image or not"], ["true", "has an image"], ["false", "no image"]], "has image"),
+      correct: select("correct", [["", "correct or not"], ["true", "correct"], ["false", "incorrect"]], "correct" + (page.correct_metric ? " (" + page.correct_metric + ")" : "")),
+      verdict: page.verdicts && page.verdicts.length ? select("verdict", [["", "any verdict"], ...page.verdicts.map((v) => [v, "verdict " + v])], "judged verdict") : input("verdict", "judged verdict"),
+      has_image: select("has_image", [["", "image or not"], ["true", "has an image"], ["false", "no image"]], "has image"),
     };
     const form = el("form", { class: "controls", id: "samples-form" }, taskBox, Object.values(fields), el("button", { type: "submit" }, "Apply"));
     form.addEventListener("submit", (event) => { event.preventDefault(); go(Object.fromEntries(Object.entries(fields).map(([k, box]) => [k, box.value]))); });
     taskBox.addEventListener("change", () => { location.hash = route("samples", id, taskBox.value); });
-    for (const key of ["metric", "correct", "has_image"]) fields[key].addEventListener("change", () => form.requestSubmit());
+    for (const key of ["metric", "correct", "has_image", "verdict"]) if (fields[key].tagName === "SELECT") fields[key].addEventListener("change", () => form.requestSubmit());
     const offset = page.offset || 0, limit = page.limit || 50, metrics = page.metrics || [];
     const pager = el("div", { class: "pager" },
       offset > 0 ? el("a", { href: withQuery(route("samples", id, task), { ...query, offset: Math.max(0, offset - limit) }), id: "prev" }, "← previous") : null,
@@ -439,6 +441,7 @@
       el("h1", {}, "Samples — ", task),
       el("p", {}, el("a", { href: route("run", id) }, "← " + id)),
       form, pager,
+      page.bundle_docs ? el("p", { class: "note" }, "This bundle holds the first " + page.bundle_docs + " documents of each task in full; open the run with evalflow view for the others.") : null,
       table(["doc", "filter", "target", "answer", ...metrics, "correct", "verdict", ""], rows, { id: "samples" }));
   }
 
