@@ -17,8 +17,8 @@ a comparison of runs over different documents) is written as ``{"error": ...}``,
 would answer it. What is in the bundle: the runs, each run's detail, each task's samples as one
 payload (``all=1``; the page filters and pages them itself), each document in full for the first
 ``docs`` documents of each task, explain for each run, compare for every ordered pair (or, past
-``PAIRS_ALL`` runs, each run against the next), and the across-runs views of all runs and of
-each compared pair. Live progress is not (a bundle is a snapshot).
+``PAIRS_ALL`` runs, each run against the next), and the across-runs views of each run, each
+compared pair and all runs. Live progress is not (a bundle is a snapshot).
 """
 
 from __future__ import annotations
@@ -107,18 +107,14 @@ def payloads(catalog: Catalog, docs: int = DOCS) -> Iterator[tuple[str, Any]]:
     pairs = (
         list(permutations(ids, 2)) if len(ids) <= PAIRS_ALL else [p for a, b in pairwise(ids) for p in ((a, b), (b, a))]
     )
-    selections = [",".join(ids)] if len(ids) > 1 else []
     for a, b in pairs:
         params = {"ids": f"{a},{b}"}
         yield api_key("/api/compare", params), _payload(catalog, "/api/compare", params)
-        if a < b:
-            selections.append(f"{a},{b}")
-    for ids_text in selections if ids else []:
+    # the across-runs views: each run alone, each compared pair (in either order), and every run
+    selections = [*ids, *(f"{a},{b}" for a, b in pairs), *([",".join(ids)] if len(ids) > 2 else [])]
+    for ids_text in selections:
         for path in ("/api/wrong", "/api/reasoning"):
             yield api_key(path, {"ids": ids_text}), _payload(catalog, path, {"ids": ids_text})
-    if len(ids) == 1:
-        for path in ("/api/wrong", "/api/reasoning"):
-            yield api_key(path, {"ids": ids[0]}), _payload(catalog, path, {"ids": ids[0]})
 
 
 def _run_payloads(catalog: Catalog, run_id: str, docs: int) -> Iterator[tuple[str, Any]]:
