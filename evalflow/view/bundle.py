@@ -23,7 +23,6 @@ compared pair and all runs. Live progress is not (a bundle is a snapshot).
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise, permutations
@@ -32,7 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from evalflow.errors import ConfigError, EvalflowError
-from evalflow.view.payloads import ROUTES, Catalog, samples_path
+from evalflow.view.payloads import ROUTES, Catalog, json_text, samples_path
 from evalflow.view.server import INDEX, STATIC_DIR, STATIC_FILES
 
 FNV_OFFSET, FNV_PRIME = 0x811C9DC5, 0x01000193
@@ -67,7 +66,7 @@ def data_name(key: str) -> str:
 
 def js_json(value: Any) -> str:
     """JSON that can sit inside a ``<script>`` (and an HTML attribute) without ending it."""
-    text = json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"), default=str)
+    text = json_text(value, ensure_ascii=True, separators=(",", ":"))
     for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
         text = text.replace(char, escaped)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,25 @@ class NotFound(EvalflowError):
 
 class BadRequest(EvalflowError):
     """A query word missing or of the wrong kind (the server answers 400)."""
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``value`` as strict JSON: a NaN or infinity (a metric that could not be computed) becomes
+    null, since a browser's JSON.parse refuses them; other non-JSON values become their text."""
+    try:
+        return json.dumps(value, allow_nan=False, default=str, **options)
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False, default=str, **options)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _stamp(entry: RunEntry) -> tuple[Any, ...] | None:

@@ -16,16 +16,14 @@ reads: it writes nothing into the folders it is given.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
 from evalflow.errors import EvalflowError
-from evalflow.view.payloads import ROUTES, BadRequest, Catalog, NotFound, image_of
+from evalflow.view.payloads import ROUTES, BadRequest, Catalog, NotFound, image_of, json_text
 from evalflow.view.safe_paths import UnsafePath
 
 log = logging.getLogger("evalflow.view")
@@ -93,11 +91,7 @@ async def _api(request: web.Request) -> web.Response:
     route = ROUTES[request.path]
     catalog = request.app[CATALOG]
     payload = await asyncio.get_running_loop().run_in_executor(None, route, catalog, _params(request))
-    return web.json_response(payload, dumps=_dumps)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, allow_nan=False, default=str)
+    return web.json_response(payload, dumps=json_text)
 
 
 async def _image(request: web.Request) -> web.StreamResponse:
