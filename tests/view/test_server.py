@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 from urllib.parse import quote
 
@@ -268,3 +269,14 @@ def test_images_by_digest_come_from_the_runs_cache(app, site: dict) -> None:
     with Image.open(io.BytesIO(found.body)) as image:
         assert (image.size, image.getpixel((0, 0))) == ((3, 2), (200, 10, 10))
     assert gone.status == 404
+
+
+def test_the_catalog_is_built_at_start_and_found_again_on_the_runs_list(site: dict, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(site["runs"]["a"], root / "first")
+    app = make_app([root])  # the catalog is built here, before "second" exists
+    shutil.copytree(site["runs"]["b"], root / "second")
+    before, listed, after = ask(lambda: app, ["/api/run?id=second", "/api/runs", "/api/run?id=second"])
+    assert before.status == 404
+    assert sorted(r["id"] for r in listed.json()["runs"]) == ["first", "second"]
+    assert after.status == 200 and after.json()["id"] == "second"
