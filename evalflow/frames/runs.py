@@ -7,7 +7,8 @@ the detail adds the manifest, the snapshot and a line count of each samples file
 ``model``, ``date`` (UTC timestamp), ``status``, ``tasks`` (list of leaf tasks), ``n_tasks``,
 ``sweep``, ``partial``, one ``<task>/<metric>,<filter>`` column per task and group (its headline
 metric, the first in results order, as trackers name it) and one ``override.<key>`` per setting a
-run's command line gave (Hydra's own ``hydra.*`` words left out)::
+run's command line gave (Hydra's own ``hydra.*`` words left out; the value as the word spelled it,
+text: ``"5"``)::
 
     df = runs_df(["outputs/multirun/2026-12-06/18-00-00-abc"])
     df.groupby("override.num_fewshot")["arc_easy/acc,none"].mean()
