@@ -54,7 +54,10 @@ def run_summary(entry: RunEntry) -> dict[str, Any]:
     """The runs list's row of ``entry``: what ran (model, tasks, date), how it stands, each task's
     and group's headline score, and the overrides a sweep's jobs are grouped by. Reads the results
     file only (a run without one: its snapshot's model and tasks)."""
-    run = _run(entry)
+    return _summary(entry, _run(entry))
+
+
+def _summary(entry: RunEntry, run: Run) -> dict[str, Any]:
     model, tasks, started = (run.model_name, run.tasks(), None) if run.results else _unfinished(entry.folder)
     return {
         "id": entry.id,
@@ -77,8 +80,8 @@ def run_detail(entry: RunEntry) -> dict[str, Any]:
     table order, groups above their members), n-shot, the config snapshot and the command that
     reproduces the run, the manifest's figures, tracker links, each task's samples count, and, for
     a run without results, its progress from its events file."""
-    summary = run_summary(entry)
     run = _run(entry)
+    summary = _summary(entry, run)
     config_text = _config_text(entry, run)
     return {
         **summary,
