@@ -165,3 +165,30 @@ def test_the_events_file_is_read_incrementally_and_a_half_line_waits(tmp_path: P
     os.replace(fresh, events_file(tmp_path))  # a new run's file in its place: read from its start
     fourth = read_events(tmp_path)
     assert fourth is not None and fourth.count == 1 and not fourth.lists
+
+
+def event_kinds(folder: Path) -> list[str]:
+    return [json.loads(line)["event"] for line in events_file(folder).read_text().splitlines()]
+
+
+def test_the_command_line_and_rescore_record_their_events_too(tmp_path: Path) -> None:
+    """``python -m evalflow`` (Hydra's run folder) and ``rescore`` write the events file as
+    ``evaluate()`` does; results.json is still the folder's last file."""
+    from evalflow.run.rescoring import rescore
+    from tests.support.cli import cli
+    from tests.support.toy_tasks import write_toy_library
+
+    library = write_toy_library(tmp_path)
+    folder = tmp_path / "cli-run"
+    args = ["model=dummy", "task=toy_mc", "limit=3", f"include_path=[{library}]", f"cache_dir={tmp_path / 'c'}"]
+    done = cli([*args, "bootstrap_iters=0", f"hydra.run.dir={folder}"])
+    assert done.returncode == 0, done.stderr
+    assert event_kinds(folder) == ["start", "progress", "progress", "end"]  # 12 requests in one chunk
+    assert run_status(folder, "evalflow") == "complete"
+    assert events_file(folder).stat().st_mtime_ns <= results_file(folder).stat().st_mtime_ns
+
+    out = tmp_path / "rescored"
+    overrides = ["task=toy_mc", f"include_path=[{library}]", f"cache_dir={tmp_path / 'c'}", "bootstrap_iters=0"]
+    rescore(sorted(folder.glob("samples_*.jsonl")), overrides, out)
+    assert event_kinds(out) == ["start", "end"]  # no model: no progress
+    assert run_status(out, "evalflow") == "complete"
