@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import threading
@@ -34,6 +35,8 @@ from typing import Any, TextIO
 
 from evalflow.output.run_paths import events_file
 from evalflow.scale.progress import Beat, Heartbeat, progress_sink
+
+log = logging.getLogger(__name__)
 
 MIN_INTERVAL = 0.5  # seconds between two progress lines of one label (its first answered and last excepted)
 FLUSH_PERIOD = 0.25  # how often the heartbeat writes a held-back report whose interval is up
@@ -73,6 +76,7 @@ class EventsWriter:
         self.held: dict[str, tuple[int, int]] = {}  # label -> (done, total) not written yet
         self.beat: Beat | None = None
         self.ended: str | None = None
+        self.broken = False  # a write failed: no more lines
 
     @classmethod
     def create(cls, folder: Path, **options: Any) -> EventsWriter:
@@ -105,6 +109,8 @@ class EventsWriter:
     def flush_due(self) -> None:
         """The heartbeat: each held-back report whose label's interval is up, written."""
         with self.lock:
+            if self.ended is not None or self.stream.closed:
+                return
             now = self.clock()
             for label, (done, total) in list(self.held.items()):
                 if now - self.written[label][0] >= MIN_INTERVAL:
@@ -143,9 +149,17 @@ class EventsWriter:
         self._write({"event": "progress", "label": label, "done": done, "total": total}, now)
 
     def _write(self, event: dict[str, Any], now: float | None = None) -> None:
+        """One line, flushed. The file only reports on the run: a write that fails (a full disk)
+        is logged once and the file left as it is, never the run stopped for it."""
+        if self.broken:
+            return
         line = {"event": event["event"], "time": round(self.clock() if now is None else now, 3), **event}
-        self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self.stream.flush()
+        try:
+            self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self.stream.flush()
+        except (OSError, ValueError) as exc:
+            self.broken = True
+            log.warning("the run's events file could not be written (%s); the run goes on without it", exc)
 
 
 @contextlib.contextmanager

@@ -55,12 +55,8 @@ def test_a_run_is_running_with_its_progress_then_complete(tmp_path: Path) -> Non
     assert run_status(run.folder, "evalflow") == "complete"
     done = live_progress(run.folder)
     assert done is not None and done["status"] == "complete"
-    assert done["tasks"]["inference toy_mc"] == {
-        "done": 40,
-        "total": 40,
-        "rate": done["tasks"]["inference toy_mc"]["rate"],
-        "eta_s": 0.0,
-    }
+    finished = done["tasks"]["inference toy_mc"]
+    assert (finished["done"], finished["total"], finished["eta_s"]) == (40, 40, 0.0) and finished["rate"] > 0
     events = [json.loads(line) for line in events_file(run.folder).read_text().splitlines()]
     assert events[0]["event"] == "start" and events[-1] == {**events[-1], "event": "end", "status": "complete"}
     # the end line came before results.json, which stays the run folder's last file

@@ -118,3 +118,17 @@ def test_recorded_installs_the_sink_at_the_edge_and_ends_complete_or_failed(tmp_
     with recorded(None, ["t"], "dummy") as nothing:  # no run folder: nothing written
         assert nothing is None
         report_progress(1, 3)
+
+
+class FullDisk(io.StringIO):
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_file_that_cannot_be_written_never_stops_the_run(caplog: pytest.LogCaptureFixture) -> None:
+    writer = EventsWriter(FullDisk(), clock=Clock(), timer=Beats())
+    with caplog.at_level("WARNING", logger="evalflow.output.events"):
+        writer.start(["t"], "dummy")
+        writer.progress("inference t", 0, 4)
+        writer.end()
+    assert writer.broken and len([r for r in caplog.records if "No space left" in r.getMessage()]) == 1
