@@ -168,7 +168,8 @@ def recorded(folder: Path | None, tasks: Sequence[str], model: str) -> Iterator[
     while the block runs, and the end: failed with the error that leaves the block, else complete
     (unless the block wrote it already, just before results.json). No folder: nothing is written."""
     if folder is None:
-        yield None
+        with progress_sink(None):  # nor into an enclosing run's file
+            yield None
         return
     writer = EventsWriter.create(folder)
     try:

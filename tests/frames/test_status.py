@@ -188,3 +188,15 @@ def test_the_command_line_and_rescore_record_their_events_too(tmp_path: Path) ->
     rescore(sorted(folder.glob("samples_*.jsonl")), overrides, out)
     assert event_kinds(out) == ["start", "end"]  # no model: no progress
     assert run_status(out, "evalflow") == "complete"
+
+
+def test_lines_the_run_did_not_write_are_skipped(tmp_path: Path) -> None:
+    now = time.time()
+    write_events(tmp_path, {"event": "start", "time": "noon", "pid": "x", "host": None})
+    with open(events_file(tmp_path), "a", encoding="utf-8") as fh:
+        fh.write("not json\n[1, 2]\n")
+        fh.write(json.dumps({"event": "progress", "time": now, "label": ["a"], "done": "many"}) + "\n")
+        fh.write(json.dumps({"event": "progress", "time": now, "label": "a", "done": 1, "total": 4}) + "\n")
+    live = live_progress(tmp_path)
+    assert live is not None and live["started"] is None and list(live["tasks"]) == ["a"]
+    assert live["status"] == "running"  # no host of this one's name: its last event, a new one, decides
