@@ -6,8 +6,8 @@ is another process, often started after the run.
 - **partial**: it is, and marks the run partial (``subset=``: :mod:`evalflow.output.partial`);
 - **running**: no results yet, and the events file has no failed end and its process is alive: on
   this host its pid is running and is the same process (its start time, so a reused pid is not
-  taken for it); from another host, where no pid can be looked at, its last event is newer than
-  ``STALE_SECONDS``;
+  taken for it); from another host, where no pid can be looked at, its last line (a quiet run
+  writes a beat line every minute) is newer than ``STALE_SECONDS``;
 - **failed**: no results, and the events file ends failed, or its process is gone (killed without
   a word), or there is no events file at all (a folder with a config snapshot and nothing else: a
   run that stopped before it started, or one of a version that wrote no events), once its snapshot
@@ -35,11 +35,11 @@ from typing import Any
 
 import orjson
 
-from evalflow.output.events import process_start
+from evalflow.output.events import BEAT_SECONDS, process_start
 from evalflow.output.partial import partial_tasks
 from evalflow.output.run_paths import LMEVAL_RESULTS_GLOB, events_file, results_file, snapshot_dir
 
-STALE_SECONDS = 600.0  # a run on another host with no event for this long is taken for dead
+STALE_SECONDS = 3 * BEAT_SECONDS  # a run on another host with no line for this long (3 beats missed) is dead
 STARTING_SECONDS = 60.0  # a snapshot without events younger than this: a run on its way to its start
 FOLLOWED = 256  # events files whose reading position is kept (least recently read dropped)
 
