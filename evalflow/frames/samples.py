@@ -40,11 +40,11 @@ import numpy as np
 from evalflow.frames.samples_index import (
     FEWSHOT_DELIMITER,
     SamplesIndex,
-    _loads,
     answer_of,
     choices_of,
     chosen,
     images_of,
+    parse_json,
     prompt_of,
     samples_index,
     split_prompt,
@@ -109,9 +109,25 @@ def task_settings(run_folder: Path, samples_file: Path) -> TaskSettings:
     if not results.is_file() and "_" in stem:  # lm-eval's <task>_<date>
         task, date = stem.rsplit("_", 1)
         results = Path(run_folder) / lmeval_results_name(date)
-    config = _results(results).get("configs", {}).get(task) if results.is_file() else None
-    if not isinstance(config, Mapping):
+    if not results.is_file():
         return TaskSettings(task)
+    st = os.stat(results)
+    return _settings(str(results), st.st_size, st.st_mtime_ns).get(task) or TaskSettings(task)
+
+
+@functools.lru_cache(maxsize=256)
+def _settings(path: str, size: int, mtime_ns: int) -> Mapping[str, TaskSettings]:
+    """Each task's settings in one results file (keyed by its stamp too: a changed file is read
+    again); only these small values are kept, not the results."""
+    with open(path, "rb") as fh:
+        data = parse_json(fh.read())
+    configs = data.get("configs") if isinstance(data, Mapping) else None
+    if not isinstance(configs, Mapping):
+        return {}
+    return {task: _task_settings(task, config) for task, config in configs.items() if isinstance(config, Mapping)}
+
+
+def _task_settings(task: str, config: Mapping[str, Any]) -> TaskSettings:
     judges = tuple(
         (str(m["metric"]), str(m["judge"]["prompt"]))
         for m in config.get("metric_list") or ()
@@ -123,18 +139,6 @@ def task_settings(run_folder: Path, samples_file: Path) -> TaskSettings:
         str(config.get("target_delimiter", " ")),
         judges,
     )
-
-
-def _results(path: Path) -> Mapping[str, Any]:
-    st = os.stat(path)
-    return _results_read(str(path), st.st_size, st.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=64)
-def _results_read(path: str, size: int, mtime_ns: int) -> Mapping[str, Any]:  # the stamp: a changed file is read again
-    with open(path, "rb") as fh:
-        data = _loads(fh.read())
-    return data if isinstance(data, Mapping) else {}
 
 
 # --- a page ------------------------------------------------------------------------------------
@@ -168,9 +172,11 @@ def select(index: SamplesIndex, q: SampleQuery) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
-def query(run_folder: Path, samples_file: Path, q: SampleQuery) -> dict[str, Any]:
+def query(run_folder: Path, samples_file: Path, q: SampleQuery, *, cut: int = SHOWN_CHARS) -> dict[str, Any]:
     """One page of ``samples_file``'s records that pass ``q``'s filters, cut from its index (built
-    on the first query, then from memory: the file is not read again)."""
+    on the first query, then from memory: the file is not read again). Each row's prompt, answer
+    and target are cut to ``cut`` characters; a static bundle, which filters every row in the
+    browser, passes ``TEXT_CHARS`` so that its search reads what this one reads."""
     if q.offset < 0 or q.limit < 0:
         raise ValueError(f"offset and limit must be 0 or more (got offset={q.offset}, limit={q.limit})")
     settings = task_settings(run_folder, samples_file)
@@ -185,20 +191,20 @@ def query(run_folder: Path, samples_file: Path, q: SampleQuery) -> dict[str, Any
         "correct_metric": index.correct_metric,
         "filters": list(dict.fromkeys(index.filters.tolist())),
         "verdicts": sorted({v for v in index.verdicts.tolist() if v is not None}),
-        "rows": [page_row(index, int(r)) for r in rows[q.offset : q.offset + q.limit]],
+        "rows": [page_row(index, int(r), cut) for r in rows[q.offset : q.offset + q.limit]],
     }
 
 
-def page_row(index: SamplesIndex, row: int) -> dict[str, Any]:
+def page_row(index: SamplesIndex, row: int, cut: int = SHOWN_CHARS) -> dict[str, Any]:
     """One row of a page: plain values only (no NaN: a metric without a value is left out)."""
     values = index.values[row]
     correct = int(index.correct[row])
     return {
         "doc_id": int(index.doc_ids[row]),
         "filter": index.filters[row],
-        "prompt": index.prompts[row][:SHOWN_CHARS],
-        "target": index.targets[row][:SHOWN_CHARS],
-        "answer": index.answers[row][:SHOWN_CHARS],
+        "prompt": index.prompts[row][:cut],
+        "target": index.targets[row][:cut],
+        "answer": index.answers[row][:cut],
         "metrics": {m: float(v) for m, v in zip(index.metrics, values) if not np.isnan(v)},
         "correct": None if correct < 0 else bool(correct),
         "verdict": index.verdicts[row],

@@ -91,6 +91,8 @@ def test_pages_are_windows_of_the_filtered_rows_in_file_order(runs: Path) -> Non
     row = window["rows"][0]
     assert row["correct"] is False and row["metrics"] == {"acc": 0.0} and row["has_image"] is False
     assert window["metrics"] == ["acc"] and window["correct_metric"] == "acc" and window["filters"] == ["none"]
+    cut = query(folder, samples_file(folder, "toy_mc"), SampleQuery("toy_mc", correct=False), cut=9)["rows"]
+    assert [r["prompt"] for r in cut] == [r["prompt"][:9] for r in whole["rows"][:50]]
     with pytest.raises(ValueError, match="no metric 'bleu'.*'acc'"):
         page(folder, "toy_mc", metric="bleu")
 
@@ -100,9 +102,9 @@ def test_a_warm_query_neither_opens_nor_parses_the_file(runs: Path, monkeypatch:
     page(folder, "toy_gen")  # builds the index (and reads the run's results once)
     opened: list[Any] = []
     parsed: list[Any] = []
-    real_open, real_loads = builtins.open, index_module._loads
+    real_open, real_loads = builtins.open, index_module.parse_json
     monkeypatch.setattr(builtins, "open", lambda *a, **k: opened.append(a) or real_open(*a, **k))
-    monkeypatch.setattr(index_module, "_loads", lambda data: parsed.append(1) or real_loads(data))
+    monkeypatch.setattr(index_module, "parse_json", lambda data: parsed.append(1) or real_loads(data))
     for filters in ({}, {"correct": False}, {"text": "plus"}, {"filter": "get-answer", "metric": "exact_match"}):
         assert page(folder, "toy_gen", **filters)["total"] > 0
     assert opened == [] and parsed == []
