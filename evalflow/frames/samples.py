@@ -15,6 +15,7 @@ viewer (``SampleQuery``)              ``samples_df`` query
 ``correct=True`` / ``False``          ``df[df["correct"] == True]`` / ``df[df["correct"] == False]``
 ``verdict="1"``                       ``df[df["verdict"] == "1"]``
 ``has_image=True``                    ``df[df["has_image"] == True]``
+``stop_reason="length"``              ``df[df["stop_reason"] == "length"]``
 ``text="paris"``                      ``df[df["prompt"].str.contains("paris", case=False, regex=False)
                                       | df["answer"].str.contains("paris", case=False, regex=False)
                                       | df["target"].str.contains("paris", case=False, regex=False)]``
@@ -80,6 +81,7 @@ class SampleQuery:
     verdict: str | None = None  # the first judge metric's verdict text
     has_image: bool | None = None
     text: str | None = None  # case-insensitive substring of the prompt, the answer or the target
+    stop_reason: str | None = None  # why the first generation ended ("length": cut off at max_gen_toks)
 
 
 class SampleNotFound(LookupError):
@@ -164,6 +166,8 @@ def select(index: SamplesIndex, q: SampleQuery) -> np.ndarray:
         mask &= index.verdicts == q.verdict
     if q.has_image is not None:
         mask &= index.has_image == q.has_image
+    if q.stop_reason is not None:
+        mask &= index.stop_reasons == q.stop_reason
     if q.text:
         needle = q.text.upper()
         prompts, answers, targets = index.upper
@@ -191,6 +195,7 @@ def query(run_folder: Path, samples_file: Path, q: SampleQuery, *, cut: int = SH
         "correct_metric": index.correct_metric,
         "filters": list(dict.fromkeys(index.filters.tolist())),
         "verdicts": sorted({v for v in index.verdicts.tolist() if v is not None}),
+        "stop_reasons": sorted({v for v in index.stop_reasons.tolist() if v is not None}),
         "rows": [page_row(index, int(r), cut) for r in rows[q.offset : q.offset + q.limit]],
     }
 
@@ -209,6 +214,7 @@ def page_row(index: SamplesIndex, row: int, cut: int = SHOWN_CHARS) -> dict[str,
         "correct": None if correct < 0 else bool(correct),
         "verdict": index.verdicts[row],
         "has_image": bool(index.has_image[row]),
+        "stop_reason": index.stop_reasons[row],
     }
 
 
@@ -369,7 +375,8 @@ def samples_df(paths: Sequence[Path | str], tasks: Sequence[str] | None = None) 
     ``filter``, ``prompt`` (the question: the prompt after its few-shot context), ``answer`` (the
     winning choice, or the filtered answer), ``target`` (a choice index as its text), each cut to
     2,000 characters; ``correct`` (nullable boolean: the task's first 0/1 metric), ``has_image``,
-    ``verdict`` (the first judge metric's score as text, ``"unparsed"``, or None), and
+    ``verdict`` (the first judge metric's score as text, ``"unparsed"``, or None), ``stop_reason``
+    (why the first generation ended: ``length`` is cut off at max_gen_toks; None without one), and
     ``metric.<name>`` (float, NaN where a record has none) per metric. Text columns are object
     dtype, so ``str.contains(case=False)`` matches exactly as the viewer's search does."""
     import pandas as pd
@@ -388,7 +395,7 @@ def samples_df(paths: Sequence[Path | str], tasks: Sequence[str] | None = None) 
 
 
 DTYPES = {"run_id": object, "task": object, "doc_id": "int64", "filter": object, "prompt": object, "answer": object}
-DTYPES.update({"target": object, "correct": "boolean", "has_image": bool, "verdict": object})
+DTYPES.update({"target": object, "correct": "boolean", "has_image": bool, "verdict": object, "stop_reason": object})
 
 
 def index_frame(index: SamplesIndex, run_id: str, task: str) -> pandas.DataFrame:
@@ -407,6 +414,7 @@ def index_frame(index: SamplesIndex, run_id: str, task: str) -> pandas.DataFrame
         "correct": [None if c < 0 else bool(c) for c in index.correct.tolist()],
         "has_image": index.has_image,
         "verdict": index.verdicts,
+        "stop_reason": index.stop_reasons,
     }
     columns = {name: pd.Series(values[name], dtype=dtype) for name, dtype in DTYPES.items()}
     for i, metric in enumerate(index.metrics):

@@ -11,6 +11,8 @@ its byte offset and length (to read it again by ``seek`` when one sample is open
 - ``verdict``: the first judge metric's verdict on the record's answer, as text: the score (``"1"``,
   ``"4.5"``) or ``"unparsed"`` (the judge's answer did not parse); None for an unjudged record;
 - ``has_image``: whether the record's document or requests show an image;
+- ``stop_reason``: why its first generation ended (evalflow's ``finish``: ``length`` and
+  ``thinking_unclosed`` are the truncated ones), None for lm-eval's and for log-likelihoods;
 - ``prompt`` (the question: the prompt after its last few-shot delimiter), ``answer`` (a multiple
   choice record's winning choice, a generation's filtered answer) and ``target`` (a choice index as
   its choice's text), each cut to :data:`TEXT_CHARS` characters: what the text search reads.
@@ -79,6 +81,7 @@ class SamplesIndex:
     prompts: np.ndarray  # object (str): the question part of each prompt, cut to TEXT_CHARS
     answers: np.ndarray  # object (str)
     targets: np.ndarray  # object (str)
+    stop_reasons: np.ndarray  # object (str | None): why the first generation ended (evalflow's ``finish``)
     nbytes: int = field(default=0)  # estimated memory held
 
     def __len__(self) -> int:
@@ -189,6 +192,7 @@ def _columns(
                 split_prompt(prompt_of(record), delimiter)[1][:TEXT_CHARS],
                 answer_of(record, choices)[:TEXT_CHARS],
                 target_of(record, choices)[:TEXT_CHARS],
+                stop_reason_of(record),
             )
         )
     names = tuple(metrics)
@@ -204,7 +208,7 @@ def _columns(
         out[:] = [r[i] for r in rows]
         return out
 
-    filters, verdicts, prompts, answers, targets = (objects(i) for i in (3, 5, 7, 8, 9))
+    filters, verdicts, prompts, answers, targets, stops = (objects(i) for i in (3, 5, 7, 8, 9, 10))
     offsets, lengths, doc_ids = (np.array([r[i] for r in rows], dtype=np.int64) for i in (0, 1, 2))
     texts = sum(sys.getsizeof(s) + 8 for column in (filters, prompts, answers, targets) for s in column)
     return SamplesIndex(
@@ -224,6 +228,7 @@ def _columns(
         prompts=prompts,
         answers=answers,
         targets=targets,
+        stop_reasons=stops,
         nbytes=texts + sum(a.nbytes for a in (offsets, lengths, doc_ids, matrix, correct)) + 16 * len(rows),
     )
 
@@ -329,6 +334,16 @@ def verdict_text(row: Mapping[str, Any]) -> str:
     if not row.get("parsed", True):
         return "unparsed"
     return f"{score:g}" if isinstance(score, (int, float)) else str(score)
+
+
+def stop_reason_of(record: Mapping[str, Any]) -> str | None:
+    """Why the record's first generation ended (``stop``, ``eos``, ``length``,
+    ``thinking_unclosed``, ``error``), from evalflow's ``finish``; None where nothing says."""
+    finish = record.get("finish")
+    while isinstance(finish, list) and finish:
+        finish = finish[0]
+    reason = finish.get("stop_reason") if isinstance(finish, Mapping) else None
+    return str(reason) if reason is not None else None
 
 
 def has_image(record: Mapping[str, Any]) -> bool:

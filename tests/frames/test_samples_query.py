@@ -72,12 +72,14 @@ def test_each_filter_is_the_documented_dataframe_query(runs: Path) -> None:
         ),
         ("toy_gen", runs / "run2", gen, {"text": "5"}, searched(gen, "5")),
         ("toy_gen", runs / "run2", gen, {"verdict": "1"}, gen["verdict"] == "1"),
+        ("toy_gen", runs / "run2", gen, {"stop_reason": "eos"}, gen["stop_reason"] == "eos"),
+        ("toy_mc", runs / "run1", mc, {"stop_reason": "eos"}, mc["stop_reason"] == "eos"),
     ]
     for task, folder, df, filters, mask in cases:
         got = page(folder, task, **filters)
         assert [(r["doc_id"], r["filter"]) for r in got["rows"]] == both(df, mask), filters
         assert got["total"] == int(mask.sum()), filters
-        assert got["total"] > 0 or "verdict" in filters, filters
+        assert got["total"] > 0 or "verdict" in filters or (task == "toy_mc" and "stop_reason" in filters), filters
     assert page(runs / "run1", "toy_mc", text="WHAT IS 7 PLUS")["total"] == 1  # case-insensitive
     narrow = page(runs / "run1", "toy_mc", text=t, correct=False)["total"]
     assert 0 < narrow < page(runs / "run1", "toy_mc", text=t)["total"]
