@@ -105,13 +105,13 @@ def task_settings(run_folder: Path, samples_file: Path) -> TaskSettings:
     """The task of ``samples_file`` and its delimiters and judge prompts, read from the run's results
     file (evalflow's results.json, or lm-eval's results_<date>.json of the same date); the
     defaults when the run has none (still running, or written by another tool)."""
-    stem = samples_stem(samples_file)
+    task = samples_stem(samples_file)
     results = results_file(run_folder)
-    task = stem
-    if not results.is_file() and "_" in stem:  # lm-eval's <task>_<date>
-        task, date = stem.rsplit("_", 1)
+    if not results.is_file() and "_" in task:  # lm-eval's <task>_<date>, when its results file is there
+        named, date = task.rsplit("_", 1)
         results = Path(run_folder) / lmeval_results_name(date)
-    if not results.is_file():
+        task = named if results.is_file() else task
+    if not results.is_file():  # a run still running, or a folder without results
         return TaskSettings(task)
     st = os.stat(results)
     return _settings(str(results), st.st_size, st.st_mtime_ns).get(task) or TaskSettings(task)

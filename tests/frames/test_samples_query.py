@@ -13,7 +13,7 @@ import pytest
 from evalflow.errors import RunFolderError
 from evalflow.frames import samples_df
 from evalflow.frames import samples_index as index_module
-from evalflow.frames.samples import SampleQuery, query
+from evalflow.frames.samples import SampleQuery, query, sample_detail
 from evalflow.frames.samples_index import build_index, cache_info, clear_cache, samples_index
 from evalflow.output.run_paths import samples_file
 from tests.support.runs import Runner
@@ -120,6 +120,7 @@ def test_a_changed_file_is_indexed_again_and_the_cache_is_bounded(
     path.write_bytes(source)
     assert len(samples_index(path)) == 40
     assert samples_index(path) is samples_index(path)  # from memory
+    assert sample_detail(path, 0, None)["task"] == "toy_mc"  # no results file beside it (a run still going)
     path.write_bytes(b"".join(source.splitlines(keepends=True)[:30]))
     assert len(samples_index(path)) == 30
     monkeypatch.setattr(index_module, "MAX_FILES", 2)
