@@ -5,6 +5,7 @@ Lives here: ``discovery``, ``status``, ``runs``, ``samples_index``, ``samples``,
 May import ``errors`` … ``insight`` (the rooms below it in docs/architecture.md); never ``view`` or ``run``.
 """
 
+from evalflow.frames.runs import runs_df
 from evalflow.frames.samples import samples_df
 
-__all__ = ["samples_df"]
+__all__ = ["runs_df", "samples_df"]

@@ -2,8 +2,8 @@
 catalog (the server maps an id to a folder only through it, never by joining request text to a
 path) and the rows of :func:`evalflow.frames.runs.runs_df`.
 
-A folder is an evalflow run when it holds ``results.json`` (finished) or the ``.hydra/``
-snapshot with no results yet (running, or failed before the end). Each ``results_<date>.json``
+A folder is an evalflow run when it holds ``results.json`` (finished), or its events file or the
+``.hydra/`` snapshot with no results yet (running, or failed before the end). Each ``results_<date>.json``
 of lm-eval's layout is one run: lm-eval writes a new one into the model's folder at every
 invocation, with the samples files of that date beside it. The walk reads names and times only
 (no file is opened), never descends into a run folder (its ``.gate_rounds/`` scratch, a tracker's
@@ -25,9 +25,11 @@ from pathlib import Path
 
 from evalflow.errors import RunFolderError
 from evalflow.output.run_paths import (
+    EVENTS,
     LMEVAL_RESULTS_GLOB,
     RESULTS,
     SNAPSHOT,
+    events_file,
     results_file,
     snapshot_dir,
     sweep_record_file,
@@ -112,9 +114,9 @@ def _runs_under(root: Path) -> Iterator[tuple[str, RunEntry, float]]:
                     RunEntry("", folder, LMEVAL, path),
                     _mtime(path),
                 )
-        if RESULTS in files or SNAPSHOT in folders:
+        if RESULTS in files or SNAPSHOT in folders or EVENTS in files:
             results = results_file(folder) if RESULTS in files else None
-            when = _mtime(results) if results else max(_mtime(folder), _mtime(snapshot_dir(folder)))
+            when = _mtime(results) if results else max(map(_mtime, (folder, snapshot_dir(folder), events_file(folder))))
             yield rel, RunEntry("", folder, EVALFLOW, results), when
             continue  # a run folder's subfolders (gate rounds, tracker files) hold no other run
         stack.extend(folder / name for name in sorted(folders, reverse=True) if not name.startswith("."))

@@ -151,10 +151,15 @@ def _read_new_lines(path: Path, followed: _Followed, size: int) -> None:
 
 def run_status(entry_folder: Path, layout: str) -> str:
     """complete | partial | running | failed (see the module's docstring). ``layout``: "evalflow"
-    (a run folder) or "lm-eval" (the folder holding lm-eval's results files, newest read)."""
+    (a run folder) or "lm-eval" (the folder holding lm-eval's results files, newest read, or one
+    results file: lm-eval writes several runs into one folder)."""
     folder = Path(entry_folder)
     if layout == "lm-eval":
-        found = sorted(folder.glob(LMEVAL_RESULTS_GLOB), key=lambda p: p.stat().st_mtime_ns)
+        found = (
+            [folder]
+            if folder.is_file()
+            else sorted(folder.glob(LMEVAL_RESULTS_GLOB), key=lambda p: p.stat().st_mtime_ns)
+        )
         return _finished_status(found[-1]) if found else FAILED
     results = results_file(folder)
     if results.is_file():

@@ -9,7 +9,7 @@ import pytest
 
 from evalflow.errors import RunFolderError
 from evalflow.frames.discovery import RunEntry, find_runs, sweep_id
-from evalflow.output.run_paths import results_file
+from evalflow.output.run_paths import events_file, results_file
 from tests.support.view_runs import SWEEP, ViewRuns, make_view_runs, set_time
 
 ARC = "lm/smollm2/results_2026-11-30T12-10-26.442646.json"
@@ -34,11 +34,11 @@ def test_every_run_is_found_with_its_layout_folder_and_results(runs: ViewRuns) -
         f"{SWEEP}/1",
         ARC,
         GSM8K,
-        "running",
+        "stopped",
     }  # not the cache, not partial/.gate_rounds/0, not the run behind link_out
     assert found["single/grouped"] == RunEntry("single/grouped", runs.grouped, "evalflow", results_file(runs.grouped))
     assert found[f"{SWEEP}/1"].folder == runs.sweep / "1"
-    assert found["running"] == RunEntry("running", runs.running, "evalflow", None)
+    assert found["stopped"] == RunEntry("stopped", runs.stopped, "evalflow", None)
     arc = found[ARC]  # lm-eval writes several runs into one model folder: each results file is one
     assert (arc.layout, arc.folder, arc.results) == ("lm-eval", runs.lm_eval, runs.root / ARC)
     assert found[GSM8K].folder == runs.lm_eval and found[GSM8K].results == runs.root / GSM8K
@@ -65,12 +65,12 @@ def test_a_run_folder_given_as_the_root_is_the_run_itself(runs: ViewRuns) -> Non
 
 
 def test_newest_first_by_the_results_file_else_the_folder(runs: ViewRuns) -> None:
-    times = {runs.partial: 4_000, runs.sweep / "0": 3_000, runs.running: 2_000, runs.grouped: 1_000}
+    times = {runs.partial: 4_000, runs.sweep / "0": 3_000, runs.stopped: 2_000, runs.grouped: 1_000}
     for folder, seconds in times.items():
         set_time(folder, seconds)
-    found = [e.folder for e in find_runs([runs.root / "single", runs.root / SWEEP, runs.running])]
-    assert found.index(runs.partial) < found.index(runs.sweep / "0") < found.index(runs.running)
-    assert found.index(runs.running) < found.index(runs.grouped)
+    found = [e.folder for e in find_runs([runs.root / "single", runs.root / SWEEP, runs.stopped])]
+    assert found.index(runs.partial) < found.index(runs.sweep / "0") < found.index(runs.stopped)
+    assert found.index(runs.stopped) < found.index(runs.grouped)
     set_time(runs.grouped, 5_000)
     assert find_runs([runs.root / "single"])[0].folder == runs.grouped
 
@@ -95,3 +95,10 @@ def test_a_folder_without_runs_gives_none(tmp_path: Path) -> None:
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "notes.json").write_text("{}")
     assert find_runs([tmp_path]) == []
+
+
+def test_a_folder_with_only_its_events_file_is_a_run_without_results(tmp_path: Path) -> None:
+    folder = tmp_path / "starting"
+    folder.mkdir()
+    events_file(folder).write_text('{"event": "start", "time": 1.0, "pid": 1, "tasks": ["t"], "model": "m"}\n')
+    assert find_runs([tmp_path]) == [RunEntry("starting", folder, "evalflow", None)]

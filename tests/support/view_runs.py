@@ -1,6 +1,7 @@
 """A folder of runs as ``evalflow view`` and the frames find them: real runs of the ``dummy`` model
 (one with a group, one partial, a Hydra multirun sweep of two jobs from the command line), lm-eval
-0.4.13's own output folder with two runs in one model folder, a run with a snapshot and no results,
+0.4.13's own output folder with two runs in one model folder, a run that stopped with a snapshot and
+no results,
 and what the walk must skip (the cache folder, a gate's round scratch, a link to a folder outside).
 """
 
@@ -33,6 +34,7 @@ metadata:
 """
 SWEEP = "multirun/2026-12-06/18-00-00-abc"  # Hydra's sweep folder, as conf/config.yaml names it
 LIMIT = 6
+STOPPED = 1_000_000_000.0  # 2001: the time of the snapshot-only run
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class ViewRuns:
     partial: Path  # toy_mc, subset of 3 documents
     sweep: Path  # the sweep folder; its jobs are sweep/0 (num_fewshot=0) and sweep/1 (num_fewshot=1)
     lm_eval: Path  # the model folder with lm-eval's arc_easy and gsm8k runs
-    running: Path  # a snapshot and no results
+    stopped: Path  # a snapshot and no results, written long ago (failed)
 
 
 def make_view_runs(base: Path) -> ViewRuns:
@@ -80,14 +82,15 @@ def make_view_runs(base: Path) -> ViewRuns:
     for fixture in ("lm_eval_arc_easy", "lm_eval_gsm8k"):
         for path in (LM_EVAL_FOLDERS / fixture / "smollm2").iterdir():
             shutil.copy(path, lm_eval / path.name)
-    running = root / "running"
-    snapshot_dir(running).mkdir(parents=True)
-    shutil.copy(snapshot_config(grouped), snapshot_config(running))
+    stopped = root / "stopped"
+    snapshot_dir(stopped).mkdir(parents=True)
+    shutil.copy(snapshot_config(grouped), snapshot_config(stopped))
+    set_time(stopped, STOPPED)  # long past its start, with no events: a run that died before starting
     rounds = gate_rounds_dir(partial) / "0"  # a gate's round scratch inside a run folder
     shutil.copytree(grouped, rounds)
     evaluate("toy_mc", "dummy", output_dir=outside / "run", **common)
     os.symlink(outside, root / "link_out")
-    return ViewRuns(root, outside, library, cache, grouped, partial, sweep, lm_eval, running)
+    return ViewRuns(root, outside, library, cache, grouped, partial, sweep, lm_eval, stopped)
 
 
 def set_time(path: Path, seconds: float) -> None:

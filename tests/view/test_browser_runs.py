@@ -130,7 +130,9 @@ def test_hostile_run_runs_nothing_served(chromium_browser: Any, served: str, sit
 def test_hostile_run_runs_nothing_in_the_bundle(chromium_browser: Any, served: str, site: dict[str, Any]) -> None:
     out = site["tmp"] / "bundle"
     write_bundle([site["root"]], out)
-    hostile_walk(Watched(chromium_browser, "file://"), (out / "index.html").as_uri(), ids_of(served, site["folders"])["hostile"])
+    hostile_walk(
+        Watched(chromium_browser, "file://"), (out / "index.html").as_uri(), ids_of(served, site["folders"])["hostile"]
+    )
 
 
 def test_live_run_followed_until_its_results(chromium_browser: Any, tmp_path: Path, shots: Path) -> None:
