@@ -257,7 +257,7 @@
       return el("tr", { "data-status": run.status },
         el("td", {}, box),
         el("td", {}, el("a", { href: route("run", run.id) }, run.id), run.partial ? el("div", { class: "muted" }, run.partial) : null),
-        el("td", {}, run.model), el("td", { class: "text" }, (run.tasks || []).join(", ")), el("td", {}, run.date || "—"),
+        el("td", {}, run.model), el("td", { class: "text" }, (run.tasks || []).join(", ")), el("td", { title: run.date }, run.date ? String(run.date).replace("T", " ").slice(0, 19) : "—"),
         el("td", {}, badge(run.status)),
         metricNames.map((m) => { const v = (run.metrics || {})[m]; return el("td", { class: "num", title: v ? v.metric : null }, v ? fmt(v.value) + (v.stderr !== null && v.stderr !== undefined ? " ± " + fmt(v.stderr) : "") : "—"); }),
         el("td", {}, overridesText(run)));
