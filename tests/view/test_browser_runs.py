@@ -93,6 +93,10 @@ def test_walk_real_runs(chromium_browser: Any, served: str, site: dict[str, Any]
     expect(page.locator("#choices tr.won")).to_have_count(1)
     expect(page.locator("#prompt")).to_contain_text("What is 3 plus")
     page.screenshot(path=str(shots / "sample.png"), full_page=True)
+    page.goto(served + route("run", ids["peer"]))  # lm-eval's own output folder
+    expect(page.locator("#results tbody tr[data-task='arc_easy'] td.value").first).to_have_text(
+        re.compile(r"^\d\.\d{4}$")
+    )
     page.goto(served + route("explain", ids["b"]))
     page.select_option("#against", ids["a"])
     expect(page.locator("#explain-lines")).not_to_be_empty()
