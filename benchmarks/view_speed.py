@@ -148,6 +148,7 @@ def one_round(roots: list[Path], mmlu: Path) -> dict[str, float]:
 
 
 def baselines(roots: list[Path], mmlu: Path) -> dict[str, float]:
+    sys.path.insert(0, str(ROOT))  # this checkout's evalflow, as the server runs it
     from evalflow.output.run_folder import load_run
     from evalflow.output.run_paths import samples_file
 

@@ -17,13 +17,12 @@ a comparison of runs over different documents) is written as ``{"error": ...}``,
 would answer it. What is in the bundle: the runs, each run's detail, each task's samples as one
 payload (``all=1``; the page filters and pages them itself), each document in full for the first
 ``docs`` documents of each task, explain for each run, compare for every ordered pair (or, past
-``PAIRS_ALL`` runs, each run against the next), and the across-runs views of all runs and of
-each compared pair. Live progress is not (a bundle is a snapshot).
+``PAIRS_ALL`` runs, each run against the next), and the across-runs views of each run, each
+compared pair and all runs. Live progress is not (a bundle is a snapshot).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise, permutations
@@ -32,7 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from evalflow.errors import ConfigError, EvalflowError
-from evalflow.view.payloads import ROUTES, Catalog, samples_path
+from evalflow.view.payloads import ROUTES, Catalog, json_text, samples_path
 from evalflow.view.server import INDEX, STATIC_DIR, STATIC_FILES
 
 FNV_OFFSET, FNV_PRIME = 0x811C9DC5, 0x01000193
@@ -67,7 +66,7 @@ def data_name(key: str) -> str:
 
 def js_json(value: Any) -> str:
     """JSON that can sit inside a ``<script>`` (and an HTML attribute) without ending it."""
-    text = json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"), default=str)
+    text = json_text(value, ensure_ascii=True, separators=(",", ":"))
     for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
         text = text.replace(char, escaped)
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
@@ -107,18 +106,14 @@ def payloads(catalog: Catalog, docs: int = DOCS) -> Iterator[tuple[str, Any]]:
     pairs = (
         list(permutations(ids, 2)) if len(ids) <= PAIRS_ALL else [p for a, b in pairwise(ids) for p in ((a, b), (b, a))]
     )
-    selections = [",".join(ids)] if len(ids) > 1 else []
     for a, b in pairs:
         params = {"ids": f"{a},{b}"}
         yield api_key("/api/compare", params), _payload(catalog, "/api/compare", params)
-        if a < b:
-            selections.append(f"{a},{b}")
-    for ids_text in selections if ids else []:
+    # the across-runs views: each run alone, each compared pair (in either order), and every run
+    selections = [*ids, *(f"{a},{b}" for a, b in pairs), *([",".join(ids)] if len(ids) > 2 else [])]
+    for ids_text in selections:
         for path in ("/api/wrong", "/api/reasoning"):
             yield api_key(path, {"ids": ids_text}), _payload(catalog, path, {"ids": ids_text})
-    if len(ids) == 1:
-        for path in ("/api/wrong", "/api/reasoning"):
-            yield api_key(path, {"ids": ids[0]}), _payload(catalog, path, {"ids": ids[0]})
 
 
 def _run_payloads(catalog: Catalog, run_id: str, docs: int) -> Iterator[tuple[str, Any]]:

@@ -14,6 +14,10 @@ comparison) is computed once per results file and kept.
 
 from __future__ import annotations
 
+import base64
+import json
+import math
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -29,9 +33,9 @@ from evalflow.insight.comparison import DEFAULT_ITERS
 from evalflow.insight.explanation import explain, read_manifest
 from evalflow.insight.gate import GateSettings
 from evalflow.output.run_folder import Run, load_run
-from evalflow.output.run_paths import lmeval_samples_files, results_file, samples_files
+from evalflow.output.run_paths import lmeval_samples_files, manifest_file, results_file, samples_files
 from evalflow.view.comparing import compare_payload
-from evalflow.view.safe_paths import resolve_under
+from evalflow.view.safe_paths import UnsafePath, resolve_under
 
 Params = Mapping[str, str]
 PAGE_LIMIT = 1000  # the most rows one samples page may ask for (``all=1``: the bundle's whole task)
@@ -45,6 +49,25 @@ class NotFound(EvalflowError):
 
 class BadRequest(EvalflowError):
     """A query word missing or of the wrong kind (the server answers 400)."""
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``value`` as strict JSON: a NaN or infinity (a metric that could not be computed) becomes
+    null, since a browser's JSON.parse refuses them; other non-JSON values become their text."""
+    try:
+        return json.dumps(value, allow_nan=False, default=str, **options)
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False, default=str, **options)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _stamp(entry: RunEntry) -> tuple[Any, ...] | None:
@@ -292,13 +315,44 @@ def live_payload(catalog: Catalog, params: Params) -> dict[str, Any] | None:
     return live_progress(catalog.entry(params.get("id")).folder)
 
 
-def image_path(catalog: Catalog, params: Params) -> Path:
-    """``/api/image?id=ID&name=NAME``: a file of the run, its name checked (:mod:`~evalflow.view.safe_paths`)."""
+def image_of(catalog: Catalog, params: Params) -> Path | bytes:
+    """``/api/image?id=ID&name=NAME``: a file of the run, its name checked
+    (:mod:`~evalflow.view.safe_paths`), or, when NAME is an image's pixel digest (how evalflow's
+    samples name images) and no such file exists, that image's PNG bytes from the run's own cache
+    (its manifest's ``cache_dir``), read only, as the report reads them."""
     entry = catalog.entry(params.get("id"))
     name = params.get("name")
     if not name:
-        raise BadRequest("name= is missing: the image's file name inside the run folder")
-    return resolve_under(entry.folder, name)
+        raise BadRequest("name= is missing: the image's file name inside the run folder, or its digest")
+    try:
+        return resolve_under(entry.folder, name)
+    except UnsafePath:
+        if not _DIGEST.fullmatch(name):
+            raise
+    return cached_image(entry, name)
+
+
+_DIGEST = re.compile(r"[0-9a-f]{16,128}")
+
+
+def cached_image(entry: RunEntry, digest: str) -> bytes:
+    """The PNG of the image with this pixel digest in the cache the run used (404 when gone)."""
+    from evalflow.cache.image_store import KEY_PREFIX
+
+    manifest = manifest_file(entry.folder)
+    cache_dir = json.loads(manifest.read_text(encoding="utf-8")).get("cache_dir") if manifest.is_file() else None
+    if not cache_dir or not (Path(cache_dir) / "cache.db").is_file():
+        raise NotFound(f"image {digest}: run {entry.id!r} names no cache that holds its images")
+    from evalflow.cache.store import MISSING, CacheStore
+
+    store = CacheStore(cache_dir)
+    try:
+        value = store.get(KEY_PREFIX + digest)
+    finally:
+        store.close()
+    if value is MISSING:
+        raise NotFound(f"image {digest} is no longer in the cache {cache_dir} (removed by cache gc?)")
+    return base64.b64decode(str(value))
 
 
 Route = Callable[[Catalog, Params], Any]

@@ -16,16 +16,14 @@ reads: it writes nothing into the folders it is given.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
 from evalflow.errors import EvalflowError
-from evalflow.view.payloads import ROUTES, BadRequest, Catalog, NotFound, image_path
+from evalflow.view.payloads import ROUTES, BadRequest, Catalog, NotFound, image_of, json_text
 from evalflow.view.safe_paths import UnsafePath
 
 log = logging.getLogger("evalflow.view")
@@ -93,20 +91,18 @@ async def _api(request: web.Request) -> web.Response:
     route = ROUTES[request.path]
     catalog = request.app[CATALOG]
     payload = await asyncio.get_running_loop().run_in_executor(None, route, catalog, _params(request))
-    return web.json_response(payload, dumps=_dumps)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, allow_nan=False, default=str)
+    return web.json_response(payload, dumps=json_text)
 
 
 async def _image(request: web.Request) -> web.StreamResponse:
     catalog = request.app[CATALOG]
-    path = await asyncio.get_running_loop().run_in_executor(None, image_path, catalog, _params(request))
-    kind = IMAGE_TYPES.get(path.suffix.lower())
+    found = await asyncio.get_running_loop().run_in_executor(None, image_of, catalog, _params(request))
+    if isinstance(found, bytes):  # an image of the run's cache, by its digest: stored as PNG
+        return web.Response(body=found, content_type="image/png")
+    kind = IMAGE_TYPES.get(found.suffix.lower())
     if kind is None:
-        raise UnsafePath(f"{path.name!r}: not an image ({', '.join(sorted(IMAGE_TYPES))}); only images are served")
-    return web.FileResponse(path, headers={"Content-Type": kind})
+        raise UnsafePath(f"{found.name!r}: not an image ({', '.join(sorted(IMAGE_TYPES))}); only images are served")
+    return web.FileResponse(found, headers={"Content-Type": kind})
 
 
 def _shipped(name: str) -> bytes:

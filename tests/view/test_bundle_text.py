@@ -85,3 +85,7 @@ def test_index_is_marked_as_a_bundle_with_relative_paths(html: str) -> None:
     marked = bundle_index(html)
     assert marked.count('name="evalflow-mode"') == 1 and MODE_META in marked
     assert '"/static/' not in marked and 'src="static/app.js"' in marked
+
+
+def test_a_metric_that_is_not_a_number_is_null() -> None:
+    assert js_json({"acc": float("nan"), "rows": [float("inf"), 0.5], "n": 3}) == '{"acc":null,"rows":[null,0.5],"n":3}'

@@ -4,6 +4,7 @@ names kept inside their run folder, and the run folders left exactly as they wer
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from urllib.parse import quote
@@ -246,3 +247,24 @@ def test_the_server_writes_nothing_into_run_folders(app, site: dict) -> None:
     paths += [f"/api/compare?ids={_q(ids['a'] + ',' + ids['b'])}"]
     ask(app, paths)
     assert listing(site["root"]) == before
+
+
+def test_images_by_digest_come_from_the_runs_cache(app, site: dict) -> None:
+    from PIL import Image
+
+    from evalflow.cache.image_store import ImageStore
+    from evalflow.cache.store import CacheStore
+
+    cache_dir = json.loads((site["runs"]["a"] / "manifest.json").read_text())["cache_dir"]
+    store = CacheStore(cache_dir)
+    try:
+        ref = ImageStore(store).put(Image.new("RGB", (3, 2), (200, 10, 10)))
+    finally:
+        store.close()
+    a = _q(_ids(app, site)["a"])
+    found, gone = ask(app, [f"/api/image?id={a}&name={ref.digest}", f"/api/image?id={a}&name={'ab' * 16}"])
+    _headers_ok([found, gone])
+    assert found.status == 200 and found.headers["Content-Type"] == "image/png"
+    with Image.open(io.BytesIO(found.body)) as image:
+        assert (image.size, image.getpixel((0, 0))) == ((3, 2), (200, 10, 10))
+    assert gone.status == 404
