@@ -7,7 +7,8 @@ the detail adds the manifest, the snapshot and a line count of each samples file
 ``model``, ``date`` (UTC timestamp), ``status``, ``tasks`` (list of leaf tasks), ``n_tasks``,
 ``sweep``, ``partial``, one ``<task>/<metric>,<filter>`` column per task and group (its headline
 metric, the first in results order, as trackers name it) and one ``override.<key>`` per setting a
-run's command line gave (Hydra's own ``hydra.*`` words left out)::
+run's command line gave (Hydra's own ``hydra.*`` words left out; the value as the word spelled it,
+text: ``"5"``)::
 
     df = runs_df(["outputs/multirun/2026-12-06/18-00-00-abc"])
     df.groupby("override.num_fewshot")["arc_easy/acc,none"].mean()
@@ -53,7 +54,10 @@ def run_summary(entry: RunEntry) -> dict[str, Any]:
     """The runs list's row of ``entry``: what ran (model, tasks, date), how it stands, each task's
     and group's headline score, and the overrides a sweep's jobs are grouped by. Reads the results
     file only (a run without one: its snapshot's model and tasks)."""
-    run = _run(entry)
+    return _summary(entry, _run(entry))
+
+
+def _summary(entry: RunEntry, run: Run) -> dict[str, Any]:
     model, tasks, started = (run.model_name, run.tasks(), None) if run.results else _unfinished(entry.folder)
     return {
         "id": entry.id,
@@ -76,8 +80,8 @@ def run_detail(entry: RunEntry) -> dict[str, Any]:
     table order, groups above their members), n-shot, the config snapshot and the command that
     reproduces the run, the manifest's figures, tracker links, each task's samples count, and, for
     a run without results, its progress from its events file."""
-    summary = run_summary(entry)
     run = _run(entry)
+    summary = _summary(entry, run)
     config_text = _config_text(entry, run)
     return {
         **summary,
