@@ -6,8 +6,8 @@ is another process, often started after the run.
 - **partial**: it is, and marks the run partial (``subset=``: :mod:`evalflow.output.partial`);
 - **running**: no results yet, and the events file has no failed end and its process is alive: on
   this host its pid is running and is the same process (its start time, so a reused pid is not
-  taken for it); from another host, where no pid can be looked at, its last event is newer than
-  ``STALE_SECONDS``;
+  taken for it); from another host, where no pid can be looked at, its last line (a quiet run
+  writes a beat line every minute) is newer than ``STALE_SECONDS``;
 - **failed**: no results, and the events file ends failed, or its process is gone (killed without
   a word), or there is no events file at all (a folder with a config snapshot and nothing else: a
   run that stopped before it started, or one of a version that wrote no events), once its snapshot
@@ -27,16 +27,19 @@ import socket
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalflow.output.events import process_start
+import orjson
+
+from evalflow.output.events import BEAT_SECONDS, process_start
 from evalflow.output.partial import partial_tasks
 from evalflow.output.run_paths import LMEVAL_RESULTS_GLOB, events_file, results_file, snapshot_dir
 
-STALE_SECONDS = 600.0  # a run on another host with no event for this long is taken for dead
+STALE_SECONDS = 3 * BEAT_SECONDS  # a run on another host with no line for this long (3 beats missed) is dead
 STARTING_SECONDS = 60.0  # a snapshot without events younger than this: a run on its way to its start
 FOLLOWED = 256  # events files whose reading position is kept (least recently read dropped)
 
@@ -77,24 +80,29 @@ class Events:
     lists: dict[str, ListProgress] = field(default_factory=dict)  # label -> its current list
 
 
-def folded(events: Events, event: dict[str, Any]) -> Events:
-    """``events`` with one more line; a progress line that goes back (done lower, another total)
+def folded(events: Events, lines: Iterable[dict[str, Any]]) -> Events:
+    """``events`` with more lines; a progress line that goes back (done lower, another total)
     starts a new list of its label."""
-    kind, now = event.get("event"), float(event.get("time", 0.0))
-    start, end, lists = events.start, events.end, events.lists
-    if kind == "start":
-        start = event
-    elif kind == "end":
-        end = event
-    elif kind == "progress" and isinstance(event.get("label"), str):
-        label, done, total = event["label"], int(event.get("done", 0)), int(event.get("total", 0))
-        last = lists.get(label)
-        if last is None or done < last.done or total != last.total:
-            progress = ListProgress(now, done, now, done, total)
-        else:
-            progress = ListProgress(last.began, last.done_at_start, now, done, total)
-        lists = {**lists, label: progress}
-    return Events(start, end, now, events.count + 1, lists)
+    start, end, updated, count, lists = events.start, events.end, events.updated, events.count, dict(events.lists)
+    for event in lines:
+        try:
+            kind, now = event.get("event"), float(event.get("time", 0.0))
+            if kind == "progress":
+                label, done, total = event["label"], int(event.get("done", 0)), int(event.get("total", 0))
+        except (KeyError, TypeError, ValueError):  # not a line the run wrote: skipped
+            continue
+        if kind == "start":
+            start = event
+        elif kind == "end":
+            end = event
+        elif kind == "progress" and isinstance(label, str):
+            last = lists.get(label)
+            if last is None or done < last.done or total != last.total:
+                lists[label] = ListProgress(now, done, now, done, total)
+            else:
+                lists[label] = ListProgress(last.began, last.done_at_start, now, done, total)
+        updated, count = now, count + 1
+    return Events(start, end, updated, count, lists)
 
 
 class _Followed:
@@ -138,15 +146,20 @@ def _read_new_lines(path: Path, followed: _Followed, size: int) -> None:
     except OSError:
         return
     whole = data.rfind(b"\n") + 1
-    events = followed.events
-    for line in data[:whole].splitlines():
+    followed.events = folded(followed.events, _parsed(data[:whole].splitlines()))
+    followed.offset += whole
+
+
+def _parsed(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The lines that are JSON objects; any other line (not one the run wrote) is skipped, as a
+    reader of a log would."""
+    for line in lines:
         try:
-            event = json.loads(line)
-        except ValueError:  # not a line the run wrote: skipped, as a reader of a log would
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
             continue
         if isinstance(event, dict):
-            events = folded(events, event)
-    followed.events, followed.offset = events, followed.offset + whole
+            yield event
 
 
 def run_status(entry_folder: Path, layout: str) -> str:
@@ -227,8 +240,14 @@ def _marked_status(path: str, mtime_ns: int, size: int) -> str:
     return PARTIAL if isinstance(results, dict) and partial_tasks(results) else COMPLETE
 
 
-def _iso(seconds: float | None) -> str | None:
-    return None if seconds is None else datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
+def _iso(seconds: Any) -> str | None:
+    """An event's time as ISO 8601 (UTC); None for what is not a time."""
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def live_progress(folder: Path) -> dict[str, Any] | None:

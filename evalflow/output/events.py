@@ -9,6 +9,10 @@ Three kinds of line, each flushed as written (a reader never waits for the run t
     {"event": "progress", "time": 1765.., "label": "inference arc_easy", "done": 128, "total": 2376}
     {"event": "end", "time": 1765.., "status": "complete"}            (or "failed", "error": "<first line>")
 
+and ``{"event": "beat", "time": ...}`` after ``BEAT_SECONDS`` without a line (a chunk that takes
+minutes, a long scoring stage), so that a reader on another host, which cannot look at the pid,
+still tells a quiet run from a dead one.
+
 ``progress`` lines come from the inference edge's own progress reports (``label`` as its log lines
 name the list: :func:`evalflow.scale.progress.progress_label`), installed there by the run as a
 callback (:func:`evalflow.scale.progress.progress_sink`): the stages never see it. A model that
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import threading
@@ -35,8 +40,11 @@ from typing import Any, TextIO
 from evalflow.output.run_paths import events_file
 from evalflow.scale.progress import Beat, Heartbeat, progress_sink
 
+log = logging.getLogger(__name__)
+
 MIN_INTERVAL = 0.5  # seconds between two progress lines of one label (its first answered and last excepted)
 FLUSH_PERIOD = 0.25  # how often the heartbeat writes a held-back report whose interval is up
+BEAT_SECONDS = 60.0  # a silent run (a long chunk, a long stage) writes a beat line this often
 
 
 def process_start(pid: int) -> str | None:
@@ -73,6 +81,8 @@ class EventsWriter:
         self.held: dict[str, tuple[int, int]] = {}  # label -> (done, total) not written yet
         self.beat: Beat | None = None
         self.ended: str | None = None
+        self.broken = False  # a write failed: no more lines
+        self.last_line: float | None = None  # when the last line was written
 
     @classmethod
     def create(cls, folder: Path, **options: Any) -> EventsWriter:
@@ -85,6 +95,7 @@ class EventsWriter:
         process = {"pid": pid, "pid_start": process_start(pid), "host": socket.gethostname()}
         with self.lock:
             self._write({"event": "start", **process, "tasks": list(tasks), "model": model})
+            self._beating()
 
     def progress(self, label: str, done: int, total: int) -> None:
         """The edge's report for one list of requests (the sink :func:`recorded` installs)."""
@@ -99,17 +110,25 @@ class EventsWriter:
                 self._progress(label, done, total, now)
             else:
                 self.held[label] = (done, total)
-                if self.beat is None:
-                    self.beat = self.timer(self.flush_due, FLUSH_PERIOD)
+                self._beating()
+
+    def _beating(self) -> None:
+        if self.beat is None:
+            self.beat = self.timer(self.flush_due, FLUSH_PERIOD)
 
     def flush_due(self) -> None:
-        """The heartbeat: each held-back report whose label's interval is up, written."""
+        """The heartbeat: each held-back report whose label's interval is up, written; a beat
+        line when nothing was written for ``BEAT_SECONDS``."""
         with self.lock:
+            if self.ended is not None or self.stream.closed:
+                return
             now = self.clock()
             for label, (done, total) in list(self.held.items()):
                 if now - self.written[label][0] >= MIN_INTERVAL:
                     del self.held[label]
                     self._progress(label, done, total, now)
+            if self.last_line is not None and now - self.last_line >= BEAT_SECONDS:
+                self._write({"event": "beat"}, now)
 
     def end(self, error: BaseException | None = None) -> None:
         """The run's last line: complete, or failed with the error's first line. Held-back reports
@@ -143,9 +162,18 @@ class EventsWriter:
         self._write({"event": "progress", "label": label, "done": done, "total": total}, now)
 
     def _write(self, event: dict[str, Any], now: float | None = None) -> None:
-        line = {"event": event["event"], "time": round(self.clock() if now is None else now, 3), **event}
-        self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self.stream.flush()
+        """One line, flushed. The file only reports on the run: a write that fails (a full disk)
+        is logged once and the file left as it is, never the run stopped for it."""
+        if self.broken:
+            return
+        self.last_line = self.clock() if now is None else now
+        line = {"event": event["event"], "time": round(self.last_line, 3), **event}
+        try:
+            self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self.stream.flush()
+        except (OSError, ValueError) as exc:
+            self.broken = True
+            log.warning("the run's events file could not be written (%s); the run goes on without it", exc)
 
 
 @contextlib.contextmanager
@@ -154,7 +182,8 @@ def recorded(folder: Path | None, tasks: Sequence[str], model: str) -> Iterator[
     while the block runs, and the end: failed with the error that leaves the block, else complete
     (unless the block wrote it already, just before results.json). No folder: nothing is written."""
     if folder is None:
-        yield None
+        with progress_sink(None):  # nor into an enclosing run's file
+            yield None
         return
     writer = EventsWriter.create(folder)
     try:

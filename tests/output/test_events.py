@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.output.events import MIN_INTERVAL, EventsWriter, first_line, recorded
+from evalflow.output.events import BEAT_SECONDS, MIN_INTERVAL, EventsWriter, first_line, recorded
 from evalflow.output.run_paths import events_file
 from evalflow.scale.progress import progress_label, report_progress
 
@@ -118,3 +118,31 @@ def test_recorded_installs_the_sink_at_the_edge_and_ends_complete_or_failed(tmp_
     with recorded(None, ["t"], "dummy") as nothing:  # no run folder: nothing written
         assert nothing is None
         report_progress(1, 3)
+
+
+class FullDisk(io.StringIO):
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_file_that_cannot_be_written_never_stops_the_run(caplog: pytest.LogCaptureFixture) -> None:
+    writer = EventsWriter(FullDisk(), clock=Clock(), timer=Beats())
+    with caplog.at_level("WARNING", logger="evalflow.output.events"):
+        writer.start(["t"], "dummy")
+        writer.progress("inference t", 0, 4)
+        writer.end()
+    assert writer.broken and len([r for r in caplog.records if "No space left" in r.getMessage()]) == 1
+
+
+def test_a_quiet_run_writes_a_beat_line_so_that_another_host_sees_it_alive() -> None:
+    stream, clock, beats = io.StringIO(), Clock(), Beats()
+    writer = EventsWriter(stream, clock=clock, timer=beats)
+    writer.start(["t"], "dummy")  # the heartbeat starts with the run
+    clock.now += BEAT_SECONDS - 1
+    beats.ticks[0]()
+    assert [e["event"] for e in lines(stream)] == ["start"]
+    clock.now += 1  # a minute without a line: a chunk taking its time
+    beats.ticks[0]()
+    beats.ticks[0]()  # the beat is a line: the next is due a minute later
+    assert lines(stream)[-1] == {"event": "beat", "time": 1000.0 + BEAT_SECONDS}
+    assert [e["event"] for e in lines(stream)] == ["start", "beat"]
