@@ -15,6 +15,7 @@ viewer (``SampleQuery``)              ``samples_df`` query
 ``correct=True`` / ``False``          ``df[df["correct"] == True]`` / ``df[df["correct"] == False]``
 ``verdict="1"``                       ``df[df["verdict"] == "1"]``
 ``has_image=True``                    ``df[df["has_image"] == True]``
+``stop_reason="length"``              ``df[df["stop_reason"] == "length"]``
 ``text="paris"``                      ``df[df["prompt"].str.contains("paris", case=False, regex=False)
                                       | df["answer"].str.contains("paris", case=False, regex=False)
                                       | df["target"].str.contains("paris", case=False, regex=False)]``
@@ -40,11 +41,11 @@ import numpy as np
 from evalflow.frames.samples_index import (
     FEWSHOT_DELIMITER,
     SamplesIndex,
-    _loads,
     answer_of,
     choices_of,
     chosen,
     images_of,
+    parse_json,
     prompt_of,
     samples_index,
     split_prompt,
@@ -80,6 +81,7 @@ class SampleQuery:
     verdict: str | None = None  # the first judge metric's verdict text
     has_image: bool | None = None
     text: str | None = None  # case-insensitive substring of the prompt, the answer or the target
+    stop_reason: str | None = None  # why the first generation ended ("length": cut off at max_gen_toks)
 
 
 class SampleNotFound(LookupError):
@@ -103,15 +105,31 @@ def task_settings(run_folder: Path, samples_file: Path) -> TaskSettings:
     """The task of ``samples_file`` and its delimiters and judge prompts, read from the run's results
     file (evalflow's results.json, or lm-eval's results_<date>.json of the same date); the
     defaults when the run has none (still running, or written by another tool)."""
-    stem = samples_stem(samples_file)
+    task = samples_stem(samples_file)
     results = results_file(run_folder)
-    task = stem
-    if not results.is_file() and "_" in stem:  # lm-eval's <task>_<date>
-        task, date = stem.rsplit("_", 1)
+    if not results.is_file() and "_" in task:  # lm-eval's <task>_<date>, when its results file is there
+        named, date = task.rsplit("_", 1)
         results = Path(run_folder) / lmeval_results_name(date)
-    config = _results(results).get("configs", {}).get(task) if results.is_file() else None
-    if not isinstance(config, Mapping):
+        task = named if results.is_file() else task
+    if not results.is_file():  # a run still running, or a folder without results
         return TaskSettings(task)
+    st = os.stat(results)
+    return _settings(str(results), st.st_size, st.st_mtime_ns).get(task) or TaskSettings(task)
+
+
+@functools.lru_cache(maxsize=256)
+def _settings(path: str, size: int, mtime_ns: int) -> Mapping[str, TaskSettings]:
+    """Each task's settings in one results file (keyed by its stamp too: a changed file is read
+    again); only these small values are kept, not the results."""
+    with open(path, "rb") as fh:
+        data = parse_json(fh.read())
+    configs = data.get("configs") if isinstance(data, Mapping) else None
+    if not isinstance(configs, Mapping):
+        return {}
+    return {task: _task_settings(task, config) for task, config in configs.items() if isinstance(config, Mapping)}
+
+
+def _task_settings(task: str, config: Mapping[str, Any]) -> TaskSettings:
     judges = tuple(
         (str(m["metric"]), str(m["judge"]["prompt"]))
         for m in config.get("metric_list") or ()
@@ -123,18 +141,6 @@ def task_settings(run_folder: Path, samples_file: Path) -> TaskSettings:
         str(config.get("target_delimiter", " ")),
         judges,
     )
-
-
-def _results(path: Path) -> Mapping[str, Any]:
-    st = os.stat(path)
-    return _results_read(str(path), st.st_size, st.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=64)
-def _results_read(path: str, size: int, mtime_ns: int) -> Mapping[str, Any]:  # the stamp: a changed file is read again
-    with open(path, "rb") as fh:
-        data = _loads(fh.read())
-    return data if isinstance(data, Mapping) else {}
 
 
 # --- a page ------------------------------------------------------------------------------------
@@ -160,6 +166,8 @@ def select(index: SamplesIndex, q: SampleQuery) -> np.ndarray:
         mask &= index.verdicts == q.verdict
     if q.has_image is not None:
         mask &= index.has_image == q.has_image
+    if q.stop_reason is not None:
+        mask &= index.stop_reasons == q.stop_reason
     if q.text:
         needle = q.text.upper()
         prompts, answers, targets = index.upper
@@ -168,9 +176,11 @@ def select(index: SamplesIndex, q: SampleQuery) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
-def query(run_folder: Path, samples_file: Path, q: SampleQuery) -> dict[str, Any]:
+def query(run_folder: Path, samples_file: Path, q: SampleQuery, *, cut: int = SHOWN_CHARS) -> dict[str, Any]:
     """One page of ``samples_file``'s records that pass ``q``'s filters, cut from its index (built
-    on the first query, then from memory: the file is not read again)."""
+    on the first query, then from memory: the file is not read again). Each row's prompt, answer
+    and target are cut to ``cut`` characters; a static bundle, which filters every row in the
+    browser, passes ``TEXT_CHARS`` so that its search reads what this one reads."""
     if q.offset < 0 or q.limit < 0:
         raise ValueError(f"offset and limit must be 0 or more (got offset={q.offset}, limit={q.limit})")
     settings = task_settings(run_folder, samples_file)
@@ -185,24 +195,26 @@ def query(run_folder: Path, samples_file: Path, q: SampleQuery) -> dict[str, Any
         "correct_metric": index.correct_metric,
         "filters": list(dict.fromkeys(index.filters.tolist())),
         "verdicts": sorted({v for v in index.verdicts.tolist() if v is not None}),
-        "rows": [page_row(index, int(r)) for r in rows[q.offset : q.offset + q.limit]],
+        "stop_reasons": sorted({v for v in index.stop_reasons.tolist() if v is not None}),
+        "rows": [page_row(index, int(r), cut) for r in rows[q.offset : q.offset + q.limit]],
     }
 
 
-def page_row(index: SamplesIndex, row: int) -> dict[str, Any]:
+def page_row(index: SamplesIndex, row: int, cut: int = SHOWN_CHARS) -> dict[str, Any]:
     """One row of a page: plain values only (no NaN: a metric without a value is left out)."""
     values = index.values[row]
     correct = int(index.correct[row])
     return {
         "doc_id": int(index.doc_ids[row]),
         "filter": index.filters[row],
-        "prompt": index.prompts[row][:SHOWN_CHARS],
-        "target": index.targets[row][:SHOWN_CHARS],
-        "answer": index.answers[row][:SHOWN_CHARS],
+        "prompt": index.prompts[row][:cut],
+        "target": index.targets[row][:cut],
+        "answer": index.answers[row][:cut],
         "metrics": {m: float(v) for m, v in zip(index.metrics, values) if not np.isnan(v)},
         "correct": None if correct < 0 else bool(correct),
         "verdict": index.verdicts[row],
         "has_image": bool(index.has_image[row]),
+        "stop_reason": index.stop_reasons[row],
     }
 
 
@@ -363,7 +375,8 @@ def samples_df(paths: Sequence[Path | str], tasks: Sequence[str] | None = None) 
     ``filter``, ``prompt`` (the question: the prompt after its few-shot context), ``answer`` (the
     winning choice, or the filtered answer), ``target`` (a choice index as its text), each cut to
     2,000 characters; ``correct`` (nullable boolean: the task's first 0/1 metric), ``has_image``,
-    ``verdict`` (the first judge metric's score as text, ``"unparsed"``, or None), and
+    ``verdict`` (the first judge metric's score as text, ``"unparsed"``, or None), ``stop_reason``
+    (why the first generation ended: ``length`` is cut off at max_gen_toks; None without one), and
     ``metric.<name>`` (float, NaN where a record has none) per metric. Text columns are object
     dtype, so ``str.contains(case=False)`` matches exactly as the viewer's search does."""
     import pandas as pd
@@ -382,7 +395,7 @@ def samples_df(paths: Sequence[Path | str], tasks: Sequence[str] | None = None) 
 
 
 DTYPES = {"run_id": object, "task": object, "doc_id": "int64", "filter": object, "prompt": object, "answer": object}
-DTYPES.update({"target": object, "correct": "boolean", "has_image": bool, "verdict": object})
+DTYPES.update({"target": object, "correct": "boolean", "has_image": bool, "verdict": object, "stop_reason": object})
 
 
 def index_frame(index: SamplesIndex, run_id: str, task: str) -> pandas.DataFrame:
@@ -401,6 +414,7 @@ def index_frame(index: SamplesIndex, run_id: str, task: str) -> pandas.DataFrame
         "correct": [None if c < 0 else bool(c) for c in index.correct.tolist()],
         "has_image": index.has_image,
         "verdict": index.verdicts,
+        "stop_reason": index.stop_reasons,
     }
     columns = {name: pd.Series(values[name], dtype=dtype) for name, dtype in DTYPES.items()}
     for i, metric in enumerate(index.metrics):

@@ -11,13 +11,16 @@ its byte offset and length (to read it again by ``seek`` when one sample is open
 - ``verdict``: the first judge metric's verdict on the record's answer, as text: the score (``"1"``,
   ``"4.5"``) or ``"unparsed"`` (the judge's answer did not parse); None for an unjudged record;
 - ``has_image``: whether the record's document or requests show an image;
+- ``stop_reason``: why its first generation ended (evalflow's ``finish``: ``length`` and
+  ``thinking_unclosed`` are the truncated ones), None for lm-eval's and for log-likelihoods;
 - ``prompt`` (the question: the prompt after its last few-shot delimiter), ``answer`` (a multiple
   choice record's winning choice, a generation's filtered answer) and ``target`` (a choice index as
   its choice's text), each cut to :data:`TEXT_CHARS` characters: what the text search reads.
 
 The index is kept in memory by :func:`samples_index`, an LRU keyed by the file's path, size and
 modification time (a file that changes is indexed again); nothing is ever written beside a run.
-The full mmlu run (57 files, 14,042 records, 50 MB) indexes in about a second on two cores.
+The full mmlu run (57 files, 14,042 records, 50 MB) indexes in 0.6 s on two idle cores and holds
+11 MB; a warm page is cut from the columns in under a millisecond.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from evalflow.errors import RunFolderError
 try:  # orjson parses a samples line ~4x faster; json is the fallback (and reads NaN, which orjson refuses)
     import orjson
 
-    def _loads(data: bytes) -> Any:
+    def parse_json(data: bytes) -> Any:
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -48,7 +51,7 @@ try:  # orjson parses a samples line ~4x faster; json is the fallback (and reads
 
 except ImportError:  # pragma: no cover - orjson is a dependency of evalflow's output
 
-    def _loads(data: bytes) -> Any:
+    def parse_json(data: bytes) -> Any:
         return json.loads(data)
 
 
@@ -78,6 +81,7 @@ class SamplesIndex:
     prompts: np.ndarray  # object (str): the question part of each prompt, cut to TEXT_CHARS
     answers: np.ndarray  # object (str)
     targets: np.ndarray  # object (str)
+    stop_reasons: np.ndarray  # object (str | None): why the first generation ended (evalflow's ``finish``)
     nbytes: int = field(default=0)  # estimated memory held
 
     def __len__(self) -> int:
@@ -103,7 +107,7 @@ class SamplesIndex:
         with open(self.path, "rb") as fh:
             for row in rows:
                 fh.seek(int(self.offsets[row]))
-                out.append(_loads(fh.read(int(self.lengths[row]))))
+                out.append(parse_json(fh.read(int(self.lengths[row]))))
         return out
 
 
@@ -157,7 +161,7 @@ def build_index(path: Path, delimiter: str = FEWSHOT_DELIMITER) -> SamplesIndex:
     for number, line in enumerate(lines, 1):
         if line.strip():
             try:
-                record = _loads(line)
+                record = parse_json(line)
             except ValueError as exc:
                 if number == len(lines):  # no newline yet: the writer is still writing it
                     break
@@ -188,6 +192,7 @@ def _columns(
                 split_prompt(prompt_of(record), delimiter)[1][:TEXT_CHARS],
                 answer_of(record, choices)[:TEXT_CHARS],
                 target_of(record, choices)[:TEXT_CHARS],
+                stop_reason_of(record),
             )
         )
     names = tuple(metrics)
@@ -203,7 +208,7 @@ def _columns(
         out[:] = [r[i] for r in rows]
         return out
 
-    filters, verdicts, prompts, answers, targets = (objects(i) for i in (3, 5, 7, 8, 9))
+    filters, verdicts, prompts, answers, targets, stops = (objects(i) for i in (3, 5, 7, 8, 9, 10))
     offsets, lengths, doc_ids = (np.array([r[i] for r in rows], dtype=np.int64) for i in (0, 1, 2))
     texts = sum(sys.getsizeof(s) + 8 for column in (filters, prompts, answers, targets) for s in column)
     return SamplesIndex(
@@ -223,6 +228,7 @@ def _columns(
         prompts=prompts,
         answers=answers,
         targets=targets,
+        stop_reasons=stops,
         nbytes=texts + sum(a.nbytes for a in (offsets, lengths, doc_ids, matrix, correct)) + 16 * len(rows),
     )
 
@@ -328,6 +334,16 @@ def verdict_text(row: Mapping[str, Any]) -> str:
     if not row.get("parsed", True):
         return "unparsed"
     return f"{score:g}" if isinstance(score, (int, float)) else str(score)
+
+
+def stop_reason_of(record: Mapping[str, Any]) -> str | None:
+    """Why the record's first generation ended (``stop``, ``eos``, ``length``,
+    ``thinking_unclosed``, ``error``), from evalflow's ``finish``; None where nothing says."""
+    finish = record.get("finish")
+    while isinstance(finish, list) and finish:
+        finish = finish[0]
+    reason = finish.get("stop_reason") if isinstance(finish, Mapping) else None
+    return str(reason) if reason is not None else None
 
 
 def has_image(record: Mapping[str, Any]) -> bool:

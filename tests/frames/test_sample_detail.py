@@ -15,9 +15,41 @@ from tests.support.images import path_image_task
 from tests.support.judged import Judged
 from tests.support.lm_eval_folders import LM_EVAL_FOLDERS, lm_eval_files
 from tests.support.runs import Runner
-from tests.support.toy_tasks import write_toy_library
+from tests.support.toy_tasks import MC_YAML, write_toy_library
 
 VISION = "tests.support.models:VisionCountingModel"
+
+CODE_DOCS = [
+    {"prompt": "def ok():\n    return True  # ", "test": "assert ok()"},
+    {"prompt": "def ok():\n    return False  # ", "test": "assert ok()"},
+]
+CODE_YAML = """\
+task: toy_code
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+unsafe_code: true
+output_type: generate_until
+doc_to_text: "{{{{prompt}}}}"
+doc_to_target: "{{{{test}}}}"
+metric_list:
+  - metric: pass_at_k
+    aggregation: mean
+    higher_is_better: true
+    k: [1]
+generation_kwargs:
+  until: ["\\n"]
+filter_list:
+  - name: create_test
+    filter:
+      - function: custom
+        filter_fn: !function code_utils.build_predictions
+"""
+CODE_UTILS = (
+    "def build_predictions(resps, docs):\n    return [[d['prompt'] + r for r in rs] for rs, d in zip(resps, docs)]\n"
+)
 
 
 def test_a_multiple_choice_sample_folds_its_fewshot_and_shows_each_choice(tmp_path: Path) -> None:
@@ -95,3 +127,30 @@ def test_lm_evals_own_samples_read_as_evalflows() -> None:
     arc = df[df["task"] == "arc_easy"]
     assert len(arc) == results["n-samples"]["arc_easy"]["effective"]
     assert arc["correct"].sum() == round(results["results"]["arc_easy"]["acc,none"] * len(arc))
+
+
+def test_a_code_sample_shows_its_verdict_and_the_program_that_ran(runner: Runner, toy_library: Path) -> None:
+    """The dummy model's one-line answer lands in a comment, so the prompt alone passes or fails."""
+    data = toy_library / "code.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in CODE_DOCS))
+    (toy_library / "toy_code.yaml").write_text(CODE_YAML.format(data=data))
+    (toy_library / "code_utils.py").write_text(CODE_UTILS)
+    _, _, folder = runner("toy_code", confirm_unsafe_code=True, trust_task_code=True, code_sandbox="subprocess")
+    path = samples_file(folder, "toy_code")
+    passed, failed = sample_detail(path, 0, None), sample_detail(path, 1, None)
+    assert passed["code"]["metric"] == "pass@1" and passed["code"]["verdict"] == "passed"
+    assert failed["code"]["verdict"] == "failed"
+    assert failed["code"]["output"].startswith(CODE_DOCS[1]["prompt"]) and failed["code"]["output"].endswith(
+        "\nassert ok()"
+    )
+    assert query(folder, path, SampleQuery("toy_code", correct=True))["rows"][0]["doc_id"] == 0
+
+
+def test_the_fewshot_fold_uses_the_tasks_own_delimiter(tmp_path: Path) -> None:
+    library = write_toy_library(tmp_path)
+    text = MC_YAML.format(data=tmp_path / "data").replace("task: toy_mc", "task: toy_dash")
+    (library / "toy_dash.yaml").write_text(text + 'fewshot_delimiter: "\\n--\\n"\n')
+    _, _, folder = Runner(library, tmp_path / "cache", tmp_path / "outputs")("toy_dash", num_fewshot=2)
+    detail = sample_detail(samples_file(folder, "toy_dash"), 5, None)
+    assert detail["prompt"] == f"Question: {detail['doc']['question']}\nAnswer:"
+    assert detail["fewshot"].count("\n--\n") == 1 and "\n\n" not in detail["fewshot"]

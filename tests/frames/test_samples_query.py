@@ -13,7 +13,7 @@ import pytest
 from evalflow.errors import RunFolderError
 from evalflow.frames import samples_df
 from evalflow.frames import samples_index as index_module
-from evalflow.frames.samples import SampleQuery, query
+from evalflow.frames.samples import SampleQuery, query, sample_detail
 from evalflow.frames.samples_index import build_index, cache_info, clear_cache, samples_index
 from evalflow.output.run_paths import samples_file
 from tests.support.runs import Runner
@@ -72,12 +72,14 @@ def test_each_filter_is_the_documented_dataframe_query(runs: Path) -> None:
         ),
         ("toy_gen", runs / "run2", gen, {"text": "5"}, searched(gen, "5")),
         ("toy_gen", runs / "run2", gen, {"verdict": "1"}, gen["verdict"] == "1"),
+        ("toy_gen", runs / "run2", gen, {"stop_reason": "eos"}, gen["stop_reason"] == "eos"),
+        ("toy_mc", runs / "run1", mc, {"stop_reason": "eos"}, mc["stop_reason"] == "eos"),
     ]
     for task, folder, df, filters, mask in cases:
         got = page(folder, task, **filters)
         assert [(r["doc_id"], r["filter"]) for r in got["rows"]] == both(df, mask), filters
         assert got["total"] == int(mask.sum()), filters
-        assert got["total"] > 0 or "verdict" in filters, filters
+        assert got["total"] > 0 or "verdict" in filters or (task == "toy_mc" and "stop_reason" in filters), filters
     assert page(runs / "run1", "toy_mc", text="WHAT IS 7 PLUS")["total"] == 1  # case-insensitive
     narrow = page(runs / "run1", "toy_mc", text=t, correct=False)["total"]
     assert 0 < narrow < page(runs / "run1", "toy_mc", text=t)["total"]
@@ -91,6 +93,8 @@ def test_pages_are_windows_of_the_filtered_rows_in_file_order(runs: Path) -> Non
     row = window["rows"][0]
     assert row["correct"] is False and row["metrics"] == {"acc": 0.0} and row["has_image"] is False
     assert window["metrics"] == ["acc"] and window["correct_metric"] == "acc" and window["filters"] == ["none"]
+    cut = query(folder, samples_file(folder, "toy_mc"), SampleQuery("toy_mc", correct=False), cut=9)["rows"]
+    assert [r["prompt"] for r in cut] == [r["prompt"][:9] for r in whole["rows"][:50]]
     with pytest.raises(ValueError, match="no metric 'bleu'.*'acc'"):
         page(folder, "toy_mc", metric="bleu")
 
@@ -100,9 +104,9 @@ def test_a_warm_query_neither_opens_nor_parses_the_file(runs: Path, monkeypatch:
     page(folder, "toy_gen")  # builds the index (and reads the run's results once)
     opened: list[Any] = []
     parsed: list[Any] = []
-    real_open, real_loads = builtins.open, index_module._loads
+    real_open, real_loads = builtins.open, index_module.parse_json
     monkeypatch.setattr(builtins, "open", lambda *a, **k: opened.append(a) or real_open(*a, **k))
-    monkeypatch.setattr(index_module, "_loads", lambda data: parsed.append(1) or real_loads(data))
+    monkeypatch.setattr(index_module, "parse_json", lambda data: parsed.append(1) or real_loads(data))
     for filters in ({}, {"correct": False}, {"text": "plus"}, {"filter": "get-answer", "metric": "exact_match"}):
         assert page(folder, "toy_gen", **filters)["total"] > 0
     assert opened == [] and parsed == []
@@ -116,6 +120,7 @@ def test_a_changed_file_is_indexed_again_and_the_cache_is_bounded(
     path.write_bytes(source)
     assert len(samples_index(path)) == 40
     assert samples_index(path) is samples_index(path)  # from memory
+    assert sample_detail(path, 0, None)["task"] == "toy_mc"  # no results file beside it (a run still going)
     path.write_bytes(b"".join(source.splitlines(keepends=True)[:30]))
     assert len(samples_index(path)) == 30
     monkeypatch.setattr(index_module, "MAX_FILES", 2)
