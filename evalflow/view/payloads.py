@@ -33,7 +33,7 @@ from evalflow.insight.comparison import DEFAULT_ITERS
 from evalflow.insight.explanation import explain, read_manifest
 from evalflow.insight.gate import GateSettings
 from evalflow.output.run_folder import Run, load_run
-from evalflow.output.run_paths import lmeval_samples_files, manifest_file, samples_files
+from evalflow.output.run_paths import lmeval_samples_files, manifest_file, results_file, samples_files
 from evalflow.view.comparing import compare_payload
 from evalflow.view.safe_paths import UnsafePath, resolve_under
 
@@ -101,6 +101,9 @@ class Catalog:
         if not run_id:
             raise BadRequest("id= is missing: name a run by the id /api/runs gives it")
         found = self.entries.get(run_id)
+        if found is not None and found.results is None and results_file(found.folder).exists():
+            self.refresh()  # it was found running and has finished since: its entry names its results now
+            found = self.entries.get(run_id)
         if found is None:
             raise NotFound(f"no run with id {run_id!r} under {', '.join(map(str, self.roots))}")
         return found

@@ -24,6 +24,7 @@ import pytest
 
 STATIC = Path(__file__).resolve().parents[2] / "evalflow" / "view" / "static"
 CHROMIUM = Path("/usr/bin/chromium")
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images" / "view"  # docs/view.md's screenshots
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"

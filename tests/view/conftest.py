@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.view_pages import CHROMIUM
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.view_pages import CHROMIUM, DOCS_IMAGES
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +29,6 @@ def chromium_browser() -> Iterator[Any]:
 
 @pytest.fixture
 def shots(tmp_path: Path) -> Path:
-    folder = ROOT / "docs" / "images" / "view" if os.environ.get("EVALFLOW_VIEW_SCREENSHOTS") else tmp_path / "shots"
+    folder = DOCS_IMAGES if os.environ.get("EVALFLOW_VIEW_SCREENSHOTS") else tmp_path / "shots"
     folder.mkdir(parents=True, exist_ok=True)
     return folder

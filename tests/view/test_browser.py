@@ -37,7 +37,6 @@ from tests.support.view_pages import (
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install evalflow[dev])")
 expect = sync_api.expect
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

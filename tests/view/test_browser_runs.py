@@ -93,6 +93,10 @@ def test_walk_real_runs(chromium_browser: Any, served: str, site: dict[str, Any]
     expect(page.locator("#choices tr.won")).to_have_count(1)
     expect(page.locator("#prompt")).to_contain_text("What is 3 plus")
     page.screenshot(path=str(shots / "sample.png"), full_page=True)
+    page.goto(served + route("run", ids["peer"]))  # lm-eval's own output folder
+    expect(page.locator("#results tbody tr[data-task='arc_easy'] td.value").first).to_have_text(
+        re.compile(r"^\d\.\d{4}$")
+    )
     page.goto(served + route("explain", ids["b"]))
     page.select_option("#against", ids["a"])
     expect(page.locator("#explain-lines")).not_to_be_empty()
@@ -101,15 +105,17 @@ def test_walk_real_runs(chromium_browser: Any, served: str, site: dict[str, Any]
     watched.assert_nothing_ran()
 
 
-def hostile_walk(watched: Watched, base: str, run_id: str) -> None:
-    """Every view of the hostile run; nothing runs, and the markup shows as text."""
+def hostile_walk(watched: Watched, base: str, ids: dict[str, str]) -> None:
+    """Every view of the hostile run (across runs: with run a, the pair a bundle holds); nothing
+    runs, and the markup shows as text."""
+    run_id = ids["hostile"]
     page = watched.open(base + route("explain", run_id))
     for hash_route in [
         route("run", run_id),
         route("samples", run_id, "toy_hostile"),
         route("samples", run_id, "toy_hostile") + "?text=script",
         *(route("sample", run_id, "toy_hostile", str(d)) + "?filter=none" for d in range(5)),
-        "#/wrong/" + route(run_id)[2:],
+        "#/wrong/" + ",".join(route(i)[2:] for i in sorted([ids["a"], run_id])),
         "#/runs",
     ]:
         page.evaluate("document.getElementById('main').removeAttribute('data-view')")
@@ -124,15 +130,13 @@ def hostile_walk(watched: Watched, base: str, run_id: str) -> None:
 
 
 def test_hostile_run_runs_nothing_served(chromium_browser: Any, served: str, site: dict[str, Any]) -> None:
-    hostile_walk(Watched(chromium_browser, served), served, ids_of(served, site["folders"])["hostile"])
+    hostile_walk(Watched(chromium_browser, served), served, ids_of(served, site["folders"]))
 
 
 def test_hostile_run_runs_nothing_in_the_bundle(chromium_browser: Any, served: str, site: dict[str, Any]) -> None:
     out = site["tmp"] / "bundle"
     write_bundle([site["root"]], out)
-    hostile_walk(
-        Watched(chromium_browser, "file://"), (out / "index.html").as_uri(), ids_of(served, site["folders"])["hostile"]
-    )
+    hostile_walk(Watched(chromium_browser, "file://"), (out / "index.html").as_uri(), ids_of(served, site["folders"]))
 
 
 def test_live_run_followed_until_its_results(chromium_browser: Any, tmp_path: Path, shots: Path) -> None:
@@ -143,7 +147,9 @@ def test_live_run_followed_until_its_results(chromium_browser: Any, tmp_path: Pa
         expect(page.locator("#runs .badge")).to_have_text("running")
         page.locator("#runs tbody a").first.click()
         live = page.locator("#live-tasks tbody tr")
-        expect(live.first.locator(".done")).to_have_text("4 / 10")
+        expect(live.first.locator(".done")).to_have_text(
+            "4 / 40"
+        )  # 10 documents, 4 choices each; one chunk of 4 answered
         page.evaluate("window.__same_page = true")
         page.screenshot(path=str(shots / "live.png"))
         run.release()

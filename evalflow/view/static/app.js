@@ -257,7 +257,7 @@
       return el("tr", { "data-status": run.status },
         el("td", {}, box),
         el("td", {}, el("a", { href: route("run", run.id) }, run.id), run.partial ? el("div", { class: "muted" }, run.partial) : null),
-        el("td", {}, run.model), el("td", { class: "text" }, (run.tasks || []).join(", ")), el("td", {}, run.date || "—"),
+        el("td", {}, run.model), el("td", { class: "text" }, (run.tasks || []).join(", ")), el("td", { title: run.date }, run.date ? String(run.date).replace("T", " ").slice(0, 19) : "—"),
         el("td", {}, badge(run.status)),
         metricNames.map((m) => { const v = (run.metrics || {})[m]; return el("td", { class: "num", title: v ? v.metric : null }, v ? fmt(v.value) + (v.stderr !== null && v.stderr !== undefined ? " ± " + fmt(v.stderr) : "") : "—"); }),
         el("td", {}, overridesText(run)));
@@ -479,11 +479,14 @@
       el("details", {}, el("summary", {}, "the whole record"), pre(sample.raw)));
   }
 
+  /** A run's image file by name (the server checks the path); an image known only by its digest
+   *  lives in the cache, not the run folder, so it is named, not shown. */
   function imageOf(id, image) {
-    const name = image.digest || image.name || "";
-    if (MODE === "bundle") return el("p", { class: "muted" }, "image " + name + " (not in the bundle)");
-    const img = el("img", { class: "sample", alt: "image " + name });
-    img.src = apiPath("/api/image", { id, name }).slice(1);
+    const label = image.name ? "image " + image.name : "image " + (image.digest || "") + " (its pixels are in the cache)";
+    if (MODE === "bundle" || !image.name) return el("p", { class: "muted" }, label);
+    const img = el("img", { class: "sample", alt: label });
+    img.addEventListener("error", () => img.replaceWith(el("p", { class: "muted" }, label + ": not readable")));
+    img.src = apiPath("/api/image", { id, name: image.name }).slice(1);
     return img;
   }
 
