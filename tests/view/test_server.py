@@ -106,15 +106,18 @@ def test_samples_pages_and_one_sample(app, site: dict) -> None:
             f"/api/samples?id={a}&task=toy_mc&correct=true&limit=100",
             f"/api/samples?id={a}&task=toy_mc&correct=false&limit=100",
             f"/api/samples?id={a}&task=toy_mc&text=plus%205",
+            f"/api/samples?id={a}&task=toy_gen&stop_reason=eos&limit=100",
+            f"/api/samples?id={a}&task=toy_gen&stop_reason=length&limit=100",
             f"/api/sample?id={a}&task=toy_mc&doc_id=3&filter=none",
         ],
     )
     _headers_ok(answers)
-    first, last, right, wrong, found, one = (x.json() for x in answers)
+    first, last, right, wrong, found, ended, cut, one = (x.json() for x in answers)
     assert (first["total"], len(first["rows"]), len(last["rows"])) == (20, 5, 2)
     assert all(set(r) >= ROW_KEYS for r in first["rows"])
     assert right["total"] + wrong["total"] == 20 and all(r["correct"] for r in right["rows"])
     assert found["total"] >= 1
+    assert (ended["total"], cut["total"]) == (20, 0)  # the dummy model's generations all end themselves
     rows = [json.loads(line) for line in (site["runs"]["a"] / "samples_toy_mc.jsonl").read_text().splitlines()]
     assert right["total"] == sum(r["acc"] == 1 for r in rows)
     assert one["doc_id"] == 3 and one["task"] == "toy_mc"
