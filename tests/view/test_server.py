@@ -283,3 +283,16 @@ def test_the_catalog_is_built_at_start_and_found_again_on_the_runs_list(site: di
     assert before.status == 404
     assert sorted(r["id"] for r in listed.json()["runs"]) == ["first", "second"]
     assert after.status == 200 and after.json()["id"] == "second"
+
+
+def test_a_loopback_server_answers_only_requests_that_name_this_machine(app, site: dict) -> None:
+    rebound = ask(app, ["/api/runs", "/", "/static/app.js"], headers={"Host": "evil.example:8765"})
+    _headers_ok(rebound)
+    assert [a.status for a in rebound] == [421, 421, 421]
+    assert not any(b"runs" in a.body and b"roots" in a.body for a in rebound)
+    named = ask(app, ["/api/runs"], headers={"Host": "localhost:8765"}) + ask(
+        app, ["/api/runs"], headers={"Host": "[::1]:1"}
+    )
+    assert [a.status for a in named] == [200, 200]
+    open_to_all = ask(lambda: make_app([site["root"]], host="0.0.0.0"), ["/api/runs"], headers={"Host": "box.lan:8765"})
+    assert open_to_all[0].status == 200
