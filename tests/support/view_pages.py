@@ -9,7 +9,6 @@ The stand-in lets the front end be tested on its own, against exactly the JSON t
 from __future__ import annotations
 
 import asyncio
-import json
 import queue
 import shutil
 import threading
@@ -35,14 +34,6 @@ IMG = "<img src=x onerror=\"window.__pwned='img'\">"
 JS_LINK = "javascript:window.__pwned='link'"
 TEXTAREA = "</textarea><b id=pwn>injected</b>"
 HOSTILE = [SCRIPT, IMG, JS_LINK, TEXTAREA]
-
-
-def fnv1a32(text: str) -> str:
-    """A bundle payload's file name: FNV-1a 32 of the api path's UTF-8 bytes, 8 hex digits."""
-    value = 0x811C9DC5
-    for byte in text.encode():
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return f"{value:08x}"
 
 
 # the characters encodeURIComponent leaves as they are, beyond quote()'s own (letters, digits, _.-~)
@@ -384,24 +375,18 @@ def serving(app: Any) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-def bundle_js(key: str, value: Any) -> str:
-    """One bundle payload file, its JSON safe inside a script (``<``, ``>``, ``&``, U+2028/9 escaped)."""
-    text = json.dumps(value)
-    for char in "<>&\u2028\u2029":
-        text = text.replace(char, f"\\u{ord(char):04x}")
-    return f"window.EVALFLOW_BUNDLE.put({json.dumps(key)}, {text});\n"
-
-
 def write_bundle(payloads: Payloads, out: Path) -> Path:
-    """The payloads as a static bundle (index.html in bundle mode, static/, data/<fnv1a32>.js)."""
+    """The payloads as a static bundle, written with the real bundle's own pieces (its index.html
+    in bundle mode, its file names and its escaped payload scripts)."""
+    from evalflow.view.bundle import bundle_index, data_name, script
+
     (out / "static").mkdir(parents=True)
     (out / "data").mkdir()
-    html = (STATIC / "index.html").read_text().replace('content="server"', 'content="bundle"')
-    (out / "index.html").write_text(html)
+    (out / "index.html").write_text(bundle_index((STATIC / "index.html").read_text()))
     for name in ("app.js", "app.css"):
         shutil.copy(STATIC / name, out / "static" / name)
     for key, value in payloads.by_key.items():
-        (out / "data" / f"{fnv1a32(key)}.js").write_text(bundle_js(key, value))
+        (out / "data" / data_name(key)).write_text(script(key, value))
     return out / "index.html"
 
 

@@ -417,7 +417,8 @@
     const taskBox = el("select", { id: "q-task", "aria-label": "task" }, (run.samples || []).map((s) => el("option", { value: s.task }, s.task + " (" + s.count + ")")));
     taskBox.value = task;
     const fields = {
-      text: input("text", "search prompts, answers, targets"), filter: input("filter", "filter (pipeline)"),
+      text: input("text", "search prompts, answers, targets"),
+      filter: page.filters && page.filters.length ? select("filter", [["", "any filter"], ...page.filters.map((f) => [f, "filter " + f])], "filter (pipeline)") : input("filter", "filter (pipeline)"),
       metric: select("metric", [["", "metric…"], ...(page.metrics || []).map((m) => [m, m])], "metric"), value: input("value", "metric value"),
       correct: select("correct", [["", "correct or not"], ["true", "correct"], ["false", "incorrect"]], "correct" + (page.correct_metric ? " (" + page.correct_metric + ")" : "")),
       verdict: page.verdicts && page.verdicts.length ? select("verdict", [["", "any verdict"], ...page.verdicts.map((v) => [v, "verdict " + v])], "judged verdict") : input("verdict", "judged verdict"),
@@ -426,7 +427,7 @@
     const form = el("form", { class: "controls", id: "samples-form" }, taskBox, Object.values(fields), el("button", { type: "submit" }, "Apply"));
     form.addEventListener("submit", (event) => { event.preventDefault(); go(Object.fromEntries(Object.entries(fields).map(([k, box]) => [k, box.value]))); });
     taskBox.addEventListener("change", () => { location.hash = route("samples", id, taskBox.value); });
-    for (const key of ["metric", "correct", "has_image", "verdict"]) if (fields[key].tagName === "SELECT") fields[key].addEventListener("change", () => form.requestSubmit());
+    for (const key of ["filter", "metric", "correct", "has_image", "verdict"]) if (fields[key].tagName === "SELECT") fields[key].addEventListener("change", () => form.requestSubmit());
     const offset = page.offset || 0, limit = page.limit || 50, metrics = page.metrics || [];
     const pager = el("div", { class: "pager" },
       offset > 0 ? el("a", { href: withQuery(route("samples", id, task), { ...query, offset: Math.max(0, offset - limit) }), id: "prev" }, "← previous") : null,
