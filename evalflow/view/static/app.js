@@ -226,7 +226,8 @@
   async function viewRuns(gen) {
     const data = await api("/api/runs");
     const runs = data.runs || [];
-    const metricNames = [...new Set(runs.flatMap((r) => Object.keys(r.metrics || {})))].sort().slice(0, 12);
+    const allMetrics = [...new Set(runs.flatMap((r) => Object.keys(r.metrics || {})))].sort();
+    const metricNames = allMetrics.slice(0, 12);  // a wide suite's every subject is on each run's page
     const columns = [["", null], ["run", "id"], ["model", "model"], ["tasks", "tasks"], ["date", "date"], ["status", "status"],
       ...metricNames.map((m) => [m, "metric:" + m]), ["overrides", "overrides"]];
     const body = el("tbody");
@@ -288,7 +289,8 @@
     drawActions();
     return el("div", {},
       el("h1", {}, "Runs"),
-      el("p", { class: "muted" }, "under " + (data.roots || []).join(", ")),
+      el("p", { class: "muted" }, "under " + (data.roots || []).join(", "),
+        allMetrics.length > metricNames.length ? " · showing " + metricNames.length + " of " + allMetrics.length + " metric columns" : ""),
       el("div", { class: "controls" }, filterBox, el("label", { for: "runs-group" }, groupBox, "group a sweep's jobs"), count, actions),
       el("table", { id: "runs" }, el("thead", {}, head), body));
   }
