@@ -157,6 +157,19 @@ def _sample(task: str, row: dict[str, Any], hostile: bool) -> dict[str, Any]:
     }
 
 
+def _reasoning(run_id: str) -> dict[str, Any]:
+    tasks = [{"task": TASK, "stop_reasons": {"length": 2, IMG: 1}, "truncated": 0.1, "cost": None}]
+    return {
+        "id": run_id,
+        "model": SCRIPT,
+        "tokens": None,
+        "cost": None,
+        "tasks": tasks,
+        "lines": [TEXTAREA],
+        "note": None,
+    }
+
+
 @dataclass
 class Payloads:
     """Every api path's JSON (``by_key``), each task's rows (for the samples route), and the live state."""
@@ -266,7 +279,7 @@ def contract_payloads() -> Payloads:
         out.put(
             "/api/reasoning",
             {"ids": ",".join(ids)},
-            {"runs": {i: {TASK: {"truncation_rate": 0.1, IMG: JS_LINK}} for i in ids}},
+            {"runs": [_reasoning(i) for i in ids]},
         )
     out.live = {
         "status": "running",

@@ -551,7 +551,17 @@
       el("h1", {}, "Across runs"),
       el("ul", {}, ids.map((id) => el("li", {}, el("a", { href: route("run", id) }, id)))),
       section("Documents every run gets wrong", wrongPart),
-      section("Reasoning figures", reasoning.error ? el("p", { class: "error" }, reasoning.error) : renderValue(reasoning)));
+      section("Reasoning figures", reasoning.error ? el("p", { class: "error" }, reasoning.error) : reasoningPart(reasoning)));
+  }
+
+  /** Per run: its tokens and cost lines, then per task the stop reasons, truncated share and cost. */
+  function reasoningPart(reasoning) {
+    if (!Array.isArray(reasoning.runs)) return renderValue(reasoning);
+    return reasoning.runs.map((r) => el("div", { class: "reasoning" },
+      el("h3", {}, String(r.id) + (r.model ? " · " + r.model : "")),
+      r.note ? el("p", { class: "muted" }, r.note) : null,
+      r.lines && r.lines.length ? el("pre", {}, r.lines.join("\n")) : null,
+      r.tasks && r.tasks.length ? renderValue(r.tasks) : null));
   }
 
   /* ---------- start ---------- */
