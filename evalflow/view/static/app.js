@@ -392,9 +392,11 @@
       if (gen !== generation) return;
       update(progress);
       if (progress && progress.status && progress.status !== "running") {
-        const fresh = await api("/api/run", { id: run.id });
-        if (gen === generation) main.replaceChildren(renderRun(gen, fresh));
-        return;
+        try {
+          const fresh = await api("/api/run", { id: run.id });
+          if (gen === generation) main.replaceChildren(renderRun(gen, fresh));
+          return;
+        } catch (error) { state.textContent = "the run ended; reading it: " + error.message; }
       }
       setTimeout(tick, 1000);
     }
