@@ -130,7 +130,7 @@ def main(argv: list[str]) -> int:
             "these runs (their prompts, answers and configs); use host=127.0.0.1 unless that is meant",
             file=sys.stderr,
         )
-    app = make_app(folders)
+    app = make_app(folders, host)
 
     def announce(url: str) -> None:
         print(f"evalflow view: {url}  ({', '.join(map(str, folders))}; Ctrl-C stops it)", flush=True)

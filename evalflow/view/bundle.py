@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from evalflow.errors import ConfigError, EvalflowError
+from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
 from evalflow.view.payloads import ROUTES, Catalog, json_text, samples_path
 from evalflow.view.server import INDEX, STATIC_DIR, STATIC_FILES
 
@@ -173,7 +174,7 @@ def write_bundle(roots: Sequence[Path | str], out: Path, docs: int = DOCS) -> in
     if not catalog.entries:
         raise ConfigError(
             f"view bundle: no run found under {', '.join(map(str, roots))}; give folders holding run folders "
-            "(evalflow's results.json or .hydra/, or lm-eval's results_*.json)"
+            f"(evalflow's {RESULTS} or {SNAPSHOT}/, or lm-eval's {LMEVAL_RESULTS_PATTERN})"
         )
     _check_out(out, catalog)
     data = out / "data"

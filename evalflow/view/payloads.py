@@ -233,6 +233,7 @@ def sample_query(params: Params) -> SampleQuery:
         verdict=None if every else params.get("verdict") or None,
         has_image=None if every else _bool(params, "has_image"),
         text=None if every else params.get("text") or None,
+        stop_reason=None if every else params.get("stop_reason") or None,
     )
 
 

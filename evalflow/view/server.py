@@ -9,8 +9,10 @@ view polls every second while a run goes on). The front end is the three files o
 images, through :mod:`evalflow.view.safe_paths`.
 
 Every response, errors and files included, carries the Content-Security-Policy below (no inline
-script or style, nothing from another origin), ``nosniff`` and ``no-referrer``. The server only
-reads: it writes nothing into the folders it is given.
+script or style, nothing from another origin), ``nosniff`` and ``no-referrer``. On loopback, a
+request whose Host header names another machine is refused (421): a page whose domain was
+re-pointed at 127.0.0.1 cannot read the runs. The server only reads: it writes nothing into the
+folders it is given.
 """
 
 from __future__ import annotations
@@ -123,9 +125,22 @@ async def _static(request: web.Request) -> web.Response:
     return web.Response(body=_shipped(name), content_type=STATIC_FILES[name], charset="utf-8")
 
 
-def make_app(roots: Sequence[Path | str]) -> web.Application:
-    """The app over the runs under ``roots``, its catalog built now (and again on /api/runs)."""
-    app = web.Application(middlewares=[_errors])
+@web.middleware
+async def _loopback_names(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """On a loopback server, a request must name this machine in its Host header: a web page
+    whose domain was re-pointed at 127.0.0.1 (DNS rebinding) would otherwise read the runs as
+    its own origin."""
+    name = request.url.host or ""
+    if not is_loopback(name.strip("[]")):
+        return _error(421, f"this server answers requests for 127.0.0.1 or localhost only, not {name!r}")
+    return await handler(request)
+
+
+def make_app(roots: Sequence[Path | str], host: str = "127.0.0.1") -> web.Application:
+    """The app over the runs under ``roots``, its catalog built now (and again on /api/runs);
+    ``host``: the address it will listen on (loopback: only requests naming this machine)."""
+    guards = [_loopback_names] if is_loopback(host) else []
+    app = web.Application(middlewares=[_errors, *guards])
     app[CATALOG] = Catalog(roots)
     app.on_response_prepare.append(_headers)
     app.router.add_get("/", _index)

@@ -27,7 +27,9 @@ class Answer:
         return json.loads(self.body)
 
 
-def ask(make: Callable[[], web.Application], paths: Sequence[str]) -> list[Answer]:
+def ask(
+    make: Callable[[], web.Application], paths: Sequence[str], headers: dict[str, str] | None = None
+) -> list[Answer]:
     """GET each path (sent as written: no normalisation of ``..`` or ``%2e``), in order, from a
     fresh app (an aiohttp app is bound to the event loop that first serves it)."""
     app = make()
@@ -37,7 +39,7 @@ def ask(make: Callable[[], web.Application], paths: Sequence[str]) -> list[Answe
             out = []
             for path in paths:
                 url = URL(str(client.make_url("/")).rstrip("/") + path, encoded=True)
-                async with client.session.get(url) as resp:
+                async with client.session.get(url, headers=headers) as resp:
                     out.append(Answer(path, resp.status, dict(resp.headers), await resp.read()))
             return out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 from urllib.parse import quote
 
@@ -105,15 +106,18 @@ def test_samples_pages_and_one_sample(app, site: dict) -> None:
             f"/api/samples?id={a}&task=toy_mc&correct=true&limit=100",
             f"/api/samples?id={a}&task=toy_mc&correct=false&limit=100",
             f"/api/samples?id={a}&task=toy_mc&text=plus%205",
+            f"/api/samples?id={a}&task=toy_gen&stop_reason=eos&limit=100",
+            f"/api/samples?id={a}&task=toy_gen&stop_reason=length&limit=100",
             f"/api/sample?id={a}&task=toy_mc&doc_id=3&filter=none",
         ],
     )
     _headers_ok(answers)
-    first, last, right, wrong, found, one = (x.json() for x in answers)
+    first, last, right, wrong, found, ended, cut, one = (x.json() for x in answers)
     assert (first["total"], len(first["rows"]), len(last["rows"])) == (20, 5, 2)
     assert all(set(r) >= ROW_KEYS for r in first["rows"])
     assert right["total"] + wrong["total"] == 20 and all(r["correct"] for r in right["rows"])
     assert found["total"] >= 1
+    assert (ended["total"], cut["total"]) == (20, 0)  # the dummy model's generations all end themselves
     rows = [json.loads(line) for line in (site["runs"]["a"] / "samples_toy_mc.jsonl").read_text().splitlines()]
     assert right["total"] == sum(r["acc"] == 1 for r in rows)
     assert one["doc_id"] == 3 and one["task"] == "toy_mc"
@@ -268,3 +272,27 @@ def test_images_by_digest_come_from_the_runs_cache(app, site: dict) -> None:
     with Image.open(io.BytesIO(found.body)) as image:
         assert (image.size, image.getpixel((0, 0))) == ((3, 2), (200, 10, 10))
     assert gone.status == 404
+
+
+def test_the_catalog_is_built_at_start_and_found_again_on_the_runs_list(site: dict, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(site["runs"]["a"], root / "first")
+    app = make_app([root])  # the catalog is built here, before "second" exists
+    shutil.copytree(site["runs"]["b"], root / "second")
+    before, listed, after = ask(lambda: app, ["/api/run?id=second", "/api/runs", "/api/run?id=second"])
+    assert before.status == 404
+    assert sorted(r["id"] for r in listed.json()["runs"]) == ["first", "second"]
+    assert after.status == 200 and after.json()["id"] == "second"
+
+
+def test_a_loopback_server_answers_only_requests_that_name_this_machine(app, site: dict) -> None:
+    rebound = ask(app, ["/api/runs", "/", "/static/app.js"], headers={"Host": "evil.example:8765"})
+    _headers_ok(rebound)
+    assert [a.status for a in rebound] == [421, 421, 421]
+    assert not any(b"runs" in a.body and b"roots" in a.body for a in rebound)
+    named = ask(app, ["/api/runs"], headers={"Host": "localhost:8765"}) + ask(
+        app, ["/api/runs"], headers={"Host": "[::1]:1"}
+    )
+    assert [a.status for a in named] == [200, 200]
+    open_to_all = ask(lambda: make_app([site["root"]], host="0.0.0.0"), ["/api/runs"], headers={"Host": "box.lan:8765"})
+    assert open_to_all[0].status == 200

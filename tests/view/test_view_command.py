@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -111,3 +112,13 @@ def test_missing_aiohttp_is_one_paragraph(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert 'pip install "evalflow[view]"' in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_port_in_use_is_one_paragraph(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{port}.*port=") as raised:
+            main([str(tmp_path), f"port={port}"])
+    assert "\n" not in str(raised.value)
