@@ -9,7 +9,6 @@ The stand-in lets the front end be tested on its own, against exactly the JSON t
 from __future__ import annotations
 
 import asyncio
-import json
 import queue
 import shutil
 import threading
@@ -35,14 +34,6 @@ IMG = "<img src=x onerror=\"window.__pwned='img'\">"
 JS_LINK = "javascript:window.__pwned='link'"
 TEXTAREA = "</textarea><b id=pwn>injected</b>"
 HOSTILE = [SCRIPT, IMG, JS_LINK, TEXTAREA]
-
-
-def fnv1a32(text: str) -> str:
-    """A bundle payload's file name: FNV-1a 32 of the api path's UTF-8 bytes, 8 hex digits."""
-    value = 0x811C9DC5
-    for byte in text.encode():
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return f"{value:08x}"
 
 
 # the characters encodeURIComponent leaves as they are, beyond quote()'s own (letters, digits, _.-~)
@@ -166,6 +157,19 @@ def _sample(task: str, row: dict[str, Any], hostile: bool) -> dict[str, Any]:
     }
 
 
+def _reasoning(run_id: str) -> dict[str, Any]:
+    tasks = [{"task": TASK, "stop_reasons": {"length": 2, IMG: 1}, "truncated": 0.1, "cost": None}]
+    return {
+        "id": run_id,
+        "model": SCRIPT,
+        "tokens": None,
+        "cost": None,
+        "tasks": tasks,
+        "lines": [TEXTAREA],
+        "note": None,
+    }
+
+
 @dataclass
 class Payloads:
     """Every api path's JSON (``by_key``), each task's rows (for the samples route), and the live state."""
@@ -275,7 +279,7 @@ def contract_payloads() -> Payloads:
         out.put(
             "/api/reasoning",
             {"ids": ",".join(ids)},
-            {"runs": {i: {TASK: {"truncation_rate": 0.1, IMG: JS_LINK}} for i in ids}},
+            {"runs": [_reasoning(i) for i in ids]},
         )
     out.live = {
         "status": "running",
@@ -384,24 +388,18 @@ def serving(app: Any) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-def bundle_js(key: str, value: Any) -> str:
-    """One bundle payload file, its JSON safe inside a script (``<``, ``>``, ``&``, U+2028/9 escaped)."""
-    text = json.dumps(value)
-    for char in "<>&\u2028\u2029":
-        text = text.replace(char, f"\\u{ord(char):04x}")
-    return f"window.EVALFLOW_BUNDLE.put({json.dumps(key)}, {text});\n"
-
-
 def write_bundle(payloads: Payloads, out: Path) -> Path:
-    """The payloads as a static bundle (index.html in bundle mode, static/, data/<fnv1a32>.js)."""
+    """The payloads as a static bundle, written with the real bundle's own pieces (its index.html
+    in bundle mode, its file names and its escaped payload scripts)."""
+    from evalflow.view.bundle import bundle_index, data_name, script
+
     (out / "static").mkdir(parents=True)
     (out / "data").mkdir()
-    html = (STATIC / "index.html").read_text().replace('content="server"', 'content="bundle"')
-    (out / "index.html").write_text(html)
+    (out / "index.html").write_text(bundle_index((STATIC / "index.html").read_text()))
     for name in ("app.js", "app.css"):
         shutil.copy(STATIC / name, out / "static" / name)
     for key, value in payloads.by_key.items():
-        (out / "data" / f"{fnv1a32(key)}.js").write_text(bundle_js(key, value))
+        (out / "data" / data_name(key)).write_text(script(key, value))
     return out / "index.html"
 
 

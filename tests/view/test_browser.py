@@ -164,6 +164,11 @@ def visit_hostile(watched: Watched, base: str) -> None:
     page.goto(base + route("sample", EVIL, EVIL_TASK, "2") + "?filter=none")
     expect(page.locator("#target")).to_have_text(TEXTAREA)
     expect(page.locator("pre.generation")).to_have_text("javascript:window.__pwned='link'")
+    page.goto(base + "#/wrong/" + ",".join(quote(i, safe="") for i in (RUN_A, EVIL)))
+    expect(page.locator("#across .reasoning h3").first).to_have_text(f"{RUN_A} · {SCRIPT}")
+    expect(page.locator("#across td.text").first).to_have_text(SCRIPT)
+    page.goto(base + route("compare", RUN_A, EVIL))
+    expect(page.locator("#flips .answer-b").first).to_have_text(f"right {IMG}")
     watched.assert_nothing_ran()
 
 

@@ -159,3 +159,20 @@ def test_live_run_followed_until_its_results(chromium_browser: Any, tmp_path: Pa
         expect(page.locator("#live")).to_have_count(0)
         assert page.evaluate("window.__same_page") is True
         watched.assert_nothing_ran()
+
+
+def test_live_run_that_fails_turns_failed_in_place(chromium_browser: Any, tmp_path: Path) -> None:
+    with live_run(tmp_path) as run, serving(make_app([tmp_path])) as url:
+        run.wait_progress()
+        watched = Watched(chromium_browser, url)
+        page = watched.open(url + "#/runs")
+        page.locator("#runs tbody a").first.click()
+        expect(page.locator("#live-tasks tbody tr")).to_have_count(1)
+        page.evaluate("window.__same_page = true")
+        run.release(fail=True)
+        with pytest.raises(Exception, match="told to fail"):
+            run.wait_done()
+        expect(page.locator("#run h1 .badge")).to_have_text("failed")
+        expect(page.locator("#live")).to_have_count(0)
+        assert page.evaluate("window.__same_page") is True
+        watched.assert_nothing_ran()

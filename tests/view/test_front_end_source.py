@@ -1,12 +1,11 @@
 """The front end's source: no sink that parses markup or evaluates text in app.js, no inline script
-or style in index.html, and the bundle's file names (FNV-1a 32) as app.js computes them."""
+or style in index.html."""
 
 from __future__ import annotations
 
 import re
 
-from evalflow.view.bundle import data_name
-from tests.support.view_pages import STATIC, fnv1a32
+from tests.support.view_pages import STATIC
 
 SINKS = [
     "innerHTML",
@@ -43,9 +42,3 @@ def test_app_js_has_no_markup_sinks() -> None:
 def test_index_html_has_no_inline_script_or_style() -> None:
     assert inline_code_in((STATIC / "index.html").read_text()) == []
     assert len(inline_code_in('<script>x()</script><p onclick="y()" style="z">')) == 3
-
-
-def test_fnv1a32_matches_the_bundle_names() -> None:
-    """The stand-in's names, the bundle's (H2's bundle.py) and the FNV-1a 32 test vectors agree."""
-    assert [fnv1a32(t) for t in ("", "a", "foobar")] == ["811c9dc5", "e40c292c", "bf9cf968"]
-    assert data_name("/api/run?id=sweep%2F0") == fnv1a32("/api/run?id=sweep%2F0") + ".js"

@@ -226,7 +226,8 @@
   async function viewRuns(gen) {
     const data = await api("/api/runs");
     const runs = data.runs || [];
-    const metricNames = [...new Set(runs.flatMap((r) => Object.keys(r.metrics || {})))].sort().slice(0, 12);
+    const allMetrics = [...new Set(runs.flatMap((r) => Object.keys(r.metrics || {})))].sort();
+    const metricNames = allMetrics.slice(0, 12);  // a wide suite's every subject is on each run's page
     const columns = [["", null], ["run", "id"], ["model", "model"], ["tasks", "tasks"], ["date", "date"], ["status", "status"],
       ...metricNames.map((m) => [m, "metric:" + m]), ["overrides", "overrides"]];
     const body = el("tbody");
@@ -288,7 +289,8 @@
     drawActions();
     return el("div", {},
       el("h1", {}, "Runs"),
-      el("p", { class: "muted" }, "under " + (data.roots || []).join(", ")),
+      el("p", { class: "muted" }, "under " + (data.roots || []).join(", "),
+        allMetrics.length > metricNames.length ? " · showing " + metricNames.length + " of " + allMetrics.length + " metric columns" : ""),
       el("div", { class: "controls" }, filterBox, el("label", { for: "runs-group" }, groupBox, "group a sweep's jobs"), count, actions),
       el("table", { id: "runs" }, el("thead", {}, head), body));
   }
@@ -390,9 +392,11 @@
       if (gen !== generation) return;
       update(progress);
       if (progress && progress.status && progress.status !== "running") {
-        const fresh = await api("/api/run", { id: run.id });
-        if (gen === generation) main.replaceChildren(renderRun(gen, fresh));
-        return;
+        try {
+          const fresh = await api("/api/run", { id: run.id });
+          if (gen === generation) main.replaceChildren(renderRun(gen, fresh));
+          return;
+        } catch (error) { state.textContent = "the run ended; reading it: " + error.message; }
       }
       setTimeout(tick, 1000);
     }
@@ -417,7 +421,8 @@
     const taskBox = el("select", { id: "q-task", "aria-label": "task" }, (run.samples || []).map((s) => el("option", { value: s.task }, s.task + " (" + s.count + ")")));
     taskBox.value = task;
     const fields = {
-      text: input("text", "search prompts, answers, targets"), filter: input("filter", "filter (pipeline)"),
+      text: input("text", "search prompts, answers, targets"),
+      filter: page.filters && page.filters.length ? select("filter", [["", "any filter"], ...page.filters.map((f) => [f, "filter " + f])], "filter (pipeline)") : input("filter", "filter (pipeline)"),
       metric: select("metric", [["", "metric…"], ...(page.metrics || []).map((m) => [m, m])], "metric"), value: input("value", "metric value"),
       correct: select("correct", [["", "correct or not"], ["true", "correct"], ["false", "incorrect"]], "correct" + (page.correct_metric ? " (" + page.correct_metric + ")" : "")),
       verdict: page.verdicts && page.verdicts.length ? select("verdict", [["", "any verdict"], ...page.verdicts.map((v) => [v, "verdict " + v])], "judged verdict") : input("verdict", "judged verdict"),
@@ -426,7 +431,7 @@
     const form = el("form", { class: "controls", id: "samples-form" }, taskBox, Object.values(fields), el("button", { type: "submit" }, "Apply"));
     form.addEventListener("submit", (event) => { event.preventDefault(); go(Object.fromEntries(Object.entries(fields).map(([k, box]) => [k, box.value]))); });
     taskBox.addEventListener("change", () => { location.hash = route("samples", id, taskBox.value); });
-    for (const key of ["metric", "correct", "has_image", "verdict"]) if (fields[key].tagName === "SELECT") fields[key].addEventListener("change", () => form.requestSubmit());
+    for (const key of ["filter", "metric", "correct", "has_image", "verdict"]) if (fields[key].tagName === "SELECT") fields[key].addEventListener("change", () => form.requestSubmit());
     const offset = page.offset || 0, limit = page.limit || 50, metrics = page.metrics || [];
     const pager = el("div", { class: "pager" },
       offset > 0 ? el("a", { href: withQuery(route("samples", id, task), { ...query, offset: Math.max(0, offset - limit) }), id: "prev" }, "← previous") : null,
@@ -548,7 +553,17 @@
       el("h1", {}, "Across runs"),
       el("ul", {}, ids.map((id) => el("li", {}, el("a", { href: route("run", id) }, id)))),
       section("Documents every run gets wrong", wrongPart),
-      section("Reasoning figures", reasoning.error ? el("p", { class: "error" }, reasoning.error) : renderValue(reasoning)));
+      section("Reasoning figures", reasoning.error ? el("p", { class: "error" }, reasoning.error) : reasoningPart(reasoning)));
+  }
+
+  /** Per run: its tokens and cost lines, then per task the stop reasons, truncated share and cost. */
+  function reasoningPart(reasoning) {
+    if (!Array.isArray(reasoning.runs)) return renderValue(reasoning);
+    return reasoning.runs.map((r) => el("div", { class: "reasoning" },
+      el("h3", {}, String(r.id) + (r.model ? " · " + r.model : "")),
+      r.note ? el("p", { class: "muted" }, r.note) : null,
+      r.lines && r.lines.length ? el("pre", {}, r.lines.join("\n")) : null,
+      r.tasks && r.tasks.length ? renderValue(r.tasks) : null));
   }
 
   /* ---------- start ---------- */
