@@ -18,6 +18,7 @@ folders it is given.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -163,9 +164,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class _Request(web.Request):
+    """A request whose every response gets the security headers, aiohttp's own answers included:
+    a request it cannot parse (a line too long, bad syntax) is answered before any route or
+    ``on_response_prepare`` signal, through this hook alone."""
+
+    async def _prepare_hook(self, response: web.StreamResponse) -> None:
+        response.headers.update(SECURITY_HEADERS)
+        await super()._prepare_hook(response)
+
+
+class _Runner(web.AppRunner):
+    """An AppRunner whose server makes :class:`_Request` requests."""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.request_factory = functools.partial(self.app._make_request, _cls=_Request)
+        return server
+
+
 async def start(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
     """The app listening on ``host:port`` (0: a free port); returns the runner and the port it got."""
-    runner = web.AppRunner(app, access_log=None)
+    runner = _Runner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()

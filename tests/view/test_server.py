@@ -4,6 +4,7 @@ names kept inside their run folder, and the run folders left exactly as they wer
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import shutil
@@ -15,7 +16,7 @@ import pytest
 import evalflow.view.server as server
 from evalflow.insight.comparison import compare
 from evalflow.output.run_folder import load_run
-from evalflow.view.server import SECURITY_HEADERS, make_app
+from evalflow.view.server import SECURITY_HEADERS, make_app, start
 from tests.support.runs import Runner
 from tests.support.toy_tasks import write_toy_library
 from tests.support.view_server import FRONT_END, Answer, ask, write_front_end
@@ -296,3 +297,31 @@ def test_a_loopback_server_answers_only_requests_that_name_this_machine(app, sit
     assert [a.status for a in named] == [200, 200]
     open_to_all = ask(lambda: make_app([site["root"]], host="0.0.0.0"), ["/api/runs"], headers={"Host": "box.lan:8765"})
     assert open_to_all[0].status == 200
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"GET /" + b"a" * 10000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/html\r\n\r\n",
+        b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + b"b" * 20000 + b"\r\n\r\n",
+    ],
+)
+def test_requests_aiohttp_cannot_parse_get_the_headers_too(site: dict, raw: bytes) -> None:
+    async def go() -> bytes:
+        runner, port = await start(make_app([site["root"]]), "127.0.0.1", 0)
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(raw)
+            await writer.drain()
+            head = await reader.readuntil(b"\r\n\r\n")
+            writer.close()
+            return head
+        finally:
+            await runner.cleanup()
+
+    head = asyncio.run(go()).decode("latin-1")
+    status = head.split("\r\n")[0].split()
+    assert status[0].startswith("HTTP/1.") and status[1] in ("400", "431"), status
+    for name, value in SECURITY_HEADERS.items():
+        assert f"{name}: {value}" in head, head
