@@ -40,7 +40,10 @@ from evalflow.view.safe_paths import UnsafePath, resolve_under
 Params = Mapping[str, str]
 PAGE_LIMIT = 1000  # the most rows one samples page may ask for (``all=1``: the bundle's whole task)
 ALL_ROWS = 1 << 30
-MEMO_SIZE = 1024  # payloads kept (summaries, details, comparisons); the oldest go first
+# Payloads kept, the oldest dropped first: a run's summary and detail are small and asked for
+# often (every runs list); a comparison or an across-runs view can hold 500 pairs of answers.
+MEMO_SIZES = {"summary": 4096, "detail": 256}
+MEMO_HEAVY = 32  # comparisons, always-wrong documents, reasoning figures
 
 
 class NotFound(EvalflowError):
@@ -89,7 +92,7 @@ class Catalog:
     def __init__(self, roots: Sequence[Path | str]) -> None:
         self.roots = tuple(Path(r) for r in roots)
         self._lock = threading.Lock()
-        self._memo: dict[tuple[Any, ...], Any] = {}
+        self._memo: dict[str, dict[tuple[Any, ...], Any]] = {}
         self.entries: dict[str, RunEntry] = {}
         self.refresh()
 
@@ -115,13 +118,14 @@ class Catalog:
             return compute()
         full = (*key, *stamps)
         with self._lock:
-            if full in self._memo:
-                return self._memo[full]
+            kept = self._memo.setdefault(str(key[0]), {})
+            if full in kept:
+                return kept[full]
         value = compute()
         with self._lock:
-            self._memo[full] = value
-            while len(self._memo) > MEMO_SIZE:  # the oldest first (dicts keep insertion order)
-                del self._memo[next(iter(self._memo))]
+            kept[full] = value
+            while len(kept) > MEMO_SIZES.get(str(key[0]), MEMO_HEAVY):  # dicts keep insertion order
+                del kept[next(iter(kept))]
         return value
 
     def run(self, entry: RunEntry) -> Run:
