@@ -84,11 +84,11 @@ def test_walk_real_runs(chromium_browser: Any, served: str, site: dict[str, Any]
     expect(page.locator("#samples-count")).not_to_have_text("1–20 of 20")
     wrong = rows.count()
     assert 0 < wrong < 20
+    page.screenshot(path=str(shots / "samples.png"), full_page=True)
     page.goto(served + route("samples", ids["a"], "toy_mc"))
     page.fill("#q-text", "What is 3 plus")
     page.press("#q-text", "Enter")
     expect(rows).to_have_count(1)
-    page.screenshot(path=str(shots / "samples.png"), full_page=True)
     rows.first.locator("a").click()
     expect(page.locator("#choices tr.won")).to_have_count(1)
     expect(page.locator("#prompt")).to_contain_text("What is 3 plus")
