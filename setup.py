@@ -19,6 +19,7 @@ CODE_DATA = {
     "evalflow": ["py.typed"],
     "evalflow.lmeval_compat": ["lmeval_surface.yaml"],  # lm-eval's surface, for the surface table
     "evalflow.models.hf.fast": ["native/*.c"],  # the decode attention kernel, compiled on first use
+    "evalflow.view": ["static/*"],  # evalflow view's front end: index.html, app.js, app.css
 }
 
 setup(

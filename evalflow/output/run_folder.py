@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -373,8 +373,15 @@ def write_snapshot(folder: Path, config: Any, model_object: Any = None, map_file
     )
 
 
-def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], store: CacheStore | None = None) -> None:
-    """The manifest and samples files, then results.json (last: its presence means done).
+def write_run_folder(
+    folder: Path,
+    record: RunRecord,
+    results: dict[str, Any],
+    store: CacheStore | None = None,
+    before_results: Callable[[], None] | None = None,
+) -> None:
+    """The manifest and samples files, then ``before_results()`` (the events file's end line),
+    then results.json (last: its presence means done).
     With ``store``, each task's samples text is read from (or added to) the cache, here, in
     order; the files are written and synced by threads (``fsync`` and the kernel's copy release
     the GIL, so a run's 59 syncs overlap instead of queueing), all of them finished before
@@ -391,6 +398,8 @@ def write_run_folder(folder: Path, record: RunRecord, results: dict[str, Any], s
                 )
         for future in written:  # every file synced and in place (else its error) before results.json
             future.result()
+    if before_results is not None:
+        before_results()
     write_json(results_file(folder), results)
 
 

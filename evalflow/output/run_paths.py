@@ -7,8 +7,10 @@ evalflow's run folder (written by :mod:`evalflow.output.run_folder`)::
     <folder>/samples_<task>.jsonl         per-document records (log_samples=true)
     <folder>/.hydra/config.yaml           the snapshot: the composed config that reproduces the run
     <folder>/.hydra/overrides.yaml        (and Hydra's hydra.yaml, for a command-line run)
+    <folder>/events.jsonl                 the run's progress while it runs: start, progress, end (output/events.py)
     <folder>/gate.json                    a sequential gate's record: order seed, rounds, verdict
     <folder>/.gate_rounds/<k>/            the gate's round runs while it runs (the last becomes <folder>)
+    <sweep>/multirun.yaml                 Hydra's record of a multirun sweep, beside its job folders <sweep>/<n>/
 
 The run's log beside them is named by Hydra from the job's name (``hydra.job.name`` in
 conf/config.yaml: ``cli.log``); evalflow never opens it by name. lm-eval 0.4.x's output folder
@@ -40,6 +42,7 @@ SAMPLES_GLOB = f"{_SAMPLES}*{_JSONL}"
 _LMEVAL_RESULTS, _JSON = "results_", ".json"
 
 
+EVENTS = "events.jsonl"  # written from a run's start: a folder with it and no results.json is running or failed
 GATE_RECORD = "gate.json"
 _GATE_ROUNDS = ".gate_rounds"
 
@@ -52,6 +55,11 @@ def gate_record_file(folder: Path) -> Path:
 def gate_rounds_dir(folder: Path) -> Path:
     """Where the gate's round runs are written while it runs; removed when it ends."""
     return Path(folder) / _GATE_ROUNDS
+
+
+def events_file(folder: Path) -> Path:
+    """The run's progress events (JSON lines), appended while it runs (:mod:`evalflow.output.events`)."""
+    return Path(folder) / EVENTS
 
 
 def results_file(folder: Path) -> Path:
@@ -81,6 +89,14 @@ def samples_stem(path: Path) -> str:
     (evalflow's) or ``<task>_<date>`` (lm-eval's); ``""`` for a file not named as samples."""
     name = Path(path).name
     return name[len(_SAMPLES) :].rsplit(".", 1)[0] if name.startswith(_SAMPLES) else ""
+
+
+SWEEP_RECORD = "multirun.yaml"  # Hydra writes it into a multirun sweep's folder, above the job folders
+
+
+def sweep_record_file(sweep: Path) -> Path:
+    """Hydra's record of the multirun sweep whose job folders lie in ``sweep``."""
+    return Path(sweep) / SWEEP_RECORD
 
 
 def snapshot_dir(folder: Path) -> Path:

@@ -27,6 +27,7 @@ from evalflow.models.modality import refuse_unanswerable
 from evalflow.models.protocol import feature
 from evalflow.models.registry import model_class
 from evalflow.output.cost import rate_for
+from evalflow.output.events import EventsWriter, recorded
 from evalflow.output.manifest import cache_facts
 from evalflow.output.results import RunRecord, build_results
 from evalflow.output.run_folder import ensure_fresh, write_run_folder, write_snapshot
@@ -63,10 +64,25 @@ def run(
     lazily on the first cache miss. ``preset``: the ``model=`` preset the user named, which a
     refusal names (``smollm2``, not its type ``hf``). ``selection``: the tasks ``settings`` select,
     already selected by the caller (``select_tasks(settings, checked=False)``): checked, not selected again.
+    With a folder, the run's progress is recorded there as it goes (:mod:`evalflow.output.events`).
     """
-    started = time.time()
     if output_dir is not None:
         ensure_fresh(output_dir)
+    name = type(model).__name__ if model is not None else preset or str(settings.model["type"])
+    with recorded(output_dir, settings.tasks, name) as progress:
+        return _run(settings, output_dir, model, preset, selection, progress)
+
+
+def _run(
+    settings: RunSettings,
+    output_dir: Path | None,
+    model: Any,
+    preset: str | None,
+    selection: Selection | None,
+    progress: EventsWriter | None,
+) -> dict[str, Any]:
+    """:func:`run`'s work, its progress recorded by ``progress`` (None: no run folder)."""
+    started = time.time()
     if model is None:  # import the model's class first: a model.type module may register metrics too,
         import_user_modules(settings.imports)  # and a module of imports= may register the model type
         model_class(str(settings.model["type"]))
@@ -103,7 +119,7 @@ def run(
         )
         results = build_results(record, store)
         if output_dir is not None:
-            write_run_folder(output_dir, record, results, store)
+            write_run_folder(output_dir, record, results, store, before_results=progress.end if progress else None)
             if settings.explain:
                 _print_explanation(output_dir)
         else:  # a command line prints this line from the run folder's manifest; a Python run may have none

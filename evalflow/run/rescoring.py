@@ -23,15 +23,20 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalflow.cache.fingerprint import fingerprint
 from evalflow.core.records import Context, DocSet, Finish, Instance, Request, Responses
 from evalflow.dag.node import Node
 from evalflow.dag.pipeline import PIPELINE
 from evalflow.errors import ConfigError, RunFolderError
+from evalflow.output.events import EventsWriter, recorded
 from evalflow.output.run_paths import LMEVAL_SAMPLES_PATTERN, SAMPLES_PATTERN, samples_stem
 from evalflow.taskspec.format.spec import TaskConfig
+
+if TYPE_CHECKING:
+    from evalflow.config.schema import RunSettings
+    from evalflow.taskspec.catalog.index import Selection
 
 Rows = tuple[Mapping[str, Any], ...]  # one samples line per document (the first filter's line)
 
@@ -198,19 +203,34 @@ def _task_files(tasks: Sequence[TaskConfig], paths: Sequence[Path]) -> dict[str,
 
 def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -> dict[str, Any]:
     """Score the answers in ``paths`` under the task config ``overrides`` select; write the run folder."""
-    from evalflow.cache.store import CacheStore
     from evalflow.config.compose import compose_config
     from evalflow.config.settings import settings_from_config
-    from evalflow.dag.runner import TaskRun, finish
-    from evalflow.output.results import RunRecord, build_results
-    from evalflow.output.run_folder import write_run_folder
-    from evalflow.run.parts import judge_edges, select_tasks, task_rng
-    from evalflow.scale.answer_cache import InferenceCounts
+    from evalflow.run.parts import select_tasks
 
     started = time.time()
     settings = settings_from_config(compose_config([*overrides, "model=dummy"]))
     settings = dataclasses.replace(settings, model={"type": "rescore", "samples": [str(p) for p in paths]})
     selection = select_tasks(settings)
+    with recorded(output_dir, settings.tasks, "rescore") as progress:
+        return _rescored(settings, selection, paths, output_dir, started, progress)
+
+
+def _rescored(
+    settings: RunSettings,
+    selection: Selection,
+    paths: Sequence[Path],
+    output_dir: Path,
+    started: float,
+    progress: EventsWriter | None,
+) -> dict[str, Any]:
+    """:func:`rescore`'s scoring and run folder, its judges' progress recorded by ``progress``."""
+    from evalflow.cache.store import CacheStore
+    from evalflow.dag.runner import TaskRun, finish
+    from evalflow.output.results import RunRecord, build_results
+    from evalflow.output.run_folder import write_run_folder
+    from evalflow.run.parts import judge_edges, task_rng
+    from evalflow.scale.answer_cache import InferenceCounts
+
     store = CacheStore(settings.cache_dir)
     judges = judge_edges(settings, store)
     outputs, events = {}, []
@@ -243,7 +263,7 @@ def rescore(paths: Sequence[Path], overrides: Sequence[str], output_dir: Path) -
             judge_identities=judges.identities,
         )
         results = build_results(record)
-        write_run_folder(output_dir, record, results, store)
+        write_run_folder(output_dir, record, results, store, before_results=progress.end if progress else None)
     finally:
         judges.close()
         store.close()

@@ -52,7 +52,7 @@ from evalflow.errors import ModelError
 from evalflow.models.protocol import feature
 from evalflow.scale.chunks import plan_chunks
 from evalflow.scale.dispatch import Dispatch, Done, LocalDispatch, WorkerCounts
-from evalflow.scale.progress import RequestProgress
+from evalflow.scale.progress import RequestProgress, report_progress
 
 log = logging.getLogger(__name__)
 
@@ -241,8 +241,8 @@ class CachedModel:
             answers.update(self.store.get_many(keys if self.read else [k for k in keys if k in self._computed]))
         todo = {k: r for k, r in zip(keys, requests) if k not in answers}  # deduplicated misses
         ordered = _length_ordered(list(todo.items()))
-        if ordered and self.on_chunk:  # the start (0/total): a log off a terminal shows the run alive
-            self.on_chunk(0, len(ordered), 0.0)
+        if ordered:  # the start (0/total): a log off a terminal shows the run alive
+            self._progress(0, len(ordered), 0.0)
         if self.identity is None or not self.read:
             self._computed |= self._compute_alone(rtype, ordered, answers)
         else:
@@ -254,8 +254,7 @@ class CachedModel:
         for finished in self.dispatcher.map(rtype, map(self._with_pixels, plan_chunks(ordered, self.chunk_size))):
             answers.update(self._accept(rtype, finished, by_key))
             done += len(finished.keys)
-            if self.on_chunk:
-                self.on_chunk(done, len(ordered), finished.seconds)
+            self._progress(done, len(ordered), finished.seconds)
         return {k for k, _ in ordered}
 
     def _compute_shared(self, rtype: str, ordered: list[tuple[str, Request]], answers: dict[str, Any]) -> set[str]:
@@ -292,8 +291,7 @@ class CachedModel:
                         outstanding.difference_update(finished.keys)
                         mine.update(finished.keys)
                         resolved += len(finished.keys)
-                        if self.on_chunk:
-                            self.on_chunk(resolved, len(ordered), finished.seconds)
+                        self._progress(resolved, len(ordered), finished.seconds)
                 except BaseException:
                     store.release(outstanding)  # let other processes take these requests
                     raise
@@ -306,6 +304,12 @@ class CachedModel:
                 else:
                     wait = self.poll_seconds
         return mine
+
+    def _progress(self, done: int, total: int, seconds: float) -> None:
+        """A list's progress, to ``on_chunk`` (the log or bar) and to the run's sink (its events file)."""
+        if self.on_chunk:
+            self.on_chunk(done, total, seconds)
+        report_progress(done, total)
 
     def _with_pixels(self, chunk: list[tuple[str, Request]]) -> list[tuple[str, Request]]:
         """The chunk as the model receives it: image references replaced by the images (read from

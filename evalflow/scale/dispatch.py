@@ -15,7 +15,7 @@ import itertools
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -50,6 +50,9 @@ class Done:
     seconds: float  # time the replica spent answering (model loading excluded)
     model: str = ""  # the model's class name, for error messages
     chunks: int = 1  # chunks this completes: 0 for a part of one (``answered_parts``, ``answered_each``)
+    # a served model's replica in a Ray actor: HTTP requests each server answered since the actor's
+    # last report, counted by the driver as it receives them (an actor that dies takes nothing with it)
+    served: Mapping[str, int] = field(default_factory=dict)
 
 
 class Dispatch(Protocol):

@@ -6,6 +6,11 @@ Off a terminal (CI, nohup, a notebook) a chunk can take many minutes, so the log
 chunks to say the run is alive. Each line is labelled with what is being answered (the stage and
 task, ``inference gsm8k``, ``judge_inference mt_bench``, or the tasks of a pooled list), set by
 the scheduler with :func:`progress_label`.
+
+A run that writes a run folder also records the same progress there, as it goes (the run folder's
+events file, read by ``evalflow view``): that writer lives in a room above this one, so the run
+installs it here as a plain callback, a :func:`progress_sink`, which the edge calls with the label,
+requests done and total of each list of misses (:func:`report_progress`); nothing here knows files.
 """
 
 from __future__ import annotations
@@ -24,6 +29,27 @@ LOG_EVERY = 30.0  # seconds between log lines off a terminal
 HEARTBEAT_PERIOD = 1.0  # how often the heartbeat looks whether a line is due: lines come every 30-31 s
 
 _label: ContextVar[str] = ContextVar("evalflow_progress_label", default="inference")
+
+ProgressSink = Callable[[str, int, int], None]  # (label, done, total)
+_sink: ContextVar[ProgressSink | None] = ContextVar("evalflow_progress_sink", default=None)
+
+
+@contextlib.contextmanager
+def progress_sink(sink: ProgressSink | None) -> Iterator[None]:
+    """Send the progress of the model calls made inside the block to ``sink`` too (a run folder's
+    events file); None: none (a run without a folder)."""
+    token = _sink.set(sink)
+    try:
+        yield
+    finally:
+        _sink.reset(token)
+
+
+def report_progress(done: int, total: int) -> None:
+    """Tell the installed sink, if any, that the current list has ``done`` of ``total`` requests answered."""
+    sink = _sink.get()
+    if sink is not None:
+        sink(_label.get(), done, total)
 
 
 @contextlib.contextmanager

@@ -11,15 +11,18 @@ each chunk's answers back as its model hands them over (``dispatch.answered``: b
 model with ``answer_parts``, so the driver saves them as they come and a killed run loses the
 batches in flight, not whole chunks). An actor that dies (killed, node lost, out of memory) fails
 its queued chunks: the requests of theirs not yet answered are dealt again, to a replacement actor;
-only the driver writes the cache. Ray is imported here only, on the first cache miss of a run with
-``workers>1``.
+only the driver writes the cache. A served model's per-server counts travel with the answers
+(``Done.served``), so those of an actor that died are the ones it answered before. Ray is
+imported here only, on the first cache miss of a run with ``workers>1``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections import deque
@@ -65,20 +68,31 @@ class ModelReplica:
         self.model = build_model(dict(load_args))
         self.load_seconds = time.perf_counter() - t0
         self.name = f"w{index}@{socket.gethostname()}:{os.getpid()}"
+        self.reported: dict[str, int] = {}  # the served model's counts as last sent to the driver
+        self.lock = threading.Lock()  # chunks answered at once (overlap) report from several threads
 
     def ready(self) -> tuple[str, float]:
         return self.name, self.load_seconds
 
-    def served_counts(self) -> dict[str, int]:
+    def unreported(self) -> dict[str, int]:
+        """HTTP requests each server answered since the last report (a served model; else none),
+        now reported: sent with each :class:`Done`, so the driver holds them even if this actor
+        dies, and asked once more at the end for what came after the last."""
         from evalflow.models.protocol import feature
 
-        return dict(feature(self.model, "served_counts")() or {})
+        with self.lock:
+            counts = dict(feature(self.model, "served_counts")() or {})
+            fresh = {url: n - self.reported.get(url, 0) for url, n in counts.items() if n > self.reported.get(url, 0)}
+            self.reported = counts
+        return fresh
 
     def answer(self, rtype: str, chunk: Chunk) -> Iterator[Done]:
         """One chunk's answers as the model hands them back, called as a Ray streaming generator
         (``num_returns="streaming"``): each :class:`Done` reaches the driver as it is yielded, a
-        batch's answers while the chunk's later batches are still being computed."""
-        yield from answered(self.model, rtype, [chunk], self.name)
+        batch's answers while the chunk's later batches are still being computed, with the
+        servers' counts since the last."""
+        for done in answered(self.model, rtype, [chunk], self.name):
+            yield dataclasses.replace(done, served=self.unreported())
 
 
 class _Dealt(NamedTuple):
@@ -163,7 +177,8 @@ class RayDispatch:
     # its requests wait for the server's free slots while the one before it is answered, instead
     # of the server draining at every chunk boundary; a model of weights answers one at a time
     overlap: bool = False
-    _served: dict[str, int] = field(default_factory=dict)  # requests per server, of actors already ended
+    # HTTP requests per server, as the driver received them from every actor, dead ones included
+    _served: dict[str, int] = field(default_factory=dict)
     _actors: dict[int, tuple[int, Any]] = field(default_factory=dict)  # index -> (generation, handle)
     _started_ray: bool = False
     _token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
@@ -201,6 +216,7 @@ class RayDispatch:
             except ray.exceptions.RayTaskError as exc:  # the model raised: the same error here
                 raise exc.as_instanceof_cause() from None
             dealt.answered.update(done.keys)
+            self._count(done.served)
             yield done
 
     def _lost(self, dealt: _Dealt, retry: deque[Chunk], exc: BaseException) -> None:
@@ -316,27 +332,28 @@ class RayDispatch:
         self._wait_ready(ray, [actor])
 
     def served_counts(self) -> dict[str, int]:
-        """Requests each server answered, summed over the live actors (an actor that died takes
-        its counts with it: its chunks' unanswered requests were answered by its replacement)."""
-        if not self._actors:
-            return dict(self._served)
-        ray = import_ray()
-        total = dict(self._served)
-        for _, actor in self._actors.values():
-            try:
-                counts = ray.get(actor.served_counts.remote())
-            except ray.exceptions.RayError:
-                continue
-            for url, n in counts.items():
-                total[url] = total.get(url, 0) + n
-        return total
+        """Requests each server answered, summed over every actor of the run: what came with each
+        answer the driver received (so an actor that died counts what it answered before), and
+        what each live actor's servers answered after its last answer was sent."""
+        if self._actors:
+            ray = import_ray()
+            for _, actor in self._actors.values():
+                try:
+                    self._count(ray.get(actor.unreported.remote()))
+                except ray.exceptions.RayError:
+                    continue
+        return dict(self._served)
+
+    def _count(self, served: Mapping[str, int]) -> None:
+        for url, n in served.items():
+            self._served[url] = self._served.get(url, 0) + n
 
     def close(self) -> None:
         if not self._actors and not self._started_ray:
             return
         ray = import_ray()
         if self._actors:
-            self._served = self.served_counts()
+            self.served_counts()  # what the live actors' servers answered after their last answer
         for _, actor in self._actors.values():
             try:
                 ray.kill(actor)

@@ -7,6 +7,7 @@ runs lm-eval 0.4.13 and the front door on ``--tasks ifeval --limit 3`` and compa
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 from evalflow.errors import TaskError
 from evalflow.lmeval_compat.parser import parse
 from evalflow.lmeval_compat.translate import translate
+from evalflow.output.run_paths import EVENTS
 from evalflow.taskspec.catalog.index import TaskIndex, builtin_tasks_dir
 from evalflow.taskspec.format import installed
 from tests.support.parity_harness import COMPARE, ROOT, SHARED
@@ -84,8 +86,11 @@ def test_the_paragraph_comes_before_any_model_call(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert "'truthfulqa_mc2'" in done.stderr and "pip install 'evalflow[lm-eval-tasks]'" in done.stderr
-    written = [p for p in (tmp_path / "outputs").rglob("*") if p.is_file()]
+    written = [p for p in (tmp_path / "outputs").rglob("*") if p.is_file() and p.name != EVENTS]
     assert all(".hydra" in p.parts for p in written), written  # the config snapshot only: no answer, no result
+    [events] = (tmp_path / "outputs").rglob(EVENTS)  # and the run's events: started, then failed with the paragraph
+    assert [json.loads(line)["event"] for line in events.read_text().splitlines()] == ["start", "end"]
+    assert "truthfulqa_mc2" in json.loads(events.read_text().splitlines()[-1])["error"]
 
 
 @pytest.mark.slow

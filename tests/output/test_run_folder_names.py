@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "evalflow"
 NAMES_MODULE = PACKAGE / "output" / "run_paths.py"
 
-WHOLE_NAMES = ("results.json", "manifest.json", "overrides.yaml", "hydra.yaml", ".hydra")
+WHOLE_NAMES = ("results.json", "manifest.json", "events.jsonl", "overrides.yaml", "hydra.yaml", ".hydra")
 
 # Rooms below `output` cannot import it; these words there name a run folder in prose or as
 # Hydra's own marker, not as a path evalflow builds: (module, word) -> why.

@@ -71,7 +71,8 @@ def test_killed_actor_has_its_chunks_dealt_again(
 ) -> None:
     """The actor answering the run's 3rd chunk holds it (tests/support/scale_models.py) and is killed while
     it does: that chunk can only come back through another actor, and the run still ends with every
-    request computed once and the reference results."""
+    request computed once and the reference results. The manifest's per-server counts (the model
+    counts its answers as one server's) keep what the killed actor answered before it died."""
 
     reference = tmp_path / "reference"
     run_once(toy_library, tmp_path / "ref-cache", reference, model={"type": SLOW})
@@ -81,7 +82,7 @@ def test_killed_actor_has_its_chunks_dealt_again(
             toy_library,
             cache,
             tmp_path / "run",
-            model={"type": SLOW, "hold": str(hold), "hold_at": 3},
+            model={"type": SLOW, "hold": str(hold), "hold_at": 3, "served_as": "http://counted"},
             workers=2,
             ray_address=ray_cluster,
             chunk_size=8,
@@ -89,8 +90,10 @@ def test_killed_actor_has_its_chunks_dealt_again(
     # the killed actor held a chunk of 8 requests in its model call when it was killed
     assert len(killed) == 1 and killed[0]["requests"] == 8 and "-w" in killed[0]["actor"], killed
     assert [r for r in caplog.records if "died" in r.getMessage()], "the run never saw its worker die"
-    assert manifest["inference"] == {"requests": 160, "computed": 160, "cached": 0}
+    assert manifest["inference"] == {"requests": 160, "computed": 160, "cached": 0, "servers": {"http://counted": 160}}
     assert sum(w["requests"] for w in manifest["workers"].values()) == 160  # each chunk persisted once
+    # the killed actor answered a chunk before the one it held: counted, in its own name
+    assert [n for n in manifest["workers"] if n.endswith(f":{killed[0]['pid']}")], manifest["workers"]
     assert request_entries(cache) == 160
     assert outcome(tmp_path / "run") == outcome(reference)
 

@@ -29,10 +29,20 @@ SLOW = "tests.support.scale_models:SlowModel"  # as model.type
 
 
 class SlowModel(DummyModel):
-    def __init__(self, delay: float = 0.0, hold: str = "", hold_at: int = 0, **config: Any) -> None:
+    """With ``served_as``, the model counts what it answers as a served model counts its servers'
+    HTTP requests (``served_counts``: ``{served_as: requests answered}``), for the manifest's
+    per-server counts of a run whose replicas die."""
+
+    def __init__(
+        self, delay: float = 0.0, hold: str = "", hold_at: int = 0, served_as: str = "", **config: Any
+    ) -> None:
         super().__init__(**config)
         self.delay = float(delay)
         self.hold, self.hold_at = hold, int(hold_at)
+        self.served_as, self.answered = served_as, 0
+
+    def served_counts(self) -> dict[str, int]:
+        return {self.served_as: self.answered} if self.served_as else {}
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
@@ -50,6 +60,7 @@ class SlowModel(DummyModel):
         if self.hold and take_number(Path(self.hold)) == self.hold_at:
             hold_until_killed(Path(self.hold), len(requests))
         time.sleep(self.delay * len(requests))
+        self.answered += len(requests)
 
 
 def take_number(folder: Path) -> int:

@@ -1,0 +1,146 @@
+"""``python -m evalflow view [FOLDER ...]``: every run under the folders in the browser, served on
+this machine; ``python -m evalflow view bundle FOLDER... out=DIR``: the same viewer as static files.
+
+The server (aiohttp) finds every run under the folders (default ``outputs/``), evalflow's run
+folders and lm-eval's output folders, recursively, and prints its URL. It listens on 127.0.0.1
+unless ``host=`` says otherwise (another host is reachable from the network: it warns);
+``port=0`` takes a free port. Ctrl-C stops it. It only reads the folders::
+
+    python -m evalflow view                                   # outputs/, http://127.0.0.1:8765/
+    python -m evalflow view outputs/multirun peer-out/ port=0
+    python -m evalflow view bundle outputs/multirun/2026-12-01 out=sweep-view   # open sweep-view/index.html
+
+Pages: runs (filter, sort, a sweep grouped by its overrides), a run (metrics, config, the command
+that reproduces it, the manifest), samples (paged, filtered, searched; one in full), compare
+(paired rows, gate verdicts, flipped documents), explain, the documents every run gets wrong, and
+a running run's progress, live. Needs the ``view`` extra: ``pip install "evalflow[view]"``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from evalflow.commands.reference import print_help
+from evalflow.commands.words import Command, Option, asks_for_help, parse_words
+from evalflow.errors import ConfigError
+
+DEFAULT_FOLDER = "outputs"
+
+
+def port_number(value: str) -> int:
+    """a port number, 0 to 65535"""
+    number = int(value)
+    if not 0 <= number <= 65535:
+        raise ValueError(value)
+    return number
+
+
+def _documents(value: str) -> int:
+    """a whole number of documents, 0 or more"""
+    number = int(value)
+    if number < 0:
+        raise ValueError(value)
+    return number
+
+
+BUNDLE = Command(
+    "view bundle",
+    "the viewer as static files, for file:// or any static host",
+    "FOLDER...",
+    1,
+    options=(
+        Option("out", str, None, "the folder to write (new, empty, or an earlier bundle, which is replaced)"),
+        Option("docs", _documents, 200, "documents of each task written in full (the samples list has them all)"),
+    ),
+)
+COMMAND = Command(
+    "view",
+    "every run, sample and comparison in the browser (a local server), or a static bundle",
+    "[FOLDER ...]",
+    0,
+    options=(
+        Option("port", port_number, 8765, "the port to listen on (0: a free one, printed)"),
+        Option(
+            "host", str, "127.0.0.1", "the address to listen on; other than loopback, the network can read the runs"
+        ),
+    ),
+    doc=__doc__ or "",
+    actions=(BUNDLE,),
+)
+
+MISSING_AIOHTTP = (
+    "view: the viewer needs aiohttp (and pandas), which are not installed in this environment "
+    f'({sys.executable}); install the view extra with `pip install "evalflow[view]"` (or `pip install '
+    "aiohttp pandas`) and run the command again. The run folders themselves need nothing more."
+)
+
+
+def _require_view_extra() -> None:
+    try:
+        import aiohttp  # noqa: F401
+        import pandas  # noqa: F401
+    except ImportError:
+        raise ConfigError(MISSING_AIOHTTP) from None
+
+
+def _folders(words: tuple[str, ...], command: str) -> list[Path]:
+    folders = [Path(w) for w in words] or [Path(DEFAULT_FOLDER)]
+    missing = [str(f) for f in folders if not f.is_dir()]
+    if missing:
+        raise ConfigError(
+            f"{command}: no such folder: {', '.join(missing)}; give folders that hold run folders "
+            f"(default {DEFAULT_FOLDER}/, where runs write). {COMMAND.line()}"
+        )
+    return folders
+
+
+def bundle_main(argv: list[str]) -> int:
+    words = parse_words(argv, BUNDLE)
+    out = words.value("out")
+    if not out:
+        raise ConfigError(f"view bundle: out= is missing: the folder to write the bundle into. {BUNDLE.line()}")
+    _require_view_extra()
+    from evalflow.view.bundle import write_bundle
+
+    folders = _folders(words.positional, "view bundle")
+    count = write_bundle(folders, Path(out), words.value("docs"))
+    print(f"bundle: {count} payloads in {out}; open {Path(out) / 'index.html'} (no server needed)")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """``view [FOLDER ...] [port=8765] [host=127.0.0.1]`` or ``view bundle FOLDER... out=DIR``."""
+    if asks_for_help(argv):
+        print_help(COMMAND)
+        return 0
+    if argv[:1] == ["bundle"]:
+        return bundle_main(argv[1:])
+    words = parse_words(argv, COMMAND)
+    folders = _folders(words.positional, "view")
+    _require_view_extra()
+    import asyncio
+
+    from evalflow.view.server import is_loopback, make_app, serve
+
+    host, port = words.value("host"), words.value("port")
+    if not is_loopback(host):
+        print(
+            f"view: warning: host={host} is not a loopback address: anyone who can reach this machine can read "
+            "these runs (their prompts, answers and configs); use host=127.0.0.1 unless that is meant",
+            file=sys.stderr,
+        )
+    app = make_app(folders, host)
+
+    def announce(url: str) -> None:
+        print(f"evalflow view: {url}  ({', '.join(map(str, folders))}; Ctrl-C stops it)", flush=True)
+
+    try:
+        asyncio.run(serve(app, host, port, announce))
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:
+        raise ConfigError(
+            f"view: cannot listen on {host}:{port} ({exc.strerror or exc}); pick another port= (0: a free one)"
+        ) from None
+    return 0

@@ -1,0 +1,374 @@
+"""Each route's JSON, the one rendering the server sends and the bundle writes.
+
+A route is ``ROUTES[path](catalog, params)``: ``params`` is the request's query (text values, as
+the browser sent them), the answer a plain JSON-able dict. The server calls these on each request
+(in a worker thread) and ``view bundle`` calls the same functions to write its data files, so a
+page served live and a page read from a bundle are built from the same payloads.
+
+A run is named only by its catalog id (:class:`Catalog`, built by
+:func:`evalflow.frames.discovery.find_runs`); a request's text never becomes a path, except the
+image name, which :mod:`evalflow.view.safe_paths` keeps inside the run folder. What is costly and
+cannot change while a run's results.json stays the same (a run's summary and detail, a
+comparison) is computed once per results file and kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evalflow.errors import EvalflowError
+from evalflow.frames.across import always_wrong, reasoning_figures
+from evalflow.frames.discovery import RunEntry, find_runs
+from evalflow.frames.runs import run_detail, run_summary
+from evalflow.frames.samples import SampleQuery, query, sample_detail
+from evalflow.frames.status import live_progress
+from evalflow.insight.comparison import DEFAULT_ITERS
+from evalflow.insight.explanation import explain, read_manifest
+from evalflow.insight.gate import GateSettings
+from evalflow.output.run_folder import Run, load_run
+from evalflow.output.run_paths import lmeval_samples_files, manifest_file, results_file, samples_files
+from evalflow.view.comparing import compare_payload
+from evalflow.view.safe_paths import UnsafePath, resolve_under
+
+Params = Mapping[str, str]
+PAGE_LIMIT = 1000  # the most rows one samples page may ask for (``all=1``: the bundle's whole task)
+ALL_ROWS = 1 << 30
+# Payloads kept, the oldest dropped first: a run's summary and detail are small and asked for
+# often (every runs list); a comparison or an across-runs view can hold 500 pairs of answers.
+MEMO_SIZES = {"summary": 4096, "detail": 256}
+MEMO_HEAVY = 32  # comparisons, always-wrong documents, reasoning figures
+
+
+class NotFound(EvalflowError):
+    """An id, task or document the catalog does not know (the server answers 404)."""
+
+
+class BadRequest(EvalflowError):
+    """A query word missing or of the wrong kind (the server answers 400)."""
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``value`` as strict JSON: a NaN or infinity (a metric that could not be computed) becomes
+    null, since a browser's JSON.parse refuses them; other non-JSON values become their text."""
+    try:
+        return json.dumps(value, allow_nan=False, default=str, **options)
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False, default=str, **options)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _stamp(entry: RunEntry) -> tuple[Any, ...] | None:
+    """What identifies a finished run's content (its results file, written last, by time and size);
+    None for a run without one (running or failed): its payloads are computed each time."""
+    if entry.results is None:
+        return None
+    try:
+        stat = entry.results.stat()
+    except OSError:
+        return None
+    return (entry.folder, entry.results, stat.st_mtime_ns, stat.st_size)
+
+
+class Catalog:
+    """The runs under some folders, found once and again on :meth:`refresh`, with the payloads of
+    finished runs kept by their results file's stamp (a re-run folder is read again)."""
+
+    def __init__(self, roots: Sequence[Path | str]) -> None:
+        self.roots = tuple(Path(r) for r in roots)
+        self._lock = threading.Lock()
+        self._memo: dict[str, dict[tuple[Any, ...], Any]] = {}
+        self.entries: dict[str, RunEntry] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Find the runs again (a run started or finished since)."""
+        self.entries = {e.id: e for e in find_runs(self.roots)}
+
+    def entry(self, run_id: str | None) -> RunEntry:
+        if not run_id:
+            raise BadRequest("id= is missing: name a run by the id /api/runs gives it")
+        found = self.entries.get(run_id)
+        if found is not None and found.results is None and results_file(found.folder).exists():
+            self.refresh()  # it was found running and has finished since: its entry names its results now
+            found = self.entries.get(run_id)
+        if found is None:
+            raise NotFound(f"no run with id {run_id!r} under {', '.join(map(str, self.roots))}")
+        return found
+
+    def memo(self, key: tuple[Any, ...], entries: Sequence[RunEntry], compute: Callable[[], Any]) -> Any:
+        """``compute()``, kept while every run in ``entries`` keeps the same results file."""
+        stamps = tuple(_stamp(e) for e in entries)
+        if any(s is None for s in stamps):
+            return compute()
+        full = (*key, *stamps)
+        with self._lock:
+            kept = self._memo.setdefault(str(key[0]), {})
+            if full in kept:
+                return kept[full]
+        value = compute()
+        with self._lock:
+            kept[full] = value
+            while len(kept) > MEMO_SIZES.get(str(key[0]), MEMO_HEAVY):  # dicts keep insertion order
+                del kept[next(iter(kept))]
+        return value
+
+    def run(self, entry: RunEntry) -> Run:
+        """The finished run, loaded (a running or failed one: its folder's own refusal)."""
+        target = entry.results if entry.layout == "lm-eval" and entry.results is not None else entry.folder
+        return load_run(target)  # not kept: a loaded run holds its samples once read
+
+    def root_of(self, entry: RunEntry) -> Path:
+        """The given folder the run was found under (where explain looks for earlier runs)."""
+        folder = entry.folder.resolve()
+        for root in self.roots:
+            if folder.is_relative_to(root.resolve()):
+                return root
+        return self.roots[0]
+
+
+def _ids(params: Params) -> list[str]:
+    text = params.get("ids", "")
+    ids = [i for i in text.split(",") if i]
+    if not ids:
+        raise BadRequest("ids= is missing: name runs by their ids, comma-separated (ids=A,B)")
+    return ids
+
+
+def _int(params: Params, name: str, default: int | None = None) -> int:
+    text = params.get(name)
+    if text is None or text == "":
+        if default is None:
+            raise BadRequest(f"{name}= is missing (a whole number)")
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadRequest(f"{name}={text!r}: a whole number is wanted") from None
+    if value < 0:
+        raise BadRequest(f"{name}={text}: 0 or more is wanted")
+    return value
+
+
+def _bool(params: Params, name: str) -> bool | None:
+    text = params.get(name)
+    if text is None or text == "":
+        return None
+    if text not in ("true", "false"):
+        raise BadRequest(f"{name}={text!r}: true or false is wanted")
+    return text == "true"
+
+
+def _float(params: Params, name: str) -> float | None:
+    text = params.get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise BadRequest(f"{name}={text!r}: a number is wanted") from None
+
+
+def samples_path(entry: RunEntry, task: str | None) -> Path:
+    """The samples file of ``task`` in the run, looked up among the files the folder holds."""
+    if not task:
+        raise BadRequest("task= is missing: name one of the run's tasks")
+    files = (
+        lmeval_samples_files(entry.results)
+        if entry.layout == "lm-eval" and entry.results is not None
+        else samples_files(entry.folder)
+    )
+    if task not in files:
+        raise NotFound(
+            f"run {entry.id!r} has no samples of task {task!r} (it has: {', '.join(sorted(files)) or 'none'})"
+        )
+    return files[task]
+
+
+# --- the routes --------------------------------------------------------------------------------
+
+
+def summary(catalog: Catalog, entry: RunEntry) -> dict[str, Any]:
+    """The run's summary, kept while its results file stays the same (a running run's: each time)."""
+    found: dict[str, Any] = catalog.memo(("summary",), [entry], lambda: run_summary(entry))
+    return found
+
+
+def runs_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    """``/api/runs``: the catalog found again, each run's summary (a finished one's kept)."""
+    catalog.refresh()
+    runs = [summary(catalog, e) for e in catalog.entries.values()]
+    return {"roots": [str(r) for r in catalog.roots], "runs": runs}
+
+
+def run_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    entry = catalog.entry(params.get("id"))
+    detail: dict[str, Any] = catalog.memo(("detail",), [entry], lambda: run_detail(entry))
+    return detail
+
+
+def sample_query(params: Params) -> SampleQuery:
+    """The samples route's words as a :class:`SampleQuery` (``all=1``: every row, for a bundle)."""
+    every = params.get("all") == "1"
+    limit = ALL_ROWS if every else min(_int(params, "limit", 50), PAGE_LIMIT)
+    return SampleQuery(
+        task=params.get("task") or "",
+        offset=0 if every else _int(params, "offset", 0),
+        limit=limit,
+        filter=None if every else params.get("filter") or None,
+        metric=None if every else params.get("metric") or None,
+        value=None if every else _float(params, "value"),
+        correct=None if every else _bool(params, "correct"),
+        verdict=None if every else params.get("verdict") or None,
+        has_image=None if every else _bool(params, "has_image"),
+        text=None if every else params.get("text") or None,
+        stop_reason=None if every else params.get("stop_reason") or None,
+    )
+
+
+def samples_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    entry = catalog.entry(params.get("id"))
+    path = samples_path(entry, params.get("task"))
+    return query(entry.folder, path, sample_query(params))
+
+
+def sample_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    entry = catalog.entry(params.get("id"))
+    path = samples_path(entry, params.get("task"))
+    doc_id = _int(params, "doc_id")
+    try:
+        return sample_detail(path, doc_id, params.get("filter") or None)
+    except (KeyError, IndexError, LookupError):
+        raise NotFound(f"task {params.get('task')!r} of run {entry.id!r} has no document {doc_id}") from None
+
+
+def compare_payload_of(catalog: Catalog, params: Params) -> dict[str, Any]:
+    """``/api/compare?ids=A,B[,C...]``: A is the baseline; B (and each further run) the candidate."""
+    entries = [catalog.entry(i) for i in _ids(params)]
+    if len(entries) < 2:
+        raise BadRequest("ids= names one run; compare needs a baseline and a candidate (ids=A,B)")
+    max_drop, alpha = _float(params, "max_drop"), _float(params, "alpha")
+    gate = (
+        None if max_drop is None and alpha is None else GateSettings(max_drop or 0.0, 0.05 if alpha is None else alpha)
+    )
+    iters, seed = _int(params, "bootstrap_iters", DEFAULT_ITERS), _int(params, "seed", 1234)
+    base = catalog.run(entries[0])
+
+    def pair(candidate: RunEntry) -> dict[str, Any]:
+        key = ("compare", gate, iters, seed)
+        return dict(
+            catalog.memo(
+                key, [entries[0], candidate], lambda: compare_payload(base, catalog.run(candidate), gate, iters, seed)
+            )
+        )
+
+    first = pair(entries[1])
+    more = [{"id": e.id, **pair(e)} for e in entries[2:]]
+    summaries = [summary(catalog, e) for e in entries]
+    return {"runs": summaries, **first, "more": more}
+
+
+def explain_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    """``/api/explain?id=ID[&against=ID2]``: why each stage re-ran, and each stage's cache hit."""
+    entry = catalog.entry(params.get("id"))
+    against = catalog.entry(params["against"]) if params.get("against") else None
+    lines = explain(entry.folder, against.folder if against else None, catalog.root_of(entry))
+    manifest = read_manifest(entry.folder)
+    stages = [
+        {"task": task, "stage": name, "cached": bool(stage.get("hit"))}
+        for task in manifest.tasks()
+        for name, stage in manifest.stages(task).items()
+    ]
+    if not lines:
+        lines = ["every stage was served from the cache"]
+    return {"id": entry.id, "against": against.id if against else None, "lines": lines, "stages": stages}
+
+
+def _runs_of(catalog: Catalog, params: Params) -> list[tuple[str, Run]]:
+    return [(e.id, catalog.run(e)) for e in (catalog.entry(i) for i in _ids(params))]
+
+
+def wrong_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    entries = [catalog.entry(i) for i in _ids(params)]
+    result: dict[str, Any] = catalog.memo(("wrong",), entries, lambda: always_wrong(_runs_of(catalog, params)))
+    return result
+
+
+def reasoning_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    entries = [catalog.entry(i) for i in _ids(params)]
+    result: dict[str, Any] = catalog.memo(("reasoning",), entries, lambda: reasoning_figures(_runs_of(catalog, params)))
+    return result
+
+
+def live_payload(catalog: Catalog, params: Params) -> dict[str, Any] | None:
+    """``/api/live?id=ID``: the running run's progress (null when it has no events file)."""
+    return live_progress(catalog.entry(params.get("id")).folder)
+
+
+def image_of(catalog: Catalog, params: Params) -> Path | bytes:
+    """``/api/image?id=ID&name=NAME``: a file of the run, its name checked
+    (:mod:`~evalflow.view.safe_paths`), or, when NAME is an image's pixel digest (how evalflow's
+    samples name images) and no such file exists, that image's PNG bytes from the run's own cache
+    (its manifest's ``cache_dir``), read only, as the report reads them."""
+    entry = catalog.entry(params.get("id"))
+    name = params.get("name")
+    if not name:
+        raise BadRequest("name= is missing: the image's file name inside the run folder, or its digest")
+    try:
+        return resolve_under(entry.folder, name)
+    except UnsafePath:
+        if not _DIGEST.fullmatch(name):
+            raise
+    return cached_image(entry, name)
+
+
+_DIGEST = re.compile(r"[0-9a-f]{16,128}")
+
+
+def cached_image(entry: RunEntry, digest: str) -> bytes:
+    """The PNG of the image with this pixel digest in the cache the run used (404 when gone)."""
+    from evalflow.cache.image_store import KEY_PREFIX
+
+    manifest = manifest_file(entry.folder)
+    cache_dir = json.loads(manifest.read_text(encoding="utf-8")).get("cache_dir") if manifest.is_file() else None
+    if not cache_dir or not (Path(cache_dir) / "cache.db").is_file():
+        raise NotFound(f"image {digest}: run {entry.id!r} names no cache that holds its images")
+    from evalflow.cache.store import MISSING, CacheStore
+
+    store = CacheStore(cache_dir)
+    try:
+        value = store.get(KEY_PREFIX + digest)
+    finally:
+        store.close()
+    if value is MISSING:
+        raise NotFound(f"image {digest} is no longer in the cache {cache_dir} (removed by cache gc?)")
+    return base64.b64decode(str(value))
+
+
+Route = Callable[[Catalog, Params], Any]
+ROUTES: dict[str, Route] = {
+    "/api/runs": runs_payload,
+    "/api/run": run_payload,
+    "/api/samples": samples_payload,
+    "/api/sample": sample_payload,
+    "/api/compare": compare_payload_of,
+    "/api/explain": explain_payload,
+    "/api/wrong": wrong_payload,
+    "/api/reasoning": reasoning_payload,
+    "/api/live": live_payload,
+}
