@@ -15,41 +15,9 @@ from tests.support.images import path_image_task
 from tests.support.judged import Judged
 from tests.support.lm_eval_folders import LM_EVAL_FOLDERS, lm_eval_files
 from tests.support.runs import Runner
-from tests.support.toy_tasks import MC_YAML, write_toy_library
+from tests.support.toy_tasks import CODE_DOCS, MC_YAML, write_code_task, write_toy_library
 
 VISION = "tests.support.models:VisionCountingModel"
-
-CODE_DOCS = [
-    {"prompt": "def ok():\n    return True  # ", "test": "assert ok()"},
-    {"prompt": "def ok():\n    return False  # ", "test": "assert ok()"},
-]
-CODE_YAML = """\
-task: toy_code
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-unsafe_code: true
-output_type: generate_until
-doc_to_text: "{{{{prompt}}}}"
-doc_to_target: "{{{{test}}}}"
-metric_list:
-  - metric: pass_at_k
-    aggregation: mean
-    higher_is_better: true
-    k: [1]
-generation_kwargs:
-  until: ["\\n"]
-filter_list:
-  - name: create_test
-    filter:
-      - function: custom
-        filter_fn: !function code_utils.build_predictions
-"""
-CODE_UTILS = (
-    "def build_predictions(resps, docs):\n    return [[d['prompt'] + r for r in rs] for rs, d in zip(resps, docs)]\n"
-)
 
 
 def test_a_multiple_choice_sample_folds_its_fewshot_and_shows_each_choice(tmp_path: Path) -> None:
@@ -131,10 +99,7 @@ def test_lm_evals_own_samples_read_as_evalflows() -> None:
 
 def test_a_code_sample_shows_its_verdict_and_the_program_that_ran(runner: Runner, toy_library: Path) -> None:
     """The dummy model's one-line answer lands in a comment, so the prompt alone passes or fails."""
-    data = toy_library / "code.jsonl"
-    data.write_text("".join(json.dumps(d) + "\n" for d in CODE_DOCS))
-    (toy_library / "toy_code.yaml").write_text(CODE_YAML.format(data=data))
-    (toy_library / "code_utils.py").write_text(CODE_UTILS)
+    write_code_task(toy_library, CODE_DOCS[:2])
     _, _, folder = runner("toy_code", confirm_unsafe_code=True, trust_task_code=True, code_sandbox="subprocess")
     path = samples_file(folder, "toy_code")
     passed, failed = sample_detail(path, 0, None), sample_detail(path, 1, None)

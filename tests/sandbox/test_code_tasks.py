@@ -6,7 +6,6 @@ program passes or fails by its prompt alone: 2 of 4 pass (one returns False, one
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,56 +14,14 @@ from evalflow.errors import SandboxError
 from evalflow.sandbox import Outcome, register_sandbox, sandbox
 from tests.support.models import CountingModel
 from tests.support.runs import Runner, stage_hits
+from tests.support.toy_tasks import write_code_task
 
 needs_bwrap = pytest.mark.skipif(sandbox("bwrap").unavailable() is not None, reason="bubblewrap cannot run here")
-
-DOCS = [
-    {"prompt": "def ok():\n    return True  # ", "test": "assert ok()"},
-    {"prompt": "def ok():\n    return False  # ", "test": "assert ok()"},
-    {"prompt": "while True:\n    pass  # ", "test": "assert ok()"},
-    {"prompt": "import math\ndef ok():\n    return math.pi > 3  # ", "test": "assert ok()"},
-]
-
-CODE_YAML = """\
-task: toy_code
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-unsafe_code: true
-output_type: generate_until
-doc_to_text: "{{{{prompt}}}}"
-doc_to_target: "{{{{test}}}}"
-metric_list:
-  - metric: pass_at_k
-    aggregation: mean
-    higher_is_better: true
-    k: [1]
-    timeout: 1.0
-generation_kwargs:
-  until: ["\\n"]
-  do_sample: false
-filter_list:
-  - name: create_test
-    filter:
-      - function: custom
-        filter_fn: !function code_utils.build_predictions
-"""
-
-UTILS = (
-    "def build_predictions(resps, docs):\n"
-    "    return [[doc['prompt'] + r for r in resp] for resp, doc in zip(resps, docs)]\n"
-)
 
 
 @pytest.fixture
 def code_library(toy_library: Path) -> Path:
-    data = toy_library / "code.jsonl"
-    data.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
-    (toy_library / "toy_code.yaml").write_text(CODE_YAML.format(data=data))
-    (toy_library / "code_utils.py").write_text(UTILS)
-    return toy_library
+    return write_code_task(toy_library)
 
 
 @register_sandbox("unusable_for_tests")

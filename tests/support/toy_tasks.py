@@ -98,3 +98,54 @@ def with_acc_norm(yaml_text: str) -> str:
     return yaml_text.replace(
         "metric_list:\n", "metric_list:\n  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n"
     )
+
+
+CODE_DOCS = [
+    {"prompt": "def ok():\n    return True  # ", "test": "assert ok()"},
+    {"prompt": "def ok():\n    return False  # ", "test": "assert ok()"},
+    {"prompt": "while True:\n    pass  # ", "test": "assert ok()"},
+    {"prompt": "import math\ndef ok():\n    return math.pi > 3  # ", "test": "assert ok()"},
+]
+
+CODE_YAML = """\
+task: toy_code
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+unsafe_code: true
+output_type: generate_until
+doc_to_text: "{{{{prompt}}}}"
+doc_to_target: "{{{{test}}}}"
+metric_list:
+  - metric: pass_at_k
+    aggregation: mean
+    higher_is_better: true
+    k: [1]
+    timeout: 1.0
+generation_kwargs:
+  until: ["\\n"]
+  do_sample: false
+filter_list:
+  - name: create_test
+    filter:
+      - function: custom
+        filter_fn: !function code_utils.build_predictions
+"""
+
+CODE_UTILS = (
+    "def build_predictions(resps, docs):\n"
+    "    return [[doc['prompt'] + r for r in resp] for resp, doc in zip(resps, docs)]\n"
+)
+
+
+def write_code_task(library: Path, docs: list[dict[str, str]] = CODE_DOCS) -> Path:
+    """``toy_code`` (humaneval's shape: the model completes a function, ``pass_at_k`` runs the
+    test) in ``library``: the dummy model's one-line answer lands in a comment, so each prompt
+    alone passes (``return True``, ``math.pi > 3``), fails (``return False``) or times out."""
+    data = library / "code.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (library / "toy_code.yaml").write_text(CODE_YAML.format(data=data))
+    (library / "code_utils.py").write_text(CODE_UTILS)
+    return library
