@@ -63,14 +63,10 @@ def explain(run: Path, reference: Path | None = None, search: Path | None = None
     """The explanation lines for ``run`` (against ``reference``, else the closest earlier run)."""
     target = read_manifest(run)
     ref = read_manifest(reference) if reference is not None else None
-    earlier = None if ref is not None else _earlier_runs(target, search)
     lines: list[str] = gate_lines(run)  # a sequential gate's folder: its rounds and verdict first
-    for task in target.tasks():
+    for task, base in _bases(target, ref, search).items():
         stages = target.stages(task)
         computed = [s for s in stages.values() if not s["hit"]]
-        if not computed:
-            continue
-        base = ref if ref is not None else _closest(task, stages, earlier or [])
         if base is None or not base.stages(task):
             where = f"in {ref.folder}" if ref is not None else "among earlier run folders"
             lines.append(f"{task}: computed for the first time (no run of {task} {where})")
@@ -81,6 +77,27 @@ def explain(run: Path, reference: Path | None = None, search: Path | None = None
             lines.append(f"{task} {stage['stage']} re-ran: {_why(stage, stages, old, models, base.folder)}")
         lines.extend(_execution_change(task, base, target))
     return lines
+
+
+def compared_with(run: Path, reference: Path | None = None, search: Path | None = None) -> dict[str, Path | None]:
+    """Each task of ``run`` that computed a stage -> the run folder :func:`explain` compared it
+    with (``reference``, else the closest earlier run; None: no run of the task was found)."""
+    ref = read_manifest(reference) if reference is not None else None
+    return {
+        task: base.folder if base is not None and base.stages(task) else None
+        for task, base in _bases(read_manifest(run), ref, search).items()
+    }
+
+
+def _bases(target: Manifest, ref: Manifest | None, search: Path | None) -> dict[str, Manifest | None]:
+    """Each task with a computed stage -> the run its stages are explained against."""
+    earlier = None if ref is not None else _earlier_runs(target, search)
+    bases: dict[str, Manifest | None] = {}
+    for task in target.tasks():
+        stages = target.stages(task)
+        if any(not s["hit"] for s in stages.values()):
+            bases[task] = ref if ref is not None else _closest(task, stages, earlier or [])
+    return bases
 
 
 def _execution_change(task: str, old: Manifest, new: Manifest) -> list[str]:

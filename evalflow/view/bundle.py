@@ -12,13 +12,13 @@ Two keys with one name share the file: it calls ``put`` once per key.
 
 The payloads come from :mod:`evalflow.view.payloads`, the functions the server calls. JSON inside
 a script is escaped so no text can end it: ``<``, ``>``, ``&`` and U+2028/U+2029 are written as
-``\\uXXXX`` (and the rest of non-ASCII too). A payload that fails (explain of an lm-eval folder,
-a comparison of runs over different documents) is written as ``{"error": ...}``, as the server
-would answer it. What is in the bundle: the runs, each run's detail, each task's samples as one
-payload (``all=1``; the page filters and pages them itself), each document in full for the first
-``docs`` documents of each task, explain for each run, compare for every ordered pair (or, past
-``PAIRS_ALL`` runs, each run against the next), and the across-runs views of each run, each
-compared pair and all runs. Live progress is not (a bundle is a snapshot).
+``\\uXXXX`` (and the rest of non-ASCII too). A payload that fails (a comparison of runs over
+different documents) is written as ``{"error": ...}``, as the server would answer it. What is in
+the bundle: the runs, each run's detail, each task's samples as one payload (``all=1``; the page
+filters and pages them itself), each document in full for the first ``docs`` documents of each
+task, explain of each evalflow run (also against each other one, up to ``PAIRS_ALL`` runs),
+compare for every ordered pair (or, past ``PAIRS_ALL`` runs, each run against the next), and the
+across-runs views of each run, each compared pair and all runs. Live progress is not (a bundle is a snapshot).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from evalflow.errors import ConfigError, EvalflowError
+from evalflow.frames.discovery import EVALFLOW
 from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
 from evalflow.view.payloads import ROUTES, Catalog, json_text, samples_path
 from evalflow.view.server import INDEX, STATIC_DIR, STATIC_FILES
@@ -120,7 +121,7 @@ def payloads(catalog: Catalog, docs: int = DOCS) -> Iterator[tuple[str, Any]]:
 def _run_payloads(catalog: Catalog, run_id: str, docs: int) -> Iterator[tuple[str, Any]]:
     detail = _payload(catalog, "/api/run", {"id": run_id})
     yield api_key("/api/run", {"id": run_id}), detail
-    yield api_key("/api/explain", {"id": run_id}), _payload(catalog, "/api/explain", {"id": run_id})
+    yield from _explain_payloads(catalog, run_id)
     entry = catalog.entries[run_id]
     tasks = [s["task"] for s in detail.get("samples", [])] if isinstance(detail, dict) else []
     for task in tasks:
@@ -136,6 +137,23 @@ def _run_payloads(catalog: Catalog, run_id: str, docs: int) -> Iterator[tuple[st
         for doc_id, filt in _first_documents(page, docs):
             one = {"id": run_id, "task": task, "doc_id": str(doc_id), "filter": filt}
             yield api_key("/api/sample", one), _payload(catalog, "/api/sample", one)
+
+
+def _explain_payloads(catalog: Catalog, run_id: str) -> Iterator[tuple[str, Any]]:
+    """Explain of an evalflow run: against the closest earlier run, and, up to ``PAIRS_ALL`` runs,
+    against each other evalflow run; each payload lists in ``bundle_against`` the runs it holds
+    explain against, so the page offers only those (never a choice the bundle cannot show)."""
+    entry = catalog.entries[run_id]
+    if entry.layout != EVALFLOW:
+        return  # lm-eval's folders have no manifest: the page offers no explain for them
+    evalflow_ids = [i for i, e in catalog.entries.items() if e.layout == EVALFLOW]
+    others = [i for i in evalflow_ids if i != run_id] if len(evalflow_ids) <= PAIRS_ALL else []
+    for against in ["", *others]:
+        params = {"id": run_id, **({"against": against} if against else {})}
+        payload = _payload(catalog, "/api/explain", params)
+        if isinstance(payload, dict) and "error" not in payload:
+            payload = {**payload, "bundle_against": others}
+        yield api_key("/api/explain", params), payload
 
 
 def _first_documents(page: Any, docs: int) -> list[tuple[int, str]]:

@@ -162,7 +162,7 @@
       (!needle || [row.prompt, row.answer, row.target].some((v) => text(v).toLowerCase().includes(needle))));
     const offset = Number(params.offset || 0);
     const limit = Number(params.limit || 50);
-    return { total: rows.length, offset, limit, metrics: all.metrics, rows: rows.slice(offset, offset + limit) };
+    return { ...all, total: rows.length, offset, limit, rows: rows.slice(offset, offset + limit) };
   }
 
   /* ---------- router ---------- */
@@ -190,7 +190,7 @@
       else if (name === "run") view = await viewRun(gen, seg[0]);
       else if (name === "samples") view = await viewSamples(gen, seg[0], seg[1], params);
       else if (name === "sample") view = await viewSample(seg[0], seg[1], seg[2], params.get("filter"));
-      else if (name === "compare") view = await viewCompare(seg);
+      else if (name === "compare") view = await viewCompare(seg, params);
       else if (name === "explain") view = await viewExplain(seg[0], params.get("against"));
       else if (name === "wrong") view = await viewAcross((raw[1] || "").split(",").filter(Boolean).map(decode));
       else view = el("p", { class: "error" }, "No such page: #/" + name);
@@ -207,6 +207,27 @@
 
   const runsState = { filter: "", sort: "date", desc: true, group: false, selected: [] };
 
+  /** The model as the user named it (the preset), the full name (a path) in the cell's title. */
+  function modelLabel(run) { return run.model_label || run.model || "—"; }
+  /** An lm-eval run's id is its results file's path (~120 characters): shown as its model folder
+   *  and date; the id itself stays in the link and its title. */
+  function runLabel(run) {
+    if (run.layout !== "lm-eval") return run.id;
+    const parts = String(run.id).split("/");
+    const folder = parts.length > 1 ? parts[parts.length - 2] : run.id;
+    return folder + (run.date ? " · " + String(run.date).replace("T", " ").slice(0, 16) : "");
+  }
+  /** The overrides whose values differ between a sweep's jobs: what the sweep varied. */
+  function varying(members) {
+    const keys = [...new Set(members.flatMap((r) => Object.keys(r.overrides || {})))].sort();
+    return keys.map((k) => [k, [...new Set(members.map((r) => fmt((r.overrides || {})[k])))]]).filter(([, values]) => values.length > 1);
+  }
+  function sweepHeading(sweep, members) {
+    const dates = members.map((r) => r.date).filter(Boolean).sort();
+    const varied = varying(members);
+    return "sweep " + sweep + (dates.length ? " · " + String(dates[0]).replace("T", " ").slice(0, 16) : "") + " — " + members.length + " jobs" +
+      (varied.length ? " · varying " + varied.map(([k, values]) => k + " = " + values.join(" | ")).join("; ") : "");
+  }
   function overridesText(run) { return Object.entries(run.overrides || {}).map(([k, v]) => k + "=" + fmt(v)).join(" "); }
   function sortValue(run, key) {
     if (key.startsWith("metric:")) { const m = (run.metrics || {})[key.slice(7)]; return m ? m.value : null; }
@@ -245,7 +266,7 @@
         : el("span", { class: "disabled" }, "select two runs to compare");
       // sorted: the order means nothing here, and a bundle holds each selection once, sorted
       const across = ids.length >= 1 ? el("a", { href: "#/wrong/" + [...ids].sort().map(encodeURIComponent).join(","), id: "across-link" }, "Across selected runs") : null;
-      actions.replaceChildren(compare, across);
+      actions.replaceChildren(...[compare, across].filter(Boolean));
     }
     function runRow(run) {
       const box = el("input", { type: "checkbox", "aria-label": "select " + run.id });
@@ -257,8 +278,8 @@
       });
       return el("tr", { "data-status": run.status },
         el("td", {}, box),
-        el("td", {}, el("a", { href: route("run", run.id) }, run.id), run.partial ? el("div", { class: "muted" }, run.partial) : null),
-        el("td", {}, run.model), el("td", { class: "text" }, (run.tasks || []).join(", ")), el("td", { title: run.date }, run.date ? String(run.date).replace("T", " ").slice(0, 19) : "—"),
+        el("td", {}, el("a", { href: route("run", run.id), title: run.id }, runLabel(run)), run.partial ? el("div", { class: "muted" }, run.partial) : null),
+        el("td", { title: run.model }, modelLabel(run)), el("td", { class: "text" }, (run.tasks || []).join(", ")), el("td", { title: run.date }, run.date ? String(run.date).replace("T", " ").slice(0, 19) : "—"),
         el("td", {}, badge(run.status)),
         metricNames.map((m) => { const v = (run.metrics || {})[m]; return el("td", { class: "num", title: v ? v.metric : null }, v ? fmt(v.value) + (v.stderr !== null && v.stderr !== undefined ? " ± " + fmt(v.stderr) : "") : "—"); }),
         el("td", {}, overridesText(run)));
@@ -276,7 +297,7 @@
         const groups = new Map();
         for (const run of shown) { const key = run.sweep || ""; if (!groups.has(key)) groups.set(key, []); groups.get(key).push(run); }
         for (const [sweep, members] of groups) {
-          rows.push(el("tr", { class: "group" }, el("td", { colspan: columns.length }, sweep ? "sweep " + sweep + " — " + members.length + " jobs" : "single runs")));
+          rows.push(el("tr", { class: "group" }, el("td", { colspan: columns.length }, sweep ? sweepHeading(sweep, members) : "single runs")));
           rows.push(...members.map(runRow));
         }
       } else rows.push(...shown.map(runRow));
@@ -291,6 +312,8 @@
       el("h1", {}, "Runs"),
       el("p", { class: "muted" }, "under " + (data.roots || []).join(", "),
         allMetrics.length > metricNames.length ? " · showing " + metricNames.length + " of " + allMetrics.length + " metric columns" : ""),
+      runs.length ? null : el("p", { class: "note", id: "no-runs" }, "No runs were found under " + (data.roots || []).join(", ") +
+        ". A run appears here once `python -m evalflow` writes its run folder under one of these folders (outputs/ by default), or lm-eval writes its --output_path there; give other folders with `python -m evalflow view FOLDER`."),
       el("div", { class: "controls" }, filterBox, el("label", { for: "runs-group" }, groupBox, "group a sweep's jobs"), count, actions),
       el("table", { id: "runs" }, el("thead", {}, head), body));
   }
@@ -334,17 +357,17 @@
     const live = el("section", { id: "live" });
     const view = el("div", { id: "run" },
       el("h1", {}, run.id, " ", badge(run.status)),
-      el("p", { class: "muted" }, [run.model, run.date, run.layout, run.path].filter(Boolean).join(" · ")),
+      el("p", { class: "muted" }, [modelLabel(run), run.date, run.layout, run.path].filter(Boolean).join(" · ")),
       run.partial ? el("p", { class: "note" }, run.partial) : null,
       el("div", { class: "links" },
         (run.samples || []).map((s) => el("a", { href: route("samples", run.id, s.task), "data-task": s.task }, "samples: " + s.task + " (" + s.count + ")")),
-        el("a", { href: route("explain", run.id) }, "explain the cache"),
+        run.layout === "lm-eval" ? null : el("a", { href: route("explain", run.id) }, "explain the cache"),
         el("a", { href: "#/wrong/" + encodeURIComponent(run.id) }, "always wrong")),
       run.status === "running" ? live : null,
       section("Results", run.results && run.results.length ? resultsTable(run.results) : el("p", { class: "muted" }, "No results yet.")),
       run.command ? section("Reproduce", el("pre", { id: "command" }, run.command)) : null,
       run.config_yaml ? section("Config snapshot", el("pre", { id: "config" }, run.config_yaml)) : null,
-      manifestSection(run.manifest),
+      run.layout === "lm-eval" ? el("p", { class: "muted", id: "no-manifest" }, "lm-eval's output folders have no manifest (evalflow's record of each stage and the cache), so this run has no manifest and no explain.") : manifestSection(run.manifest),
       run.trackers && run.trackers.length ? section("Trackers", el("ul", {}, run.trackers.map((t) => el("li", {}, externalLink(t.url, t.name))))) : null);
     if (run.status === "running") followLive(gen, run, live);
     return view;
@@ -420,6 +443,7 @@
     };
     const taskBox = el("select", { id: "q-task", "aria-label": "task" }, (run.samples || []).map((s) => el("option", { value: s.task }, s.task + " (" + s.count + ")")));
     taskBox.value = task;
+    const applies = page.applies || { verdict: true, has_image: true };  // a run's index says which filters can match
     const fields = {
       text: input("text", "search prompts, answers, targets"),
       filter: page.filters && page.filters.length ? select("filter", [["", "any filter"], ...page.filters.map((f) => [f, "filter " + f])], "filter (pipeline)") : input("filter", "filter (pipeline)"),
@@ -428,10 +452,12 @@
       verdict: page.verdicts && page.verdicts.length ? select("verdict", [["", "any verdict"], ...page.verdicts.map((v) => [v, "verdict " + v])], "judged verdict") : input("verdict", "judged verdict"),
       has_image: select("has_image", [["", "image or not"], ["true", "has an image"], ["false", "no image"]], "has image"),
     };
+    if (!applies.verdict && !query.verdict) delete fields.verdict;
+    if (!applies.has_image && !query.has_image) delete fields.has_image;
     const form = el("form", { class: "controls", id: "samples-form" }, taskBox, Object.values(fields), el("button", { type: "submit" }, "Apply"));
     form.addEventListener("submit", (event) => { event.preventDefault(); go(Object.fromEntries(Object.entries(fields).map(([k, box]) => [k, box.value]))); });
     taskBox.addEventListener("change", () => { location.hash = route("samples", id, taskBox.value); });
-    for (const key of ["filter", "metric", "correct", "has_image", "verdict"]) if (fields[key].tagName === "SELECT") fields[key].addEventListener("change", () => form.requestSubmit());
+    for (const key of ["filter", "metric", "correct", "has_image", "verdict"]) if (fields[key] && fields[key].tagName === "SELECT") fields[key].addEventListener("change", () => form.requestSubmit());
     const offset = page.offset || 0, limit = page.limit || 50, metrics = page.metrics || [];
     const pager = el("div", { class: "pager" },
       offset > 0 ? el("a", { href: withQuery(route("samples", id, task), { ...query, offset: Math.max(0, offset - limit) }), id: "prev" }, "← previous") : null,
@@ -441,13 +467,13 @@
       el("td", {}, el("a", { href: withQuery(route("sample", id, task, r.doc_id), { filter: r.filter }) }, String(r.doc_id))),
       el("td", {}, r.filter), el("td", { class: "text" }, text(r.target)), el("td", { class: "text answer" }, text(r.answer)),
       metrics.map((m) => el("td", { class: "num" }, fmt((r.metrics || {})[m]))),
-      el("td", {}, r.correct === true ? "✓" : r.correct === false ? "✗" : "—"), el("td", {}, r.verdict || ""), el("td", {}, r.has_image ? "image" : "")));
+      el("td", {}, r.correct === true ? "✓" : r.correct === false ? "✗" : "—"), fields.verdict ? el("td", {}, r.verdict || "") : null, fields.has_image ? el("td", {}, r.has_image ? "image" : "") : null));
     return el("div", {},
       el("h1", {}, "Samples — ", task),
       el("p", {}, el("a", { href: route("run", id) }, "← " + id)),
       form, pager,
       page.bundle_docs ? el("p", { class: "note" }, "This bundle holds the first " + page.bundle_docs + " documents of each task in full; open the run with evalflow view for the others.") : null,
-      table(["doc", "filter", "target", "answer", ...metrics, "correct", "verdict", ""], rows, { id: "samples" }));
+      table(["doc", "filter", "target", "answer", ...metrics, "correct", ...(fields.verdict ? ["verdict"] : []), ...(fields.has_image ? [""] : [])], rows, { id: "samples" }));
   }
 
   /* ---------- one sample in full ---------- */
@@ -497,8 +523,20 @@
 
   /* ---------- compare, explain, across runs ---------- */
 
-  async function viewCompare(ids) {
-    const data = await api("/api/compare", { ids: ids.join(",") });
+  /** The gate's words (max_drop, alpha) from the hash: a verdict is asked for only when given. */
+  function gateForm(ids, gate) {
+    if (MODE === "bundle") return el("p", { class: "muted" }, "A gate (max_drop=, alpha=) needs the server: python -m evalflow view.");
+    const box = (key, label, step) => { const b = el("input", { type: "number", id: "gate-" + key, name: key, step, placeholder: label, "aria-label": label }); b.value = gate[key]; return b; };
+    const drop = box("max_drop", "max_drop (gate: the largest drop allowed)", "any"), alpha = box("alpha", "alpha (0.05)", "any");
+    const form = el("form", { class: "controls", id: "gate-form" }, drop, alpha, el("button", { type: "submit" }, "Gate"));
+    form.addEventListener("submit", (event) => { event.preventDefault(); location.hash = withQuery(route("compare", ...ids), { max_drop: drop.value, alpha: alpha.value }); });
+    return form;
+  }
+
+  async function viewCompare(ids, params) {
+    const gate = { max_drop: (params && params.get("max_drop")) || "", alpha: (params && params.get("alpha")) || "" };
+    const data = await api("/api/compare", { ids: ids.join(","), ...(MODE === "bundle" ? {} : gate) });
+    const gated = Boolean(data.gate);
     const [a, b] = ids;
     const flips = data.flips || { total: 0, rows: [] };
     const answers = (r) => el("div", { class: "side" },
@@ -507,11 +545,12 @@
     return el("div", { id: "compare" },
       el("h1", {}, "Compare"),
       el("ul", {}, (data.runs || []).map((r, i) => el("li", {}, i === 0 ? "A (baseline): " : i === 1 ? "B (candidate): " : "run " + (i + 1) + ": ",
-        el("a", { href: route("run", r.id) }, r.id), " ", r.model ? "· " + r.model : ""))),
-      table(["task / group", "metric", "filter", "A", "B", "difference", "interval", "p-value", "verdict"], (data.rows || []).map((r) =>
+        el("a", { href: route("run", r.id), title: r.id }, runLabel(r)), " ", el("span", { title: r.model }, "· " + modelLabel(r))))),
+      gateForm(ids, gate),
+      table(["task / group", "metric", "filter", "A", "B", "difference", "interval", "p-value", ...(gated ? ["verdict"] : [])], (data.rows || []).map((r) =>
         el("tr", { class: r.significant ? "significant" : null }, el("td", {}, r.name), el("td", {}, r.metric), el("td", {}, r.filter),
           el("td", { class: "num" }, fmt(r.a)), el("td", { class: "num" }, fmt(r.b)), el("td", { class: "num" }, fmt(r.difference)),
-          el("td", { class: "num" }, "[" + fmt(r.low) + ", " + fmt(r.high) + "]"), el("td", { class: "num" }, fmt(r.p_value)), el("td", {}, r.verdict))), { id: "compare-rows" }),
+          el("td", { class: "num" }, "[" + fmt(r.low) + ", " + fmt(r.high) + "]"), el("td", { class: "num" }, fmt(r.p_value)), gated ? el("td", { class: "verdict" }, r.verdict) : null)), { id: "compare-rows" }),
       data.gate ? section("Gate", el("pre", { id: "gate" }, data.gate.join("\n"))) : null,
       section("Flipped documents — " + flips.total + (flips.total > flips.rows.length ? " (first " + flips.rows.length + " shown)" : ""),
         table(["task", "doc", "metric", "answers (A | B)", "target"], flips.rows.map((r) => el("tr", { "data-doc": r.doc_id },
@@ -523,9 +562,12 @@
 
   async function viewExplain(id, against) {
     const [data, runs] = await Promise.all([api("/api/explain", { id, against }), api("/api/runs").catch(() => ({ runs: [] }))]);
+    // lm-eval's folders have no manifest to explain against; a bundle offers only the runs it holds explain against
+    const held = MODE === "bundle" ? new Set(data.bundle_against || []) : null;
+    const choices = (runs.runs || []).filter((r) => r.id !== id && r.layout !== "lm-eval" && (!held || held.has(r.id)));
     const choose = el("select", { id: "against", "aria-label": "explain against" },
-      el("option", { value: "" }, "the latest earlier run (as evalflow explain finds it)"),
-      (runs.runs || []).filter((r) => r.id !== id).map((r) => el("option", { value: r.id }, r.id + (r.date ? " · " + r.date : ""))));
+      el("option", { value: "" }, "the closest earlier run (as evalflow explain finds it)"),
+      choices.map((r) => el("option", { value: r.id }, r.id + (r.date ? " · " + r.date : ""))));
     choose.value = against || "";
     choose.addEventListener("change", () => { location.hash = withQuery(route("explain", id), { against: choose.value }); });
     const stages = data.stages || [];
@@ -534,6 +576,8 @@
       el("h1", {}, "Explain — ", id),
       el("p", {}, el("a", { href: route("run", id) }, "← " + id)),
       el("div", { class: "controls" }, el("label", { for: "against" }, "against ", choose), data.against ? el("span", { class: "muted" }, "compared with " + data.against) : null),
+      (data.compared || []).length ? el("ul", { id: "explain-compared" }, data.compared.map((c) => el("li", { "data-task": c.task }, c.task + ": compared with ",
+        c.id ? el("a", { href: route("run", c.id) }, c.id) : c.path ? c.path : "no earlier run of it"))) : null,
       el("pre", { id: "explain-lines" }, (data.lines || []).join("\n")),
       section("Stages — " + cached + " cached, " + (stages.length - cached) + " computed",
         table(["task", "stage", ""], stages.map((s) => el("tr", {}, el("td", {}, s.task), el("td", {}, s.stage),
