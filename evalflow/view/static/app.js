@@ -3,15 +3,19 @@
  * Everything a run folder holds (model output, task text, file names, config values) is data, never
  * markup: the DOM is built only with createElement, textContent and an allow-list of attributes, and a
  * link's href is a "#/..." route, a same-origin relative path, or (tracker links only) an http(s) URL.
- * The same file runs against the server (fetch /api/...) and inside a static bundle (meta
- * evalflow-mode=bundle), where each payload is a data/<fnv1a32 of its api path>.js file loaded with a
- * <script src> so it works from file://.
+ * The same file runs against the server (fetch /api/...), inside a static bundle (meta
+ * evalflow-mode=bundle), where each payload is a data/(fnv1a32 of its api path).js file loaded by a
+ * script element it inserts, so it works from file://, and inside one self-contained page (evalflow
+ * report, meta evalflow-mode=single), whose payloads are one gzip-compressed, base64-encoded block
+ * (id evalflow-data, never run): a line per payload, its key and JSON a tab apart, parsed when asked.
  */
 "use strict";
 
 (function () {
   const MODE_META = document.querySelector('meta[name="evalflow-mode"]');
-  const MODE = MODE_META && MODE_META.getAttribute("content") === "bundle" ? "bundle" : "server";
+  const MODE_NAME = MODE_META ? MODE_META.getAttribute("content") : "server";
+  const MODE = MODE_NAME === "bundle" || MODE_NAME === "single" ? MODE_NAME : "server";
+  const SNAPSHOT = MODE === "bundle" ? "This bundle" : "This report";  // what a static copy calls itself
   const STATUSES = new Set(["complete", "partial", "running", "failed"]);
   const SAFE_ATTRS = new Set(["id", "type", "placeholder", "title", "colspan", "for", "name", "alt", "role",
     "aria-label", "data-task", "data-status", "data-doc", "min", "max", "step", "value", "lang"]);
@@ -121,8 +125,29 @@
     writable: false, configurable: false,
   });
 
+  /** The single page's payloads, key -> JSON text: its data block base64-decoded, gunzipped, split. */
+  async function readPageData() {
+    const block = document.getElementById("evalflow-data");
+    const bytes = Uint8Array.from(atob(block ? block.textContent.replace(/\s+/g, "") : ""), (c) => c.charCodeAt(0));
+    const textValue = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+    const found = new Map();
+    for (const line of textValue.split("\n")) {
+      const tab = line.indexOf("\t");
+      if (tab > 0) found.set(JSON.parse(line.slice(0, tab)), line.slice(tab + 1));
+    }
+    return found;
+  }
+  const pageData = MODE === "single" ? readPageData() : null;
+
   function loadBundle(key) {
     if (bundleStore.has(key)) return Promise.resolve(bundleStore.get(key));
+    if (MODE === "single") {
+      return pageData.then((found) => {
+        if (!found.has(key)) throw new Error(SNAPSHOT + " does not hold " + key + " (it was not written with it).");
+        bundleStore.set(key, JSON.parse(found.get(key)));
+        return bundleStore.get(key);
+      });
+    }
     return new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = "data/" + fnv1a32(key) + ".js";
@@ -137,7 +162,7 @@
   }
 
   async function api(path, params) {
-    if (MODE === "bundle") {
+    if (MODE !== "server") {
       if (path === "/api/samples") return bundleSamples(params);
       return loadBundle(apiPath(path, params));
     }
@@ -162,7 +187,7 @@
       (!needle || [row.prompt, row.answer, row.target].some((v) => text(v).toLowerCase().includes(needle))));
     const offset = Number(params.offset || 0);
     const limit = Number(params.limit || 50);
-    return { total: rows.length, offset, limit, metrics: all.metrics, rows: rows.slice(offset, offset + limit) };
+    return { ...all, total: rows.length, offset, limit, rows: rows.slice(offset, offset + limit) };  // filters, verdicts, bundle_docs kept
   }
 
   /* ---------- router ---------- */
@@ -193,6 +218,7 @@
       else if (name === "compare") view = await viewCompare(seg);
       else if (name === "explain") view = await viewExplain(seg[0], params.get("against"));
       else if (name === "wrong") view = await viewAcross((raw[1] || "").split(",").filter(Boolean).map(decode));
+      else if (name === "results") view = await viewResults((raw[1] || "").split(",").filter(Boolean).map(decode));
       else view = el("p", { class: "error" }, "No such page: #/" + name);
     } catch (error) {
       view = el("div", { class: "error", role: "alert" }, String(error && error.message ? error.message : error));
@@ -245,7 +271,8 @@
         : el("span", { class: "disabled" }, "select two runs to compare");
       // sorted: the order means nothing here, and a bundle holds each selection once, sorted
       const across = ids.length >= 1 ? el("a", { href: "#/wrong/" + [...ids].sort().map(encodeURIComponent).join(","), id: "across-link" }, "Across selected runs") : null;
-      actions.replaceChildren(compare, across);
+      const results = ids.length >= 2 ? el("a", { href: "#/results/" + [...ids].sort().map(encodeURIComponent).join(","), id: "results-link" }, "Results side by side") : null;
+      actions.replaceChildren(compare, across, results);
     }
     function runRow(run) {
       const box = el("input", { type: "checkbox", "aria-label": "select " + run.id });
@@ -446,7 +473,7 @@
       el("h1", {}, "Samples — ", task),
       el("p", {}, el("a", { href: route("run", id) }, "← " + id)),
       form, pager,
-      page.bundle_docs ? el("p", { class: "note" }, "This bundle holds the first " + page.bundle_docs + " documents of each task in full; open the run with evalflow view for the others.") : null,
+      page.bundle_docs ? el("p", { class: "note" }, SNAPSHOT + " holds the first " + page.bundle_docs + " documents of each task in full; open the run with evalflow view for the others.") : null,
       table(["doc", "filter", "target", "answer", ...metrics, "correct", "verdict", ""], rows, { id: "samples" }));
   }
 
@@ -455,8 +482,8 @@
   async function viewSample(id, task, docId, filter) {
     let sample;
     try { sample = await api("/api/sample", { id, task, doc_id: docId, filter }); } catch (error) {
-      if (MODE !== "bundle") throw error;
-      return el("div", {}, el("h1", {}, task + " — document " + docId), el("p", { class: "note" }, "This bundle holds the first 200 documents of each task in full; open the run with evalflow view for the rest."));
+      if (MODE === "server") throw error;
+      return el("div", {}, el("h1", {}, task + " — document " + docId), el("p", { class: "note", id: "left-out" }, SNAPSHOT + " does not hold this document in full (it holds the first documents of each task); open the run with evalflow view for the rest."));
     }
     const choices = sample.choices || null;
     let won = -1;
@@ -484,14 +511,15 @@
       el("details", {}, el("summary", {}, "the whole record"), pre(sample.raw)));
   }
 
-  /** A run's image file by name (the server checks the path); an image known only by its digest
-   *  lives in the cache, not the run folder, so it is named, not shown. */
+  /** An image: in a bundle or report its PNG data URL (written from the run's cache), from the
+   *  server the run's file by name or the cache's image by digest (the server checks both). */
   function imageOf(id, image) {
-    const label = image.name ? "image " + image.name : "image " + (image.digest || "") + " (its pixels are in the cache)";
-    if (MODE === "bundle" || !image.name) return el("p", { class: "muted" }, label);
-    const img = el("img", { class: "sample", alt: label });
+    const label = image.name ? "image " + image.name : "image " + (image.digest || "");
+    const embedded = typeof image.src === "string" && image.src.startsWith("data:image/png;base64,");
+    if (!embedded && (MODE !== "server" || !(image.name || image.digest))) return el("p", { class: "muted" }, label + " (its pixels are not in this copy)");
+    const img = el("img", { class: "sample", alt: label, title: label });
     img.addEventListener("error", () => img.replaceWith(el("p", { class: "muted" }, label + ": not readable")));
-    img.src = apiPath("/api/image", { id, name: image.name }).slice(1);
+    img.src = embedded ? image.src : apiPath("/api/image", { id, name: image.name || image.digest }).slice(1);
     return img;
   }
 
@@ -508,6 +536,7 @@
       el("h1", {}, "Compare"),
       el("ul", {}, (data.runs || []).map((r, i) => el("li", {}, i === 0 ? "A (baseline): " : i === 1 ? "B (candidate): " : "run " + (i + 1) + ": ",
         el("a", { href: route("run", r.id) }, r.id), " ", r.model ? "· " + r.model : ""))),
+      el("p", {}, el("a", { href: "#/results/" + ids.map(encodeURIComponent).join(","), id: "results-link" }, "results side by side, one table per group")),
       table(["task / group", "metric", "filter", "A", "B", "difference", "interval", "p-value", "verdict"], (data.rows || []).map((r) =>
         el("tr", { class: r.significant ? "significant" : null }, el("td", {}, r.name), el("td", {}, r.metric), el("td", {}, r.filter),
           el("td", { class: "num" }, fmt(r.a)), el("td", { class: "num" }, fmt(r.b)), el("td", { class: "num" }, fmt(r.difference)),
@@ -556,6 +585,34 @@
       section("Reasoning figures", reasoning.error ? el("p", { class: "error" }, reasoning.error) : reasoningPart(reasoning)));
   }
 
+  /** The runs' results, one table per group, the runs side by side named by the settings that vary;
+   *  for two runs also compare's paired columns, a significant row marked; leaf subtasks folded. */
+  async function viewResults(ids) {
+    const data = await api("/api/results", { ids: ids.join(",") });
+    const runs = data.runs || [];
+    const paired = data.paired_columns || [];
+    const headers = ["task / group", "metric", "", ...runs.map((r, i) => (runs.length === 2 ? (i ? "B: " : "A: ") : "") + r.label), ...paired];
+    const line = (l) => el("tr", { class: l.significant ? "significant " + (l.direction || "") : null, "data-task": l.task },
+      el("td", {}, l.name), el("td", {}, l.metric), el("td", { title: l.arrow === "↑" ? "higher is better" : "lower is better" }, l.arrow),
+      (l.values || []).map((v) => el("td", { class: "num" }, v)), (l.paired || []).map((v) => el("td", { class: "num" }, v)));
+    const sections = (data.sections || []).map((s) => el("section", { class: "results-group" },
+      s.title ? el("h2", {}, s.title) : null,
+      table(headers, s.head.map(line), { class: "results" }),
+      s.folded.length ? el("details", {}, el("summary", {}, s.folded.length + " subtask rows" +
+        (s.folded.some((l) => l.significant) ? " (" + s.folded.filter((l) => l.significant).length + " significant)" : "")),
+      table(headers, s.folded.map(line), { class: "results" })) : null));
+    return el("div", { id: "results" },
+      el("h1", {}, "Results side by side"),
+      el("ul", {}, runs.map((r, i) => el("li", {}, (runs.length === 2 ? (i ? "B (candidate): " : "A (baseline): ") : ""), el("strong", {}, r.label), " · ",
+        el("a", { href: route("run", r.id) }, r.id), " · ", el("span", { class: "muted" }, r.folder), r.partial ? el("div", { class: "note" }, r.partial) : null,
+        r.gate && r.gate.length ? el("pre", { class: "gate" }, r.gate.join("\n")) : null))),
+      runs.length === 2 ? el("p", {}, el("a", { href: route("compare", runs[0].id, runs[1].id) }, "compare: the documents that flipped")) : null,
+      paired.length ? el("p", { class: "muted" }, "B − A with its 95% interval and p; rows with p < " + data.significant + " are marked (uncorrected).") : null,
+      data.compare_error ? el("p", { class: "note" }, "no paired columns: " + data.compare_error) : null,
+      (data.notes || []).map((n) => el("p", { class: "note" }, n)),
+      sections);
+  }
+
   /** Per run: its tokens and cost lines, then per task the stop reasons, truncated share and cost. */
   function reasoningPart(reasoning) {
     if (!Array.isArray(reasoning.runs)) return renderValue(reasoning);
@@ -568,8 +625,10 @@
 
   /* ---------- start ---------- */
 
-  document.getElementById("mode").textContent = MODE === "bundle" ? "static bundle" : "";
+  document.getElementById("mode").textContent = MODE === "bundle" ? "static bundle" : MODE === "single" ? "report (one file)" : "";
   window.addEventListener("hashchange", render);
-  if (!location.hash) history.replaceState(null, "", "#/runs");
+  const START = document.querySelector('meta[name="evalflow-start"]');
+  const start = START && MODE === "single" ? String(START.getAttribute("content")) : "";
+  if (!location.hash) history.replaceState(null, "", start.startsWith("#/") ? start : "#/runs");
   render();
 })();

@@ -1,0 +1,144 @@
+"""The viewer as ONE HTML file (``python -m evalflow report RUN... out=report.html``): the bundle of
+:mod:`evalflow.view.bundle` folded into a page that opens from ``file://``, mailed or attached to a
+review, with no server, no network and no second rendering: the same app.js, app.css and payloads.
+
+The page is the viewer's index.html marked ``<meta name="evalflow-mode" content="single">``, with
+app.css in one ``<style>`` and app.js in one ``<script>``, and a Content-Security-Policy that
+allows exactly those two blocks by their sha256 hashes (no ``'unsafe-inline'``: an injected
+``<script>`` or ``onerror=`` would not run even if markup got in). The payloads, the ones the
+bundle writes (:func:`evalflow.view.bundle.payloads`), are one line each (the key and the payload
+as JSON, escaped as the bundle escapes them, a tab between), gzip-compressed and base64-encoded
+into one ``<script type="application/gzip+base64" id="evalflow-data">`` block: never executed,
+holding only base64's letters, so no text of a run can end it early; app.js decompresses it with
+the browser's DecompressionStream and parses each payload when a view asks for it. Compressed, a
+pair of arc_easy runs with every document in full is a fifth of its JSON. The page opens on the
+comparison of two runs, the results side by side of more, or the one run's page.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+from evalflow.errors import ConfigError
+from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
+from evalflow.view.bundle import _URI_SAFE, js_json, payloads
+from evalflow.view.payloads import Catalog
+from evalflow.view.server import INDEX, STATIC_DIR
+
+MODE = "single"
+ALL_DOCS = 1 << 30
+_META = re.compile(r'<meta (name="evalflow-mode"|http-equiv="Content-Security-Policy")[^>]*>')
+_STYLE_LINK = '<link rel="stylesheet" href="static/app.css">'
+_SCRIPT_SRC = '<script src="static/app.js" defer></script>'
+
+
+def digest(text: str) -> str:
+    """A CSP source for an inline block: ``'sha256-<base64 of the block's UTF-8 bytes>'``."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
+def policy(script: str, style: str) -> str:
+    """Only the page's own two inline blocks run or style; images only as data: URLs."""
+    return (
+        f"default-src 'none'; script-src {digest(script)}; style-src {digest(style)}; img-src data:; "
+        "connect-src 'none'; base-uri 'none'; form-action 'none'"
+    )
+
+
+def ordered_ids(catalog: Catalog) -> list[str]:
+    """The runs in the order given on the command line (a root's index first), a sweep's jobs by
+    number: the first is compare's baseline A."""
+
+    def key(run_id: str) -> tuple[int, list[object]]:
+        head, colon, rest = run_id.partition(":")
+        root, rel = (int(head), rest) if colon and head.isdigit() else (0, run_id)
+        return root, [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", rel)]
+
+    return sorted(catalog.entries, key=key)
+
+
+def start_route(ids: Sequence[str]) -> str:
+    """The hash the page opens on: one run's page, two runs' comparison, more runs side by side."""
+    parts = [quote(i, safe=_URI_SAFE) for i in ids]
+    if len(parts) == 1:
+        return f"#/run/{parts[0]}"
+    if len(parts) == 2:
+        return f"#/compare/{parts[0]}/{parts[1]}"
+    return f"#/results/{','.join(parts)}"
+
+
+def page_chunks(
+    template: str, script: str, style: str, data: Iterator[tuple[str, object]], start: str
+) -> Iterator[str]:
+    """The page, in pieces (a big run's payloads are not all held at once)."""
+    for needed in (_STYLE_LINK, _SCRIPT_SRC, "</body>"):
+        if needed not in template:
+            raise ConfigError(f"the viewer's {INDEX} lacks {needed!r}; reinstall evalflow")
+    for name, text, ends in (("app.js", script, ("</script", "<!--")), ("app.css", style, ("</style",))):
+        for end in ends:
+            if end in text.lower():
+                raise ConfigError(f"the viewer's {name} holds {end!r} and cannot be inlined; reinstall evalflow")
+    head = _META.sub("", template).replace("<head>", "<head>\n" + _metas(script, style, start), 1)
+    head = head.replace(_STYLE_LINK, f"<style>{style}</style>").replace(_SCRIPT_SRC, "")
+    before, _, after = head.rpartition("</body>")
+    yield before
+    yield '<script type="application/gzip+base64" id="evalflow-data">\n'
+    yield from compressed(f"{js_json(key)}\t{js_json(payload)}\n" for key, payload in data)
+    yield f"</script>\n<script>{script}</script>\n</body>{after}"
+
+
+def compressed(lines: Iterator[str]) -> Iterator[str]:
+    """The lines gzip-compressed and base64-encoded, streamed (76-character lines, as MIME wraps)."""
+    packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: a gzip member, as DecompressionStream("gzip") reads
+    pending = b""
+    for line in lines:
+        pending += packer.compress(line.encode("utf-8"))
+        cut = len(pending) - len(pending) % 57  # 57 bytes: one 76-character base64 line
+        if cut:
+            yield _wrapped(pending[:cut])
+            pending = pending[cut:]
+    yield _wrapped(pending + packer.flush())
+
+
+def _wrapped(chunk: bytes) -> str:
+    return "".join(base64.b64encode(chunk[i : i + 57]).decode("ascii") + "\n" for i in range(0, len(chunk), 57))
+
+
+def _metas(script: str, style: str, start: str) -> str:
+    return (
+        f'<meta http-equiv="Content-Security-Policy" content="{policy(script, style)}">\n'
+        f'<meta name="evalflow-mode" content="{MODE}">\n'
+        f'<meta name="evalflow-start" content="{html.escape(start)}">'
+    )
+
+
+def write_single_file(folders: Sequence[Path | str], out: Path, docs: int | None = None) -> int:
+    """Write the page of the runs in ``folders`` (run folders, multirun folders, lm-eval output
+    folders) to ``out``, the first ``docs`` documents of each task in full (None: all); returns
+    its size in bytes."""
+    from evalflow.output.run_folder import atomic_write
+
+    catalog = Catalog(folders)
+    if not catalog.entries:
+        raise ConfigError(
+            f"report: no run found in {', '.join(map(str, folders))}; give run folders "
+            f"(evalflow's {RESULTS} or {SNAPSHOT}/, or lm-eval's {LMEVAL_RESULTS_PATTERN}) or folders holding them"
+        )
+    target = out.resolve()
+    for entry in catalog.entries.values():
+        if target.is_relative_to(entry.folder.resolve()):
+            raise ConfigError(f"report: out={out} lies inside the run folder {entry.folder}; write the page elsewhere")
+    template = (STATIC_DIR / INDEX).read_text(encoding="utf-8")
+    script = (STATIC_DIR / "app.js").read_text(encoding="utf-8")
+    style = (STATIC_DIR / "app.css").read_text(encoding="utf-8")
+    ids = ordered_ids(catalog)
+    data = payloads(catalog, ALL_DOCS if docs is None else docs, ids)
+    atomic_write(out, page_chunks(template, script, style, data, start_route(ids)))
+    return out.stat().st_size
