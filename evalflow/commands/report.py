@@ -15,7 +15,8 @@ left out)::
     python -m evalflow report outputs/run_a peer-out/ out=a_vs_b.html docs=500
 
 The page's Content-Security-Policy lets only its own script and stylesheet run (by their sha256
-hashes), so nothing a model wrote can execute in it.
+hashes), so nothing a model wrote can execute in it. Needs the ``insight`` and ``view`` extras:
+``pip install "evalflow[insight,view]"``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from evalflow.commands.reference import print_help
 from evalflow.commands.words import Command, Option, asks_for_help, parse_words
+from evalflow.errors import ConfigError
 
 
 def _max_docs(value: str) -> int | None:
@@ -55,7 +57,12 @@ def main(argv: list[str]) -> int:
         return 0 if argv else 2
     words = parse_words(argv, COMMAND)
     out = Path(words.value("out"))
-    from evalflow.view.single_file import write_single_file
+    try:
+        from evalflow.view.single_file import write_single_file
+    except ImportError as exc:
+        raise ConfigError(
+            f'report needs the view and insight extras ({exc.name} is missing): pip install "evalflow[insight,view]"'
+        ) from None
 
     size = write_single_file([Path(a) for a in words.positional], out, words.options.get("docs"))
     print(f"report: {out} ({size // 1024} KiB)")

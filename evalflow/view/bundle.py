@@ -16,10 +16,10 @@ a script is escaped so no text can end it: ``<``, ``>``, ``&`` and U+2028/U+2029
 a comparison of runs over different documents) is written as ``{"error": ...}``, as the server
 would answer it. What is in the bundle: the runs, each run's detail, each task's samples as one
 payload (``all=1``; the page filters and pages them itself), each document in full for the first
-``docs`` documents of each task (its images as PNG data URLs from the run's cache), explain for each run, compare for every ordered pair (or, past
-``PAIRS_ALL`` runs, each run against the next), and the across-runs views of each run, each
-compared pair and all runs, and the runs' results side by side for the same selections. Live
-progress is not (a bundle is a snapshot).
+``docs`` documents of each task (its images as PNG data URLs from the run's cache), explain for
+each run, compare for every ordered pair (or, past ``PAIRS_ALL`` runs, each run against the next),
+and the across-runs views of each run, each compared pair and all runs, and the runs' results
+side by side for the same selections. Live progress is not (a bundle is a snapshot).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import Any
 from urllib.parse import quote
 
 from evalflow.errors import ConfigError, EvalflowError
-from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
 from evalflow.frames.discovery import RunEntry
+from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
 from evalflow.view.payloads import ROUTES, Catalog, cached_image, json_text, samples_path
 from evalflow.view.server import INDEX, STATIC_DIR, STATIC_FILES
 
