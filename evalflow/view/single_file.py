@@ -85,7 +85,8 @@ def page_chunks(
         for end in ends:
             if end in text.lower():
                 raise ConfigError(f"the viewer's {name} holds {end!r} and cannot be inlined; reinstall evalflow")
-    head = _META.sub("", template).replace("<head>", "<head>\n" + _metas(script, style, start), 1)
+    anchor = '<meta charset="utf-8">' if '<meta charset="utf-8">' in template else "<head>"
+    head = _META.sub("", template).replace(anchor, anchor + "\n" + _metas(script, style, start), 1)
     head = head.replace(_STYLE_LINK, f"<style>{style}</style>").replace(_SCRIPT_SRC, "")
     before, _, after = head.rpartition("</body>")
     yield before
