@@ -44,7 +44,7 @@ PAIRS_ALL = 6  # up to this many runs, every ordered pair is compared; past it, 
 DOCS = 200  # documents per task written in full
 THUMBNAIL = 320  # an embedded image's longer side, in pixels
 MODE_META = '<meta name="evalflow-mode" content="bundle">'
-_URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is (besides letters and digits)
+URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is (besides letters and digits)
 
 
 def fnv1a32(text: str) -> int:
@@ -62,7 +62,7 @@ def fnv1a32(text: str) -> int:
 def api_key(path: str, params: Mapping[str, str]) -> str:
     """The API path with its query words sorted by name, each name and value encoded as
     ``encodeURIComponent`` encodes it: ``/api/run?id=sweep%2F0``."""
-    query = "&".join(f"{quote(k, safe=_URI_SAFE)}={quote(str(v), safe=_URI_SAFE)}" for k, v in sorted(params.items()))
+    query = "&".join(f"{quote(k, safe=URI_SAFE)}={quote(str(v), safe=URI_SAFE)}" for k, v in sorted(params.items()))
     return f"{path}?{query}" if query else path
 
 

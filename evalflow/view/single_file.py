@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 from evalflow.errors import ConfigError
 from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
-from evalflow.view.bundle import _URI_SAFE, js_json, payloads
+from evalflow.view.bundle import URI_SAFE, js_json, payloads
 from evalflow.view.payloads import Catalog
 from evalflow.view.server import INDEX, STATIC_DIR
 
@@ -66,7 +66,7 @@ def ordered_ids(catalog: Catalog) -> list[str]:
 
 def start_route(ids: Sequence[str]) -> str:
     """The hash the page opens on: one run's page, two runs' comparison, more runs side by side."""
-    parts = [quote(i, safe=_URI_SAFE) for i in ids]
+    parts = [quote(i, safe=URI_SAFE) for i in ids]
     if len(parts) == 1:
         return f"#/run/{parts[0]}"
     if len(parts) == 2:

@@ -129,3 +129,15 @@ def test_refuses_no_runs_and_a_page_inside_a_run(reports: dict[str, Any]) -> Non
     with pytest.raises(ConfigError, match="inside the run folder"):
         write_single_file([reports["runs"]["a"]], inside)
     assert not inside.exists()
+
+
+def test_opens_on_one_run_two_runs_compared_or_more_side_by_side(reports: dict[str, Any]) -> None:
+    from evalflow.view.payloads import Catalog
+    from evalflow.view.single_file import ordered_ids, start_route
+
+    runs = reports["runs"]
+    catalog = Catalog([runs["b"], runs["a"], runs["hostile"]])  # the command line's order, not the newest first
+    ids = ordered_ids(catalog)
+    assert [catalog.entries[i].folder for i in ids] == [runs["b"], runs["a"], runs["hostile"]]
+    assert start_route(ids) == "#/results/0%3A.,1%3A.,2%3A."
+    assert start_route(ids[:2]) == "#/compare/0%3A./1%3A." and start_route(["sweep/0"]) == "#/run/sweep%2F0"
