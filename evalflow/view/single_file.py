@@ -8,10 +8,12 @@ allows exactly those two blocks by their sha256 hashes (no ``'unsafe-inline'``: 
 ``<script>`` or ``onerror=`` would not run even if markup got in). The payloads, the ones the
 bundle writes (:func:`evalflow.view.bundle.payloads`), are one line each (the key and the payload
 as JSON, escaped as the bundle escapes them, a tab between), gzip-compressed and base64-encoded
-into one ``<script type="application/gzip+base64" id="evalflow-data">`` block: never executed,
-holding only base64's letters, so no text of a run can end it early; app.js decompresses it with
-the browser's DecompressionStream and parses each payload when a view asks for it. Compressed, a
-pair of arc_easy runs with every document in full is a fifth of its JSON. The page opens on the
+into ``<script type="application/gzip+base64" data-block="NAME">`` blocks: never executed, holding
+only base64's letters, so no text of a run can end one early. The documents in full of one run's
+task are one block, unpacked when one of them is opened; everything else is the first block,
+unpacked on opening (:func:`block_name`); app.js decompresses with the browser's
+DecompressionStream and parses each payload when a view asks for it. Compressed, a pair of
+arc_easy runs with every document in full is a fifth of its JSON. The page opens on the
 comparison of two runs, the results side by side of more, or the one run's page.
 """
 
@@ -24,11 +26,11 @@ import re
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 from evalflow.errors import ConfigError
 from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
-from evalflow.view.bundle import URI_SAFE, js_json, payloads
+from evalflow.view.bundle import URI_SAFE, api_key, js_json, payloads
 from evalflow.view.payloads import Catalog
 from evalflow.view.server import INDEX, STATIC_DIR
 
@@ -90,22 +92,58 @@ def page_chunks(
     head = head.replace(_STYLE_LINK, f"<style>{style}</style>").replace(_SCRIPT_SRC, "")
     before, _, after = head.rpartition("</body>")
     yield before
-    yield '<script type="application/gzip+base64" id="evalflow-data">\n'
-    yield from compressed(f"{js_json(key)}\t{js_json(payload)}\n" for key, payload in data)
-    yield f"</script>\n<script>{script}</script>\n</body>{after}"
+    yield from data_blocks(data)
+    yield f"<script>{script}</script>\n</body>{after}"
 
 
-def compressed(lines: Iterator[str]) -> Iterator[str]:
-    """The lines gzip-compressed and base64-encoded, streamed (76-character lines, as MIME wraps)."""
-    packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: a gzip member, as DecompressionStream("gzip") reads
-    pending = b""
-    for line in lines:
-        pending += packer.compress(line.encode("utf-8"))
-        cut = len(pending) - len(pending) % 57  # 57 bytes: one 76-character base64 line
-        if cut:
-            yield _wrapped(pending[:cut])
-            pending = pending[cut:]
-    yield _wrapped(pending + packer.flush())
+def block_name(key: str) -> str:
+    """The block a payload is in: a document in full in its run and task's block (named like the
+    key, ``/api/sample?id=…&task=…``: app.js unpacks it when one of them is opened), the rest in
+    the first block (``""``), which the page unpacks on opening."""
+    if not key.startswith("/api/sample?"):
+        return ""
+    query = parse_qs(key.split("?", 1)[1], keep_blank_values=True)
+    return api_key("/api/sample", {"id": query["id"][0], "task": query["task"][0]})
+
+
+def data_blocks(data: Iterator[tuple[str, object]]) -> Iterator[str]:
+    """The payloads as blocks, each streamed out as it fills; the first block (held compressed
+    while the documents stream) last."""
+    first = Packer()
+    held: list[str] = []
+    current: tuple[str, Packer] | None = None
+    for key, payload in data:
+        line = f"{js_json(key)}\t{js_json(payload)}\n"
+        name = block_name(key)
+        if not name:
+            held.append(first.feed(line))
+            continue
+        if current is None or current[0] != name:
+            if current is not None:
+                yield current[1].close() + "</script>\n"
+            current = (name, Packer())
+            yield f'<script type="application/gzip+base64" data-block="{html.escape(name)}">\n'
+        yield current[1].feed(line)
+    if current is not None:
+        yield current[1].close() + "</script>\n"
+    yield '<script type="application/gzip+base64" data-block="">\n' + "".join(held) + first.close() + "</script>\n"
+
+
+class Packer:
+    """Lines gzip-compressed and base64-encoded as they come (76-character lines, as MIME wraps)."""
+
+    def __init__(self) -> None:
+        self._zip = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: a gzip member, as DecompressionStream reads
+        self._pending = b""
+
+    def feed(self, line: str) -> str:
+        self._pending += self._zip.compress(line.encode("utf-8"))
+        cut = len(self._pending) - len(self._pending) % 57  # 57 bytes: one 76-character base64 line
+        out, self._pending = self._pending[:cut], self._pending[cut:]
+        return _wrapped(out)
+
+    def close(self) -> str:
+        return _wrapped(self._pending + self._zip.flush())
 
 
 def _wrapped(chunk: bytes) -> str:

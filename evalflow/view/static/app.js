@@ -6,8 +6,8 @@
  * The same file runs against the server (fetch /api/...), inside a static bundle (meta
  * evalflow-mode=bundle), where each payload is a data/(fnv1a32 of its api path).js file loaded by a
  * script element it inserts, so it works from file://, and inside one self-contained page (evalflow
- * report, meta evalflow-mode=single), whose payloads are one gzip-compressed, base64-encoded block
- * (id evalflow-data, never run): a line per payload, its key and JSON a tab apart, parsed when asked.
+ * report, meta evalflow-mode=single), whose payloads are gzip-compressed, base64-encoded blocks
+ * (never run): a line per payload, its key and JSON a tab apart, parsed when asked.
  */
 "use strict";
 
@@ -125,10 +125,19 @@
     writable: false, configurable: false,
   });
 
-  /** The single page's payloads, key -> JSON text: its data block base64-decoded, gunzipped, split. */
-  async function readPageData() {
-    const block = document.getElementById("evalflow-data");
-    const bytes = Uint8Array.from(atob(block ? block.textContent.replace(/\s+/g, "") : ""), (c) => c.charCodeAt(0));
+  /** The single page's data blocks by name: "" holds every payload but the documents in full, a
+   *  run's task's documents are the block named /api/sample?id=..&task=.. (unpacked when opened). */
+  const pageBlocks = new Map();
+  if (MODE === "single") {
+    for (const block of document.querySelectorAll('script[type="application/gzip+base64"][data-block]')) pageBlocks.set(block.getAttribute("data-block"), block);
+  }
+  const unpacked = new Map();
+
+  /** One block's payloads, key -> JSON text: base64-decoded (atob drops the line breaks), gunzipped, split. */
+  async function readBlock(block) {
+    const binary = atob(block ? block.textContent : "");
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
     const textValue = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
     const found = new Map();
     for (const line of textValue.split("\n")) {
@@ -137,12 +146,20 @@
     }
     return found;
   }
-  const pageData = MODE === "single" ? readPageData() : null;
+  function blockOf(key) {
+    let name = "";
+    if (key.startsWith("/api/sample?")) {
+      const query = new URLSearchParams(key.slice(key.indexOf("?") + 1));
+      name = apiPath("/api/sample", { id: query.get("id"), task: query.get("task") });
+    }
+    if (!unpacked.has(name)) unpacked.set(name, pageBlocks.has(name) ? readBlock(pageBlocks.get(name)) : Promise.resolve(new Map()));
+    return unpacked.get(name);
+  }
 
   function loadBundle(key) {
     if (bundleStore.has(key)) return Promise.resolve(bundleStore.get(key));
     if (MODE === "single") {
-      return pageData.then((found) => {
+      return blockOf(key).then((found) => {
         if (!found.has(key)) throw new Error(SNAPSHOT + " does not hold " + key + " (it was not written with it).");
         bundleStore.set(key, JSON.parse(found.get(key)));
         return bundleStore.get(key);
