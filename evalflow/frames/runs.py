@@ -31,7 +31,7 @@ import yaml
 from evalflow.errors import RunFolderError
 from evalflow.frames.discovery import EVALFLOW, RunEntry, find_runs, sweep_id
 from evalflow.frames.status import live_progress, read_events, run_status
-from evalflow.insight.report_build import run_settings
+from evalflow.insight.run_names import run_settings
 from evalflow.output.partial import partial_line
 from evalflow.output.run_folder import OBJECT_MODEL, Run, metric_keys
 from evalflow.output.run_info import model_name

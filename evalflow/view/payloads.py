@@ -36,6 +36,7 @@ from evalflow.output.run_folder import Run, load_run
 from evalflow.output.run_paths import lmeval_samples_files, manifest_file, results_file, samples_files
 from evalflow.view.comparing import compare_payload
 from evalflow.view.safe_paths import UnsafePath, resolve_under
+from evalflow.view.side_by_side import side_by_side
 
 Params = Mapping[str, str]
 PAGE_LIMIT = 1000  # the most rows one samples page may ask for (``all=1``: the bundle's whole task)
@@ -340,6 +341,15 @@ def reasoning_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
     return result
 
 
+def results_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    """``/api/results?ids=A,B[,C...]``: the runs' results side by side (:mod:`evalflow.view.side_by_side`)."""
+    entries = [catalog.entry(i) for i in _ids(params)]
+    result: dict[str, Any] = catalog.memo(
+        ("results",), entries, lambda: side_by_side([e.id for e in entries], [catalog.run(e) for e in entries])
+    )
+    return result
+
+
 def live_payload(catalog: Catalog, params: Params) -> dict[str, Any] | None:
     """``/api/live?id=ID``: the running run's progress (null when it has no events file)."""
     return live_progress(catalog.entry(params.get("id")).folder)
@@ -395,5 +405,6 @@ ROUTES: dict[str, Route] = {
     "/api/explain": explain_payload,
     "/api/wrong": wrong_payload,
     "/api/reasoning": reasoning_payload,
+    "/api/results": results_payload,
     "/api/live": live_payload,
 }

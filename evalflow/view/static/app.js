@@ -3,15 +3,19 @@
  * Everything a run folder holds (model output, task text, file names, config values) is data, never
  * markup: the DOM is built only with createElement, textContent and an allow-list of attributes, and a
  * link's href is a "#/..." route, a same-origin relative path, or (tracker links only) an http(s) URL.
- * The same file runs against the server (fetch /api/...) and inside a static bundle (meta
- * evalflow-mode=bundle), where each payload is a data/<fnv1a32 of its api path>.js file loaded with a
- * <script src> so it works from file://.
+ * The same file runs against the server (fetch /api/...), inside a static bundle (meta
+ * evalflow-mode=bundle), where each payload is a data/(fnv1a32 of its api path).js file loaded by a
+ * script element it inserts, so it works from file://, and inside one self-contained page (evalflow
+ * report, meta evalflow-mode=single), whose payloads are gzip-compressed, base64-encoded blocks
+ * (never run): a line per payload, its key and JSON a tab apart, parsed when asked.
  */
 "use strict";
 
 (function () {
   const MODE_META = document.querySelector('meta[name="evalflow-mode"]');
-  const MODE = MODE_META && MODE_META.getAttribute("content") === "bundle" ? "bundle" : "server";
+  const MODE_NAME = MODE_META ? MODE_META.getAttribute("content") : "server";
+  const MODE = MODE_NAME === "bundle" || MODE_NAME === "single" ? MODE_NAME : "server";
+  const SNAPSHOT = MODE === "bundle" ? "This bundle" : "This report";  // what a static copy calls itself
   const STATUSES = new Set(["complete", "partial", "running", "failed"]);
   const SAFE_ATTRS = new Set(["id", "type", "placeholder", "title", "colspan", "for", "name", "alt", "role",
     "aria-label", "data-task", "data-status", "data-doc", "min", "max", "step", "value", "lang"]);
@@ -121,8 +125,46 @@
     writable: false, configurable: false,
   });
 
+  /** The single page's data blocks by name: "" holds every payload but the documents in full, a
+   *  run's task's documents are the block named /api/sample?id=..&task=.. (unpacked when opened). */
+  const pageBlocks = new Map();
+  if (MODE === "single") {
+    for (const block of document.querySelectorAll('script[type="application/gzip+base64"][data-block]')) pageBlocks.set(block.getAttribute("data-block"), block);
+  }
+  const unpacked = new Map();
+
+  /** One block's payloads, key -> JSON text: base64-decoded (atob drops the line breaks), gunzipped, split. */
+  async function readBlock(block) {
+    const binary = atob(block ? block.textContent : "");
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    const textValue = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+    const found = new Map();
+    for (const line of textValue.split("\n")) {
+      const tab = line.indexOf("\t");
+      if (tab > 0) found.set(JSON.parse(line.slice(0, tab)), line.slice(tab + 1));
+    }
+    return found;
+  }
+  function blockOf(key) {
+    let name = "";
+    if (key.startsWith("/api/sample?")) {
+      const query = new URLSearchParams(key.slice(key.indexOf("?") + 1));
+      name = apiPath("/api/sample", { id: query.get("id"), task: query.get("task") });
+    }
+    if (!unpacked.has(name)) unpacked.set(name, pageBlocks.has(name) ? readBlock(pageBlocks.get(name)) : Promise.resolve(new Map()));
+    return unpacked.get(name);
+  }
+
   function loadBundle(key) {
     if (bundleStore.has(key)) return Promise.resolve(bundleStore.get(key));
+    if (MODE === "single") {
+      return blockOf(key).then((found) => {
+        if (!found.has(key)) throw new Error(SNAPSHOT + " does not hold " + key + " (it was not written with it).");
+        bundleStore.set(key, JSON.parse(found.get(key)));
+        return bundleStore.get(key);
+      });
+    }
     return new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = "data/" + fnv1a32(key) + ".js";
@@ -137,7 +179,7 @@
   }
 
   async function api(path, params) {
-    if (MODE === "bundle") {
+    if (MODE !== "server") {
       if (path === "/api/samples") return bundleSamples(params);
       return loadBundle(apiPath(path, params));
     }
@@ -162,7 +204,7 @@
       (!needle || [row.prompt, row.answer, row.target].some((v) => text(v).toLowerCase().includes(needle))));
     const offset = Number(params.offset || 0);
     const limit = Number(params.limit || 50);
-    return { ...all, total: rows.length, offset, limit, rows: rows.slice(offset, offset + limit) };
+    return { ...all, total: rows.length, offset, limit, rows: rows.slice(offset, offset + limit) };  // filters, verdicts, bundle_docs kept
   }
 
   /* ---------- router ---------- */
@@ -193,6 +235,7 @@
       else if (name === "compare") view = await viewCompare(seg, params);
       else if (name === "explain") view = await viewExplain(seg[0], params.get("against"));
       else if (name === "wrong") view = await viewAcross((raw[1] || "").split(",").filter(Boolean).map(decode));
+      else if (name === "results") view = await viewResults((raw[1] || "").split(",").filter(Boolean).map(decode));
       else view = el("p", { class: "error" }, "No such page: #/" + name);
     } catch (error) {
       view = el("div", { class: "error", role: "alert" }, String(error && error.message ? error.message : error));
@@ -266,7 +309,8 @@
         : el("span", { class: "disabled" }, "select two runs to compare");
       // sorted: the order means nothing here, and a bundle holds each selection once, sorted
       const across = ids.length >= 1 ? el("a", { href: "#/wrong/" + [...ids].sort().map(encodeURIComponent).join(","), id: "across-link" }, "Across selected runs") : null;
-      actions.replaceChildren(...[compare, across].filter(Boolean));
+      const results = ids.length >= 2 ? el("a", { href: "#/results/" + [...ids].sort().map(encodeURIComponent).join(","), id: "results-link" }, "Results side by side") : null;
+      actions.replaceChildren(...[compare, across, results].filter(Boolean));
     }
     function runRow(run) {
       const box = el("input", { type: "checkbox", "aria-label": "select " + run.id });
@@ -472,7 +516,7 @@
       el("h1", {}, "Samples — ", task),
       el("p", {}, el("a", { href: route("run", id) }, "← " + id)),
       form, pager,
-      page.bundle_docs ? el("p", { class: "note" }, "This bundle holds the first " + page.bundle_docs + " documents of each task in full; open the run with evalflow view for the others.") : null,
+      page.bundle_docs ? el("p", { class: "note" }, SNAPSHOT + " holds the first " + page.bundle_docs + " documents of each task in full; open the run with evalflow view for the others.") : null,
       table(["doc", "filter", "target", "answer", ...metrics, "correct", ...(fields.verdict ? ["verdict"] : []), ...(fields.has_image ? [""] : [])], rows, { id: "samples" }));
   }
 
@@ -481,8 +525,8 @@
   async function viewSample(id, task, docId, filter) {
     let sample;
     try { sample = await api("/api/sample", { id, task, doc_id: docId, filter }); } catch (error) {
-      if (MODE !== "bundle") throw error;
-      return el("div", {}, el("h1", {}, task + " — document " + docId), el("p", { class: "note" }, "This bundle holds the first 200 documents of each task in full; open the run with evalflow view for the rest."));
+      if (MODE === "server") throw error;
+      return el("div", {}, el("h1", {}, task + " — document " + docId), el("p", { class: "note", id: "left-out" }, SNAPSHOT + " does not hold this document in full (it holds the first documents of each task); open the run with evalflow view for the rest."));
     }
     const choices = sample.choices || null;
     let won = -1;
@@ -510,14 +554,15 @@
       el("details", {}, el("summary", {}, "the whole record"), pre(sample.raw)));
   }
 
-  /** A run's image file by name (the server checks the path); an image known only by its digest
-   *  lives in the cache, not the run folder, so it is named, not shown. */
+  /** An image: in a bundle or report its PNG data URL (written from the run's cache), from the
+   *  server the run's file by name or the cache's image by digest (the server checks both). */
   function imageOf(id, image) {
-    const label = image.name ? "image " + image.name : "image " + (image.digest || "") + " (its pixels are in the cache)";
-    if (MODE === "bundle" || !image.name) return el("p", { class: "muted" }, label);
-    const img = el("img", { class: "sample", alt: label });
+    const label = image.name ? "image " + image.name : "image " + (image.digest || "");
+    const embedded = typeof image.src === "string" && image.src.startsWith("data:image/png;base64,");
+    if (!embedded && (MODE !== "server" || !(image.name || image.digest))) return el("p", { class: "muted" }, label + " (its pixels are not in this copy)");
+    const img = el("img", { class: "sample", alt: label, title: label });
     img.addEventListener("error", () => img.replaceWith(el("p", { class: "muted" }, label + ": not readable")));
-    img.src = apiPath("/api/image", { id, name: image.name }).slice(1);
+    img.src = embedded ? image.src : apiPath("/api/image", { id, name: image.name || image.digest }).slice(1);
     return img;
   }
 
@@ -525,7 +570,7 @@
 
   /** The gate's words (max_drop, alpha) from the hash: a verdict is asked for only when given. */
   function gateForm(ids, gate) {
-    if (MODE === "bundle") return el("p", { class: "muted" }, "A gate (max_drop=, alpha=) needs the server: python -m evalflow view.");
+    if (MODE !== "server") return el("p", { class: "muted" }, "A gate (max_drop=, alpha=) needs the server: python -m evalflow view.");
     const box = (key, label, step) => { const b = el("input", { type: "number", id: "gate-" + key, name: key, step, placeholder: label, "aria-label": label }); b.value = gate[key]; return b; };
     const drop = box("max_drop", "max_drop (gate: the largest drop allowed)", "any"), alpha = box("alpha", "alpha (0.05)", "any");
     const form = el("form", { class: "controls", id: "gate-form" }, drop, alpha, el("button", { type: "submit" }, "Gate"));
@@ -535,7 +580,7 @@
 
   async function viewCompare(ids, params) {
     const gate = { max_drop: (params && params.get("max_drop")) || "", alpha: (params && params.get("alpha")) || "" };
-    const data = await api("/api/compare", { ids: ids.join(","), ...(MODE === "bundle" ? {} : gate) });
+    const data = await api("/api/compare", { ids: ids.join(","), ...(MODE === "server" ? gate : {}) });
     const gated = Boolean(data.gate);
     const [a, b] = ids;
     const flips = data.flips || { total: 0, rows: [] };
@@ -546,6 +591,7 @@
       el("h1", {}, "Compare"),
       el("ul", {}, (data.runs || []).map((r, i) => el("li", {}, i === 0 ? "A (baseline): " : i === 1 ? "B (candidate): " : "run " + (i + 1) + ": ",
         el("a", { href: route("run", r.id), title: r.id }, runLabel(r)), " ", el("span", { title: r.model }, "· " + modelLabel(r))))),
+      el("p", {}, el("a", { href: "#/results/" + ids.map(encodeURIComponent).join(","), id: "results-link" }, "results side by side, one table per group")),
       gateForm(ids, gate),
       table(["task / group", "metric", "filter", "A", "B", "difference", "interval", "p-value", ...(gated ? ["verdict"] : [])], (data.rows || []).map((r) =>
         el("tr", { class: r.significant ? "significant" : null }, el("td", {}, r.name), el("td", {}, r.metric), el("td", {}, r.filter),
@@ -563,7 +609,7 @@
   async function viewExplain(id, against) {
     const [data, runs] = await Promise.all([api("/api/explain", { id, against }), api("/api/runs").catch(() => ({ runs: [] }))]);
     // lm-eval's folders have no manifest to explain against; a bundle offers only the runs it holds explain against
-    const held = MODE === "bundle" ? new Set(data.bundle_against || []) : null;
+    const held = MODE !== "server" ? new Set(data.bundle_against || []) : null;
     const choices = (runs.runs || []).filter((r) => r.id !== id && r.layout !== "lm-eval" && (!held || held.has(r.id)));
     const choose = el("select", { id: "against", "aria-label": "explain against" },
       el("option", { value: "" }, "the closest earlier run (as evalflow explain finds it)"),
@@ -600,6 +646,34 @@
       section("Reasoning figures", reasoning.error ? el("p", { class: "error" }, reasoning.error) : reasoningPart(reasoning)));
   }
 
+  /** The runs' results, one table per group, the runs side by side named by the settings that vary;
+   *  for two runs also compare's paired columns, a significant row marked; leaf subtasks folded. */
+  async function viewResults(ids) {
+    const data = await api("/api/results", { ids: ids.join(",") });
+    const runs = data.runs || [];
+    const paired = data.paired_columns || [];
+    const headers = ["task / group", "metric", "", ...runs.map((r, i) => (runs.length === 2 ? (i ? "B: " : "A: ") : "") + r.label), ...paired];
+    const line = (l) => el("tr", { class: l.significant ? "significant " + (l.direction || "") : null, "data-task": l.task },
+      el("td", {}, l.name), el("td", {}, l.metric), el("td", { title: l.arrow === "↑" ? "higher is better" : "lower is better" }, l.arrow),
+      (l.values || []).map((v) => el("td", { class: "num" }, v)), (l.paired || []).map((v) => el("td", { class: "num" }, v)));
+    const sections = (data.sections || []).map((s) => el("section", { class: "results-group" },
+      s.title ? el("h2", {}, s.title) : null,
+      table(headers, s.head.map(line), { class: "results" }),
+      s.folded.length ? el("details", {}, el("summary", {}, s.folded.length + " subtask rows" +
+        (s.folded.some((l) => l.significant) ? " (" + s.folded.filter((l) => l.significant).length + " significant)" : "")),
+      table(headers, s.folded.map(line), { class: "results" })) : null));
+    return el("div", { id: "results" },
+      el("h1", {}, "Results side by side"),
+      el("ul", {}, runs.map((r, i) => el("li", {}, (runs.length === 2 ? (i ? "B (candidate): " : "A (baseline): ") : ""), el("strong", {}, r.label), " · ",
+        el("a", { href: route("run", r.id) }, r.id), " · ", el("span", { class: "muted" }, r.folder), r.partial ? el("div", { class: "note" }, r.partial) : null,
+        r.gate && r.gate.length ? el("pre", { class: "gate" }, r.gate.join("\n")) : null))),
+      runs.length === 2 ? el("p", {}, el("a", { href: route("compare", runs[0].id, runs[1].id) }, "compare: the documents that flipped")) : null,
+      paired.length ? el("p", { class: "muted" }, "B − A with its 95% interval and p; rows with p < " + data.significant + " are marked (uncorrected).") : null,
+      data.compare_error ? el("p", { class: "note" }, "no paired columns: " + data.compare_error) : null,
+      (data.notes || []).map((n) => el("p", { class: "note" }, n)),
+      sections);
+  }
+
   /** Per run: its tokens and cost lines, then per task the stop reasons, truncated share and cost. */
   function reasoningPart(reasoning) {
     if (!Array.isArray(reasoning.runs)) return renderValue(reasoning);
@@ -612,8 +686,10 @@
 
   /* ---------- start ---------- */
 
-  document.getElementById("mode").textContent = MODE === "bundle" ? "static bundle" : "";
+  document.getElementById("mode").textContent = MODE === "bundle" ? "static bundle" : MODE === "single" ? "report (one file)" : "";
   window.addEventListener("hashchange", render);
-  if (!location.hash) history.replaceState(null, "", "#/runs");
+  const START = document.querySelector('meta[name="evalflow-start"]');
+  const start = START && MODE === "single" ? String(START.getAttribute("content")) : "";
+  if (!location.hash) history.replaceState(null, "", start.startsWith("#/") ? start : "#/runs");
   render();
 })();
