@@ -30,7 +30,7 @@ from evalflow.frames.runs import run_detail, run_summary
 from evalflow.frames.samples import SampleQuery, query, sample_detail
 from evalflow.frames.status import live_progress
 from evalflow.insight.comparison import DEFAULT_ITERS
-from evalflow.insight.explanation import compared_with, explain, read_manifest
+from evalflow.insight.explanation import explain_compared, read_manifest
 from evalflow.insight.gate import GateSettings
 from evalflow.output.run_folder import Run, load_run
 from evalflow.output.run_paths import lmeval_samples_files, manifest_file, results_file, samples_files
@@ -302,11 +302,11 @@ def explain_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
         if one is not None and one.layout == LMEVAL:
             raise BadRequest(NO_MANIFEST.format(id=one.id))
     reference = against.folder if against else None
-    lines = explain(entry.folder, reference, catalog.root_of(entry))
+    lines, bases = explain_compared(entry.folder, reference, catalog.root_of(entry))
     ids = {e.folder.resolve(): e.id for e in catalog.entries.values() if e.layout == EVALFLOW}
     compared = [
         {"task": task, "id": ids.get(folder.resolve()) if folder else None, "path": str(folder) if folder else None}
-        for task, folder in compared_with(entry.folder, reference, catalog.root_of(entry)).items()
+        for task, folder in bases.items()
     ]
     manifest = read_manifest(entry.folder)
     stages = [
