@@ -18,6 +18,7 @@ a running run's progress, live. Needs the ``view`` extra: ``pip install "evalflo
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -84,15 +85,40 @@ def _require_view_extra() -> None:
         raise ConfigError(MISSING_AIOHTTP) from None
 
 
-def _folders(words: tuple[str, ...], command: str) -> list[Path]:
+def _folders(words: tuple[str, ...], command: Command) -> list[Path]:
+    """The folders given (default outputs/), each one that is not a folder refused with the usage
+    line of the command that was typed (``view`` or ``view bundle``)."""
     folders = [Path(w) for w in words] or [Path(DEFAULT_FOLDER)]
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
         raise ConfigError(
-            f"{command}: no such folder: {', '.join(missing)}; give folders that hold run folders "
-            f"(default {DEFAULT_FOLDER}/, where runs write). {COMMAND.line()}"
+            f"{command.name}: no such folder: {', '.join(missing)}; give folders that hold run folders "
+            f"(default {DEFAULT_FOLDER}/, where runs write). {command.line()}"
         )
     return folders
+
+
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")  # every address of this machine: no one can open such a URL
+
+
+def shown_url(host: str, port: int) -> str:
+    """The URL to print: the machine's host name for a wildcard address (others open that one;
+    ``http://0.0.0.0:PORT/`` opens nothing elsewhere), else the address listened on."""
+    name = socket.gethostname() if host in WILDCARD_HOSTS else host
+    return f"http://[{name}]:{port}/" if ":" in name else f"http://{name}:{port}/"
+
+
+def warn_if_empty(folders: list[Path]) -> None:
+    """A warning when no run lies under the folders (the page says so too): a wrong folder given
+    would otherwise start a server that shows an empty list and nothing else."""
+    from evalflow.frames.discovery import find_runs
+
+    if not find_runs(folders):
+        print(
+            f"view: warning: no run found under {', '.join(map(str, folders))}; runs appear there when "
+            "`python -m evalflow` (or lm-eval's --output_path) writes into them",
+            file=sys.stderr,
+        )
 
 
 def bundle_main(argv: list[str]) -> int:
@@ -103,7 +129,7 @@ def bundle_main(argv: list[str]) -> int:
     _require_view_extra()
     from evalflow.view.bundle import write_bundle
 
-    folders = _folders(words.positional, "view bundle")
+    folders = _folders(words.positional, BUNDLE)
     count = write_bundle(folders, Path(out), words.value("docs"))
     print(f"bundle: {count} payloads in {out}; open {Path(out) / 'index.html'} (no server needed)")
     return 0
@@ -117,7 +143,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["bundle"]:
         return bundle_main(argv[1:])
     words = parse_words(argv, COMMAND)
-    folders = _folders(words.positional, "view")
+    folders = _folders(words.positional, COMMAND)
     _require_view_extra()
     import asyncio
 
@@ -130,10 +156,16 @@ def main(argv: list[str]) -> int:
             "these runs (their prompts, answers and configs); use host=127.0.0.1 unless that is meant",
             file=sys.stderr,
         )
+    warn_if_empty(folders)
     app = make_app(folders, host)
 
     def announce(url: str) -> None:
-        print(f"evalflow view: {url}  ({', '.join(map(str, folders))}; Ctrl-C stops it)", flush=True)
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        where = f"listening on {host}; " if host in WILDCARD_HOSTS else ""
+        print(
+            f"evalflow view: {shown_url(host, port)}  ({where}{', '.join(map(str, folders))}; Ctrl-C stops it)",
+            flush=True,
+        )
 
     try:
         asyncio.run(serve(app, host, port, announce))
