@@ -142,11 +142,20 @@ class Catalog:
         return self.roots[0]
 
 
+IDS_APART = "\x00"  # how the server joins repeated ``ids=`` words (no file name holds a NUL)
+# The largest value each numeric word takes: past it a request could hold a worker for minutes or
+# allocate gigabytes (1e8 bootstrap draws), so it is refused (400) rather than computed.
+LIMITS = {"bootstrap_iters": 100_000, "seed": 2**32 - 1, "offset": ALL_ROWS, "limit": ALL_ROWS, "doc_id": 2**62}
+FLOAT_LIMITS = {"max_drop": (0.0, 1e6), "alpha": (0.0, 1.0), "value": (-1e300, 1e300)}
+
+
 def _ids(params: Params) -> list[str]:
+    """The run ids of ``ids=``: repeated words (``ids=A&ids=B``, each one id whole, a comma in it
+    too) or one word, comma-separated (``ids=A,B``)."""
     text = params.get("ids", "")
-    ids = [i for i in text.split(",") if i]
+    ids = [i for i in text.split(IDS_APART if IDS_APART in text else ",") if i]
     if not ids:
-        raise BadRequest("ids= is missing: name runs by their ids, comma-separated (ids=A,B)")
+        raise BadRequest("ids= is missing: name runs by their ids, comma-separated (ids=A,B) or repeated (ids=A&ids=B)")
     return ids
 
 
@@ -160,8 +169,9 @@ def _int(params: Params, name: str, default: int | None = None) -> int:
         value = int(text)
     except ValueError:
         raise BadRequest(f"{name}={text!r}: a whole number is wanted") from None
-    if value < 0:
-        raise BadRequest(f"{name}={text}: 0 or more is wanted")
+    top = LIMITS.get(name, ALL_ROWS)
+    if not 0 <= value <= top:
+        raise BadRequest(f"{name}={text}: a whole number from 0 to {top} is wanted")
     return value
 
 
@@ -179,9 +189,13 @@ def _float(params: Params, name: str) -> float | None:
     if text is None or text == "":
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise BadRequest(f"{name}={text!r}: a number is wanted") from None
+    low, high = FLOAT_LIMITS.get(name, (-1e300, 1e300))
+    if not low <= value <= high:  # NaN too
+        raise BadRequest(f"{name}={text}: a number from {low:g} to {high:g} is wanted")
+    return value
 
 
 def samples_path(entry: RunEntry, task: str | None) -> Path:
@@ -225,6 +239,8 @@ def run_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
 def sample_query(params: Params) -> SampleQuery:
     """The samples route's words as a :class:`SampleQuery` (``all=1``: every row, for a bundle)."""
     every = params.get("all") == "1"
+    if params.get("value") and not params.get("metric"):
+        raise BadRequest("value= needs metric=: name the metric whose value the rows must have (metric=acc&value=1)")
     limit = ALL_ROWS if every else min(_int(params, "limit", 50), PAGE_LIMIT)
     return SampleQuery(
         task=params.get("task") or "",
@@ -259,14 +275,14 @@ def sample_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
 
 def compare_payload_of(catalog: Catalog, params: Params) -> dict[str, Any]:
     """``/api/compare?ids=A,B[,C...]``: A is the baseline; B (and each further run) the candidate."""
-    entries = [catalog.entry(i) for i in _ids(params)]
-    if len(entries) < 2:
-        raise BadRequest("ids= names one run; compare needs a baseline and a candidate (ids=A,B)")
     max_drop, alpha = _float(params, "max_drop"), _float(params, "alpha")
     gate = (
         None if max_drop is None and alpha is None else GateSettings(max_drop or 0.0, 0.05 if alpha is None else alpha)
     )
     iters, seed = _int(params, "bootstrap_iters", DEFAULT_ITERS), _int(params, "seed", 1234)
+    entries = [catalog.entry(i) for i in _ids(params)]
+    if len(entries) < 2:
+        raise BadRequest("ids= names one run; compare needs a baseline and a candidate (ids=A,B)")
     base = catalog.run(entries[0])
 
     def pair(candidate: RunEntry) -> dict[str, Any]:

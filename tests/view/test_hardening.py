@@ -1,0 +1,112 @@
+"""The server's guards against a hostile page or request: the Host header checked on every
+address it listens on (DNS rebinding), numeric words bounded, whole-run computations kept off the
+threads that answer the runs list, ``value=`` without ``metric=`` refused, and run ids holding a
+comma compared through repeated ``ids=`` words."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import threading
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+import evalflow.view.server as server
+from evalflow.view.payloads import ROUTES
+from evalflow.view.server import make_app
+from tests.support.runs import Runner
+from tests.support.toy_tasks import write_toy_library
+from tests.support.view_server import ask, write_front_end
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two runs of toy_mc that differ, one under a name with a comma: ``a`` and ``b,c``."""
+    tmp = tmp_path_factory.mktemp("hardening")
+    runner = Runner(write_toy_library(tmp), tmp / "cache", tmp / "made")
+    _, _, a = runner("toy_mc", model="dummy", limit=10)
+    _, _, b = runner("toy_mc", model="dummy", limit=10, overrides=["model.salt=other"])
+    out = tmp / "outputs"
+    shutil.copytree(a, out / "a")
+    shutil.copytree(b, out / "b,c")
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _front_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server, "STATIC_DIR", write_front_end(tmp_path / "static"))
+
+
+def test_a_server_on_every_address_still_refuses_other_host_names(root: Path) -> None:
+    def app():
+        return make_app([root], host="0.0.0.0", allow_hosts=["evalflow.lab"])
+
+    rebound = ask(app, ["/api/runs", "/"], headers={"Host": "evil.example:8765"})
+    assert [a.status for a in rebound] == [421, 421]
+    assert b"roots" not in rebound[0].body
+    names = ["localhost:1", "127.0.0.1:1", "[::1]:1", f"{socket.gethostname()}:1", "evalflow.lab:1", "0.0.0.0:1"]
+    answered = [ask(app, ["/api/runs"], headers={"Host": name})[0].status for name in names]
+    assert answered == [200] * len(names), dict(zip(names, answered, strict=True))
+    lan = ask(lambda: make_app([root], host="192.0.2.7"), ["/api/runs"], headers={"Host": "192.0.2.7:8765"})
+    assert lan[0].status == 200
+
+
+def test_numeric_words_are_bounded(root: Path) -> None:
+    answers = ask(
+        lambda: make_app([root]),
+        [
+            f"/api/compare?ids=a&ids={quote('b,c')}&bootstrap_iters=100000000",
+            f"/api/compare?ids=a&ids={quote('b,c')}&alpha=7",
+            f"/api/compare?ids=a&ids={quote('b,c')}&max_drop=nan",
+            "/api/samples?id=a&task=toy_mc&offset=99999999999999",
+            "/api/sample?id=a&task=toy_mc&doc_id=99999999999999999999999",
+            "/api/compare?ids=nope,also&seed=-1",
+        ],
+    )
+    assert [a.status for a in answers] == [400] * len(answers), [(a.path, a.status, a.body) for a in answers]
+    assert "bootstrap_iters=100000000: a whole number from 0 to 100000" in answers[0].json()["error"]
+
+
+def test_value_without_metric_is_a_bad_request(root: Path) -> None:
+    (answer,) = ask(lambda: make_app([root]), ["/api/samples?id=a&task=toy_mc&value=1"])
+    assert answer.status == 400 and "value= needs metric=" in answer.json()["error"]
+
+
+def test_an_id_with_a_comma_is_compared_through_repeated_ids(root: Path) -> None:
+    repeated, joined = ask(
+        lambda: make_app([root]),
+        [f"/api/compare?ids=a&ids={quote('b,c', safe='')}&bootstrap_iters=100", "/api/compare?ids=a,b,c"],
+    )
+    assert repeated.status == 200, repeated.body
+    assert [r["id"] for r in repeated.json()["runs"]] == ["a", "b,c"]
+    assert joined.status == 404  # comma-separated: "b" and "c" are two ids, neither a run
+
+
+def test_a_slow_comparison_does_not_hold_the_runs_list(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More comparisons at once than the default pool has threads, each held until released:
+    the runs list still answers."""
+    release = threading.Event()
+
+    def held(catalog, params):
+        release.wait()
+        return {}
+
+    monkeypatch.setitem(ROUTES, "/api/compare", held)
+    app = make_app([root])
+
+    async def go() -> int:
+        async with TestClient(TestServer(app)) as client:
+            slow = [asyncio.ensure_future(client.get("/api/compare?ids=a,b")) for _ in range(40)]
+            try:
+                runs = await asyncio.wait_for(client.get("/api/runs"), timeout=60)
+                return runs.status
+            finally:
+                release.set()
+                for response in await asyncio.gather(*slow):
+                    response.release()
+
+    assert asyncio.run(go()) == 200
