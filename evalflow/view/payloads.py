@@ -14,7 +14,6 @@ comparison) is computed once per results file and kept.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
@@ -357,23 +356,18 @@ _DIGEST = re.compile(r"[0-9a-f]{16,128}")
 
 
 def cached_image(entry: RunEntry, digest: str) -> bytes:
-    """The PNG of the image with this pixel digest in the cache the run used (404 when gone)."""
-    from evalflow.cache.image_store import KEY_PREFIX
+    """The PNG of the image with this pixel digest in the cache the run used (404 when gone),
+    read with the cache file opened read-only: the viewer never writes to a cache."""
+    from evalflow.cache.image_store import stored_png
 
     manifest = manifest_file(entry.folder)
     cache_dir = json.loads(manifest.read_text(encoding="utf-8")).get("cache_dir") if manifest.is_file() else None
-    if not cache_dir or not (Path(cache_dir) / "cache.db").is_file():
+    if not cache_dir or not isinstance(cache_dir, str):
         raise NotFound(f"image {digest}: run {entry.id!r} names no cache that holds its images")
-    from evalflow.cache.store import MISSING, CacheStore
-
-    store = CacheStore(cache_dir)
-    try:
-        value = store.get(KEY_PREFIX + digest)
-    finally:
-        store.close()
-    if value is MISSING:
-        raise NotFound(f"image {digest} is no longer in the cache {cache_dir} (removed by cache gc?)")
-    return base64.b64decode(str(value))
+    found = stored_png(Path(cache_dir), digest)
+    if found is None:
+        raise NotFound(f"image {digest} is not in the cache {cache_dir} (removed by cache gc, or damaged)")
+    return found
 
 
 Route = Callable[[Catalog, Params], Any]

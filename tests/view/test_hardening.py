@@ -6,6 +6,7 @@ comma compared through repeated ``ids=`` words."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import socket
 import threading
@@ -110,3 +111,33 @@ def test_a_slow_comparison_does_not_hold_the_runs_list(root: Path, monkeypatch: 
                     response.release()
 
     assert asyncio.run(go()) == 200
+
+
+def test_images_are_read_without_writing_to_the_cache(root: Path) -> None:
+    """The run's manifest names its cache (text in a folder anyone may hand the viewer): serving
+    an image from it, a damaged one and a missing one included, leaves every byte of it as it was."""
+    from PIL import Image
+
+    from evalflow.cache.image_store import ImageStore
+    from evalflow.cache.store import CacheStore
+
+    cache = Path(json.loads((root / "a" / "manifest.json").read_text())["cache_dir"])
+    store = CacheStore(cache)
+    try:
+        ref = ImageStore(store).put(Image.new("RGB", (3, 2), (9, 8, 7)))
+        store.raw.add("image:" + "ab" * 16, b"damaged entry", retry=True)
+    finally:
+        store.close()
+    before = {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(cache.rglob("*")) if p.is_file()}
+    found, damaged, missing = ask(
+        lambda: make_app([root]),
+        [
+            f"/api/image?id=a&name={ref.digest}",
+            f"/api/image?id=a&name={'ab' * 16}",
+            f"/api/image?id=a&name={'ef' * 16}",
+        ],
+    )
+    assert (found.status, damaged.status, missing.status) == (200, 404, 404)
+    assert found.body.startswith(b"\x89PNG")
+    after = {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(cache.rglob("*")) if p.is_file()}
+    assert after == before
