@@ -30,13 +30,16 @@ from evalflow.errors import RunFolderError
 from evalflow.frames.discovery import EVALFLOW, RunEntry, find_runs, sweep_id
 from evalflow.frames.status import live_progress, read_events, run_status
 from evalflow.insight.report_build import run_settings
+from evalflow.output.contained import inside, kept, left_out
 from evalflow.output.partial import partial_line
 from evalflow.output.run_folder import OBJECT_MODEL, Run, metric_keys
 from evalflow.output.run_info import model_name
 from evalflow.output.run_paths import (
     SNAPSHOT_CONFIG,
+    events_file,
     lmeval_samples_files,
     manifest_file,
+    results_file,
     samples_files,
     snapshot_config,
     snapshot_dir,
@@ -72,6 +75,7 @@ def _summary(entry: RunEntry, run: Run) -> dict[str, Any]:
         "overrides": _overrides(run) if entry.layout == EVALFLOW else {},
         "sweep": sweep_id(entry),
         "partial": partial_line(run.results) or None,
+        "left_out": run_left_out(entry),
     }
 
 
@@ -136,11 +140,23 @@ def _columns(rows: list[dict[str, Any]]) -> list[str]:
 def _run(entry: RunEntry) -> Run:
     """The entry as :class:`Run` (results and samples files; the manifest is read by the detail
     only): a run without results has an empty results dict."""
-    if entry.results is None:
-        return Run(entry.folder, entry.layout, {}, samples_files(entry.folder))
+    if entry.results is None or not inside(entry.folder, entry.results):
+        return Run(entry.folder, entry.layout, {}, kept(entry.folder, samples_files(entry.folder)))
     results = _json(entry.results)
     files = samples_files(entry.folder) if entry.layout == EVALFLOW else lmeval_samples_files(entry.results)
-    return Run(entry.folder, entry.layout, results, files)
+    return Run(entry.folder, entry.layout, results, kept(entry.folder, files))
+
+
+def run_left_out(entry: RunEntry) -> list[dict[str, str]]:
+    """The run's files that are symbolic links out of its folder, each with why it was not read
+    (:mod:`evalflow.output.contained`): the page lists them."""
+    folder = entry.folder
+    if entry.layout == EVALFLOW:
+        named = [results_file(folder), snapshot_config(folder), snapshot_overrides(folder), manifest_file(folder)]
+        files = [*named, events_file(folder), *samples_files(folder).values()]
+    else:
+        files = [*(lmeval_samples_files(entry.results).values() if entry.results else [])]
+    return left_out(folder, files)
 
 
 def _json(path: Path) -> Any:
@@ -242,14 +258,14 @@ def _date(entry: RunEntry, results: Mapping[str, Any], started: float | None = N
 
 def _overrides(run: Run) -> dict[str, Any]:
     """The settings the run's command line gave (``.hydra/overrides.yaml``), Hydra's own left out."""
-    if not snapshot_overrides(run.folder).is_file():
+    if not inside(run.folder, snapshot_overrides(run.folder)):
         return {}
     return {key: value for key, value in run_settings(run).items() if not key.startswith(HYDRA_KEYS)}
 
 
 def _snapshot(folder: Path) -> dict[str, Any]:
     path = snapshot_config(folder)
-    if not path.is_file():
+    if not inside(folder, path):
         return {}
     loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     return loaded if isinstance(loaded, dict) else {}
@@ -263,7 +279,7 @@ def _config_text(entry: RunEntry, run: Run) -> str | None:
     """The snapshot's text; for lm-eval's layout (no snapshot), its results' ``config`` block as YAML."""
     path = snapshot_config(entry.folder)
     if entry.layout == EVALFLOW:
-        return path.read_text(encoding="utf-8") if path.is_file() else None
+        return path.read_text(encoding="utf-8") if inside(entry.folder, path) else None
     config = run.results.get("config")
     return yaml.safe_dump(config, sort_keys=False) if config else None
 
@@ -284,7 +300,7 @@ def reproduce_command(folder: Path) -> str | None:
 
 def _manifest(entry: RunEntry) -> Mapping[str, Any]:
     path = manifest_file(entry.folder)
-    return _json(path) if entry.layout == EVALFLOW and path.is_file() else {}
+    return _json(path) if entry.layout == EVALFLOW and inside(entry.folder, path) else {}
 
 
 def manifest_figures(manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ comparison) is computed once per results file and kept.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -31,8 +32,16 @@ from evalflow.frames.status import live_progress
 from evalflow.insight.comparison import DEFAULT_ITERS
 from evalflow.insight.explanation import explain, read_manifest
 from evalflow.insight.gate import GateSettings
+from evalflow.output.contained import inside, kept, left_out
 from evalflow.output.run_folder import Run, load_run
-from evalflow.output.run_paths import lmeval_samples_files, manifest_file, results_file, samples_files
+from evalflow.output.run_paths import (
+    lmeval_samples_files,
+    manifest_file,
+    results_file,
+    samples_files,
+    snapshot_config,
+    snapshot_overrides,
+)
 from evalflow.view.comparing import compare_payload
 from evalflow.view.safe_paths import UnsafePath, resolve_under
 
@@ -128,9 +137,12 @@ class Catalog:
         return value
 
     def run(self, entry: RunEntry) -> Run:
-        """The finished run, loaded (a running or failed one: its folder's own refusal)."""
+        """The finished run, loaded (a running or failed one: its folder's own refusal), without
+        the files that are links out of its folder (:mod:`evalflow.output.contained`)."""
         target = entry.results if entry.layout == "lm-eval" and entry.results is not None else entry.folder
-        return load_run(target)  # not kept: a loaded run holds its samples once read
+        run = load_run(target)  # not kept: a loaded run holds its samples once read
+        manifest = run.manifest if inside(entry.folder, manifest_file(entry.folder)) else {}
+        return dataclasses.replace(run, samples_files=kept(entry.folder, run.samples_files), manifest=manifest)
 
     def root_of(self, entry: RunEntry) -> Path:
         """The given folder the run was found under (where explain looks for earlier runs)."""
@@ -201,10 +213,11 @@ def samples_path(entry: RunEntry, task: str | None) -> Path:
     """The samples file of ``task`` in the run, looked up among the files the folder holds."""
     if not task:
         raise BadRequest("task= is missing: name one of the run's tasks")
-    files = (
+    files = kept(
+        entry.folder,
         lmeval_samples_files(entry.results)
         if entry.layout == "lm-eval" and entry.results is not None
-        else samples_files(entry.folder)
+        else samples_files(entry.folder),
     )
     if task not in files:
         raise NotFound(
@@ -298,10 +311,20 @@ def compare_payload_of(catalog: Catalog, params: Params) -> dict[str, Any]:
     return {"runs": summaries, **first, "more": more}
 
 
+def _refuse_links_out(entry: RunEntry) -> None:
+    """Explain reads the run's manifest and snapshot itself: one that is a link out of the run
+    folder (:mod:`evalflow.output.contained`) is refused, named, rather than followed."""
+    files = [manifest_file(entry.folder), snapshot_config(entry.folder), snapshot_overrides(entry.folder)]
+    for out in left_out(entry.folder, files):
+        raise BadRequest(f"run {entry.id!r}: {out['file']} was not read: {out['reason']}")
+
+
 def explain_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
     """``/api/explain?id=ID[&against=ID2]``: why each stage re-ran, and each stage's cache hit."""
     entry = catalog.entry(params.get("id"))
     against = catalog.entry(params["against"]) if params.get("against") else None
+    for one in [e for e in (entry, against) if e is not None]:
+        _refuse_links_out(one)
     lines = explain(entry.folder, against.folder if against else None, catalog.root_of(entry))
     manifest = read_manifest(entry.folder)
     stages = [
@@ -361,7 +384,8 @@ def cached_image(entry: RunEntry, digest: str) -> bytes:
     from evalflow.cache.image_store import stored_png
 
     manifest = manifest_file(entry.folder)
-    cache_dir = json.loads(manifest.read_text(encoding="utf-8")).get("cache_dir") if manifest.is_file() else None
+    read = inside(entry.folder, manifest)
+    cache_dir = json.loads(manifest.read_text(encoding="utf-8")).get("cache_dir") if read else None
     if not cache_dir or not isinstance(cache_dir, str):
         raise NotFound(f"image {digest}: run {entry.id!r} names no cache that holds its images")
     found = stored_png(Path(cache_dir), digest)

@@ -83,6 +83,7 @@ def test_an_evalflow_runs_summary(runs: ViewRuns, entries: dict[str, RunEntry]) 
         "overrides": {},  # evaluate() gives no command-line words
         "sweep": None,
         "partial": None,
+        "left_out": [],
     }
     assert isinstance(summary["metrics"]["toy_mc"]["stderr"], float)  # a real stderr, not "N/A"
     json.dumps(summary)  # plain JSON values only

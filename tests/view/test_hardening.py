@@ -141,3 +141,31 @@ def test_images_are_read_without_writing_to_the_cache(root: Path) -> None:
     assert found.body.startswith(b"\x89PNG")
     after = {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(cache.rglob("*")) if p.is_file()}
     assert after == before
+
+
+def test_links_out_of_a_run_folder_are_neither_served_nor_bundled(root: Path, tmp_path: Path) -> None:
+    from evalflow.output.run_paths import manifest_file, samples_file, snapshot_config
+    from evalflow.view.bundle import write_bundle
+
+    (tmp_path / "secret.txt").write_text("model: SECRET-OUTSIDE\n")
+    run = tmp_path / "real" / "r"
+    shutil.copytree(root / "a", run)
+    snapshot_config(run).parent.mkdir(exist_ok=True)
+    for path in (snapshot_config(run), manifest_file(run), samples_file(run, "toy_mc")):
+        path.unlink(missing_ok=True)
+        path.symlink_to(tmp_path / "secret.txt")
+    (tmp_path / "outputs").symlink_to(tmp_path / "real", target_is_directory=True)
+    detail, samples, explained = ask(
+        lambda: make_app([tmp_path / "outputs"]),
+        ["/api/run?id=r", "/api/samples?id=r&task=toy_mc", "/api/explain?id=r"],
+    )
+    assert detail.status == 200 and b"SECRET" not in detail.body
+    assert {o["file"] for o in detail.json()["left_out"]} == {
+        ".hydra/config.yaml",
+        "manifest.json",
+        "samples_toy_mc.jsonl",
+    }
+    assert samples.status == 404 and b"SECRET" not in samples.body
+    assert explained.status == 400 and "was not read" in explained.json()["error"]
+    write_bundle([tmp_path / "outputs"], tmp_path / "bundle", docs=2)
+    assert not any(b"SECRET" in p.read_bytes() for p in (tmp_path / "bundle").rglob("*") if p.is_file())

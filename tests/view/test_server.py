@@ -22,7 +22,20 @@ from tests.support.toy_tasks import write_toy_library
 from tests.support.view_server import FRONT_END, Answer, ask, write_front_end
 from tests.support.view_server_runs import listing, make_view_runs
 
-SUMMARY_KEYS = {"id", "layout", "path", "model", "tasks", "date", "status", "metrics", "overrides", "sweep", "partial"}
+SUMMARY_KEYS = {
+    "id",
+    "layout",
+    "path",
+    "model",
+    "tasks",
+    "date",
+    "status",
+    "metrics",
+    "overrides",
+    "sweep",
+    "partial",
+    "left_out",
+}
 DETAIL_KEYS = SUMMARY_KEYS | {"results", "config_yaml", "command", "manifest", "trackers", "samples", "progress"}
 ROW_KEYS = {"doc_id", "filter", "target", "answer", "metrics", "correct", "verdict", "has_image"}
 COMPARE_ROW_KEYS = {
