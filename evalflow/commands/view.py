@@ -117,7 +117,7 @@ def bundle_main(argv: list[str]) -> int:
     from evalflow.view.bundle import write_bundle
 
     folders = _folders(words.positional, "view bundle")
-    count = write_bundle(folders, Path(out), words.value("docs"))
+    count = write_bundle(folders, Path(out), words.value("docs"), lambda line: print(line, file=sys.stderr))
     print(f"bundle: {count} payloads in {out}; open {Path(out) / 'index.html'} (no server needed)")
     return 0
 

@@ -16,6 +16,8 @@ text: ``"5"``)::
 
 from __future__ import annotations
 
+import json
+import logging
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -35,6 +37,9 @@ from evalflow.output.partial import partial_line
 from evalflow.output.run_folder import OBJECT_MODEL, Run, metric_keys
 from evalflow.output.run_info import model_name
 from evalflow.output.run_paths import (
+    MANIFEST,
+    RESULTS,
+    SNAPSHOT,
     SNAPSHOT_CONFIG,
     events_file,
     lmeval_samples_files,
@@ -49,6 +54,8 @@ from evalflow.output.run_paths import (
 if TYPE_CHECKING:
     import pandas as pd
 
+log = logging.getLogger("evalflow.frames")
+UNREADABLE = "unreadable"  # a run whose files could not be read: its summary's status, with "error"
 HYDRA_KEYS = ("hydra.", "hydra/")  # Hydra's own words (where the run was written), not the run's settings
 _SUMMARY_COLUMNS = ("run_id", "path", "layout", "model", "date", "status", "tasks", "n_tasks", "sweep", "partial")
 
@@ -56,8 +63,43 @@ _SUMMARY_COLUMNS = ("run_id", "path", "layout", "model", "date", "status", "task
 def run_summary(entry: RunEntry) -> dict[str, Any]:
     """The runs list's row of ``entry``: what ran (model, tasks, date), how it stands, each task's
     and group's headline score, and the overrides a sweep's jobs are grouped by. Reads the results
-    file only (a run without one: its snapshot's model and tasks)."""
-    return _summary(entry, _run(entry))
+    file only (a run without one: its snapshot's model and tasks). A run whose files cannot be
+    read (damaged JSON or YAML, a field of the wrong type) is listed as ``"unreadable"`` with the
+    reason in ``error``, so one bad folder does not take the list down."""
+    try:
+        return _summary(entry, _run(entry))
+    except Exception as exc:  # any damage in someone else's folder: this run only is unreadable
+        log.warning("run %s (%s) is unreadable: %s", entry.id, entry.folder, exc)
+        return unreadable_summary(entry, exc)
+
+
+def unreadable_summary(entry: RunEntry, exc: BaseException) -> dict[str, Any]:
+    """The runs list's row of a run that could not be read: where it is and why (``error``)."""
+    return {
+        "id": entry.id,
+        "layout": entry.layout,
+        "path": str(entry.results if entry.layout != EVALFLOW and entry.results else entry.folder),
+        "model": None,
+        "tasks": [],
+        "date": None,
+        "status": UNREADABLE,
+        "metrics": {},
+        "overrides": {},
+        "sweep": None,
+        "partial": None,
+        "left_out": [],
+        "error": unreadable_reason(entry, exc),
+    }
+
+
+def unreadable_reason(entry: RunEntry, exc: BaseException) -> str:
+    """One paragraph: the run, the file when the error names it, what was wrong."""
+    if isinstance(exc, RunFolderError):
+        return f"run {entry.id} could not be read: {exc}"
+    return (
+        f"run {entry.id} ({entry.folder}) could not be read: {type(exc).__name__}: {exc}; a file of the run "
+        f"folder is damaged or was written by another tool (check {RESULTS}, {MANIFEST} and {SNAPSHOT}/)"
+    )
 
 
 def _summary(entry: RunEntry, run: Run) -> dict[str, Any]:
@@ -160,9 +202,16 @@ def run_left_out(entry: RunEntry) -> list[dict[str, str]]:
 
 
 def _json(path: Path) -> Any:
+    """The file's JSON; NaN and Infinity (which Python's json writes for a metric that could not
+    be computed, and orjson refuses) read as Python's json reads them."""
+    data = path.read_bytes()
     try:
-        return orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(data)
+    except ValueError as exc:
         raise RunFolderError(f"{path}: not valid JSON ({exc}); was it copied whole?") from None
 
 
@@ -267,7 +316,10 @@ def _snapshot(folder: Path) -> dict[str, Any]:
     path = snapshot_config(folder)
     if not inside(folder, path):
         return {}
-    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise RunFolderError(f"{path}: not valid YAML ({exc}); was it copied whole?") from None
     return loaded if isinstance(loaded, dict) else {}
 
 

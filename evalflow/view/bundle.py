@@ -24,11 +24,11 @@ compared pair and all runs. Live progress is not (a bundle is a snapshot).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import pairwise, permutations
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from evalflow.errors import ConfigError, EvalflowError
 from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
@@ -168,8 +168,12 @@ def _check_out(out: Path, catalog: Catalog) -> None:
             )
 
 
-def write_bundle(roots: Sequence[Path | str], out: Path, docs: int = DOCS) -> int:
-    """Write the bundle of the runs under ``roots`` into ``out``; returns how many payloads it holds."""
+def write_bundle(
+    roots: Sequence[Path | str], out: Path, docs: int = DOCS, skipped: Callable[[str], None] | None = None
+) -> int:
+    """Write the bundle of the runs under ``roots`` into ``out``; returns how many payloads it holds.
+    A run that cannot be read is written as its error payload (its pages say why) and the bundle
+    goes on; ``skipped`` gets one line per such run."""
     catalog = Catalog(roots)
     if not catalog.entries:
         raise ConfigError(
@@ -192,4 +196,6 @@ def write_bundle(roots: Sequence[Path | str], out: Path, docs: int = DOCS) -> in
             fh.write(script(key, payload))
         written.add(name)
         count += 1
+        if skipped is not None and key.startswith("/api/run?") and isinstance(payload, dict) and "error" in payload:
+            skipped(f"view bundle: run {unquote(key.split('=', 1)[1])} skipped (its pages say why): {payload['error']}")
     return count

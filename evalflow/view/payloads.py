@@ -15,6 +15,7 @@ comparison) is computed once per results file and kept.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -26,7 +27,7 @@ from typing import Any
 from evalflow.errors import EvalflowError
 from evalflow.frames.across import always_wrong, reasoning_figures
 from evalflow.frames.discovery import RunEntry, find_runs
-from evalflow.frames.runs import run_detail, run_summary
+from evalflow.frames.runs import run_detail, run_summary, unreadable_reason
 from evalflow.frames.samples import SampleQuery, query, sample_detail
 from evalflow.frames.status import live_progress
 from evalflow.insight.comparison import DEFAULT_ITERS
@@ -46,6 +47,7 @@ from evalflow.view.comparing import compare_payload
 from evalflow.view.safe_paths import UnsafePath, resolve_under
 
 Params = Mapping[str, str]
+Route = Callable[["Catalog", Params], Any]
 PAGE_LIMIT = 1000  # the most rows one samples page may ask for (``all=1``: the bundle's whole task)
 ALL_ROWS = 1 << 30
 # Payloads kept, the oldest dropped first: a run's summary and detail are small and asked for
@@ -60,6 +62,32 @@ class NotFound(EvalflowError):
 
 class BadRequest(EvalflowError):
     """A query word missing or of the wrong kind (the server answers 400)."""
+
+
+class Unreadable(EvalflowError):
+    """A run's files could not be read (damaged, or of another tool): that run's pages say why
+    (the server answers 422); the other runs are not affected."""
+
+
+def isolated(route: Route) -> Route:
+    """``route``, with an unexpected failure reading a run's files (a field of the wrong type, a
+    damaged file) turned into :class:`Unreadable` naming the run and the reason, rather than a
+    server error or, in a bundle, the whole bundle stopped."""
+
+    @functools.wraps(route)
+    def guarded(catalog: Catalog, params: Params) -> Any:
+        try:
+            return route(catalog, params)
+        except EvalflowError:
+            raise
+        except Exception as exc:
+            named = params.get("id") or params.get("ids", "").replace(IDS_APART, ",")
+            raise Unreadable(
+                f"run {named} could not be read: {type(exc).__name__}: {exc}; a file of its run folder is "
+                "damaged or was written by another tool"
+            ) from exc
+
+    return guarded
 
 
 def json_text(value: Any, **options: Any) -> str:
@@ -243,8 +271,12 @@ def runs_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
 
 
 def run_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    """``/api/run?id=ID``: the run page; an unreadable run's: its reason (422), as its row says."""
     entry = catalog.entry(params.get("id"))
-    detail: dict[str, Any] = catalog.memo(("detail",), [entry], lambda: run_detail(entry))
+    try:
+        detail: dict[str, Any] = catalog.memo(("detail",), [entry], lambda: run_detail(entry))
+    except Exception as exc:  # damaged JSON or YAML (RunFolderError) too: the run's, not the request's
+        raise Unreadable(unreadable_reason(entry, exc)) from exc
     return detail
 
 
@@ -394,15 +426,17 @@ def cached_image(entry: RunEntry, digest: str) -> bytes:
     return found
 
 
-Route = Callable[[Catalog, Params], Any]
 ROUTES: dict[str, Route] = {
-    "/api/runs": runs_payload,
-    "/api/run": run_payload,
-    "/api/samples": samples_payload,
-    "/api/sample": sample_payload,
-    "/api/compare": compare_payload_of,
-    "/api/explain": explain_payload,
-    "/api/wrong": wrong_payload,
-    "/api/reasoning": reasoning_payload,
-    "/api/live": live_payload,
+    path: isolated(route)
+    for path, route in {
+        "/api/runs": runs_payload,
+        "/api/run": run_payload,
+        "/api/samples": samples_payload,
+        "/api/sample": sample_payload,
+        "/api/compare": compare_payload_of,
+        "/api/explain": explain_payload,
+        "/api/wrong": wrong_payload,
+        "/api/reasoning": reasoning_payload,
+        "/api/live": live_payload,
+    }.items()
 }

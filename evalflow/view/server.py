@@ -29,7 +29,17 @@ from pathlib import Path
 from aiohttp import web
 
 from evalflow.errors import EvalflowError
-from evalflow.view.payloads import IDS_APART, ROUTES, BadRequest, Catalog, NotFound, image_of, json_text
+from evalflow.view.payloads import (
+    IDS_APART,
+    ROUTES,
+    BadRequest,
+    Catalog,
+    NotFound,
+    Unreadable,
+    image_of,
+    isolated,
+    json_text,
+)
 from evalflow.view.safe_paths import UnsafePath
 
 log = logging.getLogger("evalflow.view")
@@ -82,6 +92,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(404, str(exc))
     except UnsafePath as exc:
         return _error(403, str(exc))
+    except Unreadable as exc:  # the run's own files are damaged: not the request's fault
+        return _error(422, str(exc))
     except (BadRequest, EvalflowError) as exc:
         return _error(400, str(exc))
     except Exception:
@@ -114,7 +126,7 @@ async def _api(request: web.Request) -> web.Response:
 
 async def _image(request: web.Request) -> web.StreamResponse:
     catalog = request.app[CATALOG]
-    found = await asyncio.get_running_loop().run_in_executor(None, image_of, catalog, _params(request))
+    found = await asyncio.get_running_loop().run_in_executor(None, isolated(image_of), catalog, _params(request))
     if isinstance(found, bytes):  # an image of the run's cache, by its digest: stored as PNG
         return web.Response(body=found, content_type="image/png")
     kind = IMAGE_TYPES.get(found.suffix.lower())
