@@ -169,3 +169,28 @@ def test_links_out_of_a_run_folder_are_neither_served_nor_bundled(root: Path, tm
     assert explained.status == 400 and "was not read" in explained.json()["error"]
     write_bundle([tmp_path / "outputs"], tmp_path / "bundle", docs=2)
     assert not any(b"SECRET" in p.read_bytes() for p in (tmp_path / "bundle").rglob("*") if p.is_file())
+
+
+def test_a_bundle_replaces_links_in_its_folder_and_holds_no_absolute_path(root: Path, tmp_path: Path) -> None:
+    from evalflow.output.run_paths import snapshot_config
+    from evalflow.view.bundle import write_bundle
+
+    bundled = tmp_path / "outputs"
+    shutil.copytree(root / "a", bundled / "a")
+    snapshot_config(bundled / "a").parent.mkdir()
+    snapshot_config(bundled / "a").write_text("model:\n  type: dummy\ntask: toy_mc\n")
+    out = tmp_path / "bundle"
+    write_bundle([bundled], out, docs=1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("kept")
+    for name in ("static", "data"):
+        shutil.rmtree(out / name)
+        (out / name).symlink_to(elsewhere, target_is_directory=True)
+    write_bundle([bundled], out, docs=1)
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
+    assert not (out / "static").is_symlink() and (out / "static" / "app.js").is_file()
+    text = "".join(p.read_text() for p in (out / "data").iterdir())
+    assert str(bundled.resolve()) not in text and str(tmp_path) not in text
+    assert '"roots":["outputs"]' in text and '"path":"outputs/a"' in text
+    assert "--config-dir outputs/a/.hydra" in text
