@@ -183,7 +183,7 @@ def _unlink_links(out: Path) -> None:
             path.unlink()
 
 
-def _roots_named(roots: Sequence[Path | str]) -> list[tuple[str, str]]:
+def roots_named(roots: Sequence[Path | str]) -> list[tuple[str, str]]:
     """(absolute spelling, the name the bundle writes instead) of each root, longest first: a
     bundle names its runs' folders relative to the folders bundled, never by this machine's paths."""
     pairs: dict[str, str] = {}
@@ -223,7 +223,7 @@ def write_bundle(
         )
     _check_out(out, catalog)
     _unlink_links(out)
-    named = _roots_named(roots)
+    named = roots_named(roots)
     data = out / "data"
     shutil.rmtree(data, ignore_errors=True)
     (out / "static").mkdir(parents=True, exist_ok=True)
