@@ -36,6 +36,7 @@ from evalflow.insight.gate import GateSettings
 from evalflow.output.contained import inside, kept, left_out
 from evalflow.output.run_folder import Run, load_run
 from evalflow.output.run_paths import (
+    gate_record_file,
     lmeval_samples_files,
     manifest_file,
     results_file,
@@ -346,7 +347,12 @@ def compare_payload_of(catalog: Catalog, params: Params) -> dict[str, Any]:
 def _refuse_links_out(entry: RunEntry) -> None:
     """Explain reads the run's manifest and snapshot itself: one that is a link out of the run
     folder (:mod:`evalflow.output.contained`) is refused, named, rather than followed."""
-    files = [manifest_file(entry.folder), snapshot_config(entry.folder), snapshot_overrides(entry.folder)]
+    files = [
+        manifest_file(entry.folder),
+        snapshot_config(entry.folder),
+        snapshot_overrides(entry.folder),
+        gate_record_file(entry.folder),
+    ]
     for out in left_out(entry.folder, files):
         raise BadRequest(f"run {entry.id!r}: {out['file']} was not read: {out['reason']}")
 

@@ -96,3 +96,17 @@ def test_a_link_that_stays_inside_is_followed(made: dict[str, Path], tmp_path: P
     (entry,) = find_runs([tmp_path])
     assert sorted(run_samples(entry.folder, entry.layout, entry.results)) == ["toy_gen", "toy_mc"]
     assert run_summary(entry)["left_out"] == []
+
+
+def test_explain_reads_no_manifest_that_links_out(made: dict[str, Path], tmp_path: Path) -> None:
+    """explain (and the viewer's explain page) searches earlier runs for a reference: a run folder
+    whose manifest is another folder's is not read as a record of it."""
+    from evalflow.errors import RunFolderError
+    from evalflow.insight.explanation import read_manifest
+
+    run = tmp_path / "r"
+    shutil.copytree(made["run"], run)
+    manifest_file(run).rename(tmp_path / "elsewhere.json")
+    manifest_file(run).symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(RunFolderError, match="not read: it is a symbolic link"):
+        read_manifest(run)
