@@ -1,21 +1,22 @@
-"""``python -m evalflow report RUN... [out=report.html] [docs=N]``: one self-contained HTML page of runs.
+"""``python -m evalflow report RUN... [out=report.html] [docs=N]``: the viewer of these runs as ONE
+self-contained HTML file, to attach to a review or mail to a colleague.
 
-The page holds one results table per group, the runs side by side, each named by every setting
-that varies between them; with two runs that pair, each row also gives B − A, its 95% interval
-and p from ``compare``, a row with p < 0.05 is marked, and a group's subtasks are folded under it.
-Then a bar chart of every metric with its stderr across runs, a line chart along a setting a
-sweep varies (one line per combination of the other varying settings; give the multirun folder,
-or several runs), the paired differences, and each task's documents: prompt, answers, filtered
-answer and scores per run, decoded from a compressed blob only when the task is opened, and
-narrowed by a checkbox to the documents the runs disagree on. What the page leaves out (a task
-some runs lack, documents past ``docs=N``) it says where it leaves it out. Charts are Vega-Lite
-specs built with altair; the Vega libraries are inlined from vl-convert's bundle, so the file
-opens with no network::
+It is ``evalflow view``'s own front end and payloads folded into one page (no server, no network,
+opens from ``file://``; :mod:`evalflow.view.single_file`): two runs open on their comparison
+(``compare``'s paired rows, the documents that flipped, each pair of answers side by side), more
+runs on their results side by side (one table per group, the runs named by every setting that
+varies between them, a group's subtasks folded under it), one run on its page; from there every
+view of the viewer works: each run's metrics, config and manifest, its samples (filtered and
+searched in the page), explain, the documents every run gets wrong. ``docs=N`` keeps the first N
+documents of each task in full (the samples lists keep every row; a page says where documents were
+left out)::
 
     python -m evalflow report outputs/multirun/2026-11-30/12-00-00 out=sweep.html
     python -m evalflow report outputs/run_a peer-out/ out=a_vs_b.html docs=500
 
-Needs the ``insight`` extra: ``pip install "evalflow[insight]"``.
+The page's Content-Security-Policy lets only its own script and stylesheet run (by their sha256
+hashes), so nothing a model wrote can execute in it. Needs the ``insight`` and ``view`` extras:
+``pip install "evalflow[insight,view]"``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from evalflow.commands.reference import print_help
 from evalflow.commands.words import Command, Option, asks_for_help, parse_words
-from evalflow.insight.report_build import build_report
+from evalflow.errors import ConfigError
 
 
 def _max_docs(value: str) -> int | None:
@@ -38,7 +39,7 @@ def _max_docs(value: str) -> int | None:
 
 COMMAND = Command(
     "report",
-    "one self-contained HTML page of runs",
+    "the viewer of runs as one self-contained HTML file",
     "RUN...",
     1,
     options=(
@@ -56,9 +57,13 @@ def main(argv: list[str]) -> int:
         return 0 if argv else 2
     words = parse_words(argv, COMMAND)
     out = Path(words.value("out"))
-    html = build_report([Path(a) for a in words.positional], words.options.get("docs"))
-    from evalflow.output.run_folder import atomic_write
+    try:
+        from evalflow.view.single_file import write_single_file
+    except ImportError as exc:
+        raise ConfigError(
+            f'report needs the view and insight extras ({exc.name} is missing): pip install "evalflow[insight,view]"'
+        ) from None
 
-    atomic_write(out, [html])
-    print(f"report: {out} ({len(html) // 1024} KiB)")
+    size = write_single_file([Path(a) for a in words.positional], out, words.options.get("docs"))
+    print(f"report: {out} ({size // 1024} KiB)")
     return 0

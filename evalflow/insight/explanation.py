@@ -66,16 +66,27 @@ def read_manifest(folder: Path) -> Manifest:
 
 def explain(run: Path, reference: Path | None = None, search: Path | None = None) -> list[str]:
     """The explanation lines for ``run`` (against ``reference``, else the closest earlier run)."""
+    return explain_compared(run, reference, search)[0]
+
+
+def explain_compared(
+    run: Path, reference: Path | None = None, search: Path | None = None
+) -> tuple[list[str], dict[str, Path | None]]:
+    """:func:`explain`'s lines and, for each task of ``run`` that computed a stage, the run folder
+    they compare it with (``reference``, else the closest earlier run; None: no run of the task)."""
     target = read_manifest(run)
     ref = read_manifest(reference) if reference is not None else None
-    earlier = None if ref is not None else _earlier_runs(target, search)
+    bases = _bases(target, ref, search)
+    compared = {task: base.folder if base is not None and base.stages(task) else None for task, base in bases.items()}
+    return _lines(run, target, ref, bases), compared
+
+
+def _lines(run: Path, target: Manifest, ref: Manifest | None, bases: Mapping[str, Manifest | None]) -> list[str]:
+    """The lines: the gate's rounds, then why each computed stage of each task re-ran against its base."""
     lines: list[str] = gate_lines(run)  # a sequential gate's folder: its rounds and verdict first
-    for task in target.tasks():
+    for task, base in bases.items():
         stages = target.stages(task)
         computed = [s for s in stages.values() if not s["hit"]]
-        if not computed:
-            continue
-        base = ref if ref is not None else _closest(task, stages, earlier or [])
         if base is None or not base.stages(task):
             where = f"in {ref.folder}" if ref is not None else "among earlier run folders"
             lines.append(f"{task}: computed for the first time (no run of {task} {where})")
@@ -86,6 +97,17 @@ def explain(run: Path, reference: Path | None = None, search: Path | None = None
             lines.append(f"{task} {stage['stage']} re-ran: {_why(stage, stages, old, models, base.folder)}")
         lines.extend(_execution_change(task, base, target))
     return lines
+
+
+def _bases(target: Manifest, ref: Manifest | None, search: Path | None) -> dict[str, Manifest | None]:
+    """Each task with a computed stage -> the run its stages are explained against."""
+    earlier = None if ref is not None else _earlier_runs(target, search)
+    bases: dict[str, Manifest | None] = {}
+    for task in target.tasks():
+        stages = target.stages(task)
+        if any(not s["hit"] for s in stages.values()):
+            bases[task] = ref if ref is not None else _closest(task, stages, earlier or [])
+    return bases
 
 
 def _execution_change(task: str, old: Manifest, new: Manifest) -> list[str]:

@@ -12,13 +12,15 @@ Two keys with one name share the file: it calls ``put`` once per key.
 
 The payloads come from :mod:`evalflow.view.payloads`, the functions the server calls. JSON inside
 a script is escaped so no text can end it: ``<``, ``>``, ``&`` and U+2028/U+2029 are written as
-``\\uXXXX`` (and the rest of non-ASCII too). A payload that fails (explain of an lm-eval folder,
-a comparison of runs over different documents) is written as ``{"error": ...}``, as the server
-would answer it. What is in the bundle: the runs, each run's detail, each task's samples as one
-payload (``all=1``; the page filters and pages them itself), each document in full for the first
-``docs`` documents of each task, explain for each run, compare for every ordered pair (or, past
+``\\uXXXX`` (and the rest of non-ASCII too). A payload that fails (a comparison of runs over
+different documents) is written as ``{"error": ...}``, as the server would answer it. What is in
+the bundle: the runs, each run's detail, each task's samples as one payload (``all=1``; the page
+filters and pages them itself), each document in full for the first ``docs`` documents of each
+task (its images as PNG data URLs from the run's cache), explain of each evalflow run (also
+against each other one, up to ``PAIRS_ALL`` runs), compare for every ordered pair (or, past
 ``PAIRS_ALL`` runs, each run against the next), and the across-runs views of each run, each
-compared pair and all runs. Live progress is not (a bundle is a snapshot).
+compared pair and all runs, and the runs' results side by side for the same selections. Live
+progress is not (a bundle is a snapshot).
 
 A bundle is read on other machines, so it holds no path of this one: each bundled folder's
 absolute path is written as the folder's name (a run's ``path``, the ``roots``, the command that
@@ -29,6 +31,8 @@ written through.
 
 from __future__ import annotations
 
+import base64
+import io
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import pairwise, permutations
@@ -37,15 +41,17 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from evalflow.errors import ConfigError, EvalflowError
+from evalflow.frames.discovery import EVALFLOW, RunEntry
 from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
-from evalflow.view.payloads import ROUTES, Catalog, json_text, samples_path
+from evalflow.view.payloads import ROUTES, Catalog, cached_image, json_text, samples_path
 from evalflow.view.server import INDEX, STATIC_DIR, STATIC_FILES
 
 FNV_OFFSET, FNV_PRIME = 0x811C9DC5, 0x01000193
 PAIRS_ALL = 6  # up to this many runs, every ordered pair is compared; past it, each with the next
 DOCS = 200  # documents per task written in full
+THUMBNAIL = 320  # an embedded image's longer side, in pixels
 MODE_META = '<meta name="evalflow-mode" content="bundle">'
-_URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is (besides letters and digits)
+URI_SAFE = "-_.!~*'()"  # what encodeURIComponent leaves as it is (besides letters and digits)
 
 
 def fnv1a32(text: str) -> int:
@@ -63,7 +69,7 @@ def fnv1a32(text: str) -> int:
 def api_key(path: str, params: Mapping[str, str]) -> str:
     """The API path with its query words sorted by name, each name and value encoded as
     ``encodeURIComponent`` encodes it: ``/api/run?id=sweep%2F0``."""
-    query = "&".join(f"{quote(k, safe=_URI_SAFE)}={quote(str(v), safe=_URI_SAFE)}" for k, v in sorted(params.items()))
+    query = "&".join(f"{quote(k, safe=URI_SAFE)}={quote(str(v), safe=URI_SAFE)}" for k, v in sorted(params.items()))
     return f"{path}?{query}" if query else path
 
 
@@ -103,11 +109,13 @@ def _payload(catalog: Catalog, path: str, params: Mapping[str, str]) -> Any:
         return {"error": str(exc)}
 
 
-def payloads(catalog: Catalog, docs: int = DOCS) -> Iterator[tuple[str, Any]]:
-    """(key, payload) of everything the bundle holds, one at a time (a big sweep is not held in memory)."""
+def payloads(catalog: Catalog, docs: int = DOCS, order: Sequence[str] | None = None) -> Iterator[tuple[str, Any]]:
+    """(key, payload) of everything the bundle holds, one at a time (a big sweep is not held in
+    memory); ``order``: the runs' ids in the order pairs and selections name them (default: the
+    catalog's, newest first)."""
     runs = _payload(catalog, "/api/runs", {})
     yield api_key("/api/runs", {}), runs
-    ids = list(catalog.entries)
+    ids = list(order) if order is not None else list(catalog.entries)
     for run_id in ids:
         yield from _run_payloads(catalog, run_id, docs)
     pairs = (
@@ -117,16 +125,17 @@ def payloads(catalog: Catalog, docs: int = DOCS) -> Iterator[tuple[str, Any]]:
         params = {"ids": f"{a},{b}"}
         yield api_key("/api/compare", params), _payload(catalog, "/api/compare", params)
     # the across-runs views: each run alone, each compared pair (in either order), and every run
-    selections = [*ids, *(f"{a},{b}" for a, b in pairs), *([",".join(ids)] if len(ids) > 2 else [])]
+    every = [",".join(ids), ",".join(sorted(ids))] if len(ids) > 2 else []
+    selections = list(dict.fromkeys([*ids, *(f"{a},{b}" for a, b in pairs), *every]))
     for ids_text in selections:
-        for path in ("/api/wrong", "/api/reasoning"):
+        for path in ("/api/wrong", "/api/reasoning", "/api/results"):
             yield api_key(path, {"ids": ids_text}), _payload(catalog, path, {"ids": ids_text})
 
 
 def _run_payloads(catalog: Catalog, run_id: str, docs: int) -> Iterator[tuple[str, Any]]:
     detail = _payload(catalog, "/api/run", {"id": run_id})
     yield api_key("/api/run", {"id": run_id}), detail
-    yield api_key("/api/explain", {"id": run_id}), _payload(catalog, "/api/explain", {"id": run_id})
+    yield from _explain_payloads(catalog, run_id)
     entry = catalog.entries[run_id]
     tasks = [s["task"] for s in detail.get("samples", [])] if isinstance(detail, dict) else []
     for task in tasks:
@@ -136,12 +145,56 @@ def _run_payloads(catalog: Catalog, run_id: str, docs: int) -> Iterator[tuple[st
             continue
         params = {"id": run_id, "task": task, "all": "1"}
         page = _payload(catalog, "/api/samples", params)
-        if isinstance(page, dict) and "rows" in page:
-            page = {**page, "bundle_docs": docs}
+        if isinstance(page, dict) and len({row["doc_id"] for row in page.get("rows", [])}) > docs:
+            page = {**page, "bundle_docs": docs}  # the page says documents were left out
         yield api_key("/api/samples", params), page
         for doc_id, filt in _first_documents(page, docs):
             one = {"id": run_id, "task": task, "doc_id": str(doc_id), "filter": filt}
-            yield api_key("/api/sample", one), _payload(catalog, "/api/sample", one)
+            yield api_key("/api/sample", one), with_thumbnails(entry, _payload(catalog, "/api/sample", one))
+
+
+def with_thumbnails(entry: RunEntry, sample: Any) -> Any:
+    """A document's images with their pixels, for a page with no server to ask: each image known
+    by its digest gets ``src``, a PNG data URL of it shrunk to at most :data:`THUMBNAIL` pixels,
+    read from the run's own cache (an image the cache no longer holds keeps its label alone)."""
+    images = sample.get("images") if isinstance(sample, dict) else None
+    if not images:
+        return sample
+    shown = []
+    for image in images:
+        digest = image.get("digest") if isinstance(image, dict) else None
+        try:
+            shown.append({**image, "src": _thumbnail(cached_image(entry, str(digest)))} if digest else image)
+        except (EvalflowError, OSError, ValueError):
+            shown.append(image)
+    return {**sample, "images": shown}
+
+
+def _thumbnail(png: bytes) -> str:
+    from PIL import Image
+
+    small = Image.open(io.BytesIO(png))
+    small.thumbnail((THUMBNAIL, THUMBNAIL))
+    buf = io.BytesIO()
+    small.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _explain_payloads(catalog: Catalog, run_id: str) -> Iterator[tuple[str, Any]]:
+    """Explain of an evalflow run: against the closest earlier run, and, up to ``PAIRS_ALL`` runs,
+    against each other evalflow run; each payload lists in ``bundle_against`` the runs it holds
+    explain against, so the page offers only those (never a choice the bundle cannot show)."""
+    entry = catalog.entries[run_id]
+    if entry.layout != EVALFLOW:
+        return  # lm-eval's folders have no manifest: the page offers no explain for them
+    evalflow_ids = [i for i, e in catalog.entries.items() if e.layout == EVALFLOW]
+    others = [i for i in evalflow_ids if i != run_id] if len(evalflow_ids) <= PAIRS_ALL else []
+    for against in ["", *others]:
+        params = {"id": run_id, **({"against": against} if against else {})}
+        payload = _payload(catalog, "/api/explain", params)
+        if isinstance(payload, dict) and "error" not in payload:
+            payload = {**payload, "bundle_against": others}
+        yield api_key("/api/explain", params), payload
 
 
 def _first_documents(page: Any, docs: int) -> list[tuple[int, str]]:

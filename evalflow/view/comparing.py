@@ -10,8 +10,10 @@ under the same filter: the rows that make up the paired test's discordant count.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from evalflow.insight.comparison import DEFAULT_ITERS, Comparison, compare, verdicts
 from evalflow.insight.gate import GateSettings, failures
@@ -29,15 +31,21 @@ def compare_payload(
     iters: int = DEFAULT_ITERS,
     seed: int = 1234,
     max_flips: int = MAX_FLIPS,
+    alpha: float = GateSettings.alpha,
 ) -> dict[str, Any]:
     """``{"rows", "gate", "truncation", "flips"}`` of baseline ``run_a`` against candidate ``run_b``;
-    ``gate``: the gate's settings (None: compare's defaults judge the rows, and ``gate`` is null)."""
-    judge = gate or GateSettings()
+    ``gate``: the gate's settings (None: no gate was asked for: each row's ``verdict`` and ``gate``
+    are null, and ``alpha`` is the level a row is significant at)."""
+    judge = gate or GateSettings(alpha=alpha)
     rows = compare(run_a, run_b, iters, seed, judge.alpha)
     judged = verdicts(rows, judge)
     shifts = truncation_changes(run_a, run_b, [t for t in run_a.tasks() if t in run_b.tasks()], judge.alpha)
+    # no gate asked for: no verdict (a default max_drop=0 verdict on every row reads as a gate the user never set)
     return {
-        "rows": [_row(r, v.reason, v.failed, judge.alpha) for r, v in zip(rows, judged, strict=True)],
+        "rows": [
+            _row(r, v.reason if gate else None, v.failed if gate else None, judge.alpha)
+            for r, v in zip(rows, judged, strict=True)
+        ],
         "gate": None if gate is None else gate_lines(judged),
         "truncation": [truncation_line(c, judge.alpha) for c in shifts if c.differs],
         "flips": flips(run_a, run_b, rows, max_flips),
@@ -56,7 +64,7 @@ def gate_lines(judged: Sequence[Any]) -> list[str]:
     return lines
 
 
-def _row(r: Comparison, verdict: str, failed: bool, alpha: float) -> dict[str, Any]:
+def _row(r: Comparison, verdict: str | None, failed: bool | None, alpha: float) -> dict[str, Any]:
     return {
         "name": f"{r.task} (group)" if r.group else r.task,
         "task": r.task,
@@ -94,6 +102,7 @@ def flips(run_a: Run, run_b: Run, rows: Sequence[Comparison], limit: int = MAX_F
         if not room or not changed:
             continue
         recs_a, recs_b = _records(run_a, r.task, r.filter), _records(run_b, r.task, r.filter)
+        delim_a, delim_b = _delimiter(run_a, r.task), _delimiter(run_b, r.task)
         for d in changed[:room]:
             a, b = recs_a.get(d, {}), recs_b.get(d, {})
             out.append(
@@ -104,8 +113,8 @@ def flips(run_a: Run, run_b: Run, rows: Sequence[Comparison], limit: int = MAX_F
                     "metric": r.metric,
                     "a": va[d],
                     "b": vb[d],
-                    "answer_a": answer_text(a),
-                    "answer_b": answer_text(b),
+                    "answer_a": answer_text(a, r.metric, delim_a),
+                    "answer_b": answer_text(b, r.metric, delim_b),
                     "target": target_text(a or b),
                 }
             )
@@ -116,12 +125,25 @@ def _records(run: Run, task: str, filt: str) -> dict[int, Mapping[str, Any]]:
     return {int(r["doc_id"]): r for r in run.rows(task) if str(r.get("filter", "none")) == filt}
 
 
-def answer_text(record: Mapping[str, Any]) -> str:
-    """What the model answered, as the samples record keeps it: the filtered answer (a generation
-    after its filter), else the chosen choice of a multiple-choice document, else the raw response."""
+def _delimiter(run: Run, task: str) -> str:
+    """The task's ``target_delimiter`` (what lm-eval put before each choice in its requests)."""
+    config = (run.results.get("configs") or {}).get(task) or {}
+    value = config.get("target_delimiter", " ") if isinstance(config, Mapping) else " "
+    return value if isinstance(value, str) else " "
+
+
+RAW_LABEL = " (the raw log-likelihood argmax; {metric} scores another choice rule)"
+
+
+def answer_text(record: Mapping[str, Any], metric: str | None = None, delimiter: str = " ") -> str:
+    """What the model answered, as ``metric`` scored it: a generation's filtered answer, else the
+    raw response; for a multiple-choice document, the choice the metric picked: ``acc`` the
+    highest log-likelihood, ``acc_norm`` the highest per character of the choice and
+    ``acc_bytes`` per byte (lm-eval's ``process_results``); any other metric (``acc_mutual_info``
+    needs the unconditional log-likelihoods) shows the raw argmax, labelled as such."""
     filtered = record.get("filtered_resps")
     if isinstance(filtered, list) and filtered:
-        chosen = _chosen_choice(record, filtered)
+        chosen = _chosen_choice(record, filtered, metric, delimiter)
         if chosen is not None:
             return _cut(chosen)
         first = filtered[0]
@@ -130,14 +152,30 @@ def answer_text(record: Mapping[str, Any]) -> str:
     return _cut(resps[0][0] if isinstance(resps, list) and resps and isinstance(resps[0], list) else resps)
 
 
-def _chosen_choice(record: Mapping[str, Any], filtered: list[Any]) -> str | None:
-    """A loglikelihood document's answer: the choice with the highest log-likelihood."""
+_PER_LENGTH: dict[str, Callable[[str], int]] = {
+    "acc_norm": len,
+    "acc_bytes": lambda text: len(text.encode("utf-8")),
+}
+
+
+def _chosen_choice(record: Mapping[str, Any], filtered: list[Any], metric: str | None, delimiter: str) -> str | None:
+    """A loglikelihood document's answer under ``metric``'s rule (see :func:`answer_text`)."""
     scores = [f[0] if isinstance(f, list) and f else f for f in filtered]
     if len(scores) < 2 or not all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in scores):
         return None
-    best = max(range(len(scores)), key=lambda i: scores[i])
     choices = _choices(record)
-    return choices[best] if best < len(choices) else f"choice {best}"
+    raw = max(range(len(scores)), key=lambda i: scores[i])
+    if metric in _PER_LENGTH and len(choices) == len(scores):
+        # lm-eval divides by the length of the choice as doc_to_choice gave it, before the delimiter
+        texts = [c[len(delimiter) :] if delimiter and c.startswith(delimiter) else c for c in choices]
+        lengths = np.array([float(_PER_LENGTH[metric](t)) for t in texts])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            best = int(np.argmax(np.array(scores, dtype=float) / lengths))
+        return choices[best]
+    shown = choices[raw] if raw < len(choices) else f"choice {raw}"
+    if metric is None or metric == "acc":
+        return shown
+    return shown + RAW_LABEL.format(metric=metric)
 
 
 def _choices(record: Mapping[str, Any]) -> list[str]:

@@ -26,12 +26,12 @@ from typing import Any
 
 from evalflow.errors import EvalflowError
 from evalflow.frames.across import always_wrong, reasoning_figures
-from evalflow.frames.discovery import RunEntry, find_runs
+from evalflow.frames.discovery import EVALFLOW, LMEVAL, RunEntry, find_runs
 from evalflow.frames.runs import run_detail, run_summary, unreadable_reason
 from evalflow.frames.samples import SampleQuery, query, sample_detail
 from evalflow.frames.status import live_progress
 from evalflow.insight.comparison import DEFAULT_ITERS
-from evalflow.insight.explanation import explain, read_manifest
+from evalflow.insight.explanation import explain_compared, read_manifest
 from evalflow.insight.gate import GateSettings
 from evalflow.output.contained import inside, kept, left_out
 from evalflow.output.run_folder import Run, load_run
@@ -46,6 +46,7 @@ from evalflow.output.run_paths import (
 )
 from evalflow.view.comparing import compare_payload
 from evalflow.view.safe_paths import UnsafePath, resolve_under
+from evalflow.view.side_by_side import side_by_side
 
 Params = Mapping[str, str]
 Route = Callable[["Catalog", Params], Any]
@@ -321,9 +322,9 @@ def sample_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
 def compare_payload_of(catalog: Catalog, params: Params) -> dict[str, Any]:
     """``/api/compare?ids=A,B[,C...]``: A is the baseline; B (and each further run) the candidate."""
     max_drop, alpha = _float(params, "max_drop"), _float(params, "alpha")
-    gate = (
-        None if max_drop is None and alpha is None else GateSettings(max_drop or 0.0, 0.05 if alpha is None else alpha)
-    )
+    # a verdict only when a gate is asked for (max_drop=); alpha= alone sets the test level
+    level = GateSettings(max_drop or 0.0, 0.05 if alpha is None else alpha)
+    gate = None if max_drop is None else level
     iters, seed = _int(params, "bootstrap_iters", DEFAULT_ITERS), _int(params, "seed", 1234)
     entries = [catalog.entry(i) for i in _ids(params)]
     if len(entries) < 2:
@@ -331,10 +332,12 @@ def compare_payload_of(catalog: Catalog, params: Params) -> dict[str, Any]:
     base = catalog.run(entries[0])
 
     def pair(candidate: RunEntry) -> dict[str, Any]:
-        key = ("compare", gate, iters, seed)
+        key = ("compare", gate, level.alpha, iters, seed)
         return dict(
             catalog.memo(
-                key, [entries[0], candidate], lambda: compare_payload(base, catalog.run(candidate), gate, iters, seed)
+                key,
+                [entries[0], candidate],
+                lambda: compare_payload(base, catalog.run(candidate), gate, iters, seed, alpha=level.alpha),
             )
         )
 
@@ -357,13 +360,30 @@ def _refuse_links_out(entry: RunEntry) -> None:
         raise BadRequest(f"run {entry.id!r}: {out['file']} was not read: {out['reason']}")
 
 
+NO_MANIFEST = (
+    "{id} is an lm-eval output folder: lm-eval writes no manifest.json (evalflow's record of each "
+    "stage and its cache key), so there is nothing to explain; explain works on evalflow's run folders"
+)
+
+
 def explain_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
-    """``/api/explain?id=ID[&against=ID2]``: why each stage re-ran, and each stage's cache hit."""
+    """``/api/explain?id=ID[&against=ID2]``: why each stage re-ran, each stage's cache hit, and
+    ``compared``: per task, the run it was explained against (the closest earlier one when no
+    ``against`` is given; its catalog id, or its folder when it lies outside the roots)."""
     entry = catalog.entry(params.get("id"))
     against = catalog.entry(params["against"]) if params.get("against") else None
-    for one in [e for e in (entry, against) if e is not None]:
-        _refuse_links_out(one)
-    lines = explain(entry.folder, against.folder if against else None, catalog.root_of(entry))
+    for one in (entry, against):
+        if one is not None and one.layout == LMEVAL:
+            raise BadRequest(NO_MANIFEST.format(id=one.id))
+        if one is not None:
+            _refuse_links_out(one)
+    reference = against.folder if against else None
+    lines, bases = explain_compared(entry.folder, reference, catalog.root_of(entry))
+    ids = {e.folder.resolve(): e.id for e in catalog.entries.values() if e.layout == EVALFLOW}
+    compared = [
+        {"task": task, "id": ids.get(folder.resolve()) if folder else None, "path": str(folder) if folder else None}
+        for task, folder in bases.items()
+    ]
     manifest = read_manifest(entry.folder)
     stages = [
         {"task": task, "stage": name, "cached": bool(stage.get("hit"))}
@@ -372,7 +392,13 @@ def explain_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
     ]
     if not lines:
         lines = ["every stage was served from the cache"]
-    return {"id": entry.id, "against": against.id if against else None, "lines": lines, "stages": stages}
+    return {
+        "id": entry.id,
+        "against": against.id if against else None,
+        "compared": compared,
+        "lines": lines,
+        "stages": stages,
+    }
 
 
 def _runs_of(catalog: Catalog, params: Params) -> list[tuple[str, Run]]:
@@ -388,6 +414,15 @@ def wrong_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
 def reasoning_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
     entries = [catalog.entry(i) for i in _ids(params)]
     result: dict[str, Any] = catalog.memo(("reasoning",), entries, lambda: reasoning_figures(_runs_of(catalog, params)))
+    return result
+
+
+def results_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    """``/api/results?ids=A,B[,C...]``: the runs' results side by side (:mod:`evalflow.view.side_by_side`)."""
+    entries = [catalog.entry(i) for i in _ids(params)]
+    result: dict[str, Any] = catalog.memo(
+        ("results",), entries, lambda: side_by_side([e.id for e in entries], [catalog.run(e) for e in entries])
+    )
     return result
 
 
@@ -443,6 +478,7 @@ ROUTES: dict[str, Route] = {
         "/api/explain": explain_payload,
         "/api/wrong": wrong_payload,
         "/api/reasoning": reasoning_payload,
+        "/api/results": results_payload,
         "/api/live": live_payload,
     }.items()
 }

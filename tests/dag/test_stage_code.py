@@ -35,7 +35,7 @@ EDITS = [
     ("scoring/task_aggregation.py", STAGES[6:]),
     ("core/records.py", STAGES),
     ("models/protocol.py", []),  # model-side code is the model identity's, not the stages'
-    ("insight/report_build.py", []),  # no stage runs it
+    ("insight/run_names.py", []),  # no stage runs it
 ]
 
 

@@ -59,6 +59,7 @@ def test_an_evalflow_runs_summary(runs: ViewRuns, entries: dict[str, RunEntry]) 
         "layout": "evalflow",
         "path": str(runs.grouped),
         "model": "dummy",
+        "model_label": "dummy",
         "tasks": ["toy_mc", "toy_gen"],
         "date": _iso(results["date"]),
         "status": "complete",
@@ -116,6 +117,8 @@ def test_an_lm_eval_runs_summary_reads_its_own_results_file(runs: ViewRuns, entr
     summary = run_summary(entries[ARC])
     assert summary["layout"] == "lm-eval" and summary["path"] == str(runs.root / ARC)
     assert summary["model"] == results["model_name"] and summary["tasks"] == ["arc_easy"]
+    # the short name shown (the full one in its title): the last part of a path or hub id
+    assert summary["model_label"] == results["model_name"].rstrip("/").rsplit("/", 1)[-1]
     assert summary["date"] == _iso(results["date"])
     assert summary["metrics"] == {
         "arc_easy": {"metric": "acc,none", "value": 0.6, "stderr": results["results"]["arc_easy"]["acc_stderr,none"]}
@@ -158,6 +161,7 @@ def test_a_running_run_shows_its_events_then_its_results(tmp_path: Path) -> None
     (entry,) = find_runs([tmp_path])
     done = run_summary(entry)
     assert done["status"] == "complete" and set(done["metrics"]) == {"toy_mc"}
+    assert done["model_label"] == summary["model_label"] == GATED  # one name, running and finished
     assert run_detail(entry)["progress"] is None
 
 
@@ -251,11 +255,12 @@ def test_an_lm_eval_runs_detail(runs: ViewRuns, entries: dict[str, RunEntry]) ->
 
 def test_runs_df_one_row_per_run_with_stable_columns(runs: ViewRuns) -> None:
     df = runs_df([runs.root / "single", str(runs.root / "multirun"), runs.lm_eval])
-    assert list(df.columns[:10]) == [
+    assert list(df.columns[:11]) == [
         "run_id",
         "path",
         "layout",
         "model",
+        "model_label",
         "date",
         "status",
         "tasks",

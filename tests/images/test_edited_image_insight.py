@@ -1,10 +1,11 @@
 """Two runs of an image task whose rows name their images by file path, one image file edited in
 between (the rows' text unchanged): compare refuses to pair them and names the document, the
-report shows both runs' pictures of it, and explain names the edited file."""
+report holds both runs' pictures of it, and explain names the edited file."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -44,17 +45,21 @@ def test_compare_refuses_runs_whose_image_file_changed(edited: tuple[Path, Path,
     assert row.n == 6 and row.diff == 0
 
 
-def test_report_shows_each_runs_image_where_they_differ(edited: tuple[Path, Path, Path, Path]) -> None:
-    from evalflow.insight.report_build import document_view, expand
+def test_report_shows_each_runs_image_of_the_edited_document(edited: tuple[Path, Path, Path, Path]) -> None:
+    from evalflow.view.bundle import payloads
+    from evalflow.view.payloads import Catalog
 
     a, b, _, _ = edited
-    (view,) = document_view(expand([a, b]), ["A", "B"])
-    shown = {d["doc_id"]: d["images"] for d in view["docs"]}
-    assert all(len(shown[d]) == 1 and not shown[d][0]["label"].startswith("A:") for d in shown if d != 3)
-    first, second = shown[3]
-    assert first["label"].startswith("A: 32x32 RGB xxh3:") and second["label"].startswith("B: 32x32 RGB xxh3:")
-    assert first["src"] != second["src"] and first["src"].startswith("data:image/png;base64,")
-    assert view["disagree"] >= 1 and next(d for d in view["docs"] if d["doc_id"] == 3)["disagree"]
+    catalog = Catalog([a, b])
+    shown = {
+        (parse_qs(key.split("?", 1)[1])["id"][0], p["doc_id"]): p["images"][0]["src"]
+        for key, p in payloads(catalog)
+        if key.startswith("/api/sample?")
+    }
+    assert len(shown) == 12 and all(src.startswith("data:image/png;base64,") for src in shown.values())
+    ids = sorted({run_id for run_id, _ in shown})
+    assert shown[(ids[0], 3)] != shown[(ids[1], 3)]  # each run's own picture of the edited document
+    assert all(shown[(ids[0], d)] == shown[(ids[1], d)] for d in range(6) if d != 3)
 
 
 def test_explain_names_the_edited_image_file(edited: tuple[Path, Path, Path, Path]) -> None:

@@ -1,4 +1,5 @@
-"""`show` names each image of a prompt by size and pixel hash; the HTML report shows thumbnails."""
+"""`show` names each image of a prompt by size and pixel hash; the report (and a bundle) embed each
+document's image from the run's cache."""
 
 from __future__ import annotations
 
@@ -27,36 +28,19 @@ def test_show_prints_placeholders_with_each_images_size_and_hash(
     assert lines[0] != lines[1]  # two documents, two images, two hashes
 
 
-def test_report_embeds_each_documents_thumbnails(vqa_library: Path, tmp_path: Path) -> None:
+def test_report_embeds_each_documents_image(vqa_library: Path, tmp_path: Path) -> None:
     from PIL import Image
 
-    from evalflow.insight.report_build import document_view, expand, run_labels
+    from evalflow.view.bundle import payloads
+    from evalflow.view.payloads import Catalog
 
     VisionCountingModel.reset()
     _, _, folder = Runner(vqa_library, tmp_path / "cache", tmp_path / "out")("toy_vqa", model=VISION)
-    runs = expand([folder])
-    (view,) = document_view(runs, run_labels(runs, {}))
-    images = [d["images"] for d in view["docs"]]
+    samples = [p for key, p in payloads(Catalog([folder])) if key.startswith("/api/sample?")]
+    images = [s["images"] for s in samples]
     assert len(images) == 6 and all(len(i) == 1 for i in images)
     first = images[0][0]
-    assert first["label"].startswith("32x32 RGB xxh3:") and first["src"].startswith("data:image/png;base64,")
+    assert first["digest"] and first["src"].startswith("data:image/png;base64,")
     thumb = Image.open(io.BytesIO(base64.b64decode(first["src"].split(",", 1)[1])))
-    assert thumb.size == (32, 32)  # never enlarged (at most 96 px)
+    assert thumb.size == (32, 32)  # never enlarged
     assert len({i[0]["src"] for i in images}) == 6
-
-
-def test_thumbnails_render_in_a_real_browser(vqa_library: Path, tmp_path: Path) -> None:
-    import re
-
-    from evalflow.commands.report import main
-    from tests.support.browser import browse
-
-    VisionCountingModel.reset()
-    _, _, folder = Runner(vqa_library, tmp_path / "cache", tmp_path / "out")("toy_vqa", model=VISION)
-    out = tmp_path / "report.html"
-    assert main([str(folder), f"out={out}"]) == 0
-    loaded = browse(out, "--dump-dom", fragment="docs-toy_vqa")  # opens the task's documents
-    assert loaded.returncode == 0, loaded.stderr[-2000:]
-    assert [line for line in loaded.stderr.splitlines() if ":CONSOLE" in line] == []
-    assert len(re.findall(r'<img src="data:image/png;base64,', loaded.stdout)) == 6
-    assert len(re.findall(r"<figcaption>32x32 RGB xxh3:", loaded.stdout)) == 6

@@ -16,7 +16,6 @@ from evalflow.commands import gate
 from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.comparison import compare
 from evalflow.insight.explanation import explain
-from evalflow.insight.report_build import build_report
 from evalflow.output.partial import partial_tasks
 from evalflow.output.run_folder import load_run
 from evalflow.output.run_paths import gate_record_file, gate_rounds_dir, manifest_file, results_file
@@ -95,8 +94,11 @@ def test_a_damaged_candidate_fails_on_a_fraction_and_its_folder_is_partial_every
     with pytest.raises(RunFolderError, match="is a partial run"):
         compare(load_run(release["baseline"]), load_run(out))
     assert explain(out)[0].startswith(f"gate against {release['baseline']}") and "gate round 1:" in explain(out)[1]
-    html = build_report([out])
-    assert f"partial: gate_arith {used} of {DOCS}" in html and "gate round 1: gate_arith 16 of 400" in html
+    from evalflow.view.payloads import Catalog, results_payload
+
+    (shown,) = results_payload(Catalog([out]), {"ids": "."})["runs"]  # the report's results side by side
+    assert f"partial: gate_arith {used} of {DOCS}" in shown["partial"]
+    assert "gate round 1: gate_arith 16 of 400" in "\n".join(shown["gate"])
 
 
 def test_a_later_whole_run_computes_only_the_documents_the_gate_did_not_use(

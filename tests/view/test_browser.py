@@ -58,7 +58,9 @@ def test_walk_runs_run_samples_compare_explain(chromium_browser: Any, served: st
     page.fill("#runs-filter", "sweep")
     expect(runs).to_have_count(2)
     page.check("#runs-group")
-    expect(page.locator("#runs tr.group")).to_have_text(re.compile("sweep sweep — 2 jobs"))
+    expect(page.locator("#runs tr.group")).to_have_text(
+        re.compile(r"sweep sweep · \d{4}-\d\d-\d\d \d\d:\d\d — 2 jobs · varying model.seed = 0 \| 1")
+    )
     page.locator("#runs th", has_text="toy_mc").click()
     expect(page.locator("#runs tbody tr:not(.group) td:nth-child(2)")).to_have_text([RUN_A, RUN_B])
     page.locator("#runs th", has_text="toy_mc").click()

@@ -85,7 +85,14 @@ def test_payloads_are_the_servers(built: dict) -> None:
         served = answer.json()
         if path.startswith("/api/samples"):
             served = {**served, "bundle_docs": 3}
+        if path.startswith("/api/explain"):  # the runs the bundle holds explain of a against
+            evalflow_runs = {r["id"] for r in runs if r["layout"] == "evalflow"}
+            assert set(data[path].pop("bundle_against")) == evalflow_runs - {a}
         assert data[path] == relative_paths(served, roots_named([built["root"]])), path
+    # every choice the explain page offers is held: explain of a against each other evalflow run
+    for other in data[api_key("/api/explain", {"id": b})]["bundle_against"]:
+        held = data[api_key("/api/explain", {"id": b, "against": other})]
+        assert held["against"] == other and held["lines"], other
     samples = data[api_key("/api/samples", {"id": a, "task": "toy_mc", "all": "1"})]
     assert samples["total"] == len(samples["rows"]) == 20
     docs = {k for k in data if k.startswith("/api/sample?") and f"id={quote(a, safe='')}&" in k and "toy_mc" in k}

@@ -92,7 +92,9 @@ def test_a_host_off_loopback_is_warned_about(tmp_path: Path) -> None:
         assert proc.stderr is not None
         warning = proc.stderr.readline()
         assert "warning: host=0.0.0.0 is not a loopback address" in warning
-        _url(proc)
+        assert f"no run found under {tmp_path}" in proc.stderr.readline()  # an empty folder: said on start
+        url = _url(proc)
+        assert url.startswith(f"http://{socket.gethostname()}:") and "0.0.0.0" not in url  # one others can open
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -122,3 +124,9 @@ def test_a_port_in_use_is_one_paragraph(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{port}.*port=") as raised:
             main([str(tmp_path), f"port={port}"])
     assert "\n" not in str(raised.value)
+
+
+def test_a_missing_folder_of_bundle_ends_with_the_bundle_usage(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such folder") as raised:
+        main(["bundle", str(tmp_path / "nope"), f"out={tmp_path / 'b'}"])
+    assert str(raised.value).endswith(BUNDLE.line()) and str(raised.value).startswith("view bundle:")

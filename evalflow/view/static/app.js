@@ -3,15 +3,19 @@
  * Everything a run folder holds (model output, task text, file names, config values) is data, never
  * markup: the DOM is built only with createElement, textContent and an allow-list of attributes, and a
  * link's href is a "#/..." route, a same-origin relative path, or (tracker links only) an http(s) URL.
- * The same file runs against the server (fetch /api/...) and inside a static bundle (meta
- * evalflow-mode=bundle), where each payload is a data/<fnv1a32 of its api path>.js file loaded with a
- * <script src> so it works from file://.
+ * The same file runs against the server (fetch /api/...), inside a static bundle (meta
+ * evalflow-mode=bundle), where each payload is a data/(fnv1a32 of its api path).js file loaded by a
+ * script element it inserts, so it works from file://, and inside one self-contained page (evalflow
+ * report, meta evalflow-mode=single), whose payloads are gzip-compressed, base64-encoded blocks
+ * (never run): a line per payload, its key and JSON a tab apart, parsed when asked.
  */
 "use strict";
 
 (function () {
   const MODE_META = document.querySelector('meta[name="evalflow-mode"]');
-  const MODE = MODE_META && MODE_META.getAttribute("content") === "bundle" ? "bundle" : "server";
+  const MODE_NAME = MODE_META ? MODE_META.getAttribute("content") : "server";
+  const MODE = MODE_NAME === "bundle" || MODE_NAME === "single" ? MODE_NAME : "server";
+  const SNAPSHOT = MODE === "bundle" ? "This bundle" : "This report";  // what a static copy calls itself
   const STATUSES = new Set(["complete", "partial", "running", "failed"]);
   const SAFE_ATTRS = new Set(["id", "type", "placeholder", "title", "colspan", "for", "name", "alt", "role",
     "aria-label", "data-task", "data-status", "data-doc", "min", "max", "step", "value", "lang"]);
@@ -121,8 +125,46 @@
     writable: false, configurable: false,
   });
 
+  /** The single page's data blocks by name: "" holds every payload but the documents in full, a
+   *  run's task's documents are the block named /api/sample?id=..&task=.. (unpacked when opened). */
+  const pageBlocks = new Map();
+  if (MODE === "single") {
+    for (const block of document.querySelectorAll('script[type="application/gzip+base64"][data-block]')) pageBlocks.set(block.getAttribute("data-block"), block);
+  }
+  const unpacked = new Map();
+
+  /** One block's payloads, key -> JSON text: base64-decoded (atob drops the line breaks), gunzipped, split. */
+  async function readBlock(block) {
+    const binary = atob(block ? block.textContent : "");
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    const textValue = await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+    const found = new Map();
+    for (const line of textValue.split("\n")) {
+      const tab = line.indexOf("\t");
+      if (tab > 0) found.set(JSON.parse(line.slice(0, tab)), line.slice(tab + 1));
+    }
+    return found;
+  }
+  function blockOf(key) {
+    let name = "";
+    if (key.startsWith("/api/sample?")) {
+      const query = new URLSearchParams(key.slice(key.indexOf("?") + 1));
+      name = apiPath("/api/sample", { id: query.get("id"), task: query.get("task") });
+    }
+    if (!unpacked.has(name)) unpacked.set(name, pageBlocks.has(name) ? readBlock(pageBlocks.get(name)) : Promise.resolve(new Map()));
+    return unpacked.get(name);
+  }
+
   function loadBundle(key) {
     if (bundleStore.has(key)) return Promise.resolve(bundleStore.get(key));
+    if (MODE === "single") {
+      return blockOf(key).then((found) => {
+        if (!found.has(key)) throw new Error(SNAPSHOT + " does not hold " + key + " (it was not written with it).");
+        bundleStore.set(key, JSON.parse(found.get(key)));
+        return bundleStore.get(key);
+      });
+    }
     return new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = "data/" + fnv1a32(key) + ".js";
@@ -137,7 +179,7 @@
   }
 
   async function api(path, params) {
-    if (MODE === "bundle") {
+    if (MODE !== "server") {
       if (path === "/api/samples") return bundleSamples(params);
       return loadBundle(apiPath(path, params));
     }
@@ -162,7 +204,7 @@
       (!needle || [row.prompt, row.answer, row.target].some((v) => text(v).toLowerCase().includes(needle))));
     const offset = Number(params.offset || 0);
     const limit = Number(params.limit || 50);
-    return { total: rows.length, offset, limit, metrics: all.metrics, rows: rows.slice(offset, offset + limit) };
+    return { ...all, total: rows.length, offset, limit, rows: rows.slice(offset, offset + limit) };  // filters, verdicts, bundle_docs kept
   }
 
   /* ---------- router ---------- */
@@ -190,9 +232,10 @@
       else if (name === "run") view = await viewRun(gen, seg[0]);
       else if (name === "samples") view = await viewSamples(gen, seg[0], seg[1], params);
       else if (name === "sample") view = await viewSample(seg[0], seg[1], seg[2], params.get("filter"));
-      else if (name === "compare") view = await viewCompare(seg);
+      else if (name === "compare") view = await viewCompare(seg, params);
       else if (name === "explain") view = await viewExplain(seg[0], params.get("against"));
       else if (name === "wrong") view = await viewAcross((raw[1] || "").split(",").filter(Boolean).map(decode));
+      else if (name === "results") view = await viewResults((raw[1] || "").split(",").filter(Boolean).map(decode));
       else view = el("p", { class: "error" }, "No such page: #/" + name);
     } catch (error) {
       view = el("div", { class: "error", role: "alert" }, String(error && error.message ? error.message : error));
@@ -207,6 +250,27 @@
 
   const runsState = { filter: "", sort: "date", desc: true, group: false, selected: [] };
 
+  /** The model as the user named it (the preset), the full name (a path) in the cell's title. */
+  function modelLabel(run) { return run.model_label || run.model || "—"; }
+  /** An lm-eval run's id is its results file's path (~120 characters): shown as its model folder
+   *  and date; the id itself stays in the link and its title. */
+  function runLabel(run) {
+    if (run.layout !== "lm-eval") return run.id;
+    const parts = String(run.id).split("/");
+    const folder = parts.length > 1 ? parts[parts.length - 2] : run.id;
+    return folder + (run.date ? " · " + String(run.date).replace("T", " ").slice(0, 16) : "");
+  }
+  /** The overrides whose values differ between a sweep's jobs: what the sweep varied. */
+  function varying(members) {
+    const keys = [...new Set(members.flatMap((r) => Object.keys(r.overrides || {})))].sort();
+    return keys.map((k) => [k, [...new Set(members.map((r) => fmt((r.overrides || {})[k])))]]).filter(([, values]) => values.length > 1);
+  }
+  function sweepHeading(sweep, members) {
+    const dates = members.map((r) => r.date).filter(Boolean).sort();
+    const varied = varying(members);
+    return "sweep " + sweep + (dates.length ? " · " + String(dates[0]).replace("T", " ").slice(0, 16) : "") + " — " + members.length + " jobs" +
+      (varied.length ? " · varying " + varied.map(([k, values]) => k + " = " + values.join(" | ")).join("; ") : "");
+  }
   function overridesText(run) { return Object.entries(run.overrides || {}).map(([k, v]) => k + "=" + fmt(v)).join(" "); }
   function sortValue(run, key) {
     if (key.startsWith("metric:")) { const m = (run.metrics || {})[key.slice(7)]; return m ? m.value : null; }
@@ -245,7 +309,8 @@
         : el("span", { class: "disabled" }, "select two runs to compare");
       // sorted: the order means nothing here, and a bundle holds each selection once, sorted
       const across = ids.length >= 1 ? el("a", { href: "#/wrong/" + [...ids].sort().map(encodeURIComponent).join(","), id: "across-link" }, "Across selected runs") : null;
-      actions.replaceChildren(compare, across);
+      const results = ids.length >= 2 ? el("a", { href: "#/results/" + [...ids].sort().map(encodeURIComponent).join(","), id: "results-link" }, "Results side by side") : null;
+      actions.replaceChildren(...[compare, across, results].filter(Boolean));
     }
     function runRow(run) {
       const box = el("input", { type: "checkbox", "aria-label": "select " + run.id });
@@ -257,8 +322,8 @@
       });
       return el("tr", { "data-status": run.status },
         el("td", {}, box),
-        el("td", {}, el("a", { href: route("run", run.id) }, run.id), run.partial ? el("div", { class: "muted" }, run.partial) : null),
-        el("td", {}, run.model), el("td", { class: "text" }, (run.tasks || []).join(", ")), el("td", { title: run.date }, run.date ? String(run.date).replace("T", " ").slice(0, 19) : "—"),
+        el("td", {}, el("a", { href: route("run", run.id), title: run.id }, runLabel(run)), run.partial ? el("div", { class: "muted" }, run.partial) : null),
+        el("td", { title: run.model }, modelLabel(run)), el("td", { class: "text" }, (run.tasks || []).join(", ")), el("td", { title: run.date }, run.date ? String(run.date).replace("T", " ").slice(0, 19) : "—"),
         el("td", {}, badge(run.status)),
         metricNames.map((m) => { const v = (run.metrics || {})[m]; return el("td", { class: "num", title: v ? v.metric : null }, v ? fmt(v.value) + (v.stderr !== null && v.stderr !== undefined ? " ± " + fmt(v.stderr) : "") : "—"); }),
         el("td", {}, overridesText(run)));
@@ -276,7 +341,7 @@
         const groups = new Map();
         for (const run of shown) { const key = run.sweep || ""; if (!groups.has(key)) groups.set(key, []); groups.get(key).push(run); }
         for (const [sweep, members] of groups) {
-          rows.push(el("tr", { class: "group" }, el("td", { colspan: columns.length }, sweep ? "sweep " + sweep + " — " + members.length + " jobs" : "single runs")));
+          rows.push(el("tr", { class: "group" }, el("td", { colspan: columns.length }, sweep ? sweepHeading(sweep, members) : "single runs")));
           rows.push(...members.map(runRow));
         }
       } else rows.push(...shown.map(runRow));
@@ -291,6 +356,8 @@
       el("h1", {}, "Runs"),
       el("p", { class: "muted" }, "under " + (data.roots || []).join(", "),
         allMetrics.length > metricNames.length ? " · showing " + metricNames.length + " of " + allMetrics.length + " metric columns" : ""),
+      runs.length ? null : el("p", { class: "note", id: "no-runs" }, "No runs were found under " + (data.roots || []).join(", ") +
+        ". A run appears here once `python -m evalflow` writes its run folder under one of these folders (outputs/ by default), or lm-eval writes its --output_path there; give other folders with `python -m evalflow view FOLDER`."),
       el("div", { class: "controls" }, filterBox, el("label", { for: "runs-group" }, groupBox, "group a sweep's jobs"), count, actions),
       el("table", { id: "runs" }, el("thead", {}, head), body));
   }
@@ -334,17 +401,17 @@
     const live = el("section", { id: "live" });
     const view = el("div", { id: "run" },
       el("h1", {}, run.id, " ", badge(run.status)),
-      el("p", { class: "muted" }, [run.model, run.date, run.layout, run.path].filter(Boolean).join(" · ")),
+      el("p", { class: "muted" }, [modelLabel(run), run.date, run.layout, run.path].filter(Boolean).join(" · ")),
       run.partial ? el("p", { class: "note" }, run.partial) : null,
       el("div", { class: "links" },
         (run.samples || []).map((s) => el("a", { href: route("samples", run.id, s.task), "data-task": s.task }, "samples: " + s.task + " (" + s.count + ")")),
-        el("a", { href: route("explain", run.id) }, "explain the cache"),
+        run.layout === "lm-eval" ? null : el("a", { href: route("explain", run.id) }, "explain the cache"),
         el("a", { href: "#/wrong/" + encodeURIComponent(run.id) }, "always wrong")),
       run.status === "running" ? live : null,
       section("Results", run.results && run.results.length ? resultsTable(run.results) : el("p", { class: "muted" }, "No results yet.")),
       run.command ? section("Reproduce", el("pre", { id: "command" }, run.command)) : null,
       run.config_yaml ? section("Config snapshot", el("pre", { id: "config" }, run.config_yaml)) : null,
-      manifestSection(run.manifest),
+      run.layout === "lm-eval" ? el("p", { class: "muted", id: "no-manifest" }, "lm-eval's output folders have no manifest (evalflow's record of each stage and the cache), so this run has no manifest and no explain.") : manifestSection(run.manifest),
       run.trackers && run.trackers.length ? section("Trackers", el("ul", {}, run.trackers.map((t) => el("li", {}, externalLink(t.url, t.name))))) : null);
     if (run.status === "running") followLive(gen, run, live);
     return view;
@@ -420,6 +487,7 @@
     };
     const taskBox = el("select", { id: "q-task", "aria-label": "task" }, (run.samples || []).map((s) => el("option", { value: s.task }, s.task + " (" + s.count + ")")));
     taskBox.value = task;
+    const applies = page.applies || { verdict: true, has_image: true };  // a run's index says which filters can match
     const fields = {
       text: input("text", "search prompts, answers, targets"),
       filter: page.filters && page.filters.length ? select("filter", [["", "any filter"], ...page.filters.map((f) => [f, "filter " + f])], "filter (pipeline)") : input("filter", "filter (pipeline)"),
@@ -428,10 +496,12 @@
       verdict: page.verdicts && page.verdicts.length ? select("verdict", [["", "any verdict"], ...page.verdicts.map((v) => [v, "verdict " + v])], "judged verdict") : input("verdict", "judged verdict"),
       has_image: select("has_image", [["", "image or not"], ["true", "has an image"], ["false", "no image"]], "has image"),
     };
+    if (!applies.verdict && !query.verdict) delete fields.verdict;
+    if (!applies.has_image && !query.has_image) delete fields.has_image;
     const form = el("form", { class: "controls", id: "samples-form" }, taskBox, Object.values(fields), el("button", { type: "submit" }, "Apply"));
     form.addEventListener("submit", (event) => { event.preventDefault(); go(Object.fromEntries(Object.entries(fields).map(([k, box]) => [k, box.value]))); });
     taskBox.addEventListener("change", () => { location.hash = route("samples", id, taskBox.value); });
-    for (const key of ["filter", "metric", "correct", "has_image", "verdict"]) if (fields[key].tagName === "SELECT") fields[key].addEventListener("change", () => form.requestSubmit());
+    for (const key of ["filter", "metric", "correct", "has_image", "verdict"]) if (fields[key] && fields[key].tagName === "SELECT") fields[key].addEventListener("change", () => form.requestSubmit());
     const offset = page.offset || 0, limit = page.limit || 50, metrics = page.metrics || [];
     const pager = el("div", { class: "pager" },
       offset > 0 ? el("a", { href: withQuery(route("samples", id, task), { ...query, offset: Math.max(0, offset - limit) }), id: "prev" }, "← previous") : null,
@@ -441,13 +511,13 @@
       el("td", {}, el("a", { href: withQuery(route("sample", id, task, r.doc_id), { filter: r.filter }) }, String(r.doc_id))),
       el("td", {}, r.filter), el("td", { class: "text" }, text(r.target)), el("td", { class: "text answer" }, text(r.answer)),
       metrics.map((m) => el("td", { class: "num" }, fmt((r.metrics || {})[m]))),
-      el("td", {}, r.correct === true ? "✓" : r.correct === false ? "✗" : "—"), el("td", {}, r.verdict || ""), el("td", {}, r.has_image ? "image" : "")));
+      el("td", {}, r.correct === true ? "✓" : r.correct === false ? "✗" : "—"), fields.verdict ? el("td", {}, r.verdict || "") : null, fields.has_image ? el("td", {}, r.has_image ? "image" : "") : null));
     return el("div", {},
       el("h1", {}, "Samples — ", task),
       el("p", {}, el("a", { href: route("run", id) }, "← " + id)),
       form, pager,
-      page.bundle_docs ? el("p", { class: "note" }, "This bundle holds the first " + page.bundle_docs + " documents of each task in full; open the run with evalflow view for the others.") : null,
-      table(["doc", "filter", "target", "answer", ...metrics, "correct", "verdict", ""], rows, { id: "samples" }));
+      page.bundle_docs ? el("p", { class: "note" }, SNAPSHOT + " holds the first " + page.bundle_docs + " documents of each task in full; open the run with evalflow view for the others.") : null,
+      table(["doc", "filter", "target", "answer", ...metrics, "correct", ...(fields.verdict ? ["verdict"] : []), ...(fields.has_image ? [""] : [])], rows, { id: "samples" }));
   }
 
   /* ---------- one sample in full ---------- */
@@ -455,8 +525,8 @@
   async function viewSample(id, task, docId, filter) {
     let sample;
     try { sample = await api("/api/sample", { id, task, doc_id: docId, filter }); } catch (error) {
-      if (MODE !== "bundle") throw error;
-      return el("div", {}, el("h1", {}, task + " — document " + docId), el("p", { class: "note" }, "This bundle holds the first 200 documents of each task in full; open the run with evalflow view for the rest."));
+      if (MODE === "server") throw error;
+      return el("div", {}, el("h1", {}, task + " — document " + docId), el("p", { class: "note", id: "left-out" }, SNAPSHOT + " does not hold this document in full (it holds the first documents of each task); open the run with evalflow view for the rest."));
     }
     const choices = sample.choices || null;
     let won = -1;
@@ -484,21 +554,34 @@
       el("details", {}, el("summary", {}, "the whole record"), pre(sample.raw)));
   }
 
-  /** A run's image file by name (the server checks the path); an image known only by its digest
-   *  lives in the cache, not the run folder, so it is named, not shown. */
+  /** An image: in a bundle or report its PNG data URL (written from the run's cache), from the
+   *  server the run's file by name or the cache's image by digest (the server checks both). */
   function imageOf(id, image) {
-    const label = image.name ? "image " + image.name : "image " + (image.digest || "") + " (its pixels are in the cache)";
-    if (MODE === "bundle" || !image.name) return el("p", { class: "muted" }, label);
-    const img = el("img", { class: "sample", alt: label });
+    const label = image.name ? "image " + image.name : "image " + (image.digest || "");
+    const embedded = typeof image.src === "string" && image.src.startsWith("data:image/png;base64,");
+    if (!embedded && (MODE !== "server" || !(image.name || image.digest))) return el("p", { class: "muted" }, label + " (its pixels are not in this copy)");
+    const img = el("img", { class: "sample", alt: label, title: label });
     img.addEventListener("error", () => img.replaceWith(el("p", { class: "muted" }, label + ": not readable")));
-    img.src = apiPath("/api/image", { id, name: image.name }).slice(1);
+    img.src = embedded ? image.src : apiPath("/api/image", { id, name: image.name || image.digest }).slice(1);
     return img;
   }
 
   /* ---------- compare, explain, across runs ---------- */
 
-  async function viewCompare(ids) {
-    const data = await api("/api/compare", { ids: ids.join(",") });
+  /** The gate's words (max_drop, alpha) from the hash: a verdict is asked for only when given. */
+  function gateForm(ids, gate) {
+    if (MODE !== "server") return el("p", { class: "muted" }, "A gate (max_drop=, alpha=) needs the server: python -m evalflow view.");
+    const box = (key, label, step) => { const b = el("input", { type: "number", id: "gate-" + key, name: key, step, placeholder: label, "aria-label": label }); b.value = gate[key]; return b; };
+    const drop = box("max_drop", "max_drop (gate: the largest drop allowed)", "any"), alpha = box("alpha", "alpha (0.05)", "any");
+    const form = el("form", { class: "controls", id: "gate-form" }, drop, alpha, el("button", { type: "submit" }, "Gate"));
+    form.addEventListener("submit", (event) => { event.preventDefault(); location.hash = withQuery(route("compare", ...ids), { max_drop: drop.value, alpha: alpha.value }); });
+    return form;
+  }
+
+  async function viewCompare(ids, params) {
+    const gate = { max_drop: (params && params.get("max_drop")) || "", alpha: (params && params.get("alpha")) || "" };
+    const data = await api("/api/compare", { ids: ids.join(","), ...(MODE === "server" ? gate : {}) });
+    const gated = Boolean(data.gate);
     const [a, b] = ids;
     const flips = data.flips || { total: 0, rows: [] };
     const answers = (r) => el("div", { class: "side" },
@@ -507,11 +590,13 @@
     return el("div", { id: "compare" },
       el("h1", {}, "Compare"),
       el("ul", {}, (data.runs || []).map((r, i) => el("li", {}, i === 0 ? "A (baseline): " : i === 1 ? "B (candidate): " : "run " + (i + 1) + ": ",
-        el("a", { href: route("run", r.id) }, r.id), " ", r.model ? "· " + r.model : ""))),
-      table(["task / group", "metric", "filter", "A", "B", "difference", "interval", "p-value", "verdict"], (data.rows || []).map((r) =>
+        el("a", { href: route("run", r.id), title: r.id }, runLabel(r)), " ", el("span", { title: r.model }, "· " + modelLabel(r))))),
+      el("p", {}, el("a", { href: "#/results/" + ids.map(encodeURIComponent).join(","), id: "results-link" }, "results side by side, one table per group")),
+      gateForm(ids, gate),
+      table(["task / group", "metric", "filter", "A", "B", "difference", "interval", "p-value", ...(gated ? ["verdict"] : [])], (data.rows || []).map((r) =>
         el("tr", { class: r.significant ? "significant" : null }, el("td", {}, r.name), el("td", {}, r.metric), el("td", {}, r.filter),
           el("td", { class: "num" }, fmt(r.a)), el("td", { class: "num" }, fmt(r.b)), el("td", { class: "num" }, fmt(r.difference)),
-          el("td", { class: "num" }, "[" + fmt(r.low) + ", " + fmt(r.high) + "]"), el("td", { class: "num" }, fmt(r.p_value)), el("td", {}, r.verdict))), { id: "compare-rows" }),
+          el("td", { class: "num" }, "[" + fmt(r.low) + ", " + fmt(r.high) + "]"), el("td", { class: "num" }, fmt(r.p_value)), gated ? el("td", { class: "verdict" }, r.verdict) : null)), { id: "compare-rows" }),
       data.gate ? section("Gate", el("pre", { id: "gate" }, data.gate.join("\n"))) : null,
       section("Flipped documents — " + flips.total + (flips.total > flips.rows.length ? " (first " + flips.rows.length + " shown)" : ""),
         table(["task", "doc", "metric", "answers (A | B)", "target"], flips.rows.map((r) => el("tr", { "data-doc": r.doc_id },
@@ -523,9 +608,12 @@
 
   async function viewExplain(id, against) {
     const [data, runs] = await Promise.all([api("/api/explain", { id, against }), api("/api/runs").catch(() => ({ runs: [] }))]);
+    // lm-eval's folders have no manifest to explain against; a bundle offers only the runs it holds explain against
+    const held = MODE !== "server" ? new Set(data.bundle_against || []) : null;
+    const choices = (runs.runs || []).filter((r) => r.id !== id && r.layout !== "lm-eval" && (!held || held.has(r.id)));
     const choose = el("select", { id: "against", "aria-label": "explain against" },
-      el("option", { value: "" }, "the latest earlier run (as evalflow explain finds it)"),
-      (runs.runs || []).filter((r) => r.id !== id).map((r) => el("option", { value: r.id }, r.id + (r.date ? " · " + r.date : ""))));
+      el("option", { value: "" }, "the closest earlier run (as evalflow explain finds it)"),
+      choices.map((r) => el("option", { value: r.id }, r.id + (r.date ? " · " + r.date : ""))));
     choose.value = against || "";
     choose.addEventListener("change", () => { location.hash = withQuery(route("explain", id), { against: choose.value }); });
     const stages = data.stages || [];
@@ -534,6 +622,8 @@
       el("h1", {}, "Explain — ", id),
       el("p", {}, el("a", { href: route("run", id) }, "← " + id)),
       el("div", { class: "controls" }, el("label", { for: "against" }, "against ", choose), data.against ? el("span", { class: "muted" }, "compared with " + data.against) : null),
+      (data.compared || []).length ? el("ul", { id: "explain-compared" }, data.compared.map((c) => el("li", { "data-task": c.task }, c.task + ": compared with ",
+        c.id ? el("a", { href: route("run", c.id) }, c.id) : c.path ? c.path : "no earlier run of it"))) : null,
       el("pre", { id: "explain-lines" }, (data.lines || []).join("\n")),
       section("Stages — " + cached + " cached, " + (stages.length - cached) + " computed",
         table(["task", "stage", ""], stages.map((s) => el("tr", {}, el("td", {}, s.task), el("td", {}, s.stage),
@@ -556,6 +646,34 @@
       section("Reasoning figures", reasoning.error ? el("p", { class: "error" }, reasoning.error) : reasoningPart(reasoning)));
   }
 
+  /** The runs' results, one table per group, the runs side by side named by the settings that vary;
+   *  for two runs also compare's paired columns, a significant row marked; leaf subtasks folded. */
+  async function viewResults(ids) {
+    const data = await api("/api/results", { ids: ids.join(",") });
+    const runs = data.runs || [];
+    const paired = data.paired_columns || [];
+    const headers = ["task / group", "metric", "", ...runs.map((r, i) => (runs.length === 2 ? (i ? "B: " : "A: ") : "") + r.label), ...paired];
+    const line = (l) => el("tr", { class: l.significant ? "significant " + (l.direction || "") : null, "data-task": l.task },
+      el("td", {}, l.name), el("td", {}, l.metric), el("td", { title: l.arrow === "↑" ? "higher is better" : "lower is better" }, l.arrow),
+      (l.values || []).map((v) => el("td", { class: "num" }, v)), (l.paired || []).map((v) => el("td", { class: "num" }, v)));
+    const sections = (data.sections || []).map((s) => el("section", { class: "results-group" },
+      s.title ? el("h2", {}, s.title) : null,
+      table(headers, s.head.map(line), { class: "results" }),
+      s.folded.length ? el("details", {}, el("summary", {}, s.folded.length + " subtask rows" +
+        (s.folded.some((l) => l.significant) ? " (" + s.folded.filter((l) => l.significant).length + " significant)" : "")),
+      table(headers, s.folded.map(line), { class: "results" })) : null));
+    return el("div", { id: "results" },
+      el("h1", {}, "Results side by side"),
+      el("ul", {}, runs.map((r, i) => el("li", {}, (runs.length === 2 ? (i ? "B (candidate): " : "A (baseline): ") : ""), el("strong", {}, r.label), " · ",
+        el("a", { href: route("run", r.id) }, r.id), " · ", el("span", { class: "muted" }, r.folder), r.partial ? el("div", { class: "note" }, r.partial) : null,
+        r.gate && r.gate.length ? el("pre", { class: "gate" }, r.gate.join("\n")) : null))),
+      runs.length === 2 ? el("p", {}, el("a", { href: route("compare", runs[0].id, runs[1].id) }, "compare: the documents that flipped")) : null,
+      paired.length ? el("p", { class: "muted" }, "B − A with its 95% interval and p; rows with p < " + data.significant + " are marked (uncorrected).") : null,
+      data.compare_error ? el("p", { class: "note" }, "no paired columns: " + data.compare_error) : null,
+      (data.notes || []).map((n) => el("p", { class: "note" }, n)),
+      sections);
+  }
+
   /** Per run: its tokens and cost lines, then per task the stop reasons, truncated share and cost. */
   function reasoningPart(reasoning) {
     if (!Array.isArray(reasoning.runs)) return renderValue(reasoning);
@@ -568,8 +686,10 @@
 
   /* ---------- start ---------- */
 
-  document.getElementById("mode").textContent = MODE === "bundle" ? "static bundle" : "";
+  document.getElementById("mode").textContent = MODE === "bundle" ? "static bundle" : MODE === "single" ? "report (one file)" : "";
   window.addEventListener("hashchange", render);
-  if (!location.hash) history.replaceState(null, "", "#/runs");
+  const START = document.querySelector('meta[name="evalflow-start"]');
+  const start = START && MODE === "single" ? String(START.getAttribute("content")) : "";
+  if (!location.hash) history.replaceState(null, "", start.startsWith("#/") ? start : "#/runs");
   render();
 })();

@@ -1,8 +1,7 @@
-"""One self-contained HTML page of runs (``python -m evalflow report``): results tables side by
-side, each run named by the settings that vary between them, with ``compare``'s paired columns for
-two runs; charts (Vega-Lite specs built with altair, the Vega libraries inlined so the file opens
-with no network); each task's documents, decoded from a compressed blob only when the task is
-opened. What the page leaves out it says where it leaves it out. Needs the ``insight`` extra.
+"""Runs named by what tells them apart: the settings that vary between them
+(``num_fewshot=1 model.salt=x``), a path by its shortest telling tail, a multirun folder read as
+its jobs. The viewer's results side by side (``evalflow report``'s tables, ``/api/results``) and
+:func:`evalflow.frames.runs.runs_df`'s override columns read runs' settings here.
 """
 
 from __future__ import annotations
@@ -16,28 +15,16 @@ import yaml
 
 from evalflow.config.override_words import bare_key, split_word
 from evalflow.config.schema import defaults, inert_settings
-from evalflow.errors import ConfigError, RunFolderError
-from evalflow.insight.comparison import Comparison, compare
-from evalflow.insight.gate_sequence import gate_lines
-from evalflow.insight.report_charts import charts
-from evalflow.insight.report_docs import document_notes, document_view, encode_docs
-from evalflow.insight.report_page import PAGE
-from evalflow.insight.report_tables import SIGNIFICANT, left_out_notes, paired_columns, result_sections
-from evalflow.output.partial import partial_line
 from evalflow.output.run_folder import Run, is_complete, load_run
 from evalflow.output.run_paths import snapshot_config, snapshot_hydra, snapshot_overrides
 
 __all__ = [
-    "build_report",
-    "document_view",
     "expand",
     "run_labels",
     "shortest_tails",
-    "varying_setting",
     "varying_settings",
 ]
 
-SWEEP_ORDER = ("num_fewshot", "limit", "seed", "model", "apply_chat_template", "gen_kwargs")
 _UNSET = object()
 
 
@@ -116,21 +103,6 @@ def _as_override(value: Any) -> str:
     return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
 
 
-def varying_setting(runs: Sequence[Run]) -> tuple[str | None, list[Any]]:
-    """The setting a sweep's line chart runs along, and its values: a numeric one first (a line
-    between models' names means nothing), then in :data:`SWEEP_ORDER`."""
-    varying = varying_settings(runs)
-    if not varying:
-        return None, []
-
-    def rank(key: str) -> tuple[bool, int, str]:
-        numeric = all(isinstance(v, (int, float)) for v in varying[key])
-        return not numeric, SWEEP_ORDER.index(key) if key in SWEEP_ORDER else len(SWEEP_ORDER), key
-
-    key = min(varying, key=rank)
-    return key, varying[key]
-
-
 def _number(value: Any) -> Any:
     try:
         return float(value) if "." in str(value) else int(value)
@@ -170,68 +142,3 @@ def shortest_tails(values: Sequence[Any]) -> list[Any]:
         return value
 
     return [tail(v) for v in values]
-
-
-def build_report(folders: Sequence[Path], max_docs: int | None = None) -> str:
-    """The HTML page for these run folders (the first ``max_docs`` documents per task; None: all)."""
-    try:
-        import altair as alt
-        import vl_convert
-    except ImportError:
-        raise ConfigError(
-            'report needs the insight extra (altair, vl-convert): pip install "evalflow[insight]"'
-        ) from None
-    runs = expand(folders)
-    varying = varying_settings(runs)
-    axis, _ = varying_setting(runs)
-    labels = run_labels(runs, varying)
-    comparison: list[Comparison] = []
-    compare_error = ""
-    if len(runs) == 2:
-        try:
-            comparison = compare(runs[0], runs[1])
-        except RunFolderError as exc:
-            compare_error = str(exc)
-    views = document_view(runs, labels, max_docs)
-    vega_lite = alt.SCHEMA_VERSION.lstrip("v").rsplit(".", 1)[0]
-    bundle = vl_convert.javascript_bundle(vl_version=vega_lite)  # type: ignore[call-arg]  # the stub requires `snippet`
-    return PAGE.render(
-        runs=[
-            {
-                "label": lb,
-                "folder": str(r.folder),
-                "kind": r.kind,
-                "paths": _cut_paths(varying, i, lb),
-                "partial": partial_line(r.results),  # a partial (gate) run never reads as a complete one
-                "gate": gate_lines(r.folder),
-            }
-            for i, (lb, r) in enumerate(zip(labels, runs))
-        ],
-        labels=labels,
-        sections=result_sections(runs, labels, comparison),
-        paired_columns=paired_columns(comparison),
-        results_notes=left_out_notes(runs, labels),
-        compare_error=compare_error,
-        significant=SIGNIFICANT,
-        charts=[
-            {"id": f"chart{i}", "title": t, "spec": _script_json(s) if s is not None else ""}
-            for i, (t, s) in enumerate(charts(runs, labels, varying, axis, comparison))
-        ],
-        documents=[{**v, "blob": encode_docs(v), "n": len(v["docs"])} for v in views],
-        document_notes=document_notes(runs, labels, views, max_docs),
-        bundle=bundle.replace("</script", "<\\/script"),
-    )
-
-
-def _cut_paths(varying: Mapping[str, Sequence[Any]], i: int, label: str) -> str:
-    """Run ``i``'s settings that its label shows by a path's tail, in full."""
-    return " ".join(
-        f"{k}={values[i]}"
-        for k, values in varying.items()
-        if shortest_tails(values)[i] != values[i] and f"{k}={values[i]}" not in label
-    )
-
-
-def _script_json(spec: Mapping[str, Any]) -> str:
-    """JSON safe inside a <script> element (no "</" can close it)."""
-    return json.dumps(spec).replace("</", "<\\/")
