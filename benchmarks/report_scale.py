@@ -192,7 +192,7 @@ class Browser:
 
 def measure_page(chromium: str, page: Path) -> dict[str, float]:
     """One cold load of ``page`` in a fresh profile: the PROBE's figures."""
-    with tempfile.TemporaryDirectory(prefix="report_scale_profile_") as profile:
+    with tempfile.TemporaryDirectory(prefix="report_scale_profile_", ignore_cleanup_errors=True) as profile:
         browser = Browser(chromium, Path(profile))
         try:
             target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
