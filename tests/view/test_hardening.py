@@ -194,3 +194,18 @@ def test_a_bundle_replaces_links_in_its_folder_and_holds_no_absolute_path(root: 
     assert str(bundled.resolve()) not in text and str(tmp_path) not in text
     assert '"roots":["outputs"]' in text and '"path":"outputs/a"' in text
     assert "--config-dir outputs/a/.hydra" in text
+
+
+def test_the_single_file_page_holds_no_absolute_path(root: Path, tmp_path: Path) -> None:
+    import base64
+    import gzip
+    import re
+
+    from evalflow.view.single_file import write_single_file
+
+    write_single_file([root], tmp_path / "page.html", docs=1)
+    page = (tmp_path / "page.html").read_text()
+    blocks = re.findall(r'<script type="application/gzip\+base64"[^>]*>\n(.*?)</script>', page, flags=re.S)
+    text = "".join(gzip.decompress(base64.b64decode("".join(b.split()))).decode() for b in blocks)
+    assert '"id":"a"' in text  # the payloads were read
+    assert str(root.resolve()) not in text and str(root.resolve()) not in page
