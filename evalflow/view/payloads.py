@@ -36,6 +36,7 @@ from evalflow.insight.gate import GateSettings
 from evalflow.output.contained import inside, kept, left_out
 from evalflow.output.run_folder import Run, load_run
 from evalflow.output.run_paths import (
+    MANIFEST,
     gate_record_file,
     lmeval_samples_files,
     manifest_file,
@@ -361,7 +362,7 @@ def _refuse_links_out(entry: RunEntry) -> None:
 
 
 NO_MANIFEST = (
-    "{id} is an lm-eval output folder: lm-eval writes no manifest.json (evalflow's record of each "
+    "{id} is an lm-eval output folder: lm-eval writes no " + MANIFEST + " (evalflow's record of each "
     "stage and its cache key), so there is nothing to explain; explain works on evalflow's run folders"
 )
 
