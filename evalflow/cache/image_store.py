@@ -99,6 +99,23 @@ class ImageStore:
         return str(value)
 
 
+def stored_png(directory: Any, digest: str) -> bytes | None:
+    """The PNG bytes stored for the image with this pixel digest in the cache folder
+    ``directory``, read without writing anything (:mod:`evalflow.cache.readonly`: the viewer
+    reads caches it was pointed at); None when absent or damaged."""
+    import binascii
+
+    from evalflow.cache.readonly import read_value
+
+    value = read_value(directory, KEY_PREFIX + digest)
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
 def visual_refs(request: Any) -> list[ImageRef]:
     """The images a request shows: its last argument's ``visual`` list (lm-eval's layout), else none."""
     args = request.args

@@ -37,6 +37,13 @@ def port_number(value: str) -> int:
     return number
 
 
+def host_names(value: str) -> list[str]:
+    """a host name, or a list of them: [a,b]"""
+    value = value.strip()
+    items = value[1:-1].split(",") if value.startswith("[") and value.endswith("]") else value.split(",")
+    return [item.strip().strip("'\"") for item in items if item.strip().strip("'\"")]
+
+
 def _documents(value: str) -> int:
     """a whole number of documents, 0 or more"""
     number = int(value)
@@ -64,6 +71,12 @@ COMMAND = Command(
         Option("port", port_number, 8765, "the port to listen on (0: a free one, printed)"),
         Option(
             "host", str, "127.0.0.1", "the address to listen on; other than loopback, the network can read the runs"
+        ),
+        Option(
+            "allow_hosts",
+            host_names,
+            [],
+            "more names a request's Host header may give (a proxy's, a DNS alias); others are refused (421)",
         ),
     ),
     doc=__doc__ or "",
@@ -130,7 +143,7 @@ def bundle_main(argv: list[str]) -> int:
     from evalflow.view.bundle import write_bundle
 
     folders = _folders(words.positional, BUNDLE)
-    count = write_bundle(folders, Path(out), words.value("docs"))
+    count = write_bundle(folders, Path(out), words.value("docs"), lambda line: print(line, file=sys.stderr))
     print(f"bundle: {count} payloads in {out}; open {Path(out) / 'index.html'} (no server needed)")
     return 0
 
@@ -153,11 +166,13 @@ def main(argv: list[str]) -> int:
     if not is_loopback(host):
         print(
             f"view: warning: host={host} is not a loopback address: anyone who can reach this machine can read "
-            "these runs (their prompts, answers and configs); use host=127.0.0.1 unless that is meant",
+            "these runs (their prompts, answers and configs); use host=127.0.0.1 unless that is meant. Requests "
+            "naming another host (DNS rebinding) are still refused: only this machine's names and addresses "
+            "and allow_hosts= are answered",
             file=sys.stderr,
         )
     warn_if_empty(folders)
-    app = make_app(folders, host)
+    app = make_app(folders, host, words.value("allow_hosts"))
 
     def announce(url: str) -> None:
         port = int(url.rstrip("/").rsplit(":", 1)[1])

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalflow.errors import RunFolderError
+from evalflow.output.contained import link_out
 from evalflow.output.run_paths import (
     EVENTS,
     LMEVAL_RESULTS_GLOB,
@@ -80,7 +81,8 @@ def sweep_id(entry: RunEntry) -> str | None:
     """The id of the Hydra multirun sweep ``entry`` is a job of (the parent folder holding Hydra's
     ``multirun.yaml``, as its own id would read), None for a run outside a sweep or a job given as
     a root itself (its sweep lies outside the folders given)."""
-    if entry.layout != EVALFLOW or not sweep_record_file(entry.folder.parent).is_file():
+    record = sweep_record_file(entry.folder.parent)
+    if entry.layout != EVALFLOW or not record.is_file() or link_out(entry.folder.parent, record):
         return None
     prefix, _, rel = entry.id.rpartition(":") if _has_root_index(entry.id) else ("", "", entry.id)
     if rel == ".":
@@ -123,7 +125,9 @@ def _runs_under(root: Path) -> Iterator[tuple[str, RunEntry, float]]:
 
 
 def _listing(folder: Path) -> tuple[set[str], set[str]]:
-    """(file names, folder names) in ``folder``; links to folders are left out (never followed)."""
+    """(file names, folder names) in ``folder``; links to folders are left out (never followed),
+    and so are links to files outside ``folder`` (:mod:`evalflow.output.contained`): a results
+    file that leads elsewhere is no results file of this run."""
     files: set[str] = set()
     folders: set[str] = set()
     try:
@@ -131,7 +135,7 @@ def _listing(folder: Path) -> tuple[set[str], set[str]]:
             for item in items:
                 if item.is_dir(follow_symlinks=False):
                     folders.add(item.name)
-                elif item.is_file():
+                elif item.is_file() and not (item.is_symlink() and link_out(folder, Path(item.path))):
                     files.add(item.name)
     except (PermissionError, NotADirectoryError, FileNotFoundError):
         pass  # a folder removed or unreadable while walking holds no run we can show

@@ -18,6 +18,8 @@ text: ``"5"``)::
 
 from __future__ import annotations
 
+import json
+import logging
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -32,14 +34,19 @@ from evalflow.errors import RunFolderError
 from evalflow.frames.discovery import EVALFLOW, RunEntry, find_runs, sweep_id
 from evalflow.frames.status import live_progress, read_events, run_status
 from evalflow.insight.run_names import run_settings
+from evalflow.output.contained import inside, kept, left_out
 from evalflow.output.partial import partial_line
 from evalflow.output.run_folder import OBJECT_MODEL, Run, metric_keys
 from evalflow.output.run_info import model_name
 from evalflow.output.run_paths import (
+    MANIFEST,
+    RESULTS,
+    SNAPSHOT,
     SNAPSHOT_CONFIG,
     events_file,
     lmeval_samples_files,
     manifest_file,
+    results_file,
     samples_files,
     snapshot_config,
     snapshot_dir,
@@ -49,6 +56,8 @@ from evalflow.output.run_paths import (
 if TYPE_CHECKING:
     import pandas as pd
 
+log = logging.getLogger("evalflow.frames")
+UNREADABLE = "unreadable"  # a run whose files could not be read: its summary's status, with "error"
 HYDRA_KEYS = ("hydra.", "hydra/")  # Hydra's own words (where the run was written), not the run's settings
 _SUMMARY_COLUMNS = (
     "run_id",
@@ -68,8 +77,43 @@ _SUMMARY_COLUMNS = (
 def run_summary(entry: RunEntry) -> dict[str, Any]:
     """The runs list's row of ``entry``: what ran (model, tasks, date), how it stands, each task's
     and group's headline score, and the overrides a sweep's jobs are grouped by. Reads the results
-    file only (a run without one: its snapshot's model and tasks)."""
-    return _summary(entry, _run(entry))
+    file only (a run without one: its snapshot's model and tasks). A run whose files cannot be
+    read (damaged JSON or YAML, a field of the wrong type) is listed as ``"unreadable"`` with the
+    reason in ``error``, so one bad folder does not take the list down."""
+    try:
+        return _summary(entry, _run(entry))
+    except Exception as exc:  # any damage in someone else's folder: this run only is unreadable
+        log.warning("run %s (%s) is unreadable: %s", entry.id, entry.folder, exc)
+        return unreadable_summary(entry, exc)
+
+
+def unreadable_summary(entry: RunEntry, exc: BaseException) -> dict[str, Any]:
+    """The runs list's row of a run that could not be read: where it is and why (``error``)."""
+    return {
+        "id": entry.id,
+        "layout": entry.layout,
+        "path": str(entry.results if entry.layout != EVALFLOW and entry.results else entry.folder),
+        "model": None,
+        "tasks": [],
+        "date": None,
+        "status": UNREADABLE,
+        "metrics": {},
+        "overrides": {},
+        "sweep": None,
+        "partial": None,
+        "left_out": [],
+        "error": unreadable_reason(entry, exc),
+    }
+
+
+def unreadable_reason(entry: RunEntry, exc: BaseException) -> str:
+    """One paragraph: the run, the file when the error names it, what was wrong."""
+    if isinstance(exc, RunFolderError):
+        return f"run {entry.id} could not be read: {exc}"
+    return (
+        f"run {entry.id} ({entry.folder}) could not be read: {type(exc).__name__}: {exc}; a file of the run "
+        f"folder is damaged or was written by another tool (check {RESULTS}, {MANIFEST} and {SNAPSHOT}/)"
+    )
 
 
 def _summary(entry: RunEntry, run: Run) -> dict[str, Any]:
@@ -88,6 +132,7 @@ def _summary(entry: RunEntry, run: Run) -> dict[str, Any]:
         "overrides": _overrides(run) if entry.layout == EVALFLOW else {},
         "sweep": sweep_id(entry),
         "partial": partial_line(run.results) or None,
+        "left_out": run_left_out(entry),
     }
 
 
@@ -152,17 +197,36 @@ def _columns(rows: list[dict[str, Any]]) -> list[str]:
 def _run(entry: RunEntry) -> Run:
     """The entry as :class:`Run` (results and samples files; the manifest is read by the detail
     only): a run without results has an empty results dict."""
-    if entry.results is None:
-        return Run(entry.folder, entry.layout, {}, samples_files(entry.folder))
+    if entry.results is None or not inside(entry.folder, entry.results):
+        return Run(entry.folder, entry.layout, {}, kept(entry.folder, samples_files(entry.folder)))
     results = _json(entry.results)
     files = samples_files(entry.folder) if entry.layout == EVALFLOW else lmeval_samples_files(entry.results)
-    return Run(entry.folder, entry.layout, results, files)
+    return Run(entry.folder, entry.layout, results, kept(entry.folder, files))
+
+
+def run_left_out(entry: RunEntry) -> list[dict[str, str]]:
+    """The run's files that are symbolic links out of its folder, each with why it was not read
+    (:mod:`evalflow.output.contained`): the page lists them."""
+    folder = entry.folder
+    if entry.layout == EVALFLOW:
+        named = [results_file(folder), snapshot_config(folder), snapshot_overrides(folder), manifest_file(folder)]
+        files = [*named, events_file(folder), *samples_files(folder).values()]
+    else:
+        files = [*(lmeval_samples_files(entry.results).values() if entry.results else [])]
+    return left_out(folder, files)
 
 
 def _json(path: Path) -> Any:
+    """The file's JSON; NaN and Infinity (which Python's json writes for a metric that could not
+    be computed, and orjson refuses) read as Python's json reads them."""
+    data = path.read_bytes()
     try:
-        return orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(data)
+    except ValueError as exc:
         raise RunFolderError(f"{path}: not valid JSON ({exc}); was it copied whole?") from None
 
 
@@ -283,16 +347,19 @@ def _date(entry: RunEntry, results: Mapping[str, Any], started: float | None = N
 
 def _overrides(run: Run) -> dict[str, Any]:
     """The settings the run's command line gave (``.hydra/overrides.yaml``), Hydra's own left out."""
-    if not snapshot_overrides(run.folder).is_file():
+    if not inside(run.folder, snapshot_overrides(run.folder)):
         return {}
     return {key: value for key, value in run_settings(run).items() if not key.startswith(HYDRA_KEYS)}
 
 
 def _snapshot(folder: Path) -> dict[str, Any]:
     path = snapshot_config(folder)
-    if not path.is_file():
+    if not inside(folder, path):
         return {}
-    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise RunFolderError(f"{path}: not valid YAML ({exc}); was it copied whole?") from None
     return loaded if isinstance(loaded, dict) else {}
 
 
@@ -304,7 +371,7 @@ def _config_text(entry: RunEntry, run: Run) -> str | None:
     """The snapshot's text; for lm-eval's layout (no snapshot), its results' ``config`` block as YAML."""
     path = snapshot_config(entry.folder)
     if entry.layout == EVALFLOW:
-        return path.read_text(encoding="utf-8") if path.is_file() else None
+        return path.read_text(encoding="utf-8") if inside(entry.folder, path) else None
     config = run.results.get("config")
     return yaml.safe_dump(config, sort_keys=False) if config else None
 
@@ -325,7 +392,7 @@ def reproduce_command(folder: Path) -> str | None:
 
 def _manifest(entry: RunEntry) -> Mapping[str, Any]:
     path = manifest_file(entry.folder)
-    return _json(path) if entry.layout == EVALFLOW and path.is_file() else {}
+    return _json(path) if entry.layout == EVALFLOW and inside(entry.folder, path) else {}
 
 
 def manifest_figures(manifest: Mapping[str, Any]) -> dict[str, Any]:

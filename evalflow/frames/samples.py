@@ -52,6 +52,7 @@ from evalflow.frames.samples_index import (
     target_of,
     verdict_text,
 )
+from evalflow.output.contained import inside, kept
 from evalflow.output.run_paths import (
     lmeval_results_name,
     lmeval_samples_files,
@@ -107,11 +108,11 @@ def task_settings(run_folder: Path, samples_file: Path) -> TaskSettings:
     defaults when the run has none (still running, or written by another tool)."""
     task = samples_stem(samples_file)
     results = results_file(run_folder)
-    if not results.is_file() and "_" in task:  # lm-eval's <task>_<date>, when its results file is there
+    if not inside(run_folder, results) and "_" in task:  # lm-eval's <task>_<date>, when its results file is there
         named, date = task.rsplit("_", 1)
         results = Path(run_folder) / lmeval_results_name(date)
-        task = named if results.is_file() else task
-    if not results.is_file():  # a run still running, or a folder without results
+        task = named if inside(run_folder, results) else task
+    if not inside(run_folder, results):  # a run still running, a folder without results, a link out
         return TaskSettings(task)
     st = os.stat(results)
     return _settings(str(results), st.st_size, st.st_mtime_ns).get(task) or TaskSettings(task)
@@ -368,8 +369,8 @@ def _unique(images: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run_samples(folder: Path, layout: str, results: Path | None) -> dict[str, Path]:
     """task -> samples file of one run (evalflow's folder, or lm-eval's beside its results file)."""
     if layout == "lm-eval":
-        return lmeval_samples_files(results) if results is not None else {}
-    return samples_files(folder)
+        return kept(folder, lmeval_samples_files(results)) if results is not None else {}
+    return kept(folder, samples_files(folder))
 
 
 def samples_df(paths: Sequence[Path | str], tasks: Sequence[str] | None = None) -> pandas.DataFrame:

@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from evalflow.output.contained import inside, link_out
 from evalflow.output.events import BEAT_SECONDS, process_start
 from evalflow.output.partial import partial_tasks
 from evalflow.output.run_paths import LMEVAL_RESULTS_GLOB, events_file, results_file, snapshot_dir
@@ -121,6 +122,8 @@ def read_events(folder: Path) -> Events | None:
     """What ``folder``'s events file says (None: there is none), reading only the lines appended
     since the last call for it; a half-written last line waits for the next call."""
     path = events_file(folder)
+    if link_out(folder, path):  # a link out of the run folder is no events file of it
+        return None
     try:
         stat = path.stat()
     except OSError:
@@ -171,11 +174,13 @@ def run_status(entry_folder: Path, layout: str) -> str:
         found = (
             [folder]
             if folder.is_file()
-            else sorted(folder.glob(LMEVAL_RESULTS_GLOB), key=lambda p: p.stat().st_mtime_ns)
+            else sorted(
+                (p for p in folder.glob(LMEVAL_RESULTS_GLOB) if inside(folder, p)), key=lambda p: p.stat().st_mtime_ns
+            )
         )
         return _finished_status(found[-1]) if found else FAILED
     results = results_file(folder)
-    if results.is_file():
+    if inside(folder, results):
         return _finished_status(results)
     events = read_events(folder)
     if events is None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from evalflow.errors import RunFolderError
 from evalflow.insight.gate_sequence import gate_lines
+from evalflow.output.contained import link_out
 from evalflow.output.run_folder import is_complete
 from evalflow.output.run_paths import MANIFEST, manifest_file, results_file
 
@@ -48,6 +49,10 @@ def read_manifest(folder: Path) -> Manifest:
             f"{folder}: no {MANIFEST}; explain needs an evalflow run folder (outputs/<date>/<time>/), "
             "written by a run that recorded its stages"
         )
+    for file in (path, results_file(folder)):
+        reason = link_out(folder, file)  # another folder's file is no record of this run
+        if reason is not None:
+            raise RunFolderError(f"{file}: not read: {reason}")
     data = json.loads(path.read_text())
     if any("inputs" not in s for s in data.get("stages", [])):
         raise RunFolderError(

@@ -21,6 +21,12 @@ against each other one, up to ``PAIRS_ALL`` runs), compare for every ordered pai
 ``PAIRS_ALL`` runs, each run against the next), and the across-runs views of each run, each
 compared pair and all runs, and the runs' results side by side for the same selections. Live
 progress is not (a bundle is a snapshot).
+
+A bundle is read on other machines, so it holds no path of this one: each bundled folder's
+absolute path is written as the folder's name (a run's ``path``, the ``roots``, the command that
+reproduces a run, which then runs from the folder above the bundled one). A symbolic link where
+the bundle writes (``static/``, ``data/``, ``index.html`` of an earlier bundle) is removed, never
+written through.
 """
 
 from __future__ import annotations
@@ -28,11 +34,11 @@ from __future__ import annotations
 import base64
 import io
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import pairwise, permutations
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from evalflow.errors import ConfigError, EvalflowError
 from evalflow.frames.discovery import EVALFLOW, RunEntry
@@ -221,8 +227,47 @@ def _check_out(out: Path, catalog: Catalog) -> None:
             )
 
 
-def write_bundle(roots: Sequence[Path | str], out: Path, docs: int = DOCS) -> int:
-    """Write the bundle of the runs under ``roots`` into ``out``; returns how many payloads it holds."""
+def _unlink_links(out: Path) -> None:
+    """Remove every symbolic link among the paths the bundle writes (an earlier bundle's
+    ``static/`` or ``data/`` replaced by a link would have the files written through it, wherever
+    it points): the link goes, never what it points at; the real files are written in its place."""
+    for path in (out / INDEX, out / "static", out / "data", *(out / "static" / name for name in STATIC_FILES)):
+        if path.is_symlink():
+            path.unlink()
+
+
+def roots_named(roots: Sequence[Path | str]) -> list[tuple[str, str]]:
+    """(absolute spelling, the name the bundle writes instead) of each root, longest first: a
+    bundle names its runs' folders relative to the folders bundled, never by this machine's paths."""
+    pairs: dict[str, str] = {}
+    for i, root in enumerate(Path(r) for r in roots):
+        name = root.resolve().name or f"root{i}"
+        for spelling in (str(root.resolve()), str(root.absolute())):  # a relative one is already relative
+            pairs.setdefault(spelling, name)
+    return sorted(pairs.items(), key=lambda pair: -len(pair[0]))
+
+
+def relative_paths(value: Any, named: Sequence[tuple[str, str]]) -> Any:
+    """``value`` with each root's path in its text replaced by the root's folder name (``path``,
+    ``roots``, the command that reproduces a run, a message naming a file)."""
+    if isinstance(value, str):
+        for spelling, name in named:
+            if spelling in value:
+                value = value.replace(spelling, name)
+        return value
+    if isinstance(value, dict):
+        return {k: relative_paths(v, named) for k, v in value.items()}
+    if isinstance(value, list):
+        return [relative_paths(v, named) for v in value]
+    return value
+
+
+def write_bundle(
+    roots: Sequence[Path | str], out: Path, docs: int = DOCS, skipped: Callable[[str], None] | None = None
+) -> int:
+    """Write the bundle of the runs under ``roots`` into ``out``; returns how many payloads it holds.
+    A run that cannot be read is written as its error payload (its pages say why) and the bundle
+    goes on; ``skipped`` gets one line per such run."""
     catalog = Catalog(roots)
     if not catalog.entries:
         raise ConfigError(
@@ -230,6 +275,8 @@ def write_bundle(roots: Sequence[Path | str], out: Path, docs: int = DOCS) -> in
             f"(evalflow's {RESULTS} or {SNAPSHOT}/, or lm-eval's {LMEVAL_RESULTS_PATTERN})"
         )
     _check_out(out, catalog)
+    _unlink_links(out)
+    named = roots_named(roots)
     data = out / "data"
     shutil.rmtree(data, ignore_errors=True)
     (out / "static").mkdir(parents=True, exist_ok=True)
@@ -239,10 +286,13 @@ def write_bundle(roots: Sequence[Path | str], out: Path, docs: int = DOCS) -> in
         shutil.copyfile(STATIC_DIR / name, out / "static" / name)
     written: set[str] = set()
     count = 0
-    for key, payload in payloads(catalog, docs):
+    for key, raw in payloads(catalog, docs):
+        payload = relative_paths(raw, named)
         name = data_name(key)
         with open(data / name, "a" if name in written else "w", encoding="utf-8") as fh:
             fh.write(script(key, payload))
         written.add(name)
         count += 1
+        if skipped is not None and key.startswith("/api/run?") and isinstance(payload, dict) and "error" in payload:
+            skipped(f"view bundle: run {unquote(key.split('=', 1)[1])} skipped (its pages say why): {payload['error']}")
     return count

@@ -14,7 +14,8 @@ comparison) is computed once per results file and kept.
 
 from __future__ import annotations
 
-import base64
+import dataclasses
+import functools
 import json
 import math
 import re
@@ -26,19 +27,30 @@ from typing import Any
 from evalflow.errors import EvalflowError
 from evalflow.frames.across import always_wrong, reasoning_figures
 from evalflow.frames.discovery import EVALFLOW, LMEVAL, RunEntry, find_runs
-from evalflow.frames.runs import run_detail, run_summary
+from evalflow.frames.runs import run_detail, run_summary, unreadable_reason
 from evalflow.frames.samples import SampleQuery, query, sample_detail
 from evalflow.frames.status import live_progress
 from evalflow.insight.comparison import DEFAULT_ITERS
 from evalflow.insight.explanation import explain_compared, read_manifest
 from evalflow.insight.gate import GateSettings
+from evalflow.output.contained import inside, kept, left_out
 from evalflow.output.run_folder import Run, load_run
-from evalflow.output.run_paths import lmeval_samples_files, manifest_file, results_file, samples_files
+from evalflow.output.run_paths import (
+    MANIFEST,
+    gate_record_file,
+    lmeval_samples_files,
+    manifest_file,
+    results_file,
+    samples_files,
+    snapshot_config,
+    snapshot_overrides,
+)
 from evalflow.view.comparing import compare_payload
 from evalflow.view.safe_paths import UnsafePath, resolve_under
 from evalflow.view.side_by_side import side_by_side
 
 Params = Mapping[str, str]
+Route = Callable[["Catalog", Params], Any]
 PAGE_LIMIT = 1000  # the most rows one samples page may ask for (``all=1``: the bundle's whole task)
 ALL_ROWS = 1 << 30
 # Payloads kept, the oldest dropped first: a run's summary and detail are small and asked for
@@ -53,6 +65,32 @@ class NotFound(EvalflowError):
 
 class BadRequest(EvalflowError):
     """A query word missing or of the wrong kind (the server answers 400)."""
+
+
+class Unreadable(EvalflowError):
+    """A run's files could not be read (damaged, or of another tool): that run's pages say why
+    (the server answers 422); the other runs are not affected."""
+
+
+def isolated(route: Route) -> Route:
+    """``route``, with an unexpected failure reading a run's files (a field of the wrong type, a
+    damaged file) turned into :class:`Unreadable` naming the run and the reason, rather than a
+    server error or, in a bundle, the whole bundle stopped."""
+
+    @functools.wraps(route)
+    def guarded(catalog: Catalog, params: Params) -> Any:
+        try:
+            return route(catalog, params)
+        except EvalflowError:
+            raise
+        except Exception as exc:
+            named = params.get("id") or params.get("ids", "").replace(IDS_APART, ",")
+            raise Unreadable(
+                f"run {named} could not be read: {type(exc).__name__}: {exc}; a file of its run folder is "
+                "damaged or was written by another tool"
+            ) from exc
+
+    return guarded
 
 
 def json_text(value: Any, **options: Any) -> str:
@@ -130,9 +168,12 @@ class Catalog:
         return value
 
     def run(self, entry: RunEntry) -> Run:
-        """The finished run, loaded (a running or failed one: its folder's own refusal)."""
+        """The finished run, loaded (a running or failed one: its folder's own refusal), without
+        the files that are links out of its folder (:mod:`evalflow.output.contained`)."""
         target = entry.results if entry.layout == "lm-eval" and entry.results is not None else entry.folder
-        return load_run(target)  # not kept: a loaded run holds its samples once read
+        run = load_run(target)  # not kept: a loaded run holds its samples once read
+        manifest = run.manifest if inside(entry.folder, manifest_file(entry.folder)) else {}
+        return dataclasses.replace(run, samples_files=kept(entry.folder, run.samples_files), manifest=manifest)
 
     def root_of(self, entry: RunEntry) -> Path:
         """The given folder the run was found under (where explain looks for earlier runs)."""
@@ -143,11 +184,20 @@ class Catalog:
         return self.roots[0]
 
 
+IDS_APART = "\x00"  # how the server joins repeated ``ids=`` words (no file name holds a NUL)
+# The largest value each numeric word takes: past it a request could hold a worker for minutes or
+# allocate gigabytes (1e8 bootstrap draws), so it is refused (400) rather than computed.
+LIMITS = {"bootstrap_iters": 100_000, "seed": 2**32 - 1, "offset": ALL_ROWS, "limit": ALL_ROWS, "doc_id": 2**62}
+FLOAT_LIMITS = {"max_drop": (0.0, 1e6), "alpha": (0.0, 1.0), "value": (-1e300, 1e300)}
+
+
 def _ids(params: Params) -> list[str]:
+    """The run ids of ``ids=``: repeated words (``ids=A&ids=B``, each one id whole, a comma in it
+    too) or one word, comma-separated (``ids=A,B``)."""
     text = params.get("ids", "")
-    ids = [i for i in text.split(",") if i]
+    ids = [i for i in text.split(IDS_APART if IDS_APART in text else ",") if i]
     if not ids:
-        raise BadRequest("ids= is missing: name runs by their ids, comma-separated (ids=A,B)")
+        raise BadRequest("ids= is missing: name runs by their ids, comma-separated (ids=A,B) or repeated (ids=A&ids=B)")
     return ids
 
 
@@ -161,8 +211,9 @@ def _int(params: Params, name: str, default: int | None = None) -> int:
         value = int(text)
     except ValueError:
         raise BadRequest(f"{name}={text!r}: a whole number is wanted") from None
-    if value < 0:
-        raise BadRequest(f"{name}={text}: 0 or more is wanted")
+    top = LIMITS.get(name, ALL_ROWS)
+    if not 0 <= value <= top:
+        raise BadRequest(f"{name}={text}: a whole number from 0 to {top} is wanted")
     return value
 
 
@@ -180,19 +231,24 @@ def _float(params: Params, name: str) -> float | None:
     if text is None or text == "":
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise BadRequest(f"{name}={text!r}: a number is wanted") from None
+    low, high = FLOAT_LIMITS.get(name, (-1e300, 1e300))
+    if not low <= value <= high:  # NaN too
+        raise BadRequest(f"{name}={text}: a number from {low:g} to {high:g} is wanted")
+    return value
 
 
 def samples_path(entry: RunEntry, task: str | None) -> Path:
     """The samples file of ``task`` in the run, looked up among the files the folder holds."""
     if not task:
         raise BadRequest("task= is missing: name one of the run's tasks")
-    files = (
+    files = kept(
+        entry.folder,
         lmeval_samples_files(entry.results)
         if entry.layout == "lm-eval" and entry.results is not None
-        else samples_files(entry.folder)
+        else samples_files(entry.folder),
     )
     if task not in files:
         raise NotFound(
@@ -218,14 +274,20 @@ def runs_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
 
 
 def run_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
+    """``/api/run?id=ID``: the run page; an unreadable run's: its reason (422), as its row says."""
     entry = catalog.entry(params.get("id"))
-    detail: dict[str, Any] = catalog.memo(("detail",), [entry], lambda: run_detail(entry))
+    try:
+        detail: dict[str, Any] = catalog.memo(("detail",), [entry], lambda: run_detail(entry))
+    except Exception as exc:  # damaged JSON or YAML (RunFolderError) too: the run's, not the request's
+        raise Unreadable(unreadable_reason(entry, exc)) from exc
     return detail
 
 
 def sample_query(params: Params) -> SampleQuery:
     """The samples route's words as a :class:`SampleQuery` (``all=1``: every row, for a bundle)."""
     every = params.get("all") == "1"
+    if params.get("value") and not params.get("metric"):
+        raise BadRequest("value= needs metric=: name the metric whose value the rows must have (metric=acc&value=1)")
     limit = ALL_ROWS if every else min(_int(params, "limit", 50), PAGE_LIMIT)
     return SampleQuery(
         task=params.get("task") or "",
@@ -260,14 +322,14 @@ def sample_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
 
 def compare_payload_of(catalog: Catalog, params: Params) -> dict[str, Any]:
     """``/api/compare?ids=A,B[,C...]``: A is the baseline; B (and each further run) the candidate."""
-    entries = [catalog.entry(i) for i in _ids(params)]
-    if len(entries) < 2:
-        raise BadRequest("ids= names one run; compare needs a baseline and a candidate (ids=A,B)")
     max_drop, alpha = _float(params, "max_drop"), _float(params, "alpha")
     # a verdict only when a gate is asked for (max_drop=); alpha= alone sets the test level
     level = GateSettings(max_drop or 0.0, 0.05 if alpha is None else alpha)
     gate = None if max_drop is None else level
     iters, seed = _int(params, "bootstrap_iters", DEFAULT_ITERS), _int(params, "seed", 1234)
+    entries = [catalog.entry(i) for i in _ids(params)]
+    if len(entries) < 2:
+        raise BadRequest("ids= names one run; compare needs a baseline and a candidate (ids=A,B)")
     base = catalog.run(entries[0])
 
     def pair(candidate: RunEntry) -> dict[str, Any]:
@@ -286,8 +348,21 @@ def compare_payload_of(catalog: Catalog, params: Params) -> dict[str, Any]:
     return {"runs": summaries, **first, "more": more}
 
 
+def _refuse_links_out(entry: RunEntry) -> None:
+    """Explain reads the run's manifest and snapshot itself: one that is a link out of the run
+    folder (:mod:`evalflow.output.contained`) is refused, named, rather than followed."""
+    files = [
+        manifest_file(entry.folder),
+        snapshot_config(entry.folder),
+        snapshot_overrides(entry.folder),
+        gate_record_file(entry.folder),
+    ]
+    for out in left_out(entry.folder, files):
+        raise BadRequest(f"run {entry.id!r}: {out['file']} was not read: {out['reason']}")
+
+
 NO_MANIFEST = (
-    "{id} is an lm-eval output folder: lm-eval writes no manifest.json (evalflow's record of each "
+    "{id} is an lm-eval output folder: lm-eval writes no " + MANIFEST + " (evalflow's record of each "
     "stage and its cache key), so there is nothing to explain; explain works on evalflow's run folders"
 )
 
@@ -301,6 +376,8 @@ def explain_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
     for one in (entry, against):
         if one is not None and one.layout == LMEVAL:
             raise BadRequest(NO_MANIFEST.format(id=one.id))
+        if one is not None:
+            _refuse_links_out(one)
     reference = against.folder if against else None
     lines, bases = explain_compared(entry.folder, reference, catalog.root_of(entry))
     ids = {e.folder.resolve(): e.id for e in catalog.entries.values() if e.layout == EVALFLOW}
@@ -376,35 +453,33 @@ _DIGEST = re.compile(r"[0-9a-f]{16,128}")
 
 
 def cached_image(entry: RunEntry, digest: str) -> bytes:
-    """The PNG of the image with this pixel digest in the cache the run used (404 when gone)."""
-    from evalflow.cache.image_store import KEY_PREFIX
+    """The PNG of the image with this pixel digest in the cache the run used (404 when gone),
+    read with the cache file opened read-only: the viewer never writes to a cache."""
+    from evalflow.cache.image_store import stored_png
 
     manifest = manifest_file(entry.folder)
-    cache_dir = json.loads(manifest.read_text(encoding="utf-8")).get("cache_dir") if manifest.is_file() else None
-    if not cache_dir or not (Path(cache_dir) / "cache.db").is_file():
+    read = inside(entry.folder, manifest)
+    cache_dir = json.loads(manifest.read_text(encoding="utf-8")).get("cache_dir") if read else None
+    if not cache_dir or not isinstance(cache_dir, str):
         raise NotFound(f"image {digest}: run {entry.id!r} names no cache that holds its images")
-    from evalflow.cache.store import MISSING, CacheStore
-
-    store = CacheStore(cache_dir)
-    try:
-        value = store.get(KEY_PREFIX + digest)
-    finally:
-        store.close()
-    if value is MISSING:
-        raise NotFound(f"image {digest} is no longer in the cache {cache_dir} (removed by cache gc?)")
-    return base64.b64decode(str(value))
+    found = stored_png(Path(cache_dir), digest)
+    if found is None:
+        raise NotFound(f"image {digest} is not in the cache {cache_dir} (removed by cache gc, or damaged)")
+    return found
 
 
-Route = Callable[[Catalog, Params], Any]
 ROUTES: dict[str, Route] = {
-    "/api/runs": runs_payload,
-    "/api/run": run_payload,
-    "/api/samples": samples_payload,
-    "/api/sample": sample_payload,
-    "/api/compare": compare_payload_of,
-    "/api/explain": explain_payload,
-    "/api/wrong": wrong_payload,
-    "/api/reasoning": reasoning_payload,
-    "/api/results": results_payload,
-    "/api/live": live_payload,
+    path: isolated(route)
+    for path, route in {
+        "/api/runs": runs_payload,
+        "/api/run": run_payload,
+        "/api/samples": samples_payload,
+        "/api/sample": sample_payload,
+        "/api/compare": compare_payload_of,
+        "/api/explain": explain_payload,
+        "/api/wrong": wrong_payload,
+        "/api/reasoning": reasoning_payload,
+        "/api/results": results_payload,
+        "/api/live": live_payload,
+    }.items()
 }

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
 from evalflow.errors import EvalflowError
+from evalflow.output.contained import link_out
 
 _MAX_DECODINGS = 4  # %25 nested deeper than this is refused rather than decoded further
 
@@ -65,13 +66,12 @@ def resolve_under(folder: Path, name: str) -> Path:
     reason = unsafe_reason(name)
     if reason is not None:
         raise UnsafePath(f"{name!r}: refused, {reason}; ask for a file of the run by its name inside the run folder")
-    root = Path(folder).resolve()
-    try:
-        target = (root / name).resolve(strict=True)
-    except (OSError, RuntimeError):  # missing, a link loop
-        raise UnsafePath(f"{name!r}: no such file in the run folder") from None
-    if not target.is_relative_to(root):
+    path = Path(folder) / name
+    if link_out(folder, path) is not None:  # the one check every reader of a run folder makes
         raise UnsafePath(f"{name!r}: refused, it leads outside the run folder (a symbolic link out)")
+    if not path.exists():
+        raise UnsafePath(f"{name!r}: no such file in the run folder")
+    target = path.resolve()
     if not target.is_file():
         raise UnsafePath(f"{name!r}: not a file of the run folder")
     return target

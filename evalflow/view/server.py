@@ -9,10 +9,11 @@ view polls every second while a run goes on). The front end is the three files o
 images, through :mod:`evalflow.view.safe_paths`.
 
 Every response, errors and files included, carries the Content-Security-Policy below (no inline
-script or style, nothing from another origin), ``nosniff`` and ``no-referrer``. On loopback, a
-request whose Host header names another machine is refused (421): a page whose domain was
-re-pointed at 127.0.0.1 cannot read the runs. The server only reads: it writes nothing into the
-folders it is given.
+script or style, nothing from another origin), ``nosniff`` and ``no-referrer``. A request whose
+Host header names another machine is refused (421), on any address it listens on (0.0.0.0 too):
+a page whose domain was re-pointed at this machine (DNS rebinding) cannot read the runs. The
+server only reads: it writes nothing into the folders it is given, nor into the caches their
+manifests name.
 """
 
 from __future__ import annotations
@@ -20,13 +21,25 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from aiohttp import web
 
 from evalflow.errors import EvalflowError
-from evalflow.view.payloads import ROUTES, BadRequest, Catalog, NotFound, image_of, json_text
+from evalflow.view.payloads import (
+    IDS_APART,
+    ROUTES,
+    BadRequest,
+    Catalog,
+    NotFound,
+    Unreadable,
+    image_of,
+    isolated,
+    json_text,
+)
 from evalflow.view.safe_paths import UnsafePath
 
 log = logging.getLogger("evalflow.view")
@@ -54,6 +67,12 @@ IMAGE_TYPES = {
     ".bmp": "image/bmp",
 }
 CATALOG = web.AppKey("catalog", Catalog)
+# Routes that compute over whole runs (bootstrap, every document of several runs): run on their own
+# few threads, so however many are asked at once the runs list, pages and live progress still answer.
+HEAVY_ROUTES = frozenset({"/api/compare", "/api/wrong", "/api/reasoning"})
+HEAVY_THREADS = 2
+HEAVY_POOL = web.AppKey("heavy_pool", ThreadPoolExecutor)
+ALLOWED_HOSTS = web.AppKey("allowed_hosts", frozenset)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -73,6 +92,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(404, str(exc))
     except UnsafePath as exc:
         return _error(403, str(exc))
+    except Unreadable as exc:  # the run's own files are damaged: not the request's fault
+        return _error(422, str(exc))
     except (BadRequest, EvalflowError) as exc:
         return _error(400, str(exc))
     except Exception:
@@ -86,20 +107,26 @@ async def _headers(request: web.Request, response: web.StreamResponse) -> None:
 
 
 def _params(request: web.Request) -> dict[str, str]:
-    """The query's words, the first value of each (a repeated word does not override it)."""
-    return {key: request.query.getone(key) for key in request.query}
+    """The query's words, the first value of each (a repeated word does not override it), except
+    ``ids=``: repeated, each is one run id whole (a comma in it too), joined for payloads."""
+    params = {key: request.query.getone(key) for key in request.query}
+    ids = request.query.getall("ids", [])
+    if len(ids) > 1:
+        params["ids"] = IDS_APART.join(ids)
+    return params
 
 
 async def _api(request: web.Request) -> web.Response:
     route = ROUTES[request.path]
     catalog = request.app[CATALOG]
-    payload = await asyncio.get_running_loop().run_in_executor(None, route, catalog, _params(request))
+    pool = request.app[HEAVY_POOL] if request.path in HEAVY_ROUTES else None
+    payload = await asyncio.get_running_loop().run_in_executor(pool, route, catalog, _params(request))
     return web.json_response(payload, dumps=json_text)
 
 
 async def _image(request: web.Request) -> web.StreamResponse:
     catalog = request.app[CATALOG]
-    found = await asyncio.get_running_loop().run_in_executor(None, image_of, catalog, _params(request))
+    found = await asyncio.get_running_loop().run_in_executor(None, isolated(image_of), catalog, _params(request))
     if isinstance(found, bytes):  # an image of the run's cache, by its digest: stored as PNG
         return web.Response(body=found, content_type="image/png")
     kind = IMAGE_TYPES.get(found.suffix.lower())
@@ -127,21 +154,41 @@ async def _static(request: web.Request) -> web.Response:
 
 
 @web.middleware
-async def _loopback_names(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """On a loopback server, a request must name this machine in its Host header: a web page
-    whose domain was re-pointed at 127.0.0.1 (DNS rebinding) would otherwise read the runs as
-    its own origin."""
-    name = request.url.host or ""
-    if not is_loopback(name.strip("[]")):
-        return _error(421, f"this server answers requests for 127.0.0.1 or localhost only, not {name!r}")
+async def _host_names(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A request must name this machine in its Host header (a loopback name, the address the
+    server listens on, the machine's names and addresses, or an ``allow_hosts`` name): a web page
+    whose domain was re-pointed at this machine (DNS rebinding) would otherwise read the runs as
+    its own origin. Checked on every server, loopback or not."""
+    name = (request.url.host or "").strip("[]").lower()
+    if not (is_loopback(name) or name in request.app[ALLOWED_HOSTS]):
+        return _error(
+            421,
+            f"this server answers requests naming this machine only (localhost, its name or address), not "
+            f"{name!r}; a name it should answer to is given with allow_hosts=",
+        )
     return await handler(request)
 
 
-def make_app(roots: Sequence[Path | str], host: str = "127.0.0.1") -> web.Application:
+def machine_names(host: str, extra: Sequence[str] = ()) -> frozenset[str]:
+    """The names a request may give in its Host header besides loopback ones: ``host`` (where it
+    listens), this machine's host name, fully qualified name and their addresses, and ``extra``."""
+    names = {host, socket.gethostname(), socket.getfqdn(), *extra}
+    for name in list(names):
+        try:
+            names.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
+        except (OSError, UnicodeError):
+            pass  # a name that does not resolve adds no address
+    return frozenset(n.strip("[]").lower() for n in names if n)
+
+
+def make_app(roots: Sequence[Path | str], host: str = "127.0.0.1", allow_hosts: Sequence[str] = ()) -> web.Application:
     """The app over the runs under ``roots``, its catalog built now (and again on /api/runs);
-    ``host``: the address it will listen on (loopback: only requests naming this machine)."""
-    guards = [_loopback_names] if is_loopback(host) else []
-    app = web.Application(middlewares=[_errors, *guards])
+    ``host``: the address it will listen on; ``allow_hosts``: more names requests may give
+    (a reverse proxy's, a DNS alias): only requests naming this machine are answered."""
+    app = web.Application(middlewares=[_errors, _host_names])
+    app[ALLOWED_HOSTS] = machine_names(host, allow_hosts)
+    app[HEAVY_POOL] = ThreadPoolExecutor(HEAVY_THREADS, thread_name_prefix="evalflow-view-heavy")
+    app.on_cleanup.append(_stop_pool)
     app[CATALOG] = Catalog(roots)
     app.on_response_prepare.append(_headers)
     app.router.add_get("/", _index)
@@ -150,6 +197,10 @@ def make_app(roots: Sequence[Path | str], host: str = "127.0.0.1") -> web.Applic
     for path in ROUTES:
         app.router.add_get(path, _api)
     return app
+
+
+async def _stop_pool(app: web.Application) -> None:
+    app[HEAVY_POOL].shutdown(wait=False, cancel_futures=True)
 
 
 def is_loopback(host: str) -> bool:

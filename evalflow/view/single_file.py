@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, quote
 
 from evalflow.errors import ConfigError
 from evalflow.output.run_paths import LMEVAL_RESULTS_PATTERN, RESULTS, SNAPSHOT
-from evalflow.view.bundle import URI_SAFE, api_key, js_json, payloads
+from evalflow.view.bundle import URI_SAFE, api_key, js_json, payloads, relative_paths, roots_named
 from evalflow.view.payloads import Catalog
 from evalflow.view.server import INDEX, STATIC_DIR
 
@@ -178,6 +178,10 @@ def write_single_file(folders: Sequence[Path | str], out: Path, docs: int | None
     script = (STATIC_DIR / "app.js").read_text(encoding="utf-8")
     style = (STATIC_DIR / "app.css").read_text(encoding="utf-8")
     ids = ordered_ids(catalog)
-    data = payloads(catalog, ALL_DOCS if docs is None else docs, ids)
+    named = roots_named(folders)  # no path of this machine in a page that travels
+    data = (
+        (key, relative_paths(payload, named))
+        for key, payload in payloads(catalog, ALL_DOCS if docs is None else docs, ids)
+    )
     atomic_write(out, page_chunks(template, script, style, data, start_route(ids)))
     return out.stat().st_size

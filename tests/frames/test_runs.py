@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalflow.errors import RunFolderError
 from evalflow.frames import runs_df
 from evalflow.frames.discovery import RunEntry, find_runs
 from evalflow.frames.runs import count_lines, run_detail, run_summary
@@ -84,6 +83,7 @@ def test_an_evalflow_runs_summary(runs: ViewRuns, entries: dict[str, RunEntry]) 
         "overrides": {},  # evaluate() gives no command-line words
         "sweep": None,
         "partial": None,
+        "left_out": [],
     }
     assert isinstance(summary["metrics"]["toy_mc"]["stderr"], float)  # a real stderr, not "N/A"
     json.dumps(summary)  # plain JSON values only
@@ -308,8 +308,9 @@ def test_a_damaged_results_file_is_named(tmp_path: Path) -> None:
     folder.mkdir()
     results_file(folder).write_text('{"results": ')
     (entry,) = find_runs([folder])
-    with pytest.raises(RunFolderError, match=r"run/results.json: not valid JSON"):
-        run_summary(entry)
+    summary = run_summary(entry)  # listed, as unreadable, with the reason: the other runs are not affected
+    assert summary["status"] == "unreadable"
+    assert "run/results.json: not valid JSON" in summary["error"]
 
 
 def test_the_summary_and_runs_df_never_open_a_samples_file(runs: ViewRuns, tmp_path: Path) -> None:

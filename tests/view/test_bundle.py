@@ -14,7 +14,7 @@ import pytest
 import evalflow.view.bundle as bundle
 import evalflow.view.server as server
 from evalflow.errors import ConfigError
-from evalflow.view.bundle import MODE_META, api_key, data_name, write_bundle
+from evalflow.view.bundle import MODE_META, api_key, data_name, relative_paths, roots_named, write_bundle
 from evalflow.view.server import make_app
 from tests.support.runs import Runner
 from tests.support.toy_tasks import write_toy_library
@@ -60,7 +60,8 @@ def test_files_and_index(built: dict) -> None:
 def test_payloads_are_the_servers(built: dict) -> None:
     data = built["data"]
     runs = data["/api/runs"]["runs"]
-    by_path = {Path(r["path"]).resolve(): r["id"] for r in runs}
+    # a bundle names paths relative to the bundled folders (the root's name, not this machine's path)
+    by_path = {(built["root"].parent / r["path"]).resolve(): r["id"] for r in runs}
     a = next(i for p, i in by_path.items() if p == built["runs"]["a"].resolve())
     b = next(i for p, i in by_path.items() if p == built["runs"]["b"].resolve())
     wanted = [
@@ -87,7 +88,7 @@ def test_payloads_are_the_servers(built: dict) -> None:
         if path.startswith("/api/explain"):  # the runs the bundle holds explain of a against
             evalflow_runs = {r["id"] for r in runs if r["layout"] == "evalflow"}
             assert set(data[path].pop("bundle_against")) == evalflow_runs - {a}
-        assert data[path] == served, path
+        assert data[path] == relative_paths(served, roots_named([built["root"]])), path
     # every choice the explain page offers is held: explain of a against each other evalflow run
     for other in data[api_key("/api/explain", {"id": b})]["bundle_against"]:
         held = data[api_key("/api/explain", {"id": b, "against": other})]
