@@ -326,6 +326,10 @@ def stand_in_server(payloads: Payloads) -> Iterator[str]:
 
     async def answer(request: Any) -> Any:
         params = dict(request.query)
+        if (
+            len(request.query.getall("ids", [])) > 1
+        ):  # the page sends repeated ids= words, as the real server takes them
+            params["ids"] = ",".join(request.query.getall("ids"))
         if request.path == "/":
             return web.Response(body=(STATIC / "index.html").read_bytes(), content_type="text/html")
         if request.path.startswith("/static/"):

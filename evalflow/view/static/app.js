@@ -16,7 +16,7 @@
   const MODE_NAME = MODE_META ? MODE_META.getAttribute("content") : "server";
   const MODE = MODE_NAME === "bundle" || MODE_NAME === "single" ? MODE_NAME : "server";
   const SNAPSHOT = MODE === "bundle" ? "This bundle" : "This report";  // what a static copy calls itself
-  const STATUSES = new Set(["complete", "partial", "running", "failed"]);
+  const STATUSES = new Set(["complete", "partial", "running", "failed", "unreadable"]);
   const SAFE_ATTRS = new Set(["id", "type", "placeholder", "title", "colspan", "for", "name", "alt", "role",
     "aria-label", "data-task", "data-status", "data-doc", "min", "max", "step", "value", "lang"]);
 
@@ -109,7 +109,11 @@
    *  bundle's key (Python: urllib.parse.quote(value, safe="!*'()")). Empty values are left out. */
   function apiPath(path, params) {
     const keys = Object.keys(params || {}).filter((k) => params[k] !== null && params[k] !== undefined && params[k] !== "").sort();
-    return keys.length ? path + "?" + keys.map((k) => k + "=" + encodeURIComponent(String(params[k]))).join("&") : path;
+    // a list is repeated words on the server (ids=A&ids=B: an id may hold a comma) and one
+    // comma-joined word in a bundle's key (its payloads were written under ids=A,B)
+    const word = (k, v) => k + "=" + encodeURIComponent(String(v));
+    const words = (k) => Array.isArray(params[k]) ? (MODE === "server" ? params[k].map((v) => word(k, v)).join("&") : word(k, params[k].join(","))) : word(k, params[k]);
+    return keys.length ? path + "?" + keys.map(words).join("&") : path;
   }
 
   /** FNV-1a 32 of the UTF-8 bytes, 8 lowercase hex digits: a bundle payload's file name. */
@@ -324,7 +328,7 @@
         el("td", {}, box),
         el("td", {}, el("a", { href: route("run", run.id), title: run.id }, runLabel(run)), run.partial ? el("div", { class: "muted" }, run.partial) : null),
         el("td", { title: run.model }, modelLabel(run)), el("td", { class: "text" }, (run.tasks || []).join(", ")), el("td", { title: run.date }, run.date ? String(run.date).replace("T", " ").slice(0, 19) : "—"),
-        el("td", {}, badge(run.status)),
+        el("td", {}, badge(run.status), run.error ? el("div", { class: "error" }, run.error) : null),
         metricNames.map((m) => { const v = (run.metrics || {})[m]; return el("td", { class: "num", title: v ? v.metric : null }, v ? fmt(v.value) + (v.stderr !== null && v.stderr !== undefined ? " ± " + fmt(v.stderr) : "") : "—"); }),
         el("td", {}, overridesText(run)));
     }
@@ -403,6 +407,7 @@
       el("h1", {}, run.id, " ", badge(run.status)),
       el("p", { class: "muted" }, [modelLabel(run), run.date, run.layout, run.path].filter(Boolean).join(" · ")),
       run.partial ? el("p", { class: "note" }, run.partial) : null,
+      run.left_out && run.left_out.length ? el("ul", { class: "note", id: "left-out" }, run.left_out.map((f) => el("li", {}, f.file + " left out: " + f.reason))) : null,
       el("div", { class: "links" },
         (run.samples || []).map((s) => el("a", { href: route("samples", run.id, s.task), "data-task": s.task }, "samples: " + s.task + " (" + s.count + ")")),
         run.layout === "lm-eval" ? null : el("a", { href: route("explain", run.id) }, "explain the cache"),
@@ -580,7 +585,7 @@
 
   async function viewCompare(ids, params) {
     const gate = { max_drop: (params && params.get("max_drop")) || "", alpha: (params && params.get("alpha")) || "" };
-    const data = await api("/api/compare", { ids: ids.join(","), ...(MODE === "server" ? gate : {}) });
+    const data = await api("/api/compare", { ids: ids, ...(MODE === "server" ? gate : {}) });
     const gated = Boolean(data.gate);
     const [a, b] = ids;
     const flips = data.flips || { total: 0, rows: [] };
@@ -631,10 +636,9 @@
   }
 
   async function viewAcross(ids) {
-    const joined = ids.join(",");
     const [wrong, reasoning] = await Promise.all([
-      api("/api/wrong", { ids: joined }).catch((error) => ({ error: error.message })),
-      api("/api/reasoning", { ids: joined }).catch((error) => ({ error: error.message }))]);
+      api("/api/wrong", { ids: ids }).catch((error) => ({ error: error.message })),
+      api("/api/reasoning", { ids: ids }).catch((error) => ({ error: error.message }))]);
     const wrongPart = wrong.error ? el("p", { class: "error" }, wrong.error) : (wrong.tasks || []).map((t) => [el("h3", {}, t.task + " — " + t.docs.length + " documents"),
       table(["doc", "prompt", "target", ...ids], t.docs.map((d) => el("tr", { "data-doc": d.doc_id },
         el("td", {}, el("a", { href: route("sample", ids[0], t.task, d.doc_id) }, String(d.doc_id))), el("td", { class: "text" }, text(d.prompt)),
@@ -649,7 +653,7 @@
   /** The runs' results, one table per group, the runs side by side named by the settings that vary;
    *  for two runs also compare's paired columns, a significant row marked; leaf subtasks folded. */
   async function viewResults(ids) {
-    const data = await api("/api/results", { ids: ids.join(",") });
+    const data = await api("/api/results", { ids: ids });
     const runs = data.runs || [];
     const paired = data.paired_columns || [];
     const headers = ["task / group", "metric", "", ...runs.map((r, i) => (runs.length === 2 ? (i ? "B: " : "A: ") : "") + r.label), ...paired];
