@@ -115,10 +115,23 @@ WILDCARD_HOSTS = ("0.0.0.0", "::", "")  # every address of this machine: no one 
 
 
 def shown_url(host: str, port: int) -> str:
-    """The URL to print: the machine's host name for a wildcard address (others open that one;
-    ``http://0.0.0.0:PORT/`` opens nothing elsewhere), else the address listened on."""
-    name = socket.gethostname() if host in WILDCARD_HOSTS else host
+    """The URL to print: for a wildcard address the machine's outward address (others open that
+    one; ``http://0.0.0.0:PORT/`` opens nothing elsewhere, and the host name may resolve to
+    127.0.0.1 only), else the address listened on."""
+    name = outward_address() if host in WILDCARD_HOSTS else host
     return f"http://[{name}]:{port}/" if ":" in name else f"http://{name}:{port}/"
+
+
+def outward_address() -> str:
+    """The address other machines reach this one at: the source address of a route out (a UDP
+    socket's connect sends no packet), else the host name."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: never reached, only routed
+            address = str(probe.getsockname()[0])
+        except OSError:
+            return socket.gethostname()
+    return socket.gethostname() if address.startswith("127.") or address == "0.0.0.0" else address
 
 
 def warn_if_empty(folders: list[Path]) -> None:

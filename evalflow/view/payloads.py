@@ -379,7 +379,9 @@ def explain_payload(catalog: Catalog, params: Params) -> dict[str, Any]:
         if one is not None:
             _refuse_links_out(one)
     reference = against.folder if against else None
-    lines, bases = explain_compared(entry.folder, reference, catalog.root_of(entry))
+    root = catalog.root_of(entry)  # a run given as a folder of its own: where its outputs/ is, as `explain` looks
+    search = None if root.resolve() == entry.folder.resolve() else root
+    lines, bases = explain_compared(entry.folder, reference, search)
     ids = {e.folder.resolve(): e.id for e in catalog.entries.values() if e.layout == EVALFLOW}
     compared = [
         {"task": task, "id": ids.get(folder.resolve()) if folder else None, "path": str(folder) if folder else None}

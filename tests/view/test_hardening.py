@@ -54,6 +54,9 @@ def test_a_server_on_every_address_still_refuses_other_host_names(root: Path) ->
     assert answered == [200] * len(names), dict(zip(names, answered, strict=True))
     lan = ask(lambda: make_app([root], host="192.0.2.7"), ["/api/runs"], headers={"Host": "192.0.2.7:8765"})
     assert lan[0].status == 200
+    # on a wildcard bind, any of the machine's addresses (its host name may resolve to 127.0.0.1 only)
+    assert ask(app, ["/api/runs"], headers={"Host": "198.51.100.4:8765"})[0].status == 200
+    assert ask(app, ["/api/runs"], headers={"Host": "198.51.100.4.evil.example"})[0].status == 421
 
 
 def test_numeric_words_are_bounded(root: Path) -> None:

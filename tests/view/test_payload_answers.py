@@ -108,6 +108,16 @@ def test_explain_names_the_run_it_compared_with(site: dict[str, Any]) -> None:
     assert first["compared"] == [{"task": "toy_mc", "id": None, "path": None}]  # the first run of toy_mc
 
 
+def test_explain_of_runs_given_as_folders_of_their_own_finds_the_earlier_run(site: dict[str, Any]) -> None:
+    """`report A B` gives each run as a root of its own: explain then looks where the run's
+    outputs/ is, as the `explain` command does, not only inside the run's own folder."""
+    a, b = site["folders"]
+    catalog = Catalog([a, b])
+    ids = {e.folder.resolve(): e.id for e in catalog.entries.values()}
+    alone = ROUTES["/api/explain"](catalog, {"id": ids[b.resolve()]})
+    assert alone["compared"] == [{"task": "toy_mc", "id": ids[a.resolve()], "path": str(a)}]
+
+
 def test_explain_refuses_lm_eval_folders_in_one_sentence(site: dict[str, Any]) -> None:
     for params in ({"id": site["peer"]}, {"id": site["a"], "against": site["peer"]}):
         with pytest.raises(BadRequest, match="lm-eval output folder.*no manifest.json") as raised:

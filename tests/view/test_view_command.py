@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalflow.commands.main import SUBCOMMANDS
-from evalflow.commands.view import BUNDLE, COMMAND, main
+from evalflow.commands.view import BUNDLE, COMMAND, main, outward_address
 from evalflow.errors import ConfigError
 from tests.support.paths import ROOT
 
@@ -94,7 +94,7 @@ def test_a_host_off_loopback_is_warned_about(tmp_path: Path) -> None:
         assert "warning: host=0.0.0.0 is not a loopback address" in warning
         assert f"no run found under {tmp_path}" in proc.stderr.readline()  # an empty folder: said on start
         url = _url(proc)
-        assert url.startswith(f"http://{socket.gethostname()}:") and "0.0.0.0" not in url  # one others can open
+        assert url.startswith(f"http://{outward_address()}:") and "0.0.0.0" not in url  # one others can open
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -261,7 +261,8 @@
   function runLabel(run) {
     if (run.layout !== "lm-eval") return run.id;
     const parts = String(run.id).split("/");
-    const folder = parts.length > 1 ? parts[parts.length - 2] : run.id;
+    // lm-eval names the model folder by its path with "/" as "__": the last part names the model
+    const folder = (parts.length > 1 ? parts[parts.length - 2] : run.id).split("__").filter(Boolean).pop() || run.id;
     return folder + (run.date ? " · " + String(run.date).replace("T", " ").slice(0, 16) : "");
   }
   /** The overrides whose values differ between a sweep's jobs: what the sweep varied. */
