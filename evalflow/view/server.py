@@ -29,6 +29,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from evalflow.config.packaged import package_dir
 from evalflow.errors import EvalflowError
 from evalflow.view.payloads import (
     IDS_APART,
@@ -54,7 +55,7 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
-STATIC_DIR = Path(__file__).parent / "static"
+STATIC_DIR = package_dir() / "view" / "static"  # package data: found as evalflow finds its own files
 INDEX = "index.html"
 # The front end's files: the only names /static/ answers (nothing is listed or globbed).
 STATIC_FILES = {"app.js": "text/javascript", "app.css": "text/css"}

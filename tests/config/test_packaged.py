@@ -16,7 +16,6 @@ EVALFLOW = ROOT / "evalflow"
 READS_FILE = {
     "evalflow/models/hf/fast/native_attention.py": "its C source, package data in native/ beside it",
     "evalflow/taskspec/sidenv/worker.py": "worker_main.py, the module beside it that the worker process runs",
-    "evalflow/view/server.py": "the front end (index.html, app.js, app.css), package data in static/ beside it",
 }
 """The modules that may read their own ``__file__``, and why: a file beside a module is part of
 the same package wherever it is installed. Every other path into evalflow's files comes from
