@@ -9,6 +9,7 @@ documents of the same data; either may be an evalflow run folder or an lm-eval o
     python -m evalflow compare outputs/run_a outputs/run_b
     python -m evalflow compare peer-out/ outputs/run_b --json bootstrap_iters=10000 seed=1234
     python -m evalflow compare outputs/release outputs/candidate max_drop=0.01 alpha=0.05   # the gate
+    python -m evalflow compare outputs/release outputs/candidate max_drop=0.01 rows=mmlu   # gate the group alone
 
 With ``kappa=METRIC_A,METRIC_B`` it gives, instead, Cohen's kappa between A's per-document
 METRIC_A and B's METRIC_B over the paired documents (:mod:`evalflow.insight.agreement`); with one
@@ -49,7 +50,7 @@ from evalflow.commands.words import Command, Flag, Option, asks_for_help, parse_
 from evalflow.config.override_words import split_word
 from evalflow.errors import ConfigError
 from evalflow.insight.comparison import DEFAULT_ITERS, Comparison, check_paired, compare, verdicts
-from evalflow.insight.gate import GateSettings, Verdict, failures
+from evalflow.insight.gate import EVERY_ROW, GateSettings, RowChoice, Verdict, failures
 from evalflow.insight.truncation_change import TruncationChange, truncation_changes, truncation_line
 from evalflow.output.run_folder import Run, load_run
 
@@ -104,6 +105,7 @@ COMMAND = Command(
         Option("seed", int, 1234, "the paired bootstrap's seed"),
         Option("max_drop", float, 0.0, "the gate: fail on a metric worse by more than this (with p < alpha)"),
         Option("alpha", float, 0.05, "the gate's significance level, and the level of the Detectable column"),
+        Option("rows", RowChoice.parse, EVERY_ROW, "gate only these tasks or groups[:metric]: rows=mmlu,arc:acc"),
         Option("kappa", metric_pair, None, "instead, Cohen's kappa between A's METRIC_A and B's METRIC_B"),
     ),
     (Flag("--json", "print the rows (and the gate's verdict) as JSON"),),
@@ -123,6 +125,7 @@ class CompareArgs:
     gate: GateSettings | None  # None: no max_drop= or alpha= given, so no verdict and exit 0
     as_json: bool
     kappa: tuple[str, str] | None = None  # kappa=: (A's metric, B's metric); folders[1] is folders[0] for one run
+    rows: RowChoice = EVERY_ROW  # rows=: the rows the gate judges
 
 
 def parse_args(argv: Sequence[str]) -> CompareArgs:
@@ -132,6 +135,11 @@ def parse_args(argv: Sequence[str]) -> CompareArgs:
     options = words.options
     gated = "max_drop" in options or "alpha" in options
     gate = GateSettings(words.value("max_drop"), words.value("alpha")) if gated else None
+    if "rows" in options and not gated:
+        raise ConfigError(
+            "compare: rows= chooses the rows the release gate judges; give the gate too (max_drop=0.01), "
+            f"or drop rows=. {COMMAND.line()}"
+        )
     if kappa:
         _check_kappa(words.positional, options)
     first, second = (*words.positional, *words.positional)[:2]
@@ -142,12 +150,13 @@ def parse_args(argv: Sequence[str]) -> CompareArgs:
         gate,
         "--json" in words.flags,
         options.get("kappa"),
+        words.value("rows"),
     )
 
 
 def _check_kappa(folders: Sequence[str], options: Mapping[str, Any]) -> None:
     """kappa= measures agreement, not a difference: refuse what would be silently ignored."""
-    ignored = [k for k in ("max_drop", "alpha", "bootstrap_iters", "seed") if k in options]
+    ignored = [k for k in ("max_drop", "alpha", "bootstrap_iters", "seed", "rows") if k in options]
     if ignored:
         raise ConfigError(
             f"compare: kappa= gives the agreement of two metrics, which {', '.join(k + '=' for k in ignored)} "
@@ -174,7 +183,8 @@ def main(argv: list[str]) -> int:
     if args.kappa is not None:
         return _kappa_main(run_a, run_b, *args.kappa, as_json=args.as_json)
     rows = compare(run_a, run_b, args.iters, args.seed, alpha)
-    judged = verdicts(rows, args.gate) if args.gate else []
+    args.rows.check([(r.task, r.metric) for r in rows], "compare")
+    judged = verdicts([r for r in rows if args.rows.takes(r.task, r.metric)], args.gate) if args.gate else []
     failed = failures(judged)
     shifts = truncation_changes(run_a, run_b, [t for t in run_a.tasks() if t in run_b.tasks()], alpha)
     shifted = [c for c in shifts if c.differs]

@@ -22,11 +22,14 @@ order's seed, each round's documents and intervals, and the verdict.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import logging
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,7 @@ from evalflow.commands.reference import print_help
 from evalflow.commands.words import Command, Option, SettingWords, asks_for_help, parse_words
 from evalflow.config.override_words import split_word
 from evalflow.errors import ConfigError, RunFolderError
-from evalflow.insight.gate import GateSettings
+from evalflow.insight.gate import EVERY_ROW, GateSettings, RowChoice
 from evalflow.insight.gate_sequence import (
     GatedRow,
     RowState,
@@ -82,7 +85,8 @@ COMMAND = Command(
         Option("order_seed", int, 1234, "the seed of the random order of the documents"),
         Option("budget", positive, None, "stop undecided (exit 3) before evaluating more documents than this"),
         Option("first", positive, 64, "the first round's size, in documents (or clusters); rounds then grow 1.5x"),
-        Option("ranges", metric_ranges, {}, "the range of each non-0/1 metric: ranges=bleu:0:100,f1:0:1"),
+        Option("ranges", metric_ranges, {}, "a non-0/1 metric's range where its registration has none: ranges=f1:0:1"),
+        Option("rows", RowChoice.parse, EVERY_ROW, "gate only these tasks or groups[:metric]: rows=mmlu,arc:acc"),
         Option("out", str, None, "the candidate's run folder (default outputs/gate/<date>/<time>)"),
     ),
     max_positional=0,
@@ -107,8 +111,9 @@ def main(argv: list[str]) -> int:
     gate = GateSettings(words.value("max_drop"), words.value("alpha"))
     baseline = load_run(Path(words.value("baseline")))
     check_baseline(baseline)
-    rows = gated_rows(baseline, words.value("ranges"))
-    settings, config = _candidate(baseline, words.passed)
+    settings, config = _candidate(baseline, words.passed)  # imports= first: a metric they register declares a range
+    choice = words.value("rows")
+    rows = gated_rows(baseline, words.value("ranges"), choice)
     order = unit_order({task: _clusters(baseline, task) for task in baseline.tasks()}, words.value("order_seed"))
     out = Path(words.value("out") or Path("outputs") / "gate" / datetime.now().strftime("%Y-%m-%d/%H-%M-%S"))
     ensure_fresh(out, "out")
@@ -123,8 +128,8 @@ def main(argv: list[str]) -> int:
         "rounds": [],
     }
     prefixes = round_prefixes(order, words.value("first"), words.value("budget"))
-    code = _rounds(baseline, rows, order, prefixes, settings, config, out, gate, record)
-    return code
+    plan = GatePlan(baseline, tuple(rows), order, prefixes, gate, choice)
+    return _rounds(plan, settings, config, out, record)
 
 
 def check_baseline(baseline: Run) -> None:
@@ -193,51 +198,97 @@ def _check_same_tasks(baseline: Run, settings: Any) -> None:
         )
 
 
-def _rounds(
-    baseline: Run,
-    rows: Sequence[GatedRow],
-    order: Sequence[Unit],
-    prefixes: Sequence[int],
-    settings: Any,
-    config: Any,
-    out: Path,
-    gate: GateSettings,
-    record: dict[str, Any],
-) -> int:
-    """Each round a normal run of the documents seen so far, judged; the last round's folder
-    becomes ``out``, with the gate's record beside it."""
-    from evalflow.run.phases import run
+@dataclass(frozen=True)
+class GatePlan:
+    """What the rounds follow: the baseline, its gated rows, the seeded order of units, the
+    number of units seen after each round, the gate's settings and the rows it judges."""
 
-    folder, verdict, how = out, None, "budget"
-    for k, seen in enumerate(prefixes, start=1):
-        whole = seen == len(order)
-        chosen = subset(order, seen)
-        folder = gate_rounds_dir(out) / str(k)
-        as_setting = {task: tuple(docs) for task, docs in chosen.items()}  # as subset= parses it
-        run(dataclasses.replace(settings, subset=None if whole else as_setting), folder)
-        candidate = load_run(folder)
-        _check_same_documents(baseline, candidate)
-        states = judge_round(rows, order, seen, candidate, gate.alpha, gate.max_drop)
-        verdict = decided(states)
-        if whole:  # the documents ran out: today's full-run gate decides, as if the gate had not been sequential
-            verdict, how = _full_run_verdict(baseline, candidate, gate), "full run"
-        elif verdict is not None:
-            how = "sequential"
-            record["decided_rows"] = [s.name for s in states if s.verdict == verdict]  # the rows that decided
-        record["rounds"].append(_round_record(chosen, baseline, states, verdict))
-        _print_round(k, chosen, baseline, states, verdict, how)
-        if verdict is not None:
-            break
+    baseline: Run
+    rows: tuple[GatedRow, ...]
+    order: tuple[Unit, ...]
+    prefixes: tuple[int, ...]
+    gate: GateSettings
+    choice: RowChoice
+
+
+def _rounds(plan: GatePlan, settings: Any, config: Any, out: Path, record: dict[str, Any]) -> int:
+    """Each round a normal run of the documents seen so far, judged; the last round's folder
+    becomes ``out``, with the gate's record beside it. The model is built once, on the first
+    round that misses the cache, and answers every later round; a warning every round's run
+    repeats (a task's few-shot note) is said once."""
+    from evalflow.models.registry import LoadedModels
+
+    folder, verdict, how, loaded = out, None, "budget", LoadedModels()
+    chosen: dict[str, list[int]] = {}
+    with warned_once():
+        for k, seen in enumerate(plan.prefixes, start=1):
+            chosen = subset(plan.order, seen)
+            folder = gate_rounds_dir(out) / str(k)
+            states, verdict, how = _one_round(plan, settings, folder, seen, chosen, loaded)
+            if how == "sequential":
+                record["decided_rows"] = [s.name for s in states if s.verdict == verdict]  # the rows that decided
+            record["rounds"].append(_round_record(chosen, plan.baseline, states, verdict))
+            _print_round(k, chosen, plan.baseline, states, verdict, how)
+            if verdict is not None:
+                break
     _finish(out, folder, config, record, verdict, how, chosen)
     print(f"gate: {verdict or 'undecided'} ({how}); run folder: {out}", file=sys.stderr)
     return {"fail": 1, "pass": 0}.get(verdict or "", BUDGET_EXIT)
 
 
-def _full_run_verdict(baseline: Run, candidate: Run, gate: GateSettings) -> str:
+def _one_round(
+    plan: GatePlan, settings: Any, folder: Path, seen: int, chosen: Mapping[str, list[int]], loaded: Any
+) -> tuple[list[RowState], str | None, str]:
+    """One round's run (into ``folder``) and its judgement: the rows' states, the verdict so far,
+    and what decided it ("sequential", "full run" when the documents ran out, else "budget")."""
+    from evalflow.run.phases import run
+
+    whole = seen == len(plan.order)
+    as_setting = {task: tuple(docs) for task, docs in chosen.items()}  # as subset= parses it
+    run(dataclasses.replace(settings, subset=None if whole else as_setting), folder, loaded=loaded)
+    candidate = load_run(folder)
+    _check_same_documents(plan.baseline, candidate)
+    states = judge_round(plan.rows, plan.order, seen, candidate, plan.gate.alpha, plan.gate.max_drop)
+    if whole:  # the documents ran out: today's full-run gate decides, as if the gate had not been sequential
+        return states, _full_run_verdict(plan.baseline, candidate, plan.gate, plan.choice), "full run"
+    verdict = decided(states)
+    return states, verdict, "budget" if verdict is None else "sequential"
+
+
+@contextlib.contextmanager
+def warned_once() -> Iterator[None]:
+    """Within the block, each distinct warning reaches each of the log's handlers once: the rounds
+    are one evaluation to the user, and each round's run would repeat its tasks' warnings."""
+    filters = [(handler, _FirstTime()) for handler in logging.getLogger().handlers]
+    for handler, first_time in filters:
+        handler.addFilter(first_time)
+    try:
+        yield
+    finally:
+        for handler, first_time in filters:
+            handler.removeFilter(first_time)
+
+
+class _FirstTime(logging.Filter):
+    """Passes records below WARNING, and a warning the first time its logger says it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.getMessage())
+        new = record.levelno < logging.WARNING or key not in self.seen
+        self.seen.add(key)
+        return new
+
+
+def _full_run_verdict(baseline: Run, candidate: Run, gate: GateSettings, choice: RowChoice) -> str:
     from evalflow.insight.comparison import compare, verdicts
     from evalflow.insight.gate import failures
 
-    judged = verdicts(compare(baseline, candidate, alpha=gate.alpha), gate)
+    rows = [r for r in compare(baseline, candidate, alpha=gate.alpha) if choice.takes(r.task, r.metric)]
+    judged = verdicts(rows, gate)
     for v in failures(judged):
         print(f"REGRESSION: {v.name}: {v.reason}")
     return "fail" if failures(judged) else "pass"

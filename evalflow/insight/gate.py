@@ -21,12 +21,12 @@ shown a difference of 0.26 or more (13 more one way than the other).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from evalflow.errors import ConfigError
+from evalflow.errors import ConfigError, closest
 from evalflow.output.run_paths import RESULTS
 
 
@@ -42,6 +42,47 @@ class GateSettings:
             raise ConfigError(f"compare: max_drop={self.max_drop} is out of range; use 0 or more (max_drop=0.01)")
         if not 0 < self.alpha < 1:
             raise ConfigError(f"compare: alpha={self.alpha} is out of range; use a level in (0, 1) (alpha=0.05)")
+
+
+@dataclass(frozen=True)
+class RowChoice:
+    """``rows=``: the rows a gate judges, each a task or group name, optionally ``:METRIC``
+    (``rows=mmlu`` gates the group's every metric, ``rows=mmlu:acc,arc_easy:acc_norm`` two). A
+    release usually ships on its headline numbers; gating every subtask splits the error budget
+    over all of them (the sequential gate then needs far more documents to decide each). Empty:
+    every row."""
+
+    items: tuple[tuple[str, str | None], ...] = ()
+
+    @classmethod
+    def parse(cls, value: str) -> RowChoice:
+        """NAME[:METRIC], comma-separated: rows=mmlu,arc_easy:acc"""
+        items = []
+        for item in value.split(","):
+            name, _, metric = item.strip().partition(":")
+            if not name or (_ and not metric):
+                raise ValueError(value)
+            items.append((name, metric or None))
+        return cls(tuple(items))
+
+    def takes(self, task: str, metric: str) -> bool:
+        return not self.items or any(n == task and m in (None, metric) for n, m in self.items)
+
+    def check(self, rows: Iterable[tuple[str, str]], where: str) -> None:
+        """Each chosen item names at least one of ``rows`` ((task or group, metric) pairs), else
+        one paragraph naming the closest."""
+        rows = list(rows)
+        for name, metric in self.items:
+            if not any(n == name and metric in (None, m) for n, m in rows):
+                known = sorted({f"{n}:{m}" for n, m in rows})
+                wanted = name if metric is None else f"{name}:{metric}"
+                raise ConfigError(
+                    f"{where}: rows={wanted} names no row the gate can judge in the baseline; "
+                    f"{closest(wanted, known + sorted({n for n, _ in rows}))}"
+                )
+
+
+EVERY_ROW = RowChoice()
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import Any
 from evalflow.errors import ConfigError
 from evalflow.insight import sequential
 from evalflow.insight.comparison import is_mean, pooled_values
+from evalflow.insight.gate import EVERY_ROW, RowChoice
 from evalflow.output.run_folder import Run, metric_keys
 from evalflow.output.run_paths import gate_record_file
 
@@ -89,35 +90,61 @@ def unit_order(clusters: Mapping[str, Mapping[int, Any]], seed: int) -> tuple[Un
 
 def round_prefixes(order: Sequence[Unit], first: int, budget: int | None) -> tuple[int, ...]:
     """The number of units seen after each round (``sequential.round_sizes``), cut where the next
-    round would pass ``budget`` documents: the last round then holds as many units as fit."""
+    round would evaluate more than ``budget`` documents (:func:`subset`'s, the look-ahead units
+    counted): the last round then holds as many units as fit."""
     sizes = sequential.round_sizes(len(order), first=first)
     if budget is None:
         return tuple(sizes)
-    docs = [0]
-    for unit in order:
-        docs.append(docs[-1] + len(unit.docs))
-    fits = max(k for k in range(len(order) + 1) if docs[k] <= budget)
+    evaluated = _evaluated_counts(order)
+    fits = max(k for k in range(len(order) + 1) if evaluated[k] <= budget)
     if fits == 0:
         raise ConfigError(
-            f"gate: budget={budget} documents is smaller than the first unit of the order ({docs[1]} documents); "
-            "give a larger budget"
+            f"gate: budget={budget} documents is smaller than the first round can evaluate ({evaluated[1]} "
+            "documents: the first unit, and one unit of every other task); give a larger budget"
         )
     return tuple(dict.fromkeys(min(size, fits) for size in sizes if min(size, fits) > 0))
 
 
+def _evaluated_counts(order: Sequence[Unit]) -> list[int]:
+    """For each prefix length k (0..len(order)), how many documents :func:`subset` evaluates:
+    the prefix's, and the first unit of every task the prefix does not reach (never fewer as k
+    grows: a task's first unit moves from the look-ahead into the prefix)."""
+    first: dict[str, int] = {}
+    for k, unit in enumerate(order):
+        first.setdefault(unit.task, k)
+    prefix, ahead = 0, sum(len(order[k].docs) for k in first.values())
+    counts = [0]
+    for k, unit in enumerate(order):
+        prefix += len(unit.docs)
+        if first[unit.task] == k:
+            ahead -= len(unit.docs)
+        counts.append(prefix + ahead)
+    return counts
+
+
 def subset(order: Sequence[Unit], seen: int) -> dict[str, list[int]]:
-    """The run setting ``subset=`` of a round: each task's documents among the first ``seen`` units."""
+    """The run setting ``subset=`` of a round: each task's documents among the first ``seen``
+    units, and for a task none of whose units is among them yet, its first unit in the order. A
+    run evaluates a task that ``subset=`` leaves out whole, so every task needs documents; the
+    round judges the prefix only, and that unit is the task's next to be judged: computed early,
+    not wasted (a suite of 57 mmlu subjects has most of them unseen after a first round of 64)."""
     out: dict[str, list[int]] = {}
     for unit in order[:seen]:
         out.setdefault(unit.task, []).extend(unit.docs)
-    return {task: sorted(docs) for task, docs in out.items()}
+    for unit in order[seen:]:
+        if unit.task not in out:
+            out[unit.task] = list(unit.docs)
+    return {task: sorted(docs) for task, docs in sorted(out.items())}
 
 
-def gated_rows(baseline: Run, ranges: Mapping[str, tuple[float, float]]) -> list[GatedRow]:
+def gated_rows(
+    baseline: Run, ranges: Mapping[str, tuple[float, float]], choice: RowChoice = EVERY_ROW
+) -> list[GatedRow]:
     """The rows the gate judges: every task's and group's metric with a direction and per-document
-    values whose mean is the reported number. A metric whose values are not all 0/1 needs a range
-    (``ranges=``): refused here, before any model call, when it has none."""
-    rows: list[GatedRow] = []
+    values whose mean is the reported number, of those ``choice`` (``rows=``) takes. A metric
+    whose values are not all 0/1 needs a range (``ranges=``): refused here, before any model call,
+    when it has none."""
+    candidates = []
     names = [(task, [task]) for task in baseline.tasks()]
     names += [(group, leaves) for group, leaves in baseline.groups().items()]
     for name, leaves in names:
@@ -127,6 +154,11 @@ def gated_rows(baseline: Run, ranges: Mapping[str, tuple[float, float]]) -> list
             values = pooled_values(baseline, leaves, metric, filt)
             if not isinstance(direction, bool) or values is None or not is_mean(values, entry[f"{metric},{filt}"]):
                 continue  # not a mean of per-document values, or no direction: decided at the full run
+            candidates.append((name, leaves, metric, filt, direction, values))
+    choice.check([(c[0], c[2]) for c in candidates], "gate")
+    rows = []
+    for name, leaves, metric, filt, direction, values in candidates:
+        if choice.takes(name, metric):
             label = f"{name}{' (group)' if name not in baseline.tasks() else ''} {metric},{filt}"
             rows.append(
                 GatedRow(label, tuple(leaves), metric, filt, direction, _range(label, metric, values, ranges), values)
@@ -137,24 +169,29 @@ def gated_rows(baseline: Run, ranges: Mapping[str, tuple[float, float]]) -> list
 def _range(
     label: str, metric: str, values: Mapping[Doc, float], ranges: Mapping[str, tuple[float, float]]
 ) -> tuple[float, float]:
-    if metric in ranges:
-        lo, hi = ranges[metric]
-        outside = [d for d, v in values.items() if not lo <= v <= hi]
-        if outside:
-            task, doc = outside[0]
-            raise ConfigError(
-                f"gate: ranges= declares {metric} in [{lo:g}, {hi:g}], but the baseline's document {doc} of "
-                f"task '{task}' scored {values[outside[0]]!r}; declare the metric's true range"
-            )
-        return (lo, hi)
-    if all(v in BINARY for v in values.values()):
+    """One document's range: ``ranges=``'s, else (0, 1) for a metric whose baseline values are all
+    0 or 1, else the range its registration declares (``register_metric(value_range=)``)."""
+    from evalflow.scoring.registry import declared_range
+
+    if metric not in ranges and all(v in BINARY for v in values.values()):
         return BINARY
-    raise ConfigError(
-        f"gate: {label} is not a 0/1 metric (the baseline's documents score values such as "
-        f"{next(v for v in values.values() if v not in BINARY)!r}), and an anytime-valid interval needs the "
-        f"range one document's value can take; declare it, e.g. ranges={metric}:0:1 (or ranges={metric}:0:100), "
-        "before any model call is made"
-    )
+    declared, where = (ranges[metric], "ranges=") if metric in ranges else (declared_range(metric), "its registration")
+    if declared is None:
+        raise ConfigError(
+            f"gate: {label} is not a 0/1 metric (the baseline's documents score values such as "
+            f"{next(v for v in values.values() if v not in BINARY)!r}), and an anytime-valid interval needs the "
+            f"range one document's value can take; declare it, e.g. ranges={metric}:0:1 (or ranges={metric}:0:100), "
+            f"or register the metric with register_metric(..., value_range=(0, 1)), before any model call is made"
+        )
+    lo, hi = declared
+    outside = [d for d, v in values.items() if not lo <= v <= hi]
+    if outside:
+        task, doc = outside[0]
+        raise ConfigError(
+            f"gate: {where} declares {metric} in [{lo:g}, {hi:g}], but the baseline's document {doc} of "
+            f"task '{task}' scored {values[outside[0]]!r}; declare the metric's true range"
+        )
+    return (lo, hi)
 
 
 def judge_round(

@@ -17,7 +17,7 @@ from evalflow.config.schema import RunSettings
 from evalflow.errors import ConfigError, TaskError, UnsafeCodeError
 from evalflow.judges.judge_models import JudgeEdges, check_judges
 from evalflow.models.protocol import LanguageModel, feature
-from evalflow.models.registry import build_model, model_arguments, model_class, model_identity
+from evalflow.models.registry import LoadedModels, build_model, model_arguments, model_class, model_identity
 from evalflow.run.load_checks import check_selection
 from evalflow.run.reasoning import scored_config
 from evalflow.run.user_modules import import_user_modules
@@ -81,11 +81,14 @@ def _with_skipped_files(exc: TaskError, index: TaskIndex) -> TaskError:
     return TaskError(f"{exc} Note: {len(problems)} task file(s) could not be read and were skipped: {shown}{more}")
 
 
-def model_edge(settings: RunSettings, store: CacheStore, model: Any = None) -> CachedModel:
-    """The caching front of the model; the model itself is loaded on the first miss only."""
+def model_edge(
+    settings: RunSettings, store: CacheStore, model: Any = None, loaded: LoadedModels | None = None
+) -> CachedModel:
+    """The caching front of the model; the model itself is loaded on the first miss only (from
+    ``loaded`` when given: a model an earlier run of this process built is lent, not rebuilt)."""
     if model is not None:
         return _object_edge(settings, store, model)
-    return config_edge(scored_config(settings), settings, store)
+    return config_edge(scored_config(settings), settings, store, loaded=loaded)
 
 
 def config_edge(
@@ -94,6 +97,7 @@ def config_edge(
     store: CacheStore,
     counts: InferenceCounts | None = None,
     judge: bool = False,
+    loaded: LoadedModels | None = None,
 ) -> CachedModel:
     """The caching edge of a model config (the scored model's, or a judge's, which may share one
     ``counts``): the model is built on its first cache miss."""
@@ -104,7 +108,7 @@ def config_edge(
     edge = CachedModel(
         store,
         fingerprint(data),
-        lambda: build_model(load_args),
+        lambda: loaded.build(load_args) if loaded is not None else build_model(load_args),
         chunk_size=chunk_size(settings, cls),
         identity_data=data,
         read=settings.recompute is None,

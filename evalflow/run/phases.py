@@ -25,7 +25,7 @@ from evalflow.errors import ConfigError
 from evalflow.judges.judge_models import JudgeEdges
 from evalflow.models.modality import refuse_unanswerable
 from evalflow.models.protocol import feature
-from evalflow.models.registry import model_class
+from evalflow.models.registry import LoadedModels, model_class
 from evalflow.output.cost import rate_for
 from evalflow.output.events import EventsWriter, recorded
 from evalflow.output.manifest import cache_facts
@@ -57,6 +57,7 @@ def run(
     model: Any = None,
     preset: str | None = None,
     selection: Selection | None = None,
+    loaded: LoadedModels | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``settings`` and return lm-eval's results dict; write the run folder if given.
 
@@ -64,13 +65,14 @@ def run(
     lazily on the first cache miss. ``preset``: the ``model=`` preset the user named, which a
     refusal names (``smollm2``, not its type ``hf``). ``selection``: the tasks ``settings`` select,
     already selected by the caller (``select_tasks(settings, checked=False)``): checked, not selected again.
+    ``loaded``: models built by earlier runs of this process, lent rather than built again (the gate's rounds).
     With a folder, the run's progress is recorded there as it goes (:mod:`evalflow.output.events`).
     """
     if output_dir is not None:
         ensure_fresh(output_dir)
     name = type(model).__name__ if model is not None else preset or str(settings.model["type"])
     with recorded(output_dir, settings.tasks, name) as progress:
-        return _run(settings, output_dir, model, preset, selection, progress)
+        return _run(settings, output_dir, model, preset, selection, progress, loaded)
 
 
 def _run(
@@ -80,6 +82,7 @@ def _run(
     preset: str | None,
     selection: Selection | None,
     progress: EventsWriter | None,
+    loaded: LoadedModels | None = None,
 ) -> dict[str, Any]:
     """:func:`run`'s work, its progress recorded by ``progress`` (None: no run folder)."""
     started = time.time()
@@ -93,7 +96,7 @@ def _run(
     check_reasoning(settings, answering, answering_name)
     store = CacheStore(settings.cache_dir)
     try:
-        edge = model_edge(settings, store, model)
+        edge = model_edge(settings, store, model, loaded)
         ran = settings.model if model is None else object_model(model, edge.identity_data)
         judges = judge_edges(settings, store)
         try:

@@ -62,7 +62,7 @@ def estimate_pass_at_k(n: int, c: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
-@register_metric("pass_at_k", higher_is_better=True, aggregation="mean")
+@register_metric("pass_at_k", higher_is_better=True, aggregation="mean", value_range=(0.0, 1.0))
 def pass_at_k(
     references: Sequence[str],
     predictions: Sequence[Sequence[str]],
@@ -82,7 +82,7 @@ def pass_at_k(
     }
 
 
-@register_metric("pass_at_1", higher_is_better=True, aggregation="mean")
+@register_metric("pass_at_1", higher_is_better=True, aggregation="mean", value_range=(0.0, 1.0))
 def pass_at_1(
     references: str | Sequence[str], predictions: str | Sequence[Any], timeout: float = DEFAULT_TIMEOUT
 ) -> float:

@@ -83,6 +83,9 @@ class Metric:
         higher_is_better: The default direction, for the results table and `compare`'s gate.
         aggregation: The default aggregation's registered name.
         output_types: The task output types the metric accepts.
+        value_range: The (low, high) one document's value can take, where the metric knows it
+            (`pass_at_k`: 0 to 1; a judge's 1-to-10 score): what an anytime-valid interval over
+            its documents needs (the sequential gate, `evalflow gate`). None: unknown.
     """
 
     name: str
@@ -90,6 +93,7 @@ class Metric:
     higher_is_better: bool | None
     aggregation: str | None
     output_types: tuple[str, ...]
+    value_range: tuple[float, float] | None = None
 
 
 METRICS: Registry[Metric] = Registry("metric")
@@ -153,6 +157,7 @@ def register_metric(
     higher_is_better: bool,
     aggregation: str,
     output_types: str | tuple[str, ...] | list[str] = ("generate_until",),
+    value_range: tuple[float, float] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a metric under `name` with its default aggregation and direction.
 
@@ -162,12 +167,15 @@ def register_metric(
         aggregation: The default aggregation's name; it must already be registered, as in lm-eval
             (its decorator looks it up at once).
         output_types: The task output types the metric accepts (lm-eval's names).
+        value_range: The (low, high) one document's value can take, when it is not 0/1: the
+            sequential gate (`evalflow gate`) decides such a metric early only within a range.
 
     Returns:
         A decorator that registers the function and returns it unchanged.
 
     Raises:
-        TaskError: The aggregation is not registered, or an output type is unknown.
+        TaskError: The aggregation is not registered, an output type is unknown, or the range
+            is not (low, high) with low < high.
     """
     AGGREGATIONS.get(aggregation, where=f"register_metric('{name}')")
     types = (output_types,) if isinstance(output_types, str) else tuple(output_types)
@@ -177,8 +185,19 @@ def register_metric(
                 f"register_metric('{name}'): unknown output type {output_type!r}; {closest(output_type, OUTPUT_TYPES)}"
             )
 
+    if value_range is not None and not (len(value_range) == 2 and float(value_range[0]) < float(value_range[1])):
+        raise TaskError(f"register_metric('{name}'): value_range={value_range!r} is not (low, high) with low < high")
+    bounds = None if value_range is None else (float(value_range[0]), float(value_range[1]))
+
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-        METRICS.add(name, Metric(name, fn, higher_is_better, aggregation, types))
+        METRICS.add(name, Metric(name, fn, higher_is_better, aggregation, types, bounds))
         return fn
 
     return decorate
+
+
+def declared_range(name: str) -> tuple[float, float] | None:
+    """The value range the metric registered as ``name`` declares (``register_metric``'s
+    ``value_range``); None for an unregistered metric or one that declares none."""
+    metric = METRICS.find(name)
+    return None if metric is None else metric.value_range

@@ -56,6 +56,20 @@ def test_an_equal_candidate_passes_and_json_rows_carry_the_direction(releases: d
     assert all(r["detectable"] == mcnemar_detectable(60, 0, 0.05) for r in report["rows"])
 
 
+def test_rows_chooses_the_gated_rows(releases: dict[str, Path]) -> None:
+    """rows=TASK:METRIC gates that row alone (acc_norm's drop is shown, not gated); a name that
+    matches no row, or rows= without a gate, is one paragraph and exit 2."""
+    one = cli(["compare", str(releases["release"]), str(releases["worse"]), "max_drop=0.01", "rows=arith_mc:acc"])
+    assert one.returncode == 1 and "gate: 1 regression(s) in 1 metric(s); FAILED" in one.stderr, one.stderr
+    assert "REGRESSION: arith_mc acc,none" in one.stdout and "acc_norm,none: dropped" not in one.stdout
+    for words, says in (
+        (["max_drop=0.01", "rows=arith_mc:accc"], "rows=arith_mc:accc names no row the gate can judge"),
+        (["rows=arith_mc"], "rows= chooses the rows the release gate judges"),
+    ):
+        refused = cli(["compare", str(releases["release"]), str(releases["worse"]), *words])
+        assert refused.returncode == 2 and says in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+
+
 def test_without_gate_options_compare_reports_and_exits_zero(releases: dict[str, Path]) -> None:
     shown = cli(["compare", str(releases["release"]), str(releases["worse"])])
     assert shown.returncode == 0 and "Detectable" in shown.stdout and "REGRESSION" not in shown.stdout
@@ -71,6 +85,7 @@ def test_without_gate_options_compare_reports_and_exits_zero(releases: dict[str,
         ["alpha=1.5"],
         ["max_drop=-1"],
         ["max_drop=a"],
+        ["max_drop=0.01", "rows=arith_mc:"],
     ],
 )
 def test_unknown_or_bad_options_exit_2(releases: dict[str, Path], words: list[str]) -> None:

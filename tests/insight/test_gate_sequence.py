@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from evalflow.errors import ConfigError
+from evalflow.errors import ConfigError, TaskError
 from evalflow.insight.gate_sequence import Unit, gated_rows, round_prefixes, subset, unit_order
 from evalflow.lmeval_compat.layout import write_layout
 from evalflow.output.partial import partial_line, partial_tasks
 from evalflow.output.run_folder import Run, load_run
 from evalflow.output.run_paths import samples_file
+from evalflow.scoring.registry import declared_range, register_metric
 from evalflow.tracking.logged import partial_tags, tracker_params
 
 
@@ -38,18 +39,29 @@ def test_rounds_grow_and_stop_where_the_budget_of_documents_ends() -> None:
     assert round_prefixes(order, first=10, budget=25) == (10, 15, 22, 25)  # rounds grow 1.5x
     pairs = tuple(Unit("t", (2 * i, 2 * i + 1)) for i in range(50))  # clusters of two documents
     assert round_prefixes(pairs, first=4, budget=13) == (4, 6)  # 6 clusters = 12 documents fit, 7 do not
-    with pytest.raises(ConfigError, match="budget=1 documents is smaller than the first unit"):
+    with pytest.raises(ConfigError, match="budget=1 documents is smaller than the first round can evaluate"):
         round_prefixes(pairs, first=4, budget=1)
 
 
-def _run(folder: Path, values: list[float], partial: dict | None = None) -> Run:
+def test_a_round_gives_every_task_documents_judging_only_the_prefix() -> None:
+    """A task none of whose units is in the prefix yet gets its first unit (else the run would
+    evaluate it whole); the budget counts those look-ahead documents too."""
+    order = (Unit("a", (0,)), Unit("a", (1,)), Unit("b", (5, 6)), Unit("a", (2,)), Unit("c", (9,)), Unit("b", (7,)))
+    assert subset(order, 1) == {"a": [0], "b": [5, 6], "c": [9]}
+    assert subset(order, 3) == {"a": [0, 1], "b": [5, 6], "c": [9]}  # b's first unit is now judged
+    assert subset(order, 5) == {"a": [0, 1, 2], "b": [5, 6], "c": [9]}
+    assert round_prefixes(order, first=1, budget=4) == (1,)  # 1 unit judged: 4 documents evaluated; 2 units: 5
+    assert round_prefixes(order, first=1, budget=5)[-1] == 3  # 3 units: a0 a1 b56 judged, c9 ahead
+
+
+def _run(folder: Path, values: list[float], partial: dict | None = None, metric: str = "score") -> Run:
     folder.mkdir(parents=True, exist_ok=True)
     hashes = {"doc_hash": "d", "prompt_hash": "p", "target_hash": "t"}
-    rows = [{"doc_id": i, "filter": "none", "doc": {"i": i}, "score": v, **hashes} for i, v in enumerate(values)]
+    rows = [{"doc_id": i, "filter": "none", "doc": {"i": i}, metric: v, **hashes} for i, v in enumerate(values)]
     samples_file(folder, "t").write_text("".join(json.dumps(r) + "\n" for r in rows))
     results = {
-        "results": {"t": {"score,none": sum(values) / len(values)}},
-        "higher_is_better": {"t": {"score": True}},
+        "results": {"t": {f"{metric},none": sum(values) / len(values)}},
+        "higher_is_better": {"t": {metric: True}},
         **({"partial": partial} if partial else {}),
     }
     return Run(folder, "evalflow", results, {"t": samples_file(folder, "t")})
@@ -64,6 +76,25 @@ def test_a_bounded_metric_needs_a_declared_range(tmp_path: Path) -> None:
     assert gated_rows(scored, {"score": (0.0, 100.0)})[0].difference_range == (-100.0, 100.0)
     with pytest.raises(ConfigError, match=r"declares score in \[0, 1\], but the baseline's document 1"):
         gated_rows(scored, {"score": (0.0, 1.0)})
+
+
+@register_metric("gate_rated", higher_is_better=True, aggregation="mean", value_range=(1, 10))
+def gate_rated(items: list[float]) -> list[float]:
+    """A judge-like score from 1 to 10 (its registration declares the range)."""
+    return items
+
+
+def test_a_registered_metric_declares_its_range(tmp_path: Path) -> None:
+    """register_metric(value_range=) is the range the gate uses without ranges= (ranges= still
+    wins); values outside it are refused naming the registration."""
+    assert declared_range("gate_rated") == (1.0, 10.0) and declared_range("pass_at_k") == (0.0, 1.0)
+    rated = _run(tmp_path / "r", [3.0, 7.5, 10.0], metric="gate_rated")
+    assert gated_rows(rated, {})[0].difference_range == (-9.0, 9.0)
+    assert gated_rows(rated, {"gate_rated": (0.0, 20.0)})[0].value_range == (0.0, 20.0)
+    with pytest.raises(ConfigError, match=r"its registration declares gate_rated in \[1, 10\], but .* document 0"):
+        gated_rows(_run(tmp_path / "o", [0.0, 7.5], metric="gate_rated"), {})
+    with pytest.raises(TaskError, match="value_range=.* is not"):
+        register_metric("gate_rated_backwards", higher_is_better=True, aggregation="mean", value_range=(5, 1))
 
 
 def test_trackers_and_the_lm_eval_layout_carry_the_partial_mark(tmp_path: Path) -> None:

@@ -168,6 +168,57 @@ def test_when_the_documents_run_out_the_verdict_is_the_full_run_gates(
     assert code == compare_main([str(release["baseline"]), str(out), "max_drop=0.0", "alpha=0.05"])
 
 
+def test_rows_gates_one_task_of_two_every_task_evaluated_in_part_one_model_built(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """rows= gates one task; the order holds both, and a round whose prefix has no unit of the
+    small task yet evaluates that task's first unit (a run evaluates a task missing from
+    subset= whole), not the whole task; the model is built once for all the rounds, and a
+    warning every round repeats is said once."""
+    from evalflow.insight.gate_sequence import unit_order
+    from tests.support.checkpoints import ArithCheckpoint
+
+    for name, rows in (("gate_arith", _rows(DOCS, 0)), ("gate_small", _rows(10, 500))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.jsonl").write_text(_rows(20, 1000))
+        (tmp_path / name / "test.jsonl").write_text(rows)
+        (tmp_path / f"{name}.yaml").write_text(
+            MC_YAML.replace("task: toy_mc", f"task: {name}", 1).format(data=tmp_path / name)
+        )
+    common = {"include_path": [str(tmp_path)], "cache_dir": str(tmp_path / "cache"), "num_fewshot": 2}
+    evaluate(["gate_arith", "gate_small"], {"type": CHECKPOINT}, output_dir=tmp_path / "base", **common)
+    ids = {"gate_arith": dict.fromkeys(range(DOCS)), "gate_small": dict.fromkeys(range(10))}
+    seed = next(s for s in range(100) if all(u.task == "gate_arith" for u in unit_order(ids, s)[:16]))
+    built = ArithCheckpoint.built
+    caplog.clear()
+    code = gate.main(
+        [
+            f"baseline={tmp_path / 'base'}",
+            f"model.type={CHECKPOINT}",
+            "+model.skill=0.6",
+            f"include_path=[{tmp_path}]",
+            f"cache_dir={tmp_path / 'cache'}",
+            "num_fewshot=2",
+            f"out={tmp_path / 'gated'}",
+            "max_drop=0.05",
+            "first=16",
+            f"order_seed={seed}",
+            "rows=gate_arith",
+        ]
+    )
+    record = _record(tmp_path / "gated")
+    assert code == 1 and record["rows"] == ["gate_arith acc,none"]
+    assert record["rounds"][0]["documents"] == {"gate_arith": [16, DOCS], "gate_small": [1, 10]}
+    assert len(record["rounds"]) > 1 and ArithCheckpoint.built - built == 1
+    warned = [r.getMessage() for r in caplog.records if "fewshot_split is None" in r.getMessage()]
+    assert sorted(warned) == sorted(
+        f"[Task: {t}] num_fewshot > 0 but fewshot_split is None. using preconfigured rule."
+        for t in ("gate_arith", "gate_small")
+    )
+    with pytest.raises(ConfigError, match="rows=gate_smal names no row"):
+        gate.main([f"baseline={tmp_path / 'base'}", f"include_path=[{tmp_path}]", "max_drop=0.01", "rows=gate_smal"])
+
+
 def test_bad_input_is_one_paragraph_before_any_model_call(release: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(RunFolderError, match="no such folder"):
         gate.main([f"baseline={tmp_path / 'nowhere'}", "max_drop=0.01"])

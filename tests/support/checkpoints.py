@@ -20,8 +20,11 @@ _QUESTION = re.compile(r"What is (\d+) ([+-]) (\d+)\?")
 
 
 class ArithCheckpoint:
+    built = 0  # how many were built in this process (the gate builds one for all its rounds)
+
     def __init__(self, skill: float = 1.0, **_: Any) -> None:
         self.skill = float(skill)
+        ArithCheckpoint.built += 1
 
     @classmethod
     def identity(cls, **config: Any) -> dict[str, Any]:
