@@ -37,7 +37,7 @@ from typing import Any
 from evalflow.commands.reference import print_help
 from evalflow.commands.words import Command, Option, SettingWords, asks_for_help, parse_words
 from evalflow.config.override_words import split_word
-from evalflow.errors import ConfigError, RunFolderError
+from evalflow.errors import ConfigError, RunFolderError, closest
 from evalflow.insight.gate import EVERY_ROW, GateSettings, RowChoice
 from evalflow.insight.gate_sequence import (
     GatedRow,
@@ -111,10 +111,11 @@ def main(argv: list[str]) -> int:
     gate = GateSettings(words.value("max_drop"), words.value("alpha"))
     baseline = load_run(Path(words.value("baseline")))
     check_baseline(baseline)
-    settings, config = _candidate(baseline, words.passed)  # imports= first: a metric they register declares a range
     choice = words.value("rows")
-    rows = gated_rows(baseline, words.value("ranges"), choice)
-    order = unit_order({task: _clusters(baseline, task) for task in baseline.tasks()}, words.value("order_seed"))
+    leaves = chosen_leaves(baseline, choice)
+    settings, config = _candidate(baseline, words.passed, choice, leaves)  # imports= first: a metric they register
+    rows = gated_rows(baseline, words.value("ranges"), choice)  # declares its range
+    order = unit_order({task: _clusters(baseline, task) for task in leaves}, words.value("order_seed"))
     out = Path(words.value("out") or Path("outputs") / "gate" / datetime.now().strftime("%Y-%m-%d/%H-%M-%S"))
     ensure_fresh(out, "out")
     # an interrupted gate's round runs (its own scratch, removed when it ends): begun again, from the cache
@@ -153,6 +154,22 @@ def check_baseline(baseline: Run) -> None:
         )
 
 
+def chosen_leaves(baseline: Run, choice: RowChoice) -> list[str]:
+    """The baseline's tasks the gate evaluates: all of them, or with ``rows=`` the leaves of the
+    named tasks and groups only (a suite gated on one number evaluates that number's documents,
+    not a prefix of every task's). A name the baseline does not have is refused here."""
+    groups = baseline.groups()
+    known = [*baseline.tasks(), *groups]
+    leaves: list[str] = []
+    for name, _ in choice.items or [(t, None) for t in baseline.tasks()]:
+        if name not in known:
+            raise ConfigError(
+                f"gate: rows={name} names no task or group of the baseline {baseline.folder}; {closest(name, known)}"
+            )
+        leaves.extend(t for t in groups.get(name, [name]) if t not in leaves)
+    return leaves
+
+
 def _clusters(baseline: Run, task: str) -> dict[int, Any]:
     """The task's documents with their cluster ids, where the run records them (``Run.clusters``,
     a task's ``cluster_key``), else each document its own unit."""
@@ -160,8 +177,9 @@ def _clusters(baseline: Run, task: str) -> dict[int, Any]:
     return {doc: clusters.get(doc) for doc in baseline.doc_fingerprints(task, False)}
 
 
-def _candidate(baseline: Run, passed: Sequence[str]) -> tuple[Any, Any]:
-    """The candidate's settings, composed as a run composes them; its tasks default to the baseline's."""
+def _candidate(baseline: Run, passed: Sequence[str], choice: RowChoice, leaves: Sequence[str]) -> tuple[Any, Any]:
+    """The candidate's settings, composed as a run composes them; its tasks default to the
+    baseline's (with ``rows=``, to the tasks and groups it names) and must select ``leaves``."""
     from evalflow.config.compose import compose_config, without_unused_preset
     from evalflow.config.settings import settings_from_config
 
@@ -176,25 +194,27 @@ def _candidate(baseline: Run, passed: Sequence[str]) -> tuple[Any, Any]:
     if "task" not in keys:
         task = baseline.config.get("task") if baseline.kind == "evalflow" else None
         names = task if isinstance(task, list) else [task] if isinstance(task, str) else baseline.tasks()
+        names = list(dict.fromkeys(n for n, _ in choice.items)) if choice.items else names
         overrides.append(f"task=[{','.join(names)}]")
     config = compose_config(without_unused_preset(overrides))  # model.type=pkg:Class alone: as a run composes it
     settings = settings_from_config(config)
-    _check_same_tasks(baseline, settings)
+    _check_same_tasks(baseline, settings, leaves)
     return settings, config
 
 
-def _check_same_tasks(baseline: Run, settings: Any) -> None:
-    """The candidate's tasks are the baseline's (a paired gate needs each of them), checked before
-    any model call."""
+def _check_same_tasks(baseline: Run, settings: Any, leaves: Sequence[str]) -> None:
+    """The candidate's tasks are the ones the gate pairs (``leaves``: the baseline's, or those of
+    the rows chosen), checked before any model call."""
     from evalflow.run.parts import select_tasks
 
     ours = {t.task for t in select_tasks(settings, checked=False).tasks}
-    theirs = set(baseline.tasks())
+    theirs = set(leaves)
     if ours != theirs:
         raise ConfigError(
-            f"gate: the candidate's tasks ({', '.join(sorted(ours))}) are not the baseline's "
-            f"({', '.join(sorted(theirs))}, in {baseline.folder}); the gate pairs every task of the baseline. "
-            "Drop task= (the candidate then takes the baseline's tasks), or gate against a baseline of these tasks"
+            f"gate: the candidate's tasks ({', '.join(sorted(ours))}) are not the ones the gate pairs "
+            f"({', '.join(sorted(theirs))}, of the baseline {baseline.folder}); the gate pairs every task of the "
+            "baseline, or of the rows= it names. Drop task= (the candidate then takes those tasks), or gate "
+            "against a baseline of these tasks"
         )
 
 
@@ -309,7 +329,8 @@ def _check_same_documents(baseline: Run, candidate: Run) -> None:
 
 
 def _counts(chosen: Mapping[str, Sequence[int]], baseline: Run) -> dict[str, list[int]]:
-    return {t: [len(chosen.get(t, ())), len(baseline.doc_fingerprints(t, False))] for t in baseline.tasks()}
+    """Each evaluated task's documents in this round, of the baseline's."""
+    return {t: [len(docs), len(baseline.doc_fingerprints(t, False))] for t, docs in chosen.items()}
 
 
 def _round_record(

@@ -213,6 +213,9 @@ def judge_round(
         units = _row_units(row, order)
         sums = [sum(_difference(row, values, (task, d)) for d in docs) for task, docs in _row_units(row, order[:seen])]
         sizes = [len(docs) for _, docs in units]
+        if not sums:  # none of the row's units in the prefix yet (a small task of a suite): nothing known
+            states.append(RowState(row.name, 0, sum(sizes), *row.difference_range, None))
+            continue
         interval = sequential.mean_interval(sums, sizes, row.difference_range, level)
         verdict = sequential.gate_verdict(interval, max_drop)
         seen_docs = sum(sizes[: len(sums)])

@@ -168,55 +168,62 @@ def test_when_the_documents_run_out_the_verdict_is_the_full_run_gates(
     assert code == compare_main([str(release["baseline"]), str(out), "max_drop=0.0", "alpha=0.05"])
 
 
-def test_rows_gates_one_task_of_two_every_task_evaluated_in_part_one_model_built(
+def _two_tasks(root: Path) -> dict[str, Path]:
+    """A baseline of two tasks: gate_arith (400 documents) and gate_small (10)."""
+    for name, rows in (("gate_arith", _rows(DOCS, 0)), ("gate_small", _rows(10, 500))):
+        (root / name).mkdir()
+        (root / name / "train.jsonl").write_text(_rows(20, 1000))
+        (root / name / "test.jsonl").write_text(rows)
+        (root / f"{name}.yaml").write_text(MC_YAML.replace("task: toy_mc", f"task: {name}", 1).format(data=root / name))
+    common = {"include_path": [str(root)], "cache_dir": str(root / "cache"), "num_fewshot": 2}
+    evaluate(["gate_arith", "gate_small"], {"type": CHECKPOINT}, output_dir=root / "base", **common)
+    return {"root": root, "tasks": root, "cache": root / "cache", "baseline": root / "base"}
+
+
+def test_every_task_is_evaluated_in_part_one_model_built_each_warning_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """rows= gates one task; the order holds both, and a round whose prefix has no unit of the
-    small task yet evaluates that task's first unit (a run evaluates a task missing from
-    subset= whole), not the whole task; the model is built once for all the rounds, and a
-    warning every round repeats is said once."""
+    """A round whose prefix has no unit of the small task yet evaluates that task's first unit (a
+    run evaluates a task missing from subset= whole), not the whole task; the model is built
+    once for all the rounds, and a warning every round repeats is said once."""
     from evalflow.insight.gate_sequence import unit_order
     from tests.support.checkpoints import ArithCheckpoint
 
-    for name, rows in (("gate_arith", _rows(DOCS, 0)), ("gate_small", _rows(10, 500))):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "train.jsonl").write_text(_rows(20, 1000))
-        (tmp_path / name / "test.jsonl").write_text(rows)
-        (tmp_path / f"{name}.yaml").write_text(
-            MC_YAML.replace("task: toy_mc", f"task: {name}", 1).format(data=tmp_path / name)
-        )
-    common = {"include_path": [str(tmp_path)], "cache_dir": str(tmp_path / "cache"), "num_fewshot": 2}
-    evaluate(["gate_arith", "gate_small"], {"type": CHECKPOINT}, output_dir=tmp_path / "base", **common)
+    suite = _two_tasks(tmp_path)
     ids = {"gate_arith": dict.fromkeys(range(DOCS)), "gate_small": dict.fromkeys(range(10))}
     seed = next(s for s in range(100) if all(u.task == "gate_arith" for u in unit_order(ids, s)[:16]))
     built = ArithCheckpoint.built
     caplog.clear()
-    code = gate.main(
-        [
-            f"baseline={tmp_path / 'base'}",
-            f"model.type={CHECKPOINT}",
-            "+model.skill=0.6",
-            f"include_path=[{tmp_path}]",
-            f"cache_dir={tmp_path / 'cache'}",
-            "num_fewshot=2",
-            f"out={tmp_path / 'gated'}",
-            "max_drop=0.05",
-            "first=16",
-            f"order_seed={seed}",
-            "rows=gate_arith",
-        ]
-    )
+    code = _gate(suite, tmp_path / "gated", 0.6, "max_drop=0.05", "first=16", f"order_seed={seed}")
     record = _record(tmp_path / "gated")
-    assert code == 1 and record["rows"] == ["gate_arith acc,none"]
-    assert record["rounds"][0]["documents"] == {"gate_arith": [16, DOCS], "gate_small": [1, 10]}
+    assert code == 1 and record["rounds"][0]["documents"] == {"gate_arith": [16, DOCS], "gate_small": [1, 10]}
+    small = next(r for r in record["rounds"][0]["rows"] if r["name"] == "gate_small acc,none")
+    assert (small["seen"], small["low"], small["high"], small["verdict"]) == (0, -1.0, 1.0, None)  # nothing judged
     assert len(record["rounds"]) > 1 and ArithCheckpoint.built - built == 1
     warned = [r.getMessage() for r in caplog.records if "fewshot_split is None" in r.getMessage()]
-    assert sorted(warned) == sorted(
+    assert sorted(warned) == [
         f"[Task: {t}] num_fewshot > 0 but fewshot_split is None. using preconfigured rule."
         for t in ("gate_arith", "gate_small")
-    )
-    with pytest.raises(ConfigError, match="rows=gate_smal names no row"):
-        gate.main([f"baseline={tmp_path / 'base'}", f"include_path=[{tmp_path}]", "max_drop=0.01", "rows=gate_smal"])
+    ]
+
+
+def test_rows_gates_and_evaluates_the_chosen_task_alone(tmp_path: Path) -> None:
+    """rows=gate_arith: the candidate runs gate_arith only (not a prefix of every task's
+    documents), its row alone is gated, and the full-run verdict reads that row; a name the
+    baseline does not have is one paragraph before any model call."""
+    suite = _two_tasks(tmp_path)
+    code = _gate(suite, tmp_path / "one", 0.0, "max_drop=0.05", "first=16", "rows=gate_arith:acc")
+    record = _record(tmp_path / "one")
+    assert code == 1 and record["rows"] == ["gate_arith acc,none"]
+    assert {tuple(r["documents"]) for r in record["rounds"]} == {("gate_arith",)}
+    assert load_run(tmp_path / "one").tasks() == ["gate_arith"]
+    assert _gate(suite, tmp_path / "all", 0.0, "max_drop=0.0", "first=400", "rows=gate_small") == 1  # full run
+    assert _record(tmp_path / "all")["decided_by"] == "full run"
+    with pytest.raises(ConfigError, match="rows=gate_smal names no task or group of the baseline"):
+        _gate(suite, tmp_path / "x", 1.0, "max_drop=0.01", "rows=gate_smal")
+    with pytest.raises(ConfigError, match="rows=gate_small:accc names no row the gate can judge"):
+        _gate(suite, tmp_path / "y", 1.0, "max_drop=0.01", "rows=gate_small:accc")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
 def test_bad_input_is_one_paragraph_before_any_model_call(release: dict[str, Path], tmp_path: Path) -> None:
@@ -237,7 +244,9 @@ def test_bad_input_is_one_paragraph_before_any_model_call(release: dict[str, Pat
         _gate(release, tmp_path / "y", 1.0, "max_drop=0.01", "limit=5")
     with pytest.raises(ConfigError, match="max_drop= missing"):
         gate.main([f"baseline={release['baseline']}"])
-    with pytest.raises(ConfigError, match=r"candidate's tasks \(arith_mc\) are not the baseline's \(gate_arith"):
+    with pytest.raises(
+        ConfigError, match=r"candidate's tasks \(arith_mc\) are not the ones the gate pairs \(gate_arith"
+    ):
         _gate(release, tmp_path / "z", 1.0, "max_drop=0.01", "task=arith_mc")  # refused before any model call
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists() and not (tmp_path / "z").exists()
 
