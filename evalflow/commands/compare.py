@@ -105,7 +105,7 @@ COMMAND = Command(
         Option("seed", int, 1234, "the paired bootstrap's seed"),
         Option("max_drop", float, 0.0, "the gate: fail on a metric worse by more than this (with p < alpha)"),
         Option("alpha", float, 0.05, "the gate's significance level, and the level of the Detectable column"),
-        Option("rows", RowChoice.parse, EVERY_ROW, "gate only these tasks or groups[:metric]: rows=mmlu,arc:acc"),
+        Option("rows", RowChoice.parse, None, "gate only these tasks or groups (default: every row)"),
         Option("kappa", metric_pair, None, "instead, Cohen's kappa between A's METRIC_A and B's METRIC_B"),
     ),
     (Flag("--json", "print the rows (and the gate's verdict) as JSON"),),
@@ -150,7 +150,7 @@ def parse_args(argv: Sequence[str]) -> CompareArgs:
         gate,
         "--json" in words.flags,
         options.get("kappa"),
-        words.value("rows"),
+        words.value("rows") or EVERY_ROW,
     )
 
 
@@ -183,15 +183,16 @@ def main(argv: list[str]) -> int:
     if args.kappa is not None:
         return _kappa_main(run_a, run_b, *args.kappa, as_json=args.as_json)
     rows = compare(run_a, run_b, args.iters, args.seed, alpha)
-    args.rows.check([(r.task, r.metric) for r in rows], "compare")
-    judged = verdicts([r for r in rows if args.rows.takes(r.task, r.metric)], args.gate) if args.gate else []
+    judged = _judged(args, run_a, run_b, rows) if args.gate else []
     failed = failures(judged)
     shifts = truncation_changes(run_a, run_b, [t for t in run_a.tasks() if t in run_b.tasks()], alpha)
     shifted = [c for c in shifts if c.differs]
     if args.as_json:
-        _print_json(args, run_a, run_b, rows, shifts, failed)
+        _print_json(args, run_a, run_b, rows, shifts, judged)
     else:
         _print_text(run_a, run_b, rows, judged, shifted, alpha)
+        if args.rows.items:  # the table shows every row; say which the gate judged
+            print(f"GATED (rows=): {', '.join(v.name for v in judged)}")
     if args.gate is not None:
         print(
             f"gate: {len(failed)} regression(s) in {len(judged)} metric(s); {'FAILED' if failed else 'passed'}"
@@ -201,15 +202,31 @@ def main(argv: list[str]) -> int:
     return 1 if failed else 0
 
 
+def _judged(args: CompareArgs, run_a: Run, run_b: Run, rows: Sequence[Comparison]) -> list[Verdict]:
+    """The gate's verdicts: each chosen row (``rows=``, default every row), and a failing one for
+    each baseline task the candidate did not evaluate (compare pairs the tasks both runs have,
+    so a candidate that dropped a task would otherwise pass on the rest)."""
+    assert args.gate is not None
+    leaves = args.rows.leaves(run_a.tasks(), run_a.groups(), "compare")
+    args.rows.check([(r.task, r.metric, r.filter) for r in rows], "compare")
+    missing = [
+        Verdict(task, True, f"not in B ({run_b.folder}): the candidate has no value to gate")
+        for task in leaves
+        if task not in run_b.tasks()
+    ]
+    return verdicts([r for r in rows if args.rows.takes(r.task, r.metric, r.filter)], args.gate) + missing
+
+
 def _print_json(
     args: CompareArgs,
     run_a: Run,
     run_b: Run,
     rows: Sequence[Comparison],
     shifts: Sequence[TruncationChange],
-    failed: Sequence[Verdict],
+    judged: Sequence[Verdict],
 ) -> None:
-    """``--json``: the rows, every task's truncation shares, and the gate's failures."""
+    """``--json``: the rows, every task's truncation shares, and the gate's rows and failures."""
+    failed = failures(judged)
     print(
         json.dumps(
             {
@@ -223,7 +240,11 @@ def _print_json(
                 "truncation": [{**dataclasses.asdict(c), "a_share": c.a_share, "b_share": c.b_share} for c in shifts],
                 "gate": None
                 if args.gate is None
-                else {**dataclasses.asdict(args.gate), "failed": [v.name for v in failed]},
+                else {
+                    **dataclasses.asdict(args.gate),
+                    "gated": [v.name for v in judged],
+                    "failed": [v.name for v in failed],
+                },
             },
             indent=2,
         )

@@ -26,6 +26,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -37,7 +38,7 @@ from typing import Any
 from evalflow.commands.reference import print_help
 from evalflow.commands.words import Command, Option, SettingWords, asks_for_help, parse_words
 from evalflow.config.override_words import split_word
-from evalflow.errors import ConfigError, RunFolderError, closest
+from evalflow.errors import ConfigError, RunFolderError
 from evalflow.insight.gate import EVERY_ROW, GateSettings, RowChoice
 from evalflow.insight.gate_sequence import (
     GatedRow,
@@ -58,13 +59,14 @@ BUDGET_EXIT = 3  # undecided when budget= documents were spent
 
 
 def metric_ranges(value: str) -> dict[str, tuple[float, float]]:
-    """METRIC:LOW:HIGH, comma-separated: ranges=f1:0:1,bleu:0:100"""
+    """METRIC:LOW:HIGH (finite numbers, LOW < HIGH; each metric once), comma-separated: ranges=f1:0:1,rating:1:10"""
     out = {}
     for item in value.split(","):
         name, low, high = item.strip().rsplit(":", 2)
-        if not name or not float(low) < float(high):
+        bounds = (float(low), float(high))
+        if not name or name in out or not -math.inf < bounds[0] < bounds[1] < math.inf:
             raise ValueError(value)
-        out[name] = (float(low), float(high))
+        out[name] = bounds
     return out
 
 
@@ -85,8 +87,8 @@ COMMAND = Command(
         Option("order_seed", int, 1234, "the seed of the random order of the documents"),
         Option("budget", positive, None, "stop undecided (exit 3) before evaluating more documents than this"),
         Option("first", positive, 64, "the first round's size, in documents (or clusters); rounds then grow 1.5x"),
-        Option("ranges", metric_ranges, {}, "a non-0/1 metric's range where its registration has none: ranges=f1:0:1"),
-        Option("rows", RowChoice.parse, EVERY_ROW, "gate only these tasks or groups[:metric]: rows=mmlu,arc:acc"),
+        Option("ranges", metric_ranges, {}, "a non-0/1 metric's range (over its registration's): ranges=f1:0:1"),
+        Option("rows", RowChoice.parse, None, "gate only these tasks or groups (default: every row)"),
         Option("out", str, None, "the candidate's run folder (default outputs/gate/<date>/<time>)"),
     ),
     max_positional=0,
@@ -111,8 +113,8 @@ def main(argv: list[str]) -> int:
     gate = GateSettings(words.value("max_drop"), words.value("alpha"))
     baseline = load_run(Path(words.value("baseline")))
     check_baseline(baseline)
-    choice = words.value("rows")
-    leaves = chosen_leaves(baseline, choice)
+    choice = words.value("rows") or EVERY_ROW
+    leaves = choice.leaves(baseline.tasks(), baseline.groups(), "gate")
     settings, config = _candidate(baseline, words.passed, choice, leaves)  # imports= first: a metric they register
     rows = gated_rows(baseline, words.value("ranges"), choice)  # declares its range
     order = unit_order({task: _clusters(baseline, task) for task in leaves}, words.value("order_seed"))
@@ -126,6 +128,7 @@ def main(argv: list[str]) -> int:
         **dataclasses.asdict(gate),
         "budget": words.value("budget"),
         "rows": [r.name for r in rows],
+        "decided_rows": [],  # the rows whose interval decided (none when the full run or the budget did)
         "rounds": [],
     }
     prefixes = round_prefixes(order, words.value("first"), words.value("budget"))
@@ -154,22 +157,6 @@ def check_baseline(baseline: Run) -> None:
         )
 
 
-def chosen_leaves(baseline: Run, choice: RowChoice) -> list[str]:
-    """The baseline's tasks the gate evaluates: all of them, or with ``rows=`` the leaves of the
-    named tasks and groups only (a suite gated on one number evaluates that number's documents,
-    not a prefix of every task's). A name the baseline does not have is refused here."""
-    groups = baseline.groups()
-    known = [*baseline.tasks(), *groups]
-    leaves: list[str] = []
-    for name, _ in choice.items or [(t, None) for t in baseline.tasks()]:
-        if name not in known:
-            raise ConfigError(
-                f"gate: rows={name} names no task or group of the baseline {baseline.folder}; {closest(name, known)}"
-            )
-        leaves.extend(t for t in groups.get(name, [name]) if t not in leaves)
-    return leaves
-
-
 def _clusters(baseline: Run, task: str) -> dict[int, Any]:
     """The task's documents with their cluster ids, where the run records them (``Run.clusters``,
     a task's ``cluster_key``), else each document its own unit."""
@@ -194,7 +181,7 @@ def _candidate(baseline: Run, passed: Sequence[str], choice: RowChoice, leaves: 
     if "task" not in keys:
         task = baseline.config.get("task") if baseline.kind == "evalflow" else None
         names = task if isinstance(task, list) else [task] if isinstance(task, str) else baseline.tasks()
-        names = list(dict.fromkeys(n for n, _ in choice.items)) if choice.items else names
+        names = list(dict.fromkeys(n for n, _, _ in choice.items)) if choice.items else names
         overrides.append(f"task=[{','.join(names)}]")
     config = compose_config(without_unused_preset(overrides))  # model.type=pkg:Class alone: as a run composes it
     settings = settings_from_config(config)
@@ -307,7 +294,7 @@ def _full_run_verdict(baseline: Run, candidate: Run, gate: GateSettings, choice:
     from evalflow.insight.comparison import compare, verdicts
     from evalflow.insight.gate import failures
 
-    rows = [r for r in compare(baseline, candidate, alpha=gate.alpha) if choice.takes(r.task, r.metric)]
+    rows = [r for r in compare(baseline, candidate, alpha=gate.alpha) if choice.takes(r.task, r.metric, r.filter)]
     judged = verdicts(rows, gate)
     for v in failures(judged):
         print(f"REGRESSION: {v.name}: {v.reason}")

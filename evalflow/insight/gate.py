@@ -21,7 +21,7 @@ shown a difference of 0.26 or more (13 more one way than the other).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,40 +46,61 @@ class GateSettings:
 
 @dataclass(frozen=True)
 class RowChoice:
-    """``rows=``: the rows a gate judges, each a task or group name, optionally ``:METRIC``
-    (``rows=mmlu`` gates the group's every metric, ``rows=mmlu:acc,arc_easy:acc_norm`` two). A
-    release usually ships on its headline numbers; gating every subtask splits the error budget
-    over all of them (the sequential gate then needs far more documents to decide each). Empty:
-    every row."""
+    """``rows=``: the rows a gate judges, each a task or group name, optionally ``:METRIC`` and
+    ``@FILTER`` (``rows=mmlu`` gates the group's every metric, ``rows=gsm8k:exact_match@strict-match``
+    one filter of one metric). A release usually ships on its headline numbers; gating every
+    subtask splits the error budget over all of them (the sequential gate then needs far more
+    documents to decide each). Empty: every row."""
 
-    items: tuple[tuple[str, str | None], ...] = ()
+    items: tuple[tuple[str, str | None, str | None], ...] = ()
 
     @classmethod
     def parse(cls, value: str) -> RowChoice:
-        """NAME[:METRIC], comma-separated: rows=mmlu,arc_easy:acc"""
+        """NAME[:METRIC[@FILTER]], comma-separated: rows=mmlu,gsm8k:exact_match@strict-match"""
         items = []
         for item in value.split(","):
-            name, _, metric = item.strip().partition(":")
-            if not name or (_ and not metric):
+            name, colon, rest = item.strip().partition(":")
+            metric, at, filt = rest.partition("@")
+            if not name or (colon and not metric) or (at and not filt):
                 raise ValueError(value)
-            items.append((name, metric or None))
+            items.append((name, metric or None, filt or None))
         return cls(tuple(items))
 
-    def takes(self, task: str, metric: str) -> bool:
-        return not self.items or any(n == task and m in (None, metric) for n, m in self.items)
+    def takes(self, task: str, metric: str, filt: str) -> bool:
+        return not self.items or any(self._matches(item, (task, metric, filt)) for item in self.items)
 
-    def check(self, rows: Iterable[tuple[str, str]], where: str) -> None:
-        """Each chosen item names at least one of ``rows`` ((task or group, metric) pairs), else
+    @staticmethod
+    def _matches(item: tuple[str, str | None, str | None], row: tuple[str, str, str]) -> bool:
+        return item[0] == row[0] and item[1] in (None, row[1]) and item[2] in (None, row[2])
+
+    def check(self, rows: Iterable[tuple[str, str, str]], where: str) -> None:
+        """Each chosen item names at least one of ``rows`` ((task or group, metric, filter)), else
         one paragraph naming the closest."""
         rows = list(rows)
-        for name, metric in self.items:
-            if not any(n == name and metric in (None, m) for n, m in rows):
-                known = sorted({f"{n}:{m}" for n, m in rows})
-                wanted = name if metric is None else f"{name}:{metric}"
+        for item in self.items:
+            if not any(self._matches(item, row) for row in rows):
+                name, metric, filt = item
+                wanted = name + (f":{metric}" if metric else "") + (f"@{filt}" if filt else "")
+                known = sorted({f"{n}:{m}@{f}" for n, m, f in rows} | {n for n, _, _ in rows})
                 raise ConfigError(
-                    f"{where}: rows={wanted} names no row the gate can judge in the baseline; "
-                    f"{closest(wanted, known + sorted({n for n, _ in rows}))}"
+                    f"{where}: rows={wanted} names no row the gate can judge in the baseline; {closest(wanted, known)}"
                 )
+
+    def leaves(self, tasks: Sequence[str], groups: Mapping[str, Sequence[str]], where: str) -> list[str]:
+        """The leaf tasks of the chosen rows (every one of ``tasks`` when none is chosen), of a
+        run with these ``tasks`` and ``groups`` (each group's leaves); a name that is neither is
+        refused in one paragraph (a tag has no number of its own: name its tasks or group)."""
+        known = [*tasks, *groups]
+        leaves: list[str] = []
+        for name in dict.fromkeys(n for n, _, _ in self.items) if self.items else tasks:
+            if name not in known:
+                raise ConfigError(
+                    f"{where}: rows={name} names no task or group of the baseline; {closest(name, known)} "
+                    "(rows= separates rows by commas and names a filter with @: rows=gsm8k:exact_match@strict-match; "
+                    "a tag has no number of its own: name its tasks or its group)"
+                )
+            leaves.extend(t for t in groups.get(name, [name]) if t not in leaves)
+        return leaves
 
 
 EVERY_ROW = RowChoice()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalflow.errors import ConfigError
+from evalflow.errors import ConfigError, closest
 from evalflow.insight import sequential
 from evalflow.insight.comparison import is_mean, pooled_values
 from evalflow.insight.gate import EVERY_ROW, RowChoice
@@ -155,15 +155,24 @@ def gated_rows(
             if not isinstance(direction, bool) or values is None or not is_mean(values, entry[f"{metric},{filt}"]):
                 continue  # not a mean of per-document values, or no direction: decided at the full run
             candidates.append((name, leaves, metric, filt, direction, values))
-    choice.check([(c[0], c[2]) for c in candidates], "gate")
+    choice.check([(c[0], c[2], c[3]) for c in candidates], "gate")
+    _check_range_names(ranges, {c[2] for c in candidates})
     rows = []
     for name, leaves, metric, filt, direction, values in candidates:
-        if choice.takes(name, metric):
+        if choice.takes(name, metric, filt):
             label = f"{name}{' (group)' if name not in baseline.tasks() else ''} {metric},{filt}"
             rows.append(
                 GatedRow(label, tuple(leaves), metric, filt, direction, _range(label, metric, values, ranges), values)
             )
     return rows
+
+
+def _check_range_names(ranges: Mapping[str, tuple[float, float]], metrics: set[str]) -> None:
+    """Each ``ranges=`` name is a metric the gate can judge (a typo would leave the metric it
+    meant undeclared, or silently declare nothing)."""
+    for name in ranges:
+        if name not in metrics:
+            raise ConfigError(f"gate: ranges={name}:... names no metric the gate can judge; {closest(name, metrics)}")
 
 
 def _range(
@@ -176,12 +185,14 @@ def _range(
     if metric not in ranges and all(v in BINARY for v in values.values()):
         return BINARY
     declared, where = (ranges[metric], "ranges=") if metric in ranges else (declared_range(metric), "its registration")
+    seen = f"{math.floor(min(values.values())):g}:{math.ceil(max(values.values())):g}"
     if declared is None:
         raise ConfigError(
-            f"gate: {label} is not a 0/1 metric (the baseline's documents score values such as "
-            f"{next(v for v in values.values() if v not in BINARY)!r}), and an anytime-valid interval needs the "
-            f"range one document's value can take; declare it, e.g. ranges={metric}:0:1 (or ranges={metric}:0:100), "
-            f"or register the metric with register_metric(..., value_range=(0, 1)), before any model call is made"
+            f"gate: {label} is not a 0/1 metric (the baseline's documents score from {min(values.values())!r} to "
+            f"{max(values.values())!r}), and an anytime-valid interval needs the range one document's value can "
+            f"take; declare it with ranges={metric}:LOW:HIGH (at least ranges={metric}:{seen}; the metric's true "
+            "bounds, not the values seen) or register_metric(..., value_range=(LOW, HIGH)), or leave the metric out "
+            "of the gate with rows=; refused before any model call"
         )
     lo, hi = declared
     outside = [d for d, v in values.items() if not lo <= v <= hi]
@@ -189,7 +200,8 @@ def _range(
         task, doc = outside[0]
         raise ConfigError(
             f"gate: {where} declares {metric} in [{lo:g}, {hi:g}], but the baseline's document {doc} of "
-            f"task '{task}' scored {values[outside[0]]!r}; declare the metric's true range"
+            f"task '{task}' scored {values[outside[0]]!r}; declare the metric's true range "
+            f"(ranges={metric}:LOW:HIGH, which overrides a registration; at least {seen})"
         )
     return (lo, hi)
 

@@ -26,6 +26,7 @@ when ``evalflow.scoring`` is imported (its ``__init__`` imports every module).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -185,9 +186,14 @@ def register_metric(
                 f"register_metric('{name}'): unknown output type {output_type!r}; {closest(output_type, OUTPUT_TYPES)}"
             )
 
-    if value_range is not None and not (len(value_range) == 2 and float(value_range[0]) < float(value_range[1])):
-        raise TaskError(f"register_metric('{name}'): value_range={value_range!r} is not (low, high) with low < high")
-    bounds = None if value_range is None else (float(value_range[0]), float(value_range[1]))
+    bounds = None if value_range is None else (float(value_range[0]), float(value_range[-1]))
+    if value_range is not None and not (
+        len(value_range) == 2 and bounds and -math.inf < bounds[0] < bounds[1] < math.inf
+    ):
+        raise TaskError(
+            f"register_metric('{name}'): value_range={value_range!r} is not (low, high) with finite low < high; "
+            "a metric with no finite bound declares none (value_range=None)"
+        )
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         METRICS.add(name, Metric(name, fn, higher_is_better, aggregation, types, bounds))

@@ -14,6 +14,7 @@ from evalflow.errors import ConfigError
 from evalflow.insight.gate import GateSettings, judge, mcnemar_detectable
 from evalflow.insight.stats import mcnemar_exact
 from tests.support.cli import cli
+from tests.support.paths import ROOT
 
 CHECKPOINT = "tests.support.checkpoints:ArithCheckpoint"
 
@@ -57,17 +58,42 @@ def test_an_equal_candidate_passes_and_json_rows_carry_the_direction(releases: d
 
 
 def test_rows_chooses_the_gated_rows(releases: dict[str, Path]) -> None:
-    """rows=TASK:METRIC gates that row alone (acc_norm's drop is shown, not gated); a name that
-    matches no row, or rows= without a gate, is one paragraph and exit 2."""
+    """rows=TASK:METRIC gates that row alone (acc_norm's drop is shown, not gated; the GATED line
+    and --json say which were); a filter is named with @; a name that matches no row, or rows=
+    without a gate, is one paragraph and exit 2."""
     one = cli(["compare", str(releases["release"]), str(releases["worse"]), "max_drop=0.01", "rows=arith_mc:acc"])
     assert one.returncode == 1 and "gate: 1 regression(s) in 1 metric(s); FAILED" in one.stderr, one.stderr
     assert "REGRESSION: arith_mc acc,none" in one.stdout and "acc_norm,none: dropped" not in one.stdout
+    assert "GATED (rows=): arith_mc acc,none" in one.stdout
+    words = ["max_drop=0.01", "rows=arith_mc:acc_norm@none", "--json"]
+    shown = json.loads(cli(["compare", str(releases["release"]), str(releases["worse"]), *words]).stdout)
+    assert shown["gate"]["gated"] == shown["gate"]["failed"] == ["arith_mc acc_norm,none"]
     for words, says in (
         (["max_drop=0.01", "rows=arith_mc:accc"], "rows=arith_mc:accc names no row the gate can judge"),
+        (["max_drop=0.01", "rows=arith_mc:acc@strict"], "rows=arith_mc:acc@strict names no row"),
+        (["max_drop=0.01", "rows=arith"], "rows=arith names no task or group of the baseline"),
         (["rows=arith_mc"], "rows= chooses the rows the release gate judges"),
     ):
         refused = cli(["compare", str(releases["release"]), str(releases["worse"]), *words])
         assert refused.returncode == 2 and says in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+
+
+def test_a_candidate_missing_a_baseline_task_fails_the_gate(releases: dict[str, Path], tmp_path: Path) -> None:
+    """compare pairs the tasks both runs have; the gate fails a task the candidate did not run
+    (it would pass on the rest), unless rows= leaves that task out."""
+    from evalflow import evaluate
+
+    demo = ROOT / "tasks" / "demo"
+    (tmp_path / "tasks").mkdir()
+    copy = (demo / "arith_mc.yaml").read_text().replace("task: arith_mc", "task: arith_copy")
+    (tmp_path / "tasks" / "arith_copy.yaml").write_text(copy.replace("arith_mc_t", f"{demo}/arith_mc_t"))
+    common = {"cache_dir": str(tmp_path / "c"), "include_path": [str(tmp_path / "tasks")], "limit": 10}
+    both, one = tmp_path / "both", tmp_path / "one"
+    evaluate(["arith_mc", "arith_copy"], "dummy", output_dir=both, **common)
+    evaluate(["arith_copy"], "dummy", output_dir=one, **common)
+    dropped = cli(["compare", str(both), str(one), "max_drop=0.01"])
+    assert dropped.returncode == 1 and f"REGRESSION: arith_mc: not in B ({one})" in dropped.stdout, dropped.stdout
+    assert cli(["compare", str(both), str(one), "max_drop=0.01", "rows=arith_copy"]).returncode == 0
 
 
 def test_without_gate_options_compare_reports_and_exits_zero(releases: dict[str, Path]) -> None:
@@ -86,6 +112,7 @@ def test_without_gate_options_compare_reports_and_exits_zero(releases: dict[str,
         ["max_drop=-1"],
         ["max_drop=a"],
         ["max_drop=0.01", "rows=arith_mc:"],
+        ["max_drop=0.01", "rows=arith_mc:acc@"],
     ],
 )
 def test_unknown_or_bad_options_exit_2(releases: dict[str, Path], words: list[str]) -> None:

@@ -71,7 +71,7 @@ def test_a_bounded_metric_needs_a_declared_range(tmp_path: Path) -> None:
     binary = gated_rows(_run(tmp_path / "b", [0.0, 1.0, 1.0]), {})
     assert [(r.name, r.value_range, r.difference_range) for r in binary] == [("t score,none", (0.0, 1.0), (-1.0, 1.0))]
     scored = _run(tmp_path / "s", [0.5, 31.0, 80.0])
-    with pytest.raises(ConfigError, match=r"t score,none is not a 0/1 metric .* ranges=score:0:1"):
+    with pytest.raises(ConfigError, match=r"t score,none is not a 0/1 metric .* ranges=score:LOW:HIGH"):
         gated_rows(scored, {})
     assert gated_rows(scored, {"score": (0.0, 100.0)})[0].difference_range == (-100.0, 100.0)
     with pytest.raises(ConfigError, match=r"declares score in \[0, 1\], but the baseline's document 1"):
@@ -93,8 +93,33 @@ def test_a_registered_metric_declares_its_range(tmp_path: Path) -> None:
     assert gated_rows(rated, {"gate_rated": (0.0, 20.0)})[0].value_range == (0.0, 20.0)
     with pytest.raises(ConfigError, match=r"its registration declares gate_rated in \[1, 10\], but .* document 0"):
         gated_rows(_run(tmp_path / "o", [0.0, 7.5], metric="gate_rated"), {})
-    with pytest.raises(TaskError, match="value_range=.* is not"):
-        register_metric("gate_rated_backwards", higher_is_better=True, aggregation="mean", value_range=(5, 1))
+    with pytest.raises(
+        ConfigError, match=r"its registration declares .* \(ranges=gate_rated:LOW:HIGH, which overrides"
+    ):
+        gated_rows(_run(tmp_path / "o2", [0.0, 7.5], metric="gate_rated"), {})
+    for backwards in ((5, 1), (0, float("inf")), (float("nan"), 1)):
+        with pytest.raises(TaskError, match="value_range=.* is not"):
+            register_metric("gate_rated_bad", higher_is_better=True, aggregation="mean", value_range=backwards)
+
+
+def test_ranges_names_metrics_the_gate_judges_and_suggests_a_range(tmp_path: Path) -> None:
+    """A ranges= name that is no gated metric is refused (a typo would declare nothing); an
+    undeclared metric's refusal proposes bounds covering the baseline's values, and rows=."""
+    scored = _run(tmp_path / "s", [0.5, 31.0, 80.0])
+    with pytest.raises(ConfigError, match=r"ranges=scor:... names no metric the gate can judge; did you mean 'score'"):
+        gated_rows(scored, {"scor": (0.0, 100.0)})
+    with pytest.raises(
+        ConfigError, match=r"at least ranges=score:0:80; .* leave the metric out of the gate with rows="
+    ):
+        gated_rows(scored, {})
+
+
+@pytest.mark.parametrize("value", ["score:4:0", "score:0:inf", "score:nan:1", "score:0:1,score:0:2", "score:0"])
+def test_the_ranges_word_refuses_what_cannot_bound_a_metric(value: str) -> None:
+    from evalflow.commands.gate import metric_ranges
+
+    with pytest.raises(ValueError):
+        metric_ranges(value)
 
 
 def test_trackers_and_the_lm_eval_layout_carry_the_partial_mark(tmp_path: Path) -> None:
