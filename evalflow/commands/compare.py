@@ -49,7 +49,7 @@ from evalflow.commands.reference import print_help
 from evalflow.commands.words import Command, Flag, Option, asks_for_help, parse_words
 from evalflow.config.override_words import split_word
 from evalflow.errors import ConfigError
-from evalflow.insight.comparison import DEFAULT_ITERS, Comparison, check_paired, compare, verdicts
+from evalflow.insight.comparison import DEFAULT_ITERS, Comparison, check_paired, compare, missing_tasks, verdicts
 from evalflow.insight.gate import EVERY_ROW, GateSettings, RowChoice, Verdict, failures
 from evalflow.insight.truncation_change import TruncationChange, truncation_changes, truncation_line
 from evalflow.output.run_folder import Run, load_run
@@ -209,12 +209,8 @@ def _judged(args: CompareArgs, run_a: Run, run_b: Run, rows: Sequence[Comparison
     assert args.gate is not None
     leaves = args.rows.leaves(run_a.tasks(), run_a.groups(), "compare")
     args.rows.check([(r.task, r.metric, r.filter) for r in rows], "compare")
-    missing = [
-        Verdict(task, True, f"not in B ({run_b.folder}): the candidate has no value to gate")
-        for task in leaves
-        if task not in run_b.tasks()
-    ]
-    return verdicts([r for r in rows if args.rows.takes(r.task, r.metric, r.filter)], args.gate) + missing
+    chosen = [r for r in rows if args.rows.takes(r.task, r.metric, r.filter)]
+    return verdicts(chosen, args.gate) + missing_tasks(run_a, run_b, leaves)
 
 
 def _print_json(

@@ -285,6 +285,17 @@ def _index(paired: Sequence[Doc], clusters: Mapping[Doc, Any]) -> list[int]:
     return [numbers.setdefault(clusters.get(d, ("doc", d)), len(numbers)) for d in paired]
 
 
+def missing_tasks(run_a: Run, run_b: Run, tasks: Sequence[str] | None = None) -> list[Verdict]:
+    """A failing verdict for each of the baseline's ``tasks`` (default: all of them) the candidate
+    did not run: ``compare`` pairs the tasks both runs have, so a candidate that dropped a task
+    would otherwise pass the gate on the rest."""
+    return [
+        Verdict(task, True, f"not in B ({run_b.folder}): the candidate has no value to gate")
+        for task in (run_a.tasks() if tasks is None else tasks)
+        if task not in run_b.tasks()
+    ]
+
+
 def verdicts(rows: Sequence[Comparison], gate: GateSettings) -> list[Verdict]:
     """Each row judged. A metric with no value in B fails: nothing shows the candidate did not
     regress (its judge parsed no verdict); one with no value in A has no baseline: not gated."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from evalflow.insight.comparison import DEFAULT_ITERS, Comparison, compare, verdicts
+from evalflow.insight.comparison import DEFAULT_ITERS, Comparison, compare, missing_tasks, verdicts
 from evalflow.insight.gate import GateSettings, failures
 from evalflow.insight.truncation_change import truncation_changes, truncation_line
 from evalflow.output.run_folder import Run
@@ -46,7 +46,7 @@ def compare_payload(
             _row(r, v.reason if gate else None, v.failed if gate else None, judge.alpha)
             for r, v in zip(rows, judged, strict=True)
         ],
-        "gate": None if gate is None else gate_lines(judged),
+        "gate": None if gate is None else gate_lines([*judged, *missing_tasks(run_a, run_b)]),
         "truncation": [truncation_line(c, judge.alpha) for c in shifts if c.differs],
         "flips": flips(run_a, run_b, rows, max_flips),
     }

@@ -94,6 +94,12 @@ def test_a_candidate_missing_a_baseline_task_fails_the_gate(releases: dict[str, 
     dropped = cli(["compare", str(both), str(one), "max_drop=0.01"])
     assert dropped.returncode == 1 and f"REGRESSION: arith_mc: not in B ({one})" in dropped.stdout, dropped.stdout
     assert cli(["compare", str(both), str(one), "max_drop=0.01", "rows=arith_copy"]).returncode == 0
+    from evalflow.output.run_folder import load_run
+    from evalflow.view.comparing import compare_payload
+
+    lines = compare_payload(load_run(both), load_run(one), GateSettings(0.01))["gate"]  # the viewer's gate, too
+    assert f"REGRESSION: arith_mc: not in B ({one}): the candidate has no value to gate" in lines
+    assert lines[-1].endswith("FAILED")
 
 
 def test_without_gate_options_compare_reports_and_exits_zero(releases: dict[str, Path]) -> None:
