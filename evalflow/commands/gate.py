@@ -13,9 +13,11 @@ with ``budget=`` documents spent and a row still undecided it exits 3. Bad input
 
     python -m evalflow gate baseline=outputs/release model=hf model.pretrained=ckpt-2 max_drop=0.01
     python -m evalflow gate baseline=outputs/release model.type=my.Model max_drop=0.02 budget=2000 out=outputs/gate
-    python -m evalflow gate baseline=outputs/release max_drop=0.01 ranges=bleu:0:100   # a bounded metric
+    python -m evalflow gate baseline=outputs/release max_drop=0.01 ranges=rating:1:10   # a bounded metric
+    python -m evalflow gate baseline=outputs/suite model=smollm2 max_drop=0.01 rows=mmlu   # one group's number
 
-The candidate's tasks are the baseline's unless ``task=`` is given; its folder (``out=``) is a
+The candidate's tasks are the baseline's (with ``rows=``, the named tasks' and groups') unless
+``task=`` is given; its folder (``out=``) is a
 valid run folder of the documents seen, marked partial in results.json, with ``gate.json``: the
 order's seed, each round's documents and intervals, and the verdict.
 """
