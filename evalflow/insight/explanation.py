@@ -74,6 +74,13 @@ def explain_compared(
 ) -> tuple[list[str], dict[str, Path | None]]:
     """:func:`explain`'s lines and, for each task of ``run`` that computed a stage, the run folder
     they compare it with (``reference``, else the closest earlier run; None: no run of the task)."""
+    rounds = gate_lines(run)
+    if rounds and reference is None:  # the rounds' own runs are gone: an earlier folder would explain the wrong run
+        note = (
+            "each round computed only its new documents, the earlier rounds' answers read from the cache; "
+            f"to see why against another run: python -m evalflow explain {run} OTHER_RUN"
+        )
+        return [*rounds, note], {}
     target = read_manifest(run)
     ref = read_manifest(reference) if reference is not None else None
     bases = _bases(target, ref, search)

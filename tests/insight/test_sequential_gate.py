@@ -94,6 +94,8 @@ def test_a_damaged_candidate_fails_on_a_fraction_and_its_folder_is_partial_every
     with pytest.raises(RunFolderError, match="is a partial run"):
         compare(load_run(release["baseline"]), load_run(out))
     assert explain(out)[0].startswith(f"gate against {release['baseline']}") and "gate round 1:" in explain(out)[1]
+    assert explain(out)[-1].startswith("each round computed only its new documents")  # not another run's story
+    assert not [line for line in explain(out) if "re-ran" in line]
     from evalflow.view.payloads import Catalog, results_payload
 
     (shown,) = results_payload(Catalog([out]), {"ids": "."})["runs"]  # the report's results side by side
