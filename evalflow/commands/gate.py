@@ -47,6 +47,7 @@ from evalflow.insight.gate_sequence import (
     RowState,
     Unit,
     decided,
+    documents_used,
     gated_rows,
     judge_round,
     round_prefixes,
@@ -341,8 +342,7 @@ def _print_round(
     verdict: str | None,
     how: str,
 ) -> None:
-    used = ", ".join(f"{t} {n} of {total}" for t, (n, total) in _counts(chosen, baseline).items())
-    print(f"round {k}: {used}")
+    print(f"round {k}: {documents_used(_counts(chosen, baseline))}")
     for s in states:
         print(f"  {s.name}: [{s.low:+.4f}, {s.high:+.4f}] over {s.seen} of {s.documents}: {s.verdict or 'undecided'}")
     if how == "full run":  # the rows' exact differences above; a drop beyond max_drop fails only if not noise

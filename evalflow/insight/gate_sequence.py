@@ -262,6 +262,22 @@ def decided(states: Sequence[RowState]) -> str | None:
     return None
 
 
+def documents_used(counts: Mapping[str, Sequence[int]], most: int = 6) -> str:
+    """Each task's documents ``n of N``, or past ``most`` tasks (mmlu's 57) their sums: a line a
+    reader can take in every round (gate.json keeps each task's).
+
+    >>> documents_used({"a": [16, 400], "b": [1, 10]})
+    'a 16 of 400, b 1 of 10'
+    >>> documents_used({"a": [16, 400], "b": [1, 10]}, most=1)
+    '2 tasks: 17 of 410 documents'
+    """
+    if len(counts) <= most:
+        return ", ".join(f"{t} {n} of {total}" for t, (n, total) in counts.items())
+    return (
+        f"{len(counts)} tasks: {sum(n for n, _ in counts.values())} of {sum(t for _, t in counts.values())} documents"
+    )
+
+
 def gate_lines(folder: Path) -> list[str]:
     """What ``explain`` and the report say of a sequential gate's run folder: each round's documents
     and intervals, and the verdict (its ``gate.json``); none for another folder."""
@@ -274,7 +290,7 @@ def gate_lines(folder: Path) -> list[str]:
         f"order_seed={record['order_seed']}): {record['verdict']}, decided by the {record['decided_by']}"
     ]
     for k, round_ in enumerate(record["rounds"], start=1):
-        used = ", ".join(f"{t} {n} of {total}" for t, (n, total) in round_["documents"].items())
+        used = documents_used(round_["documents"])
         rows = "; ".join(
             f"{r['name']} [{r['low']:+.4f}, {r['high']:+.4f}] {r['verdict'] or 'undecided'}" for r in round_["rows"]
         )
