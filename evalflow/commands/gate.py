@@ -28,14 +28,13 @@ import contextlib
 import dataclasses
 import json
 import logging
-import math
 import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalflow.commands.reference import print_help
 from evalflow.commands.words import Command, Option, SettingWords, asks_for_help, parse_words
@@ -57,6 +56,10 @@ from evalflow.insight.gate_sequence import (
 from evalflow.output.partial import partial_tasks
 from evalflow.output.run_folder import Run, ensure_fresh, load_run
 from evalflow.output.run_paths import gate_record_file, gate_rounds_dir
+from evalflow.scoring.registry import finite_range
+
+if TYPE_CHECKING:
+    from evalflow.models.registry import LoadedModels
 
 BUDGET_EXIT = 3  # undecided when budget= documents were spent
 
@@ -66,10 +69,9 @@ def metric_ranges(value: str) -> dict[str, tuple[float, float]]:
     out = {}
     for item in value.split(","):
         name, low, high = item.strip().rsplit(":", 2)
-        bounds = (float(low), float(high))
-        if not name or name in out or not -math.inf < bounds[0] < bounds[1] < math.inf:
+        if not name or name in out:
             raise ValueError(value)
-        out[name] = bounds
+        out[name] = finite_range((low, high))
     return out
 
 
@@ -247,7 +249,7 @@ def _rounds(plan: GatePlan, settings: Any, config: Any, out: Path, record: dict[
 
 
 def _one_round(
-    plan: GatePlan, settings: Any, folder: Path, seen: int, chosen: Mapping[str, list[int]], loaded: Any
+    plan: GatePlan, settings: Any, folder: Path, seen: int, chosen: Mapping[str, list[int]], loaded: LoadedModels
 ) -> tuple[list[RowState], str | None, str]:
     """One round's run (into ``folder``) and its judgement: the rows' states, the verdict so far,
     and what decided it ("sequential", "full run" when the documents ran out, else "budget")."""

@@ -27,7 +27,7 @@ when ``evalflow.scoring`` is imported (its ``__init__`` imports every module).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -186,20 +186,28 @@ def register_metric(
                 f"register_metric('{name}'): unknown output type {output_type!r}; {closest(output_type, OUTPUT_TYPES)}"
             )
 
-    bounds = None if value_range is None else (float(value_range[0]), float(value_range[-1]))
-    if value_range is not None and not (
-        len(value_range) == 2 and bounds and -math.inf < bounds[0] < bounds[1] < math.inf
-    ):
+    try:
+        bounds = None if value_range is None else finite_range(value_range)
+    except (TypeError, ValueError):
         raise TaskError(
             f"register_metric('{name}'): value_range={value_range!r} is not (low, high) with finite low < high; "
             "a metric with no finite bound declares none (value_range=None)"
-        )
+        ) from None
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         METRICS.add(name, Metric(name, fn, higher_is_better, aggregation, types, bounds))
         return fn
 
     return decorate
+
+
+def finite_range(value: Sequence[Any]) -> tuple[float, float]:
+    """``(low, high)`` as floats when both are finite and low < high, else ValueError: the one rule
+    for a metric's declared range (``register_metric(value_range=)``, the gate's ``ranges=``)."""
+    low, high = (float(v) for v in value)  # not two values: ValueError
+    if not -math.inf < low < high < math.inf:
+        raise ValueError(value)
+    return (low, high)
 
 
 def declared_range(name: str) -> tuple[float, float] | None:
